@@ -1,0 +1,5 @@
+import sys
+
+from simtgpu.cli.main import main
+
+sys.exit(main())

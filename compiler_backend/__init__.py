@@ -1,0 +1,1 @@
+"""simtgpu.compiler_backend."""

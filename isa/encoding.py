@@ -1,0 +1,127 @@
+"""Encode and decode instruction words, derived entirely from the instruction table."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .abi import PT
+from .formats import PNEG, PRED, Field
+from .instructions import BY_ENCODING, BY_MNEMONIC, OPCODES_WITH_FN, Instr
+from .operands import Kind, pred_src_valid
+
+
+class EncodingError(ValueError):
+    """A field value does not fit, or a word is not a valid instruction."""
+
+
+def used_fields(instr: Instr) -> tuple[Field, ...]:
+    """The fields an instruction gives meaning to; all other bits must be zero."""
+    names = {"op", "pred", "pneg"}
+    if instr.fn is not None:
+        names.add("fn")
+    for op in instr.operands:
+        names.update(op.fields)
+    return tuple(f for f in instr.fmt.fields if f.name in names)
+
+
+def encode(instr: Instr | str, fields: dict[str, int], pred: int = PT, pneg: bool = False) -> int:
+    """Build a word from raw field values (immediates already as integers).
+
+    ``fields`` maps format field names to values; the split S immediate may be given as
+    ``simm`` and is split here. Raises :class:`EncodingError` when a value does not fit.
+    """
+    if isinstance(instr, str):
+        instr = BY_MNEMONIC[instr]
+    values = dict(fields)
+    if "simm" in values:
+        simm = values.pop("simm")
+        if not -1024 <= simm <= 1023:
+            raise EncodingError(f"offset {simm} out of range -1024..1023")
+        values["simm_lo"] = simm & 0x1F
+        values["simm_hi"] = (simm >> 5) & 0x3F
+    values["op"] = instr.opcode
+    values["pred"] = pred
+    values["pneg"] = int(pneg)
+    if instr.fn is not None:
+        values["fn"] = instr.fn
+    word = 0
+    allowed = {f.name: f for f in used_fields(instr)}
+    for name, value in values.items():
+        if name not in allowed:
+            raise EncodingError(f"{instr.mnemonic} has no field {name}")
+        f = allowed[name]
+        if not f.min <= value <= f.max:
+            raise EncodingError(f"{name} value {value} out of range {f.min}..{f.max}")
+        word = f.insert(word, value)
+    return word
+
+
+@dataclass(frozen=True)
+class Decoded:
+    """A decoded instruction word. Unused fields read as zero."""
+
+    word: int
+    instr: Instr
+    pred: int
+    pneg: bool
+    rd: int
+    rs1: int
+    rs2: int
+    rs3: int
+    imm: int  # imm11, the joined S offset, imm16 (signed for movi) or off21, else 0
+
+    @property
+    def mnemonic(self) -> str:
+        return self.instr.mnemonic
+
+    @property
+    def guarded(self) -> bool:
+        return not (self.pred == PT and not self.pneg)
+
+
+def decode(word: int) -> Decoded:
+    """Decode one word; raise :class:`EncodingError` for anything that is not a valid encoding
+    (reserved opcode or function code, non-zero unused bits, bad predicate field)."""
+    word &= 0xFFFF_FFFF
+    opcode = word & 0x7F
+    fn = (word >> 26) & 0x1F if opcode in OPCODES_WITH_FN else None
+    instr = BY_ENCODING.get((opcode, fn))
+    if instr is None:
+        what = f"opcode 0x{opcode:02x}" + (f" fn {fn}" if fn is not None else "")
+        raise EncodingError(f"illegal instruction 0x{word:08x} (reserved {what})")
+    used = 0
+    for f in used_fields(instr):
+        used |= f.mask << f.lo
+    if word & ~used & 0xFFFF_FFFF:
+        raise EncodingError(f"illegal instruction 0x{word:08x} (non-zero reserved bits)")
+    fmt = instr.fmt
+    get = {f.name: f.extract(word) for f in fmt.fields}
+    imm = 0
+    if fmt.has("imm11"):
+        imm = get["imm11"]
+    elif fmt.name == "S":
+        imm = get["simm_lo"] | (get["simm_hi"] << 5)
+        if imm & 0x400:
+            imm -= 0x800
+    elif fmt.has("imm16"):
+        imm = get["imm16"]
+        if instr.operands[1].signed and imm & 0x8000:
+            imm -= 0x10000
+    elif fmt.has("off21"):
+        imm = get["off21"]
+    for op in instr.operands:
+        if op.kind is Kind.PRED and get["rd"] >> 3:
+            raise EncodingError(f"illegal instruction 0x{word:08x} (predicate field > 7)")
+        if op.kind is Kind.PRED_SRC and not pred_src_valid(get[op.fields[0]]):
+            raise EncodingError(f"illegal instruction 0x{word:08x} (bad predicate source)")
+    return Decoded(
+        word=word,
+        instr=instr,
+        pred=PRED.extract(word),
+        pneg=bool(PNEG.extract(word)),
+        rd=get.get("rd", 0),
+        rs1=get.get("rs1", 0),
+        rs2=get.get("rs2", 0),
+        rs3=get.get("rs3", 0),
+        imm=imm,
+    )

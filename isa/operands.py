@@ -1,0 +1,71 @@
+"""Operand kinds: how an operand is written in assembly and which fields it fills."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+
+
+class Kind(Enum):
+    """What an operand is. The assembler parses, and the disassembler prints, by kind."""
+
+    REG = "reg"  # r0..r31
+    PRED = "pred"  # p0..p6, pt; as a destination, the low 3 bits of rd
+    PRED_SRC = "pred_src"  # [!]p0..p6, [!]pt; 5-bit field: bit 4 negates, bits 2:0 select
+    IMM = "imm"  # signed integer in imm11 (or the split S immediate)
+    IMM16 = "imm16"  # 16-bit immediate; signedness per instruction (see Operand.signed)
+    MEM = "mem"  # [rs1+imm] / [rs1-imm] / [rs1]: address register plus signed byte offset
+    MEM_REG = "mem_reg"  # [rs1]: address register only (atomics)
+    SREG = "sreg"  # special register name, e.g. tid.x
+    LABEL = "label"  # branch target: label expression, PC-relative word offset in off21
+    PARAM = "param"  # kernel parameter name or byte offset, in imm11 (rs1 = r0)
+
+
+KIND_SYNTAX: dict[Kind, str] = {
+    Kind.REG: "rN (r0..r31, r0 reads as zero)",
+    Kind.PRED: "pN (p0..p6) or pt",
+    Kind.PRED_SRC: "pN or !pN (pt, !pt allowed)",
+    Kind.IMM: "integer expression",
+    Kind.IMM16: "integer expression",
+    Kind.MEM: "[rN], [rN+imm] or [rN-imm]",
+    Kind.MEM_REG: "[rN]",
+    Kind.SREG: "special register name (tid.x, ctaid.y, laneid, clock, ...)",
+    Kind.LABEL: "label expression (label, label+8, label-4)",
+    Kind.PARAM: "parameter name declared by .param, or a byte offset",
+}
+
+
+@dataclass(frozen=True)
+class Operand:
+    """One operand in assembly order.
+
+    ``fields`` lists the format fields the operand fills: one field for registers,
+    predicates, immediates, special registers and labels; for ``MEM`` the address register
+    field and then the offset field(s).
+    ``role`` is ``"dst"`` or ``"src"`` so the scoreboard and the compiler know what is
+    written and what is read.
+    """
+
+    kind: Kind
+    fields: tuple[str, ...]
+    role: str = "src"
+    signed: bool = True
+
+    @property
+    def is_dst(self) -> bool:
+        return self.role == "dst"
+
+
+def pred_src_encode(index: int, negate: bool) -> int:
+    """Encode a predicate source into its 5-bit register field."""
+    return (int(negate) << 4) | index
+
+
+def pred_src_decode(value: int) -> tuple[int, bool]:
+    """Inverse of :func:`pred_src_encode`: (predicate index, negated)."""
+    return value & 7, bool(value >> 4 & 1)
+
+
+def pred_src_valid(value: int) -> bool:
+    """Bits 3 of a predicate-source field is reserved and must be zero."""
+    return value & 0b01000 == 0
