@@ -13,7 +13,9 @@ fi
 
 echo "setup: creating $VENV and installing simtgpu[dev] (first run only)"
 [ -x "$VENV/bin/python" ] || python3 -m venv "$VENV"
-"$VENV/bin/python" -m pip install --quiet --disable-pip-version-check -e ".[dev]"
+# (this machine's pip configuration warns about absent local indexes; hide only that noise)
+quiet() { "$@" 2>&1 | { grep -v "^WARNING: Location 'file:" || true; }; }
+quiet "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check -e ".[dev]"
 
 # FST waveforms need the lz4 headers for Verilator's tracing library.
 if [ ! -f /usr/include/lz4.h ]; then
@@ -29,7 +31,7 @@ fi
 # ptxas checks the PTX the compiler emits; take NVIDIA's PyPI package when none is on PATH.
 if ! command -v ptxas >/dev/null; then
     echo "setup: no ptxas on PATH; installing nvidia-cuda-nvcc into $VENV"
-    "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check nvidia-cuda-nvcc \
+    quiet "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check nvidia-cuda-nvcc \
         || echo "setup: warning: nvidia-cuda-nvcc not installed; PTX assembly tests will skip"
 fi
 
