@@ -1,0 +1,28 @@
+"""Project-wide pytest options.
+
+Long random RTL regressions are marked ``regress`` and only run when asked for
+(``make regress N=... SEED=...`` passes ``-m regress`` and the options below).
+"""
+
+import pytest
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--regress-n", type=int, default=2000,
+                     help="number of random programs in a long regression")
+    parser.addoption("--regress-seed", type=int, default=1,
+                     help="base seed of a long regression")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "regress: long random regression (make regress)")
+    config.addinivalue_line("markers", "slow: slower test, still part of make test")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if "regress" in (config.getoption("-m") or ""):
+        return
+    skip = pytest.mark.skip(reason="long regression: run with `make regress`")
+    for item in items:
+        if "regress" in item.keywords:
+            item.add_marker(skip)
