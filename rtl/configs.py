@@ -1,0 +1,218 @@
+"""Hardware build configurations: the driver's :class:`GpuConfig` plus RTL-only parameters.
+
+The sizes that a kernel can observe (cores, warps, lanes, memories) come from
+``simtgpu.driver_model.configs`` so the driver, the ISS and the RTL always agree on what
+``tiny``, ``small`` and ``full`` mean. :class:`RtlConfig` adds what only the hardware needs:
+the memory bus width, the tag widths, the watchdogs, and derived bit widths used by every
+block in ``rtl/``.
+
+Usage::
+
+    from simtgpu.rtl.configs import get_rtl_config
+    cfg = get_rtl_config("small")           # or get_rtl_config(GpuConfig(...), line_words=4)
+    cfg.lanes, cfg.warps, cfg.line_words, cfg.source_bits
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields, replace
+
+from simtgpu.driver_model.configs import CONFIGS, GpuConfig
+from simtgpu.errors import SimtgpuError
+
+__all__ = ["RTL_CONFIGS", "RtlConfig", "RtlConfigError", "get_rtl_config"]
+
+
+class RtlConfigError(SimtgpuError):
+    """A hardware parameter is out of range; the message names the parameter and the value."""
+
+
+def _is_pow2(x: int) -> bool:
+    return x > 0 and (x & (x - 1)) == 0
+
+
+def _bits(n: int) -> int:
+    """Bits to index ``n`` items (at least 1, so a one-item index is still a signal)."""
+    return max(1, (n - 1).bit_length())
+
+
+@dataclass(frozen=True)
+class RtlConfig:
+    """One hardware build.
+
+    Parameters
+    ----------
+    gpu:
+        The driver-visible sizes (cores, warps per core, lanes, memories, latency).
+    line_words:
+        32-bit words per memory-bus line. Defaults to ``lanes``, so a warp's fully
+        coalesced access to consecutive aligned words is one transaction.
+    tag_bits:
+        Width of the tag a core puts on its memory requests (its warp slot and anything
+        else it needs to match responses). The interconnect widens it by ``source_bits``.
+    watchdog_cycles:
+        A kernel that runs longer than this many cycles is stopped with a ``WATCHDOG`` fault.
+    barrier_watchdog_cycles:
+        A barrier that waits longer than this raises ``BARRIER_DEADLOCK``.
+    sim_memory_bytes:
+        Size of the simulation memory model behind the external port. Defaults to
+        ``gpu.memory_bytes``; a smaller value keeps simulator builds small. Requests past it
+        are never made, because cores fault on addresses at or past ``memory_bytes`` and the
+        harness requires ``sim_memory_bytes == memory_bytes`` unless told otherwise.
+    """
+
+    gpu: GpuConfig
+    line_words: int = 0  # 0 = lanes
+    tag_bits: int = 8
+    watchdog_cycles: int = 1 << 24
+    barrier_watchdog_cycles: int = 1 << 16
+    sim_memory_bytes: int = 0  # 0 = gpu.memory_bytes
+
+    def __post_init__(self) -> None:
+        if self.line_words == 0:
+            object.__setattr__(self, "line_words", self.gpu.lanes)
+        if self.sim_memory_bytes == 0:
+            object.__setattr__(self, "sim_memory_bytes", self.gpu.memory_bytes)
+        problems = []
+        if not (_is_pow2(self.line_words) and self.line_words <= 32):
+            problems.append("line_words must be a power of two from 1 to 32, "
+                            f"not {self.line_words}")
+        if not 1 <= self.tag_bits <= 16:
+            problems.append(f"tag_bits must be from 1 to 16, not {self.tag_bits}")
+        if (1 << self.tag_bits) < self.gpu.warps_per_core:
+            problems.append(f"tag_bits must hold a warp slot ({self.gpu.warps_per_core} warps), "
+                            f"not {self.tag_bits}")
+        if self.gpu.cores > 16:
+            problems.append(f"cores must be at most 16, not {self.gpu.cores}")
+        if self.gpu.warps_per_core > 32:
+            problems.append(f"warps_per_core must be at most 32, not {self.gpu.warps_per_core}")
+        if not 1 <= self.watchdog_cycles < 1 << 32:
+            problems.append("watchdog_cycles must be from 1 to 2**32-1, "
+                            f"not {self.watchdog_cycles}")
+        if not 1 <= self.barrier_watchdog_cycles < 1 << 32:
+            problems.append("barrier_watchdog_cycles must be from 1 to 2**32-1, "
+                            f"not {self.barrier_watchdog_cycles}")
+        line_bytes = 4 * self.line_words
+        if (not _is_pow2(self.sim_memory_bytes) or self.sim_memory_bytes < line_bytes
+                or self.sim_memory_bytes > self.gpu.memory_bytes):
+            problems.append("sim_memory_bytes must be a power of two no larger than memory_bytes "
+                            f"({self.gpu.memory_bytes:#x}), not {self.sim_memory_bytes:#x}")
+        if problems:
+            raise RtlConfigError(f"RTL configuration {self.gpu.name!r}: " + "; ".join(problems))
+
+    # --- driver-visible sizes, under the names the RTL uses -------------------------------
+    @property
+    def name(self) -> str:
+        return self.gpu.name
+
+    @property
+    def cores(self) -> int:
+        return self.gpu.cores
+
+    @property
+    def warps(self) -> int:
+        """Warp slots per core."""
+        return self.gpu.warps_per_core
+
+    @property
+    def lanes(self) -> int:
+        return self.gpu.lanes
+
+    @property
+    def regs(self) -> int:
+        return self.gpu.regs
+
+    @property
+    def shared_bytes(self) -> int:
+        """Shared memory per core."""
+        return self.gpu.shared_bytes_per_core
+
+    @property
+    def memory_bytes(self) -> int:
+        return self.gpu.memory_bytes
+
+    @property
+    def mem_latency(self) -> int:
+        return self.gpu.mem_latency
+
+    @property
+    def stack_depth(self) -> int:
+        return self.gpu.stack_depth
+
+    @property
+    def imem_words(self) -> int:
+        return self.gpu.imem_bytes // 4
+
+    # --- derived widths -------------------------------------------------------------------
+    @property
+    def lane_bits(self) -> int:
+        return _bits(self.lanes)
+
+    @property
+    def warp_bits(self) -> int:
+        return _bits(self.warps)
+
+    @property
+    def core_bits(self) -> int:
+        return _bits(self.cores)
+
+    @property
+    def imem_addr_bits(self) -> int:
+        """Width of a word address into instruction memory."""
+        return _bits(self.imem_words)
+
+    @property
+    def line_bytes(self) -> int:
+        return 4 * self.line_words
+
+    @property
+    def sources(self) -> int:
+        """Memory-port initiators on the interconnect: every core plus the command processor
+        (which is source ``cores``)."""
+        return self.cores + 1
+
+    @property
+    def source_bits(self) -> int:
+        return _bits(self.sources)
+
+    @property
+    def ext_tag_bits(self) -> int:
+        """Tag width on the GPU's external memory port: the core's tag plus the source id."""
+        return self.tag_bits + self.source_bits
+
+    @property
+    def sim_memory_lines(self) -> int:
+        return self.sim_memory_bytes // self.line_bytes
+
+    def with_(self, **changes) -> RtlConfig:
+        """A copy with RTL parameters or :class:`GpuConfig` fields changed (tests use this)."""
+        gpu_names = {f.name for f in fields(GpuConfig)}
+        gpu_changes = {k: v for k, v in changes.items() if k in gpu_names}
+        rtl_changes = {k: v for k, v in changes.items() if k not in gpu_names}
+        gpu = replace(self.gpu, **gpu_changes) if gpu_changes else self.gpu
+        if gpu_changes and "line_words" not in rtl_changes and self.line_words == self.gpu.lanes:
+            rtl_changes["line_words"] = 0
+        if gpu_changes and "sim_memory_bytes" not in rtl_changes \
+                and self.sim_memory_bytes == self.gpu.memory_bytes:
+            rtl_changes["sim_memory_bytes"] = 0
+        return replace(self, gpu=gpu, **rtl_changes)
+
+
+RTL_CONFIGS: dict[str, RtlConfig] = {name: RtlConfig(gpu) for name, gpu in CONFIGS.items()}
+"""The named configurations ``tiny`` (1 core, 2 warps, 4 lanes), ``small`` (2 cores, 4 warps,
+8 lanes) and ``full`` (4 cores, 8 warps, 32 lanes) with default RTL parameters."""
+
+
+def get_rtl_config(config: str | GpuConfig | RtlConfig, **rtl_params) -> RtlConfig:
+    """Look up a configuration by name, or wrap a :class:`GpuConfig`; ``rtl_params`` override
+    RTL-only fields (``line_words``, ``watchdog_cycles``, ...)."""
+    if isinstance(config, RtlConfig):
+        return replace(config, **rtl_params) if rtl_params else config
+    if isinstance(config, GpuConfig):
+        return RtlConfig(config, **rtl_params)
+    try:
+        base = RTL_CONFIGS[config]
+    except KeyError:
+        raise RtlConfigError(
+            f"unknown configuration {config!r}; known: {', '.join(RTL_CONFIGS)}") from None
+    return replace(base, **rtl_params) if rtl_params else base

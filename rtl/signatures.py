@@ -1,0 +1,274 @@
+"""The wiring contract between the cores and the rest of the GPU.
+
+Every port that crosses a block boundary at GPU level is defined here once, so a core, the
+dispatcher, the interconnect, the host interface and the memory model cannot disagree about a
+field. Signatures are written from the *initiator's* point of view (the core for memory, fault,
+retire and perf ports; the GPU for dispatch, instruction-memory writes and control); the other
+side uses ``In(...)`` or ``.flip()``.
+
+A core is built as::
+
+    class Core(wiring.Component):
+        def __init__(self, cfg: RtlConfig, core_id: int):
+            super().__init__(core_signature(cfg))
+
+and so has the members ``mem``, ``dispatch``, ``fault``, ``retire``, ``imem``, ``perf``,
+``start``, ``halt``, ``flush``, ``busy`` and ``drained`` described in :func:`core_signature`.
+
+Enums come from ``isa/`` (:data:`FaultCause` mirrors ``isa.abi.FaultCause``; :class:`AtomOp`
+uses the ``fn`` codes of ``atom.*``, with ``cas`` after them) so no number is retyped.
+"""
+
+from __future__ import annotations
+
+import types
+
+from amaranth.hdl import unsigned
+from amaranth.lib import data, enum, stream, wiring
+from amaranth.lib.wiring import In, Out
+from simtgpu.isa import abi
+from simtgpu.isa.instructions import ATOMIC_OPS
+
+from .configs import RtlConfig
+
+__all__ = [
+    "PERF_EVENTS", "AtomOp", "FaultCause", "MemKind", "block_dispatch_signature",
+    "block_layout", "core_signature", "dim3_layout", "fault_record_layout", "fault_signature",
+    "imem_write_signature", "mem_port_signature", "mem_request_layout", "mem_response_layout",
+    "perf_layout", "retire_signature",
+]
+
+
+class MemKind(enum.Enum, shape=2):
+    """What a memory request does."""
+
+    READ = 0
+    WRITE = 1
+    ATOMIC = 2
+
+
+def _atom_ops(ns: dict) -> None:
+    for fn, name in enumerate(ATOMIC_OPS):
+        ns[name.upper()] = fn
+    ns["CAS"] = len(ATOMIC_OPS)
+
+
+AtomOp = types.new_class("AtomOp", (enum.Enum,), {"shape": 3}, _atom_ops)
+AtomOp.__doc__ = """Atomic operation of an ATOMIC request: the ``fn`` code of ``atom.<op>``
+(ADD, MIN, MAX, EXCH, FADD) and CAS after them (``atom.cas`` has its own opcode)."""
+AtomOp.__module__ = __name__
+
+
+def _fault_causes(ns: dict) -> None:
+    for cause in abi.FaultCause:
+        ns[cause.name] = cause.value
+
+
+FaultCause = types.new_class("FaultCause", (enum.Enum,), {"shape": 4}, _fault_causes)
+FaultCause.__doc__ = "``isa.abi.FaultCause`` as an Amaranth enum (4 bits)."
+FaultCause.__module__ = __name__
+assert max(c.value for c in abi.FaultCause) < 16
+
+
+# --- memory port ---------------------------------------------------------------------------
+
+def mem_request_layout(line_words: int, tag_bits: int = 8) -> data.StructLayout:
+    """A memory request.
+
+    ``kind``: READ/WRITE a whole line (``addr`` line-aligned), or ATOMIC on one word at
+    ``addr`` (word-aligned). ``wdata``/``be``: line data and byte enables for WRITE (bit
+    ``4*i+b`` enables byte ``b`` of word ``i``). ``atom_op``/``atom_b``/``atom_c``: the
+    operation and its operands (``atom_c`` is the swap value of CAS; ``atom_b`` the compare
+    value of CAS). ``tag``: returned unchanged on the response.
+    """
+    return data.StructLayout({
+        "kind": MemKind,
+        "addr": unsigned(32),
+        "wdata": data.ArrayLayout(unsigned(32), line_words),
+        "be": unsigned(4 * line_words),
+        "atom_op": AtomOp,
+        "atom_b": unsigned(32),
+        "atom_c": unsigned(32),
+        "tag": unsigned(tag_bits),
+    })
+
+
+def mem_response_layout(line_words: int, tag_bits: int = 8) -> data.StructLayout:
+    """A memory response: the line read (READ), the old word in ``rdata[0]`` (ATOMIC), or
+    nothing meaningful (WRITE, which is acknowledged so that fences can count stores)."""
+    return data.StructLayout({
+        "rdata": data.ArrayLayout(unsigned(32), line_words),
+        "tag": unsigned(tag_bits),
+    })
+
+
+def mem_port_signature(line_words: int, tag_bits: int = 8) -> wiring.Signature:
+    """A memory port seen from the initiator: ``req`` out, ``resp`` in.
+
+    Every request (READ, WRITE and ATOMIC) gets exactly one response; responses come back in
+    request order. The initiator must accept responses it asked for (``resp.ready`` may only
+    be low for a bounded time). The memory side is ``mem_port_signature(...).flip()``.
+    """
+    return wiring.Signature({
+        "req": Out(stream.Signature(mem_request_layout(line_words, tag_bits))),
+        "resp": In(stream.Signature(mem_response_layout(line_words, tag_bits))),
+    })
+
+
+# --- block dispatch ------------------------------------------------------------------------
+
+def dim3_layout(bits: int = 16) -> data.StructLayout:
+    return data.StructLayout({"x": unsigned(bits), "y": unsigned(bits), "z": unsigned(bits)})
+
+
+def block_layout() -> data.StructLayout:
+    """One thread block offered to a core.
+
+    ``num_threads`` = ``block_dim.x*y*z``; ``num_warps`` = ceil(num_threads / lanes);
+    ``shared_bytes`` is the block's shared-memory size (zeroed by the core at block start);
+    ``param_addr``/``param_size`` locate the kernel parameter block in global memory (bytes).
+    """
+    return data.StructLayout({
+        "entry_pc": unsigned(32),
+        "block_id": dim3_layout(),
+        "grid": dim3_layout(),
+        "block_dim": dim3_layout(),
+        "num_threads": unsigned(16),
+        "num_warps": unsigned(8),
+        "param_addr": unsigned(32),
+        "param_size": unsigned(16),
+        "shared_bytes": unsigned(32),
+    })
+
+
+def block_dispatch_signature() -> wiring.Signature:
+    """Block hand-off, seen from the dispatcher.
+
+    A block is transferred on a cycle with ``valid & ready`` (stream rules: ``payload`` is
+    stable while ``valid`` is high). The core drives ``ready`` high only when it has enough
+    free warp slots and shared memory for the *offered* payload (so ``ready`` may depend on
+    ``payload``). The core pulses ``block_done`` for one cycle each time all warps of one of
+    its blocks have exited; the dispatcher counts these pulses.
+    """
+    return wiring.Signature({
+        "valid": Out(1),
+        "payload": Out(block_layout()),
+        "ready": In(1),
+        "block_done": In(1),
+    })
+
+
+# --- faults, retire, instruction memory, performance events ---------------------------------
+
+def fault_record_layout(lanes: int) -> data.StructLayout:
+    """What a core reports about a fault. ``warp`` is the warp index within its block (as the
+    ISS numbers warps); ``lane_mask`` holds the faulting lanes."""
+    return data.StructLayout({
+        "cause": FaultCause,
+        "warp": unsigned(8),
+        "lane_mask": unsigned(lanes),
+        "pc": unsigned(32),
+        "block": dim3_layout(),
+    })
+
+
+def fault_signature(lanes: int) -> wiring.Signature:
+    """A core's fault output: ``valid`` rises with the first fault and stays high, with
+    ``record`` stable, until ``flush``. The core stops scheduling once it faults."""
+    return wiring.Signature({
+        "valid": Out(1),
+        "record": Out(fault_record_layout(lanes)),
+    })
+
+
+def retire_signature(lanes: int) -> wiring.Signature:
+    """One retired warp-instruction per cycle (like RVFI), in the wb stage.
+
+    ``warp``: warp index within the block; ``block``: the block id; ``mask``: active lanes;
+    ``exec``: lanes that executed (active & guard); ``rd_valid``/``rd``/``values``: register
+    write (``values[l]`` meaningful for lanes in ``exec``); ``pd_valid``/``pd``/``pvalues``:
+    predicate write (bit ``l`` for lane ``l``).
+    """
+    return wiring.Signature({
+        "valid": Out(1),
+        "warp": Out(8),
+        "block": Out(dim3_layout()),
+        "pc": Out(32),
+        "mask": Out(lanes),
+        "exec": Out(lanes),
+        "rd_valid": Out(1),
+        "rd": Out(5),
+        "values": Out(data.ArrayLayout(unsigned(32), lanes)),
+        "pd_valid": Out(1),
+        "pd": Out(3),
+        "pvalues": Out(lanes),
+    })
+
+
+def imem_write_signature(addr_bits: int) -> wiring.Signature:
+    """Instruction-memory write port, seen from the host: write ``data`` to word ``addr``
+    (byte address / 4) when ``we`` is high. The host broadcasts it to every core."""
+    return wiring.Signature({
+        "we": Out(1),
+        "addr": Out(addr_bits),
+        "data": Out(32),
+    })
+
+
+PERF_EVENTS: tuple[str, ...] = (
+    "issued", "thread_instructions", "stall_scoreboard", "stall_memory", "stall_barrier",
+    "stall_structural", "stall_idle", "mem_transactions",
+)
+"""Per-core performance events, in the order the perf counters list them after ``cycles``."""
+
+
+def perf_layout(lanes: int) -> data.StructLayout:
+    """Per-cycle performance event increments from a core.
+
+    Each cycle the scheduler either issues (``issued`` = 1, ``thread_instructions`` = popcount
+    of the issued instruction's exec mask) or charges the cycle to exactly one stall reason:
+    ``stall_scoreboard`` (ready warps all wait on operands), ``stall_memory`` (waiting on
+    memory or LSU back-pressure), ``stall_barrier`` (all waiting warps are at a barrier),
+    ``stall_structural`` (a busy unit, e.g. the SFU), ``stall_idle`` (no warp resident or
+    ready). ``mem_transactions``: requests accepted on the core's memory port this cycle.
+    Cycles with no resident block may count as ``stall_idle``.
+    """
+    return data.StructLayout({
+        "issued": unsigned(1),
+        "thread_instructions": unsigned(lanes.bit_length()),
+        "stall_scoreboard": unsigned(1),
+        "stall_memory": unsigned(1),
+        "stall_barrier": unsigned(1),
+        "stall_structural": unsigned(1),
+        "stall_idle": unsigned(1),
+        "mem_transactions": unsigned(1),
+    })
+
+
+def core_signature(cfg: RtlConfig) -> wiring.Signature:
+    """The whole interface of one core.
+
+    ``mem``: global memory port (tag = warp slot or anything else the core needs).
+    ``dispatch``: blocks in. ``fault``: fault out. ``retire``: retired instructions out.
+    ``imem``: instruction-memory writes in. ``perf``: event increments out.
+    ``start``: one-cycle pulse when a launch starts (before its first block is offered).
+    ``halt``: while high the core schedules no new instruction; instructions in flight finish.
+    ``flush``: one-cycle pulse, only given while ``drained`` is high: drop every resident
+    block and warp and clear ``fault``; the core is empty the next cycle.
+    ``busy``: a block is resident or anything is in flight.
+    ``drained``: nothing is in flight: pipeline stages empty, no memory request pending or
+    unanswered (resident warps may still exist).
+    """
+    return wiring.Signature({
+        "mem": Out(mem_port_signature(cfg.line_words, cfg.tag_bits)),
+        "dispatch": In(block_dispatch_signature()),
+        "fault": Out(fault_signature(cfg.lanes)),
+        "retire": Out(retire_signature(cfg.lanes)),
+        "imem": In(imem_write_signature(cfg.imem_addr_bits)),
+        "perf": Out(perf_layout(cfg.lanes)),
+        "start": In(1),
+        "halt": In(1),
+        "flush": In(1),
+        "busy": Out(1),
+        "drained": Out(1),
+    })
