@@ -162,12 +162,15 @@ def block_dispatch_signature() -> wiring.Signature:
 
 def fault_record_layout(lanes: int) -> data.StructLayout:
     """What a core reports about a fault. ``warp`` is the warp index within its block (as the
-    ISS numbers warps); ``lane_mask`` holds the faulting lanes."""
+    ISS numbers warps); ``lane_mask`` holds the faulting lanes; ``pc`` the faulting
+    instruction's imem byte address; ``instr`` its instruction word (0 when there is none, as
+    for ``PC_OUT_OF_RANGE``)."""
     return data.StructLayout({
         "cause": FaultCause,
         "warp": unsigned(8),
         "lane_mask": unsigned(lanes),
         "pc": unsigned(32),
+        "instr": unsigned(32),
         "block": dim3_layout(),
     })
 
@@ -216,33 +219,25 @@ def imem_write_signature(addr_bits: int) -> wiring.Signature:
 
 
 PERF_EVENTS: tuple[str, ...] = (
-    "issued", "thread_instructions", "stall_scoreboard", "stall_memory", "stall_barrier",
-    "stall_structural", "stall_idle", "mem_transactions",
+    "issued", "stall_scoreboard", "stall_memory", "stall_barrier", "stall_structural",
+    "stall_idle", "mem_transactions", "divergence", "barriers",
 )
-"""Per-core performance events, in the order the perf counters list them after ``cycles``."""
+"""Per-core performance events (fields of :func:`perf_layout`). Retired instructions and
+thread instructions are counted by the GPU from the retire port, not from these."""
 
 
-def perf_layout(lanes: int) -> data.StructLayout:
-    """Per-cycle performance event increments from a core.
+def perf_layout() -> data.StructLayout:
+    """Per-cycle performance event strobes from a core (all one bit).
 
-    Each cycle the scheduler either issues (``issued`` = 1, ``thread_instructions`` = popcount
-    of the issued instruction's exec mask) or charges the cycle to exactly one stall reason:
-    ``stall_scoreboard`` (ready warps all wait on operands), ``stall_memory`` (waiting on
-    memory or LSU back-pressure), ``stall_barrier`` (all waiting warps are at a barrier),
-    ``stall_structural`` (a busy unit, e.g. the SFU), ``stall_idle`` (no warp resident or
-    ready). ``mem_transactions``: requests accepted on the core's memory port this cycle.
-    Cycles with no resident block may count as ``stall_idle``.
+    Each cycle the scheduler either issues (``issued``) or charges the cycle to exactly one
+    stall reason: ``stall_scoreboard`` (ready warps all wait on register dependencies),
+    ``stall_memory`` (waiting on global memory or LSU back-pressure), ``stall_barrier`` (the
+    waiting warps are at a barrier), ``stall_structural`` (a busy unit, e.g. the SFU),
+    ``stall_idle`` (no live warp on the core). ``mem_transactions``: a request was accepted on
+    the core's memory port. ``divergence``: a branch split a warp. ``barriers``: a block
+    barrier completed (all warps released).
     """
-    return data.StructLayout({
-        "issued": unsigned(1),
-        "thread_instructions": unsigned(lanes.bit_length()),
-        "stall_scoreboard": unsigned(1),
-        "stall_memory": unsigned(1),
-        "stall_barrier": unsigned(1),
-        "stall_structural": unsigned(1),
-        "stall_idle": unsigned(1),
-        "mem_transactions": unsigned(1),
-    })
+    return data.StructLayout({name: unsigned(1) for name in PERF_EVENTS})
 
 
 def core_signature(cfg: RtlConfig) -> wiring.Signature:
@@ -265,7 +260,7 @@ def core_signature(cfg: RtlConfig) -> wiring.Signature:
         "fault": Out(fault_signature(cfg.lanes)),
         "retire": Out(retire_signature(cfg.lanes)),
         "imem": In(imem_write_signature(cfg.imem_addr_bits)),
-        "perf": Out(perf_layout(cfg.lanes)),
+        "perf": Out(perf_layout()),
         "start": In(1),
         "halt": In(1),
         "flush": In(1),
