@@ -1,0 +1,238 @@
+"""FP32 numerics shared by the ISS, the RTL tests and the compiler: defined once, here.
+
+Every operation takes and returns IEEE-754 binary32 *bit patterns* held in ``numpy.uint32``
+arrays (any shape; Python ints are accepted too), because registers hold bits and both the ISS
+and the RTL benches compare bits.  The rules (docs/numerics.md) are those of PTX ``.ftz``
+arithmetic on sm_80+:
+
+* add, sub, mul and fma round to nearest even; fma rounds once;
+* subnormal inputs are read as zero of the same sign and subnormal results are flushed to
+  zero of the same sign (FTZ);
+* every NaN an arithmetic operation produces is the canonical NaN ``0x7fffffff``;
+* min/max return the other operand when exactly one is NaN and order -0 below +0.
+
+The special functions (:func:`sfu`) are fixed-point algorithms defined bit for bit in
+:mod:`simtgpu.sim.sfu_algo`; ``rtl/sfu.py`` implements the same steps in hardware.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from simtgpu.errors import SimtgpuError
+from simtgpu.isa.instructions import CVT_OPS, FP_CONDS, SFU_OPS
+
+from .sfu_algo import SFU_LATENCY, SFU_MAX_ULP
+from .sfu_algo import evaluate as _sfu_eval
+
+__all__ = [
+    "CANONICAL_NAN", "CVT_OPS", "FP_CONDS", "SFU_LATENCY", "SFU_MAX_ULP", "SFU_OPS",
+    "NumericsError", "bits_to_f32", "cvt", "f32_to_bits", "fabs", "fadd", "fcmp", "ffma",
+    "fmax", "fmin", "fmul", "fneg", "fsub", "ftz", "is_nan", "sfu",
+]
+
+CANONICAL_NAN = 0x7FFFFFFF
+SIGN = 0x80000000
+EXP_MASK = 0x7F800000
+MANT_MASK = 0x007FFFFF
+POS_INF = 0x7F800000
+NEG_INF = 0xFF800000
+
+
+class NumericsError(SimtgpuError):
+    """A numerics function was called with an unknown operation or non-integer operands."""
+
+
+def _u32(a: object, what: str = "operand") -> np.ndarray:
+    """Operand as a uint32 array of bit patterns; ints wrap modulo 2**32 (so -1 is 0xffffffff)."""
+    arr = np.asarray(a)
+    if arr.dtype == np.uint32:
+        return arr
+    if arr.dtype.kind not in "iub":
+        raise NumericsError(
+            f"numerics: {what} must be integer bit patterns (uint32), not {arr.dtype}; "
+            "use f32_to_bits() to convert floats")
+    return (arr.astype(np.int64) & 0xFFFFFFFF).astype(np.uint32)
+
+
+def _out(r: np.ndarray) -> np.ndarray:
+    """0-d results come back as numpy scalars, others as arrays."""
+    return r[()]
+
+
+def f32_to_bits(x: object) -> np.ndarray:
+    """binary32 bit patterns of ``x`` (floats are rounded to float32 first)."""
+    return _out(np.asarray(x, dtype=np.float32).view(np.uint32))
+
+
+def bits_to_f32(u: object) -> np.ndarray:
+    """float32 values of the bit patterns ``u`` (no flushing)."""
+    return _out(_u32(u).view(np.float32))
+
+
+def is_nan(a: object) -> np.ndarray:
+    """True where ``a`` is a NaN pattern (any payload, either sign)."""
+    a = _u32(a)
+    return _out((a & 0x7FFFFFFF) > POS_INF)
+
+
+def _ftz(a: np.ndarray) -> np.ndarray:
+    sub = ((a & EXP_MASK) == 0) & ((a & MANT_MASK) != 0)
+    return np.where(sub, a & np.uint32(SIGN), a).astype(np.uint32)
+
+
+def ftz(a: object) -> np.ndarray:
+    """Flush subnormals to zero of the same sign; every other pattern is returned unchanged."""
+    return _out(_ftz(_u32(a)))
+
+
+def _finish(bits: np.ndarray) -> np.ndarray:
+    """Result rule shared by arithmetic: flush a subnormal result, canonicalise NaN."""
+    bits = _ftz(bits)
+    nan = (bits & 0x7FFFFFFF) > POS_INF
+    return np.where(nan, np.uint32(CANONICAL_NAN), bits).astype(np.uint32)
+
+
+def _f(a: np.ndarray) -> np.ndarray:
+    return a.view(np.float32)
+
+
+def _binary(a: object, b: object, fn) -> np.ndarray:
+    a, b = np.broadcast_arrays(_ftz(_u32(a, "a")), _ftz(_u32(b, "b")))
+    with np.errstate(all="ignore"):
+        r = fn(_f(a), _f(b)).astype(np.float32)
+    return _out(_finish(r.view(np.uint32)))
+
+
+def fadd(a: object, b: object) -> np.ndarray:
+    """a + b, round to nearest even, FTZ in and out, NaN -> 0x7fffffff."""
+    return _binary(a, b, np.add)
+
+
+def fsub(a: object, b: object) -> np.ndarray:
+    """a - b, round to nearest even, FTZ in and out, NaN -> 0x7fffffff."""
+    return _binary(a, b, np.subtract)
+
+
+def fmul(a: object, b: object) -> np.ndarray:
+    """a * b, round to nearest even, FTZ in and out, NaN -> 0x7fffffff."""
+    return _binary(a, b, np.multiply)
+
+
+def ffma(a: object, b: object, c: object) -> np.ndarray:
+    """a * b + c with a single rounding to nearest even, FTZ in and out, NaN -> 0x7fffffff.
+
+    The float64 product of two float32 values is exact.  The float64 sum ``s`` of product and
+    addend is then corrected to *round to odd* using the exact TwoSum error ``e``: when the sum
+    was inexact and ``s`` has an even last bit, ``s`` moves one step toward the exact value.
+    Rounding a round-to-odd value with at least two extra bits (53 >= 24 + 2) to float32 gives
+    the correctly rounded result of the exact a * b + c.
+    """
+    a, b, c = np.broadcast_arrays(_ftz(_u32(a, "a")), _ftz(_u32(b, "b")), _ftz(_u32(c, "c")))
+    with np.errstate(all="ignore"):
+        p = _f(a).astype(np.float64) * _f(b).astype(np.float64)
+        q = _f(c).astype(np.float64)
+        s = p + q
+        bb = s - p
+        e = (p - (s - bb)) + (q - bb)  # TwoSum: s + e == p + q exactly when s is finite
+        sbits = s.view(np.uint64)
+        fix = np.isfinite(s) & (e != 0) & ((sbits & np.uint64(1)) == 0)
+        # Toward the exact value: magnitude grows when e has the sign of s.
+        up = (e > 0) == (s > 0)
+        step = np.where(up, np.uint64(1), np.uint64(0xFFFFFFFFFFFFFFFF))  # +1 or -1 (mod 2^64)
+        sbits = np.where(fix, sbits + step, sbits)
+        r = sbits.view(np.float64).astype(np.float32)
+    return _out(_finish(r.view(np.uint32)))
+
+
+def _order_key(a: np.ndarray) -> np.ndarray:
+    """An int64 that orders non-NaN patterns like their values, with -0 just below +0."""
+    mag = (a & 0x7FFFFFFF).astype(np.int64)
+    return np.where((a & SIGN) != 0, -mag - 1, mag)
+
+
+def _minmax(a: object, b: object, want_max: bool) -> np.ndarray:
+    a, b = np.broadcast_arrays(_ftz(_u32(a, "a")), _ftz(_u32(b, "b")))
+    an = (a & 0x7FFFFFFF) > POS_INF
+    bn = (b & 0x7FFFFFFF) > POS_INF
+    ka, kb = _order_key(a), _order_key(b)
+    pick_a = (ka >= kb) if want_max else (ka <= kb)
+    r = np.where(pick_a, a, b)
+    r = np.where(an, b, np.where(bn, a, r))
+    r = np.where(an & bn, np.uint32(CANONICAL_NAN), r)
+    return _out(r.astype(np.uint32))
+
+
+def fmin(a: object, b: object) -> np.ndarray:
+    """Minimum; one NaN operand yields the other, two yield 0x7fffffff; -0 < +0; FTZ."""
+    return _minmax(a, b, want_max=False)
+
+
+def fmax(a: object, b: object) -> np.ndarray:
+    """Maximum; one NaN operand yields the other, two yield 0x7fffffff; -0 < +0; FTZ."""
+    return _minmax(a, b, want_max=True)
+
+
+def fabs(a: object) -> np.ndarray:
+    """|a| after FTZ; a NaN gives 0x7fffffff (the instruction is an FP operation, not a mask)."""
+    a = _ftz(_u32(a)) & np.uint32(0x7FFFFFFF)
+    return _out(_finish(a))
+
+
+def fneg(a: object) -> np.ndarray:
+    """-a after FTZ; a NaN gives 0x7fffffff (the instruction is an FP operation, not a mask)."""
+    a = _ftz(_u32(a)) ^ np.uint32(SIGN)
+    return _out(_finish(a))
+
+
+def fcmp(cond: str, a: object, b: object) -> np.ndarray:
+    """FP32 compare after FTZ; eq..ge are ordered (false when either is NaN), -0 == +0.
+
+    ``nan`` is true when either operand is NaN, ``num`` when neither is.
+    """
+    if cond not in FP_CONDS:
+        raise NumericsError(f"fcmp: unknown condition {cond!r}; expected one of "
+                            f"{', '.join(FP_CONDS)}")
+    a, b = np.broadcast_arrays(_ftz(_u32(a, "a")), _ftz(_u32(b, "b")))
+    fa, fb = _f(a), _f(b)
+    unordered = np.isnan(fa) | np.isnan(fb)
+    with np.errstate(all="ignore"):
+        r = {
+            "eq": lambda: fa == fb, "ne": lambda: (fa != fb) & ~unordered,
+            "lt": lambda: fa < fb, "le": lambda: fa <= fb,
+            "gt": lambda: fa > fb, "ge": lambda: fa >= fb,
+            "nan": lambda: unordered, "num": lambda: ~unordered,
+        }[cond]()
+    return _out(np.asarray(r, dtype=bool))
+
+
+def cvt(op: str, a: object) -> np.ndarray:
+    """Conversions: ``i2f``/``u2f`` round to nearest even; ``f2i``/``f2u`` truncate toward
+    zero, saturate to the integer range, and turn NaN into 0 (``f2u`` maps negatives to 0).
+    Float inputs are flushed first.  Results are uint32 register patterns."""
+    if op not in CVT_OPS:
+        raise NumericsError(f"cvt: unknown conversion {op!r}; expected one of "
+                            f"{', '.join(CVT_OPS)}")
+    a = _u32(a)
+    if op in ("i2f", "u2f"):
+        ints = a.view(np.int32) if op == "i2f" else a
+        # int -> float64 is exact (|x| < 2^53); float64 -> float32 rounds to nearest even.
+        r = ints.astype(np.float64).astype(np.float32)
+        return _out(r.view(np.uint32))
+    x = _f(_ftz(a)).astype(np.float64)
+    lo, hi = (-(2.0**31), 2.0**31 - 1) if op == "f2i" else (0.0, 2.0**32 - 1)
+    with np.errstate(invalid="ignore"):
+        t = np.clip(np.trunc(x), lo, hi)
+    t = np.where(np.isnan(x), 0.0, t)
+    return _out((t.astype(np.int64) & 0xFFFFFFFF).astype(np.uint32))
+
+
+def sfu(op: str, a: object) -> np.ndarray:
+    """Special function ``op`` (rcp rsqrt sqrt exp2 log2 sin cos), bit-exact with rtl/sfu.py.
+
+    The algorithms and their measured error bounds (:data:`SFU_MAX_ULP`) are in
+    docs/numerics.md.
+    """
+    if op not in SFU_OPS:
+        raise NumericsError(f"sfu: unknown function {op!r}; expected one of "
+                            f"{', '.join(SFU_OPS)}")
+    return _out(_sfu_eval(op, _ftz(_u32(a))))
