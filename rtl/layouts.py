@@ -1,0 +1,93 @@
+"""Stage payload layouts of the SIMT core.
+
+The nine stages are ``sch if id is rr ex1 ex2 mem wb``. Each boundary register carries one
+``StructLayout`` named after the two stages it joins. Lane-wide fields depend on ``lanes``, so
+the layouts are built by functions of the core parameters.
+
+``DECODED`` is the control word the decoder produces (``id``) and the instruction buffer holds
+until ``is`` issues it; later stages carry the parts they still need.
+"""
+
+from __future__ import annotations
+
+from amaranth.lib import data
+
+from .isa_consts import InstrId, Lat, Sem
+
+DECODED = data.StructLayout({
+    "iid": InstrId,
+    "sem": Sem,
+    "lat": Lat,
+    "fn": 5,
+    "illegal": 1,
+    "guard": 3,  # guard predicate index (7 = pt)
+    "gneg": 1,  # guard negated
+    "rd": 5,
+    "rs1": 5,
+    "rs2": 5,
+    "rs3": 5,
+    "wr_reg": 1,  # writes register rd (never r0)
+    "wr_pred": 1,  # writes predicate rd[2:0] (never pt)
+    "rd_rs1": 1,  # reads register rs1 (scoreboard)
+    "rd_rs2": 1,
+    "rd_rs3": 1,
+    "rd_ps1": 1,  # reads predicate source in the rs1 field
+    "rd_ps2": 1,
+    "rd_ps3": 1,
+    "rd_rd": 1,  # reads register rd (lli keeps the upper half)
+    "use_imm": 1,  # operand b is the immediate
+    "imm": 32,  # sign- or zero-extended immediate; byte offset for branches
+    "ctrl": 1,  # control instruction: fetch of this warp stops until ex1 resolves it
+})
+
+
+def lanes_array(width: int, lanes: int) -> data.ArrayLayout:
+    return data.ArrayLayout(width, lanes)
+
+
+def sch_if(warps: int) -> data.StructLayout:
+    return data.StructLayout({"valid": 1, "warp": _bits(warps), "pc": 32})
+
+
+def if_id(warps: int) -> data.StructLayout:
+    return data.StructLayout({"valid": 1, "warp": _bits(warps), "pc": 32})
+
+
+def id_is() -> data.StructLayout:
+    """One instruction-buffer entry."""
+    return data.StructLayout({"pc": 32, "dec": DECODED})
+
+
+def is_rr(warps: int) -> data.StructLayout:
+    return data.StructLayout({"valid": 1, "warp": _bits(warps), "pc": 32, "dec": DECODED})
+
+
+def uop(warps: int, lanes: int) -> data.StructLayout:
+    """What travels through ``rr_ex1``, ``ex1_ex2``, ``ex2_mem`` and ``mem_wb``.
+
+    ``a``/``b``/``c`` are the operands (``a`` becomes the address in ex1), ``result`` and
+    ``presult`` the register and predicate values to write back.
+    """
+    return data.StructLayout({
+        "valid": 1,
+        "warp": _bits(warps),
+        "pc": 32,
+        "dec": DECODED,
+        "active": lanes,
+        "exec": lanes,
+        "a": data.ArrayLayout(32, lanes),
+        "b": data.ArrayLayout(32, lanes),
+        "c": data.ArrayLayout(32, lanes),
+        "pa": lanes,
+        "pb": lanes,
+        "pc3": lanes,
+        "result": data.ArrayLayout(32, lanes),
+        "presult": lanes,
+    })
+
+
+rr_ex1 = ex1_ex2 = ex2_mem = mem_wb = uop
+
+
+def _bits(n: int) -> int:
+    return max(1, (n - 1).bit_length())
