@@ -35,7 +35,7 @@ __all__ = [
     "PERF_EVENTS", "AtomOp", "FaultCause", "MemKind", "block_dispatch_signature",
     "block_layout", "core_signature", "dim3_layout", "fault_record_layout", "fault_signature",
     "imem_write_signature", "mem_port_signature", "mem_request_layout", "mem_response_layout",
-    "perf_layout", "retire_signature",
+    "mmio_signature", "perf_layout", "retire_signature",
 ]
 
 
@@ -147,7 +147,8 @@ def block_dispatch_signature() -> wiring.Signature:
     A block is transferred on a cycle with ``valid & ready`` (stream rules: ``payload`` is
     stable while ``valid`` is high). The core drives ``ready`` high only when it has enough
     free warp slots and shared memory for the *offered* payload (so ``ready`` may depend on
-    ``payload``). The core pulses ``block_done`` for one cycle each time all warps of one of
+    ``payload``, but not on ``valid``: the dispatcher picks a ready core and then raises its
+    ``valid``). The core pulses ``block_done`` for one cycle each time all warps of one of
     its blocks have exited; the dispatcher counts these pulses.
     """
     return wiring.Signature({
@@ -155,6 +156,26 @@ def block_dispatch_signature() -> wiring.Signature:
         "payload": Out(block_layout()),
         "ready": In(1),
         "block_done": In(1),
+    })
+
+
+# --- host MMIO bus -------------------------------------------------------------------------
+
+def mmio_signature(addr_bits: int = 8) -> wiring.Signature:
+    """The host's register bus, seen from the host.
+
+    A transaction starts on a cycle where ``we`` or ``re`` is high while the device is idle;
+    the host holds ``addr``/``wdata``/``we``/``re`` until the cycle in which ``ready`` is high
+    (``rdata`` is valid in that cycle for a read), and may start the next one on the cycle
+    after. ``addr`` is a byte offset (``simtgpu.driver_model.command_queue.Mmio``).
+    """
+    return wiring.Signature({
+        "addr": Out(addr_bits),
+        "wdata": Out(32),
+        "we": Out(1),
+        "re": Out(1),
+        "rdata": In(32),
+        "ready": In(1),
     })
 
 
