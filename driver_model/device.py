@@ -1,0 +1,395 @@
+"""The host API: a device, its memory, loaded modules and launches through the command queue.
+
+Modelled on the CUDA driver API. Every launch goes the way a real driver sends it: the
+arguments are packed into a parameter block in device memory, a 64-byte LAUNCH record is
+written into the ring buffer, the doorbell register is rung, and completion is seen when
+the device writes the record's fence value (docs/command-queue.md).
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from simtgpu.assembler import ObjectFile, assemble, assemble_file
+from simtgpu.isa import FaultCause
+from simtgpu.isa.abi import GLOBAL_NULL_GUARD
+from simtgpu.sim import FaultRecord, KernelFault
+
+from . import command_queue as cq
+from .allocator import Allocator, MemoryStats
+from .backend import Backend
+from .command_queue import Command, CommandOp, Control, Mmio, Status
+from .configs import GpuConfig, get_config
+from .device_array import DeviceArray
+from .errors import DriverError
+from .launch import LaunchResult, check_geometry, normalize_dims
+from .module import Kernel, Module, pack_args
+
+BACKENDS = ("iss", "rtl", "cuda")
+_MASK32 = 0xFFFF_FFFF
+_CODE_ALIGN = 64  # module code bases in instruction memory
+_HEAP_ALIGN = 256
+
+
+def make_backend(name: str, config: GpuConfig, **options: Any) -> Backend:
+    """Instantiate backend ``name``; :class:`DriverError` if it is unknown or unavailable."""
+    if name == "iss":
+        from .backend_iss import IssBackend
+
+        return IssBackend(config, **options)
+    modules = {"rtl": ("backend_rtl", "RtlBackend"), "cuda": ("backend_cuda", "CudaBackend")}
+    if name not in modules:
+        raise DriverError(f"unknown backend '{name}' (backends: {', '.join(BACKENDS)})")
+    mod_name, cls_name = modules[name]
+    full = f"simtgpu.driver_model.{mod_name}"
+    try:
+        cls = getattr(importlib.import_module(full), cls_name)
+    except ModuleNotFoundError as e:
+        if e.name == full:
+            raise DriverError(f"the '{name}' backend is not available in this installation "
+                              f"({full} is missing)") from None
+        raise DriverError(f"the '{name}' backend is not available: {e}") from None
+    except (ImportError, AttributeError) as e:
+        raise DriverError(f"the '{name}' backend is not available: {e}") from None
+    try:
+        return cls(config, **options)
+    except DriverError:
+        raise
+    except (OSError, RuntimeError) as e:
+        raise DriverError(f"the '{name}' backend could not start: {e}") from None
+
+
+class Device:
+    """One GPU: a backend of a named configuration, its memory and its command queue.
+
+    Parameters
+    ----------
+    backend:
+        ``"iss"`` (golden simulator), ``"rtl"`` (Verilator) or ``"cuda"``; or a
+        :class:`Backend` instance.
+    config:
+        A configuration name (``tiny``, ``small``, ``full``) or a :class:`GpuConfig`.
+    queue_entries:
+        Records in the command ring (a power of two).
+    backend_options:
+        Passed to the backend's constructor (the ISS takes ``instruction_budget``).
+    """
+
+    def __init__(self, backend: str | Backend = "iss", config: str | GpuConfig = "small", *,
+                 queue_entries: int = cq.QUEUE_ENTRIES, **backend_options: Any):
+        if isinstance(backend, Backend):
+            self.backend = backend
+            self.config = backend.config
+        else:
+            self.config = get_config(config)
+            self.backend = make_backend(backend, self.config, **backend_options)
+        if not (2 <= queue_entries <= cq.MAX_QUEUE_ENTRIES
+                and queue_entries & (queue_entries - 1) == 0):
+            raise DriverError(f"queue_entries must be a power of two from 2 to "
+                              f"{cq.MAX_QUEUE_ENTRIES}, not {queue_entries}")
+        self._probe()
+        cfg = self.config
+        self._heap = Allocator(GLOBAL_NULL_GUARD, cfg.memory_bytes - GLOBAL_NULL_GUARD,
+                               _HEAP_ALIGN, "device memory")
+        self._imem = Allocator(0, cfg.imem_bytes, _CODE_ALIGN, "instruction memory")
+        # The ring and the fence word are the driver's own allocations, made first.
+        self.queue_entries = queue_entries
+        self.queue_base = self._heap.alloc(queue_entries * cq.RECORD_BYTES)
+        self.fence_addr = self._heap.alloc(4)
+        self.backend.write(self.queue_base, bytes(queue_entries * cq.RECORD_BYTES))
+        self.backend.write(self.fence_addr, bytes(4))
+        self.backend.mmio_write(Mmio.QUEUE_BASE, self.queue_base)
+        self.backend.mmio_write(Mmio.QUEUE_ENTRIES, queue_entries)
+        self.backend.mmio_write(Mmio.FENCE_ADDR, self.fence_addr)
+        self._tail = 0
+        self._last_fence = 0  # last fence value issued
+        self._done_fence = 0  # last fence value known complete
+        self._inflight: dict[int, tuple[str, int]] = {}  # fence -> (kernel, param block)
+        self._modules: list[Module] = []
+
+    def _probe(self) -> None:
+        """Check that the backend is the device and build we think it is."""
+        b = self.backend
+        ident = b.mmio_read(Mmio.ID)
+        if ident != cq.DEVICE_ID:
+            raise DriverError(f"backend {b.name}: ID register reads {ident:#010x}, "
+                              f"expected {cq.DEVICE_ID:#010x}")
+        major = b.mmio_read(Mmio.VERSION) >> 16
+        if major != cq.VERSION_MAJOR:
+            raise DriverError(f"backend {b.name}: host interface version {major}.x, this "
+                              f"driver speaks {cq.VERSION_MAJOR}.x")
+        caps = {"cores": Mmio.CAP_CORES, "warps_per_core": Mmio.CAP_WARPS,
+                "lanes": Mmio.CAP_LANES, "memory_bytes": Mmio.CAP_MEM_BYTES}
+        for field, reg in caps.items():
+            have, want = b.mmio_read(reg), getattr(self.config, field)
+            if have != want:
+                raise DriverError(f"backend {b.name}: built with {field}={have} but the "
+                                  f"configuration '{self.config.name}' says {want}")
+
+    def __repr__(self) -> str:
+        return f"Device(backend={self.backend.name!r}, config={self.config.name!r})"
+
+    def __enter__(self) -> Device:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self.backend.close()
+
+    # -- memory ----------------------------------------------------------------------------
+    def empty(self, shape: int | tuple[int, ...], dtype: Any = np.float32) -> DeviceArray:
+        """An uninitialised buffer (its contents are whatever the memory held)."""
+        shape = (int(shape),) if isinstance(shape, (int, np.integer)) else tuple(map(int, shape))
+        if any(s < 0 for s in shape):
+            raise DriverError(f"empty(): negative dimension in shape {shape}")
+        dt = np.dtype(dtype)
+        nbytes = int(np.prod(shape, dtype=np.int64)) * dt.itemsize
+        return DeviceArray(self, self._heap.alloc(nbytes), shape, dt)
+
+    def zeros(self, shape: int | tuple[int, ...], dtype: Any = np.float32) -> DeviceArray:
+        arr = self.empty(shape, dtype)
+        self.synchronize()
+        self.backend.write(arr.ptr, bytes(arr.nbytes))
+        return arr
+
+    def to_device(self, array: Any) -> DeviceArray:
+        """Copy a NumPy array (or anything ``np.asarray`` accepts) into a new buffer."""
+        src = np.asarray(array)
+        if src.dtype == object:
+            raise DriverError("to_device(): arrays of Python objects cannot be copied")
+        src = np.ascontiguousarray(src, dtype=src.dtype.newbyteorder("<"))
+        arr = self.empty(src.shape, src.dtype)
+        self.synchronize()
+        self.backend.write(arr.ptr, src.tobytes())
+        return arr
+
+    def free(self, buffer: DeviceArray | int) -> None:
+        """Free a buffer (or the address an allocation returned). Waits for the device first,
+        as cudaFree does, so no queued kernel loses its memory."""
+        if isinstance(buffer, DeviceArray):
+            if buffer.device is not self:
+                raise DriverError(f"free of {buffer!r}, which belongs to another device")
+            if buffer.freed:
+                raise DriverError(f"double free of {buffer!r}")
+            ptr = buffer._ptr
+        else:
+            ptr = int(buffer)
+        if ptr in (self.queue_base, self.fence_addr) or any(
+                m.data_base == ptr for m in self._modules):
+            raise DriverError(f"free of {ptr:#x}, which the driver owns (command queue, fence "
+                              "or a module's data section)")
+        self.synchronize()
+        self._heap.free(ptr)
+        if isinstance(buffer, DeviceArray):
+            buffer.freed = True
+
+    def memory_stats(self) -> MemoryStats:
+        """Device-memory usage, counting the driver's own blocks (ring, fence, module data)."""
+        return self._heap.stats()
+
+    def imem_stats(self) -> MemoryStats:
+        return self._imem.stats()
+
+    # -- modules ---------------------------------------------------------------------------
+    def load_module(self, source: str | os.PathLike[str] | ObjectFile | bytes) -> Module:
+        """Load a module: an :class:`ObjectFile`, ``.sgo`` bytes, a path to a ``.s`` (assembled
+        here) or ``.sgo`` file, or assembly source text (a string with a newline)."""
+        if isinstance(source, ObjectFile):
+            obj, name = source, "<object>"
+        elif isinstance(source, (bytes, bytearray)):
+            obj, name = ObjectFile.from_bytes(bytes(source)), "<bytes>"
+        elif isinstance(source, str) and "\n" in source:
+            obj, name = assemble(source, "<source>"), "<source>"
+        else:
+            path = Path(source)
+            name = str(path)
+            if not path.is_file():
+                raise DriverError(f"load_module: no such file: {path}")
+            if path.suffix == ".s":
+                obj = assemble_file(path)
+            elif path.suffix == ".sgo":
+                obj = ObjectFile.from_file(path)
+            else:
+                raise DriverError(f"load_module: {path}: expected a .s or .sgo file")
+        if not obj.code:
+            raise DriverError(f"load_module: {name} has no code")
+        data_base = None
+        if obj.data:
+            data_base = self._heap.alloc(len(obj.data), align=obj.data_align)
+        try:
+            code = obj.relocate(data_base if data_base is not None else GLOBAL_NULL_GUARD)
+            code_base = self._imem.alloc(len(code))
+        except Exception:
+            if data_base is not None:
+                self._heap.free(data_base)
+            raise
+        self.synchronize()
+        if data_base is not None:
+            self.backend.write(data_base, obj.data)
+        self.backend.load_code(code_base, code)
+        module = Module(self, obj, code_base, data_base, name)
+        self._modules.append(module)
+        return module
+
+    def _unload(self, module: Module) -> None:
+        self.synchronize()
+        self._modules.remove(module)
+        self._imem.free(module.code_base)
+        if module.data_base is not None:
+            self._heap.free(module.data_base)
+
+    # -- launches --------------------------------------------------------------------------
+    def launch(self, kernel: Kernel, grid: Any = 1, block: Any = 1, args: Any = (),
+               shared_bytes: int = 0, trace: Any = None) -> LaunchResult:
+        """Launch ``kernel`` and wait for it; returns what it did. A kernel fault raises
+        :class:`simtgpu.sim.KernelFault` with the device's fault record. ``trace`` is handed
+        to the backend's retire trace (for the ISS: a path or a writable text file)."""
+        self.synchronize()
+        before = self._read_counters()
+        self.backend.set_trace(trace)
+        try:
+            t0 = time.perf_counter()
+            fence = self.launch_async(kernel, grid, block, args, shared_bytes)
+            self.synchronize()
+            wall = time.perf_counter() - t0
+        finally:
+            self.backend.set_trace(None)
+        after = self._read_counters()
+        delta = {k: (after[k] - before[k]) & _MASK32 for k in after}
+        cycles = ((after["cycles_hi"] << 32 | after["cycles_lo"])
+                  - (before["cycles_hi"] << 32 | before["cycles_lo"]))
+        details = self.backend.command_details(fence)
+        return LaunchResult(
+            kernel=kernel.name, grid=normalize_dims(grid, "grid"),
+            block=normalize_dims(block, "block"), backend=self.backend.name, fence=fence,
+            wall_s=wall, instructions=delta["instructions"],
+            thread_instructions=delta["thread_instructions"], cycles=cycles,
+            divergence_events=delta["divergence_events"],
+            per_opcode=dict(details.get("per_opcode", {})), counters=delta, details=details)
+
+    def launch_async(self, kernel: Kernel, grid: Any = 1, block: Any = 1, args: Any = (),
+                     shared_bytes: int = 0) -> int:
+        """Queue a launch and ring the doorbell without waiting; returns its fence value.
+        Arguments are checked here: any misuse raises :class:`DriverError` and queues
+        nothing."""
+        if not isinstance(kernel, Kernel):
+            raise DriverError(f"launch expects a Kernel (from Module.kernel), not "
+                              f"{type(kernel).__name__}")
+        if kernel.module.device is not self:
+            raise DriverError(f"kernel {kernel.name} was loaded on another device")
+        kernel.module._check_loaded()
+        g = normalize_dims(grid, "grid")
+        b = normalize_dims(block, "block")
+        if not isinstance(shared_bytes, (int, np.integer)):
+            raise DriverError(f"shared_bytes must be an integer, not {shared_bytes!r}")
+        check_geometry(self.config, g, b, int(shared_bytes), kernel.info.shared_bytes,
+                       kernel.name)
+        params = pack_args(kernel, args, self)
+        param_addr = self._heap.alloc(len(params)) if params else 0
+        if params:
+            self.backend.write(param_addr, params)
+        fence = self._next_fence()
+        cmd = Command(CommandOp.LAUNCH, fence, kernel.entry_pc, g, b, param_addr, len(params),
+                      kernel.info.shared_bytes + int(shared_bytes), kernel.info.regs)
+        self._inflight[fence] = (kernel.signature, param_addr)
+        self._submit(cmd)
+        return fence
+
+    def fence(self) -> int:
+        """Queue a FENCE-only command; returns its value."""
+        value = self._next_fence()
+        self._inflight[value] = ("fence", 0)
+        self._submit(Command(CommandOp.FENCE, value))
+        return value
+
+    def _next_fence(self) -> int:
+        value = (self._last_fence + 1) & _MASK32 or 1  # 0 is the fence word's reset value
+        self._last_fence = value
+        return value
+
+    def _submit(self, cmd: Command) -> None:
+        nxt = cq.next_index(self._tail, self.queue_entries)
+        if nxt == self.backend.mmio_read(Mmio.HEAD):  # ring full: let the device catch up
+            self.synchronize()
+        self.backend.write(cq.record_address(self.queue_base, self._tail), cq.pack(cmd))
+        self._tail = nxt
+        self.backend.mmio_write(Mmio.DOORBELL, self._tail)
+
+    def synchronize(self) -> None:
+        """Wait until every queued command has completed. A fault raises
+        :class:`KernelFault` (and discards the commands queued behind it)."""
+        if self._done_fence == self._last_fence:
+            return
+        self.backend.run_until_idle()
+        status = self.backend.mmio_read(Mmio.STATUS)
+        if status & Status.FAULT:
+            self._raise_fault(status)
+        value = int.from_bytes(self.backend.read(self.fence_addr, 4), "little")
+        if status & Status.BUSY or value != self._last_fence:
+            raise DriverError(f"backend {self.backend.name} went idle with fence {value}, "
+                              f"expected {self._last_fence} (status {status:#x})")
+        self._retire_all()
+
+    def _retire_all(self) -> None:
+        for _, param_addr in self._inflight.values():
+            if param_addr:
+                self._heap.free(param_addr)
+        self._inflight.clear()
+        self._done_fence = self._last_fence
+
+    def _raise_fault(self, status: int) -> None:
+        b = self.backend
+        head = b.mmio_read(Mmio.HEAD)
+        rec = cq.unpack(b.read(cq.record_address(self.queue_base, head), cq.RECORD_BYTES))
+        what = self._inflight.get(rec.fence, ("?", 0))[0]
+        discarded = (self._tail - head - 1) % self.queue_entries
+        regs = {r: b.mmio_read(r) for r in (
+            Mmio.FAULT_CAUSE, Mmio.FAULT_PC, Mmio.FAULT_CORE, Mmio.FAULT_WARP,
+            Mmio.FAULT_LANES, Mmio.FAULT_BLOCK_X, Mmio.FAULT_BLOCK_Y, Mmio.FAULT_BLOCK_Z,
+            Mmio.FAULT_INSTR)}
+        detail = b.fault_detail()
+        b.mmio_write(Mmio.CONTROL, Control.CLEAR_FAULT)
+        self._retire_all()
+        later = f"; {discarded} command(s) queued after it were discarded" if discarded else ""
+        if status & Status.BAD_COMMAND:
+            why = f": {detail}" if detail else ""
+            raise DriverError(f"the device refused the command for {what} (record at "
+                              f"{regs[Mmio.FAULT_PC]:#x}){why}{later}")
+        pc = regs[Mmio.FAULT_PC]
+        record = FaultRecord(
+            cause=FaultCause(regs[Mmio.FAULT_CAUSE]),
+            block=(regs[Mmio.FAULT_BLOCK_X], regs[Mmio.FAULT_BLOCK_Y], regs[Mmio.FAULT_BLOCK_Z]),
+            warp=regs[Mmio.FAULT_WARP], lane_mask=regs[Mmio.FAULT_LANES], pc=pc,
+            instruction=_disassemble(regs[Mmio.FAULT_INSTR], pc, self._module_at(pc)),
+            detail="; ".join(s for s in (f"in {what}", detail, later.lstrip("; ")) if s),
+            core=regs[Mmio.FAULT_CORE])
+        raise KernelFault(record)
+
+    def _module_at(self, pc: int) -> Module | None:
+        for m in self._modules:
+            if m.code_base <= pc < m.code_base + len(m.obj.code):
+                return m
+        return None
+
+    def _read_counters(self) -> dict[str, int]:
+        return {m.name.lower(): self.backend.mmio_read(m) for m in cq.PERF_COUNTERS}
+
+
+def _disassemble(word: int, pc: int, module: Module | None) -> str:
+    """The faulting instruction's text, with its PC relative to its module (as the assembler
+    listing shows it), or empty when the PC is outside every loaded module."""
+    if module is None:
+        return ""
+    from simtgpu.assembler import disassemble_word
+
+    try:
+        return str(disassemble_word(word, pc - module.code_base))
+    except Exception:  # a bad word is the fault being reported, not a second error
+        return f".word {word:#010x}"

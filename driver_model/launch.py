@@ -1,0 +1,103 @@
+"""Launch geometry checks and the record of a finished launch."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from .configs import MAX_GRID_DIM, GpuConfig
+from .errors import DriverError
+
+Dims = tuple[int, int, int]
+
+
+def normalize_dims(value: Any, what: str) -> Dims:
+    """``int`` or a 1- to 3-tuple of positive ints -> (x, y, z), missing dimensions 1."""
+    items = (value,) if isinstance(value, (int, np.integer)) else tuple(value)
+    if not 1 <= len(items) <= 3:
+        raise DriverError(f"{what} must be an int or 1 to 3 dimensions, not {value!r}")
+    dims = []
+    for v in items:
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
+            raise DriverError(f"{what} dimensions must be integers, not {value!r}")
+        if v < 1:
+            raise DriverError(f"{what} dimensions must be at least 1, not {value!r}")
+        dims.append(int(v))
+    dims += [1] * (3 - len(dims))
+    return (dims[0], dims[1], dims[2])
+
+
+def check_geometry(config: GpuConfig, grid: Dims, block: Dims, shared_bytes: int,
+                   static_shared: int, kernel: str) -> None:
+    """Refuse a launch this configuration cannot run, before anything is queued."""
+    if max(grid) > MAX_GRID_DIM:
+        raise DriverError(f"launch of {kernel}: grid {grid} exceeds {MAX_GRID_DIM} blocks in a "
+                          "dimension")
+    threads = block[0] * block[1] * block[2]
+    if threads > config.max_threads_per_block:
+        raise DriverError(
+            f"launch of {kernel}: block {block} has {threads} threads; configuration "
+            f"'{config.name}' allows at most {config.max_threads_per_block} "
+            f"({config.warps_per_core} warps x {config.lanes} lanes)")
+    if shared_bytes < 0 or shared_bytes % 4:
+        raise DriverError(f"launch of {kernel}: shared_bytes must be a non-negative multiple "
+                          f"of 4, not {shared_bytes}")
+    total = static_shared + shared_bytes
+    if total > config.shared_bytes_per_core:
+        raise DriverError(
+            f"launch of {kernel}: {total} bytes of shared memory ({static_shared} declared + "
+            f"{shared_bytes} dynamic) exceed the {config.shared_bytes_per_core} bytes per core "
+            f"of configuration '{config.name}'")
+
+
+@dataclass
+class LaunchResult:
+    """What one launch did, as measured by the device's counters and the backend.
+
+    ``instructions`` counts warp-instructions; ``thread_instructions`` sums the executing
+    lanes of each. ``counters`` holds every performance-counter delta by name (lower case);
+    ``details`` is backend-specific (the ISS's LaunchStats fields).
+    """
+
+    kernel: str
+    grid: Dims
+    block: Dims
+    backend: str
+    fence: int
+    wall_s: float
+    instructions: int
+    thread_instructions: int
+    cycles: int
+    divergence_events: int
+    per_opcode: dict[str, int] = field(default_factory=dict)
+    counters: dict[str, int] = field(default_factory=dict)
+    details: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def thread_instructions_per_s(self) -> float:
+        return self.thread_instructions / self.wall_s if self.wall_s > 0 else 0.0
+
+    def report(self) -> str:
+        """Multi-line human-readable summary (``simtgpu run --stats``)."""
+        lines = [
+            f"kernel {self.kernel} grid={self.grid} block={self.block} on {self.backend}",
+            f"  warp-instructions    {self.instructions}",
+            f"  thread-instructions  {self.thread_instructions}",
+            f"  divergence events    {self.divergence_events}",
+            f"  wall time            {self.wall_s * 1e3:.2f} ms "
+            f"({self.thread_instructions_per_s / 1e6:.2f} M thread-instr/s)",
+        ]
+        if self.cycles:
+            lines.append(f"  cycles               {self.cycles}")
+        extra = {k: v for k, v in self.counters.items()
+                 if v and k not in ("instructions", "thread_instructions", "divergence_events",
+                                    "cycles_lo", "cycles_hi", "commands")}
+        for k, v in extra.items():
+            lines.append(f"  {k:<20} {v}")
+        if self.per_opcode:
+            lines.append("  per opcode:")
+            for op, n in sorted(self.per_opcode.items(), key=lambda kv: (-kv[1], kv[0])):
+                lines.append(f"    {op:<12} {n}")
+        return "\n".join(lines)
