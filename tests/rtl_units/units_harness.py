@@ -71,7 +71,7 @@ async def stream_pipeline(ctx, dut, latency: int, vectors: Sequence[dict],
     """
     results: list[dict] = []
     ctx.set(dut.en, 1)
-    for i in range(len(vectors) + latency):
+    for i in range(len(vectors) + latency - 1):
         if i < len(vectors):
             for name, value in vectors[i].items():
                 ctx.set(getattr(dut, name), value)

@@ -1,0 +1,111 @@
+"""Pipelined 32x32 integer multiplier of one lane (ex1 -> ex2).
+
+Carries the isa's ``Sem.MUL`` instructions (``mul``, ``mulhi``, ``mulhu``, ``muli``); the op
+enum :data:`MulOp` is generated from the isa table. The core replicates one unit per lane.
+
+Structure (maps onto 16x16 / 18x18 DSP multipliers):
+
+* stage 1: four 16x16 partial products of the unsigned operands, and for ``mulhi`` the
+  signed correction ``a[31]*b + b[31]*a`` (two's complement high word =
+  unsigned high word - correction, mod 2**32);
+* stage 2: the partial products are summed into the 64-bit product and the low or high
+  word is selected (high word minus the correction for ``mulhi``);
+* further stages (``latency > 2``) only delay the result, for retiming.
+
+Every register advances only while ``en`` is 1, so the core stalls the unit together with
+the pipeline: a result appears on ``result`` exactly ``latency`` enabled cycles after its
+operands were presented with ``en=1``, one result per enabled cycle.
+"""
+
+from amaranth import Module, Mux, Signal
+from amaranth.lib import wiring
+from amaranth.lib.wiring import In, Out
+from simtgpu.isa import Sem
+
+from .alu import isa_op_enum
+
+__all__ = ["MAX_LATENCY", "MulOp", "Multiplier"]
+
+MulOp = isa_op_enum("MulOp", (Sem.MUL,), __name__)
+"""Operation of the :class:`Multiplier`: ``MUL``, ``MULHI``, ``MULHU``, ``MULI``."""
+
+MAX_LATENCY = 8
+
+
+class Multiplier(wiring.Component):
+    """Pipelined integer multiplier, one result per enabled cycle.
+
+    Parameters
+    ----------
+    latency : int
+        Enabled cycles from operands to ``result``; 1 (product and sum in one stage) up to
+        ``MAX_LATENCY``. The default 2 splits partial products and their sum.
+
+    Attributes
+    ----------
+    en : In(1)
+        Advance the pipeline this cycle; every stage holds while 0.
+    op : In(MulOp)
+        ``MUL``/``MULI``: low word; ``MULHI``: high word, signed; ``MULHU``: high word,
+        unsigned. ``MULI`` expects the sign-extended immediate on ``b``.
+    a, b : In(32)
+        Operands.
+    result : Out(32)
+        The product word of the operation presented ``latency`` enabled cycles earlier.
+    """
+
+    def __init__(self, latency: int = 2) -> None:
+        if not isinstance(latency, int) or isinstance(latency, bool) or \
+                not 1 <= latency <= MAX_LATENCY:
+            self._MustUse__silence = True  # rejected, so never elaborated: no unused warning
+            raise ValueError(
+                f"latency must be an integer from 1 to {MAX_LATENCY}, not {latency!r}")
+        self.latency = latency
+        super().__init__({
+            "en": In(1),
+            "op": In(MulOp),
+            "a": In(32),
+            "b": In(32),
+            "result": Out(32),
+        })
+
+    def elaborate(self, platform) -> Module:
+        m = Module()
+        a, b = self.a, self.b
+
+        # Stage 1: partial products and the signed-high correction.
+        pp_ll = a[0:16] * b[0:16]
+        pp_lh = a[0:16] * b[16:32]
+        pp_hl = a[16:32] * b[0:16]
+        pp_hh = a[16:32] * b[16:32]
+        signed_hi = self.op == MulOp.MULHI
+        corr = Mux(signed_hi & a[31], b, 0) + Mux(signed_hi & b[31], a, 0)
+        high = (self.op == MulOp.MULHI) | (self.op == MulOp.MULHU)
+
+        s1 = {
+            "ll": Signal(32, name="s1_pp_ll"), "lh": Signal(32, name="s1_pp_lh"),
+            "hl": Signal(32, name="s1_pp_hl"), "hh": Signal(32, name="s1_pp_hh"),
+            "corr": Signal(32, name="s1_corr"), "high": Signal(name="s1_high"),
+        }
+        s1_in = {"ll": pp_ll, "lh": pp_lh, "hl": pp_hl, "hh": pp_hh, "corr": corr,
+                 "high": high}
+        if self.latency == 1:  # no stage-1 register: sum in the same cycle
+            for k, sig in s1.items():
+                m.d.comb += sig.eq(s1_in[k])
+        else:
+            with m.If(self.en):
+                for k, sig in s1.items():
+                    m.d.sync += sig.eq(s1_in[k])
+
+        # Stage 2: sum the partial products, pick the word.
+        product = Signal(64, name="s2_product")
+        m.d.comb += product.eq(s1["ll"] + ((s1["lh"] + s1["hl"]) << 16) + (s1["hh"] << 32))
+        word = Mux(s1["high"], (product[32:64] - s1["corr"])[0:32], product[0:32])
+
+        # Output register, preceded by the extra retiming stages when latency > 2.
+        regs = [Signal(32, name=f"s{i + 2}_result") for i in range(max(1, self.latency - 1))]
+        with m.If(self.en):
+            for src, dst in zip([word, *regs[:-1]], regs, strict=True):
+                m.d.sync += dst.eq(src)
+        m.d.comb += self.result.eq(regs[-1])
+        return m
