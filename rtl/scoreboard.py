@@ -1,0 +1,76 @@
+"""Per-warp scoreboard: one pending-write bit per register and per predicate.
+
+``is`` sets the bit of an instruction's destination when it issues; the bit clears when the
+value is written back (the ``wb`` stage, or the late-writeback port that returns global loads
+and SFU results). An instruction issues only when none of the registers and predicates it
+reads or writes is pending, which removes RAW and WAW hazards without forwarding.
+
+``pending`` already excludes the bits cleared in the current cycle, and the register file's
+read ports are transparent to its write port, so a consumer may issue in the same cycle its
+producer writes back.
+"""
+
+from amaranth import Module, Signal
+from amaranth.lib import data, wiring
+from amaranth.lib.wiring import In, Out
+from simtgpu.isa import NUM_PREDS
+
+
+class Scoreboard(wiring.Component):
+    """Pending-write bits of ``warps`` warps: bits ``0..regs-1`` are registers, bits
+    ``regs..regs+7`` predicates.
+
+    Parameters
+    ----------
+    warps:
+        Warp slots.
+    regs:
+        Registers per thread.
+    clear_ports:
+        Number of independent clear ports (write-back paths).
+    """
+
+    def __init__(self, warps: int, regs: int = 32, clear_ports: int = 2):
+        if warps < 1:
+            raise ValueError(f"warps must be at least 1, not {warps}")
+        self.warps, self.regs, self.clear_ports = warps, regs, clear_ports
+        self.width = regs + NUM_PREDS
+        wb = max(1, (warps - 1).bit_length())
+        port = data.StructLayout({"en": 1, "warp": wb, "idx": 5, "pred": 1})
+        super().__init__({
+            "reset": In(1),
+            "set": In(port),
+            "clear": In(data.ArrayLayout(port, clear_ports)),
+            "pending": Out(data.ArrayLayout(self.width, warps)),
+        })
+
+    def bit(self, m: Module, port) -> Signal:
+        """One-hot bit of a port's register or predicate, or zero when not enabled."""
+        one = Signal(self.width)
+        with m.If(port.en):
+            with m.If(port.pred):
+                m.d.comb += one.eq(1 << (self.regs + port.idx[:3]))
+            with m.Else():
+                m.d.comb += one.eq(1 << port.idx)
+        return one
+
+    def elaborate(self, platform) -> Module:
+        m = Module()
+        state = [Signal(self.width, name=f"pending_w{w}") for w in range(self.warps)]
+        set_bit = self.bit(m, self.set)
+        clr_bits = [self.bit(m, self.clear[i]) for i in range(self.clear_ports)]
+        for w in range(self.warps):
+            clr = Signal(self.width, name=f"clr_w{w}")
+            terms = 0
+            for i, b in enumerate(clr_bits):
+                terms = terms | (b & (self.clear[i].warp == w).replicate(self.width))
+            m.d.comb += clr.eq(terms)
+            now = Signal(self.width, name=f"now_w{w}")
+            m.d.comb += [now.eq(state[w] & ~clr), self.pending[w].eq(now)]
+            with m.If(self.reset):
+                m.d.sync += state[w].eq(0)
+            with m.Elif((self.set.warp == w) & self.set.en):
+                m.d.sync += state[w].eq(now | set_bit)
+            with m.Else():
+                m.d.sync += state[w].eq(now)
+        return m

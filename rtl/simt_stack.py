@@ -1,0 +1,236 @@
+"""Per-warp SIMT reconvergence stacks and the control-flow resolution of ex1.
+
+Executes ``ssy``, ``bra``, ``sync`` and ``exit`` exactly as docs/execution-model.md defines
+them, including the DIV merge rule and the repeated pop of empty entries.
+
+Storage: one ``Memory`` of ``warps * depth`` entries ``(kind, pc, mask)``, written through on
+every push and merge, plus a register copy of each warp's top entry so that push, merge and the
+first pop need no memory read. After a pop the new top is read back from the memory (one extra
+cycle, ``REFILL``); popping an entry whose mask has no live lane reads the next entry from
+memory (``POPMEM``). While the unit is busy (``ready`` low) ex1 holds a new control instruction.
+
+A command is answered by ``done`` in the same cycle when no memory read is needed, else one or
+more cycles later. ``done`` carries the warp's new ``pc``, ``active`` and ``live`` masks, or
+``finished`` (the warp has no live lane and an empty stack), or a ``fault``.
+"""
+
+from amaranth import Module, Signal
+from amaranth.lib import data, enum, wiring
+from amaranth.lib.memory import Memory
+from amaranth.lib.wiring import In, Out
+
+from .isa_consts import FaultCause
+
+
+class StackKind(enum.Enum, shape=1):
+    SYNC = 0
+    DIV = 1
+
+
+class SimtOp(enum.Enum, shape=2):
+    SSY = 0
+    BRA = 1
+    SYNC = 2
+    EXIT = 3
+
+
+def entry_layout(lanes: int) -> data.StructLayout:
+    return data.StructLayout({"kind": StackKind, "pc": 32, "mask": lanes})
+
+
+class SimtStack(wiring.Component):
+    """Reconvergence stacks of all warps of a core.
+
+    Parameters
+    ----------
+    warps:
+        Warp slots.
+    lanes:
+        Lanes per warp.
+    depth:
+        Entries per warp (pushing onto a full stack is ``STACK_OVERFLOW``).
+
+    Command (``cmd``, accepted when ``valid & ready``): ``op``; ``warp``; ``pc`` of the
+    instruction; ``target`` (ssy/bra); ``active`` and ``live`` masks of the warp; ``guard``,
+    the lanes whose guard holds (``bra``: the branch condition; ``exit``: the exiting lanes
+    are ``active & guard``).
+    """
+
+    def __init__(self, warps: int, lanes: int, depth: int = 16):
+        if depth < 1:
+            raise ValueError(f"depth must be at least 1, not {depth}")
+        self.warps, self.lanes, self.depth = warps, lanes, depth
+        wb = max(1, (warps - 1).bit_length())
+        self.sp_bits = depth.bit_length()
+        super().__init__({
+            "reset": In(1),
+            "valid": In(1),
+            "ready": Out(1),
+            "op": In(SimtOp),
+            "warp": In(wb),
+            "pc": In(32),
+            "target": In(32),
+            "active": In(lanes),
+            "live": In(lanes),
+            "guard": In(lanes),
+            "done": Out(1),
+            "done_warp": Out(wb),
+            "new_pc": Out(32),
+            "new_active": Out(lanes),
+            "new_live": Out(lanes),
+            "finished": Out(1),
+            "fault": Out(1),
+            "fault_cause": Out(FaultCause),
+            "diverged": Out(1),
+        })
+
+    def elaborate(self, platform) -> Module:
+        m = Module()
+        lanes, depth, warps = self.lanes, self.depth, self.warps
+        layout = entry_layout(lanes)
+        m.submodules.mem = mem = Memory(shape=layout, depth=warps * depth, init=[])
+        wr = mem.write_port()
+        rd = mem.read_port(domain="sync")
+
+        sp = [Signal(self.sp_bits, name=f"sp_w{w}") for w in range(warps)]
+        top = [Signal(layout, name=f"top_w{w}") for w in range(warps)]
+        sp_cur = Signal(self.sp_bits)
+        top_cur = Signal(layout)
+        with m.Switch(self.warp):
+            for w in range(warps):
+                with m.Case(w):
+                    m.d.comb += [sp_cur.eq(sp[w]), top_cur.eq(top[w])]
+
+        # Busy-state registers: the warp being resolved and its live mask.
+        b_warp = Signal.like(self.warp)
+        b_live = Signal(lanes)
+        b_sp = Signal(self.sp_bits)  # stack pointer after the pop being evaluated
+
+        def set_sp(w, value):
+            with m.Switch(w):
+                for i in range(warps):
+                    with m.Case(i):
+                        m.d.sync += sp[i].eq(value)
+
+        def set_top(w, value):
+            with m.Switch(w):
+                for i in range(warps):
+                    with m.Case(i):
+                        m.d.sync += top[i].eq(value)
+
+        def addr(w, idx):
+            return w * depth + idx
+
+        def answer(w, pc, active, live):
+            m.d.comb += [self.done.eq(1), self.done_warp.eq(w), self.new_pc.eq(pc),
+                         self.new_active.eq(active), self.new_live.eq(live)]
+
+        def finish(w, live):
+            m.d.comb += [self.done.eq(1), self.done_warp.eq(w), self.finished.eq(1),
+                         self.new_live.eq(live)]
+
+        def fault(w, cause):
+            m.d.comb += [self.done.eq(1), self.done_warp.eq(w), self.fault.eq(1),
+                         self.fault_cause.eq(cause)]
+
+        def pop(w, entry, sp_after, live):
+            """Evaluate a popped ``entry``; ``sp_after`` is the stack pointer without it."""
+            with m.If((entry.mask & live) != 0):
+                answer(w, entry.pc, entry.mask & live, live)
+                set_sp(w, sp_after)
+                with m.If(sp_after != 0):  # the entry below becomes the top: read it back
+                    m.d.comb += [rd.en.eq(1), rd.addr.eq(addr(w, sp_after - 1))]
+                    m.d.sync += [b_warp.eq(w)]
+                    m.next = "REFILL"
+                with m.Else():
+                    m.next = "IDLE"
+            with m.Elif(sp_after == 0):
+                set_sp(w, 0)
+                with m.If(live == 0):
+                    finish(w, live)
+                with m.Else():
+                    fault(w, FaultCause.STACK_UNDERFLOW)
+                m.next = "IDLE"
+            with m.Else():  # empty entry: pop again from memory
+                m.d.comb += [rd.en.eq(1), rd.addr.eq(addr(w, sp_after - 1))]
+                m.d.sync += [b_warp.eq(w), b_live.eq(live), b_sp.eq(sp_after - 1)]
+                m.next = "POPMEM"
+
+        def pop_first(w, live):
+            with m.If(sp_cur == 0):
+                with m.If(live == 0):
+                    finish(w, live)
+                with m.Else():
+                    fault(w, FaultCause.STACK_UNDERFLOW)
+            with m.Else():
+                pop(w, top_cur, sp_cur - 1, live)
+
+        def push(w, entry):
+            with m.If(sp_cur == depth):
+                fault(w, FaultCause.STACK_OVERFLOW)
+            with m.Else():
+                m.d.comb += [wr.en.eq(1), wr.addr.eq(addr(w, sp_cur)), wr.data.eq(entry)]
+                set_sp(w, sp_cur + 1)
+                set_top(w, entry)
+
+        w = self.warp
+        with m.FSM(init="IDLE"):
+            with m.State("IDLE"):
+                m.d.comb += self.ready.eq(1)
+                with m.If(self.valid & ~self.reset):
+                    with m.Switch(self.op):
+                        with m.Case(SimtOp.SSY):
+                            entry = Signal(layout)
+                            m.d.comb += [entry.kind.eq(StackKind.SYNC), entry.pc.eq(self.target),
+                                         entry.mask.eq(self.active)]
+                            with m.If(sp_cur != depth):
+                                answer(w, self.pc + 4, self.active, self.live)
+                            push(w, entry)
+                        with m.Case(SimtOp.BRA):
+                            taken = self.active & self.guard
+                            with m.If(taken == self.active):
+                                answer(w, self.target, self.active, self.live)
+                            with m.Elif(taken == 0):
+                                answer(w, self.pc + 4, self.active, self.live)
+                            with m.Else():
+                                m.d.comb += self.diverged.eq(1)
+                                rest = self.active & ~self.guard
+                                merge = ((sp_cur != 0) & (top_cur.kind == StackKind.DIV)
+                                         & (top_cur.pc == self.pc + 4))
+                                with m.If(merge):
+                                    merged = Signal(layout)
+                                    m.d.comb += [merged.eq(top_cur),
+                                                 merged.mask.eq(top_cur.mask | rest)]
+                                    m.d.comb += [wr.en.eq(1), wr.addr.eq(addr(w, sp_cur - 1)),
+                                                 wr.data.eq(merged)]
+                                    set_top(w, merged)
+                                    answer(w, self.target, taken, self.live)
+                                with m.Else():
+                                    entry = Signal(layout)
+                                    m.d.comb += [entry.kind.eq(StackKind.DIV),
+                                                 entry.pc.eq(self.pc + 4), entry.mask.eq(rest)]
+                                    with m.If(sp_cur != depth):
+                                        answer(w, self.target, taken, self.live)
+                                    push(w, entry)
+                        with m.Case(SimtOp.SYNC):
+                            pop_first(w, self.live)
+                        with m.Case(SimtOp.EXIT):
+                            gone = self.active & self.guard
+                            live = Signal(lanes)
+                            active = Signal(lanes)
+                            m.d.comb += [live.eq(self.live & ~gone),
+                                         active.eq(self.active & ~gone)]
+                            with m.If(active != 0):
+                                answer(w, self.pc + 4, active, live)
+                            with m.Else():
+                                pop_first(w, live)
+            with m.State("REFILL"):
+                set_top(b_warp, rd.data)
+                m.next = "IDLE"
+            with m.State("POPMEM"):
+                pop(b_warp, rd.data, b_sp, b_live)
+
+        with m.If(self.reset):
+            for i in range(warps):
+                m.d.sync += sp[i].eq(0)
+        return m

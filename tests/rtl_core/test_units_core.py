@@ -1,0 +1,94 @@
+"""Scoreboard and barrier unit in the Amaranth simulator, against hand-worked sequences."""
+
+from __future__ import annotations
+
+import random
+
+from amaranth.sim import Simulator
+
+from simtgpu.rtl.barrier import Barrier
+from simtgpu.rtl.scoreboard import Scoreboard
+
+
+def test_scoreboard_random_against_model():
+    warps, regs = 3, 32
+    dut = Scoreboard(warps, regs, clear_ports=2)
+    sim = Simulator(dut)
+    sim.add_clock(1e-6)
+    rng = random.Random(5)
+
+    async def bench(ctx):
+        model = [0] * warps
+        for _ in range(600):
+            ports = [dut.set, dut.clear[0], dut.clear[1]]
+            drive = []
+            for p in ports:
+                en, w, idx, pred = (rng.random() < 0.6, rng.randrange(warps), rng.randrange(32),
+                                    rng.random() < 0.3)
+                ctx.set(p.en, en)
+                ctx.set(p.warp, w)
+                ctx.set(p.idx, idx)
+                ctx.set(p.pred, pred)
+                drive.append((en, w, (regs + (idx & 7)) if pred else idx))
+            clr = [0] * warps
+            for en, w, bit in drive[1:]:
+                if en:
+                    clr[w] |= 1 << bit
+            for w in range(warps):
+                # pending is bypassed: bits cleared this cycle already read as free
+                assert ctx.get(dut.pending[w]) == model[w] & ~clr[w]
+            await ctx.tick()
+            for w in range(warps):
+                model[w] &= ~clr[w]
+            en, w, bit = drive[0]
+            if en:
+                model[w] |= 1 << bit
+        ctx.set(dut.reset, 1)
+        await ctx.tick()
+        for w in range(warps):
+            assert ctx.get(dut.pending[w]) == 0
+
+    sim.add_testbench(bench)
+    sim.run()
+
+
+def _barrier_run(steps, members, watchdog=50):
+    """Drive ``steps`` = list of (arrive_warp or None, exited mask); return per-step outputs."""
+    dut = Barrier(4, watchdog)
+    sim = Simulator(dut)
+    sim.add_clock(1e-6)
+    out = []
+
+    async def bench(ctx):
+        ctx.set(dut.members, members)
+        for arrive, exited in steps:
+            ctx.set(dut.exited, exited)
+            ctx.set(dut.arrive, arrive is not None)
+            ctx.set(dut.warp, arrive or 0)
+            out.append((ctx.get(dut.release), ctx.get(dut.waiting), ctx.get(dut.deadlock)))
+            await ctx.tick()
+
+    sim.add_testbench(bench)
+    sim.run()
+    return out
+
+
+def test_barrier_releases_when_all_arrive():
+    out = _barrier_run([(0, 0), (2, 0), (None, 0), (1, 0), (None, 0)], members=0b0111)
+    assert out[1][1] == 0b001 and out[2][1] == 0b101
+    assert [o[0] for o in out] == [0, 0, 0, 1, 0]
+    assert out[3][1] == 0b111  # the warps woken
+    assert out[4][1] == 0 and not any(o[2] for o in out)
+
+
+def test_barrier_deadlock_when_a_warp_exited():
+    out = _barrier_run([(0, 0), (1, 0b100), (None, 0b100)], members=0b0111)
+    assert out[1][2] == 1 and out[1][0] == 0
+
+
+def test_barrier_watchdog():
+    steps = [(0, 0)] + [(None, 0)] * 12
+    out = _barrier_run(steps, members=0b0011, watchdog=8)
+    flags = [o[2] for o in out]
+    # arrival in cycle 0; the fault rises in the cycle its wait count reaches 8
+    assert flags.index(1) == 8 and not any(o[0] for o in out)
