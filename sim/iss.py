@@ -1,0 +1,230 @@
+"""The golden functional simulator: runs a whole grid, instruction by instruction.
+
+Scheduling (deterministic; see docs/iss.md):
+
+* Blocks are taken in linear order (x fastest) in *waves* of consecutive blocks that are
+  simulated together; a wave holds up to :data:`WAVE_THREADS` threads (at least one block).
+* Within a wave, execution proceeds in *rounds*. A round takes every runnable warp once:
+  the warps are grouped by PC, and each group, in increasing PC order, executes one
+  instruction as a single vectorised step (warps in warp order, lanes in lane order).
+* Barriers are resolved between rounds.
+
+Only the order of each warp's own instructions is architectural; how warps interleave is a
+scheduling choice that the RTL makes differently, so traces are compared per warp.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import TextIO
+
+import numpy as np
+from simtgpu.isa import FaultCause
+
+from . import semantics, trace
+from .disasm import disassemble
+from .errors import FaultRecord, IssError, KernelFault
+from .memory import GlobalMemory
+from .program import Illegal, Program, program_for
+from .stats import LaunchStats
+from .wave import RUN, Fault, Wave, mask_bits
+
+WAVE_THREADS = 8192
+"""Threads simulated together; more amortises Python overhead, fewer keeps arrays in cache."""
+
+Dim3 = tuple[int, int, int]
+
+
+def _dim3(name: str, value) -> Dim3:
+    if isinstance(value, int):
+        value = (value, 1, 1)
+    try:
+        dims = tuple(int(v) for v in value)
+    except (TypeError, ValueError):
+        raise IssError(f"{name} must be three positive integers, not {value!r}") from None
+    dims = dims + (1,) * (3 - len(dims))
+    if len(dims) != 3 or any(d < 1 for d in dims):
+        raise IssError(f"{name} must be three positive integers, not {value!r}")
+    return dims  # type: ignore[return-value]
+
+
+class Iss:
+    """A simulated GPU: device memory plus the configuration that shapes execution.
+
+    Parameters
+    ----------
+    memory:
+        The device memory kernels read and write.
+    warp_size:
+        Lanes per warp, a power of two from 4 to 32.
+    stack_depth:
+        Reconvergence-stack entries per warp.
+    instruction_budget:
+        Warp-instructions one launch may retire before it faults with ``WATCHDOG``.
+    num_cores:
+        Cores the blocks are spread over (block ``b`` runs on core ``b % num_cores``); only
+        ``coreid`` and the trace's ``core`` see it.
+    """
+
+    def __init__(self, memory: GlobalMemory, warp_size: int = 32, stack_depth: int = 16,
+                 instruction_budget: int = 50_000_000, num_cores: int = 1):
+        if not isinstance(memory, GlobalMemory):
+            raise IssError(f"memory must be a GlobalMemory, not {type(memory).__name__}")
+        if warp_size not in (4, 8, 16, 32):
+            raise IssError(f"warp_size must be a power of two from 4 to 32, not {warp_size}")
+        if stack_depth < 1:
+            raise IssError(f"stack_depth must be at least 1, not {stack_depth}")
+        if instruction_budget < 1:
+            raise IssError(f"instruction_budget must be positive, not {instruction_budget}")
+        if num_cores < 1:
+            raise IssError(f"num_cores must be at least 1, not {num_cores}")
+        self.memory = memory
+        self.warp_size = warp_size
+        self.stack_depth = stack_depth
+        self.instruction_budget = instruction_budget
+        self.num_cores = num_cores
+
+    def launch(self, code: bytes, entry: int, grid: Dim3, block: Dim3, param_addr: int,
+               param_size: int, shared_bytes: int, trace: TextIO | None = None
+               ) -> LaunchStats:
+        """Run the grid to completion; raise :class:`KernelFault` on the first fault.
+
+        ``code`` is the module's code (PC 0 is its first byte), ``entry`` the kernel's
+        byte offset in it; ``param_addr``/``param_size`` locate the parameter block in
+        device memory; ``shared_bytes`` is each block's shared memory. With ``trace``,
+        one JSON line per retired warp-instruction is written to it.
+        """
+        grid = _dim3("grid", grid)
+        block = _dim3("block", block)
+        if not isinstance(entry, int) or entry < 0 or entry % 4:
+            raise IssError(f"entry must be a 4-aligned byte offset, not {entry!r}")
+        if shared_bytes < 0 or param_size < 0:
+            raise IssError("shared_bytes and param_size must not be negative")
+        prog = program_for(code)
+        W = self.warp_size
+        nthreads = block[0] * block[1] * block[2]
+        wpb = -(-nthreads // W)
+        nblocks = grid[0] * grid[1] * grid[2]
+        stats = LaunchStats(blocks=nblocks, warps=nblocks * wpb)
+        per_wave = max(1, WAVE_THREADS // (wpb * W))
+        t0 = time.perf_counter()
+        run = _Runner(prog, stats, self.instruction_budget, trace)
+        try:
+            for first in range(0, nblocks, per_wave):
+                w = Wave(first_block=first, nblocks=min(per_wave, nblocks - first), grid=grid,
+                         block=block, warp_size=W, stack_depth=self.stack_depth,
+                         shared_bytes=shared_bytes, num_cores=self.num_cores,
+                         memory_words=self.memory.words, memory_size=self.memory.size,
+                         param_addr=param_addr, param_size=param_size, stats=stats)
+                w.pc[:] = entry
+                run.wave(w)
+        finally:
+            stats.per_opcode = run.per_opcode()
+            stats.seconds = time.perf_counter() - t0
+        return stats
+
+
+class _Runner:
+    """Runs waves of one launch, sharing the program, the counters and the trace."""
+
+    def __init__(self, prog: Program, stats: LaunchStats, budget: int, trace: TextIO | None):
+        self.prog, self.stats, self.budget, self.trace = prog, stats, budget, trace
+        self.seq = 0
+        self.counts: dict[int, int] = {}
+
+    def per_opcode(self) -> dict[str, int]:
+        out: dict[str, int] = {}
+        for pc, n in self.counts.items():
+            m = self.prog.op(pc).mnemonic
+            out[m] = out.get(m, 0) + n
+        return dict(sorted(out.items()))
+
+    def wave(self, w: Wave) -> None:
+        try:
+            self._rounds(w)
+        except Fault as f:
+            raise KernelFault(self._record(w, f)) from None
+
+    def _record(self, w: Wave, f: Fault) -> FaultRecord:
+        pc = int(f.pc) if f.pc is not None else 0
+        text = ""
+        if 0 <= pc < self.prog.size and pc % 4 == 0:
+            text = disassemble(int(self.prog.words[pc >> 2]), pc)
+        return FaultRecord(cause=f.cause, block=w.block_coords(f.warp),
+                           warp=w.warp_in_block(f.warp), lane_mask=mask_bits(f.lanes), pc=pc,
+                           instruction=text, detail=f.detail, core=w.core_of(f.warp))
+
+    def _rounds(self, w: Wave) -> None:
+        status = w.status
+        step = self._step
+        while True:
+            if w.n_wait:
+                semantics.barrier_resolve(w)
+            run = np.flatnonzero(status == RUN)
+            if run.size == 0:
+                return
+            pcs = w.pc[run]
+            p0 = pcs[0]
+            if run.size == 1 or (pcs == p0).all():
+                step(w, int(p0), _group(run))
+                continue
+            order = np.argsort(pcs, kind="stable")
+            spcs, sruns = pcs[order], run[order]
+            cuts = np.flatnonzero(spcs[1:] != spcs[:-1]) + 1
+            for pc, part in zip(spcs[np.r_[0, cuts]], np.split(sruns, cuts), strict=True):
+                step(w, int(pc), _group(part))
+
+    def _step(self, w: Wave, pc: int, g) -> None:
+        prog = self.prog
+        if pc < 0 or pc >= prog.size or pc & 3:
+            first = int(w.indices(g)[0])
+            raise Fault(FaultCause.PC_OUT_OF_RANGE, first, w.active[first].copy(),
+                        f"pc 0x{pc:x} is outside the {prog.size}-byte code", pc=pc)
+        try:
+            op = prog.op(pc)
+        except Illegal as e:
+            first = int(w.indices(g)[0])
+            raise Fault(FaultCause.ILLEGAL_INSTRUCTION, first, w.active[first].copy(), str(e),
+                        pc=pc) from None
+        stats = self.stats
+        nw = w.count(g)
+        if stats.warp_instructions + nw > self.budget:
+            k = self.budget - stats.warp_instructions
+            wl = int(w.indices(g)[k])
+            raise Fault(FaultCause.WATCHDOG, wl, w.active[wl].copy(),
+                        f"instruction budget of {self.budget} warp-instructions exhausted",
+                        pc=pc)
+        act = w.active[g]
+        if op.unguarded:
+            ex = act
+        else:
+            gp = w.P[op.pred, g]
+            ex = act & ~gp if op.pneg else act & gp
+        stats.thread_instructions += int(np.count_nonzero(act if op.is_bra else ex))
+        tracing = self.trace is not None
+        if tracing:
+            mask = np.array(act, copy=True)
+            ex = np.array(ex, copy=True)
+            w.rec = w.mrec = None
+        try:
+            op.run(w, op, g, ex)
+        except Fault as f:
+            if f.pc is None:
+                f.pc = pc
+            raise
+        if not op.sets_pc:
+            w.pc[g] = pc + 4
+        w.retired[g] += 1
+        stats.warp_instructions += nw
+        counts = self.counts
+        counts[pc] = counts.get(pc, 0) + nw
+        if tracing:
+            self.seq = trace.emit(self.trace, self.seq, w, op, g, mask, ex)
+
+
+def _group(idx: np.ndarray):
+    """A slice when the warps are consecutive (views, no copies), else the index array."""
+    first, last = int(idx[0]), int(idx[-1])
+    if last - first + 1 == idx.size:
+        return slice(first, last + 1)
+    return idx
