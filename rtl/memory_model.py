@@ -1,0 +1,249 @@
+"""Simulation memory behind the GPU's external port.
+
+One line-wide ``Memory`` (``line_words`` 32-bit words per row, byte write enables) serves the
+external memory port with a fixed latency: a response becomes valid ``latency`` cycles after
+its request was accepted (at least 2: one cycle to read the array, one to queue the answer),
+later only if the initiator holds ``resp.ready`` low. Requests are executed one at a time in
+arrival order, so responses are in request order and an atomic's read-modify-write can never
+interleave with another access. An ATOMIC takes two cycles (read, then write), so the request
+after it waits one cycle.
+
+A backdoor port (``bd``) reads and writes whole lines without bus cycles' ordering rules; the
+harness uses it to load and dump memory images. Backdoor writes take priority over nothing:
+use them only while the GPU is idle.
+"""
+
+from __future__ import annotations
+
+from amaranth.hdl import Cat, Const, Elaboratable, Module, Mux, Signal, unsigned
+from amaranth.lib import data, wiring
+from amaranth.lib.fifo import SyncFIFO
+from amaranth.lib.memory import Memory
+from amaranth.lib.wiring import In, Out
+
+from .configs import RtlConfig
+from .signatures import AtomOp, MemKind, mem_port_signature
+
+__all__ = ["MemoryModel", "backdoor_signature"]
+
+
+def backdoor_signature(line_words: int, lines: int) -> wiring.Signature:
+    """Backdoor line access, seen from the tester: ``we`` writes ``wdata`` to line ``addr``;
+    ``rdata`` holds line ``addr`` one cycle after ``addr`` was presented."""
+    return wiring.Signature({
+        "addr": Out(range(lines)),
+        "wdata": Out(32 * line_words),
+        "we": Out(1),
+        "rdata": In(32 * line_words),
+    })
+
+
+def _default_fpu() -> tuple[Elaboratable, object, int] | None:
+    """The units' pipelined FPU (``rtl/fpu.py``: ``Fpu(latency)`` with ``en``, ``op``, ``a``,
+    ``b``, ``c``, ``result``), bit-exact with ``simtgpu.sim.numerics.fadd``; None while it is
+    not in the tree."""
+    try:
+        from .fpu import Fpu, FpuOp
+    except ImportError:
+        return None
+    fpu = Fpu()
+    return fpu, FpuOp.FADD, fpu.latency
+
+
+class MemoryModel(wiring.Component):
+    """Line-wide simulation memory with fixed latency, byte enables and atomics.
+
+    Parameters
+    ----------
+    cfg:
+        Build configuration: ``line_words``, ``sim_memory_bytes``, ``mem_latency`` and the
+        external tag width.
+    fpu:
+        ``(component, fadd_op, latency)`` of the pipelined FP unit used by ``atom.fadd``; by
+        default the units' ``Fpu`` from ``rtl/fpu.py``. Without one (``fadd_supported`` is
+        then False) ``atom.fadd`` returns the old value and leaves memory unchanged.
+
+    Members
+    -------
+    bus: ``In(mem_port_signature(line_words, ext_tag_bits))``
+    bd: ``In(backdoor_signature(line_words, lines))``
+    """
+
+    def __init__(self, cfg: RtlConfig, *, latency: int | None = None, fpu=None):
+        self.cfg = cfg
+        self.lines = cfg.sim_memory_lines
+        self.latency = cfg.mem_latency if latency is None else latency
+        if self.latency < 1:
+            raise ValueError(f"latency must be at least 1, not {self.latency}")
+        self._fpu = fpu if fpu is not None else _default_fpu()
+        self.fadd_supported = self._fpu is not None
+        super().__init__({
+            "bus": In(mem_port_signature(cfg.line_words, cfg.ext_tag_bits)),
+            "bd": In(backdoor_signature(cfg.line_words, self.lines)),
+        })
+        # Created here rather than in elaborate() so that tests can reach the array through
+        # the Amaranth simulator (``ctx.set(model.mem.data[i], ...)``) as a backdoor.
+        self.mem = Memory(shape=unsigned(32 * cfg.line_words), depth=self.lines, init=[])
+
+    def elaborate(self, platform) -> Module:
+        m = Module()
+        cfg = self.cfg
+        lw = cfg.line_words
+        line_shift = (cfg.line_bytes - 1).bit_length()
+        line_idx_bits = max(1, (self.lines - 1).bit_length())
+        word_bits = max(1, (lw - 1).bit_length())
+        tag_bits = cfg.ext_tag_bits
+
+        m.submodules.mem = mem = self.mem
+        wp = mem.write_port(granularity=8)
+        rp = mem.read_port()
+        bd_wp = mem.write_port()
+        bd_rp = mem.read_port()
+        m.d.comb += [
+            bd_wp.addr.eq(self.bd.addr), bd_wp.data.eq(self.bd.wdata), bd_wp.en.eq(self.bd.we),
+            bd_rp.addr.eq(self.bd.addr), self.bd.rdata.eq(bd_rp.data),
+        ]
+
+        # Free-running time for response due dates (modular comparison).
+        now = Signal(16)
+        m.d.sync += now.eq(now + 1)
+
+        # Response queue: (line, tag, due time). Deep enough for every request in flight.
+        depth = self.latency + 3
+        entry = data.StructLayout({
+            "rdata": unsigned(32 * lw), "tag": unsigned(tag_bits), "due": unsigned(16)})
+        m.submodules.rq = rq = SyncFIFO(width=entry.size, depth=depth)
+
+        req = self.bus.req
+        # Stage 1: the request accepted in an earlier cycle, with its read data valid. The read
+        # port only reads on acceptance, so its data holds while an atom.fadd waits on the FPU.
+        s1_valid = Signal()
+        s1_kind = Signal(MemKind)
+        s1_tag = Signal(tag_bits)
+        s1_line = Signal(line_idx_bits)
+        s1_word = Signal(word_bits)
+        s1_op = Signal(AtomOp)
+        s1_b = Signal(32)
+        s1_c = Signal(32)
+        s1_due = Signal(16)
+
+        s1_atomic = Signal()
+        s1_hold = Signal()  # an atom.fadd whose sum is not out of the FPU yet
+        m.d.comb += s1_atomic.eq(s1_valid & (s1_kind == MemKind.ATOMIC))
+        space = Signal()
+        m.d.comb += space.eq(rq.level + s1_valid < depth)
+        # One access at a time through stage 1 for atomics: the next request could read the
+        # line that the atomic writes at the end of stage 1.
+        m.d.comb += req.ready.eq(space & ~s1_atomic)
+        fire = Signal()
+        m.d.comb += fire.eq(req.valid & req.ready)
+
+        req_line = Signal(line_idx_bits)
+        m.d.comb += [
+            req_line.eq(req.payload.addr[line_shift:]),
+            rp.addr.eq(req_line),
+            rp.en.eq(fire),
+        ]
+        with m.If(~s1_hold):
+            m.d.sync += [
+                s1_valid.eq(fire),
+                s1_kind.eq(req.payload.kind),
+                s1_tag.eq(req.payload.tag),
+                s1_line.eq(req_line),
+                s1_word.eq(req.payload.addr[2:line_shift] if lw > 1 else 0),
+                s1_op.eq(req.payload.atom_op),
+                s1_b.eq(req.payload.atom_b),
+                s1_c.eq(req.payload.atom_c),
+                s1_due.eq(now + self.latency),
+            ]
+
+        # Atomic read-modify-write on the word read in stage 1.
+        old = Signal(32)
+        words = [rp.data[32 * i:32 * (i + 1)] for i in range(lw)]
+        with m.Switch(s1_word):
+            for i in range(lw):
+                with m.Case(i):
+                    m.d.comb += old.eq(words[i])
+        fadd_result = Signal(32)
+        if self._fpu is not None:
+            fpu, fadd_op, fpu_latency = self._fpu
+            m.submodules.fpu = fpu
+            wait = Signal(range(fpu_latency + 1))
+            is_fadd = Signal()
+            m.d.comb += [
+                is_fadd.eq(s1_atomic & (s1_op == AtomOp.FADD)),
+                s1_hold.eq(is_fadd & (wait != fpu_latency)),
+                fpu.en.eq(is_fadd),
+                fpu.op.eq(fadd_op),
+                fpu.a.eq(old),
+                fpu.b.eq(s1_b),
+                fadd_result.eq(fpu.result),
+            ]
+            with m.If(s1_hold):
+                m.d.sync += wait.eq(wait + 1)
+            with m.Else():
+                m.d.sync += wait.eq(0)
+        else:
+            m.d.comb += fadd_result.eq(old)
+        new = Signal(32)
+        with m.Switch(s1_op):
+            with m.Case(AtomOp.ADD):
+                m.d.comb += new.eq(old + s1_b)
+            with m.Case(AtomOp.MIN):
+                m.d.comb += new.eq(Mux(old.as_signed() < s1_b.as_signed(), old, s1_b))
+            with m.Case(AtomOp.MAX):
+                m.d.comb += new.eq(Mux(old.as_signed() > s1_b.as_signed(), old, s1_b))
+            with m.Case(AtomOp.EXCH):
+                m.d.comb += new.eq(s1_b)
+            with m.Case(AtomOp.FADD):
+                m.d.comb += new.eq(fadd_result)
+            with m.Case(AtomOp.CAS):
+                m.d.comb += new.eq(Mux(old == s1_b, s1_c, old))
+            with m.Default():
+                m.d.comb += new.eq(old)
+
+        # The one bus write port: a WRITE at accept time, or the atomic's write at the end of
+        # stage 1 (no request is accepted meanwhile, see req.ready).
+        s1_done = Signal()
+        m.d.comb += s1_done.eq(s1_valid & ~s1_hold)
+        with m.If(s1_atomic):
+            m.d.comb += [
+                wp.addr.eq(s1_line),
+                wp.data.eq(Cat(*([new] * lw))),
+                wp.en.eq(Mux(s1_done, Const(0xF, 4) << Cat(Const(0, 2), s1_word), 0)),
+            ]
+        with m.Else():
+            m.d.comb += [
+                wp.addr.eq(req_line),
+                wp.data.eq(req.payload.wdata.as_value()),
+                wp.en.eq(Mux(fire & (req.payload.kind == MemKind.WRITE), req.payload.be, 0)),
+            ]
+
+        # Queue the answer when stage 1 completes.
+        w_entry = Signal(entry)
+        m.d.comb += [
+            w_entry.tag.eq(s1_tag),
+            w_entry.due.eq(s1_due),
+            rq.w_data.eq(w_entry.as_value()),
+            rq.w_en.eq(s1_done),
+        ]
+        with m.Switch(s1_kind):
+            with m.Case(MemKind.READ):
+                m.d.comb += w_entry.rdata.eq(rp.data)
+            with m.Case(MemKind.ATOMIC):
+                m.d.comb += w_entry.rdata.eq(old)
+
+        # Release the head when it is due.
+        head = Signal(entry)
+        m.d.comb += head.eq(rq.r_data)
+        late = Signal(16)
+        due = Signal()
+        m.d.comb += [late.eq(now - head.due), due.eq(~late[15])]  # now >= due, modulo 2**16
+        resp = self.bus.resp
+        m.d.comb += [
+            resp.valid.eq(rq.r_rdy & due),
+            resp.payload.rdata.eq(head.rdata),
+            resp.payload.tag.eq(head.tag),
+            rq.r_en.eq(resp.valid & resp.ready),
+        ]
+        return m
