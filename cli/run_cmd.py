@@ -1,0 +1,169 @@
+"""``simtgpu run``: assemble or load a kernel, make its arguments, launch it, show results.
+
+    simtgpu run examples/asm/vector_add.s --kernel vector_add --grid 4 --block 256 \\
+        --arg a=f32[1000]:rand b=f32[1000]:rand c=f32[1000] n=i32:1000 --print c[:8] --stats
+
+Arguments are matched to the kernel's parameters by name (see driver_model/argspec.py for
+the forms). A kernel fault prints the fault report and exits 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from contextlib import ExitStack
+from typing import Any
+
+import numpy as np
+from simtgpu.driver_model.argspec import ArgSpec, parse_arg, parse_print
+from simtgpu.driver_model.configs import CONFIGS
+from simtgpu.driver_model.errors import DriverError
+
+
+def register(subparsers: Any) -> None:
+    p = subparsers.add_parser(
+        "run", help="run a kernel on a backend (ISS by default)",
+        description="Assemble (.s) or load (.sgo) a module and launch one of its kernels.")
+    p.add_argument("module", metavar="KERNEL.s|.sgo", help="assembly source or object file")
+    p.add_argument("--kernel", "-k", required=True, help="kernel name in the module")
+    p.add_argument("--grid", required=True, help="blocks: X[,Y[,Z]]")
+    p.add_argument("--block", required=True, help="threads per block: X[,Y[,Z]]")
+    p.add_argument("--arg", dest="args", action="extend", nargs="+", default=[],
+                   metavar="SPEC", help="NAME=TYPE[N]:INIT (array) or NAME=TYPE:VALUE")
+    p.add_argument("--shared", type=int, default=0, metavar="BYTES",
+                   help="dynamic shared memory bytes on top of the kernel's .shared")
+    p.add_argument("--backend", default="iss", help="iss (default), rtl or cuda")
+    p.add_argument("--config", default="small", choices=sorted(CONFIGS),
+                   help="GPU configuration (default small)")
+    p.add_argument("--print", dest="prints", action="append", default=[], metavar="NAME[SLICE]",
+                   help="print an array argument after the run, e.g. c[:8] (repeatable)")
+    p.add_argument("--trace", metavar="FILE", help="write the retire trace (JSON lines)")
+    p.add_argument("--stats", action="store_true", help="print the launch statistics")
+    p.add_argument("--seed", type=int, default=0, help="seed for :rand initialisers")
+    p.add_argument("--budget", type=int, default=None, metavar="N",
+                   help="instruction budget of the launch (ISS watchdog)")
+    p.set_defaults(func=run)
+
+
+def parse_dims(text: str, what: str) -> tuple[int, ...]:
+    try:
+        dims = tuple(int(x) for x in text.split(","))
+    except ValueError:
+        raise DriverError(f"--{what} {text!r}: expected X[,Y[,Z]] with integers") from None
+    if not 1 <= len(dims) <= 3:
+        raise DriverError(f"--{what} {text!r}: expected 1 to 3 dimensions")
+    return dims
+
+
+def bind_args(kernel: Any, specs: list[ArgSpec]) -> list[ArgSpec]:
+    """Order the specs as the kernel's parameters; every parameter exactly once, types
+    matching (an array goes to a ``ptr`` parameter)."""
+    by_name: dict[str, ArgSpec] = {}
+    for s in specs:
+        if s.name in by_name:
+            raise DriverError(f"--arg {s.text}: '{s.name}' given twice")
+        by_name[s.name] = s
+    params = kernel.info.params
+    names = {p.name for p in params}
+    unknown = [s.name for s in specs if s.name not in names]
+    if unknown:
+        raise DriverError(f"--arg: {kernel.name} has no parameter(s) {', '.join(unknown)}; "
+                          f"signature: {kernel.signature}")
+    missing = [p.name for p in params if p.name not in by_name]
+    if missing:
+        raise DriverError(f"--arg: missing {', '.join(missing)}; signature: {kernel.signature}")
+    ordered = []
+    for p in params:
+        s = by_name[p.name]
+        ok = (p.type == "ptr" and (s.is_array or s.type == "ptr")) or \
+             (not s.is_array and s.type == p.type)
+        if not ok:
+            given = f"an array of {s.type}" if s.is_array else f"a {s.type} scalar"
+            raise DriverError(f"--arg {s.text}: parameter '{p.name}' is {p.type}, "
+                              f"given {given}; signature: {kernel.signature}")
+        ordered.append(s)
+    return ordered
+
+
+def fault_report(fault: Any) -> str:
+    r = fault.record
+    bx, by, bz = r.block
+    lanes = [i for i in range(32) if r.lane_mask >> i & 1]
+    lines = [
+        f"kernel fault: {r.cause.name}",
+        f"  pc          0x{r.pc:04x}  {r.instruction}",
+        f"  block       ({bx}, {by}, {bz})   core {r.core}",
+        f"  warp        {r.warp}",
+        f"  lanes       0x{r.lane_mask:08x}  {lanes}",
+    ]
+    if r.detail:
+        lines.append(f"  detail      {r.detail}")
+    return "\n".join(lines)
+
+
+def run(args: argparse.Namespace) -> int:
+    from simtgpu.driver_model.device import Device
+    from simtgpu.sim import KernelFault
+
+    specs = [parse_arg(t) for t in args.args]
+    prints = [parse_print(t) for t in args.prints]
+    grid = parse_dims(args.grid, "grid")
+    block = parse_dims(args.block, "block")
+    options = {"instruction_budget": args.budget} if args.budget is not None else {}
+    dev = Device(backend=args.backend, config=args.config, **options)
+    mod = dev.load_module(args.module)
+    kernel = mod.kernel(args.kernel)
+    ordered = bind_args(kernel, specs)
+    arrays = {s.name: s for s in ordered if s.is_array}
+    for name, _ in prints:
+        if name not in arrays:
+            raise DriverError(f"--print {name}: not an array argument "
+                              f"(arrays: {', '.join(arrays) or 'none'})")
+    rng = np.random.default_rng(args.seed)
+    launch_args = []
+    buffers = {}
+    for s in ordered:
+        if s.is_array:
+            buffers[s.name] = dev.to_device(s.make_array(rng))
+            launch_args.append(buffers[s.name])
+        else:
+            launch_args.append(s.value)
+    with ExitStack() as stack:
+        trace = None
+        if args.trace:
+            try:
+                trace = stack.enter_context(open(args.trace, "w"))
+            except OSError as e:
+                raise DriverError(f"--trace {args.trace}: cannot write: {e.strerror}") from None
+        try:
+            res = dev.launch(kernel, grid, block, launch_args, shared_bytes=args.shared,
+                             trace=trace)
+        except KernelFault as fault:
+            print(fault_report(fault), file=sys.stderr)
+            return 1
+    print(f"{kernel.name}: done, grid {res.grid} block {res.block} on {res.backend} "
+          f"({res.instructions} warp-instructions)")
+    for name, index in prints:
+        host = buffers[name].to_host()
+        try:
+            view = host[index] if index else host
+        except IndexError as e:
+            raise DriverError(f"--print {name}: {e}") from None
+        with np.printoptions(threshold=64, linewidth=100):
+            print(f"{name}{_index_text(index)} = {view}")
+    if args.stats:
+        print(res.report())
+    return 0
+
+
+def _index_text(index: tuple) -> str:
+    if not index:
+        return ""
+    parts = []
+    for i in index:
+        if isinstance(i, slice):
+            t = f"{'' if i.start is None else i.start}:{'' if i.stop is None else i.stop}"
+            parts.append(t + (f":{i.step}" if i.step is not None else ""))
+        else:
+            parts.append(str(i))
+    return "[" + ", ".join(parts) + "]"
