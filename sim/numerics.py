@@ -21,13 +21,20 @@ import numpy as np
 from simtgpu.errors import SimtgpuError
 from simtgpu.isa.instructions import CVT_OPS, FP_CONDS, SFU_OPS
 
-from .sfu_algo import SFU_LATENCY, SFU_MAX_ULP
+from .sfu_algo import (
+    SFU_LATENCY,
+    SFU_MAX_ULP,
+    SFU_TRIG_ABS_ERR,
+    SFU_TRIG_ABS_ERR_SLOPE,
+    SFU_TRIG_MAX_X,
+)
 from .sfu_algo import evaluate as _sfu_eval
 
 __all__ = [
     "CANONICAL_NAN", "CVT_OPS", "FP_CONDS", "SFU_LATENCY", "SFU_MAX_ULP", "SFU_OPS",
+    "SFU_TRIG_ABS_ERR", "SFU_TRIG_ABS_ERR_SLOPE", "SFU_TRIG_MAX_X",
     "NumericsError", "bits_to_f32", "cvt", "f32_to_bits", "fabs", "fadd", "fcmp", "ffma",
-    "fmax", "fmin", "fmul", "fneg", "fsub", "ftz", "is_nan", "sfu",
+    "fmax", "fmin", "fmul", "fneg", "fsub", "ftz", "is_nan", "sfu", "sfu_error_bound",
 ]
 
 CANONICAL_NAN = 0x7FFFFFFF
@@ -236,3 +243,28 @@ def sfu(op: str, a: object) -> np.ndarray:
         raise NumericsError(f"sfu: unknown function {op!r}; expected one of "
                             f"{', '.join(SFU_OPS)}")
     return _out(_sfu_eval(op, _ftz(_u32(a))))
+
+
+def sfu_error_bound(op: str, a: object) -> np.ndarray:
+    """Documented bound on |sfu(op, a) - exact| (float64 per element) for finite results.
+
+    For tests that compare SFU results with float64 NumPy math: rcp..log2 allow
+    ``SFU_MAX_ULP[op]`` ulps of the exact result (results below the normal range flush to
+    zero, so they may be off by up to 2**-126); sin/cos allow the absolute bound
+    ``SFU_TRIG_ABS_ERR + |x| * SFU_TRIG_ABS_ERR_SLOPE`` (2 beyond ``SFU_TRIG_MAX_X``).
+    """
+    if op not in SFU_OPS:
+        raise NumericsError(f"sfu_error_bound: unknown function {op!r}; expected one of "
+                            f"{', '.join(SFU_OPS)}")
+    x = _f(_ftz(_u32(a))).astype(np.float64)
+    if op in ("sin", "cos"):
+        ax = np.abs(x)
+        bound = SFU_TRIG_ABS_ERR + ax * SFU_TRIG_ABS_ERR_SLOPE
+        return _out(np.where(ax > SFU_TRIG_MAX_X, 2.0, bound))
+    ref_fn = {"rcp": lambda v: 1.0 / v, "rsqrt": lambda v: 1.0 / np.sqrt(v),
+              "sqrt": np.sqrt, "exp2": np.exp2, "log2": np.log2}[op]
+    with np.errstate(all="ignore"):
+        ref = np.abs(ref_fn(x))
+        e = np.floor(np.log2(np.where(ref > 0, ref, 1.0)))
+    ulp = np.exp2(np.maximum(e, -126) - 23)
+    return _out(np.where(ref < 2.0**-126, 2.0**-126, SFU_MAX_ULP[op] * ulp))
