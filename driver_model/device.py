@@ -210,6 +210,8 @@ class Device:
         else:
             path = Path(source)
             name = str(path)
+            if path.suffix not in (".s", ".sgo"):
+                raise DriverError(f"load_module: {path}: expected a .s or .sgo file")
             if not path.is_file():
                 raise DriverError(f"load_module: no such file: {path}")
             if path.suffix == ".s":
@@ -292,6 +294,7 @@ class Device:
         check_geometry(self.config, g, b, int(shared_bytes), kernel.info.shared_bytes,
                        kernel.name)
         params = pack_args(kernel, args, self)
+        self._wait_for_slot()
         param_addr = self._heap.alloc(len(params)) if params else 0
         if params:
             self.backend.write(param_addr, params)
@@ -304,6 +307,7 @@ class Device:
 
     def fence(self) -> int:
         """Queue a FENCE-only command; returns its value."""
+        self._wait_for_slot()
         value = self._next_fence()
         self._inflight[value] = ("fence", 0)
         self._submit(Command(CommandOp.FENCE, value))
@@ -314,10 +318,13 @@ class Device:
         self._last_fence = value
         return value
 
+    def _wait_for_slot(self) -> None:
+        """When the ring is full, let the device drain it (a real driver would poll HEAD)."""
+        if cq.next_index(self._tail, self.queue_entries) == self.backend.mmio_read(Mmio.HEAD):
+            self.synchronize()
+
     def _submit(self, cmd: Command) -> None:
         nxt = cq.next_index(self._tail, self.queue_entries)
-        if nxt == self.backend.mmio_read(Mmio.HEAD):  # ring full: let the device catch up
-            self.synchronize()
         self.backend.write(cq.record_address(self.queue_base, self._tail), cq.pack(cmd))
         self._tail = nxt
         self.backend.mmio_write(Mmio.DOORBELL, self._tail)

@@ -15,7 +15,10 @@ Dims = tuple[int, int, int]
 
 def normalize_dims(value: Any, what: str) -> Dims:
     """``int`` or a 1- to 3-tuple of positive ints -> (x, y, z), missing dimensions 1."""
-    items = (value,) if isinstance(value, (int, np.integer)) else tuple(value)
+    if isinstance(value, (tuple, list)):
+        items = tuple(value)
+    else:
+        items = (value,)
     if not 1 <= len(items) <= 3:
         raise DriverError(f"{what} must be an int or 1 to 3 dimensions, not {value!r}")
     dims = []

@@ -1,0 +1,113 @@
+"""``simtgpu run``: success, --print, --stats, --trace, faults and bad specs."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from driver_kernels import VADD
+from simtgpu.cli.main import main
+from simtgpu.driver_model.argspec import parse_arg, parse_print
+from simtgpu.driver_model.errors import DriverError
+
+
+@pytest.fixture
+def vadd(tmp_path):
+    p = tmp_path / "vadd.s"
+    p.write_text(VADD)
+    return str(p)
+
+
+def _run(capsys, *argv):
+    rc = main(["run", *argv])
+    out = capsys.readouterr()
+    return rc, out.out, out.err
+
+
+def test_run_prints_result_and_stats(vadd, capsys):
+    rc, out, err = _run(capsys, vadd, "--kernel", "vadd", "--grid", "4", "--block", "32",
+                        "--arg", "a=f32[100]:arange", "b=f32[100]:fill(0.5)", "c=f32[100]",
+                        "n=i32:100", "--print", "c[:4]", "--print", "c[98:]", "--stats")
+    assert rc == 0, err
+    assert "c[:4] = [0.5 1.5 2.5 3.5]" in out
+    assert "c[98:] = [98.5 99.5]" in out
+    assert "thread-instructions" in out and "fadd" in out
+
+
+def test_run_matches_numpy_for_random_inputs(vadd, capsys, tmp_path):
+    rc, out, _ = _run(capsys, vadd, "-k", "vadd", "--grid", "2", "--block", "8",
+                      "--config", "tiny", "--seed", "5", "--arg", "a=f32[16]:rand",
+                      "b=f32[16]:rand(-1,1)", "c=f32[16]", "n=i32:16", "--print", "c")
+    assert rc == 0
+    rng = np.random.default_rng(5)
+    a = rng.uniform(0, 1, 16).astype(np.float32)
+    b = rng.uniform(-1, 1, 16).astype(np.float32)
+    with np.printoptions(threshold=64, linewidth=100):
+        assert f"c = {a + b}" in out
+
+
+def test_run_writes_trace_json_lines(vadd, capsys, tmp_path):
+    trace = tmp_path / "t.jsonl"
+    rc, _, _ = _run(capsys, vadd, "-k", "vadd", "--grid", "1", "--block", "8", "--config",
+                    "tiny", "--arg", "a=f32[8]", "b=f32[8]", "c=f32[8]", "n=i32:8",
+                    "--trace", str(trace))
+    assert rc == 0
+    lines = [json.loads(x) for x in trace.read_text().splitlines()]
+    assert len(lines) == 2 * 20  # two warps, 20 instructions each (the @p0 exit retires too)
+    assert lines[0]["pc"] == 0 and lines[0]["op"] == "s2r"
+    stores = [x for x in lines if x["op"] == "stg"]
+    assert len(stores) == 2 and all(len(x["mem"]) == 4 for x in stores)
+
+
+def test_run_fault_reports_and_exits_1(vadd, capsys):
+    rc, out, err = _run(capsys, vadd, "-k", "vadd", "--grid", "1", "--block", "8",
+                        "--arg", "a=f32[8]", "b=f32[8]", "c=ptr:0x20", "n=i32:8")
+    assert rc == 1
+    assert "kernel fault: OUT_OF_RANGE" in err
+    assert "stg [r6], r7" in err and "lanes       0x000000ff" in err
+    assert "Traceback" not in err
+
+
+@pytest.mark.parametrize("args,msg", [
+    (["--arg", "a=f32[8]:bogus"], "unknown initialiser 'bogus'"),
+    (["--arg", "a=f64[8]"], "array element type must be one of f32, i32, u32"),
+    (["--arg", "n=i32:abc"], "'abc' is not an integer"),
+    (["--arg", "n=i32:3000000000"], "out of range for i32"),
+    (["--arg", "a=f32[8]", "b=f32[8]", "c=f32[8]"], "missing n"),
+    (["--arg", "a=f32[8]", "b=f32[8]", "c=f32[8]", "n=f32:1"], "parameter 'n' is i32"),
+    (["--arg", "a=f32[8]", "b=f32[8]", "c=f32[8]", "n=i32:1", "x=i32:1"], "no parameter"),
+    (["--arg", "a=i32:1", "b=f32[8]", "c=f32[8]", "n=i32:1"], "parameter 'a' is ptr"),
+    (["--arg", "junk"], "expected NAME=TYPE"),
+    (["--arg", "a=f32[8]", "b=f32[8]", "c=f32[8]", "n=i32:8", "--print", "n"],
+     "--print n: not an array"),
+])
+def test_run_bad_specs_are_clear_errors(vadd, capsys, args, msg):
+    rc, _, err = _run(capsys, vadd, "-k", "vadd", "--grid", "1", "--block", "8", *args)
+    assert rc == 1
+    assert msg in err and "Traceback" not in err
+
+
+def test_run_bad_geometry_and_kernel(vadd, capsys):
+    base = ["--arg", "a=f32[8]", "b=f32[8]", "c=f32[8]", "n=i32:8"]
+    rc, _, err = _run(capsys, vadd, "-k", "vadd", "--grid", "1", "--block", "64", *base)
+    assert rc == 1 and "allows at most 32" in err
+    rc, _, err = _run(capsys, vadd, "-k", "vadd", "--grid", "1,x", "--block", "8", *base)
+    assert rc == 1 and "--grid '1,x'" in err
+    rc, _, err = _run(capsys, vadd, "-k", "nope", "--grid", "1", "--block", "8", *base)
+    assert rc == 1 and "no kernel 'nope' (kernels: vadd)" in err
+
+
+def test_parse_forms():
+    s = parse_arg("m=i32[2,3]:randint(5,5)")
+    arr = s.make_array(np.random.default_rng(0))
+    assert arr.shape == (2, 3) and (arr == 5).all() and arr.dtype == np.int32
+    assert parse_arg("x=u32:0xff").value == 255
+    assert parse_arg("p=ptr:0").value == 0
+    assert parse_arg("s=f32:-2.5e1").value == -25.0
+    assert parse_print("m[0:2, 1]") == ("m", (slice(0, 2), 1))
+    assert parse_print("c") == ("c", ())
+    with pytest.raises(DriverError, match="randint takes 0 or 2"):
+        parse_arg("a=i32[4]:randint(3)")
+    with pytest.raises(DriverError, match="bad index"):
+        parse_print("c[1:2:3:4]")
