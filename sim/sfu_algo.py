@@ -192,7 +192,7 @@ def evaluate(op: str, a: np.ndarray) -> np.ndarray:
         prod = mant * INV_2PI  # < 2**62: revolutions * 2**(63 - e)
         rsh = 31 - e  # revolutions * 2**32 = prod >> rsh; a left shift keeps bits mod 2**32
         rev = np.where(rsh >= 0, prod >> np.clip(rsh, 0, 63),
-                       (prod << np.clip(-rsh, 0, 32)) & 0xFFFFFFFF) & 0xFFFFFFFF
+                       ((prod & 0xFFFFFFFF) << np.clip(-rsh, 0, 32))) & 0xFFFFFFFF
         quad = rev >> 30
         if op == "cos":
             quad = (quad + 1) & 3
