@@ -246,7 +246,13 @@ def load(w: Wave, op, g, ex) -> None:
         w.stats.global_loads += n
     else:
         w.stats.shared_loads += n
-    w.write_reg(op.rd, g, ex, _space(w, op)[idx])
+    space = _space(w, op)
+    if n == ex.size:
+        value = space[idx]
+    else:  # gather only the executing lanes: the others may have no valid address at all
+        value = np.zeros(ex.shape, dtype=U32)
+        value[ex] = space[idx[ex]]
+    w.write_reg(op.rd, g, ex, value)
 
 
 def store(w: Wave, op, g, ex) -> None:
