@@ -32,7 +32,8 @@ def _static(instr: Instr) -> dict:
         elif op.kind is Kind.PRED_SRC:
             pred_reads[op.fields[0]] = 1
     fmt = instr.fmt
-    use_imm = fmt.name in ("I", "S", "U") or instr.mnemonic == "s2r"
+    # the S-format offset is part of the address, operand b of a store is its data
+    use_imm = fmt.name in ("I", "U") or instr.mnemonic == "s2r"
     return {
         "rd_rs1": reads.get("rs1", 0), "rd_rs2": reads.get("rs2", 0),
         "rd_rs3": reads.get("rs3", 0),

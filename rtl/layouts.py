@@ -54,12 +54,14 @@ def if_id(warps: int) -> data.StructLayout:
 
 
 def id_is() -> data.StructLayout:
-    """One instruction-buffer entry."""
-    return data.StructLayout({"pc": 32, "dec": DECODED})
+    """One instruction-buffer entry. ``pc_fault``: the fetch address was past instruction
+    memory (the fault is raised only if the warp gets to issue it)."""
+    return data.StructLayout({"pc": 32, "word": 32, "pc_fault": 1, "dec": DECODED})
 
 
 def is_rr(warps: int) -> data.StructLayout:
-    return data.StructLayout({"valid": 1, "warp": _bits(warps), "pc": 32, "dec": DECODED})
+    return data.StructLayout({"valid": 1, "warp": _bits(warps), "pc": 32, "word": 32,
+                              "dec": DECODED})
 
 
 def uop(warps: int, lanes: int) -> data.StructLayout:
@@ -72,7 +74,9 @@ def uop(warps: int, lanes: int) -> data.StructLayout:
         "valid": 1,
         "warp": _bits(warps),
         "pc": 32,
+        "word": 32,  # the instruction word, for fault records
         "dec": DECODED,
+        "deferred": 1,  # a global load whose value returns later (no write-back in wb)
         "active": lanes,
         "exec": lanes,
         "a": data.ArrayLayout(32, lanes),

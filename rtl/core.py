@@ -1,0 +1,673 @@
+"""The SIMT core: nine stages ``sch if id is rr ex1 ex2 mem wb`` around per-lane units.
+
+Front end (never stalls):
+  ``sch``  picks, round robin, a warp that may fetch: it has no fetch in flight, no control
+           instruction waiting to resolve and room in its two-entry instruction buffer.
+  ``if``   reads the local instruction memory (synchronous read).
+  ``id``   decodes the word (:class:`Decoder`) into the warp's instruction buffer. A control
+           instruction (bra ssy sync exit bar) stops the warp's fetch until ex1 resolves it.
+Back end (one stall signal, raised by ``mem`` while the LSU needs more cycles and by ``ex1``
+while the SIMT stack unit is busy):
+  ``is``   picks, round robin, a warp whose buffered instruction has no scoreboard hazard, is
+           not parked on global memory and not at a barrier; presents register addresses.
+  ``rr``   register and predicate read, guard evaluation, special registers; the multiplier
+           and FPU take their operands here.
+  ``ex1``  ALU, branch/ssy/sync/exit resolution (SIMT stack), barrier arrival, address
+           generation.
+  ``ex2``  multiplier and FPU results.
+  ``mem``  LSU: shared memory, global requests, faults on bad addresses.
+  ``wb``   register and predicate write, scoreboard release, retire port; global load data
+           comes back through the same write port in a free ``wb`` slot.
+
+See docs/microarchitecture.md for the full story.
+"""
+
+from amaranth import Cat, Const, Module, Mux, Signal
+from amaranth.lib import data, wiring
+from amaranth.lib.memory import Memory
+from simtgpu.isa import INSTRUCTIONS, PT, Sem
+from simtgpu.isa.instructions import Space
+
+from . import layouts
+from .alu import ALU_SEMS, Alu, AluOp, alu_op
+from .barrier import Barrier
+from .configs import RtlConfig
+from .decoder import Decoder
+from .fpu import Fpu, FpuOp
+from .isa_consts import FaultCause, SReg, iid
+from .isa_consts import Sem as RSem
+from .lsu import Lsu, LsuOp
+from .multiplier import MulOp, Multiplier
+from .regfile import RegFile
+from .scoreboard import Scoreboard
+from .signatures import core_signature
+from .simt_stack import SimtOp, SimtStack
+
+IBUF_DEPTH = 2
+
+
+def _bits(n: int) -> int:
+    return max(1, (n - 1).bit_length())
+
+
+def _rr_pick(m: Module, name: str, ready: Signal, last: Signal, n: int):
+    """Round-robin choice among the set bits of ``ready``, starting after ``last``."""
+    pick = Signal(_bits(n), name=f"{name}_pick")
+    found = Signal(name=f"{name}_found")
+    # lowest ready index above last, else lowest ready index overall
+    for w in reversed(range(n)):
+        with m.If(ready[w]):
+            m.d.comb += [pick.eq(w), found.eq(1)]
+    above = Signal(n, name=f"{name}_above")
+    m.d.comb += above.eq(ready & Cat((Const(w, _bits(n) + 1) > last) for w in range(n)))
+    for w in reversed(range(n)):
+        with m.If(above[w]):
+            m.d.comb += pick.eq(w)
+    return pick, found
+
+
+class Core(wiring.Component):
+    """One SIMT core (streaming multiprocessor).
+
+    Parameters
+    ----------
+    cfg:
+        The build configuration (:class:`RtlConfig`): lanes, warps, regs, shared memory,
+        stack depth, memory size (for range checks), line width, instruction memory size,
+        barrier watchdog.
+    core_id:
+        Value of the ``coreid`` special register.
+
+    The ports are those of :func:`simtgpu.rtl.signatures.core_signature`.
+    """
+
+    def __init__(self, cfg: RtlConfig, core_id: int = 0):
+        lanes = cfg.lanes
+        if lanes & (lanes - 1) or not 4 <= lanes <= 32:
+            raise ValueError(f"lanes must be a power of two from 4 to 32, not {lanes}")
+        if cfg.regs != 32:
+            raise ValueError(f"regs must be 32 (the ISA's register count), not {cfg.regs}")
+        self.cfg = cfg
+        self.core_id = core_id
+        super().__init__(core_signature(cfg))
+
+    # ------------------------------------------------------------------------------------
+    def elaborate(self, platform) -> Module:  # noqa: C901 - the core is wiring, kept in one
+        m = Module()
+        cfg = self.cfg
+        L, W = cfg.lanes, cfg.warps
+        wb_ = _bits(W)
+        full = (1 << L) - 1
+        vec = data.ArrayLayout(32, L)
+        uop = layouts.uop(W, L)
+
+        # --- units ----------------------------------------------------------------------
+        m.submodules.decoder = decoder = Decoder()
+        m.submodules.regfile = rf = RegFile(W, L, cfg.regs)
+        m.submodules.scoreboard = sb = Scoreboard(W, cfg.regs, clear_ports=2)
+        m.submodules.stack = stack = SimtStack(W, L, cfg.stack_depth)
+        m.submodules.barrier = bar = Barrier(W, cfg.barrier_watchdog_cycles)
+        m.submodules.lsu = lsu = Lsu(W, L, cfg.line_words, cfg.shared_bytes, cfg.memory_bytes,
+                                     cfg.tag_bits)
+        alus = [Alu() for _ in range(L)]
+        muls = [Multiplier(latency=2) for _ in range(L)]
+        fpus = [Fpu(latency=2) for _ in range(L)]
+        for l in range(L):
+            m.submodules[f"alu{l}"] = alus[l]
+            m.submodules[f"mul{l}"] = muls[l]
+            m.submodules[f"fpu{l}"] = fpus[l]
+        wiring.connect(m, wiring.flipped(self.mem), lsu.mem)
+
+        m.submodules.imem = imem = Memory(shape=32, depth=cfg.imem_words, init=[])
+        imem_w = imem.write_port()
+        imem_r = imem.read_port(domain="sync")
+        m.d.comb += [imem_w.en.eq(self.imem.we), imem_w.addr.eq(self.imem.addr),
+                     imem_w.data.eq(self.imem.data)]
+
+        # --- block state ------------------------------------------------------------------
+        blk = Signal(self.dispatch.payload.shape())
+        member = Signal(W)  # warp slots of the resident block
+        finished = Signal(W)
+        cycles = Signal(64)
+        m.d.sync += cycles.eq(cycles + 1)
+
+        pc = [Signal(32, name=f"w{w}_pc") for w in range(W)]
+        active = [Signal(L, name=f"w{w}_active") for w in range(W)]
+        live = [Signal(L, name=f"w{w}_live") for w in range(W)]
+        ctrl_wait = Signal(W)
+        loads_out = [Signal(8, name=f"w{w}_loads") for w in range(W)]
+        stores_out = [Signal(8, name=f"w{w}_stores") for w in range(W)]
+        preds = [[Signal(7, name=f"w{w}_l{l}_p") for l in range(L)] for w in range(W)]
+
+        fault_q = Signal()
+        fault_rec = Signal(self.fault.record.shape())
+        m.d.comb += [self.fault.valid.eq(fault_q), self.fault.record.eq(fault_rec)]
+
+        running = Signal()
+        block_complete = Signal()
+        can_issue = running & ~fault_q & ~self.halt
+
+        # tid.x/y/z of every thread, written once per block by the init walk
+        tid_layout = data.StructLayout({"x": 16, "y": 16, "z": 16})
+        tid_mems = []
+        for l in range(L):
+            tm = Memory(shape=tid_layout, depth=W, init=[])
+            m.submodules[f"tid{l}"] = tm
+            tid_mems.append((tm.write_port(), tm.read_port(domain="sync")))
+
+        # --- init walk: zero registers and shared memory, number the threads ----------------
+        init_len = max(W * cfg.regs, lsu.shared.rows, W * L)
+        init_cnt = Signal(range(init_len + 1))
+        tx, ty, tz = Signal(16), Signal(16), Signal(16)
+        rf_init_we = Signal()
+
+        with m.FSM(init="IDLE") as fsm:
+            with m.State("IDLE"):
+                ready = (~fault_q & (self.dispatch.payload.num_warps <= W)
+                         & (self.dispatch.payload.shared_bytes <= cfg.shared_bytes))
+                m.d.comb += self.dispatch.ready.eq(ready)
+                with m.If(self.dispatch.valid & ready):
+                    m.d.sync += [blk.eq(self.dispatch.payload), init_cnt.eq(0),
+                                 tx.eq(0), ty.eq(0), tz.eq(0)]
+                    m.next = "INIT"
+            with m.State("INIT"):
+                m.d.comb += [rf_init_we.eq(init_cnt < W * cfg.regs)]
+                m.d.comb += [lsu.clear.eq(init_cnt < lsu.shared.rows),
+                             lsu.clear_row.eq(init_cnt)]
+                for l in range(L):
+                    wp, _ = tid_mems[l]
+                    m.d.comb += [wp.addr.eq(init_cnt // L if L > 1 else init_cnt),
+                                 wp.data.x.eq(tx), wp.data.y.eq(ty), wp.data.z.eq(tz),
+                                 wp.en.eq((init_cnt < W * L) & (init_cnt % L == l))]
+                with m.If(tx + 1 >= blk.block_dim.x):
+                    m.d.sync += tx.eq(0)
+                    with m.If(ty + 1 >= blk.block_dim.y):
+                        m.d.sync += [ty.eq(0), tz.eq(tz + 1)]
+                    with m.Else():
+                        m.d.sync += ty.eq(ty + 1)
+                with m.Else():
+                    m.d.sync += tx.eq(tx + 1)
+                m.d.sync += init_cnt.eq(init_cnt + 1)
+                with m.If(init_cnt == init_len - 1):
+                    m.next = "RUN"
+                    for w in range(W):
+                        lanes_live = Cat(((w * L + l) < blk.num_threads) for l in range(L))
+                        is_member = w < blk.num_warps
+                        m.d.sync += [pc[w].eq(blk.entry_pc),
+                                     live[w].eq(Mux(is_member, lanes_live, 0)),
+                                     active[w].eq(Mux(is_member, lanes_live, 0)),
+                                     member[w].eq(is_member)]
+                        for l in range(L):
+                            m.d.sync += preds[w][l].eq(0)
+                    m.d.sync += [finished.eq(0), ctrl_wait.eq(0)]
+            with m.State("RUN"):
+                m.d.comb += running.eq(1)
+                with m.If(block_complete):
+                    m.next = "DONE"
+                with m.If(self.flush):
+                    m.next = "IDLE"
+            with m.State("DONE"):
+                m.d.comb += self.dispatch.block_done.eq(1)
+                m.d.sync += member.eq(0)
+                m.next = "IDLE"
+        with m.If(self.flush):
+            m.d.sync += [member.eq(0), fault_q.eq(0)]
+        block_reset = fsm.ongoing("INIT") & (init_cnt == 0)
+        m.d.comb += [sb.reset.eq(block_reset | self.flush),
+                     stack.reset.eq(block_reset | self.flush),
+                     bar.reset.eq(block_reset | self.flush),
+                     bar.members.eq(member), bar.exited.eq(finished & member)]
+
+        # --- sch: pick a warp to fetch -----------------------------------------------------
+        sch_if = Signal(layouts.sch_if(W))
+        if_id = Signal(layouts.if_id(W))
+        ib_count = [Signal(range(IBUF_DEPTH + 1), name=f"w{w}_ibcount") for w in range(W)]
+        ib_head = [Signal(range(IBUF_DEPTH), name=f"w{w}_ibhead") for w in range(W)]
+        ib = [[Signal(layouts.id_is(), name=f"w{w}_ib{i}") for i in range(IBUF_DEPTH)]
+              for w in range(W)]
+        fetchable = Signal(W)
+        for w in range(W):
+            inflight = ((sch_if.valid & (sch_if.warp == w)) | (if_id.valid & (if_id.warp == w)))
+            m.d.comb += fetchable[w].eq(member[w] & ~finished[w] & ~ctrl_wait[w] & ~inflight
+                                        & (ib_count[w] < IBUF_DEPTH))
+        sch_last = Signal(wb_)
+        sch_pick, sch_found = _rr_pick(m, "sch", fetchable, sch_last, W)
+        do_fetch = sch_found & can_issue
+        m.d.sync += [sch_if.valid.eq(do_fetch), sch_if.warp.eq(sch_pick)]
+        with m.Switch(sch_pick):
+            for w in range(W):
+                with m.Case(w):
+                    m.d.sync += sch_if.pc.eq(pc[w])
+        with m.If(do_fetch):
+            m.d.sync += sch_last.eq(sch_pick)
+
+        # --- if: instruction memory read ----------------------------------------------------
+        imem_bytes = cfg.imem_words * 4
+        m.d.comb += [imem_r.addr.eq(sch_if.pc[2:]), imem_r.en.eq(1)]
+        m.d.sync += if_id.eq(sch_if)
+        if_pc_fault = Signal()
+        m.d.sync += if_pc_fault.eq((sch_if.pc >= imem_bytes) | (sch_if.pc[:2] != 0))
+
+        # --- id: decode into the instruction buffer ----------------------------------------
+        m.d.comb += decoder.word.eq(imem_r.data)
+        id_entry = Signal(layouts.id_is())
+        m.d.comb += [id_entry.pc.eq(if_id.pc), id_entry.word.eq(imem_r.data),
+                     id_entry.pc_fault.eq(if_pc_fault), id_entry.dec.eq(decoder.dec)]
+
+        # --- is: pick a warp to issue ------------------------------------------------------
+        heads = [Signal(layouts.id_is(), name=f"w{w}_head") for w in range(W)]
+        for w in range(W):
+            with m.Switch(ib_head[w]):
+                for i in range(IBUF_DEPTH):
+                    with m.Case(i):
+                        m.d.comb += heads[w].eq(ib[w][i])
+
+        nreg = cfg.regs
+
+        def needs(dec) -> Signal:
+            """Scoreboard bits an instruction reads or writes."""
+            n = Signal(nreg + 8)
+            bits = []
+
+            def reg(idx, cond):
+                return Mux(cond, Const(1, nreg + 8) << idx, 0)
+
+            def prd(idx, cond):
+                return Mux(cond & (idx != PT), Const(1, nreg + 8) << (nreg + idx), 0)
+
+            bits += [reg(dec.rs1, dec.rd_rs1), reg(dec.rs2, dec.rd_rs2),
+                     reg(dec.rs3, dec.rd_rs3), reg(dec.rd, dec.rd_rd | dec.wr_reg),
+                     prd(dec.guard, 1), prd(dec.rs1[:3], dec.rd_ps1),
+                     prd(dec.rs2[:3], dec.rd_ps2), prd(dec.rs3[:3], dec.rd_ps3),
+                     prd(dec.rd[:3], dec.wr_pred)]
+            acc = bits[0]
+            for b in bits[1:]:
+                acc = acc | b
+            m.d.comb += n.eq(acc)
+            return n
+
+        stall = Signal()
+        lwb_wait = Signal()
+        bar_waiting = bar.waiting
+        eligible = Signal(W)
+        hazard = Signal(W)
+        parked = Signal(W)
+        for w in range(W):
+            h = heads[w]
+            has = ib_count[w] != 0
+            is_fence = h.dec.iid == iid("fence")
+            park = (loads_out[w] != 0) | (is_fence & (stores_out[w] != 0))
+            haz = (needs(h.dec) & sb.pending[w]) != 0
+            m.d.comb += [hazard[w].eq(has & haz), parked[w].eq(has & park)]
+            m.d.comb += eligible[w].eq(has & ~haz & ~park & ~bar_waiting[w] & member[w]
+                                       & ~finished[w])
+        is_last = Signal(wb_)
+        is_pick, is_found = _rr_pick(m, "is", eligible, is_last, W)
+        do_issue = is_found & can_issue & ~stall & ~lwb_wait
+        issued = Signal(layouts.id_is())
+        with m.Switch(is_pick):
+            for w in range(W):
+                with m.Case(w):
+                    m.d.comb += issued.eq(heads[w])
+        issue_fault = do_issue & (issued.dec.illegal | issued.pc_fault)
+        issue_ok = do_issue & ~issue_fault
+        with m.If(do_issue):
+            m.d.sync += is_last.eq(is_pick)
+
+        # instruction buffer write (id) and pop (is)
+        for w in range(W):
+            push = if_id.valid & (if_id.warp == w)
+            pop = issue_ok & (is_pick == w)
+            tail = Signal(range(IBUF_DEPTH), name=f"w{w}_ibtail")
+            m.d.comb += tail.eq((ib_head[w] + ib_count[w]) % IBUF_DEPTH)
+            with m.If(push):
+                with m.Switch(tail):
+                    for i in range(IBUF_DEPTH):
+                        with m.Case(i):
+                            m.d.sync += ib[w][i].eq(id_entry)
+                with m.If(decoder.dec.ctrl & ~decoder.dec.illegal):
+                    m.d.sync += ctrl_wait[w].eq(1)
+            with m.If(pop):
+                m.d.sync += ib_head[w].eq((ib_head[w] + 1) % IBUF_DEPTH)
+            m.d.sync += ib_count[w].eq(ib_count[w] + push - pop)
+            with m.If(block_reset | self.flush):
+                m.d.sync += [ib_count[w].eq(0), ib_head[w].eq(0)]
+
+        # scoreboard set at issue
+        m.d.comb += [sb.set.en.eq(issue_ok & (issued.dec.wr_reg | issued.dec.wr_pred)),
+                     sb.set.warp.eq(is_pick),
+                     sb.set.idx.eq(issued.dec.rd),
+                     sb.set.pred.eq(issued.dec.wr_pred)]
+
+        # register read addresses
+        m.d.comb += [rf.ren.eq(~stall),
+                     rf.raddr[0].eq(rf.addr(is_pick, issued.dec.rs1)),
+                     rf.raddr[1].eq(rf.addr(is_pick, issued.dec.rs2)),
+                     rf.raddr[2].eq(rf.addr(is_pick, Mux(issued.dec.rd_rd, issued.dec.rd,
+                                                         issued.dec.rs3)))]
+        for l in range(L):
+            _, rp = tid_mems[l]
+            m.d.comb += [rp.addr.eq(is_pick), rp.en.eq(~stall)]
+
+        is_rr = Signal(layouts.is_rr(W))
+        with m.If(~stall):
+            m.d.sync += [is_rr.valid.eq(issue_ok), is_rr.warp.eq(is_pick),
+                         is_rr.pc.eq(issued.pc), is_rr.word.eq(issued.word),
+                         is_rr.dec.eq(issued.dec)]
+
+        # --- rr: operands, guard, predicates, special registers -----------------------------
+        rr = Signal(uop)
+        d = is_rr.dec
+        wp_preds = [Signal(7, name=f"rr_l{l}_preds") for l in range(L)]
+        r_active = Signal(L)
+        r_live = Signal(L)
+        with m.Switch(is_rr.warp):
+            for w in range(W):
+                with m.Case(w):
+                    m.d.comb += [r_active.eq(active[w]), r_live.eq(live[w])]
+                    for l in range(L):
+                        m.d.comb += wp_preds[l].eq(preds[w][l])
+
+        def pread(l, field):
+            """A predicate source field (bit 4 negates, bits 2:0 select, 7 = pt)."""
+            idx = field[:3]
+            val = Mux(idx == PT, 1, (wp_preds[l] >> idx)[0])
+            return val ^ field[4]
+
+        guard = Signal(L)
+        for l in range(L):
+            g = Mux(d.guard == PT, 1, (wp_preds[l] >> d.guard)[0])
+            m.d.comb += guard[l].eq(g ^ d.gneg)
+        m.d.comb += [rr.valid.eq(is_rr.valid), rr.warp.eq(is_rr.warp), rr.pc.eq(is_rr.pc),
+                     rr.word.eq(is_rr.word), rr.dec.eq(d), rr.active.eq(r_active),
+                     rr.exec.eq(r_active & guard)]
+        sreg_val = [Signal(32, name=f"sreg{l}") for l in range(L)]
+        for l in range(L):
+            _, tp = tid_mems[l]
+            m.d.comb += [rr.a[l].eq(rf.rdata[0][l]),
+                         rr.b[l].eq(Mux(d.use_imm, d.imm, rf.rdata[1][l])),
+                         rr.c[l].eq(rf.rdata[2][l]),
+                         rr.pa[l].eq(pread(l, d.rs1)),
+                         rr.pb[l].eq(pread(l, d.rs2)),
+                         rr.pc3[l].eq(pread(l, d.rs3))]
+            with m.Switch(d.imm[:5]):
+                for s, val in (
+                    (SReg.TID_X, tp.data.x), (SReg.TID_Y, tp.data.y), (SReg.TID_Z, tp.data.z),
+                    (SReg.NTID_X, blk.block_dim.x), (SReg.NTID_Y, blk.block_dim.y),
+                    (SReg.NTID_Z, blk.block_dim.z), (SReg.CTAID_X, blk.block_id.x),
+                    (SReg.CTAID_Y, blk.block_id.y), (SReg.CTAID_Z, blk.block_id.z),
+                    (SReg.NCTAID_X, blk.grid.x), (SReg.NCTAID_Y, blk.grid.y),
+                    (SReg.NCTAID_Z, blk.grid.z), (SReg.LANEID, l), (SReg.WARPID, is_rr.warp),
+                    (SReg.NWARPS, blk.num_warps), (SReg.WARPSIZE, L),
+                    (SReg.CLOCK, cycles[:32]), (SReg.CLOCKHI, cycles[32:]),
+                    (SReg.COREID, self.core_id), (SReg.TID, is_rr.warp * L + l),
+                ):
+                    with m.Case(s.value):
+                        m.d.comb += sreg_val[l].eq(val)
+
+        # multiplier and FPU take their operands in rr (two stages: ex1, ex2)
+        mul_op = Signal(MulOp)
+        fpu_op = Signal(FpuOp)
+        with m.Switch(d.iid):
+            for ins in INSTRUCTIONS:
+                if ins.sem is Sem.MUL:
+                    with m.Case(iid(ins.mnemonic)):
+                        m.d.comb += mul_op.eq(MulOp[ins.mnemonic.upper()])
+                if ins.sem in (Sem.FP, Sem.CVT):
+                    with m.Case(iid(ins.mnemonic)):
+                        m.d.comb += fpu_op.eq(FpuOp[ins.mnemonic.upper().replace(".", "_")])
+        for l in range(L):
+            m.d.comb += [muls[l].en.eq(~stall), muls[l].op.eq(mul_op),
+                         muls[l].a.eq(rr.a[l]), muls[l].b.eq(rr.b[l]),
+                         fpus[l].en.eq(~stall), fpus[l].op.eq(fpu_op),
+                         fpus[l].a.eq(rr.a[l]), fpus[l].b.eq(rr.b[l]), fpus[l].c.eq(rr.c[l])]
+
+        rr_ex1 = Signal(uop)
+        with m.If(~stall):
+            m.d.sync += rr_ex1.eq(rr)
+            for l in range(L):
+                with m.If(d.sem == RSem.SREG):
+                    m.d.sync += rr_ex1.b[l].eq(sreg_val[l])
+
+        # --- ex1: ALU, control flow, barrier, address generation ---------------------------
+        x = rr_ex1
+        xd = x.dec
+        ex1 = Signal(uop)
+        m.d.comb += ex1.eq(x)
+        alu_op_sig = Signal(AluOp)
+        with m.Switch(xd.iid):
+            for ins in INSTRUCTIONS:
+                if ins.sem in ALU_SEMS:
+                    with m.Case(iid(ins.mnemonic)):
+                        m.d.comb += alu_op_sig.eq(alu_op(ins))
+        for l in range(L):
+            a = alus[l]
+            m.d.comb += [a.op.eq(alu_op_sig), a.a.eq(x.a[l]), a.b.eq(x.b[l]), a.c.eq(x.c[l]),
+                         a.pa.eq(x.pa[l]), a.pb.eq(x.pb[l]), a.psel.eq(x.pc3[l])]
+            with m.Switch(xd.sem):
+                with m.Case(RSem.SREG):
+                    m.d.comb += ex1.result[l].eq(x.b[l])
+                with m.Case(RSem.LOAD, RSem.STORE, RSem.PARAM):
+                    m.d.comb += ex1.a[l].eq(x.a[l] + xd.imm)
+                with m.Case(RSem.INT, RSem.INT_IMM, RSem.CONST, RSem.SELECT):
+                    m.d.comb += ex1.result[l].eq(a.result)
+                with m.Case(RSem.ICMP, RSem.PLOGIC):
+                    m.d.comb += ex1.presult[l].eq(a.pred)
+
+        x_live = Signal(L)
+        with m.Switch(x.warp):
+            for w in range(W):
+                with m.Case(w):
+                    m.d.comb += x_live.eq(live[w])
+        simt_ops = {"bra": SimtOp.BRA, "ssy": SimtOp.SSY, "sync": SimtOp.SYNC,
+                    "exit": SimtOp.EXIT}
+        is_simt = Signal()
+        is_bar = Signal()
+        with m.Switch(xd.iid):
+            for name, sop in simt_ops.items():
+                with m.Case(iid(name)):
+                    m.d.comb += [is_simt.eq(1), stack.op.eq(sop)]
+            with m.Case(iid("bar")):
+                m.d.comb += is_bar.eq(1)
+        mem_hold = Signal()
+        ex1_block = x.valid & is_simt & ~stack.ready
+        m.d.comb += stall.eq(mem_hold | ex1_block)
+        leaving = x.valid & ~stall  # ex1's side effects happen once, as it leaves
+        m.d.comb += [stack.valid.eq(leaving & is_simt), stack.warp.eq(x.warp),
+                     stack.pc.eq(x.pc), stack.target.eq(x.pc + xd.imm),
+                     stack.active.eq(x.active), stack.live.eq(x_live),
+                     stack.guard.eq(x.exec)]
+        bar_divergent = leaving & is_bar & (x.active != x_live)
+        m.d.comb += [bar.arrive.eq(leaving & is_bar & ~bar_divergent), bar.warp.eq(x.warp)]
+
+        # warp state updates from control resolution and barriers
+        for w in range(W):
+            with m.If(stack.done & (stack.done_warp == w)):
+                m.d.sync += ctrl_wait[w].eq(0)
+                with m.If(stack.finished):
+                    m.d.sync += [finished[w].eq(1), live[w].eq(0), active[w].eq(0)]
+                with m.Elif(~stack.fault):
+                    m.d.sync += [pc[w].eq(stack.new_pc), active[w].eq(stack.new_active),
+                                 live[w].eq(stack.new_live)]
+            with m.If(bar.arrive & (bar.warp == w)):
+                m.d.sync += pc[w].eq(x.pc + 4)
+            with m.If(bar.release & bar.waiting[w]):
+                m.d.sync += ctrl_wait[w].eq(0)
+            with m.If(do_fetch & (sch_pick == w)):
+                m.d.sync += pc[w].eq(pc[w] + 4)
+
+        # --- ex2: multiplier and FPU results -----------------------------------------------
+        ex1_ex2 = Signal(uop)
+        with m.If(~stall):
+            m.d.sync += ex1_ex2.eq(ex1)
+        ex2 = Signal(uop)
+        m.d.comb += ex2.eq(ex1_ex2)
+        for l in range(L):
+            with m.Switch(ex1_ex2.dec.sem):
+                with m.Case(RSem.MUL):
+                    m.d.comb += ex2.result[l].eq(muls[l].result)
+                with m.Case(RSem.FP, RSem.CVT):
+                    m.d.comb += ex2.result[l].eq(fpus[l].result)
+
+        # --- mem: LSU ------------------------------------------------------------------------
+        ex2_mem = Signal(uop)
+        with m.If(~mem_hold):
+            with m.If(stall):
+                m.d.sync += ex2_mem.valid.eq(0)
+            with m.Else():
+                m.d.sync += ex2_mem.eq(ex2)
+        y = ex2_mem
+        lsu_op = Signal(LsuOp)
+        atom_fn = Signal(5)
+        m.d.comb += atom_fn.eq(y.dec.fn)
+        with m.Switch(y.dec.iid):
+            for ins in INSTRUCTIONS:
+                if ins.space is None:
+                    continue
+                if ins.sem is Sem.LOAD:
+                    op = LsuOp.LDG if ins.space is Space.GLOBAL else LsuOp.LDS
+                elif ins.sem is Sem.STORE:
+                    op = LsuOp.STG if ins.space is Space.GLOBAL else LsuOp.STS
+                elif ins.sem is Sem.PARAM:
+                    op = LsuOp.LDPARAM
+                else:
+                    op = LsuOp.ATOM if ins.space is Space.GLOBAL else LsuOp.ATOMS
+                with m.Case(iid(ins.mnemonic)):
+                    m.d.comb += lsu_op.eq(op)
+                    if ins.sem is Sem.ATOMIC and ins.fn is None:
+                        m.d.comb += atom_fn.eq(5)  # cas
+        m.d.comb += [lsu.valid.eq(y.valid), lsu.op.eq(lsu_op), lsu.fn.eq(atom_fn),
+                     lsu.warp.eq(y.warp), lsu.pc.eq(y.pc), lsu.rd.eq(y.dec.rd),
+                     lsu.wr.eq(y.dec.wr_reg), lsu.active.eq(y.active), lsu.exec.eq(y.exec),
+                     lsu.addr.eq(y.a), lsu.data.eq(y.b), lsu.cdata.eq(y.c),
+                     lsu.shared_size.eq(blk.shared_bytes), lsu.param_addr.eq(blk.param_addr),
+                     lsu.param_size.eq(blk.param_size),
+                     mem_hold.eq(lsu.hold)]
+        mem_wb = Signal(uop)
+        with m.If(mem_hold):
+            m.d.sync += mem_wb.valid.eq(0)
+        with m.Else():
+            m.d.sync += [mem_wb.eq(y), mem_wb.deferred.eq(lsu.deferred),
+                         mem_wb.valid.eq(y.valid & ~lsu.fault)]
+
+        # outstanding global accesses per warp (parking, fences, block completion)
+        for w in range(W):
+            inc = lsu.sent & (lsu.sent_warp == w)
+            dec_ = lsu.acked & (lsu.acked_warp == w)
+            ld = lsu.op != LsuOp.STG
+            m.d.sync += [loads_out[w].eq(loads_out[w] + (inc & ld) - (dec_ & lsu.acked_load)),
+                         stores_out[w].eq(stores_out[w] + (inc & ~ld)
+                                          - (dec_ & ~lsu.acked_load))]
+            with m.If(block_reset | self.flush):
+                m.d.sync += [loads_out[w].eq(0), stores_out[w].eq(0)]
+
+        # --- wb: register/predicate write, scoreboard release, retire ----------------------
+        z = mem_wb
+        zd = z.dec
+        values = Signal(vec)
+        m.d.comb += values.eq(z.result)
+        with m.If(zd.iid == iid("lds")):
+            m.d.comb += values.eq(lsu.sh_values)
+        lwb = lsu.lwb
+        m.d.comb += [lwb.ready.eq(~z.valid), lwb_wait.eq(lwb.valid)]
+        wb_reg = z.valid & zd.wr_reg & ~z.deferred
+        with m.If(wb_reg):
+            m.d.comb += [rf.we.eq(z.exec), rf.waddr.eq(rf.addr(z.warp, zd.rd)),
+                         rf.wdata.eq(values)]
+        with m.Elif(lwb.valid & lwb.ready):
+            m.d.comb += [rf.we.eq(Mux(lwb.p.wr, lwb.p.exec, 0)),
+                         rf.waddr.eq(rf.addr(lwb.p.warp, lwb.p.rd)), rf.wdata.eq(lwb.p.values)]
+        with m.Elif(rf_init_we):
+            m.d.comb += [rf.we.eq(full), rf.waddr.eq(init_cnt), rf.wdata.eq(0)]
+        for w in range(W):
+            with m.If(z.valid & zd.wr_pred & (z.warp == w)):
+                for l in range(L):
+                    with m.If(z.exec[l]):
+                        m.d.sync += preds[w][l].eq(
+                            preds[w][l] & ~(1 << zd.rd[:3]) | (z.presult[l] << zd.rd[:3]))
+        m.d.comb += [sb.clear[0].en.eq(z.valid & ((zd.wr_reg & ~z.deferred) | zd.wr_pred)),
+                     sb.clear[0].warp.eq(z.warp), sb.clear[0].idx.eq(zd.rd),
+                     sb.clear[0].pred.eq(zd.wr_pred),
+                     sb.clear[1].en.eq(lwb.valid & lwb.ready & lwb.p.wr),
+                     sb.clear[1].warp.eq(lwb.p.warp), sb.clear[1].idx.eq(lwb.p.rd),
+                     sb.clear[1].pred.eq(0)]
+
+        rt = self.retire
+        with m.If(z.valid & ~z.deferred):
+            m.d.comb += [rt.valid.eq(1), rt.warp.eq(z.warp), rt.pc.eq(z.pc),
+                         rt.mask.eq(z.active), rt.exec.eq(z.exec),
+                         rt.rd_valid.eq(zd.wr_reg), rt.rd.eq(zd.rd), rt.values.eq(values),
+                         rt.pd_valid.eq(zd.wr_pred), rt.pd.eq(zd.rd[:3]),
+                         rt.pvalues.eq(z.presult)]
+        with m.Elif(lwb.valid & lwb.ready):
+            m.d.comb += [rt.valid.eq(1), rt.warp.eq(lwb.p.warp), rt.pc.eq(lwb.p.pc),
+                         rt.mask.eq(lwb.p.active), rt.exec.eq(lwb.p.exec),
+                         rt.rd_valid.eq(lwb.p.wr), rt.rd.eq(lwb.p.rd),
+                         rt.values.eq(lwb.p.values)]
+        m.d.comb += rt.block.eq(blk.block_id)
+
+        # --- faults (the first one is kept until flush) -----------------------------------
+        def fault(cause, warp, lanes_, pc_, word):
+            m.d.sync += [fault_q.eq(1), fault_rec.cause.eq(cause), fault_rec.warp.eq(warp),
+                         fault_rec.lane_mask.eq(lanes_), fault_rec.pc.eq(pc_),
+                         fault_rec.instr.eq(word), fault_rec.block.eq(blk.block_id)]
+
+        issue_active = Signal(L)
+        with m.Switch(is_pick):
+            for w in range(W):
+                with m.Case(w):
+                    m.d.comb += issue_active.eq(active[w])
+        bar_first = Signal(wb_)
+        for w in reversed(range(W)):
+            with m.If(bar.waiting[w]):
+                m.d.comb += bar_first.eq(w)
+        bar_first_pc = Signal(32)
+        bar_first_live = Signal(L)
+        with m.Switch(bar_first):
+            for w in range(W):
+                with m.Case(w):
+                    m.d.comb += [bar_first_pc.eq(pc[w] - 4), bar_first_live.eq(live[w])]
+        with m.If(~fault_q & running):
+            with m.If(lsu.fault & y.valid):
+                fault(lsu.fault_cause, y.warp, lsu.fault_lanes, y.pc, y.word)
+            with m.Elif(stack.done & stack.fault):
+                fault(stack.fault_cause, x.warp, x.active, x.pc, x.word)
+            with m.Elif(bar_divergent):
+                fault(FaultCause.DIVERGENT_BARRIER, x.warp, x.active, x.pc, x.word)
+            with m.Elif(bar.deadlock):
+                fault(FaultCause.BARRIER_DEADLOCK, bar_first, bar_first_live, bar_first_pc, 0)
+            with m.Elif(issue_fault):
+                fault(Mux(issued.pc_fault, FaultCause.PC_OUT_OF_RANGE,
+                          FaultCause.ILLEGAL_INSTRUCTION),
+                      is_pick, issue_active, issued.pc, Mux(issued.pc_fault, 0, issued.word))
+
+        # --- completion, status, performance events ---------------------------------------
+        pipe_busy = (sch_if.valid | if_id.valid | is_rr.valid | rr_ex1.valid | ex1_ex2.valid
+                     | ex2_mem.valid | mem_wb.valid)
+        m.d.comb += self.drained.eq(~pipe_busy & lsu.idle & stack.ready)
+        all_done = (member != 0) & ((finished & member) == member)
+        m.d.comb += block_complete.eq(all_done & self.drained & ~fault_q)
+        m.d.comb += self.busy.eq(~fsm.ongoing("IDLE") | pipe_busy | ~lsu.idle)
+
+        p = self.perf
+        any_live = (member & ~finished) != 0
+        m.d.comb += [p.issued.eq(issue_ok), p.mem_transactions.eq(lsu.transaction),
+                     p.divergence.eq(stack.diverged & stack.valid),
+                     p.barriers.eq(bar.release)]
+        with m.If(~issue_ok & running):
+            with m.If(~any_live):
+                m.d.comb += p.stall_idle.eq(1)
+            with m.Elif(stall | lwb_wait):
+                m.d.comb += p.stall_memory.eq(1)
+            with m.Elif(hazard != 0):
+                m.d.comb += p.stall_scoreboard.eq(1)
+            with m.Elif(parked != 0):
+                m.d.comb += p.stall_memory.eq(1)
+            with m.Elif(bar.waiting != 0):
+                m.d.comb += p.stall_barrier.eq(1)
+            with m.Else():
+                m.d.comb += p.stall_idle.eq(1)
+        with m.Elif(~running):
+            m.d.comb += p.stall_idle.eq(1)
+        return m
+

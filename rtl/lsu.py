@@ -1,0 +1,284 @@
+"""Load/store unit: the ``mem`` stage.
+
+Global accesses (``ldg``, ``stg``, ``ldparam``) are coalesced: each cycle the lowest remaining
+lane picks a memory line and every remaining lane whose address falls in the same line joins
+its transaction, so consecutive aligned words of a warp are one transaction and scattered
+addresses cost one transaction per distinct line. Global atomics go out one lane at a time in
+lane order as ATOMIC requests; the memory executes them. Before anything is sent, every
+executing lane is checked (alignment, the null guard, the memory size, the parameter block
+size, the block's shared size) and a bad lane raises the fault instead.
+
+The LSU holds its instruction in ``mem`` (``hold``) until the last transaction has been
+accepted by the memory port; the core stalls the stages behind it. Loads do not wait for
+their data: the instruction leaves with ``deferred`` set, its destination stays pending in the
+scoreboard, and the data returns through the late write-back stream ``lwb`` once the last
+response of the instruction has arrived (responses come back in request order, so the
+transactions of one instruction arrive together). A FIFO remembers, per transaction, which
+lanes take which word of the returned line.
+
+Shared memory accesses go to the banked :class:`SharedMemory`: one cycle per round of
+conflict-free lanes. A shared load's data is ready in the ``wb`` stage (``sh_values``), as
+with the synchronous register file.
+"""
+
+from amaranth import Cat, Const, Module, Mux, Signal
+from amaranth.lib import data, enum, stream, wiring
+from amaranth.lib.fifo import SyncFIFOBuffered
+from amaranth.lib.wiring import In, Out
+from simtgpu.isa import GLOBAL_NULL_GUARD
+
+from .isa_consts import FaultCause
+from .shared_memory import SharedMemory
+from .signatures import MemKind, mem_port_signature
+
+
+class LsuOp(enum.Enum, shape=3):
+    NONE = 0
+    LDG = 1
+    STG = 2
+    LDS = 3
+    STS = 4
+    ATOM = 5
+    ATOMS = 6
+    LDPARAM = 7
+
+
+def lwb_layout(warps: int, lanes: int) -> data.StructLayout:
+    """A late write-back: the values of a global load (or atomic) for its executing lanes."""
+    return data.StructLayout({
+        "warp": max(1, (warps - 1).bit_length()),
+        "rd": 5,
+        "wr": 1,
+        "pc": 32,
+        "active": lanes,
+        "exec": lanes,
+        "values": data.ArrayLayout(32, lanes),
+    })
+
+
+class Lsu(wiring.Component):
+    """Parameters
+    ----------
+    warps, lanes:
+        Core shape.
+    line_words:
+        Words per memory line (a power of two).
+    shared_bytes:
+        Shared memory of the core.
+    memory_bytes:
+        Device memory size: global addresses at or past it fault.
+    tag_bits:
+        Memory request tag width (the tag is the warp slot).
+    fifo_depth:
+        Transactions that may be outstanding on the memory port.
+    """
+
+    def __init__(self, warps: int, lanes: int, line_words: int, shared_bytes: int,
+                 memory_bytes: int, tag_bits: int = 8, fifo_depth: int = 8):
+        self.warps, self.lanes, self.line_words = warps, lanes, line_words
+        self.shared_bytes, self.memory_bytes = shared_bytes, memory_bytes
+        self.tag_bits, self.fifo_depth = tag_bits, fifo_depth
+        self.shared = SharedMemory(lanes, shared_bytes)
+        wb = max(1, (warps - 1).bit_length())
+        vec = data.ArrayLayout(32, lanes)
+        super().__init__({
+            "valid": In(1),
+            "op": In(LsuOp),
+            "fn": In(5),
+            "warp": In(wb),
+            "pc": In(32),
+            "rd": In(5),
+            "wr": In(1),
+            "active": In(lanes),
+            "exec": In(lanes),
+            "addr": In(vec),
+            "data": In(vec),
+            "cdata": In(vec),
+            "shared_size": In(32),
+            "param_addr": In(32),
+            "param_size": In(16),
+            "hold": Out(1),
+            "deferred": Out(1),
+            "fault": Out(1),
+            "fault_cause": Out(FaultCause),
+            "fault_lanes": Out(lanes),
+            "sh_values": Out(vec),
+            "mem": Out(mem_port_signature(line_words, tag_bits)),
+            "lwb": Out(stream.Signature(lwb_layout(warps, lanes))),
+            "sent": Out(1),  # the last transaction of an instruction was accepted
+            "sent_warp": Out(wb),
+            "acked": Out(1),  # the last response of an instruction arrived
+            "acked_warp": Out(wb),
+            "acked_load": Out(1),
+            "idle": Out(1),  # nothing outstanding
+            "transaction": Out(1),  # a request was accepted (performance counter)
+            "clear": In(1),
+            "clear_row": In(self.shared.row_bits),
+        })
+
+    def elaborate(self, platform) -> Module:
+        m = Module()
+        lanes, lw = self.lanes, self.line_words
+        wib = max(1, (lw - 1).bit_length())  # word index within a line
+        line_mask = ~(4 * lw - 1) & 0xFFFF_FFFF
+        m.submodules.shared = sh = self.shared
+
+        op = self.op
+        is_global = (op == LsuOp.LDG) | (op == LsuOp.STG) | (op == LsuOp.ATOM) | \
+            (op == LsuOp.LDPARAM)
+        is_shared = (op == LsuOp.LDS) | (op == LsuOp.STS)
+        is_load = (op == LsuOp.LDG) | (op == LsuOp.ATOM) | (op == LsuOp.LDPARAM)
+        active = self.valid & (op != LsuOp.NONE)
+
+        # --- effective addresses and checks ------------------------------------------------
+        addr = [Signal(32, name=f"ea{l}") for l in range(lanes)]
+        mis = Signal(lanes)
+        oor = Signal(lanes)
+        for l in range(lanes):
+            a = self.addr[l]
+            m.d.comb += addr[l].eq(Mux(op == LsuOp.LDPARAM, a + self.param_addr, a))
+            m.d.comb += mis[l].eq(a[:2] != 0)
+            with m.Switch(op):
+                with m.Case(LsuOp.LDG, LsuOp.STG, LsuOp.ATOM):
+                    m.d.comb += oor[l].eq((a < GLOBAL_NULL_GUARD) | (a >= self.memory_bytes))
+                with m.Case(LsuOp.LDS, LsuOp.STS, LsuOp.ATOMS):
+                    m.d.comb += oor[l].eq(a >= self.shared_size)
+                with m.Case(LsuOp.LDPARAM):
+                    m.d.comb += oor[l].eq(a >= self.param_size)
+
+        started = Signal()
+        rem_q = Signal(lanes)
+        rem = Signal(lanes)
+        m.d.comb += rem.eq(Mux(started, rem_q, self.exec))
+        bad_mis = Signal(lanes)
+        bad_oor = Signal(lanes)
+        m.d.comb += [bad_mis.eq(self.exec & mis), bad_oor.eq(self.exec & oor)]
+        faulting = active & ~started & ((bad_mis | bad_oor) != 0)
+        with m.If(faulting):
+            m.d.comb += self.fault.eq(1)
+            with m.If(bad_mis != 0):
+                m.d.comb += [self.fault_cause.eq(FaultCause.MISALIGNED),
+                             self.fault_lanes.eq(bad_mis)]
+            with m.Else():
+                m.d.comb += [self.fault_cause.eq(FaultCause.OUT_OF_RANGE),
+                             self.fault_lanes.eq(bad_oor)]
+
+        # --- global: coalescing into line transactions ------------------------------------
+        meta = data.StructLayout({
+            "warp": len(self.warp), "rd": 5, "wr": 1, "pc": 32, "load": 1, "last": 1,
+            "active": lanes, "exec": lanes, "group": lanes,
+            "widx": data.ArrayLayout(wib, lanes),
+        })
+        m.submodules.fifo = fifo = SyncFIFOBuffered(width=meta.size, depth=self.fifo_depth)
+        leader_addr = Signal(32)
+        leader_b = Signal(32)
+        leader_c = Signal(32)
+        leader = Signal(lanes)  # one-hot lowest remaining lane
+        for l in reversed(range(lanes)):
+            with m.If(rem[l]):
+                m.d.comb += [leader_addr.eq(addr[l]), leader_b.eq(self.data[l]),
+                             leader_c.eq(self.cdata[l]), leader.eq(1 << l)]
+        line = Signal(32)
+        m.d.comb += line.eq(leader_addr & line_mask)
+        group = Signal(lanes)
+        with m.If(op == LsuOp.ATOM):
+            m.d.comb += group.eq(leader)
+        with m.Else():
+            m.d.comb += group.eq(Cat(rem[l] & ((addr[l] & line_mask) == line)
+                                     for l in range(lanes)))
+        widx = [addr[l][2:2 + wib] if lw > 1 else Const(0, 1) for l in range(lanes)]
+
+        req = self.mem.req.p
+        m.d.comb += [req.addr.eq(Mux(op == LsuOp.ATOM, leader_addr, line)),
+                     req.tag.eq(self.warp), req.atom_b.eq(leader_b), req.atom_c.eq(leader_c)]
+        with m.Switch(op):
+            with m.Case(LsuOp.STG):
+                m.d.comb += req.kind.eq(MemKind.WRITE)
+            with m.Case(LsuOp.ATOM):
+                m.d.comb += req.kind.eq(MemKind.ATOMIC)
+            with m.Default():
+                m.d.comb += req.kind.eq(MemKind.READ)
+        # atom.cas has its own opcode; the core hands it over as fn 5 (AtomOp.CAS)
+        m.d.comb += req.atom_op.eq(self.fn[:3])
+        for j in range(lw):
+            for l in range(lanes):  # the highest lane writing word j wins
+                with m.If(group[l] & (widx[l] == j)):
+                    m.d.comb += [req.wdata[j].eq(self.data[l]), req.be[4 * j:4 * j + 4].eq(0xF)]
+
+        entry = Signal(meta)
+        m.d.comb += [entry.warp.eq(self.warp), entry.rd.eq(self.rd), entry.wr.eq(self.wr),
+                     entry.pc.eq(self.pc), entry.load.eq(is_load), entry.exec.eq(self.exec),
+                     entry.active.eq(self.active), entry.group.eq(group),
+                     entry.last.eq((rem & ~group) == 0)]
+        for l in range(lanes):
+            m.d.comb += entry.widx[l].eq(Mux(op == LsuOp.ATOM, 0, widx[l]))
+        m.d.comb += fifo.w_data.eq(entry)
+
+        go_global = active & is_global & ~faulting & (rem != 0)
+        m.d.comb += [self.mem.req.valid.eq(go_global & fifo.w_rdy)]
+        accepted = self.mem.req.valid & self.mem.req.ready
+        m.d.comb += [fifo.w_en.eq(accepted), self.transaction.eq(accepted)]
+
+        # --- shared memory ------------------------------------------------------------------
+        go_shared = active & is_shared & ~faulting & (rem != 0)
+        m.d.comb += [sh.req.eq(Mux(go_shared, rem, 0)), sh.we.eq(op == LsuOp.STS),
+                     sh.clear.eq(self.clear), sh.clear_row.eq(self.clear_row)]
+        for l in range(lanes):
+            m.d.comb += [sh.word[l].eq(addr[l][2:]), sh.wdata[l].eq(self.data[l])]
+        cap = Signal(data.ArrayLayout(32, lanes))
+        for l in range(lanes):
+            with m.If(sh.served_q[l]):
+                m.d.sync += cap[l].eq(sh.rdata[l])
+            m.d.comb += self.sh_values[l].eq(Mux(sh.served_q[l], sh.rdata[l], cap[l]))
+
+        # --- sequencing ---------------------------------------------------------------------
+        rem_next = Signal(lanes)
+        with m.If(go_global):
+            m.d.comb += rem_next.eq(Mux(accepted, rem & ~group, rem))
+        with m.Elif(go_shared):
+            m.d.comb += rem_next.eq(rem & ~sh.served)
+        m.d.comb += self.hold.eq(active & ~faulting & (rem_next != 0))
+        with m.If(self.hold):
+            m.d.sync += [started.eq(1), rem_q.eq(rem_next)]
+        with m.Else():
+            m.d.sync += started.eq(0)
+        m.d.comb += [
+            self.deferred.eq(active & is_load & (self.exec != 0)),
+            self.sent.eq(go_global & accepted & (rem_next == 0)),
+            self.sent_warp.eq(self.warp),
+        ]
+
+        # --- responses ----------------------------------------------------------------------
+        head = Signal(meta)
+        m.d.comb += head.eq(fifo.r_data)
+        resp = self.mem.resp
+        acc = Signal(data.ArrayLayout(32, lanes))
+        merged = Signal(data.ArrayLayout(32, lanes))
+        for l in range(lanes):
+            word = Signal(32, name=f"resp_word{l}")
+            with m.Switch(head.widx[l]):
+                for j in range(lw):
+                    with m.Case(j):
+                        m.d.comb += word.eq(resp.p.rdata[j])
+            m.d.comb += merged[l].eq(Mux(head.group[l], word, acc[l]))
+
+        lwb_valid = Signal()
+        lwb_data = Signal(self.lwb.p.shape())
+        m.d.comb += [self.lwb.valid.eq(lwb_valid), self.lwb.p.eq(lwb_data)]
+        with m.If(self.lwb.ready):
+            m.d.sync += lwb_valid.eq(0)
+        blocked = head.load & head.last & lwb_valid & ~self.lwb.ready
+        m.d.comb += [resp.ready.eq(fifo.r_rdy & ~blocked),
+                     fifo.r_en.eq(resp.valid & resp.ready)]
+        with m.If(resp.valid & resp.ready):
+            m.d.sync += acc.eq(merged)
+            with m.If(head.last):
+                m.d.comb += [self.acked.eq(1), self.acked_warp.eq(head.warp),
+                             self.acked_load.eq(head.load)]
+                with m.If(head.load):
+                    m.d.sync += [lwb_valid.eq(1), lwb_data.warp.eq(head.warp),
+                                 lwb_data.rd.eq(head.rd), lwb_data.wr.eq(head.wr),
+                                 lwb_data.pc.eq(head.pc), lwb_data.exec.eq(head.exec),
+                                 lwb_data.active.eq(head.active), lwb_data.values.eq(merged)]
+        m.d.comb += self.idle.eq(~fifo.r_rdy & ~lwb_valid & ~started)
+        return m

@@ -1,0 +1,204 @@
+"""Run kernels on one :class:`Core` plus the simulation memory, and the same on the ISS.
+
+Used by the core tests: ``run_rtl`` drives the Amaranth simulator (Python loads instruction
+memory and device memory through backdoors, hands the blocks over one at a time in linear
+order and collects the retire port), ``run_iss`` runs the golden model on the same image.
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass, field
+
+import numpy as np
+from amaranth import Elaboratable, Module
+from amaranth.sim import Simulator
+from simtgpu.assembler import assemble
+from simtgpu.isa import FaultCause
+from simtgpu.rtl.configs import RtlConfig, get_rtl_config
+from simtgpu.rtl.core import Core
+from simtgpu.rtl.memory_model import MemoryModel
+from simtgpu.sim import GlobalMemory, Iss, KernelFault
+
+PARAM_ADDR = 0x1000
+DATA_ADDR = 0x2000
+
+
+def small_config(name: str = "tiny", **changes) -> RtlConfig:
+    """A named configuration with a small device memory (fast to simulate)."""
+    changes.setdefault("memory_bytes", 1 << 16)
+    changes.setdefault("imem_bytes", 2048)
+    changes.setdefault("shared_bytes_per_core", 1024)
+    return get_rtl_config(name).with_(**changes)
+
+
+class CoreBench(Elaboratable):
+    """A core whose memory port is wired to the simulation memory model."""
+
+    def __init__(self, cfg: RtlConfig):
+        self.cfg = cfg
+        self.core = Core(cfg)
+        self.mem = MemoryModel(cfg)
+
+    def elaborate(self, platform) -> Module:
+        m = Module()
+        m.submodules.core = c = self.core
+        m.submodules.mem = mm = self.mem
+        rq, mq = c.mem.req, mm.bus.req
+        m.d.comb += [mq.valid.eq(rq.valid), rq.ready.eq(mq.ready)]
+        for name in ("kind", "addr", "wdata", "be", "atom_op", "atom_b", "atom_c", "tag"):
+            m.d.comb += getattr(mq.p, name).eq(getattr(rq.p, name))
+        rs, ms = c.mem.resp, mm.bus.resp
+        m.d.comb += [rs.valid.eq(ms.valid), ms.ready.eq(rs.ready), rs.p.rdata.eq(ms.p.rdata),
+                     rs.p.tag.eq(ms.p.tag)]
+        return m
+
+
+@dataclass
+class Launch:
+    """A kernel launch: assembled code, its entry, the grid, the memory image."""
+
+    code: bytes
+    entry: int
+    grid: tuple[int, int, int]
+    block: tuple[int, int, int]
+    params: list[int]
+    memory: bytes  # image from DATA_ADDR
+    shared_bytes: int = 0
+
+    @property
+    def param_bytes(self) -> bytes:
+        return b"".join(struct.pack("<I", p & 0xFFFF_FFFF) for p in self.params)
+
+
+def launch_from_asm(src: str, kernel: str, grid, block, params, memory: bytes) -> Launch:
+    obj = assemble(src)
+    k = obj.kernel(kernel)
+    g = tuple(grid) + (1,) * (3 - len(grid))
+    b = tuple(block) + (1,) * (3 - len(block))
+    return Launch(obj.code, k.entry, g, b, list(params), memory, k.shared_bytes)
+
+
+@dataclass
+class RtlResult:
+    memory: bytes
+    cycles: int
+    retired: list[tuple] = field(default_factory=list)  # (warp, pc, exec, rd or None, values)
+    fault: dict | None = None
+    perf: dict = field(default_factory=dict)
+
+
+def run_iss(cfg: RtlConfig, launch: Launch) -> tuple[bytes, object]:
+    """The golden result: memory from DATA_ADDR after the launch, or the fault record."""
+    gm = GlobalMemory(cfg.memory_bytes)
+    gm.write(PARAM_ADDR, launch.param_bytes)
+    gm.write(DATA_ADDR, launch.memory)
+    try:
+        Iss(gm, warp_size=cfg.lanes, stack_depth=cfg.stack_depth).launch(
+            launch.code, launch.entry, launch.grid, launch.block, PARAM_ADDR,
+            len(launch.param_bytes), launch.shared_bytes)
+    except KernelFault as e:
+        return b"", e.record
+    return gm.read(DATA_ADDR, len(launch.memory)), None
+
+
+def run_rtl(cfg: RtlConfig, launch: Launch, max_cycles: int = 20000,
+            trace_retire: bool = False, vcd: str | None = None) -> RtlResult:
+    bench = CoreBench(cfg)
+    core, model = bench.core, bench.mem
+    lw = cfg.line_words
+    line_bytes = 4 * lw
+    image = bytearray(cfg.memory_bytes)
+    image[PARAM_ADDR:PARAM_ADDR + len(launch.param_bytes)] = launch.param_bytes
+    image[DATA_ADDR:DATA_ADDR + len(launch.memory)] = launch.memory
+    words = np.frombuffer(bytes(image), dtype="<u4")
+    lines_used = (DATA_ADDR + len(launch.memory) + line_bytes - 1) // line_bytes
+    result = RtlResult(memory=b"", cycles=0)
+    perf_names = ("issued", "stall_scoreboard", "stall_memory", "stall_barrier",
+                  "stall_structural", "stall_idle", "mem_transactions")
+    result.perf = {n: 0 for n in perf_names}
+
+    sim = Simulator(bench)
+    sim.add_clock(1e-8)
+
+    async def bench_proc(ctx):
+        for line in range(PARAM_ADDR // line_bytes, lines_used):
+            value = 0
+            for j in range(lw):
+                value |= int(words[line * lw + j]) << (32 * j)
+            if value:
+                ctx.set(model.mem.data[line], value)
+        code = np.frombuffer(launch.code, dtype="<u4")
+        for i, w in enumerate(code):
+            ctx.set(core.imem.we, 1)
+            ctx.set(core.imem.addr, i)
+            ctx.set(core.imem.data, int(w))
+            await ctx.tick()
+        ctx.set(core.imem.we, 0)
+        gx, gy, gz = launch.grid
+        bx, by, bz = launch.block
+        nthreads = bx * by * bz
+        cycles = 0
+        for bid in range(gx * gy * gz):
+            p = core.dispatch.payload
+            for name, val in (("entry_pc", launch.entry), ("num_threads", nthreads),
+                              ("num_warps", -(-nthreads // cfg.lanes)),
+                              ("param_addr", PARAM_ADDR), ("param_size",
+                                                           len(launch.param_bytes)),
+                              ("shared_bytes", launch.shared_bytes)):
+                ctx.set(getattr(p, name), val)
+            for name, (x, y, z) in (("block_id", (bid % gx, bid // gx % gy, bid // (gx * gy))),
+                                    ("grid", launch.grid), ("block_dim", launch.block)):
+                ctx.set(getattr(p, name).x, x)
+                ctx.set(getattr(p, name).y, y)
+                ctx.set(getattr(p, name).z, z)
+            ctx.set(core.dispatch.valid, 1)
+            while not ctx.get(core.dispatch.ready):
+                await ctx.tick()
+                cycles += 1
+            await ctx.tick()
+            cycles += 1
+            ctx.set(core.dispatch.valid, 0)
+            while True:
+                if ctx.get(core.fault.valid):
+                    rec = core.fault.record
+                    result.fault = {
+                        "cause": FaultCause(ctx.get(rec.cause).value),
+                        "warp": ctx.get(rec.warp), "lanes": ctx.get(rec.lane_mask),
+                        "pc": ctx.get(rec.pc),
+                        "block": (ctx.get(rec.block.x), ctx.get(rec.block.y),
+                                  ctx.get(rec.block.z))}
+                    result.cycles = cycles
+                    return
+                if ctx.get(core.dispatch.block_done):
+                    break
+                if trace_retire and ctx.get(core.retire.valid):
+                    rt = core.retire
+                    ex = ctx.get(rt.exec)
+                    result.retired.append((
+                        ctx.get(rt.warp), ctx.get(rt.pc), ex,
+                        ctx.get(rt.rd) if ctx.get(rt.rd_valid) else None,
+                        tuple(ctx.get(rt.values[l]) for l in range(cfg.lanes))))
+                for n in perf_names:
+                    result.perf[n] += ctx.get(getattr(core.perf, n))
+                await ctx.tick()
+                cycles += 1
+                assert cycles < max_cycles, "kernel did not finish"
+        result.cycles = cycles
+        # wait for the memory to drain the last writes
+        for _ in range(cfg.mem_latency + 4):
+            await ctx.tick()
+        out = bytearray()
+        first = DATA_ADDR // line_bytes
+        for line in range(first, lines_used):
+            value = ctx.get(model.mem.data[line])
+            out += int(value).to_bytes(line_bytes, "little")
+        result.memory = bytes(out[:len(launch.memory)])
+
+    sim.add_testbench(bench_proc)
+    if vcd:
+        with sim.write_vcd(vcd):
+            sim.run()
+    else:
+        sim.run()
+    return result
