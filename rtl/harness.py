@@ -1,0 +1,75 @@
+"""Simulation harness: the GPU and the memory model in one design.
+
+Everything a kernel run needs lives inside the simulated design (device memory, command queue,
+instruction memories, counters), so a testbench only loads memory and instruction memory
+through backdoor ports, programs the MMIO registers, rings the doorbell and then waits on
+``done``; no Python runs per cycle. The same top is used by the Amaranth simulator (tests),
+by the C++ Verilator runner (:mod:`simtgpu.rtl.verilator_runner`) and by cocotb benches.
+
+Ports (Verilog names in brackets; the top module is ``harness``):
+
+* ``mmio`` [``mmio__addr``, ``mmio__wdata``, ``mmio__we``, ``mmio__re``, ``mmio__rdata``,
+  ``mmio__ready``]: host register bus, see :func:`simtgpu.rtl.signatures.mmio_signature`.
+* ``mem_bd`` [``mem_bd__addr`` (line index), ``mem_bd__wdata``, ``mem_bd__we``,
+  ``mem_bd__rdata``]: one device-memory line per cycle, read data one cycle after the address.
+* ``imem_bd`` [``imem_bd__addr`` (word index), ``imem_bd__data``, ``imem_bd__we``]: one
+  instruction word per cycle into every core (and the host's shadow copy).
+* ``done``: the command queue is empty and idle, or a fault stopped it. ``fault``, ``busy``.
+* ``retire__<i>__*``: retire port of core ``i``.
+"""
+
+from __future__ import annotations
+
+from amaranth.hdl import Module
+from amaranth.lib import wiring
+from amaranth.lib.wiring import In, Out
+
+from .configs import RtlConfig
+from .gpu import CoreFactory, Gpu
+from .memory_model import MemoryModel, backdoor_signature
+from .signatures import imem_write_signature, mmio_signature, retire_signature
+
+__all__ = ["SimHarness"]
+
+
+class SimHarness(wiring.Component):
+    """GPU plus simulation memory with backdoors.
+
+    Parameters
+    ----------
+    cfg:
+        Build configuration; the memory model holds ``cfg.sim_memory_bytes``.
+    core_factory:
+        Passed to :class:`~simtgpu.rtl.gpu.Gpu`.
+    """
+
+    def __init__(self, cfg: RtlConfig, core_factory: CoreFactory | None = None):
+        self.cfg = cfg
+        self.gpu = Gpu(cfg, core_factory)
+        self.memory = MemoryModel(cfg)
+        super().__init__({
+            "mmio": In(mmio_signature()),
+            "mem_bd": In(backdoor_signature(cfg.line_words, cfg.sim_memory_lines)),
+            "imem_bd": In(imem_write_signature(cfg.imem_addr_bits)),
+            "retire": Out(retire_signature(cfg.lanes)).array(cfg.cores),
+            "done": Out(1),
+            "busy": Out(1),
+            "fault": Out(1),
+        })
+
+    def elaborate(self, platform) -> Module:
+        m = Module()
+        m.submodules.gpu = gpu = self.gpu
+        m.submodules.memory = mem = self.memory
+        wiring.connect(m, gpu.mem, mem.bus)
+        wiring.connect(m, wiring.flipped(self.mmio), gpu.mmio)
+        wiring.connect(m, wiring.flipped(self.mem_bd), mem.bd)
+        wiring.connect(m, wiring.flipped(self.imem_bd), gpu.imem_bd)
+        for i in range(self.cfg.cores):
+            wiring.connect(m, gpu.retire[i], wiring.flipped(self.retire[i]))
+        m.d.comb += [
+            self.done.eq(~gpu.busy),
+            self.busy.eq(gpu.busy),
+            self.fault.eq(gpu.fault),
+        ]
+        return m

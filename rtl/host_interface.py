@@ -1,0 +1,422 @@
+"""Host interface: the MMIO register file and the command processor.
+
+The register map is exactly ``simtgpu.driver_model.command_queue.Mmio`` (docs/host-interface.md
+walks through it). The command processor consumes 64-byte records from the ring in device
+memory through its own memory port (a source on the interconnect, like a core):
+
+    idle --HEAD != TAIL--> fetch (1..16 line reads) --> decode
+        LAUNCH --> start dispatcher --> run --all blocks done--> drain --> fence write --> idle
+        NOP / FENCE --> drain --> fence write --> idle
+        bad record --> faulted (STATUS.FAULT | BAD_COMMAND)
+    run --core fault or watchdog--> halt cores, wait until drained --> flush --> faulted
+    faulted --CONTROL.CLEAR_FAULT--> HEAD := TAIL, idle
+
+"drain" waits until no memory request is outstanding anywhere, so the fence is written only
+after every store of the command is in memory (memory answers in order).
+"""
+
+from __future__ import annotations
+
+from amaranth.hdl import Cat, Const, Module, Mux, Signal
+from amaranth.lib import enum, wiring
+from amaranth.lib.memory import Memory
+from amaranth.lib.wiring import In, Out
+from simtgpu.driver_model.command_queue import (
+    DEVICE_ID,
+    MAX_QUEUE_ENTRIES,
+    RECORD_BYTES,
+    RECORD_WORDS,
+    VERSION,
+    CommandOp,
+    Control,
+    Mmio,
+    Status,
+)
+
+from .configs import RtlConfig
+from .dispatcher import launch_layout
+from .signatures import (
+    FaultCause,
+    MemKind,
+    fault_signature,
+    imem_write_signature,
+    mem_port_signature,
+    mmio_signature,
+)
+
+__all__ = ["CpState", "HostInterface"]
+
+
+class CpState(enum.Enum, shape=4):
+    """Command-processor states (visible in waveforms)."""
+
+    IDLE = 0
+    FETCH_REQ = 1
+    FETCH_RESP = 2
+    DECODE = 3
+    START = 4
+    RUN = 5
+    DRAIN = 6
+    FENCE_REQ = 7
+    FENCE_RESP = 8
+    HALT = 9
+    FLUSH = 10
+    FAULTED = 11
+
+
+class HostInterface(wiring.Component):
+    """MMIO registers plus the command processor.
+
+    Parameters
+    ----------
+    cfg:
+        Build configuration (capabilities, line width, watchdog).
+
+    Members
+    -------
+    mmio: ``In(mmio_signature())``
+        The host's register bus.
+    mem: ``Out(mem_port_signature(line_words, tag_bits))``
+        The command processor's memory port (record fetch, fence write).
+    imem: ``Out(imem_write_signature(imem_addr_bits))``
+        Instruction-memory writes broadcast to every core (from IMEM_DATA or ``imem_bd``).
+    imem_bd: ``In(imem_write_signature(imem_addr_bits))``
+        Backdoor instruction-memory writes (simulation harness), one word per cycle.
+    launch, disp_start, disp_abort, disp_done:
+        The dispatcher's launch, start and abort pulses, and its done pulse.
+    core_fault: ``In(fault_signature(lanes)).array(cores)``
+        Fault outputs of the cores.
+    drained: ``In(1)``
+        Every core is drained and the interconnect has nothing outstanding.
+    core_start, core_halt, core_flush: ``Out(1)``
+        Broadcast core controls.
+    perf_rdata: ``In(32)``
+        Counter value at ``mmio.addr`` (from the perf counters, which decode the address).
+    counters_reset, command_done: ``Out(1)``
+        Pulses for the perf counters.
+    busy, fault, idle: ``Out(1)``
+        STATUS.BUSY and STATUS.FAULT; ``idle``: nothing queued, nothing running, no fault.
+    """
+
+    def __init__(self, cfg: RtlConfig):
+        self.cfg = cfg
+        super().__init__({
+            "mmio": In(mmio_signature()),
+            "mem": Out(mem_port_signature(cfg.line_words, cfg.tag_bits)),
+            "imem": Out(imem_write_signature(cfg.imem_addr_bits)),
+            "imem_bd": In(imem_write_signature(cfg.imem_addr_bits)),
+            "launch": Out(launch_layout()),
+            "disp_start": Out(1),
+            "disp_abort": Out(1),
+            "disp_done": In(1),
+            "core_fault": In(fault_signature(cfg.lanes)).array(cfg.cores),
+            "drained": In(1),
+            "core_start": Out(1),
+            "core_halt": Out(1),
+            "core_flush": Out(1),
+            "perf_rdata": In(32),
+            "counters_reset": Out(1),
+            "command_done": Out(1),
+            "busy": Out(1),
+            "fault": Out(1),
+            "idle": Out(1),
+            "state": Out(CpState),
+        })
+
+    def elaborate(self, platform) -> Module:  # noqa: C901 (one FSM, read top to bottom)
+        m = Module()
+        cfg = self.cfg
+        lw = cfg.line_words
+        line_shift = (cfg.line_bytes - 1).bit_length()
+
+        # --- registers --------------------------------------------------------------------
+        queue_base = Signal(32)
+        entries = Signal(range(MAX_QUEUE_ENTRIES + 1), init=2)
+        tail = Signal(range(MAX_QUEUE_ENTRIES))
+        head = Signal(range(MAX_QUEUE_ENTRIES))
+        fence_addr = Signal(32)
+        imem_addr = Signal(32)
+        fault = Signal()
+        bad_command = Signal()
+        f_cause = Signal(FaultCause)
+        f_pc = Signal(32)
+        f_core = Signal(8)
+        f_warp = Signal(8)
+        f_lanes = Signal(32)
+        f_block = [Signal(16, name=f"f_block_{a}") for a in "xyz"]
+        f_instr = Signal(32)
+        clear_req = Signal()  # CLEAR_FAULT written before the fault handling finished
+
+        state = Signal(CpState)
+        m.d.comb += self.state.eq(state)
+
+        # --- shadow instruction memory (for IMEM_DATA reads) ---------------------------------
+        m.submodules.shadow = shadow = Memory(shape=32, depth=cfg.imem_words, init=[])
+        sh_w = shadow.write_port()
+        sh_r = shadow.read_port()
+        m.d.comb += [
+            self.imem.addr.eq(sh_w.addr), self.imem.data.eq(sh_w.data), self.imem.we.eq(sh_w.en),
+            sh_r.addr.eq(imem_addr[2:]),
+        ]
+
+        # --- MMIO bus -----------------------------------------------------------------------
+        bus = self.mmio
+        ack = Signal()
+        ack_imem_read = Signal()
+        rdata = Signal(32)
+        m.d.comb += [
+            bus.ready.eq(ack),
+            bus.rdata.eq(Mux(ack_imem_read, sh_r.data, rdata)),
+        ]
+        take = Signal()
+        m.d.comb += take.eq((bus.we | bus.re) & ~ack)
+        m.d.sync += [ack.eq(take), ack_imem_read.eq(take & bus.re & (bus.addr == Mmio.IMEM_DATA))]
+
+        status = Signal(32)
+        busy = Signal()
+        m.d.comb += [
+            busy.eq(((head != tail) | (state != CpState.IDLE)) & ~fault),
+            status.eq(Cat(busy, fault, bad_command)),
+            self.busy.eq(busy),
+            self.fault.eq(fault),
+            self.idle.eq(~busy & ~fault),
+        ]
+        assert Status.BUSY == 1 and Status.FAULT == 2 and Status.BAD_COMMAND == 4
+
+        read_map = {
+            Mmio.ID: DEVICE_ID, Mmio.VERSION: VERSION, Mmio.QUEUE_BASE: queue_base,
+            Mmio.QUEUE_ENTRIES: entries, Mmio.DOORBELL: tail, Mmio.HEAD: head,
+            Mmio.FENCE_ADDR: fence_addr, Mmio.STATUS: status, Mmio.FAULT_CAUSE: f_cause,
+            Mmio.FAULT_PC: f_pc, Mmio.FAULT_CORE: f_core, Mmio.FAULT_WARP: f_warp,
+            Mmio.FAULT_LANES: f_lanes, Mmio.FAULT_BLOCK_X: f_block[0],
+            Mmio.FAULT_BLOCK_Y: f_block[1], Mmio.FAULT_BLOCK_Z: f_block[2], Mmio.CONTROL: 0,
+            Mmio.FAULT_INSTR: f_instr, Mmio.IMEM_ADDR: imem_addr,
+            Mmio.CAP_CORES: cfg.cores, Mmio.CAP_WARPS: cfg.warps, Mmio.CAP_LANES: cfg.lanes,
+            Mmio.CAP_SHARED_BYTES: cfg.shared_bytes, Mmio.CAP_MEM_BYTES: cfg.memory_bytes,
+            Mmio.CAP_IMEM_BYTES: cfg.gpu.imem_bytes, Mmio.CAP_STACK_DEPTH: cfg.stack_depth,
+        }
+        with m.If(take & bus.re):
+            with m.Switch(bus.addr):
+                for reg, value in read_map.items():
+                    with m.Case(reg):
+                        m.d.sync += rdata.eq(value)
+                with m.Default():
+                    m.d.sync += rdata.eq(Mux(bus.addr >= Mmio.CYCLES_LO, self.perf_rdata, 0))
+
+        # Instruction-memory writes: MMIO IMEM_DATA, or the backdoor.
+        with m.If(self.imem_bd.we):
+            m.d.comb += [sh_w.addr.eq(self.imem_bd.addr), sh_w.data.eq(self.imem_bd.data),
+                         sh_w.en.eq(1)]
+        with m.Elif(take & bus.we & (bus.addr == Mmio.IMEM_DATA)):
+            m.d.comb += [sh_w.addr.eq(imem_addr[2:]), sh_w.data.eq(bus.wdata), sh_w.en.eq(1)]
+        with m.If(take & (bus.addr == Mmio.IMEM_DATA)):
+            m.d.sync += imem_addr.eq(imem_addr + 4)
+
+        write_clear = Signal()
+        with m.If(take & bus.we):
+            with m.Switch(bus.addr):
+                with m.Case(Mmio.QUEUE_BASE):
+                    m.d.sync += [queue_base.eq(bus.wdata), head.eq(0), tail.eq(0)]
+                with m.Case(Mmio.QUEUE_ENTRIES):
+                    with m.If((bus.wdata >= 2) & (bus.wdata <= MAX_QUEUE_ENTRIES)):
+                        m.d.sync += [entries.eq(bus.wdata), head.eq(0), tail.eq(0)]
+                with m.Case(Mmio.DOORBELL):
+                    with m.If(bus.wdata < entries):
+                        m.d.sync += tail.eq(bus.wdata)
+                with m.Case(Mmio.FENCE_ADDR):
+                    m.d.sync += fence_addr.eq(bus.wdata)
+                with m.Case(Mmio.IMEM_ADDR):
+                    m.d.sync += imem_addr.eq(bus.wdata)
+                with m.Case(Mmio.CONTROL):
+                    m.d.comb += [
+                        write_clear.eq(bus.wdata[Control.CLEAR_FAULT.bit_length() - 1]),
+                        self.counters_reset.eq(bus.wdata[Control.RESET_COUNTERS.bit_length() - 1]),
+                    ]
+
+        # --- command processor --------------------------------------------------------------
+        rec = [Signal(32, name=f"rec_w{i}") for i in range(RECORD_WORDS)]
+        rec_addr = Signal(32)
+        m.d.comb += rec_addr.eq(queue_base + (head << 6))
+        assert RECORD_BYTES == 64
+        reads = max(1, RECORD_WORDS // lw)  # line reads per record
+        fetch_i = Signal(range(reads + 1))
+        watchdog = Signal(32)
+
+        req = self.mem.req
+        resp = self.mem.resp
+        m.d.comb += resp.ready.eq(1)
+
+        # Record decoding.
+        grid = rec[3:6]
+        block = rec[6:9]
+        max_threads = cfg.warps * cfg.lanes
+        small = [Signal(range(max_threads + 1), name=f"bdim_{a}") for a in "xyz"]
+        threads = Signal(range(max_threads ** 3 + 1))
+        m.d.comb += [s.eq(b) for s, b in zip(small, block, strict=True)]
+        m.d.comb += threads.eq(small[0] * small[1] * small[2])
+        op = rec[0]
+        bad = Signal()
+        is_launch = op == CommandOp.LAUNCH
+        launch_bad = (
+            Cat(*[g == 0 for g in grid], *[b == 0 for b in block]).any()
+            | Cat(*[g > 0xFFFF for g in grid]).any()
+            | Cat(*[b > max_threads for b in block]).any()
+            | (threads > max_threads)
+            | (rec[2][:2] != 0) | (rec[9][:2] != 0) | (rec[10][:2] != 0)
+            | (rec[10] > 0xFFFF)
+            | (rec[11] > cfg.shared_bytes)
+        )
+        m.d.comb += bad.eq(
+            (op > max(CommandOp).value)
+            | (Cat(*rec[13:16]) != 0)
+            | (is_launch & launch_bad))
+
+        lt = self.launch
+        m.d.comb += [
+            lt.entry_pc.eq(rec[2]),
+            lt.grid.x.eq(grid[0]), lt.grid.y.eq(grid[1]), lt.grid.z.eq(grid[2]),
+            lt.block_dim.x.eq(block[0]), lt.block_dim.y.eq(block[1]),
+            lt.block_dim.z.eq(block[2]),
+            lt.num_threads.eq(threads),
+            lt.num_warps.eq((threads + cfg.lanes - 1) >> cfg.lane_bits),
+            lt.param_addr.eq(rec[9]),
+            lt.param_size.eq(rec[10]),
+            lt.shared_bytes.eq(rec[11]),
+        ]
+
+        # First faulting core (lowest index) this cycle.
+        any_fault = Signal()
+        fault_core = Signal(range(cfg.cores))
+        m.d.comb += any_fault.eq(Cat(*[f.valid for f in self.core_fault]).any())
+        for i in reversed(range(cfg.cores)):
+            with m.If(self.core_fault[i].valid):
+                m.d.comb += fault_core.eq(i)
+
+        def latch_core_fault():
+            with m.Switch(fault_core):
+                for i in range(cfg.cores):
+                    with m.Case(i):
+                        r = self.core_fault[i].record
+                        m.d.sync += [
+                            f_cause.eq(r.cause), f_pc.eq(r.pc), f_core.eq(i),
+                            f_warp.eq(r.warp), f_lanes.eq(r.lane_mask), f_instr.eq(r.instr),
+                            f_block[0].eq(r.block.x), f_block[1].eq(r.block.y),
+                            f_block[2].eq(r.block.z),
+                        ]
+
+        next_head = Mux(head + 1 == entries, 0, head + 1)
+
+        with m.If(write_clear):
+            m.d.sync += clear_req.eq(1)
+
+        with m.Switch(state):
+            with m.Case(CpState.IDLE):
+                m.d.sync += clear_req.eq(0)
+                with m.If((head != tail) & ~fault):
+                    m.d.sync += [state.eq(CpState.FETCH_REQ), fetch_i.eq(0)]
+
+            with m.Case(CpState.FETCH_REQ):
+                m.d.comb += [
+                    req.valid.eq(1),
+                    req.payload.kind.eq(MemKind.READ),
+                    req.payload.addr.eq(((rec_addr >> line_shift) << line_shift)
+                                        + (fetch_i << line_shift)),
+                ]
+                with m.If(req.ready):
+                    m.d.sync += state.eq(CpState.FETCH_RESP)
+
+            with m.Case(CpState.FETCH_RESP):
+                with m.If(resp.valid):
+                    words = resp.payload.rdata
+                    if lw >= RECORD_WORDS:
+                        # The record is one aligned 16-word slice of the line.
+                        slots = lw // RECORD_WORDS
+                        with m.Switch(rec_addr[6:line_shift] if slots > 1 else 0):
+                            for s in range(slots):
+                                with m.Case(s):
+                                    m.d.sync += [rec[k].eq(words[s * RECORD_WORDS + k])
+                                                 for k in range(RECORD_WORDS)]
+                    else:
+                        with m.Switch(fetch_i):
+                            for j in range(reads):
+                                with m.Case(j):
+                                    m.d.sync += [rec[j * lw + k].eq(words[k])
+                                                 for k in range(lw)]
+                    m.d.sync += fetch_i.eq(fetch_i + 1)
+                    with m.If(fetch_i + 1 == reads):
+                        m.d.sync += state.eq(CpState.DECODE)
+                    with m.Else():
+                        m.d.sync += state.eq(CpState.FETCH_REQ)
+
+            with m.Case(CpState.DECODE):
+                with m.If(bad):
+                    m.d.sync += [
+                        fault.eq(1), bad_command.eq(1), f_cause.eq(FaultCause.NONE),
+                        f_pc.eq(0), f_core.eq(0), f_warp.eq(0), f_lanes.eq(0), f_instr.eq(0),
+                        *[b.eq(0) for b in f_block],
+                        state.eq(CpState.FAULTED),
+                    ]
+                with m.Elif(is_launch):
+                    m.d.sync += state.eq(CpState.START)
+                with m.Else():
+                    m.d.sync += state.eq(CpState.DRAIN)
+
+            with m.Case(CpState.START):
+                m.d.comb += [self.disp_start.eq(1), self.core_start.eq(1)]
+                m.d.sync += [watchdog.eq(0), state.eq(CpState.RUN)]
+
+            with m.Case(CpState.RUN):
+                m.d.sync += watchdog.eq(watchdog + 1)
+                with m.If(any_fault):
+                    latch_core_fault()
+                    m.d.sync += [fault.eq(1), state.eq(CpState.HALT)]
+                    m.d.comb += self.disp_abort.eq(1)
+                with m.Elif(watchdog >= cfg.watchdog_cycles):
+                    m.d.sync += [
+                        fault.eq(1), f_cause.eq(FaultCause.WATCHDOG), f_pc.eq(0), f_core.eq(0),
+                        f_warp.eq(0), f_lanes.eq(0), f_instr.eq(0), *[b.eq(0) for b in f_block],
+                        state.eq(CpState.HALT),
+                    ]
+                    m.d.comb += self.disp_abort.eq(1)
+                with m.Elif(self.disp_done):
+                    m.d.sync += state.eq(CpState.DRAIN)
+
+            with m.Case(CpState.DRAIN):
+                with m.If(self.drained):
+                    m.d.sync += state.eq(CpState.FENCE_REQ)
+
+            with m.Case(CpState.FENCE_REQ):
+                word = fence_addr[2:line_shift] if lw > 1 else Const(0, 1)
+                m.d.comb += [
+                    req.valid.eq(1),
+                    req.payload.kind.eq(MemKind.WRITE),
+                    req.payload.addr.eq((fence_addr >> line_shift) << line_shift),
+                    req.payload.wdata.as_value().eq(Cat(*([rec[1]] * lw))),
+                    req.payload.be.eq(Const(0xF, 4) << Cat(Const(0, 2), word)),
+                ]
+                with m.If(req.ready):
+                    m.d.sync += state.eq(CpState.FENCE_RESP)
+
+            with m.Case(CpState.FENCE_RESP):
+                with m.If(resp.valid):
+                    m.d.comb += self.command_done.eq(1)
+                    m.d.sync += [head.eq(next_head), state.eq(CpState.IDLE)]
+
+            with m.Case(CpState.HALT):
+                m.d.comb += self.core_halt.eq(1)
+                with m.If(self.drained):
+                    m.d.sync += state.eq(CpState.FLUSH)
+
+            with m.Case(CpState.FLUSH):
+                m.d.comb += [self.core_halt.eq(1), self.core_flush.eq(1)]
+                m.d.sync += state.eq(CpState.FAULTED)
+
+            with m.Case(CpState.FAULTED):
+                with m.If(write_clear | clear_req):
+                    m.d.sync += [
+                        fault.eq(0), bad_command.eq(0), clear_req.eq(0), head.eq(tail),
+                        f_cause.eq(FaultCause.NONE), f_pc.eq(0), f_core.eq(0), f_warp.eq(0),
+                        f_lanes.eq(0), f_instr.eq(0), *[b.eq(0) for b in f_block],
+                        state.eq(CpState.IDLE),
+                    ]
+        return m

@@ -1,0 +1,338 @@
+"""Host interface and GPU top with stand-in cores (Amaranth simulator): the register map,
+doorbell -> records fetched from memory -> blocks run -> fence written -> HEAD advances,
+ring wrap-around, fault latching and clearing, malformed records, the cycle watchdog and
+the performance counters."""
+
+from __future__ import annotations
+
+import struct
+
+import pytest
+from rtlgpu_helpers import run_sim
+from simtgpu.driver_model.command_queue import (
+    DEVICE_ID,
+    VERSION,
+    Command,
+    CommandOp,
+    Control,
+    Mmio,
+    Status,
+    pack,
+)
+from simtgpu.isa.abi import FaultCause
+from simtgpu.rtl.configs import get_rtl_config
+from simtgpu.rtl.harness import SimHarness
+from standin_core import FAULT_INSTR, FAULT_MAGIC, HANG_MAGIC, StandinCore
+
+QUEUE = 0x1000
+FENCE = 0x1400
+PARAMS = 0x1800
+DST = 0x2000
+ENTRY = 0x40
+IMEM_K = 0x100
+
+
+def _harness(name: str = "tiny", **params) -> SimHarness:
+    cfg = get_rtl_config(name, sim_memory_bytes=16384, **params)
+    return SimHarness(cfg, core_factory=StandinCore)
+
+
+class Host:
+    """The driver's side of the MMIO bus and backdoor memory, for one testbench."""
+
+    def __init__(self, ctx, h: SimHarness):
+        self.ctx, self.h = ctx, h
+        self.lw = h.cfg.line_words
+
+    async def write(self, addr: int, value: int) -> None:
+        ctx, bus = self.ctx, self.h.mmio
+        ctx.set(bus.addr, addr)
+        ctx.set(bus.wdata, value)
+        ctx.set(bus.we, 1)
+        while True:
+            *_, ready = await ctx.tick().sample(bus.ready)
+            if ready:
+                break
+        ctx.set(bus.we, 0)
+
+    async def read(self, addr: int) -> int:
+        ctx, bus = self.ctx, self.h.mmio
+        ctx.set(bus.addr, addr)
+        ctx.set(bus.re, 1)
+        while True:
+            *_, ready, rdata = await ctx.tick().sample(bus.ready, bus.rdata)
+            if ready:
+                break
+        ctx.set(bus.re, 0)
+        return rdata
+
+    def poke(self, addr: int, words: list[int]) -> None:
+        mem = self.h.memory.mem
+        for k, w in enumerate(words):
+            a = addr // 4 + k
+            line, i = divmod(a, self.lw)
+            old = self.ctx.get(mem.data[line])
+            self.ctx.set(mem.data[line], old & ~(0xFFFFFFFF << 32 * i) | (w << 32 * i))
+
+    def peek(self, addr: int, n: int = 1) -> list[int]:
+        mem = self.h.memory.mem
+        out = []
+        for k in range(n):
+            line, i = divmod(addr // 4 + k, self.lw)
+            out.append(self.ctx.get(mem.data[line]) >> 32 * i & 0xFFFFFFFF)
+        return out
+
+    def put_record(self, index: int, cmd: Command) -> None:
+        self.poke(QUEUE + 64 * index, list(struct.unpack("<16I", pack(cmd))))
+
+    async def wait_done(self, limit: int = 5000) -> int:
+        for n in range(limit):
+            if self.ctx.get(self.h.done):
+                return n
+            await self.ctx.tick()
+        raise AssertionError("harness never reported done")
+
+    async def setup(self, entries: int = 4) -> None:
+        await self.write(Mmio.QUEUE_BASE, QUEUE)
+        await self.write(Mmio.QUEUE_ENTRIES, entries)
+        await self.write(Mmio.FENCE_ADDR, FENCE)
+        await self.write(Mmio.IMEM_ADDR, ENTRY)
+        await self.write(Mmio.IMEM_DATA, IMEM_K)
+
+
+def _launch(fence: int, grid=(3, 2, 1), block=(4, 1, 1), params=PARAMS) -> Command:
+    return Command(CommandOp.LAUNCH, fence, ENTRY, grid, block, params, 8, 0, 8)
+
+
+def _run(h: SimHarness, body) -> None:
+    async def tb(ctx):
+        await body(Host(ctx, h))
+    run_sim(h, tb)
+
+
+def test_register_map() -> None:
+    h = _harness()
+    cfg = h.cfg
+    seen = {}
+
+    async def body(host: Host):
+        for reg in (Mmio.ID, Mmio.VERSION, Mmio.CAP_CORES, Mmio.CAP_WARPS, Mmio.CAP_LANES,
+                    Mmio.CAP_SHARED_BYTES, Mmio.CAP_MEM_BYTES, Mmio.CAP_IMEM_BYTES,
+                    Mmio.CAP_STACK_DEPTH, Mmio.STATUS, Mmio.HEAD, Mmio.CONTROL):
+            seen[reg] = await host.read(reg)
+        seen["unmapped"] = await host.read(0xFC)
+        await host.write(Mmio.QUEUE_BASE, 0x1040)
+        await host.write(Mmio.QUEUE_ENTRIES, 8)
+        await host.write(Mmio.QUEUE_ENTRIES, 3 * 4096)  # out of range: ignored
+        await host.write(Mmio.FENCE_ADDR, 0x1404)
+        await host.write(Mmio.DOORBELL, 9)  # past the ring: ignored
+        seen["rw"] = [await host.read(r) for r in (Mmio.QUEUE_BASE, Mmio.QUEUE_ENTRIES,
+                                                   Mmio.FENCE_ADDR, Mmio.DOORBELL)]
+        # IMEM_DATA: each access moves IMEM_ADDR on by 4; read back what was written.
+        await host.write(Mmio.IMEM_ADDR, 0x20)
+        for w in (0xA1, 0xB2, 0xC3):
+            await host.write(Mmio.IMEM_DATA, w)
+        seen["imem_addr"] = await host.read(Mmio.IMEM_ADDR)
+        await host.write(Mmio.IMEM_ADDR, 0x20)
+        seen["imem"] = [await host.read(Mmio.IMEM_DATA) for _ in range(3)]
+        seen["imem_addr2"] = await host.read(Mmio.IMEM_ADDR)
+
+    _run(h, body)
+    assert seen[Mmio.ID] == DEVICE_ID
+    assert seen[Mmio.VERSION] == VERSION
+    assert seen[Mmio.CAP_CORES] == cfg.cores
+    assert seen[Mmio.CAP_WARPS] == cfg.warps
+    assert seen[Mmio.CAP_LANES] == cfg.lanes
+    assert seen[Mmio.CAP_SHARED_BYTES] == cfg.shared_bytes
+    assert seen[Mmio.CAP_MEM_BYTES] == cfg.memory_bytes
+    assert seen[Mmio.CAP_IMEM_BYTES] == cfg.gpu.imem_bytes
+    assert seen[Mmio.CAP_STACK_DEPTH] == cfg.stack_depth
+    assert seen[Mmio.STATUS] == 0 and seen[Mmio.HEAD] == 0 and seen[Mmio.CONTROL] == 0
+    assert seen["unmapped"] == 0
+    assert seen["rw"] == [0x1040, 8, 0x1404, 0]
+    assert seen["imem_addr"] == 0x2C
+    assert seen["imem"] == [0xA1, 0xB2, 0xC3]
+    assert seen["imem_addr2"] == 0x2C
+
+
+@pytest.mark.parametrize("name", ["tiny", "small"])
+def test_launch_through_queue_writes_results_and_fence(name: str) -> None:
+    h = _harness(name)
+    grid = (3, 2, 1)
+    nblocks = 6
+    out = {}
+
+    async def body(host: Host):
+        await host.write(Mmio.CONTROL, Control.RESET_COUNTERS)
+        await host.setup()
+        host.poke(PARAMS, [DST, 1000])
+        host.put_record(0, _launch(0xF00D, grid))
+        await host.write(Mmio.DOORBELL, 1)
+        out["busy"] = await host.read(Mmio.STATUS)
+        out["cycles"] = await host.wait_done()
+        out["status"] = await host.read(Mmio.STATUS)
+        out["head"] = await host.read(Mmio.HEAD)
+        out["fence"] = host.peek(FENCE)[0]
+        out["dst"] = host.peek(DST, nblocks + 1)
+        out["counters"] = {r: await host.read(r) for r in (
+            Mmio.CYCLES_LO, Mmio.CYCLES_HI, Mmio.INSTRUCTIONS, Mmio.THREAD_INSTRUCTIONS,
+            Mmio.MEM_TRANSACTIONS, Mmio.COMMANDS, Mmio.STALL_IDLE)}
+
+    _run(h, body)
+    assert out["busy"] == Status.BUSY
+    assert out["status"] == 0
+    assert out["head"] == 1
+    assert out["fence"] == 0xF00D
+    assert out["dst"] == [1000 + i + IMEM_K for i in range(nblocks)] + [0]
+    c = out["counters"]
+    assert c[Mmio.INSTRUCTIONS] == nblocks
+    assert c[Mmio.THREAD_INSTRUCTIONS] == nblocks * h.cfg.lanes
+    assert c[Mmio.MEM_TRANSACTIONS] == 2 * nblocks
+    assert c[Mmio.COMMANDS] == 1
+    assert c[Mmio.STALL_IDLE] == 0
+    assert 10 < c[Mmio.CYCLES_LO] <= out["cycles"] + 10 and c[Mmio.CYCLES_HI] == 0
+
+
+def test_ring_wraps_and_nop_fence_commands() -> None:
+    h = _harness("small")
+    out = {}
+
+    async def body(host: Host):
+        await host.setup(entries=4)
+        host.poke(PARAMS, [DST, 7])
+        # Three commands, then three more that wrap past the end of the 4-entry ring.
+        host.put_record(0, Command(CommandOp.NOP, 1))
+        host.put_record(1, _launch(2, (2, 1, 1)))
+        host.put_record(2, Command(CommandOp.FENCE, 3))
+        await host.write(Mmio.DOORBELL, 3)
+        await host.wait_done()
+        out["first"] = (await host.read(Mmio.HEAD), host.peek(FENCE)[0])
+        host.poke(PARAMS, [DST + 0x100, 50])
+        host.put_record(3, Command(CommandOp.NOP, 4))
+        host.put_record(0, _launch(5, (1, 1, 3)))
+        host.put_record(1, Command(CommandOp.FENCE, 6))
+        await host.write(Mmio.DOORBELL, 2)
+        await host.wait_done()
+        out["second"] = (await host.read(Mmio.HEAD), host.peek(FENCE)[0])
+        out["dst"] = host.peek(DST, 2) + host.peek(DST + 0x100, 3)
+        out["commands"] = await host.read(Mmio.COMMANDS)
+        out["status"] = await host.read(Mmio.STATUS)
+
+    _run(h, body)
+    assert out["first"] == (3, 3)
+    assert out["second"] == (2, 6)
+    assert out["dst"] == [7 + IMEM_K, 8 + IMEM_K, 50 + IMEM_K, 51 + IMEM_K, 52 + IMEM_K]
+    assert out["commands"] == 6
+    assert out["status"] == 0
+
+
+def test_core_fault_is_latched_and_cleared() -> None:
+    h = _harness("small")
+    out = {}
+
+    async def body(host: Host):
+        await host.setup()
+        host.poke(PARAMS, [DST, FAULT_MAGIC])
+        host.poke(FENCE, [0x5555])
+        host.put_record(0, _launch(0xAAAA, (1, 2, 1)))
+        host.put_record(1, _launch(0xBBBB, (1, 1, 1)))
+        await host.write(Mmio.DOORBELL, 2)
+        await host.wait_done()
+        out["status"] = await host.read(Mmio.STATUS)
+        out["fault"] = {r: await host.read(r) for r in (
+            Mmio.FAULT_CAUSE, Mmio.FAULT_PC, Mmio.FAULT_CORE, Mmio.FAULT_WARP,
+            Mmio.FAULT_LANES, Mmio.FAULT_BLOCK_X, Mmio.FAULT_BLOCK_Y, Mmio.FAULT_BLOCK_Z,
+            Mmio.FAULT_INSTR)}
+        out["head"] = await host.read(Mmio.HEAD)
+        out["fence"] = host.peek(FENCE)[0]
+        await host.write(Mmio.CONTROL, Control.CLEAR_FAULT)
+        out["after_clear"] = (await host.read(Mmio.STATUS), await host.read(Mmio.HEAD),
+                              await host.read(Mmio.FAULT_CAUSE))
+        # The cores were flushed: a good launch runs afterwards.
+        host.poke(PARAMS, [DST, 9])
+        host.put_record(2, _launch(0xCCCC, (2, 1, 1)))
+        await host.write(Mmio.DOORBELL, 3)
+        await host.wait_done()
+        out["next"] = (await host.read(Mmio.STATUS), host.peek(FENCE)[0], host.peek(DST, 2))
+
+    _run(h, body)
+    assert out["status"] == Status.FAULT
+    f = out["fault"]
+    assert f[Mmio.FAULT_CAUSE] == FaultCause.OUT_OF_RANGE
+    assert f[Mmio.FAULT_PC] == ENTRY
+    assert f[Mmio.FAULT_CORE] in (0, 1)
+    assert f[Mmio.FAULT_WARP] == 1
+    assert f[Mmio.FAULT_LANES] == 0b101
+    assert f[Mmio.FAULT_BLOCK_X] == 0 and f[Mmio.FAULT_BLOCK_Z] == 0
+    assert f[Mmio.FAULT_BLOCK_Y] in (0, 1)
+    assert f[Mmio.FAULT_INSTR] == FAULT_INSTR
+    assert out["head"] == 0
+    assert out["fence"] == 0x5555
+    assert out["after_clear"] == (0, 2, 0)
+    assert out["next"] == (0, 0xCCCC, [9 + IMEM_K, 10 + IMEM_K])
+
+
+@pytest.mark.parametrize("cmd", [
+    Command(7, 1),  # unknown opcode
+    Command(CommandOp.LAUNCH, 1, ENTRY, (1, 1, 1), (9, 1, 1), PARAMS, 8),  # > warps*lanes
+    Command(CommandOp.LAUNCH, 1, ENTRY, (0, 1, 1), (4, 1, 1), PARAMS, 8),  # empty grid
+    Command(CommandOp.LAUNCH, 1, ENTRY + 2, (1, 1, 1), (4, 1, 1), PARAMS, 8),  # misaligned
+    Command(CommandOp.LAUNCH, 1, ENTRY, (1, 1, 1), (4, 1, 1), PARAMS, 8, 1 << 20),  # shared
+], ids=["opcode", "threads", "grid", "entry", "shared"])
+def test_malformed_record_is_refused(cmd: Command) -> None:
+    h = _harness("tiny")  # 2 warps x 4 lanes: 8 threads per block at most
+    out = {}
+
+    async def body(host: Host):
+        await host.setup()
+        host.poke(FENCE, [0x77])
+        record = pack(cmd) if int(cmd.opcode) < 3 else pack(Command(CommandOp.NOP, 1))
+        words = list(struct.unpack("<16I", record))
+        words[0] = int(cmd.opcode)
+        host.poke(QUEUE, words)
+        await host.write(Mmio.DOORBELL, 1)
+        await host.wait_done()
+        out["status"] = await host.read(Mmio.STATUS)
+        out["cause"] = await host.read(Mmio.FAULT_CAUSE)
+        out["head"] = await host.read(Mmio.HEAD)
+        out["fence"] = host.peek(FENCE)[0]
+
+    _run(h, body)
+    assert out == {"status": Status.FAULT | Status.BAD_COMMAND, "cause": FaultCause.NONE,
+                   "head": 0, "fence": 0x77}
+
+
+def test_reserved_record_words_are_refused() -> None:
+    h = _harness("tiny")
+    out = {}
+
+    async def body(host: Host):
+        await host.setup()
+        words = list(struct.unpack("<16I", pack(Command(CommandOp.NOP, 1))))
+        words[14] = 1
+        host.poke(QUEUE, words)
+        await host.write(Mmio.DOORBELL, 1)
+        await host.wait_done()
+        out["status"] = await host.read(Mmio.STATUS)
+
+    _run(h, body)
+    assert out["status"] == Status.FAULT | Status.BAD_COMMAND
+
+
+def test_watchdog_stops_a_hung_kernel() -> None:
+    h = _harness("tiny", watchdog_cycles=300)
+    out = {}
+
+    async def body(host: Host):
+        await host.setup()
+        host.poke(PARAMS, [DST, HANG_MAGIC])
+        host.put_record(0, _launch(1, (1, 1, 1)))
+        await host.write(Mmio.DOORBELL, 1)
+        out["cycles"] = await host.wait_done(limit=2000)
+        out["status"] = await host.read(Mmio.STATUS)
+        out["cause"] = await host.read(Mmio.FAULT_CAUSE)
+
+    _run(h, body)
+    assert out["status"] == Status.FAULT
+    assert out["cause"] == FaultCause.WATCHDOG
+    assert 300 <= out["cycles"] < 400
