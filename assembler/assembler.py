@@ -19,7 +19,7 @@ from simtgpu.isa.abi import MAX_PARAMS
 
 from .expr import Forward, Value, evaluate
 from .floats import f32_bits_exact
-from .lexer import AsmError, Statement, Token, parse_statement
+from .lexer import AsmError, Reported, Statement, Token, parse_statement
 from .objfile import KernelInfo, ObjectFile, ParamInfo, Relocation, Symbol
 from .operands import encode_instruction, is_register_name
 from .pseudo import (
@@ -83,6 +83,7 @@ class _Assembler:
         self.equs: dict[str, tuple[list[Token], Statement]] = {}
         self.equ_cache: dict[str, Value] = {}
         self.equ_active: set[str] = set()
+        self.equ_failed: set[str] = set()
         self.kernels: dict[str, _Kernel] = {}
         self.items: list[_Item] = []
         self.pc = {"code": 0, "data": 0}
@@ -92,8 +93,14 @@ class _Assembler:
 
     # -- errors ----------------------------------------------------------------------------
     def error(self, st: Statement, col: int, message: str) -> None:
-        loc = SourceLocation(self.filename, st.line_no, max(col, 1), st.text)
+        # columns count a tab as reaching the next multiple of 8, as the rendered source does
+        col = len(st.text[:max(col, 1) - 1].expandtabs(8)) + 1
+        loc = SourceLocation(self.filename, st.line_no, col, st.text)
         self.errors.setdefault((st.line_no, col, message), SourceError(loc, message))
+
+    def report(self, st: Statement, e: AsmError) -> None:
+        if not isinstance(e, Reported):
+            self.error(st, e.col, e.message)
 
     # -- symbols ---------------------------------------------------------------------------
     def resolver(self, st: Statement, section: str, pc: int, final: bool,
@@ -122,6 +129,8 @@ class _Assembler:
     def equ_value(self, name: str, tok: Token, final: bool) -> Value:
         if name in self.equ_cache:
             return self.equ_cache[name]
+        if name in self.equ_failed:
+            raise Reported()
         toks, st = self.equs[name]
         if name in self.equ_active:
             raise AsmError(tok.col, f"'.equ {name}' is defined in terms of itself")
@@ -130,9 +139,10 @@ class _Assembler:
             # an .equ's '.' is meaningless away from its line; give it the value 0 there
             v = evaluate(toks, self.resolver(st, "code", 0, final))
         except AsmError as e:
-            self.error(st, e.col, e.message)
-            raise AsmError(tok.col, f"'{name}' has an error in its .equ (line {st.line_no})"
-                           ) from None
+            # reported once, at the .equ; its users fail quietly
+            self.report(st, e)
+            self.equ_failed.add(name)
+            raise Reported() from None
         finally:
             self.equ_active.discard(name)
         if final:
@@ -172,7 +182,7 @@ class _Assembler:
             try:
                 st = parse_statement(n, text)
             except AsmError as e:
-                self.error(Statement(n, text), e.col, e.message)
+                self.report(Statement(n, text), e)
                 continue
             for lab in st.labels:
                 self.define_label(st, lab, section, self.pc[section])
@@ -185,7 +195,7 @@ class _Assembler:
                 else:
                     self.instruction1(st, section, kernel)
             except AsmError as e:
-                self.error(st, e.col, e.message)
+                self.report(st, e)
         if kernel is not None:
             self.error(kernel.st, kernel.tok.col,
                        f"kernel '{kernel.name}' is never ended (missing .end)")
@@ -242,7 +252,7 @@ class _Assembler:
             k = self._need_kernel(st, kernel)
             k.end = self.pc["code"]
             if k.end == k.entry:
-                raise AsmError(head.col, f"kernel '{k.name}' has no instructions")
+                self.error(st, head.col, f"kernel '{k.name}' has no instructions")
             return section, None
         if d == ".param":
             name_t, type_t = self._operands(st, 2, ".param NAME, TYPE")
@@ -375,7 +385,7 @@ class _Assembler:
             try:
                 blob = self.emit(item)
             except AsmError as e:
-                self.error(item.st, e.col, e.message)
+                self.report(item.st, e)
                 continue
             assert len(blob) == item.size, (item.st.text, len(blob), item.size)
             out[item.section][item.offset:item.offset + item.size] = blob

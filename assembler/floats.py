@@ -55,7 +55,7 @@ def f32_bits(text: str, negative: bool = False) -> int:
         return sign | QNAN
     q = Fraction(text)
     try:
-        return f32_bits_exact(-q if negative else q)
+        return sign | f32_bits_exact(q)  # the sign apart, so that -0.0 keeps it
     except ValueError:
         raise ValueError(f"float constant {'-' if negative else ''}{text} is out of range "
                          "for binary32 (largest finite 3.4028235e38; write inf)") from None

@@ -21,6 +21,13 @@ class AsmError(Exception):
         self.message = message
 
 
+class Reported(AsmError):
+    """An error already recorded elsewhere (in an .equ): stop here, report nothing more."""
+
+    def __init__(self) -> None:
+        super().__init__(0, "")
+
+
 @dataclass(frozen=True)
 class Token:
     kind: str  # "ident", "int", "float", "punct"

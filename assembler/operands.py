@@ -64,8 +64,9 @@ def parse_pred(toks: list[Token], allow_not: bool) -> tuple[int, bool]:
     raise AsmError(t.col, f"{prefix}expected {what}, got '{_describe(toks[i:] or toks)}'")
 
 
-def parse_mem(toks: list[Token], evaluate: Evaluator, reg_only: bool) -> tuple[int, int]:
-    """``[rN]``, ``[rN+expr]``, ``[rN-expr]``: (register, byte offset)."""
+def parse_mem(toks: list[Token], evaluate: Evaluator, reg_only: bool
+              ) -> tuple[int, int, Token]:
+    """``[rN]``, ``[rN+expr]``, ``[rN-expr]``: (register, byte offset, offset's first token)."""
     form = "[rN]" if reg_only else "[rN], [rN+offset] or [rN-offset]"
     if not toks[0].is_punct("[") or not toks[-1].is_punct("]") or len(toks) < 3:
         raise AsmError(toks[0].col, f"expected a memory operand {form}, "
@@ -74,14 +75,14 @@ def parse_mem(toks: list[Token], evaluate: Evaluator, reg_only: bool) -> tuple[i
     reg = parse_reg(inner[:1])
     rest = inner[1:]
     if not rest:
-        return reg, 0
+        return reg, 0, inner[0]
     if reg_only:
         raise AsmError(rest[0].col, "this instruction takes no address offset: write [rN]")
     if not (rest[0].is_punct("+") or rest[0].is_punct("-")):
         raise AsmError(rest[0].col, f"expected '+' or '-' after the address register, "
                        f"got '{rest[0].text}'")
     v = evaluate(rest, False)
-    return reg, _absolute_int(v, rest[0])
+    return reg, _absolute_int(v, rest[0]), rest[0]
 
 
 def _absolute_int(v: Value, tok: Token) -> int:
@@ -116,10 +117,10 @@ def encode_instruction(instr: Instr, operands: list[list[Token]], head: Token,
             idx, neg = parse_pred(toks, allow_not=True)
             fields[op.fields[0]] = pred_src_encode(idx, neg)
         elif k in (Kind.MEM, Kind.MEM_REG):
-            reg, off = parse_mem(toks, evaluate, reg_only=k is Kind.MEM_REG)
+            reg, off, off_tok = parse_mem(toks, evaluate, reg_only=k is Kind.MEM_REG)
             fields["rs1"] = reg
             if k is Kind.MEM:
-                _check_range(off, IMM11.min, IMM11.max, "offset", instr, toks[1])
+                _check_range(off, IMM11.min, IMM11.max, "offset", instr, off_tok)
                 fields["imm11" if "imm11" in op.fields else "simm"] = off
         elif k is Kind.SREG:
             if len(toks) != 1 or toks[0].text not in SREG_BY_NAME:
