@@ -443,7 +443,8 @@ def _push(w: Wave, gi: np.ndarray, kind: int, pc: int, masks: np.ndarray,
 def pop(w: Wave, gi: np.ndarray, underflow_faults: bool, lanes: np.ndarray) -> None:
     """Pop the stacks of warps ``gi``: pc = entry.pc, active = entry.mask & live, again while
     that mask is empty. An empty stack ends the warp when no lane is live; with live lanes it
-    is STACK_UNDERFLOW for ``sync`` and the end of the warp for ``exit``."""
+    is STACK_UNDERFLOW (reported with ``lanes``, the warp's active lanes) when
+    ``underflow_faults``."""
     todo = gi
     rows = np.arange(gi.size)
     while todo.size:
@@ -515,26 +516,31 @@ def sync(w: Wave, op, g, ex) -> None:
 
 def exit_(w: Wave, op, g, ex) -> None:
     """live &= ~exec, active &= ~exec; a warp left without active lanes pops as sync does
-    (an empty stack then ends the warp); the others go on at pc + 4."""
+    (an empty stack ends the warp when no lane is live, and is STACK_UNDERFLOW otherwise);
+    the others go on at pc + 4."""
     gi = w.indices(g)
     ex = np.array(ex, copy=True)
+    before = w.active[gi]
     w.live[gi] &= ~ex
-    act = w.active[gi] & ~ex
+    act = before & ~ex
     w.active[gi] = act
     still = act.any(axis=1)
     w.pc[gi[still]] = op.pc + 4
     if (~still).any():
-        pop(w, gi[~still], False, ex[~still])
+        pop(w, gi[~still], True, before[~still])
 
 
 def bar(w: Wave, op, g, ex) -> None:
-    """Wait for every warp of the block; the warp must run with exec == live."""
+    """Wait for every warp of the block. The warp must not be divergent (active == live);
+    like ssy and sync, bar acts on the whole warp and its guard is ignored."""
     gi = w.indices(g)
-    partial = (ex != w.live[gi])
+    act = w.active[gi]
+    partial = act != w.live[gi]
     if partial.any():
         k = int(np.argmax(partial.any(axis=1)))
-        raise Fault(FaultCause.DIVERGENT_BARRIER, int(gi[k]), ex[k].copy(),
-                    f"bar with lanes 0x{_bits(ex[k]):x} of live lanes 0x{_bits(w.live[gi[k]]):x}")
+        raise Fault(FaultCause.DIVERGENT_BARRIER, int(gi[k]), act[k].copy(),
+                    f"bar with active lanes 0x{_bits(act[k]):x} of live lanes "
+                    f"0x{_bits(w.live[gi[k]]):x}")
     w.pc[gi] = op.pc + 4
     w.status[gi] = WAIT
     w.n_wait += gi.size
