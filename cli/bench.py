@@ -1,0 +1,287 @@
+"""``make bench``: ISS throughput, written into docs/performance.md.
+
+Runs vector add, block reduction and matrix multiply through the driver on the ISS at
+warp sizes 8 (configuration ``small``) and 32 (``full``), each a few times, checks every
+result against NumPy, and reports the median thread-instructions per second together with
+the command that reproduces each figure and the machine it ran on.
+
+docs/performance.md is assembled from sections, each between marker comments and owned by
+one tool. :func:`write_section` replaces one section and leaves the others alone, so other
+tools (RTL throughput, compiler quality) add theirs the same way::
+
+    from simtgpu.cli.bench import write_section
+    write_section("rtl-throughput", "## RTL throughput\\n\\n...")
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import datetime
+import os
+import platform
+import re
+import statistics
+import subprocess
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+from simtgpu.errors import SimtgpuError
+
+ROOT = Path(__file__).resolve().parents[1]
+PERF_DOC = ROOT / "docs" / "performance.md"
+ASM = ROOT / "examples" / "asm"
+SECTION = "iss-throughput"
+TARGET = 5e6  # thread-instructions per second at warp size 32
+MEMORY_BYTES = 256 << 20  # big enough for the largest workload's buffers
+
+DOC_HEADER = """# Performance
+
+Measured figures of simtgpu. Each section below is written by the tool named in its marker
+comment; rerun that tool to refresh it rather than editing the text by hand.
+"""
+
+
+# -- docs/performance.md sections ------------------------------------------------------------
+def _markers(name: str) -> tuple[str, str]:
+    if not re.fullmatch(r"[a-z0-9][a-z0-9-]*", name):
+        raise ValueError(f"section name must be lower-case words joined by '-', not {name!r}")
+    return (f"<!-- BEGIN SECTION {name} -->", f"<!-- END SECTION {name} -->")
+
+
+def write_section(name: str, body: str, path: Path = PERF_DOC) -> None:
+    """Replace section ``name`` of the document at ``path`` with ``body`` (Markdown), or
+    append it when absent; text outside that section is kept byte for byte."""
+    begin, end = _markers(name)
+    block = f"{begin}\n{body.strip()}\n{end}\n"
+    text = path.read_text() if path.exists() else DOC_HEADER
+    pattern = re.compile(re.escape(begin) + r".*?" + re.escape(end) + r"\n?", re.S)
+    if pattern.search(text):
+        text = pattern.sub(lambda _: block, text, count=1)
+    else:
+        text = text.rstrip("\n") + "\n\n" + block
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+
+
+def read_section(name: str, path: Path = PERF_DOC) -> str | None:
+    """The body of section ``name``, or None."""
+    begin, end = _markers(name)
+    if not path.exists():
+        return None
+    m = re.search(re.escape(begin) + r"\n(.*?)" + re.escape(end), path.read_text(), re.S)
+    return m.group(1).rstrip("\n") if m else None
+
+
+# -- workloads -------------------------------------------------------------------------------
+@dataclass
+class Measurement:
+    workload: str
+    warp: int
+    config: str
+    size: str
+    thread_instructions: int
+    warp_instructions: int
+    seconds: list[float]
+    command: str
+
+    @property
+    def median_s(self) -> float:
+        return statistics.median(self.seconds)
+
+    @property
+    def rate(self) -> float:
+        return self.thread_instructions / self.median_s
+
+
+def _device(config: str):
+    from simtgpu.driver_model import CONFIGS, Device
+    from simtgpu.driver_model.backend_iss import IssBackend
+
+    cfg = dataclasses.replace(CONFIGS[config], memory_bytes=MEMORY_BYTES)
+    return Device(IssBackend(cfg))
+
+
+def _vector_add(dev, scale: float, rng):
+    n = max(1024, int((3 << 20) * scale))
+    k = dev.load_module(ASM / "vector_add.s").kernel("vector_add")
+    a = rng.standard_normal(n).astype(np.float32)
+    b = rng.standard_normal(n).astype(np.float32)
+    da, db, dc = dev.to_device(a), dev.to_device(b), dev.empty(n, np.float32)
+    block = dev.config.max_threads_per_block
+
+    def run():
+        return dev.launch(k, -(-n // block), block, (da, db, dc, n))
+
+    def check() -> bool:
+        return np.array_equal(dc.to_host(), a + b)
+
+    return f"n={n}", run, check
+
+
+def _reduction(dev, scale: float, rng):
+    n = max(1024, int((1 << 19) * scale))
+    k = dev.load_module(ASM / "reduction.s").kernel("block_sum")
+    block = dev.config.max_threads_per_block
+    grid = -(-n // block)
+    x = rng.uniform(-1, 1, n).astype(np.float32)
+    dx, dout = dev.to_device(x), dev.empty(grid, np.float32)
+
+    def run():
+        return dev.launch(k, grid, block, (dx, dout, n))
+
+    def check() -> bool:
+        want = np.pad(x.astype(np.float64), (0, grid * block - n)).reshape(grid, -1).sum(1)
+        return np.allclose(dout.to_host(), want, rtol=1e-5, atol=1e-5)
+
+    return f"n={n}, block={block}", run, check
+
+
+def _matmul(dev, scale: float, rng):
+    m = max(16, int(round(192 * scale ** (1 / 3) / 16)) * 16)
+    k_ = dev.load_module(ASM / "matmul.s").kernel("matmul")
+    a = rng.uniform(-1, 1, (m, m)).astype(np.float32)
+    b = rng.uniform(-1, 1, (m, m)).astype(np.float32)
+    da, db, dc = dev.to_device(a), dev.to_device(b), dev.empty((m, m), np.float32)
+    bx, by = dev.config.lanes, dev.config.warps_per_core
+    grid = (-(-m // bx), -(-m // by))
+
+    def run():
+        return dev.launch(k_, grid, (bx, by), (da, db, dc, m, m, m))
+
+    def check() -> bool:
+        want = a.astype(np.float64) @ b.astype(np.float64)
+        return np.allclose(dc.to_host(), want, rtol=0, atol=m * 2.0 ** -22)
+
+    return f"{m}x{m}x{m}, block=({bx},{by})", run, check
+
+
+WORKLOADS: dict[str, Callable] = {
+    "vector_add": _vector_add, "reduction": _reduction, "matmul": _matmul,
+}
+WARP_CONFIGS = {8: "small", 32: "full"}
+
+
+def measure(workload: str, warp: int, runs: int, scale: float, seed: int = 0) -> Measurement:
+    dev = _device(WARP_CONFIGS[warp])
+    label, run, check = WORKLOADS[workload](dev, scale, np.random.default_rng(seed))
+    run()  # warm-up: decodes the program once, touches the memory
+    seconds = []
+    res = None
+    for _ in range(runs):
+        res = run()
+        seconds.append(res.wall_s)
+    if not check():
+        raise SimtgpuError(f"bench: {workload} at warp size {warp} gave a wrong result")
+    assert res is not None
+    cmd = f"python -m simtgpu.cli.bench --only {workload} --warp {warp} --runs {runs}"
+    if scale != 1.0:
+        cmd += f" --scale {scale:g}"
+    return Measurement(workload, warp, WARP_CONFIGS[warp], label, res.thread_instructions,
+                       res.instructions, seconds, cmd)
+
+
+# -- report ----------------------------------------------------------------------------------
+def machine() -> dict[str, str]:
+    cpu = platform.processor() or platform.machine()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    try:
+        commit = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"],
+                                capture_output=True, text=True, timeout=10).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        commit = ""
+    return {
+        "cpu": cpu,
+        "nproc": str(os.cpu_count()),
+        "python": platform.python_version(),
+        "numpy": np.__version__,
+        "os": f"{platform.system()} {platform.release()}",
+        "commit": commit or "unknown",
+        "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+    }
+
+
+def render(results: list[Measurement], runs: int, info: dict[str, str]) -> str:
+    lines = [
+        "## ISS throughput",
+        "",
+        "Thread-instructions per second of the golden simulator, launched through the driver "
+        "(command queue, ISS backend), for the example kernels. A thread-instruction is one "
+        "instruction executed by one lane; the time is the launch's wall time from the "
+        "doorbell to the fence, after one warm-up launch. Warp size 8 is configuration "
+        "`small`, warp size 32 is `full` (both with device memory enlarged to "
+        f"{MEMORY_BYTES >> 20} MiB to hold the inputs). Each figure is the median of {runs} "
+        "runs; every result was checked against NumPy.",
+        "",
+        f"Machine: {info['cpu']}, `nproc` = {info['nproc']}, Python {info['python']}, "
+        f"NumPy {info['numpy']}, {info['os']}; commit {info['commit']}, {info['date']}. "
+        "The machine was shared with other jobs, so figures vary by some tens of percent "
+        "between runs.",
+        "",
+        "| kernel | warp size | problem | thread-instr / launch | median time | "
+        "M thread-instr/s | runs (s) | command |",
+        "| --- | ---: | --- | ---: | ---: | ---: | --- | --- |",
+    ]
+    for r in results:
+        runs_s = ", ".join(f"{s:.2f}" for s in r.seconds)
+        lines.append(
+            f"| {r.workload} | {r.warp} | {r.size} | {r.thread_instructions:,} | "
+            f"{r.median_s:.2f} s | {r.rate / 1e6:.1f} | {runs_s} | `{r.command}` |")
+    at32 = [r for r in results if r.warp == 32]
+    if at32:
+        worst = min(at32, key=lambda r: r.rate)
+        verdict = "meets" if worst.rate >= TARGET else "MISSES"
+        lines += ["", f"Target: at least {TARGET / 1e6:.0f} M thread-instructions/s at warp "
+                  f"size 32. The slowest kernel at warp size 32 ({worst.workload}, "
+                  f"{worst.rate / 1e6:.1f} M/s) {verdict} it."]
+    lines += ["", "Reproduce everything with `make bench` (`python -m simtgpu.cli.bench`)."]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="make bench", description=__doc__.splitlines()[0])
+    p.add_argument("--only", choices=sorted(WORKLOADS), action="append",
+                   help="run only this kernel (repeatable)")
+    p.add_argument("--warp", type=int, choices=sorted(WARP_CONFIGS), action="append",
+                   help="run only this warp size (repeatable)")
+    p.add_argument("--runs", type=int, default=3, help="timed runs per figure (default 3)")
+    p.add_argument("--scale", type=float, default=1.0,
+                   help="problem-size factor (default 1: about 1-3 s per launch)")
+    p.add_argument("--no-write", action="store_true",
+                   help="print the section instead of writing docs/performance.md")
+    p.add_argument("--output", type=Path, default=PERF_DOC, help=argparse.SUPPRESS)
+    args = p.parse_args(argv)
+    if args.runs < 1 or args.scale <= 0:
+        p.error("--runs must be at least 1 and --scale positive")
+    results = []
+    try:
+        for workload in args.only or list(WORKLOADS):
+            for warp in args.warp or sorted(WARP_CONFIGS):
+                r = measure(workload, warp, args.runs, args.scale)
+                print(f"{workload:<11} warp {warp:>2}  {r.size:<24} "
+                      f"{r.rate / 1e6:7.1f} M thread-instr/s  (median {r.median_s:.2f} s "
+                      f"of {args.runs})", flush=True)
+                results.append(r)
+    except SimtgpuError as e:
+        print(e.render(), file=sys.stderr)
+        return 1
+    body = render(results, args.runs, machine())
+    if args.no_write:
+        print(body)
+    else:
+        write_section(SECTION, body, args.output)
+        print(f"wrote section '{SECTION}' of {args.output}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

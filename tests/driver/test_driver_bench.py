@@ -1,0 +1,35 @@
+"""cli/bench.py: sections of docs/performance.md and a tiny measured run."""
+
+from __future__ import annotations
+
+from simtgpu.cli import bench
+
+
+def test_write_section_replaces_only_its_block(tmp_path):
+    doc = tmp_path / "perf.md"
+    bench.write_section("iss-throughput", "## ISS\n\nold", doc)
+    bench.write_section("rtl-throughput", "## RTL\n\nrtl figures", doc)
+    before = doc.read_text()
+    assert before.startswith("# Performance")
+    bench.write_section("iss-throughput", "## ISS\n\nnew", doc)
+    after = doc.read_text()
+    assert bench.read_section("iss-throughput", doc) == "## ISS\n\nnew"
+    assert bench.read_section("rtl-throughput", doc) == "## RTL\n\nrtl figures"
+    assert after.replace("new", "old") == before  # nothing else moved
+    bench.write_section("iss-throughput", "## ISS\n\nnew", doc)
+    assert doc.read_text() == after  # idempotent
+    assert bench.read_section("compiler", doc) is None
+
+
+def test_small_bench_run_writes_a_checked_section(tmp_path, capsys):
+    doc = tmp_path / "perf.md"
+    rc = bench.main(["--only", "vector_add", "--warp", "8", "--runs", "2", "--scale", "0.01",
+                     "--output", str(doc)])
+    assert rc == 0
+    body = bench.read_section("iss-throughput", doc)
+    assert body is not None
+    row = [x for x in body.splitlines() if x.startswith("| vector_add | 8 |")]
+    assert len(row) == 1
+    assert "`python -m simtgpu.cli.bench --only vector_add --warp 8 --runs 2 --scale 0.01`" \
+        in row[0]
+    assert "nproc" in body and "median of 2 runs" in body
