@@ -225,7 +225,8 @@ def cvt(op: str, a: object) -> np.ndarray:
         # int -> float64 is exact (|x| < 2^53); float64 -> float32 rounds to nearest even.
         r = ints.astype(np.float64).astype(np.float32)
         return _out(r.view(np.uint32))
-    x = _f(_ftz(a)).astype(np.float64)
+    with np.errstate(invalid="ignore"):  # signalling NaN patterns
+        x = _f(_ftz(a)).astype(np.float64)
     lo, hi = (-(2.0**31), 2.0**31 - 1) if op == "f2i" else (0.0, 2.0**32 - 1)
     with np.errstate(invalid="ignore"):
         t = np.clip(np.trunc(x), lo, hi)
@@ -256,7 +257,8 @@ def sfu_error_bound(op: str, a: object) -> np.ndarray:
     if op not in SFU_OPS:
         raise NumericsError(f"sfu_error_bound: unknown function {op!r}; expected one of "
                             f"{', '.join(SFU_OPS)}")
-    x = _f(_ftz(_u32(a))).astype(np.float64)
+    with np.errstate(invalid="ignore"):
+        x = _f(_ftz(_u32(a))).astype(np.float64)
     if op in ("sin", "cos"):
         ax = np.abs(x)
         bound = SFU_TRIG_ABS_ERR + ax * SFU_TRIG_ABS_ERR_SLOPE
