@@ -1,0 +1,114 @@
+"""The compile pipeline: front end -> verified IR -> passes -> ISA assembly or PTX text."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from . import ir, passes
+from .frontend import lower_kernel
+from .ir import F32, I32, Type
+
+
+@dataclass(frozen=True)
+class Target:
+    """What to compile for: ``isa`` (this GPU, with its warp size) or ``ptx`` (sm_80/sm_90)."""
+
+    kind: str = "isa"
+    warp_size: int = 8
+    arch: str = "sm_90"
+
+    @classmethod
+    def ptx(cls, arch: str = "sm_90") -> Target:
+        return cls("ptx", 32, arch)
+
+
+@dataclass
+class CompiledKernel:
+    name: str
+    target: Target
+    ir_text: str
+    code: str  # assembly text (isa) or PTX text
+    params: list[tuple[str, str]]  # (name, kind): kind is ptr | i32 | f32
+    shared_bytes: int
+    threads: int
+    block: tuple[int, int, int]
+    compile_ms: float
+    stats: dict = field(default_factory=dict)
+
+    def object_file(self):
+        """The assembled object (isa target)."""
+        from simtgpu.assembler import assemble
+
+        if self.target.kind != "isa":
+            raise ValueError("only isa kernels assemble into an object file")
+        return assemble(self.code, f"<{self.name}>")
+
+
+_TYPE_NAMES = {"*fp32": ir.ptr("f32"), "*f32": ir.ptr("f32"), "*i32": ir.ptr("i32"),
+               "*int32": ir.ptr("i32"), "*u32": ir.ptr("i32"), "fp32": F32, "f32": F32,
+               "i32": I32, "int32": I32, "u32": I32}
+
+
+def parse_type(text: str) -> Type:
+    """Triton-style signature type names: ``*fp32``, ``*i32``, ``i32``, ``fp32``."""
+    t = _TYPE_NAMES.get(text.strip())
+    if t is None:
+        raise ValueError(f"unknown parameter type '{text}' (use *fp32, *i32, i32, fp32)")
+    return t
+
+
+def type_of_arg(value) -> Type:
+    """Parameter type from a launch argument (NumPy array, DeviceArray, int, float)."""
+    from simtgpu.driver_model import DeviceArray
+
+    if isinstance(value, np.ndarray | DeviceArray):
+        dt = np.dtype(value.dtype)
+        if dt == np.float32:
+            return ir.ptr("f32")
+        if dt in (np.dtype(np.int32), np.dtype(np.uint32)):
+            return ir.ptr("i32")
+        raise TypeError(f"arrays of {dt} are not supported (float32, int32, uint32)")
+    if isinstance(value, bool | np.bool_):
+        return I32
+    if isinstance(value, int | np.integer):
+        return I32
+    if isinstance(value, float | np.floating):
+        return F32
+    raise TypeError(f"cannot pass a {type(value).__name__} to a kernel")
+
+
+def compile_function(fn, arg_types: dict[str, Type], constexprs: dict, target: Target,
+                     num_warps: int = 4, block: tuple[int, int, int] | None = None,
+                     name: str | None = None, optimize: bool = True) -> CompiledKernel:
+    """Compile the Python kernel ``fn`` for ``target``."""
+    t0 = time.perf_counter()
+    if block is None:
+        block = (num_warps * target.warp_size, 1, 1)
+    threads = block[0] * block[1] * block[2]
+    f = lower_kernel(fn, arg_types, constexprs, threads, target.warp_size, name)
+    ir.verify(f)
+    if optimize:
+        passes.optimize(f)
+    ir_text = ir.print_function(f)
+    stats: dict = {}
+    if target.kind == "isa":
+        from .isa_codegen import generate
+
+        res = generate(f)
+        code = res.text
+        stats = {"registers": res.registers, "static_instructions": res.instructions}
+    elif target.kind == "ptx":
+        from .ptx_codegen import generate_ptx
+
+        code = generate_ptx(f, target.arch)
+    else:
+        raise ValueError(f"unknown target {target.kind}")
+    from .isa_codegen import param_kind
+
+    ms = (time.perf_counter() - t0) * 1000
+    return CompiledKernel(f.name, target, ir_text, code,
+                          [(p.name, param_kind(p.type)) for p in f.params], f.shared_bytes,
+                          threads, block, ms, stats)

@@ -1,0 +1,693 @@
+"""Front end: a ``@jit`` kernel's Python AST to IR.
+
+The walker evaluates compile-time values (``tl.constexpr`` parameters, Python numbers,
+tuples) in Python and builds IR for tensors. ``if`` on a tensor condition becomes an IR
+``if``; ``for`` over ``range``/``tl.range`` becomes an IR ``for`` with the variables it
+reassigns carried through; ``tl.static_range`` unrolls. Every user mistake becomes a
+:class:`simtgpu.errors.SourceError` at the kernel's file, line and column.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import inspect
+import operator
+import textwrap
+from dataclasses import dataclass
+
+from simtgpu.errors import SourceError, SourceLocation
+
+from . import ir, language
+from .ir import F32, I1, I32, Type
+from .tiles import CompileError, Lowering, Tile
+
+
+@dataclass
+class KernelSource:
+    """A kernel's parsed source and where it sits in its file."""
+
+    name: str
+    file: str
+    first_line: int  # 1-based line of the 'def' (or decorator) in the file
+    indent: int
+    lines: list[str]
+    tree: ast.FunctionDef
+    globals: dict
+    params: list[str]
+    constexpr_params: set[str]
+    defaults: dict
+
+    @classmethod
+    def from_function(cls, fn) -> KernelSource:
+        try:
+            src_lines, first = inspect.getsourcelines(fn)
+            file = inspect.getsourcefile(fn) or "<kernel>"
+        except (OSError, TypeError) as e:
+            raise CompileError(f"cannot read the source of {fn.__name__}: {e}") from None
+        src = "".join(src_lines)
+        indent = len(src_lines[0]) - len(src_lines[0].lstrip())
+        tree = ast.parse(textwrap.dedent(src))
+        fdef = next(n for n in tree.body if isinstance(n, ast.FunctionDef))
+        g = dict(fn.__globals__)
+        if fn.__closure__:
+            for name, cell in zip(fn.__code__.co_freevars, fn.__closure__, strict=True):
+                g[name] = cell.cell_contents
+        params, cexpr = [], set()
+        for a in fdef.args.args:
+            params.append(a.arg)
+            ann = a.annotation
+            if ann is not None and _is_constexpr_annotation(ann, g):
+                cexpr.add(a.arg)
+        sig = inspect.signature(fn)
+        defaults = {k: v.default for k, v in sig.parameters.items()
+                    if v.default is not inspect.Parameter.empty}
+        return cls(fn.__name__, file, first, indent, src_lines, fdef, g, params, cexpr,
+                   defaults)
+
+    def loc(self, node: ast.AST | None) -> SourceLocation:
+        if node is None or not hasattr(node, "lineno"):
+            node = self.tree
+        line = self.first_line + node.lineno - 1
+        col = node.col_offset + self.indent + 1
+        text = self.lines[node.lineno - 1] if node.lineno - 1 < len(self.lines) else None
+        return SourceLocation(self.file, line, col, text)
+
+
+def _is_constexpr_annotation(ann: ast.AST, g: dict) -> bool:
+    if isinstance(ann, ast.Attribute) and ann.attr == "constexpr":
+        return True
+    if isinstance(ann, ast.Name):
+        v = g.get(ann.id)
+        return v is language.constexpr or ann.id == "constexpr"
+    if isinstance(ann, ast.Constant) and isinstance(ann.value, str):
+        return ann.value.endswith("constexpr")
+    return False
+
+
+class _Return(Exception):
+    """Unwinds the statements after a ``return`` in the current region."""
+
+
+_BINOPS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
+           ast.Div: operator.truediv, ast.FloorDiv: operator.floordiv, ast.Mod: operator.mod,
+           ast.BitAnd: operator.and_, ast.BitOr: operator.or_, ast.BitXor: operator.xor,
+           ast.LShift: operator.lshift, ast.RShift: operator.rshift, ast.Pow: operator.pow}
+_CMPOPS = {ast.Lt: operator.lt, ast.LtE: operator.le, ast.Gt: operator.gt, ast.GtE: operator.ge,
+           ast.Eq: operator.eq, ast.NotEq: operator.ne, ast.Is: operator.is_,
+           ast.IsNot: operator.is_not}
+_PY_CALLS_OK = {builtins.float, builtins.int, builtins.min, builtins.max, builtins.len,
+                builtins.abs, builtins.bool, builtins.round, builtins.isinstance, builtins.print,
+                builtins.tuple, builtins.list}
+
+
+class CodeGen:
+    """Walks one kernel's AST and emits IR through a :class:`Lowering`."""
+
+    def __init__(self, src: KernelSource, arg_types: dict[str, Type], constexprs: dict,
+                 threads: int, warp_size: int, name: str | None = None):
+        self.src = src
+        fn = ir.Function(name or src.name, [], ir.Block(), threads=threads,
+                         warp_size=warp_size)
+        self.fn = fn
+        self.ctx = Lowering(fn, threads, warp_size)
+        self.ctx.thread_level = self._uses_thread_intrinsics()
+        self.env: dict[str, object] = {}
+        self.node: ast.AST | None = None
+        for pname in src.params:
+            if pname in constexprs:
+                self.env[pname] = constexprs[pname]
+            elif pname in src.constexpr_params:
+                if pname in src.defaults:
+                    self.env[pname] = src.defaults[pname]
+                else:
+                    raise SourceError(src.loc(src.tree),
+                                      f"constexpr parameter '{pname}' needs a value "
+                                      f"(pass {pname}=... or -D {pname}=...)")
+            else:
+                t = arg_types.get(pname)
+                if t is None:
+                    raise SourceError(src.loc(src.tree), f"no type for parameter '{pname}'")
+                v = ir.Value(t, None, pname)
+                fn.params.append(ir.Param(pname, t, v))
+                self.env[pname] = Tile(self.ctx, (), t, slots=[v])
+
+    def _uses_thread_intrinsics(self) -> bool:
+        for n in ast.walk(self.src.tree):
+            if isinstance(n, ast.Attribute) and n.attr in language.THREAD_LEVEL_NAMES:
+                return True
+        return False
+
+    # --- errors ------------------------------------------------------------------------------
+    def error(self, node: ast.AST | None, msg: str) -> SourceError:
+        return SourceError(self.src.loc(node or self.node), msg)
+
+    # --- entry ---------------------------------------------------------------------------------
+    def generate(self) -> ir.Function:
+        try:
+            self.block(self.src.tree.body)
+        except _Return:
+            pass
+        except CompileError as e:
+            raise self.error(self.node, str(e)) from None
+        self.ctx.finish_shared()
+        return self.fn
+
+    def block(self, stmts: list[ast.stmt]) -> None:
+        for s in stmts:
+            self.stmt(s)
+
+    def stmt(self, node: ast.stmt) -> None:
+        self.node = node
+        self.ctx.b.loc = self.src.loc(node)
+        meth = getattr(self, "stmt_" + type(node).__name__, None)
+        if meth is None:
+            raise self.error(node, f"unsupported statement '{type(node).__name__}' in a kernel")
+        try:
+            meth(node)
+        except CompileError as e:
+            raise self.error(self.node, str(e)) from None
+
+    # --- statements ----------------------------------------------------------------------------
+    def stmt_Expr(self, node: ast.Expr) -> None:
+        if isinstance(node.value, ast.Constant) and isinstance(node.value.value, str):
+            return  # docstring
+        self.expr(node.value)
+
+    def stmt_Pass(self, node: ast.Pass) -> None:
+        pass
+
+    def stmt_Assign(self, node: ast.Assign) -> None:
+        value = self.expr(node.value)
+        for target in node.targets:
+            self.assign(target, value)
+
+    def stmt_AnnAssign(self, node: ast.AnnAssign) -> None:
+        if node.value is None:
+            raise self.error(node, "a declaration without a value is not supported")
+        self.assign(node.target, self.expr(node.value))
+
+    def stmt_AugAssign(self, node: ast.AugAssign) -> None:
+        op = _BINOPS.get(type(node.op))
+        if op is None:
+            raise self.error(node, "unsupported operator")
+        cur = self.expr(_load_form(node.target))
+        self.node = node
+        self.assign(node.target, self.apply(op, cur, self.expr(node.value)))
+
+    def assign(self, target: ast.expr, value) -> None:
+        self.node = target
+        if isinstance(target, ast.Name):
+            self.env[target.id] = value
+        elif isinstance(target, ast.Tuple | ast.List):
+            if not isinstance(value, tuple | list) or len(value) != len(target.elts):
+                raise self.error(target, "cannot unpack this value into "
+                                 f"{len(target.elts)} names")
+            for t, v in zip(target.elts, value, strict=True):
+                self.assign(t, v)
+        elif isinstance(target, ast.Subscript):
+            obj = self.expr(target.value)
+            if not isinstance(obj, language.SharedArray):
+                raise self.error(target, "only shared arrays can be assigned by index; "
+                                 "use tl.store for global memory")
+            obj[self.expr(target.slice)] = value
+        else:
+            raise self.error(target, "unsupported assignment target")
+
+    def stmt_Assert(self, node: ast.Assert) -> None:
+        cond = self.expr(node.test)
+        if isinstance(cond, Tile):
+            return  # device-side asserts are not checked
+        if not cond:
+            msg = self.expr(node.msg) if node.msg is not None else "assertion failed"
+            raise self.error(node, f"static assertion failed: {msg}")
+
+    def stmt_Return(self, node: ast.Return) -> None:
+        if node.value is not None:
+            raise self.error(node, "a kernel cannot return a value; store it instead")
+        if self.depth == 0:
+            raise _Return()
+        self.ctx.b.op("exit", [])
+        raise _Return()
+
+    depth = 0
+
+    def stmt_If(self, node: ast.If) -> None:
+        cond = self.expr(node.test)
+        self.node = node
+        if not isinstance(cond, Tile):
+            self.block(node.body if cond else node.orelse)
+            return
+        if not cond.is_scalar:
+            raise self.error(node.test, f"an 'if' condition must be a scalar, not a tile of "
+                             f"shape {list(cond.shape)} (use tl.where for elementwise choice)")
+        c = self.ctx.cast(cond, I1).scalar
+        pre = dict(self.env)
+        parent = self.ctx.b.block
+        dirty0 = self.ctx.scratch_dirty
+        results = []
+        for body in (node.body, node.orelse):
+            blk = ir.Block()
+            self.ctx.b.block = blk
+            self.env = dict(pre)
+            self.ctx.scratch_dirty = dirty0
+            returned = False
+            self.depth += 1
+            try:
+                self.block(body)
+            except _Return:
+                returned = True
+            finally:
+                self.depth -= 1
+            results.append((blk, self.env, returned, self.ctx.scratch_dirty))
+        self.ctx.scratch_dirty = results[0][3] or results[1][3]
+        (tb, tenv, tret, _), (eb, eenv, eret, _) = results
+        names = [n for n in dict.fromkeys(list(tenv) + list(eenv))
+                 if tenv.get(n, _MISSING) is not pre.get(n, _MISSING)
+                 or eenv.get(n, _MISSING) is not pre.get(n, _MISSING)]
+        merged: list[tuple[str, Tile | object]] = []
+        yields_t: list = []
+        yields_e: list = []
+        for n in names:
+            tv, ev = tenv.get(n, _MISSING), eenv.get(n, _MISSING)
+            if tret:
+                tv = ev
+            if eret:
+                ev = tv
+            if tv is _MISSING or ev is _MISSING:
+                continue  # defined on one path only: not visible after the if
+            if not isinstance(tv, Tile) and not isinstance(ev, Tile):
+                if tv is ev or (type(tv) is type(ev) and tv == ev):
+                    merged.append((n, tv))
+                    continue
+                if not (isinstance(tv, int | float) and isinstance(ev, int | float)):
+                    raise self.error(node, f"'{n}' gets different compile-time values in the "
+                                     "branches of a run-time 'if'")
+            shape, ty = self.merge_type(n, [tv, ev], node)
+            self.ctx.b.block = tb
+            ts = self.as_tile(tv, shape, ty).materialize().slots
+            self.ctx.b.block = eb
+            es = self.as_tile(ev, shape, ty).materialize().slots
+            merged.append((n, (shape, ty, len(ts))))
+            yields_t += ts
+            yields_e += es
+        tb.append(ir.Op("yield", yields_t, []))
+        eb.append(ir.Op("yield", yields_e, []))
+        self.ctx.b.block = parent
+        op = self.ctx.b.op("if", [c], types=[v.type for v in yields_t], regions=[tb, eb])
+        self.env = dict(pre)
+        for n in names:
+            if n in self.env and n not in dict(merged):
+                del self.env[n]
+        i = 0
+        for n, v in merged:
+            if isinstance(v, tuple) and len(v) == 3 and isinstance(v[1], Type):
+                shape, ty, k = v
+                self.env[n] = Tile(self.ctx, shape, ty, slots=op.results[i:i + k])
+                i += k
+            else:
+                self.env[n] = v
+        if tret and eret:
+            if self.depth == 0:
+                raise _Return()
+            self.ctx.b.op("exit", [])
+            raise _Return()
+
+    def merge_type(self, name: str, vals: list, node) -> tuple[tuple[int, ...], Type]:
+        """Shape and type a variable has when two definitions meet (if, loop)."""
+        tiles = [v for v in vals if isinstance(v, Tile)]
+        shape = tiles[0].shape
+        ty = tiles[0].type
+        for t in tiles[1:]:
+            if t.shape != shape and not t.is_scalar and shape != ():
+                raise self.error(node, f"'{name}' has shape {list(shape)} on one path and "
+                                 f"{list(t.shape)} on another")
+            if t.shape != ():
+                shape = t.shape
+            if t.type != ty:
+                if {t.type, ty} <= {I32, I1, F32} and not (t.type.is_ptr or ty.is_ptr):
+                    raise self.error(node, f"'{name}' is {ty} on one path and {t.type} on "
+                                     "another; convert with .to(...)")
+                raise self.error(node, f"'{name}' changes type ({ty} vs {t.type})")
+        for v in vals:
+            if isinstance(v, float) and ty != F32:
+                raise self.error(node, f"'{name}' is {ty} on one path and a float on another")
+        return shape, ty
+
+    def as_tile(self, v, shape: tuple[int, ...], ty: Type) -> Tile:
+        ctx = self.ctx
+        t = v if isinstance(v, Tile) else ctx.to_tile(v, like=Tile(ctx, (), ty, slots=[
+            ctx.const(0, ty)]))
+        if t.type != ty:
+            t = ctx.cast(t, ty)
+        return ctx.broadcast_to(t, shape)
+
+    def stmt_For(self, node: ast.For) -> None:
+        if node.orelse:
+            raise self.error(node, "for ... else is not supported")
+        it = node.iter
+        if not (isinstance(it, ast.Call)):
+            raise self.error(it, "a kernel loop must iterate over range(...), tl.range(...) or "
+                             "tl.static_range(...)")
+        fobj = self.expr(it.func)
+        args = [self.expr(a) for a in it.args]
+        for kw in it.keywords:
+            if kw.arg not in ("num_stages", "loop_unroll_factor", "warp_specialize",
+                              "disallow_acc_multi_buffer", "flatten"):
+                raise self.error(kw, f"unsupported loop option '{kw.arg}'")
+        self.node = node
+        if fobj not in (builtins.range, language.range, language.static_range):
+            raise self.error(it, "a kernel loop must iterate over range(...), tl.range(...) "
+                             "or tl.static_range(...)")
+        if not 1 <= len(args) <= 3:
+            raise self.error(it, "range takes 1 to 3 arguments")
+        if len(args) == 1:
+            args = [0, args[0], 1]
+        elif len(args) == 2:
+            args = [args[0], args[1], 1]
+        if not isinstance(node.target, ast.Name):
+            raise self.error(node.target, "the loop variable must be a plain name")
+        var = node.target.id
+        static = all(isinstance(a, int) for a in args)
+        if fobj is language.static_range:
+            if not static:
+                raise self.error(it, "tl.static_range needs compile-time bounds "
+                                 "(tl.constexpr or literals)")
+            for i in builtins.range(*args):
+                self.env[var] = i
+                self.block(node.body)
+            return
+        self.dynamic_for(node, var, args)
+
+    def dynamic_for(self, node: ast.For, var: str, args: list) -> None:
+        ctx = self.ctx
+        step = args[2]
+        if isinstance(step, int) and step == 0:
+            raise self.error(node.iter, "range step must not be zero")
+        bounds = [ctx.cast(ctx.to_tile(a), I32) for a in args]
+        for a, t in zip(args, bounds, strict=True):
+            if not t.is_scalar:
+                raise self.error(node.iter, "range bounds must be scalars")
+            del a
+        assigned = _assigned_names(node.body)
+        carried = [n for n in assigned if n in self.env and n != var
+                   and (isinstance(self.env[n], Tile) or isinstance(self.env[n], int | float)
+                        and not isinstance(self.env[n], bool))]
+        inits: list[Tile] = []
+        for n in carried:
+            v = self.env[n]
+            t = v if isinstance(v, Tile) else ctx.to_tile(v)
+            inits.append(t.materialize())
+        init_slots = [s for t in inits for s in t.slots]
+        body = ir.Block([I32] + [s.type for s in init_slots])
+        pre = dict(self.env)
+        parent = ctx.b.block
+        ctx.b.block = body
+        self.env[var] = Tile(ctx, (), I32, slots=[body.args[0]])
+        k = 1
+        for n, t in zip(carried, inits, strict=True):
+            self.env[n] = Tile(ctx, t.shape, t.type, slots=body.args[k:k + len(t.slots)])
+            k += len(t.slots)
+        ctx.scratch_dirty = True
+        self.depth += 1
+        try:
+            self.block(node.body)
+        except _Return:
+            pass
+        finally:
+            self.depth -= 1
+        yields = []
+        for n, t in zip(carried, inits, strict=True):
+            v = self.env.get(n, _MISSING)
+            if v is _MISSING:
+                raise self.error(node, f"'{n}' is deleted in the loop")
+            if isinstance(v, Tile):
+                if v.type != t.type or (v.shape != t.shape and not v.is_scalar):
+                    raise self.error(node, f"loop-carried '{n}' starts as {t.type} "
+                                     f"{list(t.shape)} but becomes {v.type} {list(v.shape)}; "
+                                     "give it its final type and shape before the loop "
+                                     "(e.g. tl.zeros(shape, dtype))")
+            elif isinstance(v, float) and t.type != F32:
+                raise self.error(node, f"loop-carried '{n}' starts as {t.type} but becomes "
+                                 "a float")
+            yields += self.as_tile(v, t.shape, t.type).materialize().slots
+        body.append(ir.Op("yield", yields, []))
+        ctx.b.block = parent
+        op = ctx.b.op("for", [b.scalar for b in bounds] + init_slots,
+                      types=[s.type for s in init_slots], regions=[body])
+        op.attrs["step_sign"] = -1 if isinstance(step, int) and step < 0 else 1
+        ctx.scratch_dirty = True
+        self.env = pre
+        for n in assigned:
+            if n not in carried and n in self.env and n != var:
+                pass  # assigned inside but existed before as a compile-time value: keep
+        k = 0
+        for n, t in zip(carried, inits, strict=True):
+            self.env[n] = Tile(ctx, t.shape, t.type, slots=op.results[k:k + len(t.slots)])
+            k += len(t.slots)
+
+    # --- expressions -----------------------------------------------------------------------------
+    def expr(self, node: ast.expr):
+        self.node = node
+        meth = getattr(self, "expr_" + type(node).__name__, None)
+        if meth is None:
+            raise self.error(node, f"unsupported expression '{type(node).__name__}' in a kernel")
+        try:
+            return meth(node)
+        except CompileError as e:
+            raise self.error(node, str(e)) from None
+
+    def expr_Constant(self, node: ast.Constant):
+        return node.value
+
+    def expr_Name(self, node: ast.Name):
+        if node.id in self.env:
+            return self.env[node.id]
+        if node.id in self.src.globals:
+            v = self.src.globals[node.id]
+            return v.value if isinstance(v, language.constexpr) else v
+        if hasattr(builtins, node.id):
+            return getattr(builtins, node.id)
+        raise self.error(node, f"name '{node.id}' is not defined")
+
+    def expr_Attribute(self, node: ast.Attribute):
+        obj = self.expr(node.value)
+        self.node = node
+        if isinstance(obj, Tile):
+            if node.attr == "dtype":
+                return obj.dtype
+            if node.attr == "shape":
+                return obj.shape
+            if node.attr == "to":
+                return obj.to
+            if node.attr == "T":
+                raise self.error(node, "transpose (.T) is not supported")
+            raise self.error(node, f"tensors have no attribute '{node.attr}'")
+        try:
+            v = getattr(obj, node.attr)
+        except AttributeError:
+            raise self.error(node, f"'{getattr(obj, '__name__', type(obj).__name__)}' has no "
+                             f"attribute '{node.attr}'") from None
+        return v.value if isinstance(v, language.constexpr) else v
+
+    def expr_Tuple(self, node: ast.Tuple):
+        return tuple(self.expr(e) for e in node.elts)
+
+    expr_List = expr_Tuple
+
+    def expr_Slice(self, node: ast.Slice):
+        parts = [None if x is None else self.expr(x) for x in (node.lower, node.upper,
+                                                                node.step)]
+        return slice(*parts)
+
+    def expr_Subscript(self, node: ast.Subscript):
+        obj = self.expr(node.value)
+        key = self.expr(node.slice)
+        self.node = node
+        if isinstance(obj, Tile | language.SharedArray):
+            return obj[key]
+        if isinstance(key, Tile):
+            raise self.error(node, "cannot index a compile-time value with a tensor")
+        try:
+            return obj[key]
+        except Exception as e:  # noqa: BLE001 - a user's compile-time indexing mistake
+            raise self.error(node, f"indexing failed: {e}") from None
+
+    def apply(self, op, a, b):
+        if isinstance(a, Tile) or isinstance(b, Tile):
+            if op is operator.pow:
+                raise CompileError("** is not supported on tensors")
+            return op(a, b)
+        try:
+            return op(a, b)
+        except Exception as e:  # noqa: BLE001
+            raise CompileError(f"compile-time arithmetic failed: {e}") from None
+
+    def expr_BinOp(self, node: ast.BinOp):
+        op = _BINOPS.get(type(node.op))
+        if op is None:
+            raise self.error(node, "unsupported operator")
+        a, b = self.expr(node.left), self.expr(node.right)
+        self.node = node
+        return self.apply(op, a, b)
+
+    def expr_UnaryOp(self, node: ast.UnaryOp):
+        v = self.expr(node.operand)
+        self.node = node
+        if isinstance(v, Tile):
+            if isinstance(node.op, ast.USub):
+                return -v
+            if isinstance(node.op, ast.UAdd):
+                return v
+            if isinstance(node.op, ast.Invert):
+                return ~v
+            return self.ctx.unary("not", v)
+        return {ast.USub: operator.neg, ast.UAdd: operator.pos, ast.Invert: operator.invert,
+                ast.Not: operator.not_}[type(node.op)](v)
+
+    def expr_Compare(self, node: ast.Compare):
+        left = self.expr(node.left)
+        result = None
+        for op, right_node in zip(node.ops, node.comparators, strict=True):
+            right = self.expr(right_node)
+            self.node = node
+            f = _CMPOPS.get(type(op))
+            if f is None:
+                raise self.error(node, "unsupported comparison")
+            if isinstance(op, ast.Is | ast.IsNot) and (isinstance(left, Tile)
+                                                         or isinstance(right, Tile)):
+                r = f(left, right)
+            else:
+                r = self.apply(f, left, right)
+            result = r if result is None else self.apply(operator.and_, result, r)
+            left = right
+        return result
+
+    def expr_BoolOp(self, node: ast.BoolOp):
+        vals = [self.expr(v) for v in node.values]
+        self.node = node
+        if not any(isinstance(v, Tile) for v in vals):
+            out = vals[0]
+            for v in vals[1:]:
+                out = (out and v) if isinstance(node.op, ast.And) else (out or v)
+            return out
+        out = self.ctx.cast(self.ctx.to_tile(vals[0]), I1)
+        for v in vals[1:]:
+            t = self.ctx.cast(self.ctx.to_tile(v), I1)
+            out = out & t if isinstance(node.op, ast.And) else out | t
+        return out
+
+    def expr_IfExp(self, node: ast.IfExp):
+        cond = self.expr(node.test)
+        if not isinstance(cond, Tile):
+            return self.expr(node.body if cond else node.orelse)
+        a, b = self.expr(node.body), self.expr(node.orelse)
+        return language.where(cond, a, b, _ctx=self.ctx)
+
+    def expr_Call(self, node: ast.Call):
+        f = self.expr(node.func)
+        args = []
+        for a in node.args:
+            if isinstance(a, ast.Starred):
+                args.extend(self.expr(a.value))
+            else:
+                args.append(self.expr(a))
+        kwargs = {kw.arg: self.expr(kw.value) for kw in node.keywords if kw.arg}
+        self.node = node
+        if getattr(f, "_simtgpu_builtin", False):
+            return f(*args, _ctx=self.ctx, **kwargs)
+        from .jit import JITFunction
+
+        if isinstance(f, JITFunction):
+            return self.inline(f, args, kwargs, node)
+        if f in (language.range, language.static_range):
+            raise self.error(node, "tl.range/tl.static_range can only be used in a for loop")
+        if getattr(f, "__self__", None) is not None and isinstance(f.__self__, Tile):
+            return f(*args, **kwargs)  # tensor methods such as x.to(dtype)
+        if any(isinstance(a, Tile) for a in args + list(kwargs.values())):
+            raise self.error(node, f"cannot call '{getattr(f, '__name__', f)}' on tensors "
+                             "inside a kernel (only tl.* functions and @jit helpers)")
+        if f in _PY_CALLS_OK or getattr(f, "__module__", "") in ("math",) or getattr(
+                f, "_simtgpu_host", False) or isinstance(f, type):
+            try:
+                return f(*args, **kwargs)
+            except Exception as e:  # noqa: BLE001 - a compile-time evaluation mistake
+                raise self.error(node, f"compile-time call failed: {e}") from None
+        raise self.error(node, f"cannot call '{getattr(f, '__name__', f)}' inside a kernel")
+
+    def inline(self, jf, args, kwargs, node) -> object:
+        """Call a @jit helper: its body is expanded here, its return value is the result."""
+        src = KernelSource.from_function(jf.fn)
+        sub = CodeGen.__new__(CodeGen)
+        sub.src = src
+        sub.fn = self.fn
+        sub.ctx = self.ctx
+        sub.node = None
+        sub.depth = 0
+        names = src.params
+        env: dict[str, object] = dict(src.defaults)
+        for n, a in zip(names, args, strict=False):
+            env[n] = a
+        env.update(kwargs)
+        for n in names:
+            if n not in env:
+                raise self.error(node, f"missing argument '{n}' for {src.name}")
+        sub.env = env
+        body = src.tree.body
+        ret = None
+        if body and isinstance(body[-1], ast.Return) and body[-1].value is not None:
+            ret = body[-1].value
+            body = body[:-1]
+        for s in ast.walk(ast.Module(body=body, type_ignores=[])):
+            if isinstance(s, ast.Return):
+                raise sub.error(s, "a @jit helper may only return at its end")
+        sub.block(body)
+        return sub.expr(ret) if ret is not None else None
+
+
+_MISSING = object()
+
+
+def _load_form(target: ast.expr) -> ast.expr:
+    if isinstance(target, ast.Name):
+        return ast.copy_location(ast.Name(target.id, ast.Load()), target)
+    if isinstance(target, ast.Subscript):
+        return ast.copy_location(ast.Subscript(target.value, target.slice, ast.Load()), target)
+    return target
+
+
+def _assigned_names(stmts: list[ast.stmt]) -> list[str]:
+    out: list[str] = []
+
+    def add_target(t):
+        if isinstance(t, ast.Name):
+            out.append(t.id)
+        elif isinstance(t, ast.Tuple | ast.List):
+            for e in t.elts:
+                add_target(e)
+
+    for s in stmts:
+        for n in ast.walk(s):
+            if isinstance(n, ast.Assign):
+                for t in n.targets:
+                    add_target(t)
+            elif isinstance(n, ast.AugAssign | ast.AnnAssign):
+                add_target(n.target)
+            elif isinstance(n, ast.For):
+                add_target(n.target)
+    return list(dict.fromkeys(out))
+
+
+def lower_kernel(fn, arg_types: dict[str, Type], constexprs: dict, threads: int,
+                 warp_size: int, name: str | None = None) -> ir.Function:
+    """Front end entry: the Python function ``fn`` to an IR function."""
+    try:
+        src = KernelSource.from_function(fn)
+    except CompileError as e:
+        raise SourceError(SourceLocation(getattr(fn, "__code__", None)
+                                         and fn.__code__.co_filename or "<kernel>", 1, 1),
+                          str(e)) from None
+    return CodeGen(src, arg_types, constexprs, threads, warp_size, name).generate()
+
+
+_unused = (F32,)

@@ -1,0 +1,448 @@
+"""The compiler's one SSA IR: typed values, ops with nested regions, a printer and a verifier.
+
+Both front ends (tile programs and thread-level kernels) lower into this IR, every pass maps
+IR to IR, and both code generators (this ISA and PTX) read it. Control flow is structured:
+``for`` and ``if`` ops own their regions, and regions end with ``yield``. That keeps
+reconvergence explicit (each ``if``/``for`` is one ssy/sync bracket on the ISA) and makes
+loop passes simple.
+
+Types: ``i1`` (predicates), ``i32``, ``f32`` and pointers to 32-bit elements in the global or
+shared address space (``ptr<f32,global>``). A pointer is a byte address; ``gep`` adds an
+element index.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+from simtgpu.errors import SimtgpuError
+
+
+class IRError(SimtgpuError):
+    """Malformed IR (raised by the verifier): a compiler bug or a hand-built IR mistake."""
+
+
+@dataclass(frozen=True)
+class Type:
+    kind: str  # "i1" | "i32" | "f32" | "ptr"
+    elem: str | None = None  # pointee for ptr: "f32" | "i32"
+    space: str | None = None  # "global" | "shared" for ptr
+
+    def __str__(self) -> str:
+        if self.kind == "ptr":
+            return f"ptr<{self.elem},{self.space}>"
+        return self.kind
+
+    @property
+    def is_ptr(self) -> bool:
+        return self.kind == "ptr"
+
+    @property
+    def is_float(self) -> bool:
+        return self.kind == "f32"
+
+    @property
+    def is_int(self) -> bool:
+        return self.kind == "i32"
+
+    @property
+    def is_pred(self) -> bool:
+        return self.kind == "i1"
+
+    @property
+    def pointee(self) -> Type:
+        assert self.is_ptr
+        return F32 if self.elem == "f32" else I32
+
+
+I1 = Type("i1")
+I32 = Type("i32")
+F32 = Type("f32")
+
+
+def ptr(elem: str, space: str = "global") -> Type:
+    return Type("ptr", elem, space)
+
+
+_ids = itertools.count()
+
+
+class Value:
+    """An SSA value: the result of an op or an argument of a block."""
+
+    __slots__ = ("id", "type", "owner", "name")
+
+    def __init__(self, type: Type, owner: Op | Block | None = None, name: str | None = None):
+        self.id = next(_ids)
+        self.type = type
+        self.owner = owner
+        self.name = name
+
+    def __repr__(self) -> str:
+        return f"%{self.id}:{self.type}"
+
+
+# op name -> (number of results, pure). "pure" ops may be removed, merged and moved freely.
+INT_BINARY = ("add", "sub", "mul", "mulhi", "mulhu", "and", "or", "xor", "shl", "shr", "sra", "min",
+              "max", "minu", "maxu")
+FLOAT_BINARY = ("fadd", "fsub", "fmul", "fmin", "fmax")
+FLOAT_UNARY = ("fneg", "fabs", "rcp", "rsqrt", "sqrt", "exp2", "log2", "sin", "cos")
+CASTS = ("i2f", "u2f", "f2i", "f2u")
+INT_CONDS = ("eq", "ne", "lt", "le", "gt", "ge", "ltu", "leu", "gtu", "geu")
+FLOAT_CONDS = ("eq", "ne", "lt", "le", "gt", "ge")
+PURE_OPS = frozenset(
+    INT_BINARY + FLOAT_BINARY + FLOAT_UNARY + CASTS
+    + ("const", "param", "sreg", "ffma", "icmp", "fcmp", "not", "select", "gep", "ptradd",
+       "smem")
+)
+SIDE_EFFECT_OPS = frozenset(("store", "atomic", "barrier", "exit", "fence", "vote", "shfl",
+                             "load", "for", "if", "yield"))
+ALL_OPS = PURE_OPS | SIDE_EFFECT_OPS
+
+
+class Op:
+    """One operation. ``regions`` holds the nested blocks of ``for`` (body) and ``if``."""
+
+    __slots__ = ("name", "operands", "results", "attrs", "regions", "parent", "loc")
+
+    def __init__(self, name: str, operands: list[Value], result_types: list[Type],
+                 attrs: dict | None = None, regions: list[Block] | None = None, loc=None):
+        self.name = name
+        self.operands = list(operands)
+        self.results = [Value(t, self) for t in result_types]
+        self.attrs = dict(attrs or {})
+        self.regions = list(regions or [])
+        for r in self.regions:
+            r.parent = self
+        self.parent: Block | None = None
+        self.loc = loc
+
+    @property
+    def result(self) -> Value:
+        assert len(self.results) == 1, self.name
+        return self.results[0]
+
+    @property
+    def pure(self) -> bool:
+        return self.name in PURE_OPS and not (self.name == "sreg"
+                                              and self.attrs.get("name", "").startswith("clock"))
+
+    def walk(self) -> Iterator[Op]:
+        """This op and every op nested in its regions, in program order."""
+        yield self
+        for r in self.regions:
+            yield from r.walk()
+
+    def __repr__(self) -> str:
+        return f"<Op {self.name}>"
+
+
+class Block:
+    """A straight-line list of ops with block arguments (loop induction and carried values)."""
+
+    __slots__ = ("args", "ops", "parent")
+
+    def __init__(self, arg_types: list[Type] | None = None):
+        self.args = [Value(t, self) for t in (arg_types or [])]
+        self.ops: list[Op] = []
+        self.parent: Op | None = None
+
+    def append(self, op: Op) -> Op:
+        op.parent = self
+        self.ops.append(op)
+        return op
+
+    def walk(self) -> Iterator[Op]:
+        for op in list(self.ops):
+            yield from op.walk()
+
+    @property
+    def terminator(self) -> Op | None:
+        return self.ops[-1] if self.ops and self.ops[-1].name == "yield" else None
+
+
+@dataclass
+class Param:
+    name: str
+    type: Type
+    value: Value
+
+
+@dataclass
+class Function:
+    """A kernel: parameters, one body block, and the launch facts codegen needs."""
+
+    name: str
+    params: list[Param]
+    body: Block
+    shared_bytes: int = 0
+    threads: int = 32  # threads per block the kernel was lowered for
+    warp_size: int = 8
+    meta: dict = field(default_factory=dict)
+
+    def walk(self) -> Iterator[Op]:
+        yield from self.body.walk()
+
+
+# ---------------------------------------------------------------------------------------
+# Result typing of each op, used by the builder and the verifier.
+
+def result_types(name: str, operands: list[Value], attrs: dict) -> list[Type]:
+    t = [v.type for v in operands]
+    if name in INT_BINARY:
+        return [t[0]]
+    if name in FLOAT_BINARY or name in FLOAT_UNARY or name == "ffma":
+        return [F32]
+    if name in ("i2f", "u2f"):
+        return [F32]
+    if name in ("f2i", "f2u"):
+        return [I32]
+    if name in ("icmp", "fcmp", "not"):
+        return [I1]
+    if name == "select":
+        return [t[1]]
+    if name in ("gep", "ptradd"):
+        return [t[0]]
+    if name in ("load",):
+        return [t[0].pointee]
+    if name == "atomic":
+        return [t[0].pointee]
+    if name == "shfl":
+        return [t[0]]
+    if name == "vote":
+        return [I32 if attrs["mode"] == "ballot" else I1]
+    if name == "sreg":
+        return [I32]
+    if name in ("store", "barrier", "exit", "fence", "yield"):
+        return []
+    raise IRError(f"no typing rule for op {name}")
+
+
+# ---------------------------------------------------------------------------------------
+# Printer
+
+def _fmt_attr(v) -> str:
+    if isinstance(v, str):
+        return f'"{v}"'
+    if isinstance(v, float):
+        return repr(v)
+    return str(v)
+
+
+class Printer:
+    def __init__(self) -> None:
+        self.names: dict[int, str] = {}
+
+    def name(self, v: Value) -> str:
+        if v.id not in self.names:
+            self.names[v.id] = f"%{len(self.names)}"
+        return self.names[v.id]
+
+    def function(self, fn: Function) -> str:
+        params = ", ".join(f"{self.name(p.value)} {p.name}: {p.type}" for p in fn.params)
+        head = (f"kernel @{fn.name}({params}) threads={fn.threads} warp={fn.warp_size} "
+                f"shared={fn.shared_bytes} {{")
+        lines = [head]
+        self.block(fn.body, lines, 1)
+        lines.append("}")
+        return "\n".join(lines) + "\n"
+
+    def block(self, b: Block, lines: list[str], depth: int) -> None:
+        pad = "  " * depth
+        if b.args:
+            args = ", ".join(f"{self.name(a)}: {a.type}" for a in b.args)
+            lines.append(f"{pad[:-2]}^({args}):")
+        for op in b.ops:
+            self.op(op, lines, depth)
+
+    def op(self, op: Op, lines: list[str], depth: int) -> None:
+        pad = "  " * depth
+        res = ", ".join(self.name(r) for r in op.results)
+        lhs = f"{res} = " if res else ""
+        args = ", ".join(self.name(v) for v in op.operands)
+        attrs = " ".join(f"{k}={_fmt_attr(v)}" for k, v in sorted(op.attrs.items()))
+        types = ", ".join(str(r.type) for r in op.results)
+        text = f"{pad}{lhs}{op.name}"
+        if attrs:
+            text += f" [{attrs}]"
+        if args:
+            text += f" {args}"
+        if types:
+            text += f" : {types}"
+        if op.regions:
+            lines.append(text + " {")
+            for i, r in enumerate(op.regions):
+                if i:
+                    lines.append(f"{pad}}} else {{")
+                self.block(r, lines, depth + 1)
+            lines.append(f"{pad}}}")
+        else:
+            lines.append(text)
+
+
+def print_function(fn: Function) -> str:
+    """The readable text form (``simtgpu compile --emit ir``)."""
+    return Printer().function(fn)
+
+
+# ---------------------------------------------------------------------------------------
+# Verifier
+
+_OPERAND_RULES: dict[str, str] = {
+    **{n: "ii" for n in ("mul", "mulhi", "mulhu", "shl", "shr", "sra", "min", "max", "minu", "maxu",
+                         "add", "sub")},
+    **{n: "ff" for n in FLOAT_BINARY},
+    **{n: "f" for n in FLOAT_UNARY},
+    "ffma": "fff", "i2f": "i", "u2f": "i", "f2i": "f", "f2u": "f", "not": "p",
+}
+
+
+def verify(fn: Function) -> None:
+    """Check that ``fn`` is well-formed SSA; raise :class:`IRError` naming the first fault.
+
+    Checks: every operand is defined before use in an enclosing scope, each value is defined
+    once, operand types fit the op, result types follow the typing rules, ``for``/``if``
+    regions have the right block arguments and end in a ``yield`` matching the results,
+    ``yield`` appears only as a region terminator.
+    """
+    defined: set[int] = set()
+    pr = Printer()
+    for p in fn.params:
+        defined.add(p.value.id)
+
+    def fail(op: Op, msg: str) -> None:
+        raise IRError(f"invalid IR at '{op.name}': {msg}")
+
+    def define(op: Op | None, v: Value) -> None:
+        if v.id in defined:
+            raise IRError(f"value {pr.name(v)} defined twice"
+                          + (f" (by '{op.name}')" if op else ""))
+        defined.add(v.id)
+
+    def check_block(b: Block, scope: set[int], expect_yield: list[Type] | None) -> None:
+        local = set(scope)
+        for a in b.args:
+            define(None, a)
+            local.add(a.id)
+        for i, op in enumerate(b.ops):
+            if op.name not in ALL_OPS:
+                fail(op, "unknown op")
+            for v in op.operands:
+                if not isinstance(v, Value):
+                    fail(op, f"operand {v!r} is not a value")
+                if v.id not in local:
+                    fail(op, f"operand {pr.name(v)} used before its definition or out of scope")
+            check_types(op)
+            if op.name == "yield":
+                if i != len(b.ops) - 1 or expect_yield is None:
+                    fail(op, "yield must be the last op of a for/if region")
+                got = [v.type for v in op.operands]
+                if got != expect_yield:
+                    fail(op, f"yields ({', '.join(map(str, got))}) but the region expects "
+                             f"({', '.join(map(str, expect_yield))})")
+            for r in op.regions:
+                check_block(r, local, [x.type for x in op.results]
+                            if op.name in ("for", "if") else None)
+            for v in op.results:
+                define(op, v)
+                local.add(v.id)
+        if expect_yield is not None and b.terminator is None:
+            raise IRError("a for/if region does not end with yield")
+
+    def check_types(op: Op) -> None:
+        ts = [v.type for v in op.operands]
+        rule = _OPERAND_RULES.get(op.name)
+        if rule is not None:
+            if len(ts) != len(rule):
+                fail(op, f"expects {len(rule)} operands, has {len(ts)}")
+            for t, r in zip(ts, rule, strict=True):
+                want = {"i": I32, "f": F32, "p": I1}[r]
+                if t != want:
+                    fail(op, f"operand of type {t} where {want} is required")
+        if op.name in ("and", "or", "xor"):
+            if len(ts) != 2 or ts[0] != ts[1] or ts[0] not in (I32, I1):
+                fail(op, "needs two operands of the same type, i32 or i1")
+        if op.name == "const" and ("value" not in op.attrs or len(op.results) != 1):
+            fail(op, "needs a value attribute and one result")
+        if op.name in ("icmp", "fcmp"):
+            conds = INT_CONDS if op.name == "icmp" else FLOAT_CONDS
+            if op.attrs.get("cond") not in conds:
+                fail(op, f"bad condition {op.attrs.get('cond')!r}")
+            want = I32 if op.name == "icmp" else F32
+            if len(ts) != 2 or any(t != want for t in ts):
+                fail(op, f"compares two {want} values")
+        if op.name == "select" and (len(ts) != 3 or ts[0] != I1 or ts[1] != ts[2]):
+            fail(op, "select needs (i1, T, T)")
+        if op.name in ("gep", "ptradd") and (len(ts) != 2 or not ts[0].is_ptr
+                                             or ts[1] != I32):
+            fail(op, f"{op.name} needs (ptr, i32)")
+        if op.name == "load":
+            if len(ts) not in (1, 2, 3) or not ts[0].is_ptr:
+                fail(op, "load needs (ptr), (ptr, i1 mask) or (ptr, i1 mask, other)")
+            if len(ts) >= 2 and ts[1] != I1:
+                fail(op, "a load mask must be i1")
+            if len(ts) == 3 and ts[2] != ts[0].pointee:
+                fail(op, "masked load needs an i1 mask and an 'other' of the pointee type")
+        if op.name in ("store", "atomic"):
+            if len(ts) not in (2, 3) or not ts[0].is_ptr or ts[1] != ts[0].pointee:
+                fail(op, f"{op.name} needs (ptr, value of the pointee type[, i1 mask])")
+            if len(ts) == 3 and ts[2] != I1:
+                fail(op, "mask must be i1")
+        if op.name == "for":
+            if len(ts) < 3 or any(t != I32 for t in ts[:3]):
+                fail(op, "for needs i32 lower bound, upper bound and step")
+            if len(op.regions) != 1:
+                fail(op, "for has one body region")
+            body = op.regions[0]
+            want = [I32] + ts[3:]
+            if [a.type for a in body.args] != want:
+                fail(op, "body arguments must be (i32 induction, carried values...)")
+            if [r.type for r in op.results] != ts[3:]:
+                fail(op, "results must match the carried values")
+        if op.name == "if":
+            if len(ts) != 1 or ts[0] != I1 or len(op.regions) != 2:
+                fail(op, "if needs one i1 condition and two regions")
+        if op.name not in ("for", "if", "const", "param", "smem") and op.name in PURE_OPS | {
+                "load", "atomic", "shfl", "vote", "sreg"}:
+            want_res = result_types(op.name, op.operands, op.attrs)
+            if [r.type for r in op.results] != want_res:
+                fail(op, f"result types ({', '.join(str(r.type) for r in op.results)}) "
+                         f"do not follow from the operands")
+
+    check_block(fn.body, defined, None)
+
+
+# ---------------------------------------------------------------------------------------
+# Builder
+
+class Builder:
+    """Appends ops at an insertion block; the front end and the passes build IR through it."""
+
+    def __init__(self, block: Block):
+        self.block = block
+        self.loc = None
+
+    def op(self, name: str, operands: list[Value], attrs: dict | None = None,
+           types: list[Type] | None = None, regions: list[Block] | None = None) -> Op:
+        attrs = attrs or {}
+        if types is None:
+            types = result_types(name, operands, attrs)
+        op = Op(name, operands, types, attrs, regions, loc=self.loc)
+        self.block.append(op)
+        return op
+
+    def const(self, value: int | float | bool, type: Type) -> Value:
+        if type == F32:
+            value = float(value)
+        elif type == I1:
+            value = bool(value)
+        else:
+            value = int(value) & 0xFFFFFFFF
+            if value >= 1 << 31:
+                value -= 1 << 32
+        return self.op("const", [], {"value": value}, [type]).result
+
+    def __call__(self, name: str, *operands: Value, **attrs) -> Value:
+        return self.op(name, list(operands), attrs).result

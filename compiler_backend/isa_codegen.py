@@ -1,0 +1,789 @@
+"""Code generator for this GPU's ISA: instruction selection, register allocation, assembly.
+
+1. Instruction selection walks the IR in order and emits machine instructions on virtual
+   registers (one per IR value; ``for``/``if`` results share the register of their carried
+   value). Constants, shared addresses and constant ``gep`` offsets become immediates where
+   an instruction takes one and are materialised (``li``) only where a register is needed.
+   Masks become guards (``@p ldg``); ``for``/``if`` become branches bracketed by
+   ``ssy``/``sync`` unless the condition is warp-uniform.
+2. Register allocation is linear scan over live intervals on the linear code; a value
+   used inside a loop and defined before it lives through the whole loop. General
+   registers r1..r30 (r31 is the scratch for parallel moves), predicates p0..p5 (p6 is the
+   scratch). Nothing spills: a kernel that needs more registers is an error naming the
+   number it needed.
+3. Emission prints assembly that :func:`simtgpu.assembler.assemble` accepts.
+
+Mnemonics come from :data:`simtgpu.isa.BY_MNEMONIC` (checked at import).
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass, field
+
+from simtgpu.isa import BY_MNEMONIC, SREG_BY_NAME
+
+from . import ir
+from .ir import F32, I1, Function, Op, Value
+from .tiles import CompileError
+
+GPRS = tuple(range(1, 31))
+SCRATCH_GPR = 31
+PREDS = tuple(range(0, 6))
+SCRATCH_PRED = 6
+
+_PSEUDOS = {"li", "mov", "pmov", "label"}
+
+
+@dataclass
+class MI:
+    """One machine instruction on virtual registers (``Value``s) before allocation."""
+
+    op: str
+    args: list = field(default_factory=list)
+    defs: list[Value] = field(default_factory=list)
+    guard: Value | None = None
+    gneg: bool = False
+    partial: bool = False  # guarded def: lanes outside the guard keep the old value
+    moves: list[tuple[Value, Value]] | None = None  # parallel move (op == "pmove")
+    comment: str = ""
+
+
+@dataclass(frozen=True)
+class Mem:
+    base: Value | None  # None: r0
+    offset: int
+
+
+@dataclass(frozen=True)
+class Label:
+    name: str
+
+
+@dataclass(frozen=True)
+class Sym:
+    text: str
+
+
+def _check_mnemonic(m: str) -> str:
+    if m not in BY_MNEMONIC and m not in _PSEUDOS:
+        raise AssertionError(f"instruction selection uses unknown mnemonic {m}")
+    return m
+
+
+_INT_RR = {n: n for n in ("add", "sub", "and", "or", "xor", "shl", "shr", "sra", "min", "max",
+                          "minu", "maxu", "mul", "mulhi", "mulhu")}
+_INT_RI = {"add": "addi", "and": "andi", "or": "ori", "xor": "xori", "shl": "shli",
+           "shr": "shri", "sra": "srai", "mul": "muli"}
+_COMMUTATIVE = {"add", "and", "or", "xor", "mul", "min", "max", "minu", "maxu"}
+_FLOAT = {"fadd": "fadd", "fsub": "fsub", "fmul": "fmul", "fmin": "fmin", "fmax": "fmax",
+          "fneg": "fneg", "fabs": "fabs", "ffma": "ffma"}
+_SFU = {n: f"sfu.{n}" for n in ("rcp", "rsqrt", "sqrt", "exp2", "log2", "sin", "cos")}
+_CVT = {n: f"cvt.{n}" for n in ("i2f", "u2f", "f2i", "f2u")}
+_PLOGIC = {"and": "pand", "or": "por", "xor": "pxor"}
+for _m in (list(_INT_RR.values()) + list(_INT_RI.values()) + list(_FLOAT.values())
+           + list(_SFU.values()) + list(_CVT.values()) + list(_PLOGIC.values())):
+    _check_mnemonic(_m)
+
+
+def _fits11(x: int) -> bool:
+    return -1024 <= x <= 1023
+
+
+def _const_bits(v) -> int:
+    if isinstance(v, float):
+        return struct.unpack("<I", struct.pack("<f", v))[0]
+    if isinstance(v, bool):
+        return int(v)
+    return int(v) & 0xFFFFFFFF
+
+
+def _is_zero_const(op: Op) -> bool:
+    return op.name == "const" and _const_bits(op.attrs["value"]) == 0 and op.result.type != I1
+
+
+class Uniformity:
+    """Which values are the same in every active lane of a warp (no divergence on them)."""
+
+    _UNIFORM_SREGS = {"ctaid.x", "ctaid.y", "ctaid.z", "nctaid.x", "nctaid.y", "nctaid.z",
+                      "ntid.x", "ntid.y", "ntid.z", "warpid", "nwarps", "warpsize", "coreid"}
+
+    def __init__(self, fn: Function):
+        self.uniform: set[int] = {p.value.id for p in fn.params}
+        changed = True
+        # optimistic: carried values start uniform, then fall until a fixpoint
+        self.loop_args: dict[int, bool] = {}
+        for op in fn.walk():
+            if op.name == "for":
+                for a in op.regions[0].args:
+                    self.loop_args[a.id] = True
+        while changed:
+            changed = False
+            self.uniform = {p.value.id for p in fn.params}
+            self.uniform |= {k for k, v in self.loop_args.items() if v}
+            for op in fn.walk():
+                self._op(op)
+            for op in fn.walk():
+                if op.name == "for":
+                    body = op.regions[0]
+                    y = body.terminator
+                    ok_bounds = all(v.id in self.uniform for v in op.operands[:3])
+                    if self.loop_args.get(body.args[0].id) != ok_bounds:
+                        self.loop_args[body.args[0].id] = ok_bounds
+                        changed = True
+                    for i, a in enumerate(body.args[1:]):
+                        u = (ok_bounds and op.operands[3 + i].id in self.uniform
+                             and y.operands[i].id in self.uniform)
+                        if self.loop_args.get(a.id) != u:
+                            self.loop_args[a.id] = u
+                            changed = True
+
+    def _op(self, op: Op) -> None:
+        u = self.uniform
+        n = op.name
+        if n == "const" or n == "smem":
+            ok = True
+        elif n == "sreg":
+            ok = op.attrs["name"] in self._UNIFORM_SREGS
+        elif n == "vote":
+            ok = True
+        elif op.attrs.get("uniform"):
+            ok = True
+        elif n in ("load",) or op.pure:
+            ok = all(v.id in u for v in op.operands)
+        elif n == "if":
+            c = op.operands[0].id in u
+            ys = [r.terminator for r in op.regions]
+            ok = None
+            for i, r in enumerate(op.results):
+                if c and all(y.operands[i].id in u for y in ys):
+                    u.add(r.id)
+            return
+        elif n == "for":
+            for i, r in enumerate(op.results):
+                if self.loop_args.get(op.regions[0].args[i + 1].id):
+                    u.add(r.id)
+            return
+        else:
+            ok = False
+        if ok:
+            for r in op.results:
+                u.add(r.id)
+
+    def __contains__(self, v: Value) -> bool:
+        return v.id in self.uniform
+
+
+class ISel:
+    """IR to machine instructions on virtual registers."""
+
+    def __init__(self, fn: Function):
+        self.fn = fn
+        self.code: list[MI] = []
+        self.alias: dict[int, Value] = {}
+        self.lazy: dict[int, tuple[int, Op]] = {}  # value -> (placeholder index, op)
+        self.needed: set[int] = set()
+        self.labels = 0
+        self.loops: list[tuple[int, int]] = []  # (first, last) MI index of each loop
+        self.uni = Uniformity(fn)
+        self.param_ph: dict[int, int] = {}
+        self.uses: dict[int, int] = {}
+        for op in fn.walk():
+            for v in op.operands:
+                self.uses[v.id] = self.uses.get(v.id, 0) + 1
+
+    def label(self, stem: str) -> str:
+        self.labels += 1
+        return f"{stem}{self.labels}"
+
+    def emit(self, op: str, *args, defs=(), guard=None, gneg=False, partial=False,
+             comment="") -> MI:
+        mi = MI(_check_mnemonic(op), list(args), list(defs), guard, gneg, partial,
+                comment=comment)
+        self.code.append(mi)
+        return mi
+
+    def v(self, x: Value) -> Value:
+        while x.id in self.alias:
+            x = self.alias[x.id]
+        return x
+
+    # --- operands ---------------------------------------------------------------------------
+    def reg(self, x: Value) -> Value | Sym:
+        """``x`` in a register: materialise constants, shared addresses and params on demand."""
+        x = self.v(x)
+        op = x.owner
+        if isinstance(op, Op) and op.name in ("const", "smem") and x.type != I1:
+            if _is_zero_const(op) or (op.name == "smem" and op.attrs["offset"] == 0):
+                return Sym("r0")
+        if isinstance(op, Op) and op.name == "const" and x.type == I1:
+            return Sym("pt") if op.attrs["value"] else Sym("!pt")
+        if x.id in self.lazy and x.id not in self.needed:
+            self.needed.add(x.id)
+            idx, op = self.lazy[x.id]
+            self.code[idx] = self.materialize(op)
+        return x
+
+    def materialize(self, op: Op) -> MI:
+        r = op.result
+        if op.name == "const":
+            return MI("li", [r, _const_bits(op.attrs["value"])], [r])
+        if op.name == "smem":
+            return MI("li", [r, op.attrs["offset"]], [r])
+        if op.name == "gep":
+            base, c = self.addr(op.operands[0])
+            return MI("addi", [r, base, c + 4 * op.operands[1].owner.attrs["value"]], [r])
+        if op.name == "param":
+            return MI("ldparam", [r, Sym(op.attrs["pname"])], [r])
+        raise AssertionError(op.name)
+
+    def const_of(self, x: Value):
+        op = self.v(x).owner
+        if isinstance(op, Op) and op.name == "const":
+            return op.attrs["value"]
+        return None
+
+    def addr(self, p: Value) -> tuple[Value | Sym, int]:
+        """A pointer as (base register, byte offset) for a memory operand."""
+        p = self.v(p)
+        op = p.owner
+        off = 0
+        while isinstance(op, Op) and op.name == "gep" and self.const_of(op.operands[1]) \
+                is not None and p.id not in self.needed:
+            c = 4 * self.const_of(op.operands[1])
+            if not _fits11(off + c):
+                break
+            off += c
+            p = self.v(op.operands[0])
+            op = p.owner
+        if isinstance(op, Op) and op.name == "smem" and _fits11(off + op.attrs["offset"]):
+            return Sym("r0"), off + op.attrs["offset"]
+        return self.reg(p), off
+
+    # --- driver ------------------------------------------------------------------------------
+    def run(self) -> list[MI]:
+        for p in self.fn.params:
+            # ldparam at entry, only if some use needs the register
+            ph = len(self.code)
+            self.code.append(MI("nop-ph"))
+            pop = Op("param", [], [p.type], {"pname": p.name})
+            pop.results = [p.value]
+            self.lazy[p.value.id] = (ph, pop)
+        self.block(self.fn.body)
+        self.emit("exit")
+        return self.code
+
+    def block(self, b: ir.Block) -> None:
+        for op in b.ops:
+            self.op(op)
+
+    def op(self, op: Op) -> None:
+        n = op.name
+        meth = getattr(self, "op_" + n, None)
+        if meth is not None:
+            meth(op)
+            return
+        r = op.results[0] if op.results else None
+        if n in _FLOAT or n in _SFU or n in _CVT:
+            m = _FLOAT.get(n) or _SFU.get(n) or _CVT[n]
+            self.emit(m, r, *[self.reg(x) for x in op.operands], defs=[r])
+        elif n in ("and", "or", "xor") and r.type == I1:
+            self.emit(_PLOGIC[n], r, *[self.reg(x) for x in op.operands], defs=[r])
+        elif n in _INT_RR:
+            self.int_op(op)
+        else:
+            raise CompileError(f"the ISA code generator cannot translate '{n}'")
+
+    def lazy_op(self, op: Op) -> None:
+        self.lazy[op.result.id] = (len(self.code), op)
+        self.code.append(MI("nop-ph"))
+
+    op_const = lazy_op
+    op_smem = lazy_op
+
+    def op_gep(self, op: Op) -> None:
+        r = op.result
+        c = self.const_of(op.operands[1])
+        if c is not None and _fits11(4 * c):
+            self.lazy_op(op)
+            return
+        base = self.reg(op.operands[0])
+        idx = op.operands[1]
+        io = self.v(idx).owner
+        del io
+        t = ir.Value(ir.I32)
+        self.emit("shli", t, self.reg(idx), 2, defs=[t])
+        self.emit("add", r, base, t, defs=[r])
+
+    def op_ptradd(self, op: Op) -> None:
+        r = op.result
+        c = self.const_of(op.operands[1])
+        if c is not None and _fits11(c):
+            self.emit("addi", r, self.reg(op.operands[0]), c, defs=[r])
+            return
+        self.emit("add", r, self.reg(op.operands[0]), self.reg(op.operands[1]), defs=[r])
+
+    def op_sreg(self, op: Op) -> None:
+        name = op.attrs["name"]
+        if name not in SREG_BY_NAME:
+            raise CompileError(f"unknown special register {name}")
+        self.emit("s2r", op.result, Sym(name), defs=[op.result])
+
+    def int_op(self, op: Op) -> None:
+        n = op.name
+        r = op.result
+        a, b = op.operands
+        ca, cb = self.const_of(a), self.const_of(b)
+        if n in _COMMUTATIVE and ca is not None and cb is None and n in _INT_RI:
+            a, b, ca, cb = b, a, cb, ca
+        if n == "sub" and cb is not None and _fits11(-cb):
+            self.emit("addi", r, self.reg(a), -cb, defs=[r])
+            return
+        if n in _INT_RI and cb is not None and _fits11(cb):
+            self.emit(_INT_RI[n], r, self.reg(a), cb, defs=[r])
+            return
+        self.emit(_INT_RR[n], r, self.reg(a), self.reg(b), defs=[r])
+
+    def op_not(self, op: Op) -> None:
+        self.emit("pxor", op.result, self.reg(op.operands[0]), Sym("pt"), defs=[op.result])
+
+    def op_icmp(self, op: Op) -> None:
+        self.emit(f"isetp.{op.attrs['cond']}", op.result, self.reg(op.operands[0]),
+                  self.reg(op.operands[1]), defs=[op.result])
+
+    def op_fcmp(self, op: Op) -> None:
+        self.emit(f"fsetp.{op.attrs['cond']}", op.result, self.reg(op.operands[0]),
+                  self.reg(op.operands[1]), defs=[op.result])
+
+    def op_select(self, op: Op) -> None:
+        c, a, b = op.operands
+        r = op.result
+        if r.type == I1:
+            t1, t2 = ir.Value(I1), ir.Value(I1)
+            self.emit("pand", t1, self.reg(c), self.reg(a), defs=[t1])
+            nc = ir.Value(I1)
+            self.emit("pxor", nc, self.reg(c), Sym("pt"), defs=[nc])
+            self.emit("pand", t2, nc, self.reg(b), defs=[t2])
+            self.emit("por", r, t1, t2, defs=[r])
+            return
+        self.emit("sel", r, self.reg(a), self.reg(b), self.reg(c), defs=[r])
+
+    def op_shfl(self, op: Op) -> None:
+        r = op.result
+        self.emit(f"shfl.{op.attrs['mode']}", r, self.reg(op.operands[0]),
+                  self.reg(op.operands[1]), defs=[r])
+
+    def op_vote(self, op: Op) -> None:
+        r = op.result
+        self.emit(f"vote.{op.attrs['mode']}", r, self.reg(op.operands[0]), defs=[r])
+
+    def op_barrier(self, op: Op) -> None:
+        self.emit("bar")
+
+    def op_fence(self, op: Op) -> None:
+        self.emit("fence")
+
+    def op_exit(self, op: Op) -> None:
+        self.emit("exit")
+
+    def guard_of(self, mask: Value) -> tuple[Value | None, bool]:
+        g = self.reg(mask)
+        if isinstance(g, Sym):
+            return (None, g.text == "!pt")
+        mo = self.v(mask).owner
+        if isinstance(mo, Op) and mo.name == "not" and self.v(mask).id not in self.needed:
+            return self.reg(mo.operands[0]), True
+        return g, False
+
+    def _space(self, p: Value) -> str:
+        return p.type.space
+
+    def op_load(self, op: Op) -> None:
+        r = op.result
+        p = op.operands[0]
+        m = "ldg" if self._space(p) == "global" else "lds"
+        base, off = self.addr(p)
+        if len(op.operands) >= 2:
+            g, neg = self.guard_of(op.operands[1])
+            if g is None and not neg:
+                self.emit(m, r, Mem(base, off), defs=[r])
+                return
+            if len(op.operands) == 3:
+                self.emit("mov", r, self.reg(op.operands[2]), defs=[r])
+            if g is None:
+                return
+            self.emit(m, r, Mem(base, off), defs=[r], guard=g, gneg=neg, partial=True)
+            return
+        self.emit(m, r, Mem(base, off), defs=[r])
+
+    def op_store(self, op: Op) -> None:
+        p, val = op.operands[:2]
+        m = "stg" if self._space(p) == "global" else "sts"
+        g, neg = (None, False)
+        if len(op.operands) == 3:
+            g, neg = self.guard_of(op.operands[2])
+            if g is None and neg:
+                return
+        base, off = self.addr(p)
+        self.emit(m, Mem(base, off), self.reg(val), guard=g, gneg=neg)
+
+    def op_atomic(self, op: Op) -> None:
+        p, val = op.operands[:2]
+        prefix = "atom" if self._space(p) == "global" else "atoms"
+        g, neg = (None, False)
+        if len(op.operands) == 3:
+            g, neg = self.guard_of(op.operands[2])
+            if g is None and neg:
+                return
+        r = op.result
+        dst = r if self.uses.get(r.id) else Sym("r0")
+        base = self.reg(p)
+        self.emit(f"{prefix}.{op.attrs['op']}", dst, Mem(base, 0), self.reg(val),
+                  defs=[r] if dst is r else [], guard=g, gneg=neg, partial=dst is r)
+
+    def pmove(self, pairs: list[tuple[Value, Value]]) -> None:
+        moves = []
+        for d, s in pairs:
+            d = self.v(d)
+            src = self.reg(s)
+            if isinstance(src, Value) and src.id == d.id:
+                continue
+            moves.append((d, src))
+        if moves:
+            mi = MI("pmove", [], [d for d, _ in moves])
+            mi.moves = moves
+            self.code.append(mi)
+
+    def op_for(self, op: Op) -> None:
+        lb, ub, step = op.operands[:3]
+        body = op.regions[0]
+        iv = body.args[0]
+        for res, arg in zip(op.results, body.args[1:], strict=True):
+            self.alias[res.id] = arg
+        self.pmove([(iv, lb)] + list(zip(body.args[1:], op.operands[3:], strict=True)))
+        uniform = iv in self.uni
+        done, exit_l, loop_l = self.label("L_done"), self.label("L_exit"), self.label("L_loop")
+        cond = "lt" if op.attrs.get("step_sign", 1) > 0 else "gt"
+        if not uniform:
+            self.emit("ssy", Label(done))
+        clb, cub = self.const_of(lb), self.const_of(ub)
+        if not (clb is not None and cub is not None and (clb < cub if cond == "lt" else
+                                                           clb > cub)):
+            p = ir.Value(I1)
+            self.emit(f"isetp.{'ge' if cond == 'lt' else 'le'}", p, self.reg(iv),
+                      self.reg(ub), defs=[p])
+            self.emit("bra", Label(exit_l), guard=p)
+        start = len(self.code)
+        self.emit("label", Label(loop_l))
+        self.block(body)
+        y = body.terminator
+        self.coalesce_yield(body, y, start)
+        cstep = self.const_of(step)
+        if cstep is not None and _fits11(cstep):
+            self.emit("addi", iv, iv, cstep, defs=[iv])
+        else:
+            self.emit("add", iv, iv, self.reg(step), defs=[iv])
+        p = ir.Value(I1)
+        self.emit(f"isetp.{cond}", p, iv, self.reg(ub), defs=[p])
+        self.emit("bra", Label(loop_l), guard=p)
+        self.loops.append((start, len(self.code) - 1))
+        self.emit("label", Label(exit_l))
+        if not uniform:
+            self.emit("sync")
+            self.emit("label", Label(done))
+
+    def op_yield(self, op: Op) -> None:
+        pass  # handled by the owner (for/if) after its region
+
+    def coalesce_yield(self, body: ir.Block, y: Op, start: int) -> None:
+        """Yield moves for a loop body; a yielded value computed in the body whose last use
+        is the yield and that is written after the last read of its carried value takes
+        that value's register directly (no move)."""
+        pairs = []
+        yielded = {self.v(v).id for v in y.operands}
+        for arg, val in zip(body.args[1:], y.operands, strict=True):
+            val = self.v(val)
+            if arg.id not in yielded and self.can_coalesce(arg, val, start):
+                self.rename(val, arg)
+            else:
+                pairs.append((arg, val))
+        self.pmove(pairs)
+
+    def def_index(self, v: Value, start: int) -> int | None:
+        idx = None
+        for i in range(start, len(self.code)):
+            mi = self.code[i]
+            if any(d is v for d in mi.defs):
+                if idx is not None:
+                    return None
+                idx = i
+        return idx
+
+    def can_coalesce(self, arg: Value, val: Value, start: int) -> bool:
+        if val is arg or isinstance(val.owner, ir.Block) or val.id in self.alias:
+            return False
+        if val.id in self.lazy:
+            return False
+        d = self.def_index(val, start)
+        if d is None:
+            return False
+        for i in range(start, len(self.code)):
+            mi = self.code[i]
+            used = _mi_uses(mi)
+            if i > d and any(u is arg for u in used):
+                return False
+            if i > d and any(dd is arg for dd in mi.defs):
+                return False
+        # val must not be needed after the yield: it is body-local, so only the yield uses it
+        # beyond the code emitted so far; and arg must not be read at the def itself by a
+        # multi-instruction expansion (all ours read before writing)
+        return True
+
+    def rename(self, old: Value, new: Value) -> None:
+        self.alias[old.id] = new
+        for mi in self.code:
+            mi.args = [new if a is old else (Mem(new, a.offset) if isinstance(a, Mem)
+                                             and a.base is old else a) for a in mi.args]
+            mi.defs = [new if d is old else d for d in mi.defs]
+            if mi.guard is old:
+                mi.guard = new
+            if mi.moves:
+                mi.moves = [(new if d is old else d, new if s is old else s)
+                            for d, s in mi.moves]
+
+    def op_if(self, op: Op) -> None:
+        c = op.operands[0]
+        then_b, else_b = op.regions
+        uniform = c in self.uni
+        join, els = self.label("L_join"), self.label("L_else")
+        g, neg = self.guard_of(c)
+        empty_else = not [o for o in else_b.ops if o.name != "yield"] and not op.results
+        if g is None:
+            # constant condition (after folding this is rare): take one region
+            taken = else_b if neg else then_b
+            self.block(taken)
+            self.pmove(list(zip(op.results, taken.terminator.operands, strict=True)))
+            return
+        if not uniform:
+            self.emit("ssy", Label(join))
+        self.emit("bra", Label(els), guard=g, gneg=not neg)
+        start = len(self.code)
+        self.block(then_b)
+        self.if_moves(op, then_b, start)
+        if not empty_else:
+            if uniform:
+                self.emit("bra", Label(join))
+            else:
+                self.emit("sync")
+        self.emit("label", Label(els))
+        start = len(self.code)
+        self.block(else_b)
+        self.if_moves(op, else_b, start)
+        if not uniform:
+            self.emit("sync")
+        self.emit("label", Label(join))
+
+    def if_moves(self, op: Op, b: ir.Block, start: int) -> None:
+        pairs = []
+        for res, val in zip(op.results, b.terminator.operands, strict=True):
+            res = self.v(res)
+            val = self.v(val)
+            if (not isinstance(val.owner, ir.Block) and val.owner is not op
+                    and val.id not in self.lazy
+                    and val.id not in self.alias and self.def_index(val, start) is not None
+                    and not any(isinstance(p, Value) and p is val for _, p in pairs)
+                    and res.id not in self.needed_elsewhere(val)):
+                self.rename(val, res)
+            else:
+                pairs.append((res, val))
+        self.pmove(pairs)
+
+    def needed_elsewhere(self, val: Value) -> set[int]:
+        return set()
+
+
+def _mi_uses(mi: MI) -> list[Value]:
+    """Registers an instruction reads (a guarded def also 'reads' its destination: lanes
+    outside the guard keep the old value)."""
+    if mi.op == "pmove":
+        return [s for _, s in mi.moves if isinstance(s, Value)]
+    args = mi.args[1:] if mi.defs and mi.args and mi.args[0] is mi.defs[0] else mi.args
+    out: list[Value] = []
+    for a in args:
+        if isinstance(a, Value):
+            out.append(a)
+        elif isinstance(a, Mem) and isinstance(a.base, Value):
+            out.append(a.base)
+    if mi.guard is not None:
+        out.append(mi.guard)
+    if mi.partial:
+        out.extend(mi.defs)
+    return out
+
+
+# ---------------------------------------------------------------------------------------
+# Register allocation
+
+def allocate(code: list[MI], loops: list[tuple[int, int]]) -> dict[int, str]:
+    """Linear scan: map each virtual register to r1..r30 or p0..p5."""
+    start: dict[int, int] = {}
+    end: dict[int, int] = {}
+    vals: dict[int, Value] = {}
+
+    def touch(v: Value, pos: int) -> None:
+        vals[v.id] = v
+        start[v.id] = min(start.get(v.id, pos), pos)
+        end[v.id] = max(end.get(v.id, pos), pos)
+
+    uses_at: dict[int, list[int]] = {}
+    for i, mi in enumerate(code):
+        for u in _mi_uses(mi):
+            touch(u, 2 * i)
+            uses_at.setdefault(u.id, []).append(i)
+        for d in mi.defs:
+            touch(d, 2 * i + 1)
+    changed = True
+    while changed:
+        changed = False
+        for s, e in loops:
+            for vid in list(start):
+                if start[vid] < 2 * s and end[vid] >= 2 * s and end[vid] < 2 * e + 1:
+                    end[vid] = 2 * e + 1
+                    changed = True
+    order = sorted(start, key=lambda k: (start[k], k))
+    assign: dict[int, str] = {}
+    free = {"r": list(GPRS), "p": list(PREDS)}
+    active: list[tuple[int, int, str, str]] = []  # (end, vid, cls, reg)
+    most = {"r": 0, "p": 0}
+    for vid in order:
+        s = start[vid]
+        still = []
+        for a in active:
+            if a[0] < s:
+                free[a[2]].append(a[3])
+            else:
+                still.append(a)
+        active = still
+        cls = "p" if vals[vid].type == I1 else "r"
+        pool = free[cls]
+        if not pool:
+            n = len(active) + 1
+            what = "predicate" if cls == "p" else "general-purpose"
+            limit = len(PREDS) if cls == "p" else len(GPRS)
+            raise CompileError(f"the kernel needs more than {limit} {what} registers "
+                               f"({n} live at once) and the compiler does not spill; use a "
+                               "smaller BLOCK or more warps (num_warps)")
+        pool.sort(key=lambda x: int(x))
+        reg = pool.pop(0)
+        assign[vid] = f"{cls}{reg}"
+        active.append((end[vid], vid, cls, reg))
+        most[cls] = max(most[cls], len(active))
+    return assign
+
+
+# ---------------------------------------------------------------------------------------
+# Emission
+
+def _fmt(a, regs: dict[int, str]) -> str:
+    if isinstance(a, Value):
+        return regs[a.id]
+    if isinstance(a, Sym):
+        return a.text
+    if isinstance(a, Label):
+        return a.name
+    if isinstance(a, Mem):
+        base = "r0" if a.base is None else _fmt(a.base, regs)
+        if a.offset:
+            return f"[{base}{'+' if a.offset > 0 else '-'}{abs(a.offset)}]"
+        return f"[{base}]"
+    if isinstance(a, int):
+        return str(a) if -1024 <= a <= 1023 or a < 0 else hex(a)
+    return str(a)
+
+
+def _expand_pmove(moves: list[tuple[Value, Value | Sym]], regs: dict[int, str]) -> list[str]:
+    """Sequentialise a parallel copy, breaking cycles with the scratch register."""
+    pending = []
+    for d, s in moves:
+        dr = regs[d.id]
+        sr = s.text if isinstance(s, Sym) else regs[s.id]
+        if dr != sr:
+            pending.append((dr, sr))
+    out: list[str] = []
+
+    def mv(d: str, s: str) -> str:
+        if d.startswith("p"):
+            if s in ("pt", "!pt"):
+                return f"pand {d}, pt, pt" if s == "pt" else f"pxor {d}, pt, pt"
+            return f"pand {d}, {s}, pt"
+        return f"mov {d}, {s}"
+
+    while pending:
+        srcs = {s for _, s in pending}
+        ready = [(d, s) for d, s in pending if d not in srcs]
+        if ready:
+            for d, s in ready:
+                out.append(mv(d, s))
+            pending = [m for m in pending if m not in ready]
+            continue
+        d, s = pending[0]
+        tmp = f"p{SCRATCH_PRED}" if d.startswith("p") else f"r{SCRATCH_GPR}"
+        out.append(mv(tmp, s))
+        pending = [(dd, tmp if ss == s else ss) for dd, ss in pending]
+    return out
+
+
+PARAM_KIND = {"f32": "f32", "i32": "i32"}
+
+
+def param_kind(t: ir.Type) -> str:
+    if t.is_ptr:
+        return "ptr"
+    if t == F32:
+        return "f32"
+    return "i32"
+
+
+@dataclass
+class IsaResult:
+    text: str
+    registers: int
+    instructions: int
+
+
+def generate(fn: Function) -> IsaResult:
+    """IR (after passes) to assembly text for one kernel."""
+    isel = ISel(fn)
+    code = isel.run()
+    regs = allocate(code, isel.loops)
+    lines = [f".kernel {fn.name}"]
+    for p in fn.params:
+        lines.append(f"    .param {p.name}, {param_kind(p.type)}")
+    if fn.shared_bytes:
+        lines.append(f"    .shared {fn.shared_bytes}")
+    count = 0
+    used_regs = 0
+    for mi in code:
+        if mi.op == "nop-ph":
+            continue
+        if mi.op == "label":
+            lines.append(f"{mi.args[0].name}:")
+            continue
+        if mi.op == "pmove":
+            for text in _expand_pmove(mi.moves, regs):
+                lines.append(f"        {text}")
+                count += 1
+            continue
+        g = ""
+        if mi.guard is not None:
+            g = f"@{'!' if mi.gneg else ''}{regs[mi.guard.id]} "
+        elif mi.gneg:
+            g = "@!pt "
+        args = ", ".join(_fmt(a, regs) for a in mi.args)
+        lines.append(f"    {g:>5}{mi.op} {args}".rstrip())
+        count += 1
+    for r in regs.values():
+        if r.startswith("r"):
+            used_regs = max(used_regs, int(r[1:]))
+    lines.append(".end")
+    return IsaResult("\n".join(lines) + "\n", used_regs + 1, count)

@@ -1,0 +1,204 @@
+"""``@jit`` and Triton-style launches: ``kernel[grid](args..., BLOCK=128)``.
+
+The current device (``set_device``; by default ``Device(backend="iss", config="small")``)
+decides the target: the ISA with the device's warp size, or PTX for the ``cuda`` backend.
+Compiled kernels are cached per (parameter types, constexpr values, target, threads).
+NumPy arrays passed to a launch are copied to the device and written back afterwards;
+DeviceArrays are used in place.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import numpy as np
+
+from simtgpu.errors import SimtgpuError
+
+from .compiler import CompiledKernel, Target, compile_function, type_of_arg
+from .frontend import KernelSource
+
+_state = threading.local()
+
+
+class LaunchError(SimtgpuError):
+    """A launch that cannot work (wrong arguments, bad grid)."""
+
+
+def set_device(device) -> None:
+    """Make ``device`` (a :class:`simtgpu.driver_model.Device`) the one launches go to."""
+    _state.device = device
+
+
+def get_device():
+    dev = getattr(_state, "device", None)
+    if dev is None:
+        from simtgpu.driver_model import Device
+
+        dev = Device(backend="iss", config="small")
+        _state.device = dev
+    return dev
+
+
+def cdiv(x: int, y: int) -> int:
+    """Ceiling division for grid sizes (``triton.cdiv``)."""
+    return -(-x // y)
+
+
+def next_power_of_2(n: int) -> int:
+    """The smallest power of two >= n (``triton.next_power_of_2``)."""
+    return 1 if n <= 1 else 1 << (int(n) - 1).bit_length()
+
+
+cdiv._simtgpu_host = True  # type: ignore[attr-defined]
+next_power_of_2._simtgpu_host = True  # type: ignore[attr-defined]
+
+_LAUNCH_OPTIONS = ("num_warps", "num_stages", "num_ctas", "block", "target_device")
+
+
+def device_target(dev) -> Target:
+    if dev.backend.name == "cuda":
+        return Target.ptx(getattr(dev.backend, "arch", "sm_90"))
+    return Target("isa", dev.config.lanes)
+
+
+class JITFunction:
+    """A kernel written in the DSL; index it with a grid to launch it."""
+
+    def __init__(self, fn, do_not_specialize=None, debug=None, noinline=None):
+        self.fn = fn
+        self.__name__ = fn.__name__
+        self.__doc__ = fn.__doc__
+        self._src: KernelSource | None = None
+        self.cache: dict = {}
+        self.last_launch = None  # LaunchResult of the most recent launch
+
+    @property
+    def src(self) -> KernelSource:
+        if self._src is None:
+            self._src = KernelSource.from_function(self.fn)
+        return self._src
+
+    def __call__(self, *args, **kwargs):
+        raise LaunchError(f"{self.__name__} is a kernel: launch it as "
+                          f"{self.__name__}[grid](...)")
+
+    def __getitem__(self, grid) -> Any:
+        return lambda *args, **kwargs: self.run(*args, grid=grid, **kwargs)
+
+    def bind(self, args: tuple, kwargs: dict) -> tuple[dict, dict, dict]:
+        """Split a call into runtime arguments, constexprs and launch options."""
+        src = self.src
+        options = {k: kwargs.pop(k) for k in list(kwargs) if k in _LAUNCH_OPTIONS}
+        if len(args) > len(src.params):
+            raise LaunchError(f"{self.__name__} takes {len(src.params)} arguments, "
+                              f"{len(args)} given")
+        bound = dict(zip(src.params, args, strict=False))
+        for k, v in kwargs.items():
+            if k not in src.params:
+                raise LaunchError(f"{self.__name__} has no parameter '{k}'")
+            if k in bound:
+                raise LaunchError(f"{self.__name__}: '{k}' given twice")
+            bound[k] = v
+        runtime, cexpr = {}, {}
+        for p in src.params:
+            if p not in bound:
+                if p in src.defaults:
+                    bound[p] = src.defaults[p]
+                else:
+                    raise LaunchError(f"{self.__name__}: missing argument '{p}'")
+            v = bound[p]
+            if p in src.constexpr_params:
+                cexpr[p] = v
+            else:
+                runtime[p] = v
+        return runtime, cexpr, options
+
+    def compile(self, target: Target, arg_types: dict, constexprs: dict, num_warps: int = 4,
+                block: tuple[int, int, int] | None = None) -> CompiledKernel:
+        key = (tuple((k, str(v)) for k, v in arg_types.items()),
+               tuple(sorted((k, repr(v)) for k, v in constexprs.items())), target,
+               num_warps, block)
+        hit = self.cache.get(key)
+        if hit is None:
+            hit = compile_function(self.fn, arg_types, constexprs, target, num_warps, block)
+            self.cache[key] = hit
+        return hit
+
+    def run(self, *args, grid, **kwargs):
+        runtime, cexpr, options = self.bind(args, kwargs)
+        dev = get_device()
+        target = device_target(dev)
+        try:
+            arg_types = {k: type_of_arg(v) for k, v in runtime.items()}
+        except TypeError as e:
+            raise LaunchError(f"{self.__name__}: {e}") from None
+        num_warps = int(options.get("num_warps", 4))
+        block = options.get("block")
+        if block is not None:
+            block = tuple(block) + (1,) * (3 - len(tuple(block)))
+        ck = self.compile(target, arg_types, cexpr, num_warps, block)
+        if callable(grid):
+            grid = grid({**cexpr, **runtime, **options})
+        if isinstance(grid, int):
+            grid = (grid,)
+        grid = tuple(int(g) for g in grid) + (1,) * (3 - len(tuple(grid)))
+        return launch_compiled(dev, ck, grid, runtime, self)
+
+
+def _module_for(dev, ck: CompiledKernel):
+    cache = getattr(dev, "_simtgpu_jit_modules", None)
+    if cache is None:
+        cache = {}
+        dev._simtgpu_jit_modules = cache
+    key = id(ck)
+    if key not in cache:
+        if ck.target.kind == "ptx":
+            mod = dev.backend.load_ptx(ck.code, ck.name, ck.params)
+        else:
+            mod = dev.load_module(ck.object_file())
+        cache[key] = (ck, mod)
+    return cache[key][1]
+
+
+def launch_compiled(dev, ck: CompiledKernel, grid, runtime: dict, owner=None):
+    """Launch a compiled kernel with NumPy arrays / DeviceArrays / scalars."""
+    from simtgpu.driver_model import DeviceArray
+
+    mod = _module_for(dev, ck)
+    call_args = []
+    copies: list[tuple[np.ndarray, Any]] = []
+    for name, kind in ck.params:
+        v = runtime[name]
+        if isinstance(v, np.ndarray):
+            if kind != "ptr":
+                raise LaunchError(f"'{name}' is not a pointer parameter")
+            d = dev.to_device(np.ascontiguousarray(v))
+            copies.append((v, d))
+            v = d
+        elif isinstance(v, DeviceArray):
+            pass
+        elif kind == "f32":
+            v = float(v)
+        elif kind == "i32":
+            v = int(v)
+        call_args.append(v)
+    if ck.target.kind == "ptx":
+        result = dev.backend.launch_ptx(mod, grid, ck.block, call_args, ck.shared_bytes)
+    else:
+        result = dev.launch(mod.kernel(ck.name), grid=grid, block=ck.block,
+                            args=tuple(call_args))
+    for host, d in copies:
+        host[...] = d.to_host().reshape(host.shape)
+        dev.free(d)
+    if owner is not None:
+        owner.last_launch = result
+    return result
+
+
+def jit(fn=None, **options):
+    """Decorator: turn a Python function written in the kernel language into a kernel."""
+    if fn is None:
+        return lambda f: JITFunction(f, **options)
+    return JITFunction(fn)

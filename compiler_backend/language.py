@@ -1,0 +1,808 @@
+"""The kernel language: names follow ``triton.language`` so Triton kernels port by import.
+
+``import simtgpu.compiler_backend.language as tl``. Every function here is a *builtin*: the
+front end calls it while lowering a ``@jit`` kernel and passes the lowering context as
+``_ctx``. Calling one from ordinary Python raises an error.
+
+Thread-level intrinsics for CUDA-style kernels (``thread_id``, ``block_id``, ``barrier``,
+``shared_array``, shuffles, votes) live here as well; a kernel that uses them runs one
+scalar per thread instead of one tile per program.
+"""
+
+from __future__ import annotations
+
+import builtins
+import math
+from dataclasses import dataclass
+
+from . import ir
+from .ir import F32, I1, I32, Type, Value
+from .tiles import CompileError, Coords, Lowering, Tile, _GivenCoords, const_of
+
+tensor = Tile
+
+
+@dataclass(frozen=True)
+class dtype:  # noqa: N801 - the Triton spelling
+    name: str
+    type: Type
+
+    def __repr__(self) -> str:
+        return f"tl.{self.name}"
+
+
+float32 = dtype("float32", F32)
+int32 = dtype("int32", I32)
+int1 = dtype("int1", I1)
+uint32 = dtype("uint32", I32)
+fp32 = float32
+_DTYPES = {"float32": float32, "fp32": float32, "int32": int32, "i32": int32, "int1": int1,
+           "i1": int1, "uint32": uint32}
+
+
+class constexpr:  # noqa: N801
+    """Annotation for compile-time parameters (``BLOCK: tl.constexpr``)."""
+
+    def __init__(self, value=None):
+        self.value = value
+
+    def __repr__(self) -> str:
+        return f"constexpr({self.value!r})"
+
+
+def dtype_of_type(t: Type):
+    if t.is_ptr:
+        return pointer_type(_DTYPES[t.elem if t.elem != "f32" else "float32"])
+    return {F32: float32, I32: int32, I1: int1}[t]
+
+
+@dataclass(frozen=True)
+class pointer_type:  # noqa: N801
+    element_ty: dtype
+
+
+def to_ir_type(d) -> Type:
+    if isinstance(d, dtype):
+        return d.type
+    if isinstance(d, str) and d in _DTYPES:
+        return _DTYPES[d].type
+    raise CompileError(f"{d!r} is not a supported dtype (tl.float32, tl.int32, tl.int1)")
+
+
+def builtin(fn):
+    """Mark a language function: the front end calls it with ``_ctx`` set."""
+
+    def wrapper(*args, _ctx: Lowering | None = None, **kwargs):
+        if _ctx is None:
+            raise CompileError(f"tl.{fn.__name__} can only be called inside a @jit kernel")
+        return fn(_ctx, *args, **kwargs)
+
+    wrapper.__name__ = fn.__name__
+    wrapper.__doc__ = fn.__doc__
+    wrapper.__wrapped__ = fn
+    wrapper._simtgpu_builtin = True
+    return wrapper
+
+
+def _int(x, what: str) -> int:
+    if isinstance(x, constexpr):
+        x = x.value
+    if isinstance(x, bool) or not isinstance(x, int):
+        raise CompileError(f"{what} must be a compile-time integer (tl.constexpr), "
+                           f"not {type(x).__name__ if not isinstance(x, Tile) else 'a tensor'}")
+    return x
+
+
+def _shape(shape) -> tuple[int, ...]:
+    if isinstance(shape, int | constexpr):
+        shape = (shape,)
+    if not isinstance(shape, tuple | list):
+        raise CompileError("a shape must be a tuple of compile-time integers")
+    out = tuple(_int(s, "a shape dimension") for s in shape)
+    for s in out:
+        if s <= 0 or s & (s - 1):
+            raise CompileError(f"tile dimensions must be powers of two, not {s}")
+    return out
+
+
+# --- program and thread ids --------------------------------------------------------------
+_AXES = "xyz"
+
+
+def _axis(axis) -> str:
+    a = _int(axis, "axis")
+    if a not in (0, 1, 2):
+        raise CompileError(f"axis must be 0, 1 or 2, not {a}")
+    return _AXES[a]
+
+
+@builtin
+def program_id(ctx: Lowering, axis) -> Tile:
+    """Index of this program (block) in the launch grid along ``axis``."""
+    return ctx.scalar(ctx.sreg(f"ctaid.{_axis(axis)}"))
+
+
+@builtin
+def num_programs(ctx: Lowering, axis) -> Tile:
+    return ctx.scalar(ctx.sreg(f"nctaid.{_axis(axis)}"))
+
+
+@builtin
+def thread_id(ctx: Lowering, axis) -> Tile:
+    """This thread's index in its block (CUDA threadIdx)."""
+    return ctx.scalar(ctx.sreg(f"tid.{_axis(axis)}"))
+
+
+@builtin
+def block_id(ctx: Lowering, axis) -> Tile:
+    return ctx.scalar(ctx.sreg(f"ctaid.{_axis(axis)}"))
+
+
+@builtin
+def block_dim(ctx: Lowering, axis) -> Tile:
+    return ctx.scalar(ctx.sreg(f"ntid.{_axis(axis)}"))
+
+
+@builtin
+def grid_dim(ctx: Lowering, axis) -> Tile:
+    return ctx.scalar(ctx.sreg(f"nctaid.{_axis(axis)}"))
+
+
+@builtin
+def lane_id(ctx: Lowering) -> Tile:
+    return ctx.scalar(ctx.sreg("laneid"))
+
+
+@builtin
+def warp_id(ctx: Lowering) -> Tile:
+    return ctx.scalar(ctx.sreg("warpid"))
+
+
+@builtin
+def linear_thread_id(ctx: Lowering) -> Tile:
+    return ctx.scalar(ctx.tid())
+
+
+@builtin
+def warp_size(ctx: Lowering) -> int:
+    """Lanes per warp of the compile target (a compile-time constant)."""
+    return ctx.W
+
+
+@builtin
+def barrier(ctx: Lowering) -> None:
+    """Block-wide barrier (CUDA __syncthreads); must not be reached by divergent code."""
+    ctx.barrier()
+
+
+debug_barrier = barrier
+
+
+# --- tile construction ------------------------------------------------------------------------
+@builtin
+def arange(ctx: Lowering, start, end) -> Tile:
+    """``[start, end)`` as a 1-D tile; the length must be a power of two."""
+    s, e = _int(start, "arange start"), _int(end, "arange end")
+    n = e - s
+    _shape((n,))
+
+    def fn(c: Coords) -> Value:
+        i = c.idx()[0]
+        return ctx.b("add", i, ctx.const(s)) if s else i
+
+    return Tile(ctx, (n,), I32, fn=fn)
+
+
+@builtin
+def full(ctx: Lowering, shape, value, dtype) -> Tile:
+    t = to_ir_type(dtype)
+    shp = _shape(shape)
+    if isinstance(value, Tile):
+        if not value.is_scalar:
+            raise CompileError("tl.full needs a scalar value")
+        return ctx.broadcast_to(ctx.cast(value, t), shp)
+    v = ctx.const(value, t)
+    return Tile(ctx, shp, t, fn=lambda c: v) if shp else ctx.scalar(v)
+
+
+@builtin
+def zeros(ctx: Lowering, shape, dtype) -> Tile:
+    return full.__wrapped__(ctx, shape, 0, dtype)
+
+
+@builtin
+def zeros_like(ctx: Lowering, x: Tile) -> Tile:
+    return full.__wrapped__(ctx, x.shape, 0, dtype_of_type(x.type))
+
+
+@builtin
+def broadcast_to(ctx: Lowering, x, shape) -> Tile:
+    return ctx.broadcast_to(ctx.to_tile(x), _shape(shape))
+
+
+@builtin
+def expand_dims(ctx: Lowering, x: Tile, axis) -> Tile:
+    a = _int(axis, "axis")
+    key = [slice(None)] * len(x.shape)
+    key.insert(a, None)
+    return ctx.subscript(x, tuple(key))
+
+
+@builtin
+def multiple_of(ctx: Lowering, x, values):
+    return x
+
+
+@builtin
+def max_contiguous(ctx: Lowering, x, values):
+    return x
+
+
+@builtin
+def static_assert(ctx: Lowering, cond, msg: str = "") -> None:
+    if not cond:
+        raise CompileError(f"static_assert failed: {msg}")
+
+
+# --- memory -------------------------------------------------------------------------------------
+def _ptr_tile(ctx: Lowering, pointer) -> Tile:
+    if not isinstance(pointer, Tile) or not pointer.type.is_ptr:
+        raise CompileError("expected a pointer (a pointer argument plus offsets)")
+    return pointer
+
+
+def _mask_tile(ctx: Lowering, mask, shape) -> Tile | None:
+    if mask is None:
+        return None
+    m = ctx.cast(ctx.to_tile(mask), I1)
+    shp = ctx.broadcast_shape(shape, m.shape)
+    if shp != shape:
+        raise CompileError(f"mask of shape {list(m.shape)} does not fit the pointer shape "
+                           f"{list(shape)}")
+    return m
+
+
+@builtin
+def load(ctx: Lowering, pointer, mask=None, other=None, cache_modifier="",
+         eviction_policy="", volatile=False, boundary_check=(), padding_option="") -> Tile:
+    """Masked load: lanes where ``mask`` is false get ``other`` (0 if not given)."""
+    p = _ptr_tile(ctx, pointer)
+    elem = p.type.pointee
+    m = _mask_tile(ctx, mask, p.shape)
+    tiles = [p]
+    if m is not None:
+        tiles.append(m)
+        if other is not None:  # without 'other', masked-off elements are undefined
+            tiles.append(ctx.cast(ctx.to_tile(other, like=Tile(
+                ctx, (), elem, slots=[ctx.const(0, elem)])), elem))
+    elif other is not None:
+        raise CompileError("tl.load: 'other' needs a 'mask'")
+
+    def f(*vs: Value) -> Value:
+        return ctx.b.op("load", list(vs)).result
+
+    return ctx.mapn(tiles, elem, f).materialize()
+
+
+@builtin
+def store(ctx: Lowering, pointer, value, mask=None, cache_modifier="", eviction_policy="",
+          boundary_check=()) -> None:
+    """Masked store: only lanes where ``mask`` is true write."""
+    p = _ptr_tile(ctx, pointer)
+    elem = p.type.pointee
+    v = ctx.cast(ctx.to_tile(value, like=Tile(ctx, (), elem, slots=[ctx.const(0, elem)])), elem)
+    if ctx.broadcast_shape(p.shape, v.shape) != p.shape:
+        raise CompileError(f"cannot store a value of shape {list(v.shape)} through pointers "
+                           f"of shape {list(p.shape)}")
+    m = _mask_tile(ctx, mask, p.shape)
+    tiles = [p, v] + ([m] if m is not None else [])
+    _each(ctx, tiles, lambda vs: ctx.b.op("store", list(vs)))
+
+
+def _each(ctx: Lowering, tiles: list[Tile], emit) -> list:
+    """Run ``emit`` once per slot of the broadcast shape of ``tiles`` (side effects)."""
+    shape: tuple[int, ...] = ()
+    for t in tiles:
+        shape = ctx.broadcast_shape(shape, t.shape)
+    bt = [ctx.broadcast_to(t, shape) for t in tiles]
+    out = []
+    for s in builtins.range(ctx.nslots(shape)):
+        c = Coords(ctx, shape, s)
+        out.append(emit([t.at(c) for t in bt]))
+    return out
+
+
+def _atomic(ctx: Lowering, op: str, pointer, val, mask) -> Tile:
+    p = _ptr_tile(ctx, pointer)
+    elem = p.type.pointee
+    v = ctx.cast(ctx.to_tile(val, like=Tile(ctx, (), elem, slots=[ctx.const(0, elem)])), elem)
+    if elem == F32 and op not in ("add", "exch"):
+        raise CompileError(f"atomic {op} is only defined on int32")
+    if elem == F32 and op == "add":
+        op = "fadd"
+    m = _mask_tile(ctx, mask, ctx.broadcast_shape(p.shape, v.shape))
+    shape = ctx.broadcast_shape(p.shape, v.shape)
+    # duplicates of a tile smaller than the block, or of a program-level scalar, must not
+    # apply the operation twice
+    rep = None
+    if not ctx.thread_level:
+        rep = ctx.replica_mask(shape) if shape else ctx.b.op(
+            "icmp", [ctx.tid(), ctx.const(0)], {"cond": "eq"}).result
+    if rep is not None:
+        r = ctx.scalar(rep)
+        m = r if m is None else ctx.binary("&", m, r)
+    tiles = [p, v] + ([m] if m is not None else [])
+    vals = _each(ctx, tiles, lambda vs: ctx.b.op("atomic", list(vs), {"op": op}).result)
+    return Tile(ctx, shape, elem, slots=vals)
+
+
+@builtin
+def atomic_add(ctx: Lowering, pointer, val, mask=None, sem=None, scope=None) -> Tile:
+    return _atomic(ctx, "add", pointer, val, mask)
+
+
+@builtin
+def atomic_max(ctx: Lowering, pointer, val, mask=None, sem=None, scope=None) -> Tile:
+    return _atomic(ctx, "max", pointer, val, mask)
+
+
+@builtin
+def atomic_min(ctx: Lowering, pointer, val, mask=None, sem=None, scope=None) -> Tile:
+    return _atomic(ctx, "min", pointer, val, mask)
+
+
+@builtin
+def atomic_xchg(ctx: Lowering, pointer, val, mask=None, sem=None, scope=None) -> Tile:
+    return _atomic(ctx, "exch", pointer, val, mask)
+
+
+# --- elementwise -------------------------------------------------------------------------------
+@builtin
+def where(ctx: Lowering, condition, x, y) -> Tile:
+    c = ctx.cast(ctx.to_tile(condition), I1)
+    xt = ctx.to_tile(x, like=y if isinstance(y, Tile) else None)
+    yt = ctx.to_tile(y, like=xt)
+    t = ctx.common_type(xt, yt)
+    if xt.type.is_ptr or yt.type.is_ptr:
+        if xt.type != yt.type:
+            raise CompileError("tl.where on pointers needs two pointers of the same type")
+        t = xt.type
+    return ctx.mapn([c, xt, yt], t, lambda cv, a, b: ctx.b(
+        "select", cv, ctx.to_type(a, t), ctx.to_type(b, t)))
+
+
+def _float_unary(ctx: Lowering, x, f) -> Tile:
+    t = ctx.cast(ctx.to_tile(x, like=Tile(ctx, (), F32, slots=[ctx.const(0.0, F32)])), F32)
+    return ctx.map1(t, F32, f)
+
+
+LOG2E = 1.4426950408889634
+LN2 = 0.6931471805599453
+
+
+@builtin
+def exp(ctx: Lowering, x) -> Tile:
+    """e**x as exp2(x * log2(e)) on the special-function unit."""
+    return _float_unary(ctx, x, lambda v: ctx.b("exp2", ctx.b("fmul", v, ctx.const(LOG2E, F32))))
+
+
+@builtin
+def exp2(ctx: Lowering, x) -> Tile:
+    return _float_unary(ctx, x, lambda v: ctx.b("exp2", v))
+
+
+@builtin
+def log(ctx: Lowering, x) -> Tile:
+    return _float_unary(ctx, x, lambda v: ctx.b("fmul", ctx.b("log2", v), ctx.const(LN2, F32)))
+
+
+@builtin
+def log2(ctx: Lowering, x) -> Tile:
+    return _float_unary(ctx, x, lambda v: ctx.b("log2", v))
+
+
+@builtin
+def sqrt(ctx: Lowering, x) -> Tile:
+    return _float_unary(ctx, x, lambda v: ctx.b("sqrt", v))
+
+
+@builtin
+def rsqrt(ctx: Lowering, x) -> Tile:
+    return _float_unary(ctx, x, lambda v: ctx.b("rsqrt", v))
+
+
+@builtin
+def sin(ctx: Lowering, x) -> Tile:
+    return _float_unary(ctx, x, lambda v: ctx.b("sin", v))
+
+
+@builtin
+def cos(ctx: Lowering, x) -> Tile:
+    return _float_unary(ctx, x, lambda v: ctx.b("cos", v))
+
+
+@builtin
+def sigmoid(ctx: Lowering, x) -> Tile:
+    """1 / (1 + exp(-x))."""
+    def f(v: Value) -> Value:
+        e = ctx.b("exp2", ctx.b("fmul", v, ctx.const(-LOG2E, F32)))
+        return ctx.b("rcp", ctx.b("fadd", e, ctx.const(1.0, F32)))
+
+    return _float_unary(ctx, x, f)
+
+
+@builtin
+def fdiv(ctx: Lowering, x, y, ieee_rounding=False) -> Tile:
+    return ctx.binary("/", x, y)
+
+
+@builtin
+def abs(ctx: Lowering, x) -> Tile:  # noqa: A001 - the Triton name
+    t = ctx.to_tile(x)
+    if t.type == F32:
+        return ctx.map1(t, F32, lambda v: ctx.b("fabs", v))
+    t = ctx.cast(t, I32)
+    return ctx.map1(t, I32, lambda v: ctx.b("max", v, ctx.b("sub", ctx.const(0), v)))
+
+
+def _minmax(ctx: Lowering, name: str, x, y) -> Tile:
+    xt = ctx.to_tile(x, like=y if isinstance(y, Tile) else None)
+    yt = ctx.to_tile(y, like=xt)
+    t = ctx.common_type(xt, yt)
+    if t == I1:
+        t = I32
+    op = ("f" + name) if t == F32 else name
+    return ctx.mapn([xt, yt], t, lambda a, b: ctx.b(op, ctx.to_type(a, t), ctx.to_type(b, t)))
+
+
+@builtin
+def maximum(ctx: Lowering, x, y, propagate_nan=None) -> Tile:
+    return _minmax(ctx, "max", x, y)
+
+
+@builtin
+def minimum(ctx: Lowering, x, y, propagate_nan=None) -> Tile:
+    return _minmax(ctx, "min", x, y)
+
+
+@builtin
+def fma(ctx: Lowering, x, y, z) -> Tile:
+    ts = [ctx.cast(ctx.to_tile(v, like=Tile(ctx, (), F32, slots=[ctx.const(0.0, F32)])), F32)
+          for v in (x, y, z)]
+    return ctx.mapn(ts, F32, lambda a, b, c: ctx.b("ffma", a, b, c))
+
+
+@builtin
+def cdiv(ctx: Lowering, x, div) -> Tile | int:
+    if isinstance(x, int) and isinstance(div, int):
+        return -(-x // div)
+    return ctx.binary("//", ctx.binary("+", x, ctx.binary("-", div, 1)
+                                       if isinstance(div, Tile) else div - 1), div)
+
+
+# --- reductions ----------------------------------------------------------------------------------
+_IDENTITY = {("sum", F32): 0.0, ("sum", I32): 0, ("max", F32): -math.inf,
+             ("max", I32): -(1 << 31), ("min", F32): math.inf, ("min", I32): (1 << 31) - 1}
+
+
+def _combine(ctx: Lowering, kind: str, t: Type, a: Value, b: Value) -> Value:
+    name = {"sum": "add", "max": "max", "min": "min"}[kind]
+    if t == F32:
+        name = "f" + name
+    return ctx.b(name, a, b)
+
+
+def _reduce(ctx: Lowering, x, axis, kind: str, with_index: bool = False):
+    t = ctx.to_tile(x)
+    if t.type == I1:
+        t = ctx.cast(t, I32)
+    if t.type.is_ptr:
+        raise CompileError("cannot reduce pointers")
+    if t.is_scalar:
+        return t
+    if axis is not None:
+        a = _int(axis, "axis")
+        if a < 0:
+            a += len(t.shape)
+        if not 0 <= a < len(t.shape):
+            raise CompileError(f"axis {axis} is out of range for shape {list(t.shape)}")
+        if len(t.shape) > 1:
+            return _reduce_axis(ctx, t, a, kind, with_index)
+    return _reduce_all(ctx, t, kind, with_index)
+
+
+def _argcombine(ctx: Lowering, kind: str, t: Type, av: Value, ai: Value, bv: Value,
+                bi: Value) -> tuple[Value, Value]:
+    """Pick (value, index): the larger (smaller) value, the lower index on a tie."""
+    cmp = "fcmp" if t == F32 else "icmp"
+    better = ctx.b.op(cmp, [bv, av], {"cond": "gt" if kind == "max" else "lt"}).result
+    tie = ctx.b.op(cmp, [bv, av], {"cond": "eq"}).result
+    lower = ctx.b.op("icmp", [bi, ai], {"cond": "lt"}).result
+    take = ctx.b("or", better, ctx.b("and", tie, lower))
+    return ctx.b("select", take, bv, av), ctx.b("select", take, bi, ai)
+
+
+def _reduce_all(ctx: Lowering, t: Tile, kind: str, with_index: bool):
+    """Whole-tile reduction: slots in registers, lanes by xor shuffles, warps via shared."""
+    t = t.materialize()
+    n = t.numel
+    ty = t.type
+    vals = t.slots
+    acc = vals[0]
+    idx = ctx.flat_index(t.shape, 0) if with_index else None
+    for s in builtins.range(1, len(vals)):
+        if with_index:
+            acc, idx = _argcombine(ctx, kind, ty, acc, idx, vals[s], ctx.flat_index(t.shape, s))
+        else:
+            acc = _combine(ctx, kind, ty, acc, vals[s])
+    lanes = builtins.min(n, ctx.W)  # distinct elements within one warp
+    off = lanes // 2
+    while off >= 1:
+        o = ctx.const(off)
+        other = ctx.b("shfl", acc, o, mode="xor")
+        if with_index:
+            oi = ctx.b("shfl", idx, o, mode="xor")
+            acc, idx = _argcombine(ctx, kind, ty, acc, idx, other, oi)
+        else:
+            acc = _combine(ctx, kind, ty, acc, other)
+        off //= 2
+    warps = builtins.min(n, ctx.T) // ctx.W
+    if warps > 1:
+        base = ctx.scratch(warps * 8)
+        ctx.scratch_barrier()
+        wid = ctx.sreg("warpid")
+        sv = ctx.shared_ptr(base, ty)
+        ctx.b.op("store", [ctx.b("gep", sv, wid), acc])
+        if with_index:
+            si = ctx.shared_ptr(base, I32)
+            ctx.b.op("store", [ctx.b("gep", si, ctx.b("add", wid, ctx.const(warps))), idx])
+        ctx.barrier()
+        acc = ctx.b.op("load", [ctx.b("gep", sv, ctx.const(0))]).result
+        if with_index:
+            idx = ctx.b.op("load", [ctx.b("gep", si, ctx.const(warps))]).result
+        for w in builtins.range(1, warps):
+            v = ctx.b.op("load", [ctx.b("gep", sv, ctx.const(w))]).result
+            if with_index:
+                i = ctx.b.op("load", [ctx.b("gep", si, ctx.const(warps + w))]).result
+                acc, idx = _argcombine(ctx, kind, ty, acc, idx, v, i)
+            else:
+                acc = _combine(ctx, kind, ty, acc, v)
+        ctx.scratch_dirty = True
+    if with_index:
+        return ctx.scalar(idx)
+    return ctx.scalar(acc)
+
+
+def _reduce_axis(ctx: Lowering, t: Tile, axis: int, kind: str, with_index: bool) -> Tile:
+    """Reduction along one axis of a 2-D (or larger) tile: exchange through shared memory."""
+    ctx.scratch_barrier()
+    src = ctx.via_shared(t.materialize(), barrier_first=False)
+    out_shape = t.shape[:axis] + t.shape[axis + 1:]
+    ty = t.type
+
+    def fn(c: Coords) -> Value:
+        idx = list(c.idx())
+        acc = ai = None
+        for k in builtins.range(t.shape[axis]):
+            full_idx = idx[:axis] + [ctx.const(k)] + idx[axis:]
+            v = src.fn(_GivenCoords(ctx, t.shape, full_idx))
+            if acc is None:
+                acc, ai = v, ctx.const(k)
+            elif with_index:
+                acc, ai = _argcombine(ctx, kind, ty, acc, ai, v, ctx.const(k))
+            else:
+                acc = _combine(ctx, kind, ty, acc, v)
+        return ai if with_index else acc
+
+    out = Tile(ctx, out_shape, I32 if with_index else ty, fn=fn).materialize()
+    ctx.scratch_dirty = True
+    return out
+
+
+@builtin
+def sum(ctx: Lowering, input, axis=None, keep_dims=False, dtype=None) -> Tile:  # noqa: A001
+    return _keep(ctx, input, axis, keep_dims, _reduce(ctx, input, axis, "sum"))
+
+
+@builtin
+def max(ctx: Lowering, input, axis=None, return_indices=False, keep_dims=False):  # noqa: A001
+    r = _keep(ctx, input, axis, keep_dims, _reduce(ctx, input, axis, "max"))
+    if return_indices:
+        return r, _keep(ctx, input, axis, keep_dims, _reduce(ctx, input, axis, "max", True))
+    return r
+
+
+@builtin
+def min(ctx: Lowering, input, axis=None, return_indices=False, keep_dims=False):  # noqa: A001
+    r = _keep(ctx, input, axis, keep_dims, _reduce(ctx, input, axis, "min"))
+    if return_indices:
+        return r, _keep(ctx, input, axis, keep_dims, _reduce(ctx, input, axis, "min", True))
+    return r
+
+
+@builtin
+def argmax(ctx: Lowering, input, axis, keep_dims=False) -> Tile:
+    return _keep(ctx, input, axis, keep_dims, _reduce(ctx, input, axis, "max", True))
+
+
+@builtin
+def argmin(ctx: Lowering, input, axis, keep_dims=False) -> Tile:
+    return _keep(ctx, input, axis, keep_dims, _reduce(ctx, input, axis, "min", True))
+
+
+def _keep(ctx: Lowering, x, axis, keep: bool, r: Tile) -> Tile:
+    if not keep or not isinstance(x, Tile):
+        return r
+    if axis is None:
+        return ctx.broadcast_to(r, (1,) * len(x.shape))
+    key = [slice(None)] * len(r.shape)
+    key.insert(_int(axis, "axis"), None)
+    return ctx.subscript(r, tuple(key))
+
+
+# --- dot -------------------------------------------------------------------------------------
+@builtin
+def dot(ctx: Lowering, input, other, acc=None, input_precision=None, allow_tf32=None,
+        max_num_imprecise_acc=None, out_dtype=None) -> Tile:
+    """(M, K) @ (K, N): both tiles go to shared memory, each thread computes its (m, n)
+    elements with a K-step chain of fused multiply-adds (same order on every target)."""
+    a, b = ctx.to_tile(input), ctx.to_tile(other)
+    if len(a.shape) != 2 or len(b.shape) != 2 or a.shape[1] != b.shape[0]:
+        raise CompileError(f"tl.dot needs (M, K) and (K, N) tiles, got {list(a.shape)} and "
+                           f"{list(b.shape)}")
+    a, b = ctx.cast(a, F32), ctx.cast(b, F32)
+    M, K = a.shape
+    N = b.shape[1]
+    if acc is not None:
+        acc = ctx.cast(ctx.to_tile(acc), F32)
+        if ctx.broadcast_shape(acc.shape, (M, N)) != (M, N):
+            raise CompileError(f"tl.dot accumulator of shape {list(acc.shape)} does not fit "
+                               f"({M}, {N})")
+        acc = ctx.broadcast_to(acc, (M, N)).materialize()
+    ctx.scratch_barrier()
+    base = ctx.scratch((M * K + K * N) * 4)
+    ctx.store_tile_shared(a.materialize(), base)
+    bbase = ctx.b("gep", base, ctx.const(M * K))
+    ctx.store_tile_shared(b.materialize(), bbase)
+    ctx.barrier()
+
+    def fn(c: Coords) -> Value:
+        m, n = c.idx()
+        arow = ctx.b("gep", base, ctx.b("shl", m, ctx.const(K.bit_length() - 1)))
+        bcol = ctx.b("gep", bbase, n)
+        s = acc.at(c) if acc is not None else ctx.const(0.0, F32)
+        for k in builtins.range(K):
+            av = ctx.b.op("load", [ctx.b("gep", arow, ctx.const(k))]).result
+            bv = ctx.b.op("load", [ctx.b("gep", bcol, ctx.const(k * N))]).result
+            s = ctx.b("ffma", av, bv, s)
+        return s
+
+    out = Tile(ctx, (M, N), F32, fn=fn).materialize()
+    ctx.scratch_dirty = True
+    return out
+
+
+# --- shared memory (thread level) -------------------------------------------------------------
+class SharedArray:
+    """A block-shared array from :func:`shared_array`; index it like a NumPy array."""
+
+    def __init__(self, ctx: Lowering, shape: tuple[int, ...], type: Type, offset: int):
+        self.ctx = ctx
+        self.shape = shape
+        self.type = type
+        self.offset = offset
+
+    def _ptr(self, key) -> Tile:
+        ctx = self.ctx
+        if not isinstance(key, tuple):
+            key = (key,)
+        if len(key) != len(self.shape):
+            raise CompileError(f"a shared array of shape {list(self.shape)} needs "
+                               f"{len(self.shape)} indices")
+        base = ctx.b.op("smem", [], {"offset": self.offset},
+                        [ir.ptr("f32" if self.type == F32 else "i32", "shared")]).result
+        flat = None
+        stride = 1
+        for k, size in reversed(list(zip(key, self.shape, strict=True))):
+            if isinstance(k, int) and not 0 <= k < size:
+                raise CompileError(f"index {k} out of range 0..{size - 1}")
+            term = ctx.binary("*", k, stride) if stride != 1 else ctx.to_tile(k)
+            flat = term if flat is None else ctx.binary("+", flat, term)
+            stride *= size
+        return ctx.binary("+", ctx.scalar(base), ctx.cast(flat, I32))
+
+    def __getitem__(self, key) -> Tile:
+        return load.__wrapped__(self.ctx, self._ptr(key))
+
+    def __setitem__(self, key, value) -> None:
+        store.__wrapped__(self.ctx, self._ptr(key), value)
+
+
+@builtin
+def shared_array(ctx: Lowering, shape, dtype) -> SharedArray:
+    """A block-shared array (CUDA __shared__); its size is fixed at compile time."""
+    shp = tuple(_int(s, "a shape dimension") for s in (
+        shape if isinstance(shape, tuple | list) else (shape,)))
+    n = 1
+    for s in shp:
+        if s <= 0:
+            raise CompileError(f"shared array dimensions must be positive, not {s}")
+        n *= s
+    return SharedArray(ctx, shp, to_ir_type(dtype), ctx.alloc_shared(4 * n))
+
+
+# --- warp-level ------------------------------------------------------------------------------
+def _shfl(ctx: Lowering, mode: str, x, src) -> Tile:
+    t = ctx.to_tile(x)
+    if not t.is_scalar:
+        raise CompileError(f"shfl_{mode} takes a per-thread scalar, not a tile")
+    if t.type == I1:
+        raise CompileError(f"shfl_{mode} takes an int32 or float32 value")
+    s = ctx.cast(ctx.to_tile(src), I32)
+    return ctx.scalar(ctx.b("shfl", t.scalar, s.scalar, mode=mode))
+
+
+@builtin
+def shfl_down(ctx: Lowering, x, delta) -> Tile:
+    return _shfl(ctx, "down", x, delta)
+
+
+@builtin
+def shfl_up(ctx: Lowering, x, delta) -> Tile:
+    return _shfl(ctx, "up", x, delta)
+
+
+@builtin
+def shfl_xor(ctx: Lowering, x, mask) -> Tile:
+    return _shfl(ctx, "xor", x, mask)
+
+
+@builtin
+def shfl_idx(ctx: Lowering, x, lane) -> Tile:
+    return _shfl(ctx, "idx", x, lane)
+
+
+def _vote(ctx: Lowering, mode: str, p) -> Tile:
+    t = ctx.cast(ctx.to_tile(p), I1)
+    if not t.is_scalar:
+        raise CompileError(f"vote_{mode} takes a per-thread scalar condition")
+    return ctx.scalar(ctx.b("vote", t.scalar, mode=mode))
+
+
+@builtin
+def vote_any(ctx: Lowering, pred) -> Tile:
+    return _vote(ctx, "any", pred)
+
+
+@builtin
+def vote_all(ctx: Lowering, pred) -> Tile:
+    return _vote(ctx, "all", pred)
+
+
+@builtin
+def vote_ballot(ctx: Lowering, pred) -> Tile:
+    return _vote(ctx, "ballot", pred)
+
+
+# --- loops (the front end handles these in 'for' statements) ---------------------------------
+class static_range:  # noqa: N801
+    """``for i in tl.static_range(...)``: unrolled at compile time (constexpr bounds)."""
+
+    def __init__(self, *args, **kwargs):
+        self.args = args
+
+
+class range:  # noqa: N801, A001
+    """``for i in tl.range(...)``: a loop in the kernel (``num_stages`` etc. are accepted)."""
+
+    def __init__(self, *args, **kwargs):
+        self.args = args
+
+
+THREAD_LEVEL_NAMES = frozenset({"thread_id", "block_dim", "lane_id", "warp_id", "shfl_down",
+                                "shfl_up", "shfl_xor", "shfl_idx", "vote_any", "vote_all",
+                                "vote_ballot", "linear_thread_id", "shared_array"})
+
+__all__ = [n for n in dir() if not n.startswith("_") and n not in ("annotations", "math",
+                                                                    "dataclass", "ir")]
+_unused = (const_of,)

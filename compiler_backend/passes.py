@@ -1,0 +1,384 @@
+"""IR passes. Each is a function ``Function -> Function`` (it rewrites in place and returns
+the function) whose docstring states what it guarantees. :func:`optimize` runs them in the
+order both code generators rely on, so the ISA and PTX see the same op order."""
+
+from __future__ import annotations
+
+import struct
+
+import numpy as np
+
+from . import ir
+from .ir import F32, I1, I32, Block, Function, Op, Value
+
+MASK32 = 0xFFFFFFFF
+
+
+def _s32(x: int) -> int:
+    x &= MASK32
+    return x - (1 << 32) if x >= 1 << 31 else x
+
+
+def _const(v: Value):
+    op = v.owner
+    if isinstance(op, Op) and op.name == "const":
+        return op.attrs["value"]
+    return None
+
+
+def _ftz(x: np.float32) -> np.float32:
+    if x != 0 and abs(x) < np.float32(1.1754944e-38):
+        return np.float32(0.0) * np.sign(x)
+    return x
+
+
+def _replace_uses(fn: Function, mapping: dict[int, Value]) -> None:
+    if not mapping:
+        return
+    for op in fn.walk():
+        op.operands = [mapping.get(v.id, v) for v in op.operands]
+        for i, v in enumerate(op.operands):
+            while v.id in mapping:
+                v = mapping[v.id]
+            op.operands[i] = v
+
+
+def _fold_int(name: str, a: int, b: int) -> int | None:
+    ua, ub = a & MASK32, b & MASK32
+    r = {
+        "add": lambda: a + b, "sub": lambda: a - b, "mul": lambda: a * b,
+        "and": lambda: a & b, "or": lambda: a | b, "xor": lambda: a ^ b,
+        "shl": lambda: ua << (ub & 31), "shr": lambda: ua >> (ub & 31),
+        "sra": lambda: _s32(a) >> (ub & 31), "min": lambda: min(_s32(a), _s32(b)),
+        "max": lambda: max(_s32(a), _s32(b)), "minu": lambda: min(ua, ub),
+        "maxu": lambda: max(ua, ub), "mulhi": lambda: (_s32(a) * _s32(b)) >> 32,
+        "mulhu": lambda: (ua * ub) >> 32,
+    }.get(name)
+    return None if r is None else _s32(r())
+
+
+_ICMP = {"eq": lambda a, b: a == b, "ne": lambda a, b: a != b, "lt": lambda a, b: a < b,
+         "le": lambda a, b: a <= b, "gt": lambda a, b: a > b, "ge": lambda a, b: a >= b}
+
+
+def _fold(op: Op) -> object | None:
+    """The constant an op evaluates to when its operands are constant, else None."""
+    cs = [_const(v) for v in op.operands]
+    if op.name in ir.PURE_OPS and op.operands and all(c is not None for c in cs):
+        n = op.name
+        if n in ir.INT_BINARY and op.results[0].type == I32:
+            return _fold_int(n, cs[0], cs[1])
+        if n in ("and", "or", "xor") and op.results[0].type == I1:
+            return {"and": cs[0] and cs[1], "or": cs[0] or cs[1], "xor": cs[0] != cs[1]}[n]
+        if n == "not":
+            return not cs[0]
+        if n == "icmp":
+            c = op.attrs["cond"]
+            a, b = cs
+            if c.endswith("u"):
+                a, b, c = a & MASK32, b & MASK32, c[:-1]
+            return _ICMP[c](a, b)
+        if n == "select":
+            return cs[1] if cs[0] else cs[2]
+        if n in ("fadd", "fsub", "fmul"):
+            a, b = np.float32(_ftz(np.float32(cs[0]))), np.float32(_ftz(np.float32(cs[1])))
+            with np.errstate(all="ignore"):
+                r = {"fadd": a + b, "fsub": a - b, "fmul": a * b}[n]
+            return float(_ftz(np.float32(r)))
+        if n == "fneg":
+            return -cs[0]
+        if n == "i2f":
+            return float(np.float32(cs[0]))
+    return None
+
+
+def constant_fold(fn: Function) -> Function:
+    """Fold ops with constant operands and simple identities.
+
+    Guarantees: integer results wrap to 32 bits exactly as the ISA does; float folding uses
+    float32 round-to-nearest-even with flush-to-zero (the ISA/PTX .ftz meaning), so folded
+    and unfolded code agree bit for bit; special-function ops are never folded. Identities
+    removed: x+0, x-0, x*1, x*0 (integers), x<<0, x>>0, x|0, x^0, x&-1, select on a constant
+    condition, gep by 0, and i1 and/or with a constant.
+    """
+    mapping: dict[int, Value] = {}
+
+    def visit(block: Block) -> None:
+        new_ops = []
+        for op in block.ops:
+            op.operands = [mapping.get(v.id, v) for v in op.operands]
+            for r in op.regions:
+                visit(r)
+            rep = _simplify(op)
+            if rep is not None:
+                if isinstance(rep, Value):
+                    mapping[op.result.id] = rep
+                    continue
+                c = Op("const", [], [op.result.type], {"value": rep})
+                c.parent = block
+                c.results = [op.result]
+                op.result.owner = c
+                new_ops.append(c)
+                continue
+            new_ops.append(op)
+        block.ops = new_ops
+
+    visit(fn.body)
+    _replace_uses(fn, mapping)
+    return fn
+
+
+def _simplify(op: Op):
+    if len(op.results) != 1 or not op.pure or op.name == "const":
+        return None
+    f = _fold(op)
+    if f is not None:
+        t = op.result.type
+        if t == F32:
+            return float(f)
+        if t == I1:
+            return bool(f)
+        return int(f)
+    n = op.name
+    cs = [_const(v) for v in op.operands]
+    a = op.operands[0] if op.operands else None
+    if n in ("add", "or", "xor", "shl", "shr", "sra") and op.result.type == I32:
+        if cs[1] == 0:
+            return a
+        if n in ("add", "or", "xor") and cs[0] == 0:
+            return op.operands[1]
+    if n == "sub" and cs[1] == 0:
+        return a
+    if n == "mul":
+        if cs[1] == 1:
+            return a
+        if cs[0] == 1:
+            return op.operands[1]
+        if 0 in (cs[0], cs[1]):
+            return 0
+    if n == "and" and op.result.type == I32:
+        if cs[1] == -1:
+            return a
+        if 0 in (cs[0], cs[1]):
+            return 0
+    if n in ("and", "or") and op.result.type == I1:
+        for x, y in ((0, 1), (1, 0)):
+            c = cs[x]
+            if c is None:
+                continue
+            if (n == "and" and c) or (n == "or" and not c):
+                return op.operands[y]
+            return bool(c)
+    if n == "select":
+        if cs[0] is not None:
+            return op.operands[1] if cs[0] else op.operands[2]
+        if op.operands[1] is op.operands[2]:
+            return op.operands[1]
+    if n == "gep" and cs[1] == 0:
+        return a
+    return None
+
+
+def cse(fn: Function) -> Function:
+    """Common-subexpression elimination over pure ops.
+
+    Guarantees: two pure ops with the same name, operands and attributes where the first
+    dominates the second (earlier in the same block or in an enclosing block) become one;
+    loads, stores, atomics, shuffles, votes and barriers are never merged.
+    """
+    mapping: dict[int, Value] = {}
+
+    def key(op: Op):
+        attrs = tuple(sorted((k, v) for k, v in op.attrs.items() if k != "loc"))
+        if op.name == "const":
+            v = op.attrs["value"]
+            attrs = (("value", struct.pack("<f", v) if isinstance(v, float) else v),)
+        return (op.name, tuple(v.id for v in op.operands), attrs,
+                tuple(str(r.type) for r in op.results))
+
+    def visit(block: Block, table: dict) -> None:
+        local = dict(table)
+        new_ops = []
+        for op in block.ops:
+            op.operands = [mapping.get(v.id, v) for v in op.operands]
+            for r in op.regions:
+                visit(r, local)
+            if op.pure and len(op.results) == 1:
+                k = key(op)
+                if k in local:
+                    mapping[op.result.id] = local[k]
+                    continue
+                local[k] = op.result
+            new_ops.append(op)
+        block.ops = new_ops
+
+    visit(fn.body, {})
+    _replace_uses(fn, mapping)
+    return fn
+
+
+def dce(fn: Function) -> Function:
+    """Dead-code elimination.
+
+    Guarantees: pure ops whose results are unused are removed (repeatedly, so whole dead
+    chains go); ``if`` ops with no side effects inside and unused results are removed;
+    unused ``for``/``if`` results are kept when the op must stay (their yields stay too).
+    """
+    changed = True
+    while changed:
+        changed = False
+        used: set[int] = set()
+        for op in fn.walk():
+            used.update(v.id for v in op.operands)
+
+        def visit(block: Block) -> None:
+            nonlocal changed
+            keep = []
+            for op in block.ops:
+                for r in op.regions:
+                    visit(r)
+                dead = op.results and all(r.id not in used for r in op.results)
+                if dead and op.pure:
+                    changed = True
+                    continue
+                if op.name == "if" and all(r.id not in used for r in op.results) and all(
+                        o.pure or o.name == "yield" for r in op.regions for o in r.walk()):
+                    changed = True
+                    continue
+                keep.append(op)
+            block.ops = keep
+
+        visit(fn.body)
+    return fn
+
+
+def licm(fn: Function) -> Function:
+    """Loop-invariant code motion.
+
+    Guarantees: a pure op inside a ``for`` body whose operands are all defined outside the
+    loop moves to just before the loop (outermost first, repeatedly). Pure ops never fault,
+    so this is safe even for loops that run zero times. Loads stay where they are.
+    """
+
+    def visit(block: Block) -> None:
+        i = 0
+        while i < len(block.ops):
+            op = block.ops[i]
+            for r in op.regions:
+                visit(r)
+            if op.name == "for":
+                hoisted = _hoist(op)
+                for h in hoisted:
+                    h.parent = block
+                block.ops[i:i] = hoisted
+                i += len(hoisted)
+            i += 1
+
+    def _hoist(loop: Op) -> list[Op]:
+        inside: set[int] = set()
+        for o in loop.regions[0].walk():
+            inside.update(r.id for r in o.results)
+        inside.update(a.id for a in loop.regions[0].args)
+        out: list[Op] = []
+        body = loop.regions[0]
+        keep = []
+        for o in body.ops:
+            if o.pure and not o.regions and all(v.id not in inside for v in o.operands):
+                out.append(o)
+                for r in o.results:
+                    inside.discard(r.id)
+            else:
+                keep.append(o)
+        body.ops = keep
+        return out
+
+    visit(fn.body)
+    return fn
+
+
+def strength_reduce(fn: Function) -> Function:
+    """Strength reduction of address and index arithmetic.
+
+    Guarantees: ``mul x, 2**k`` becomes ``shl x, k``; ``gep(gep(p, a), b)`` with constant
+    ``a`` and ``b`` becomes one ``gep(p, a + b)``; ``gep(p, add(x, c))`` with a constant
+    ``c`` becomes ``gep(gep(p, x), c)`` so the constant lands in the memory instruction's
+    offset; ``add(x, add(y, c))`` becomes ``add(add(x, y), c)`` for the same reason; a
+    ``gep`` by a variable index becomes ``ptradd(p, shl(i, 2))`` so equal scaled indices
+    are computed once. Values are unchanged (all integer arithmetic wraps at 32 bits either way).
+    """
+    for op in list(fn.walk()):
+        if op.name == "mul":
+            for i in (0, 1):
+                c = _const(op.operands[i])
+                if c is not None and c > 0 and c & (c - 1) == 0:
+                    x = op.operands[1 - i]
+                    k = _new_const(op, c.bit_length() - 1)
+                    op.name = "shl"
+                    op.operands = [x, k]
+                    break
+    for op in list(fn.walk()):
+        # add(x, add(y, c)) -> add(add(x, y), c): constants move outwards, towards offsets
+        if op.name != "add":
+            continue
+        for i in (0, 1):
+            inner = op.operands[i].owner
+            if isinstance(inner, Op) and inner.name == "add" and inner.parent is op.parent:
+                ci = [_const(v) for v in inner.operands]
+                if ci[1] is not None and ci[0] is None and _const(op.operands[1 - i]) is None:
+                    s = Op("add", [op.operands[1 - i], inner.operands[0]], [I32])
+                    _insert_before(op, s)
+                    op.operands = [s.result, inner.operands[1]]
+                    break
+    for op in list(fn.walk()):
+        if op.name != "gep":
+            continue
+        p, idx = op.operands
+        io = idx.owner
+        if isinstance(io, Op) and io.name == "add":
+            for i in (0, 1):
+                c = _const(io.operands[i])
+                if c is not None:
+                    inner = Op("gep", [p, io.operands[1 - i]], [p.type])
+                    _insert_before(op, inner)
+                    op.operands = [inner.result, io.operands[i]]
+                    break
+        p, idx = op.operands
+        po = p.owner
+        c2 = _const(idx)
+        if c2 is not None and isinstance(po, Op) and po.name == "gep":
+            c1 = _const(po.operands[1])
+            if c1 is not None:
+                op.operands = [po.operands[0], _new_const(op, _s32(c1 + c2))]
+    for op in list(fn.walk()):
+        # gep(p, i) -> ptradd(p, shl(i, 2)): the scaled index becomes a value CSE can share
+        if op.name == "gep" and _const(op.operands[1]) is None:
+            sh = Op("shl", [op.operands[1], _new_const(op, 2)], [I32])
+            _insert_before(op, sh)
+            op.name = "ptradd"
+            op.operands = [op.operands[0], sh.result]
+    return fn
+
+
+def _insert_before(anchor: Op, new: Op) -> None:
+    block = anchor.parent
+    i = block.ops.index(anchor)
+    new.parent = block
+    block.ops.insert(i, new)
+
+
+def _new_const(anchor: Op, value: int) -> Value:
+    c = Op("const", [], [I32], {"value": value})
+    _insert_before(anchor, c)
+    return c.result
+
+
+PIPELINE = (constant_fold, strength_reduce, constant_fold, cse, licm, cse, dce)
+
+
+def optimize(fn: Function, verify: bool = True) -> Function:
+    """Run the standard pipeline (verifying between passes when ``verify``)."""
+    for p in PIPELINE:
+        fn = p(fn)
+        if verify:
+            ir.verify(fn)
+    return fn

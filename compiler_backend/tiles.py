@@ -1,0 +1,718 @@
+"""Tile programs lowered onto threads.
+
+A tile value (shape ``(N,)`` or ``(M, N)``, power-of-two sizes) belongs to one *program*, and a
+program runs on one block of ``T`` threads. Element ``i`` of the row-major flattened tile
+lives in thread ``i % T``, slot ``i // T``; each thread owns ``max(1, numel // T)`` slots.
+Tiles smaller than the block are replicated: thread ``t`` holds element ``t % numel``
+(stores and atomics from replicas are masked off where duplicates would change the result).
+Scalars (shape ``()``) are one value per thread.
+
+Tiles are *lazy* until something needs their elements in registers: elementwise arithmetic,
+index math from ``arange`` and broadcasting build a recipe that is evaluated per slot
+(``Tile.at``) where it is consumed; loads, reductions, ``dot`` and control-flow boundaries
+materialise them. Broadcasting a materialised tile to a different layout goes through
+shared memory (barrier, store, barrier, load).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from . import ir
+from .ir import F32, I1, I32, Type, Value
+
+
+class CompileError(Exception):
+    """A user mistake found while lowering; the front end adds the source position."""
+
+
+def _is_pow2(n: int) -> bool:
+    return n > 0 and n & (n - 1) == 0
+
+
+def _log2(n: int) -> int:
+    return n.bit_length() - 1
+
+
+class Coords:
+    """Where a tile element is evaluated: a shape and the canonical slot of this thread."""
+
+    def __init__(self, ctx: Lowering, shape: tuple[int, ...], slot: int):
+        self.ctx = ctx
+        self.shape = shape
+        self.slot = slot
+        self._idx: list[Value] | None = None
+
+    @property
+    def key(self):
+        return (self.shape, self.slot, id(self.ctx.b.block))
+
+    def flat(self) -> Value:
+        return self.ctx.flat_index(self.shape, self.slot)
+
+    def idx(self) -> list[Value]:
+        if self._idx is None:
+            self._idx = self.ctx.coords(self.shape, self.slot)
+        return self._idx
+
+
+class Tile:
+    """A tile (or scalar) value of one program: shape, element type, and its elements."""
+
+    def __init__(self, ctx: Lowering, shape: tuple[int, ...], type: Type,
+                 slots: list[Value] | None = None,
+                 fn: Callable[[Coords], Value] | None = None):
+        self.ctx = ctx
+        self.shape = tuple(shape)
+        self.type = type
+        self.slots = slots
+        self.fn = fn
+        assert (slots is None) != (fn is None)
+
+    # --- facts -------------------------------------------------------------------------
+    @property
+    def numel(self) -> int:
+        n = 1
+        for s in self.shape:
+            n *= s
+        return n
+
+    @property
+    def is_scalar(self) -> bool:
+        return self.shape == ()
+
+    @property
+    def dtype(self):
+        from .language import dtype_of_type
+
+        return dtype_of_type(self.type)
+
+    def __repr__(self) -> str:
+        return f"tensor({list(self.shape)}, {self.type})"
+
+    def __bool__(self) -> bool:
+        raise CompileError("a tensor has no compile-time truth value; use it in 'if' directly "
+                           "or make the value a tl.constexpr")
+
+    def __iter__(self):
+        raise CompileError("a tensor cannot be iterated in Python")
+
+    # --- element access ------------------------------------------------------------------
+    @property
+    def scalar(self) -> Value:
+        assert self.is_scalar and self.slots is not None
+        return self.slots[0]
+
+    def at(self, c: Coords) -> Value:
+        """The IR value of this tile's element at ``c`` (``c.shape == self.shape``)."""
+        if self.slots is not None:
+            if self.is_scalar:
+                return self.slots[0]
+            assert c.shape == self.shape
+            return self.slots[c.slot]
+        memo = self.ctx.memo
+        key = (id(self), c.key)
+        hit = memo.get(key)
+        if hit is not None:
+            return hit[1]
+        v = self.fn(c)
+        memo[key] = (self, v)
+        return v
+
+    def materialize(self) -> Tile:
+        if self.slots is not None:
+            return self
+        ctx = self.ctx
+        slots = [self.at(Coords(ctx, self.shape, s)) for s in range(ctx.nslots(self.shape))]
+        return Tile(ctx, self.shape, self.type, slots=slots)
+
+    # --- Python operators (the DSL's arithmetic) --------------------------------------------
+    def __add__(self, o):
+        return self.ctx.binary("+", self, o)
+
+    def __radd__(self, o):
+        return self.ctx.binary("+", o, self)
+
+    def __sub__(self, o):
+        return self.ctx.binary("-", self, o)
+
+    def __rsub__(self, o):
+        return self.ctx.binary("-", o, self)
+
+    def __mul__(self, o):
+        return self.ctx.binary("*", self, o)
+
+    def __rmul__(self, o):
+        return self.ctx.binary("*", o, self)
+
+    def __truediv__(self, o):
+        return self.ctx.binary("/", self, o)
+
+    def __rtruediv__(self, o):
+        return self.ctx.binary("/", o, self)
+
+    def __floordiv__(self, o):
+        return self.ctx.binary("//", self, o)
+
+    def __rfloordiv__(self, o):
+        return self.ctx.binary("//", o, self)
+
+    def __mod__(self, o):
+        return self.ctx.binary("%", self, o)
+
+    def __rmod__(self, o):
+        return self.ctx.binary("%", o, self)
+
+    def __and__(self, o):
+        return self.ctx.binary("&", self, o)
+
+    def __rand__(self, o):
+        return self.ctx.binary("&", o, self)
+
+    def __or__(self, o):
+        return self.ctx.binary("|", self, o)
+
+    def __ror__(self, o):
+        return self.ctx.binary("|", o, self)
+
+    def __xor__(self, o):
+        return self.ctx.binary("^", self, o)
+
+    def __rxor__(self, o):
+        return self.ctx.binary("^", o, self)
+
+    def __lshift__(self, o):
+        return self.ctx.binary("<<", self, o)
+
+    def __rlshift__(self, o):
+        return self.ctx.binary("<<", o, self)
+
+    def __rshift__(self, o):
+        return self.ctx.binary(">>", self, o)
+
+    def __rrshift__(self, o):
+        return self.ctx.binary(">>", o, self)
+
+    def __lt__(self, o):
+        return self.ctx.binary("<", self, o)
+
+    def __le__(self, o):
+        return self.ctx.binary("<=", self, o)
+
+    def __gt__(self, o):
+        return self.ctx.binary(">", self, o)
+
+    def __ge__(self, o):
+        return self.ctx.binary(">=", self, o)
+
+    def __eq__(self, o):  # type: ignore[override]
+        return self.ctx.binary("==", self, o)
+
+    def __ne__(self, o):  # type: ignore[override]
+        return self.ctx.binary("!=", self, o)
+
+    __hash__ = object.__hash__
+
+    def __neg__(self):
+        return self.ctx.unary("-", self)
+
+    def __invert__(self):
+        return self.ctx.unary("~", self)
+
+    def __pos__(self):
+        return self
+
+    def __getitem__(self, key):
+        return self.ctx.subscript(self, key)
+
+    def to(self, dtype, bitcast: bool = False) -> Tile:
+        from .language import to_ir_type
+
+        return self.ctx.cast(self, to_ir_type(dtype))
+
+
+class Lowering:
+    """Builds IR for one kernel: the thread layout, shared-memory scratch and tile semantics."""
+
+    def __init__(self, fn: ir.Function, threads: int, warp_size: int):
+        self.fn = fn
+        self.b = ir.Builder(fn.body)
+        self.T = threads
+        self.W = warp_size
+        self.memo: dict = {}
+        self.shared_top = 0  # bytes of user shared arrays
+        self.scratch_bytes = 0  # bytes of compiler scratch (after the user arrays)
+        self.scratch_users: list[ir.Op] = []
+        self.thread_level = False  # CUDA-style kernel: scalars are per thread
+        self.scratch_dirty = False  # scratch may still be read by other warps
+
+    # --- small IR helpers -------------------------------------------------------------------
+    def const(self, value, type: Type = I32) -> Value:
+        return self.b.const(value, type)
+
+    def sreg(self, name: str) -> Value:
+        return self.b.op("sreg", [], {"name": name}).result
+
+    def tid(self) -> Value:
+        return self.sreg("tid")
+
+    def scalar(self, v: Value) -> Tile:
+        return Tile(self, (), v.type, slots=[v])
+
+    # --- layout ---------------------------------------------------------------------------
+    def nslots(self, shape: tuple[int, ...]) -> int:
+        n = 1
+        for s in shape:
+            n *= s
+        return max(1, n // self.T)
+
+    def flat_index(self, shape: tuple[int, ...], slot: int) -> Value:
+        n = 1
+        for s in shape:
+            n *= s
+        tid = self.tid()
+        if n < self.T:
+            return self.b("and", tid, self.const(n - 1))
+        if slot == 0:
+            return tid
+        return self.b("add", tid, self.const(slot * self.T))
+
+    def coords(self, shape: tuple[int, ...], slot: int) -> list[Value]:
+        """Per-dimension indices of this thread's element in ``slot`` (shifts and masks)."""
+        n = 1
+        for s in shape:
+            n *= s
+        out: list[Value] = []
+        inner = n
+        tid = self.tid()
+        for d, size in enumerate(shape):
+            inner //= size
+            sh = _log2(inner)
+            if n < self.T:
+                f = self.b("and", tid, self.const(n - 1))
+                v = self.b("shr", f, self.const(sh)) if sh else f
+                out.append(v if d == 0 else self.b("and", v, self.const(size - 1)))
+                continue
+            off = slot * self.T
+            if off % inner == 0:
+                base = self.b("shr", tid, self.const(sh)) if sh else tid
+                c = off >> sh
+                if d == 0:
+                    out.append(self.b("add", base, self.const(c)) if c else base)
+                else:
+                    if c % size == 0:
+                        c = 0
+                    v = self.b("add", base, self.const(c)) if c else base
+                    if (self.T >> sh) > size or c:
+                        v = self.b("and", v, self.const(size - 1))
+                    out.append(v)
+            else:
+                f = self.flat_index(shape, slot)
+                v = self.b("shr", f, self.const(sh)) if sh else f
+                out.append(v if d == 0 else self.b("and", v, self.const(size - 1)))
+        return out
+
+    def replica_mask(self, shape: tuple[int, ...]) -> Value | None:
+        """For tiles smaller than the block: true in the one thread that owns each element."""
+        n = 1
+        for s in shape:
+            n *= s
+        if n >= self.T:
+            return None
+        return self.b.op("icmp", [self.tid(), self.const(n)], {"cond": "lt"}).result
+
+    # --- conversion of Python values -------------------------------------------------------
+    def to_tile(self, x, like: Tile | None = None) -> Tile:
+        if isinstance(x, Tile):
+            return x
+        if isinstance(x, bool):
+            return self.scalar(self.const(x, I1))
+        if isinstance(x, int):
+            if like is not None and like.type == F32:
+                return self.scalar(self.const(float(x), F32))
+            if not -(1 << 31) <= x < (1 << 32):
+                raise CompileError(f"integer constant {x} does not fit in 32 bits")
+            return self.scalar(self.const(x, I32))
+        if isinstance(x, float):
+            return self.scalar(self.const(x, F32))
+        raise CompileError(f"cannot use a value of Python type {type(x).__name__} in a kernel "
+                           "expression")
+
+    # --- broadcasting -------------------------------------------------------------------------
+    @staticmethod
+    def broadcast_shape(a: tuple[int, ...], b: tuple[int, ...]) -> tuple[int, ...]:
+        n = max(len(a), len(b))
+        a2 = (1,) * (n - len(a)) + a
+        b2 = (1,) * (n - len(b)) + b
+        out = []
+        for x, y in zip(a2, b2, strict=True):
+            if x != y and 1 not in (x, y):
+                raise CompileError(f"shapes {list(a)} and {list(b)} do not broadcast")
+            out.append(max(x, y))
+        return tuple(out)
+
+    def broadcast_to(self, t: Tile, shape: tuple[int, ...]) -> Tile:
+        if t.shape == shape or t.is_scalar:
+            if t.is_scalar and shape != ():
+                v = t.scalar
+                return Tile(self, shape, t.type, fn=lambda c: v)
+            return t
+        if len(t.shape) > len(shape):
+            raise CompileError(f"cannot broadcast shape {list(t.shape)} to {list(shape)}")
+        src = t.shape
+        padded = (1,) * (len(shape) - len(src)) + src
+        for x, y in zip(padded, shape, strict=True):
+            if x != y and x != 1:
+                raise CompileError(f"cannot broadcast shape {list(src)} to {list(shape)}")
+        lead = len(shape) - len(src)
+        return self.remap(t, shape, lambda idx: idx[lead:], padded)
+
+    def remap(self, t: Tile, shape: tuple[int, ...], pick, padded=None) -> Tile:
+        """A tile of ``shape`` whose element at index ``idx`` is ``t[pick(idx)]``."""
+        if t.slots is not None and not t.is_scalar:
+            # a materialised tile in another layout: exchange through shared memory now,
+            # before the scratch area can be reused
+            return self.remap(self.via_shared(t), shape, pick).materialize()
+        src_shape = t.shape
+        ctx = self
+
+        def fn(c: Coords) -> Value:
+            idx = pick(c.idx())
+            idx = [ctx.const(0) if s == 1 else v for v, s in zip(idx, src_shape, strict=True)]
+            sub = _GivenCoords(ctx, src_shape, idx)
+            if t.slots is not None:
+                return t.slots[0]
+            return t.fn(sub)
+
+        return Tile(self, shape, t.type, fn=fn)
+
+    # --- shared memory ------------------------------------------------------------------------
+    def alloc_shared(self, nbytes: int) -> int:
+        """User shared arrays: a fixed place at the front of the block's shared memory."""
+        off = self.shared_top
+        self.shared_top += (nbytes + 3) // 4 * 4
+        return off
+
+    def scratch(self, nbytes: int) -> Value:
+        """Compiler scratch (reductions, relayouts, dot): one area reused after a barrier."""
+        self.scratch_bytes = max(self.scratch_bytes, nbytes)
+        op = self.b.op("smem", [], {"offset": 0, "scratch": True}, [ir.ptr("f32", "shared")])
+        self.scratch_users.append(op)
+        return op.result
+
+    def finish_shared(self) -> None:
+        for op in self.scratch_users:
+            op.attrs["offset"] = self.shared_top
+            del op.attrs["scratch"]
+        self.fn.shared_bytes = self.shared_top + self.scratch_bytes
+
+    def shared_ptr(self, base: Value, elem_type: Type) -> Value:
+        want = ir.ptr("f32" if elem_type == F32 else "i32", "shared")
+        if base.type == want:
+            return base
+        op = self.b.op("smem", [], dict(base.owner.attrs), [want])
+        if op.attrs.get("scratch"):
+            self.scratch_users.append(op)
+        return op.result
+
+    def barrier(self) -> None:
+        self.b.op("barrier", [])
+
+    def scratch_barrier(self) -> None:
+        """Before writing the scratch area: wait until every warp has read its last use."""
+        if self.scratch_dirty:
+            self.barrier()
+        self.scratch_dirty = False
+
+    def store_tile_shared(self, t: Tile, base: Value) -> None:
+        """Write a materialised tile into shared memory at its flat element order."""
+        if t.type == I1:
+            raise CompileError("cannot relayout an i1 tensor; convert it with .to(tl.int32)")
+        base = self.shared_ptr(base, t.type)
+        t = t.materialize()
+        for s, v in enumerate(t.slots):
+            f = self.flat_index(t.shape, s)
+            self.b.op("store", [self.b("gep", base, f), v])
+
+    def via_shared(self, t: Tile, barrier_first: bool = True) -> Tile:
+        """Make a materialised tile readable at any index: returns a lazy tile reading shared.
+
+        The reads happen when the result is materialised, which callers do at once.
+        """
+        if barrier_first:
+            self.scratch_barrier()
+        base = self.scratch(t.numel * 4)
+        self.store_tile_shared(t, base)
+        self.barrier()
+        self.scratch_dirty = True
+        sbase = self.shared_ptr(base, t.type)
+        shape = t.shape
+        ctx = self
+
+        def fn(c: Coords) -> Value:
+            flat = ctx.linearize(c.idx(), shape)
+            return ctx.b.op("load", [ctx.b("gep", sbase, flat)]).result
+
+        lazy = Tile(self, shape, t.type, fn=fn)
+        return lazy
+
+    def linearize(self, idx: list[Value], shape: tuple[int, ...]) -> Value:
+        flat = None
+        stride = 1
+        for v, size in reversed(list(zip(idx, shape, strict=True))):
+            term = v if stride == 1 else self.b("shl", v, self.const(_log2(stride)))
+            flat = term if flat is None else self.b("add", flat, term)
+            stride *= size
+        return flat if flat is not None else self.const(0)
+
+    # --- arithmetic ----------------------------------------------------------------------------
+    def to_type(self, v: Value, t: Type) -> Value:
+        if v.type == t:
+            return v
+        b = self.b
+        if v.type == I1:
+            one = self.const(1.0, F32) if t == F32 else self.const(1, I32)
+            zero = self.const(0.0, F32) if t == F32 else self.const(0, I32)
+            return b("select", v, one, zero)
+        if t == I1:
+            if v.type == F32:
+                return b.op("fcmp", [v, self.const(0.0, F32)], {"cond": "ne"}).result
+            return b.op("icmp", [v, self.const(0)], {"cond": "ne"}).result
+        if v.type == I32 and t == F32:
+            return b("i2f", v)
+        if v.type == F32 and t == I32:
+            return b("f2i", v)
+        raise CompileError(f"cannot convert {v.type} to {t}")
+
+    def cast(self, t: Tile, to: Type) -> Tile:
+        if t.type == to:
+            return t
+        if t.type.is_ptr or to.is_ptr:
+            raise CompileError("pointer casts are not supported")
+        return self.map1(t, to, lambda v: self.to_type(v, to))
+
+    def map1(self, t: Tile, rtype: Type, f: Callable[[Value], Value]) -> Tile:
+        if t.is_scalar:
+            return self.scalar(f(t.scalar))
+        return Tile(self, t.shape, rtype, fn=lambda c: f(t.at(c)))
+
+    def mapn(self, tiles: list[Tile], rtype: Type, f: Callable[..., Value]) -> Tile:
+        shape: tuple[int, ...] = ()
+        for t in tiles:
+            shape = self.broadcast_shape(shape, t.shape)
+        if shape == ():
+            return self.scalar(f(*[t.scalar for t in tiles]))
+        bt = [self.broadcast_to(t, shape) for t in tiles]
+        return Tile(self, shape, rtype, fn=lambda c: f(*[t.at(c) for t in bt]))
+
+    def common_type(self, a: Tile, b: Tile) -> Type:
+        if F32 in (a.type, b.type):
+            return F32
+        if I32 in (a.type, b.type):
+            return I32
+        return I1
+
+    _INT_OPS = {"+": "add", "-": "sub", "*": "mul", "&": "and", "|": "or", "^": "xor",
+                "<<": "shl", ">>": "sra"}
+    _FLOAT_OPS = {"+": "fadd", "-": "fsub", "*": "fmul"}
+    _CMP = {"<": "lt", "<=": "le", ">": "gt", ">=": "ge", "==": "eq", "!=": "ne"}
+
+    def binary(self, op: str, a, b) -> Tile:
+        if not isinstance(a, Tile) and not isinstance(b, Tile):
+            raise CompileError(f"operator {op} needs a tensor operand")
+        a = self.to_tile(a, like=b if isinstance(b, Tile) else None)
+        b = self.to_tile(b, like=a)
+        if a.type.is_ptr or b.type.is_ptr:
+            return self.pointer_arith(op, a, b)
+        if op in self._CMP:
+            t = self.common_type(a, b)
+            if t == I1:
+                t = I32
+            cond = self._CMP[op]
+            name = "fcmp" if t == F32 else "icmp"
+            return self.mapn([a, b], I1, lambda x, y: self.b.op(
+                name, [self.to_type(x, t), self.to_type(y, t)], {"cond": cond}).result)
+        if op == "/":
+            return self.mapn([a, b], F32, lambda x, y: self.fdiv(
+                self.to_type(x, F32), self.to_type(y, F32)))
+        t = self.common_type(a, b)
+        if op in ("&", "|", "^") and t == I1:
+            name = {"&": "and", "|": "or", "^": "xor"}[op]
+            return self.mapn([a, b], I1, lambda x, y: self.b(name, x, y))
+        if t == I1:
+            t = I32
+        if t == F32:
+            if op in self._FLOAT_OPS:
+                name = self._FLOAT_OPS[op]
+                return self.mapn([a, b], F32, lambda x, y: self.b(
+                    name, self.to_type(x, F32), self.to_type(y, F32)))
+            if op == "%":
+                raise CompileError("floating-point % is not supported")
+            raise CompileError(f"operator {op} is not defined on float32")
+        if op in ("//", "%"):
+            return self.mapn([a, b], I32, lambda x, y: self.idiv(
+                op, self.to_type(x, I32), self.to_type(y, I32)))
+        name = self._INT_OPS[op]
+        return self.mapn([a, b], I32, lambda x, y: self.b(
+            name, self.to_type(x, I32), self.to_type(y, I32)))
+
+    def pointer_arith(self, op: str, a: Tile, b: Tile) -> Tile:
+        if op == "+" and b.type.is_ptr:
+            a, b = b, a
+        if op not in ("+", "-") or b.type.is_ptr:
+            raise CompileError(f"operator {op} is not defined on pointers "
+                               "(only pointer + integer and pointer - integer)")
+        if b.type not in (I32, I1):
+            raise CompileError("a pointer offset must be an integer, not " + str(b.type))
+        neg = op == "-"
+
+        def f(p: Value, i: Value) -> Value:
+            i = self.to_type(i, I32)
+            if neg:
+                i = self.b("sub", self.const(0), i)
+            return self.b("gep", p, i)
+
+        return self.mapn([a, b], a.type, f)
+
+    def fdiv(self, x: Value, y: Value) -> Value:
+        if y.owner is not None and isinstance(y.owner, ir.Op) and y.owner.name == "const":
+            c = y.owner.attrs["value"]
+            import math
+
+            m, e = math.frexp(c) if c else (0, 0)
+            if c and abs(m) == 0.5 and -120 < e < 120:
+                return self.b("fmul", x, self.const(1.0 / c, F32))
+        return self.b("fmul", x, self.b("rcp", y))
+
+    def is_nonneg(self, v: Value, depth: int = 0) -> bool:
+        """A conservative proof that ``v`` (i32) is never negative."""
+        op = v.owner
+        if depth > 12 or not isinstance(op, ir.Op):
+            return False
+        n = op.name
+        if n == "const":
+            return op.attrs["value"] >= 0
+        if n == "sreg":
+            return not op.attrs["name"].startswith("clock")
+        if n in ("add", "mul", "min", "max", "or", "xor"):
+            return all(self.is_nonneg(o, depth + 1) for o in op.operands)
+        if n in ("shr",):
+            return True
+        if n == "and":
+            return any(self.is_nonneg(o, depth + 1) for o in op.operands)
+        if n in ("shl", "sra"):
+            return self.is_nonneg(op.operands[0], depth + 1) and n == "sra"
+        if n == "select":
+            return all(self.is_nonneg(o, depth + 1) for o in op.operands[1:])
+        return False
+
+    def idiv(self, op: str, x: Value, y: Value) -> Value:
+        yo = y.owner
+        if not (isinstance(yo, ir.Op) and yo.name == "const"):
+            raise CompileError(f"integer {op} needs a constant divisor (tl.constexpr); this "
+                               "GPU has no integer divide")
+        d = yo.attrs["value"]
+        if d <= 0:
+            raise CompileError(f"integer {op} by {d}: the divisor must be positive")
+        b = self.b
+        nonneg = self.is_nonneg(x)
+        if _is_pow2(d):
+            k = _log2(d)
+            if op == "%" and nonneg:
+                return b("and", x, self.const(d - 1))
+            if k == 0:
+                return x if op == "//" else self.const(0)
+            if nonneg:
+                q = b("shr", x, self.const(k))
+            else:
+                bias = b("shr", b("sra", x, self.const(31)), self.const(32 - k))
+                q = b("sra", b("add", x, bias), self.const(k))
+        else:
+            if not nonneg:
+                raise CompileError(f"integer {op} by {d} (not a power of two) is supported "
+                                   "only for values known to be non-negative")
+            # x < 2**31: q = mulhu(x, ceil(2**(31+l) / d)) >> (l - 1) is exact
+            ell = (d - 1).bit_length()
+            m = -(-(1 << (31 + ell)) // d)
+            q = b("mulhu", x, self.const(m))
+            q = b("shr", q, self.const(ell - 1)) if ell > 1 else q
+        if op == "//":
+            return q
+        return b("sub", x, b("mul", q, self.const(d)))
+
+    def unary(self, op: str, a: Tile) -> Tile:
+        if op == "-":
+            if a.type == F32:
+                return self.map1(a, F32, lambda v: self.b("fneg", v))
+            if a.type == I1:
+                a = self.cast(a, I32)
+            return self.map1(a, I32, lambda v: self.b("sub", self.const(0), v))
+        if op == "~":
+            if a.type == I1:
+                return self.map1(a, I1, lambda v: self.b("not", v))
+            if a.type == I32:
+                return self.map1(a, I32, lambda v: self.b("xor", v, self.const(-1)))
+            raise CompileError(f"~ is not defined on {a.type}")
+        if op == "not":
+            return self.map1(self.cast(a, I1), I1, lambda v: self.b("not", v))
+        raise CompileError(f"unary {op} is not supported")
+
+    # --- indexing ----------------------------------------------------------------------------
+    def subscript(self, t: Tile, key) -> Tile:
+        if not isinstance(key, tuple):
+            key = (key,)
+        src_dim = 0
+        new_shape: list[int] = []
+        kept: list[int | None] = []  # for each output dim: source dim or None (new axis)
+        for k in key:
+            if k is None:
+                new_shape.append(1)
+                kept.append(None)
+            elif isinstance(k, slice) and k == slice(None):
+                if src_dim >= len(t.shape):
+                    raise CompileError("too many indices for the tensor")
+                new_shape.append(t.shape[src_dim])
+                kept.append(src_dim)
+                src_dim += 1
+            else:
+                raise CompileError("tensors support only [:, None]-style indexing "
+                                   "(':' and None)")
+        while src_dim < len(t.shape):
+            new_shape.append(t.shape[src_dim])
+            kept.append(src_dim)
+            src_dim += 1
+        shape = tuple(new_shape)
+        if t.is_scalar:
+            return self.broadcast_to(t, shape)
+        if t.slots is not None:
+            # inserting size-1 axes keeps the flat order: same layout, same registers
+            return Tile(self, shape, t.type, slots=t.slots)
+        return self.remap(t, shape, lambda idx: [idx[i] for i, s in enumerate(kept)
+                                                 if s is not None])
+
+
+class _GivenCoords(Coords):
+    """Coordinates handed down by a remap (not a canonical slot: no memo across them)."""
+
+    def __init__(self, ctx: Lowering, shape: tuple[int, ...], idx: list[Value]):
+        super().__init__(ctx, shape, -1)
+        self._idx = idx
+        self._key = ("given", tuple(v.id for v in idx), id(ctx.b.block))
+
+    @property
+    def key(self):
+        return self._key
+
+    def flat(self) -> Value:
+        return self.ctx.linearize(self._idx, self.shape)
+
+
+def const_of(v: Value):
+    """The Python constant behind ``v``, or None."""
+    op = v.owner
+    if isinstance(op, ir.Op) and op.name == "const":
+        return op.attrs["value"]
+    return None
+
+
+__all__ = ["CompileError", "Coords", "Lowering", "Tile", "const_of", "I1", "I32", "F32"]
