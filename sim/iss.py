@@ -25,7 +25,7 @@ from . import semantics, trace
 from .disasm import disassemble
 from .errors import FaultRecord, IssError, KernelFault
 from .memory import GlobalMemory
-from .program import Illegal, Program, program_for
+from .program import Illegal, Op, Program, program_for
 from .stats import LaunchStats
 from .wave import RUN, Fault, Wave, mask_bits
 
@@ -156,7 +156,7 @@ class _Runner:
 
     def _rounds(self, w: Wave) -> None:
         status = w.status
-        step = self._step
+        run_from = self._run
         while True:
             if w.n_wait:
                 semantics.barrier_resolve(w)
@@ -166,60 +166,84 @@ class _Runner:
             pcs = w.pc[run]
             p0 = pcs[0]
             if run.size == 1 or (pcs == p0).all():
-                step(w, int(p0), _group(run))
+                run_from(w, int(p0), _group(run))
                 continue
             order = np.argsort(pcs, kind="stable")
             spcs, sruns = pcs[order], run[order]
             cuts = np.flatnonzero(spcs[1:] != spcs[:-1]) + 1
             for pc, part in zip(spcs[np.r_[0, cuts]], np.split(sruns, cuts), strict=True):
-                step(w, int(pc), _group(part))
+                run_from(w, int(pc), _group(part))
 
-    def _step(self, w: Wave, pc: int, g) -> None:
+    def _fetch(self, w: Wave, pc: int, g) -> Op:
         prog = self.prog
         if pc < 0 or pc >= prog.size or pc & 3:
             first = int(w.indices(g)[0])
             raise Fault(FaultCause.PC_OUT_OF_RANGE, first, w.active[first].copy(),
                         f"pc 0x{pc:x} is outside the {prog.size}-byte code", pc=pc)
         try:
-            op = prog.op(pc)
+            return prog.op(pc)
         except Illegal as e:
             first = int(w.indices(g)[0])
             raise Fault(FaultCause.ILLEGAL_INSTRUCTION, first, w.active[first].copy(), str(e),
                         pc=pc) from None
-        stats = self.stats
-        nw = w.count(g)
-        if stats.warp_instructions + nw > self.budget:
-            k = self.budget - stats.warp_instructions
-            wl = int(w.indices(g)[k])
-            raise Fault(FaultCause.WATCHDOG, wl, w.active[wl].copy(),
-                        f"instruction budget of {self.budget} warp-instructions exhausted",
-                        pc=pc)
-        act = w.active[g]
-        if op.unguarded:
-            ex = act
-        else:
-            gp = w.P[op.pred, g]
-            ex = act & ~gp if op.pneg else act & gp
-        stats.thread_instructions += int(np.count_nonzero(act if op.is_bra else ex))
+
+    def _run(self, w: Wave, pc: int, g) -> None:
+        """Execute the group ``g`` from ``pc`` up to and including its next control
+        instruction (the only kind that changes the PC, the active mask or the status).
+
+        In between, the active mask is constant, so it and its lane count are read once; the
+        retired counts are written back once at the end, and the PC by the control instruction
+        (straight-line instructions never read it).
+        """
+        stats, counts, budget = self.stats, self.counts, self.budget
+        ops, size = self.prog.ops, self.prog.size
         tracing = self.trace is not None
-        if tracing:
-            mask = np.array(act, copy=True)
-            ex = np.array(ex, copy=True)
-            w.rec = w.mrec = None
+        nw = w.count(g)
+        act = w.active[g]
+        n_act = int(np.count_nonzero(act))
+        P = w.P
+        steps = 0
         try:
-            op.run(w, op, g, ex)
-        except Fault as f:
-            if f.pc is None:
-                f.pc = pc
-            raise
-        if not op.sets_pc:
-            w.pc[g] = pc + 4
-        w.retired[g] += 1
-        stats.warp_instructions += nw
-        counts = self.counts
-        counts[pc] = counts.get(pc, 0) + nw
-        if tracing:
-            self.seq = trace.emit(self.trace, self.seq, w, op, g, mask, ex)
+            while True:
+                op = ops[pc >> 2] if 0 <= pc < size else None
+                if op is None or op.__class__ is not Op:
+                    op = self._fetch(w, pc, g)
+                if stats.warp_instructions + nw > budget:
+                    k = budget - stats.warp_instructions
+                    wl = int(w.indices(g)[k])
+                    raise Fault(FaultCause.WATCHDOG, wl, w.active[wl].copy(),
+                                f"instruction budget of {budget} warp-instructions exhausted",
+                                pc=pc)
+                if op.unguarded:
+                    ex = act
+                    stats.thread_instructions += n_act
+                else:
+                    gp = P[op.pred, g]
+                    ex = act & ~gp if op.pneg else act & gp
+                    stats.thread_instructions += (
+                        n_act if op.is_bra else int(np.count_nonzero(ex)))
+                w.clock_bias = steps
+                if tracing:
+                    mask = np.array(act, copy=True)
+                    ex = np.array(ex, copy=True)
+                    w.rec = w.mrec = None
+                try:
+                    op.run(w, op, g, ex)
+                except Fault as f:
+                    if f.pc is None:
+                        f.pc = pc
+                    raise
+                steps += 1
+                stats.warp_instructions += nw
+                counts[pc] = counts.get(pc, 0) + nw
+                if tracing:
+                    self.seq = trace.emit(self.trace, self.seq, w, op, g, mask, ex)
+                if op.sets_pc:
+                    break
+                pc += 4
+        finally:
+            w.retired[g] += steps
+            w.clock_bias = 0
 
 
 def _group(idx: np.ndarray):

@@ -57,19 +57,19 @@ class Program:
         self.code = bytes(code)
         self.words = np.frombuffer(self.code, dtype="<u4")
         self.size = len(self.code)
-        self._ops: list[Op | Illegal | None] = [None] * self.words.size
+        self.ops: list[Op | Illegal | None] = [None] * self.words.size
 
     def op(self, pc: int) -> Op:
         """The instruction at byte address ``pc`` (in range, 4-aligned); raises
         :class:`Illegal` for a word that is not an instruction."""
         i = pc >> 2
-        got = self._ops[i]
+        got = self.ops[i]
         if got is None:
             try:
                 got = Op(pc, int(self.words[i]), i)
             except Illegal as e:
                 got = e
-            self._ops[i] = got
+            self.ops[i] = got
         if isinstance(got, Illegal):
             raise got
         return got

@@ -482,17 +482,22 @@ def ssy(w: Wave, op, g, ex) -> None:
 
 def bra(w: Wave, op, g, ex) -> None:
     """taken = active & guard: all -> pc = target; none -> pc += 4; some -> push
-    DIV(pc + 4, active & ~guard) (or OR into a DIV top entry with that pc), active = taken."""
-    gi = w.indices(g)
-    act = w.active[gi]
-    taken = ex if op.unguarded else ex & act
+    DIV(pc + 4, active & ~guard) (or OR into a DIV top entry with that pc), active = taken.
+    ``ex`` is already active & guard."""
+    if op.unguarded:
+        w.pc[g] = op.target
+        return
+    taken = ex
     any_t = taken.any(axis=1)
+    act = w.active[g]
     split = any_t & (taken != act).any(axis=1)
-    w.pc[gi] = np.where(any_t, op.target, op.pc + 4)
+    w.pc[g] = np.where(any_t, op.target, op.pc + 4)
     if not split.any():
         return
-    si = gi[split]
-    rest = act[split] & ~taken[split]
+    si = w.indices(g)[split]
+    act = act[split]
+    taken = taken[split]
+    rest = act & ~taken
     w.stats.divergence_events += si.size
     top = w.sp[si] - 1
     has = top >= 0
@@ -504,8 +509,8 @@ def bra(w: Wave, op, g, ex) -> None:
         mi = si[merge]
         w.stk_mask[mi, top[merge]] |= rest[merge]
     if (~merge).any():
-        _push(w, si[~merge], DIV, op.pc + 4, rest[~merge], act[split][~merge])
-    w.active[si] = taken[split]
+        _push(w, si[~merge], DIV, op.pc + 4, rest[~merge], act[~merge])
+    w.active[si] = taken
 
 
 def sync(w: Wave, op, g, ex) -> None:

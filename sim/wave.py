@@ -83,6 +83,7 @@ class Wave:
         self.stk_pc = np.zeros((NW, stack_depth), dtype=np.int64)
         self.stk_mask = np.zeros((NW, stack_depth, W), dtype=bool)
         self.retired = np.zeros(NW, dtype=np.int64)
+        self.clock_bias = 0  # instructions the running group retired since ``retired`` was set
         self.shared_bytes = shared_bytes
         self.swords = -(-shared_bytes // 4)
         self.shared = np.zeros(nblocks * self.swords, dtype=np.uint32)
@@ -123,11 +124,13 @@ class Wave:
     # --- special registers -------------------------------------------------------------
     def sreg(self, which: int, g: slice | np.ndarray) -> np.ndarray:
         """Values of special register ``which`` for the warps ``g``: uint32 ``(n, W)``."""
+        if which in (SReg.CLOCK, SReg.CLOCKHI):
+            count = self.retired[g] + self.clock_bias
         if which == SReg.CLOCK:
-            return np.broadcast_to((self.retired[g] & 0xFFFFFFFF).astype(np.uint32)[:, None],
+            return np.broadcast_to((count & 0xFFFFFFFF).astype(np.uint32)[:, None],
                                    (self.count(g), self.W))
         if which == SReg.CLOCKHI:
-            return np.broadcast_to((self.retired[g] >> 32).astype(np.uint32)[:, None],
+            return np.broadcast_to((count >> 32).astype(np.uint32)[:, None],
                                    (self.count(g), self.W))
         table = self._sregs.get(which)
         if table is None:
