@@ -105,7 +105,9 @@ class Sfu(wiring.Component):
         op = Signal(SfuOp)
         a = Signal(32)
         with m.If(self.start):
-            m.d.sync += [step.eq(1), op.eq(self.op), a.eq(self.a)]
+            # FTZ on the way in: a subnormal operand is a zero of its sign.
+            flushed = Mux(self.a[23:31] == 0, Cat(Const(0, 31), self.a[31]), self.a)
+            m.d.sync += [step.eq(1), op.eq(self.op), a.eq(flushed)]
         with m.Elif((step != 0) & (step != SFU_LATENCY)):
             m.d.sync += step.eq(step + 1)
         with m.Else():

@@ -1,0 +1,129 @@
+"""rtl/sfu.py in Amaranth's simulator: bit-exact with numerics.sfu, fixed latency, handshake."""
+
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+from amaranth.back import verilog
+from amaranth.sim import Simulator
+from numerics_ref import bits, random_patterns
+from simtgpu.isa import BY_MNEMONIC
+from simtgpu.isa.instructions import SFU_OPS
+from simtgpu.rtl.sfu import SFU_LATENCY, Sfu, SfuOp
+from simtgpu.sim import numerics as nx
+
+BUILD = Path(__file__).resolve().parents[2] / "build" / "numerics"
+N_RANDOM = int(os.environ.get("SIMTGPU_SFU_VECTORS", "250"))
+
+EDGES = [0, 0x80000000, 1, 0x80000001, 0x007FFFFF, 0x00800000, 0x80800000, 0x7F7FFFFF,
+         0xFF7FFFFF, 0x7F800000, 0xFF800000, 0x7FC00000, 0xFFC00001, 0x3F800000, 0xBF800000,
+         0x3F7FFFFF, 0x3FFFFFFF, 0x40000000, 0x40800000, 0x3FC00000, 0x3FBFFFFF, 0x3F400000]
+EDGE_VALUES = [0.5, 3.0, -3.0, 0.1, 100.0, 1e-3, 3.14159265, -3.14159265, 1.5707964, -0.7,
+               1e30, -1e-30, 127.9, 128.0, -126.0, -126.5, -149.0, 2.0**-12, 2.0**-13, 2.0**24,
+               2.0**31, 2.0**32, 1e20, 6.2831855, 4.712389]
+
+
+def _run(dut, body, vcd_name: str | None = None) -> None:
+    sim = Simulator(dut)
+    sim.add_clock(1e-6)
+    sim.add_testbench(body)
+    if os.environ.get("SIMTGPU_VCD") and vcd_name:
+        BUILD.mkdir(parents=True, exist_ok=True)
+        with sim.write_vcd(str(BUILD / f"{vcd_name}.vcd")):
+            sim.run()
+    else:
+        sim.run()
+
+
+def test_op_enum_follows_the_isa():
+    assert [m.name for m in SfuOp] == [n.upper() for n in SFU_OPS]
+    for name in SFU_OPS:
+        assert SfuOp[name.upper()].value == BY_MNEMONIC[f"sfu.{name}"].fn
+    assert SfuOp.as_shape().width == 3
+
+
+def _operands(op: str, seed: int) -> list[int]:
+    rng = np.random.default_rng(seed)
+    pats = random_patterns(rng, N_RANDOM)
+    extra = {
+        "exp2": rng.uniform(-130, 130, N_RANDOM // 2),
+        "sin": rng.uniform(-4, 4, N_RANDOM // 2), "cos": rng.uniform(-4, 4, N_RANDOM // 2),
+        "log2": rng.uniform(0.5, 2.0, N_RANDOM // 2),
+    }.get(op, rng.uniform(0, 10, N_RANDOM // 4))
+    vals = np.concatenate([pats, nx.f32_to_bits(extra.astype(np.float32))])
+    return EDGES + [bits(v) for v in EDGE_VALUES] + [int(v) for v in vals]
+
+
+@pytest.mark.parametrize("name", SFU_OPS)
+def test_bit_exact_against_numerics(name):
+    dut = Sfu()
+    ops = _operands(name, 100 + SFU_OPS.index(name))
+    want = [int(v) for v in nx.sfu(name, np.array(ops, np.uint32))]
+    got: list[int] = []
+    latencies: list[int] = []
+
+    async def bench(ctx):
+        for a in ops:
+            ctx.set(dut.op, SfuOp[name.upper()])
+            ctx.set(dut.a, a)
+            ctx.set(dut.start, 1)
+            await ctx.tick()
+            ctx.set(dut.start, 0)
+            ctx.set(dut.a, 0xDEADBEEF)  # the unit must have sampled its operand
+            n = 1
+            while not ctx.get(dut.done):
+                assert ctx.get(dut.busy)
+                await ctx.tick()
+                n += 1
+                assert n <= SFU_LATENCY + 1, "done never came"
+            latencies.append(n)
+            got.append(ctx.get(dut.result))
+
+    _run(dut, bench, f"sfu_{name}")
+    assert set(latencies) == {SFU_LATENCY}
+    bad = [(hex(a), hex(g), hex(w)) for a, g, w in zip(ops, got, want, strict=True) if g != w]
+    assert not bad, f"{len(bad)} mismatches, first: {bad[:5]}"
+
+
+def test_done_pulse_busy_and_held_result():
+    dut = Sfu()
+    trace: list[tuple[int, int, int]] = []
+
+    async def bench(ctx):
+        ctx.set(dut.op, SfuOp.SQRT)
+        ctx.set(dut.a, bits(9.0))
+        assert not ctx.get(dut.busy) and not ctx.get(dut.done)
+        ctx.set(dut.start, 1)
+        await ctx.tick()
+        ctx.set(dut.start, 0)
+        ctx.set(dut.op, SfuOp.RCP)  # changing the inputs mid-flight has no effect
+        for _ in range(SFU_LATENCY + 4):
+            trace.append((ctx.get(dut.busy), ctx.get(dut.done), ctx.get(dut.result)))
+            await ctx.tick()
+        # A second operation starting the cycle done is high: back-to-back issue.
+        ctx.set(dut.op, SfuOp.RCP)
+        ctx.set(dut.a, bits(4.0))
+        ctx.set(dut.start, 1)
+        await ctx.tick()
+        ctx.set(dut.start, 0)
+        for _ in range(SFU_LATENCY - 1):
+            assert ctx.get(dut.result) == bits(3.0)  # still the old result
+            await ctx.tick()
+        assert ctx.get(dut.done) and ctx.get(dut.result) == bits(0.25)
+
+    _run(dut, bench)
+    # Cycle i of the trace is i + 1 ticks after the start edge.
+    dones = [i + 1 for i, (_, d, _) in enumerate(trace) if d]
+    assert dones == [SFU_LATENCY]
+    busy = [i + 1 for i, (b, _, _) in enumerate(trace) if b]
+    assert busy == list(range(1, SFU_LATENCY))
+    assert all(r == bits(3.0) for _, _, r in trace[SFU_LATENCY - 1:])
+
+
+def test_converts_to_verilog():
+    dut = Sfu()
+    text = verilog.convert(dut, name="sfu")
+    assert "module sfu" in text and "result" in text
+    BUILD.mkdir(parents=True, exist_ok=True)
+    (BUILD / "sfu.v").write_text(text)
