@@ -1,7 +1,6 @@
 """The benchmark kernels run correctly (their results are checked against NumPy)."""
 
 import pytest
-
 from simtgpu.errors import SimtgpuError
 from simtgpu.sim.bench import KERNELS, bench_iss
 
