@@ -24,6 +24,7 @@ import re
 import statistics
 import subprocess
 import sys
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -46,19 +47,25 @@ comment; rerun that tool to refresh it rather than editing the text by hand.
 
 
 # -- docs/performance.md sections ------------------------------------------------------------
-def _markers(name: str) -> tuple[str, str]:
+def _section_re(name: str, capture: bool = False) -> re.Pattern[str]:
+    """Matches the whole section ``name``: its BEGIN marker (with any owner note), body and
+    END marker."""
     if not re.fullmatch(r"[a-z0-9][a-z0-9-]*", name):
         raise ValueError(f"section name must be lower-case words joined by '-', not {name!r}")
-    return (f"<!-- BEGIN SECTION {name} -->", f"<!-- END SECTION {name} -->")
+    body = r"\n(.*?)" if capture else r".*?"
+    return re.compile(rf"<!-- BEGIN SECTION {name}(?:: [^>]*)? -->{body}"
+                      rf"<!-- END SECTION {name} -->\n?", re.S)
 
 
-def write_section(name: str, body: str, path: Path = PERF_DOC) -> None:
+def write_section(name: str, body: str, path: Path = PERF_DOC, owner: str = "") -> None:
     """Replace section ``name`` of the document at ``path`` with ``body`` (Markdown), or
-    append it when absent; text outside that section is kept byte for byte."""
-    begin, end = _markers(name)
-    block = f"{begin}\n{body.strip()}\n{end}\n"
+    append it when absent; text outside that section is kept byte for byte. ``owner``
+    (the command that writes it) is noted in the BEGIN marker."""
+    pattern = _section_re(name)
+    note = f": written by {owner}" if owner else ""
+    block = (f"<!-- BEGIN SECTION {name}{note} -->\n{body.strip()}\n"
+             f"<!-- END SECTION {name} -->\n")
     text = path.read_text() if path.exists() else DOC_HEADER
-    pattern = re.compile(re.escape(begin) + r".*?" + re.escape(end) + r"\n?", re.S)
     if pattern.search(text):
         text = pattern.sub(lambda _: block, text, count=1)
     else:
@@ -69,10 +76,9 @@ def write_section(name: str, body: str, path: Path = PERF_DOC) -> None:
 
 def read_section(name: str, path: Path = PERF_DOC) -> str | None:
     """The body of section ``name``, or None."""
-    begin, end = _markers(name)
     if not path.exists():
         return None
-    m = re.search(re.escape(begin) + r"\n(.*?)" + re.escape(end), path.read_text(), re.S)
+    m = _section_re(name, capture=True).search(path.read_text())
     return m.group(1).rstrip("\n") if m else None
 
 
@@ -86,6 +92,7 @@ class Measurement:
     thread_instructions: int
     warp_instructions: int
     seconds: list[float]
+    cpu_seconds: list[float]
     command: str
 
     @property
@@ -106,7 +113,8 @@ def _device(config: str):
 
 
 def _vector_add(dev, scale: float, rng):
-    n = max(1024, int((3 << 20) * scale))
+    # The kernel indexes by ctaid.x only, and a grid has at most 65535 blocks per dimension.
+    n = max(1024, int((2_000_000 if dev.config.lanes == 8 else 6_000_000) * scale))
     k = dev.load_module(ASM / "vector_add.s").kernel("vector_add")
     a = rng.standard_normal(n).astype(np.float32)
     b = rng.standard_normal(n).astype(np.float32)
@@ -123,7 +131,7 @@ def _vector_add(dev, scale: float, rng):
 
 
 def _reduction(dev, scale: float, rng):
-    n = max(1024, int((1 << 19) * scale))
+    n = max(1024, int((1 << 20) * scale))
     k = dev.load_module(ASM / "reduction.s").kernel("block_sum")
     block = dev.config.max_threads_per_block
     grid = -(-n // block)
@@ -169,10 +177,12 @@ def measure(workload: str, warp: int, runs: int, scale: float, seed: int = 0) ->
     dev = _device(WARP_CONFIGS[warp])
     label, run, check = WORKLOADS[workload](dev, scale, np.random.default_rng(seed))
     run()  # warm-up: decodes the program once, touches the memory
-    seconds = []
+    seconds, cpu = [], []
     res = None
     for _ in range(runs):
+        c0 = time.process_time()
         res = run()
+        cpu.append(time.process_time() - c0)
         seconds.append(res.wall_s)
     if not check():
         raise SimtgpuError(f"bench: {workload} at warp size {warp} gave a wrong result")
@@ -181,7 +191,7 @@ def measure(workload: str, warp: int, runs: int, scale: float, seed: int = 0) ->
     if scale != 1.0:
         cmd += f" --scale {scale:g}"
     return Measurement(workload, warp, WARP_CONFIGS[warp], label, res.thread_instructions,
-                       res.instructions, seconds, cmd)
+                       res.instructions, seconds, cpu, cmd)
 
 
 # -- report ----------------------------------------------------------------------------------
@@ -224,18 +234,21 @@ def render(results: list[Measurement], runs: int, info: dict[str, str]) -> str:
         "",
         f"Machine: {info['cpu']}, `nproc` = {info['nproc']}, Python {info['python']}, "
         f"NumPy {info['numpy']}, {info['os']}; commit {info['commit']}, {info['date']}. "
-        "The machine was shared with other jobs, so figures vary by some tens of percent "
-        "between runs.",
+        "The machine was shared with other jobs: where the CPU time of a launch is well "
+        "below its wall time, the process was waiting for a core, and the rate on an idle "
+        "machine is correspondingly higher.",
         "",
         "| kernel | warp size | problem | thread-instr / launch | median time | "
-        "M thread-instr/s | runs (s) | command |",
-        "| --- | ---: | --- | ---: | ---: | ---: | --- | --- |",
+        "M thread-instr/s | CPU time | M thread-instr per CPU-s | runs (s) | command |",
+        "| --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | --- | --- |",
     ]
     for r in results:
         runs_s = ", ".join(f"{s:.2f}" for s in r.seconds)
+        cpu = max(statistics.median(r.cpu_seconds), 1e-9)
         lines.append(
             f"| {r.workload} | {r.warp} | {r.size} | {r.thread_instructions:,} | "
-            f"{r.median_s:.2f} s | {r.rate / 1e6:.1f} | {runs_s} | `{r.command}` |")
+            f"{r.median_s:.2f} s | {r.rate / 1e6:.1f} | {cpu:.2f} s | "
+            f"{r.thread_instructions / cpu / 1e6:.1f} | {runs_s} | `{r.command}` |")
     at32 = [r for r in results if r.warp == 32]
     if at32:
         worst = min(at32, key=lambda r: r.rate)
@@ -278,7 +291,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.no_write:
         print(body)
     else:
-        write_section(SECTION, body, args.output)
+        write_section(SECTION, body, args.output, owner="make bench (simtgpu.cli.bench)")
         print(f"wrote section '{SECTION}' of {args.output}")
     return 0
 

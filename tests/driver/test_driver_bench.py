@@ -8,7 +8,7 @@ from simtgpu.cli import bench
 def test_write_section_replaces_only_its_block(tmp_path):
     doc = tmp_path / "perf.md"
     bench.write_section("iss-throughput", "## ISS\n\nold", doc)
-    bench.write_section("rtl-throughput", "## RTL\n\nrtl figures", doc)
+    bench.write_section("rtl-throughput", "## RTL\n\nrtl figures", doc, owner="rtl bench")
     before = doc.read_text()
     assert before.startswith("# Performance")
     bench.write_section("iss-throughput", "## ISS\n\nnew", doc)
@@ -19,6 +19,7 @@ def test_write_section_replaces_only_its_block(tmp_path):
     bench.write_section("iss-throughput", "## ISS\n\nnew", doc)
     assert doc.read_text() == after  # idempotent
     assert bench.read_section("compiler", doc) is None
+    assert "<!-- BEGIN SECTION rtl-throughput: written by rtl bench -->" in after
 
 
 def test_small_bench_run_writes_a_checked_section(tmp_path, capsys):
