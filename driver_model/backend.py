@@ -25,6 +25,11 @@ class Backend(ABC):
 
     name: str = "?"
     config: GpuConfig
+    command_queue: bool = True
+    """False for a backend without the MMIO host interface (a real GPU through CUDA): the
+    Device then neither probes registers nor sets up the ring, uses only ``read``/``write``
+    and ``run_until_idle`` for memory and waiting, and refuses ISA launches. The backend
+    brings its own launch methods. Its ``mmio_*`` may raise."""
 
     @abstractmethod
     def mmio_read(self, offset: int) -> int:

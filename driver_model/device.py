@@ -92,20 +92,22 @@ class Device:
                 and queue_entries & (queue_entries - 1) == 0):
             raise DriverError(f"queue_entries must be a power of two from 2 to "
                               f"{cq.MAX_QUEUE_ENTRIES}, not {queue_entries}")
-        self._probe()
         cfg = self.config
         self._heap = Allocator(GLOBAL_NULL_GUARD, cfg.memory_bytes - GLOBAL_NULL_GUARD,
                                _HEAP_ALIGN, "device memory")
         self._imem = Allocator(0, cfg.imem_bytes, _CODE_ALIGN, "instruction memory")
-        # The ring and the fence word are the driver's own allocations, made first.
         self.queue_entries = queue_entries
-        self.queue_base = self._heap.alloc(queue_entries * cq.RECORD_BYTES)
-        self.fence_addr = self._heap.alloc(4)
-        self.backend.write(self.queue_base, bytes(queue_entries * cq.RECORD_BYTES))
-        self.backend.write(self.fence_addr, bytes(4))
-        self.backend.mmio_write(Mmio.QUEUE_BASE, self.queue_base)
-        self.backend.mmio_write(Mmio.QUEUE_ENTRIES, queue_entries)
-        self.backend.mmio_write(Mmio.FENCE_ADDR, self.fence_addr)
+        self.queue_base = self.fence_addr = 0
+        if self.backend.command_queue:
+            self._probe()
+            # The ring and the fence word are the driver's own allocations, made first.
+            self.queue_base = self._heap.alloc(queue_entries * cq.RECORD_BYTES)
+            self.fence_addr = self._heap.alloc(4)
+            self.backend.write(self.queue_base, bytes(queue_entries * cq.RECORD_BYTES))
+            self.backend.write(self.fence_addr, bytes(4))
+            self.backend.mmio_write(Mmio.QUEUE_BASE, self.queue_base)
+            self.backend.mmio_write(Mmio.QUEUE_ENTRIES, queue_entries)
+            self.backend.mmio_write(Mmio.FENCE_ADDR, self.fence_addr)
         self._tail = 0
         self._last_fence = 0  # last fence value issued
         self._done_fence = 0  # last fence value known complete
@@ -201,6 +203,7 @@ class Device:
     def load_module(self, source: str | os.PathLike[str] | ObjectFile | bytes) -> Module:
         """Load a module: an :class:`ObjectFile`, ``.sgo`` bytes, a path to a ``.s`` (assembled
         here) or ``.sgo`` file, or assembly source text (a string with a newline)."""
+        self._need_queue("load_module")
         if isinstance(source, ObjectFile):
             obj, name = source, "<object>"
         elif isinstance(source, (bytes, bytearray)):
@@ -287,6 +290,7 @@ class Device:
         if kernel.module.device is not self:
             raise DriverError(f"kernel {kernel.name} was loaded on another device")
         kernel.module._check_loaded()
+        self._need_queue("launch")
         g = normalize_dims(grid, "grid")
         b = normalize_dims(block, "block")
         if not isinstance(shared_bytes, (int, np.integer)):
@@ -307,6 +311,7 @@ class Device:
 
     def fence(self) -> int:
         """Queue a FENCE-only command; returns its value."""
+        self._need_queue("fence")
         self._wait_for_slot()
         value = self._next_fence()
         self._inflight[value] = ("fence", 0)
@@ -317,6 +322,11 @@ class Device:
         value = (self._last_fence + 1) & _MASK32 or 1  # 0 is the fence word's reset value
         self._last_fence = value
         return value
+
+    def _need_queue(self, what: str) -> None:
+        if not self.backend.command_queue:
+            raise DriverError(f"{what}: the {self.backend.name} backend has no command queue "
+                              "for ISA kernels (it launches through its own methods)")
 
     def _wait_for_slot(self) -> None:
         """When the ring is full, let the device drain it (a real driver would poll HEAD)."""
@@ -332,6 +342,9 @@ class Device:
     def synchronize(self) -> None:
         """Wait until every queued command has completed. A fault raises
         :class:`KernelFault` (and discards the commands queued behind it)."""
+        if not self.backend.command_queue:
+            self.backend.run_until_idle()
+            return
         if self._done_fence == self._last_fence:
             return
         self.backend.run_until_idle()

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from driver_kernels import COUNT, TABLE, TWO, VADD
 from simtgpu.assembler import assemble
-from simtgpu.driver_model import CONFIGS, Device, DriverError
+from simtgpu.driver_model import CONFIGS, Backend, Device, DriverError
 from simtgpu.driver_model.command_queue import Mmio
 from simtgpu.isa import FaultCause
 from simtgpu.sim import KernelFault
@@ -283,3 +283,41 @@ def test_unknown_and_unavailable_backends():
         Device(config="huge")
     with pytest.raises(DriverError, match="queue_entries"):
         Device(config="tiny", queue_entries=3)
+
+
+class _MemoryOnlyBackend(Backend):
+    """A device without the host interface (as a CUDA backend is): memory only."""
+
+    name = "memonly"
+    command_queue = False
+
+    def __init__(self):
+        self.config = CONFIGS["tiny"]
+        self.mem = bytearray(self.config.memory_bytes)
+        self.waits = 0
+
+    def mmio_read(self, offset):
+        raise AssertionError("no MMIO on this backend")
+
+    mmio_write = mmio_read
+
+    def read(self, addr, n):
+        return bytes(self.mem[addr:addr + n])
+
+    def write(self, addr, data):
+        self.mem[addr:addr + len(data)] = data
+
+    def run_until_idle(self):
+        self.waits += 1
+
+
+def test_backend_without_command_queue():
+    b = _MemoryOnlyBackend()
+    dev = Device(b)
+    assert dev.memory_stats().allocations == 0  # no ring, no fence word
+    x = dev.to_device(np.arange(5, dtype=np.int32))
+    assert x.to_host().tolist() == [0, 1, 2, 3, 4]
+    assert b.mem[x.ptr:x.ptr + 4] == bytes(4)
+    assert b.waits >= 1
+    with pytest.raises(DriverError, match="memonly backend has no command queue"):
+        dev.load_module(COUNT)
