@@ -7,9 +7,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from simtgpu.errors import SourceError
+
 from . import ir, passes
-from .frontend import lower_kernel
+from .frontend import KernelSource, lower_kernel
 from .ir import F32, I32, Type
+from .tiles import CompileError
 
 
 @dataclass(frozen=True)
@@ -94,18 +97,23 @@ def compile_function(fn, arg_types: dict[str, Type], constexprs: dict, target: T
         passes.optimize(f)
     ir_text = ir.print_function(f)
     stats: dict = {}
-    if target.kind == "isa":
-        from .isa_codegen import generate
+    try:
+        if target.kind == "isa":
+            from .isa_codegen import generate
 
-        res = generate(f)
-        code = res.text
-        stats = {"registers": res.registers, "static_instructions": res.instructions}
-    elif target.kind == "ptx":
-        from .ptx_codegen import generate_ptx
+            res = generate(f)
+            code = res.text
+            stats = {"registers": res.registers, "static_instructions": res.instructions}
+        elif target.kind == "ptx":
+            from .ptx_codegen import generate_ptx
 
-        code = generate_ptx(f, target.arch)
-    else:
-        raise ValueError(f"unknown target {target.kind}")
+            code = generate_ptx(f, target.arch)
+        else:
+            raise ValueError(f"unknown target {target.kind}")
+    except CompileError as e:
+        # code generation limits (registers) belong to the kernel as a whole: point at it
+        src = KernelSource.from_function(fn)
+        raise SourceError(src.loc(src.tree), f"kernel '{f.name}': {e}") from None
     from .isa_codegen import param_kind
 
     ms = (time.perf_counter() - t0) * 1000

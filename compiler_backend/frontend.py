@@ -604,6 +604,12 @@ class CodeGen:
             raise self.error(node, "tl.range/tl.static_range can only be used in a for loop")
         if getattr(f, "__self__", None) is not None and isinstance(f.__self__, Tile):
             return f(*args, **kwargs)  # tensor methods such as x.to(dtype)
+        if f in (builtins.min, builtins.max) and any(isinstance(a, Tile) for a in args):
+            pick = language.minimum if f is builtins.min else language.maximum
+            out = args[0]
+            for a in args[1:]:
+                out = pick(out, a, _ctx=self.ctx)
+            return out
         if any(isinstance(a, Tile) for a in args + list(kwargs.values())):
             raise self.error(node, f"cannot call '{getattr(f, '__name__', f)}' on tensors "
                              "inside a kernel (only tl.* functions and @jit helpers)")

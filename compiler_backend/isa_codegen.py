@@ -46,6 +46,7 @@ class MI:
     gneg: bool = False
     partial: bool = False  # guarded def: lanes outside the guard keep the old value
     moves: list[tuple[Value, Value]] | None = None  # parallel move (op == "pmove")
+    group: list[MI] | None = None  # loop pre-header: rematerialised constants and params
     comment: str = ""
 
 
@@ -181,12 +182,11 @@ class ISel:
         self.fn = fn
         self.code: list[MI] = []
         self.alias: dict[int, Value] = {}
-        self.lazy: dict[int, tuple[int, Op]] = {}  # value -> (placeholder index, op)
-        self.needed: set[int] = set()
+        self.lazy: dict[int, Op] = {}  # rematerialisable values -> defining op
         self.labels = 0
         self.loops: list[tuple[int, int]] = []  # (first, last) MI index of each loop
         self.uni = Uniformity(fn)
-        self.param_ph: dict[int, int] = {}
+        self.scopes: list[dict] = [{"cache": {}, "loop": False}]
         self.uses: dict[int, int] = {}
         for op in fn.walk():
             for v in op.operands:
@@ -210,7 +210,10 @@ class ISel:
 
     # --- operands ---------------------------------------------------------------------------
     def reg(self, x: Value) -> Value | Sym:
-        """``x`` in a register: materialise constants, shared addresses and params on demand."""
+        """``x`` in a register. Constants, shared addresses and parameters are
+        rematerialised where they are needed (``li``/``ldparam`` in the current region, or
+        in the pre-header of the outermost enclosing loop) instead of living in a register
+        from the kernel's entry; constant-offset pointers are materialised at the use."""
         x = self.v(x)
         op = x.owner
         if isinstance(op, Op) and op.name in ("const", "smem") and x.type != I1:
@@ -218,14 +221,32 @@ class ISel:
                 return Sym("r0")
         if isinstance(op, Op) and op.name == "const" and x.type == I1:
             return Sym("pt") if op.attrs["value"] else Sym("!pt")
-        if x.id in self.lazy and x.id not in self.needed:
-            self.needed.add(x.id)
-            idx, op = self.lazy[x.id]
-            self.code[idx] = self.materialize(op)
+        if x.id in self.lazy:
+            return self.remat(x, self.lazy[x.id])
         return x
 
-    def materialize(self, op: Op) -> MI:
-        r = op.result
+    def remat(self, x: Value, op: Op) -> Value:
+        for sc in reversed(self.scopes):
+            if x.id in sc["cache"]:
+                return sc["cache"][x.id]
+        v = ir.Value(x.type)
+        if op.name == "gep":
+            self.code.append(self.materialize(op, v))
+            self.scopes[-1]["cache"][x.id] = v
+            return v
+        outer = next((sc for sc in self.scopes if sc["loop"]), None)
+        if outer is None:
+            self.code.append(self.materialize(op, v))
+            self.scopes[-1]["cache"][x.id] = v
+        else:
+            head = self.code[outer["ph"]]
+            mi = self.materialize(op, v)
+            head.group.append(mi)
+            head.defs.append(v)
+            outer["cache"][x.id] = v
+        return v
+
+    def materialize(self, op: Op, r: Value) -> MI:
         if op.name == "const":
             return MI("li", [r, _const_bits(op.attrs["value"])], [r])
         if op.name == "smem":
@@ -249,7 +270,7 @@ class ISel:
         op = p.owner
         off = 0
         while isinstance(op, Op) and op.name == "gep" and self.const_of(op.operands[1]) \
-                is not None and p.id not in self.needed:
+                is not None:
             c = 4 * self.const_of(op.operands[1])
             if not _fits11(off + c):
                 break
@@ -263,12 +284,9 @@ class ISel:
     # --- driver ------------------------------------------------------------------------------
     def run(self) -> list[MI]:
         for p in self.fn.params:
-            # ldparam at entry, only if some use needs the register
-            ph = len(self.code)
-            self.code.append(MI("nop-ph"))
             pop = Op("param", [], [p.type], {"pname": p.name})
             pop.results = [p.value]
-            self.lazy[p.value.id] = (ph, pop)
+            self.lazy[p.value.id] = pop
         self.block(self.fn.body)
         self.emit("exit")
         return self.code
@@ -295,8 +313,7 @@ class ISel:
             raise CompileError(f"the ISA code generator cannot translate '{n}'")
 
     def lazy_op(self, op: Op) -> None:
-        self.lazy[op.result.id] = (len(self.code), op)
-        self.code.append(MI("nop-ph"))
+        self.lazy[op.result.id] = op
 
     op_const = lazy_op
     op_smem = lazy_op
@@ -391,7 +408,7 @@ class ISel:
         if isinstance(g, Sym):
             return (None, g.text == "!pt")
         mo = self.v(mask).owner
-        if isinstance(mo, Op) and mo.name == "not" and self.v(mask).id not in self.needed:
+        if isinstance(mo, Op) and mo.name == "not":
             return self.reg(mo.operands[0]), True
         return g, False
 
@@ -461,6 +478,8 @@ class ISel:
         for res, arg in zip(op.results, body.args[1:], strict=True):
             self.alias[res.id] = arg
         self.pmove([(iv, lb)] + list(zip(body.args[1:], op.operands[3:], strict=True)))
+        self.code.append(MI("group", group=[]))
+        self.scopes.append({"cache": {}, "loop": True, "ph": len(self.code) - 1})
         uniform = iv in self.uni
         done, exit_l, loop_l = self.label("L_done"), self.label("L_exit"), self.label("L_loop")
         cond = "lt" if op.attrs.get("step_sign", 1) > 0 else "gt"
@@ -487,6 +506,7 @@ class ISel:
         self.emit(f"isetp.{cond}", p, iv, self.reg(ub), defs=[p])
         self.emit("bra", Label(loop_l), guard=p)
         self.loops.append((start, len(self.code) - 1))
+        self.scopes.pop()
         self.emit("label", Label(exit_l))
         if not uniform:
             self.emit("sync")
@@ -568,8 +588,10 @@ class ISel:
             self.emit("ssy", Label(join))
         self.emit("bra", Label(els), guard=g, gneg=not neg)
         start = len(self.code)
+        self.scopes.append({"cache": {}, "loop": False})
         self.block(then_b)
         self.if_moves(op, then_b, start)
+        self.scopes.pop()
         if not empty_else:
             if uniform:
                 self.emit("bra", Label(join))
@@ -577,8 +599,10 @@ class ISel:
                 self.emit("sync")
         self.emit("label", Label(els))
         start = len(self.code)
+        self.scopes.append({"cache": {}, "loop": False})
         self.block(else_b)
         self.if_moves(op, else_b, start)
+        self.scopes.pop()
         if not uniform:
             self.emit("sync")
         self.emit("label", Label(join))
@@ -763,9 +787,10 @@ def generate(fn: Function) -> IsaResult:
         lines.append(f"    .shared {fn.shared_bytes}")
     count = 0
     used_regs = 0
+    flat: list[MI] = []
     for mi in code:
-        if mi.op == "nop-ph":
-            continue
+        flat.extend(mi.group if mi.op == "group" else [mi])
+    for mi in flat:
         if mi.op == "label":
             lines.append(f"{mi.args[0].name}:")
             continue

@@ -609,8 +609,7 @@ class Lowering:
     def idiv(self, op: str, x: Value, y: Value) -> Value:
         yo = y.owner
         if not (isinstance(yo, ir.Op) and yo.name == "const"):
-            raise CompileError(f"integer {op} needs a constant divisor (tl.constexpr); this "
-                               "GPU has no integer divide")
+            return self.idiv_runtime(op, x, y)
         d = yo.attrs["value"]
         if d <= 0:
             raise CompileError(f"integer {op} by {d}: the divisor must be positive")
@@ -639,6 +638,37 @@ class Lowering:
         if op == "//":
             return q
         return b("sub", x, b("mul", q, self.const(d)))
+
+    def udiv_runtime(self, x: Value, y: Value) -> Value:
+        """floor(x / y) for 0 <= x < 2**31, 0 < y: a float estimate, a second estimate on
+        the remainder (now small enough to be exact in float), then a final +-1 fix."""
+        b = self.b
+        ry = b("rcp", b("i2f", y))
+        q = b("f2i", b("fmul", b("i2f", x), ry))
+        r = b("sub", x, b("mul", q, y))
+        q = b("add", q, b("f2i", b("fmul", b("i2f", r), ry)))
+        r = b("sub", x, b("mul", q, y))
+        neg = b.op("icmp", [r, self.const(0)], {"cond": "lt"}).result
+        q = b("select", neg, b("sub", q, self.const(1)), q)
+        r = b("select", neg, b("add", r, y), r)
+        big = b.op("icmp", [r, y], {"cond": "ge"}).result
+        return b("select", big, b("add", q, self.const(1)), q)
+
+    def idiv_runtime(self, op: str, x: Value, y: Value) -> Value:
+        """Integer // and % by a run-time divisor (truncating, as C and Triton do); this
+        GPU has no divide instruction. A zero divisor gives an unspecified result."""
+        b = self.b
+        if self.is_nonneg(x) and self.is_nonneg(y):
+            q = self.udiv_runtime(x, y)
+        else:
+            ax = b("max", x, b("sub", self.const(0), x))
+            ay = b("max", y, b("sub", self.const(0), y))
+            q = self.udiv_runtime(ax, ay)
+            neg = b.op("icmp", [b("xor", x, y), self.const(0)], {"cond": "lt"}).result
+            q = b("select", neg, b("sub", self.const(0), q), q)
+        if op == "//":
+            return q
+        return b("sub", x, b("mul", q, y))
 
     def unary(self, op: str, a: Tile) -> Tile:
         if op == "-":
