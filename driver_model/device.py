@@ -11,6 +11,7 @@ from __future__ import annotations
 import importlib
 import os
 import time
+import weakref
 from pathlib import Path
 from typing import Any
 
@@ -113,6 +114,9 @@ class Device:
         self._done_fence = 0  # last fence value known complete
         self._inflight: dict[int, tuple[str, int]] = {}  # fence -> (kernel, param block)
         self._modules: list[Module] = []
+        # Live buffers by address, so freeing a buffer by its address marks the buffer freed.
+        self._arrays: weakref.WeakValueDictionary[int, DeviceArray] = \
+            weakref.WeakValueDictionary()
 
     def _probe(self) -> None:
         """Check that the backend is the device and build we think it is."""
@@ -153,7 +157,9 @@ class Device:
             raise DriverError(f"empty(): negative dimension in shape {shape}")
         dt = np.dtype(dtype)
         nbytes = int(np.prod(shape, dtype=np.int64)) * dt.itemsize
-        return DeviceArray(self, self._heap.alloc(nbytes), shape, dt)
+        arr = DeviceArray(self, self._heap.alloc(nbytes), shape, dt)
+        self._arrays[arr._ptr] = arr
+        return arr
 
     def zeros(self, shape: int | tuple[int, ...], dtype: Any = np.float32) -> DeviceArray:
         arr = self.empty(shape, dtype)
@@ -183,14 +189,17 @@ class Device:
             ptr = buffer._ptr
         else:
             ptr = int(buffer)
-        if ptr in (self.queue_base, self.fence_addr) or any(
-                m.data_base == ptr for m in self._modules):
+        owned = {m.data_base for m in self._modules}
+        if self.backend.command_queue:
+            owned |= {self.queue_base, self.fence_addr}
+        if ptr in owned:
             raise DriverError(f"free of {ptr:#x}, which the driver owns (command queue, fence "
                               "or a module's data section)")
         self.synchronize()
         self._heap.free(ptr)
-        if isinstance(buffer, DeviceArray):
-            buffer.freed = True
+        arr = self._arrays.pop(ptr, None)
+        if arr is not None:
+            arr.freed = True
 
     def memory_stats(self) -> MemoryStats:
         """Device-memory usage, counting the driver's own blocks (ring, fence, module data)."""

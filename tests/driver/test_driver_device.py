@@ -191,6 +191,10 @@ def test_memory_misuse_changes_nothing(dev):
     with pytest.raises(DriverError, match="use after free"):
         dev.launch(k, 1, 1, (a, 1))
     assert _state(dev) == s1
+    b = dev.empty(4)
+    dev.free(b.ptr)  # freeing by address marks the buffer freed too
+    with pytest.raises(DriverError, match="use after free"):
+        b.to_host()
     with pytest.raises(DriverError, match="negative"):
         dev.empty(-1)
     with pytest.raises(DriverError, match="Python objects"):
