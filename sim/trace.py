@@ -3,57 +3,65 @@
 See docs/trace-format.md for every key. The fields mirror the RTL retire port (warp, block,
 pc, mask, exec, rd/values, pd/pvalues), plus ``mem`` (the stores and atomic writes the
 instruction made, in lane order) and ``seq``/``core``/``op`` for people reading it.
+
+Lines are formatted directly (integers and lists of integers print as JSON as they are);
+tracing is still far slower than running without it, but not by the cost of a JSON encoder.
 """
 
 from __future__ import annotations
 
-import json
 from typing import TextIO
 
 import numpy as np
+
 from simtgpu.isa import PT
 
-from .wave import Wave, mask_bits
+from .wave import Wave
+
+_WEIGHTS: dict[int, np.ndarray] = {}
+
+
+def _bits(rows: np.ndarray) -> list[int]:
+    """Each bool lane row as an integer, bit ``l`` for lane ``l``."""
+    w = _WEIGHTS.get(rows.shape[1])
+    if w is None:
+        w = _WEIGHTS[rows.shape[1]] = np.uint64(1) << np.arange(rows.shape[1], dtype=np.uint64)
+    return (rows.astype(np.uint64) @ w).tolist()
 
 
 def emit(stream: TextIO, seq: int, w: Wave, op, g, mask: np.ndarray, ex: np.ndarray) -> int:
     """Write the lines of one group instruction (warps in warp order); return the next seq."""
-    gi = w.indices(g)
+    gi = w.indices(g).tolist()
     instr = op.instr
     rec, mrec = w.rec, w.mrec
-    values = None
+    values = pvals = None
+    rd = pd = "null"
     if rec is not None and rec[0] == "r" and instr.writes_reg and rec[1] != 0:
         values = np.broadcast_to(np.asarray(rec[2], dtype=np.uint32), ex.shape)
-    pvals = None
+        rd = str(op.rd)
     if rec is not None and rec[0] == "p" and instr.writes_pred and rec[1] != PT:
-        pvals = np.broadcast_to(np.asarray(rec[2], dtype=bool), ex.shape)
+        pvals = _bits(np.broadcast_to(np.asarray(rec[2], dtype=bool), ex.shape) & ex)
+        pd = str(op.rd & 7)
+    masks, execs = _bits(mask), _bits(ex)
+    is_mem = instr.sem.value in ("store", "atomic")
+    head = f'"pc": {op.pc}, '
+    name = f'"op": "{op.mnemonic}", "rd": {rd}, '
     lines = []
     for k, wl in enumerate(gi):
-        wl = int(wl)
         e = ex[k]
-        mem = None
         if mrec is not None:
-            addr = mrec[0][k]
-            val = mrec[1][k]
             sel = e if len(mrec) == 2 else e & mrec[2][k]
-            mem = [[int(a), int(v)] for a, v in zip(addr[sel], val[sel], strict=True)]
-        elif instr.sem.value in ("store", "atomic"):
-            mem = []
-        lines.append(json.dumps({
-            "seq": seq,
-            "core": w.core_of(wl),
-            "block": list(w.block_coords(wl)),
-            "warp": w.warp_in_block(wl),
-            "pc": op.pc,
-            "mask": mask_bits(mask[k]),
-            "exec": mask_bits(e),
-            "op": op.mnemonic,
-            "rd": op.rd if values is not None else None,
-            "values": [int(v) for v in values[k][e]] if values is not None else None,
-            "pd": op.rd & 7 if pvals is not None else None,
-            "pvalues": mask_bits(pvals[k] & e) if pvals is not None else None,
-            "mem": mem,
-        }, separators=(", ", ": ")))
+            mem = str([[a, v] for a, v in zip(mrec[0][k][sel].tolist(),
+                                               mrec[1][k][sel].tolist(), strict=True)])
+        else:
+            mem = "[]" if is_mem else "null"
+        vals = str(values[k][e].tolist()) if values is not None else "null"
+        pv = str(pvals[k]) if pvals is not None else "null"
+        bx, by, bz = w.block_coords(wl)
+        lines.append(
+            f'{{"seq": {seq}, "core": {w.core_of(wl)}, "block": [{bx}, {by}, {bz}], '
+            f'"warp": {w.warp_in_block(wl)}, {head}"mask": {masks[k]}, "exec": {execs[k]}, '
+            f'{name}"values": {vals}, "pd": {pd}, "pvalues": {pv}, "mem": {mem}}}\n')
         seq += 1
-    stream.write("\n".join(lines) + "\n")
+    stream.write("".join(lines))
     return seq
