@@ -13,7 +13,6 @@ from __future__ import annotations
 from typing import TextIO
 
 import numpy as np
-
 from simtgpu.isa import PT
 
 from .wave import Wave
