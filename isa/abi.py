@@ -25,9 +25,8 @@ INSTR_BYTES = 4
 REGISTER_CONVENTIONS: tuple[tuple[str, str], ...] = (
     ("r0", "hard-wired zero; writes are discarded"),
     ("r1-r27", "free for the kernel; the compiler allocates from r1 upward"),
-    ("r28-r30", "assembler temporaries of pseudo-instructions (li of labels, la); "
-     "free when a kernel uses no such pseudo"),
-    ("r31", "free; by convention the compiler's scratch for spilling address arithmetic"),
+    ("r28-r31", "free; pseudo-instructions never use hidden temporaries, so every register "
+     "a kernel names is its own"),
     ("p0-p6", "predicates, free for the kernel"),
     ("pt", "always true; the default guard of every instruction"),
 )

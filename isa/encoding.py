@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .abi import PT
+from .abi import PT, SReg
 from .formats import PNEG, PRED, Field
 from .instructions import BY_ENCODING, BY_MNEMONIC, OPCODES_WITH_FN, Instr
 from .operands import Kind, pred_src_valid
@@ -79,6 +79,9 @@ class Decoded:
         return not (self.pred == PT and not self.pneg)
 
 
+_SREG_VALUES = frozenset(int(s) for s in SReg)
+
+
 def decode(word: int) -> Decoded:
     """Decode one word; raise :class:`EncodingError` for anything that is not a valid encoding
     (reserved opcode or function code, non-zero unused bits, bad predicate field)."""
@@ -114,6 +117,9 @@ def decode(word: int) -> Decoded:
             raise EncodingError(f"illegal instruction 0x{word:08x} (predicate field > 7)")
         if op.kind is Kind.PRED_SRC and not pred_src_valid(get[op.fields[0]]):
             raise EncodingError(f"illegal instruction 0x{word:08x} (bad predicate source)")
+        if op.kind is Kind.SREG and get[op.fields[0]] not in _SREG_VALUES:
+            raise EncodingError(f"illegal instruction 0x{word:08x} (no special register "
+                                f"{get[op.fields[0]]})")
     return Decoded(
         word=word,
         instr=instr,
