@@ -325,3 +325,24 @@ def test_backend_without_command_queue():
     assert b.waits >= 1
     with pytest.raises(DriverError, match="memonly backend has no command queue"):
         dev.load_module(COUNT)
+
+
+def test_first_launch_record_as_docs_show_it():
+    """docs/command-queue.md walks through this launch word by word."""
+    from pathlib import Path
+
+    dev = Device(config="full")
+    asm = Path(__file__).resolve().parents[2] / "examples" / "asm" / "vector_add.s"
+    k = dev.load_module(asm).kernel("vector_add")
+    n = 1000
+    a, b = dev.to_device(np.ones(n, np.float32)), dev.to_device(np.ones(n, np.float32))
+    c = dev.empty(n, np.float32)
+    dev.launch(k, 16, 64, (a, b, c, n))
+    assert (dev.queue_base, dev.fence_addr, a.ptr, b.ptr, c.ptr) == (
+        0x1000, 0x2000, 0x2100, 0x3100, 0x4100)
+    words = np.frombuffer(dev.backend.read(dev.queue_base, 64), "<u4").tolist()
+    assert words == [1, 1, 0, 16, 1, 1, 64, 1, 1, 0x5100, 16, 0, 11, 0, 0, 0]
+    assert np.frombuffer(dev.backend.read(0x5100, 16), "<u4").tolist() == [
+        0x2100, 0x3100, 0x4100, 1000]
+    assert dev.backend.read(0x2000, 4) == (1).to_bytes(4, "little")
+    assert dev.backend.mmio_read(Mmio.HEAD) == 1
