@@ -73,11 +73,18 @@ def test_every_instruction_round_trips_random_fields(instr):
                 fields["rd"] = rng.randint(0, 7)
             if op.kind is isa.Kind.PRED_SRC:
                 fields[op.fields[0]] = rng.choice([0, 16]) | rng.randint(0, 7)
+            if op.kind is isa.Kind.SREG:
+                fields[op.fields[0]] = int(rng.choice(list(isa.SReg)))
         pred, pneg = rng.randint(0, 7), rng.random() < 0.5
         word = encode(instr, fields, pred=pred, pneg=pneg)
         d = decode(word)
         assert d.instr is instr and d.pred == pred and d.pneg == pneg
         assert encode(instr, {k: v for k, v in fields.items()}, pred, pneg) == d.word
+
+
+def test_unknown_special_register_is_illegal():
+    with pytest.raises(EncodingError, match="special register"):
+        decode(encode("s2r", dict(rd=1, rs1=max(isa.SReg) + 1)))
 
 
 def test_encode_rejects_values_that_do_not_fit():
