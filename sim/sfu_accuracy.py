@@ -84,7 +84,7 @@ def measure(samples: int, seed: int = 1) -> list[tuple[str, str, int, float, flo
         row(op, "random, every exponent", _random_bits(rng, samples, 1, 254, op == "rcp"))
     row("exp2", "all of [-2, -1) [-1, -0.5) [0.5, 1) [1, 2)",
         np.concatenate([_binades([127], 1), _binades([126], 1), _binades([126, 127])]))
-    row("exp2", "random, |x| < 126, every exponent",
+    row("exp2", "random, abs(x) < 126, every exponent",
         _in_range(_random_bits(rng, samples, 1, 133, True), 125.99))
     row("log2", "all of [0.5, 1) [1, 2) [2, 4)", _binades([126, 127, 128]))
     row("log2", "random, every exponent", _random_bits(rng, samples, 1, 254, False))
@@ -95,7 +95,7 @@ def measure(samples: int, seed: int = 1) -> list[tuple[str, str, int, float, flo
         row(op, "[-pi, pi]", bits)
         for lim in (2.0**8, 2.0**16, 2.0**24):
             vals = rng.uniform(-lim, lim, samples // 4).astype(np.float32)
-            row(op, f"|x| <= 2^{int(np.log2(lim))}", nx.f32_to_bits(vals))
+            row(op, f"abs(x) <= 2^{int(np.log2(lim))}", nx.f32_to_bits(vals))
     return rows
 
 

@@ -45,7 +45,9 @@ SFU_TRIG_ABS_ERR = 2.0**-23
 on [-pi, pi]); the slope is the error of the 1/(2*pi) constant."""
 SFU_TRIG_ABS_ERR_SLOPE = 2.0**-38
 SFU_TRIG_MAX_X = 2.0**24
-"""Beyond this |x| the reduction has no correct bits left; sin/cos only stay within [-1, 1]."""
+"""The absolute bound above is measured up to this |x|; beyond it the reduction loses its
+correct bits one by one (none are left past about 2**38) and sin/cos only promise a value in
+[-1, 1]."""
 
 CANONICAL_NAN = 0x7FFFFFFF
 ONE = 0x3F800000
