@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-from contextlib import ExitStack
 from typing import Any
 
 import numpy as np
@@ -128,19 +127,12 @@ def run(args: argparse.Namespace) -> int:
             launch_args.append(buffers[s.name])
         else:
             launch_args.append(s.value)
-    with ExitStack() as stack:
-        trace = None
-        if args.trace:
-            try:
-                trace = stack.enter_context(open(args.trace, "w"))
-            except OSError as e:
-                raise DriverError(f"--trace {args.trace}: cannot write: {e.strerror}") from None
-        try:
-            res = dev.launch(kernel, grid, block, launch_args, shared_bytes=args.shared,
-                             trace=trace)
-        except KernelFault as fault:
-            print(fault_report(fault), file=sys.stderr)
-            return 1
+    try:
+        res = dev.launch(kernel, grid, block, launch_args, shared_bytes=args.shared,
+                         trace=args.trace)
+    except KernelFault as fault:
+        print(fault_report(fault), file=sys.stderr)
+        return 1
     print(f"{kernel.name}: done, grid {res.grid} block {res.block} on {res.backend} "
           f"({res.instructions} warp-instructions)")
     for name, index in prints:

@@ -8,6 +8,7 @@ the device writes the record's fence value (docs/command-queue.md).
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import os
 import time
@@ -264,17 +265,23 @@ class Device:
                shared_bytes: int = 0, trace: Any = None) -> LaunchResult:
         """Launch ``kernel`` and wait for it; returns what it did. A kernel fault raises
         :class:`simtgpu.sim.KernelFault` with the device's fault record. ``trace`` is handed
-        to the backend's retire trace (for the ISS: a path or a writable text file)."""
+        to the backend's retire trace: a path or a writable text file (the ISS writes JSON
+        lines, docs/trace-format.md)."""
+        self._need_queue("launch")
         self.synchronize()
         before = self._read_counters()
-        self.backend.set_trace(trace)
-        try:
+        with contextlib.ExitStack() as stack:
+            if isinstance(trace, (str, os.PathLike)):
+                try:
+                    trace = stack.enter_context(open(trace, "w"))
+                except OSError as e:
+                    raise DriverError(f"trace file {trace}: {e.strerror}") from None
+            self.backend.set_trace(trace)
+            stack.callback(self.backend.set_trace, None)
             t0 = time.perf_counter()
             fence = self.launch_async(kernel, grid, block, args, shared_bytes)
             self.synchronize()
             wall = time.perf_counter() - t0
-        finally:
-            self.backend.set_trace(None)
         after = self._read_counters()
         delta = {k: (after[k] - before[k]) & _MASK32 for k in after}
         cycles = ((after["cycles_hi"] << 32 | after["cycles_lo"])
