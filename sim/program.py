@@ -8,7 +8,7 @@ many times it runs. :func:`program_for` caches programs by their code bytes.
 from __future__ import annotations
 
 import numpy as np
-from simtgpu.isa import PT, EncodingError, Instr, Sem, Space, decode
+from simtgpu.isa import PT, EncodingError, Instr, Space, decode
 
 from . import semantics
 from .errors import IssError
@@ -31,8 +31,6 @@ class Op:
         except EncodingError as e:
             raise Illegal(str(e)) from None
         instr: Instr = d.instr
-        if instr.sem is Sem.SREG and d.rs1 not in semantics.SREG_VALID:
-            raise Illegal(f"illegal instruction 0x{word:08x} (no special register {d.rs1})")
         self.pc, self.word, self.instr, self.index = pc, word, instr, index
         self.mnemonic = instr.mnemonic
         self.sem = instr.sem

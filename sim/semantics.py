@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import numpy as np
-from simtgpu.isa import GLOBAL_NULL_GUARD, FaultCause, Sem, SReg
+from simtgpu.isa import GLOBAL_NULL_GUARD, FaultCause, Sem
 from simtgpu.isa import INSTRUCTIONS as _ALL
 
 from .wave import DIV, DONE, RUN, SYNC, WAIT, Fault, Wave
@@ -637,4 +637,3 @@ def _check_coverage() -> None:
 
 
 _check_coverage()
-SREG_VALID = frozenset(int(s) for s in SReg)

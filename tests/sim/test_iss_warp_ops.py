@@ -154,3 +154,14 @@ def test_special_registers(warp):
             # s2r, then two per special register)
             assert got["clock"] == 17 + 2 * SREGS.index("clock")
             assert got["clockhi"] == 0
+
+
+def test_undefined_special_register_is_illegal():
+    from simtgpu.isa import FaultCause, encode
+    from simtgpu.sim import KernelFault
+
+    src = kernel(GID + f"    .word {0x00192b88}\n")
+    with pytest.raises(KernelFault) as e:
+        run(src, warp_size=4, block=(8, 1, 1), params=[("out", np.ones(8, np.uint32))])
+    assert e.value.record.cause is FaultCause.ILLEGAL_INSTRUCTION
+    assert encode("s2r", {"rd": 5, "rs1": 19}) & 0x7F == 0x00192b88 & 0x7F  # it is an s2r
