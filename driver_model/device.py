@@ -383,8 +383,9 @@ class Device:
     def _raise_fault(self, status: int) -> None:
         b = self.backend
         head = b.mmio_read(Mmio.HEAD)
-        rec = cq.unpack(b.read(cq.record_address(self.queue_base, head), cq.RECORD_BYTES))
-        what = self._inflight.get(rec.fence, ("?", 0))[0]
+        raw = b.read(cq.record_address(self.queue_base, head), cq.RECORD_BYTES)
+        fence = int.from_bytes(raw[4:8], "little")  # w1, readable even in a malformed record
+        what = self._inflight.get(fence, ("an unknown command", 0))[0]
         discarded = (self._tail - head - 1) % self.queue_entries
         regs = {r: b.mmio_read(r) for r in (
             Mmio.FAULT_CAUSE, Mmio.FAULT_PC, Mmio.FAULT_CORE, Mmio.FAULT_WARP,
@@ -399,8 +400,13 @@ class Device:
             raise DriverError(f"the device refused the command for {what} (record at "
                               f"{regs[Mmio.FAULT_PC]:#x}){why}{later}")
         pc = regs[Mmio.FAULT_PC]
+        try:
+            cause = FaultCause(regs[Mmio.FAULT_CAUSE])
+        except ValueError:
+            raise DriverError(f"backend {b.name} reported a fault with unknown cause "
+                              f"{regs[Mmio.FAULT_CAUSE]} at pc {pc:#x} in {what}") from None
         record = FaultRecord(
-            cause=FaultCause(regs[Mmio.FAULT_CAUSE]),
+            cause=cause,
             block=(regs[Mmio.FAULT_BLOCK_X], regs[Mmio.FAULT_BLOCK_Y], regs[Mmio.FAULT_BLOCK_Z]),
             warp=regs[Mmio.FAULT_WARP], lane_mask=regs[Mmio.FAULT_LANES], pc=pc,
             instruction=_disassemble(regs[Mmio.FAULT_INSTR], pc, self._module_at(pc)),

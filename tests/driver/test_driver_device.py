@@ -346,3 +346,18 @@ def test_first_launch_record_as_docs_show_it():
         0x2100, 0x3100, 0x4100, 1000]
     assert dev.backend.read(0x2000, 4) == (1).to_bytes(4, "little")
     assert dev.backend.mmio_read(Mmio.HEAD) == 1
+
+
+def test_device_refusing_a_record_is_a_driver_error(dev):
+    k = dev.load_module(COUNT).kernel("count")
+    ctr = dev.zeros(1, np.int32)
+    dev.launch_async(k, 1, 1, (ctr, 1))
+    raw = bytearray(dev.backend.read(dev.queue_base, 64))
+    raw[0] = 7  # corrupt the opcode before the device reads the record
+    dev.backend.write(dev.queue_base, bytes(raw))
+    with pytest.raises(DriverError, match=r"refused the command for count\(.*unknown command "
+                       r"opcode 7"):
+        dev.synchronize()
+    assert dev.backend.mmio_read(Mmio.STATUS) == 0
+    dev.launch(k, 1, 1, (ctr, 1))
+    assert ctr.to_host()[0] == 1
