@@ -64,3 +64,42 @@ def emit(stream: TextIO, seq: int, w: Wave, op, g, mask: np.ndarray, ex: np.ndar
         seq += 1
     stream.write("".join(lines))
     return seq
+
+
+def read_trace(stream: TextIO) -> list[dict]:
+    """Parse a trace written by the ISS (or converted from the RTL retire port)."""
+    import json
+
+    return [json.loads(line) for line in stream if line.strip()]
+
+
+def per_warp(lines: list[dict]) -> dict[tuple[int, int, int, int], list[dict]]:
+    """Group trace lines by warp, ``(bx, by, bz, warp)``, each group in program order: the
+    form in which two traces are compared (the interleaving of warps is not significant)."""
+    out: dict[tuple[int, int, int, int], list[dict]] = {}
+    for ln in lines:
+        out.setdefault((*ln["block"], ln["warp"]), []).append(ln)
+    return out
+
+
+COMPARED_KEYS = ("pc", "mask", "exec", "rd", "values", "pd", "pvalues")
+"""The keys both the ISS and the RTL retire port produce (``op`` and ``mem`` are ISS only)."""
+
+
+def first_difference(a: list[dict], b: list[dict],
+                     keys: tuple[str, ...] = COMPARED_KEYS) -> str | None:
+    """Compare two traces warp by warp on ``keys``; None when they agree, else a sentence
+    naming the first differing line of the first warp that differs."""
+    wa, wb = per_warp(a), per_warp(b)
+    for warp in sorted(set(wa) | set(wb)):
+        la, lb = wa.get(warp, []), wb.get(warp, [])
+        for i, (x, y) in enumerate(zip(la, lb, strict=False)):
+            diff = [k for k in keys if x.get(k) != y.get(k)]
+            if diff:
+                k = diff[0]
+                return (f"block {warp[:3]} warp {warp[3]} instruction {i} (pc {x.get('pc')}): "
+                        f"{k} is {x.get(k)} in the first trace, {y.get(k)} in the second")
+        if len(la) != len(lb):
+            return (f"block {warp[:3]} warp {warp[3]} retired {len(la)} instructions in the "
+                    f"first trace, {len(lb)} in the second")
+    return None

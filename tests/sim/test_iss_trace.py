@@ -125,3 +125,22 @@ def test_no_trace_is_the_same_run():
             params=[("out", np.zeros(8, np.uint32))])
     assert np.array_equal(a.out["out"], b.out["out"])
     assert a.stats.per_opcode == b.stats.per_opcode
+
+
+def test_per_warp_comparison():
+    import io
+
+    from simtgpu.sim.trace import first_difference, per_warp, read_trace
+
+    a = run(SRC, warp_size=4, grid=(2, 1, 1), block=(6, 1, 1), trace=True,
+            params=[("out", np.zeros(8, np.uint32))]).trace
+    # the same lines in another interleaving of warps compare equal
+    b = sorted(a, key=lambda ln: (ln["warp"], ln["block"], ln["seq"]))
+    assert first_difference(a, b) is None
+    assert list(per_warp(a)) == [(0, 0, 0, 0), (0, 0, 0, 1), (1, 0, 0, 0), (1, 0, 0, 1)]
+    text = "".join(__import__("json").dumps(ln) + "\n" for ln in a)
+    assert read_trace(io.StringIO(text)) == a
+    c = [dict(ln) for ln in b]
+    c[3]["values"] = [0, 0, 0, 1]
+    assert "warp 0 instruction 3 (pc 12): values" in first_difference(a, c)
+    assert "retired 16 instructions in the first trace, 15" in first_difference(a, b[:15] + b[16:])
