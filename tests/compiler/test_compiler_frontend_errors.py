@@ -1,0 +1,169 @@
+"""User mistakes in kernels are SourceErrors at this file's line and column, with a
+one-line explanation, never a compiler traceback."""
+
+from pathlib import Path
+
+import pytest
+
+import simtgpu.compiler_backend as triton
+import simtgpu.compiler_backend.language as tl
+from simtgpu.compiler_backend import ir
+from simtgpu.compiler_backend.compiler import Target, compile_function
+from simtgpu.errors import SourceError
+
+HERE = Path(__file__).resolve()
+LINES = HERE.read_text().splitlines()
+
+
+def where(marker: str) -> tuple[int, int]:
+    """(line, column) of the statement tagged with ``# <- marker`` in this file."""
+    for i, text in enumerate(LINES, 1):
+        if text.rstrip().endswith(f"# <- {marker}"):
+            return i, len(text) - len(text.lstrip()) + 1
+    raise AssertionError(marker)
+
+
+P = ir.ptr("f32")
+
+
+def compile_(k, types=None, cexpr=None, target=Target("isa", 8)):
+    types = types if types is not None else {"x_ptr": P, "n": ir.I32}
+    return compile_function(k.fn, types, cexpr or {"BLOCK": 32}, target)
+
+
+@triton.jit
+def k_undefined(x_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    tl.store(x_ptr + offs, undefined_thing)  # <- undefined
+
+
+@triton.jit
+def k_while(x_ptr, n, BLOCK: tl.constexpr):
+    i = 0
+    while i < 3:  # <- while
+        i += 1
+
+
+@triton.jit
+def k_shapes(x_ptr, n, BLOCK: tl.constexpr):
+    a = tl.arange(0, BLOCK)
+    b = tl.arange(0, 2 * BLOCK)
+    c = a + b  # <- shapes
+    tl.store(x_ptr + c, 1.0)
+
+
+@triton.jit
+def k_not_constexpr(x_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.arange(0, n)  # <- constexpr
+    tl.store(x_ptr + offs, 1.0)
+
+
+@triton.jit
+def k_tile_if(x_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    if offs < n:  # <- tile_if
+        tl.store(x_ptr + offs, 1.0)
+
+
+@triton.jit
+def k_loop_type(x_ptr, n, BLOCK: tl.constexpr):
+    acc = 0
+    for i in range(0, n):  # <- loop_type
+        acc += tl.load(x_ptr + i)
+    tl.store(x_ptr, acc)
+
+
+@triton.jit
+def k_python_call(x_ptr, n, BLOCK: tl.constexpr):
+    v = tl.load(x_ptr + tl.arange(0, BLOCK))
+    w = sorted(v)  # <- python_call
+    tl.store(x_ptr, w)
+
+
+@triton.jit
+def k_return_value(x_ptr, n, BLOCK: tl.constexpr):
+    return n  # <- return_value
+
+
+@triton.jit
+def k_pow2(x_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.arange(0, 12)  # <- pow2
+    tl.store(x_ptr + offs, 1.0)
+
+
+@triton.jit
+def k_store_shape(x_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    v = tl.zeros((2 * BLOCK,), dtype=tl.float32)
+    tl.store(x_ptr + offs, v)  # <- store_shape
+
+
+@triton.jit
+def k_bad_pointer(x_ptr, n, BLOCK: tl.constexpr):
+    tl.store(n + tl.arange(0, BLOCK), 1.0)  # <- bad_pointer
+
+
+CASES = [
+    (k_undefined, "undefined", "name 'undefined_thing' is not defined"),
+    (k_while, "while", "unsupported statement 'While'"),
+    (k_shapes, "shapes", "do not broadcast"),
+    (k_not_constexpr, "constexpr", "compile-time integer"),
+    (k_tile_if, "tile_if", "must be a scalar"),
+    (k_loop_type, "loop_type", "starts as i32"),
+    (k_python_call, "python_call", "cannot call 'sorted' on tensors"),
+    (k_return_value, "return_value", "cannot return a value"),
+    (k_pow2, "pow2", "powers of two"),
+    (k_store_shape, "store_shape", "do not broadcast"),
+    (k_bad_pointer, "bad_pointer", "expected a pointer"),
+]
+
+
+@pytest.mark.parametrize("kernel, marker, message", CASES, ids=[c[1] for c in CASES])
+def test_error_points_at_file_line_col(kernel, marker, message):
+    line, col = where(marker)
+    with pytest.raises(SourceError) as ei:
+        compile_(kernel)
+    e = ei.value
+    assert Path(e.loc.file).resolve() == HERE
+    assert e.loc.line == line
+    assert message in e.message
+    # the column is the statement's or one of its sub-expressions on that line
+    assert e.loc.col >= col
+    text = e.render()
+    assert text.startswith(f"{e.loc.file}:{line}:{e.loc.col}: error: ")
+    assert "Traceback" not in text and "\n" in text  # message, source line and caret
+
+
+def test_missing_constexpr_value():
+    with pytest.raises(SourceError, match="constexpr parameter 'BLOCK' needs a value"):
+        compile_function(k_pow2.fn, {"x_ptr": P, "n": ir.I32}, {}, Target("isa", 8))
+
+
+def test_register_exhaustion_is_a_source_error():
+    with pytest.raises(SourceError, match="registers"):
+        # 64 slots per thread of a float tile do not fit in 30 registers
+        compile_function(k_many_live.fn, {"x_ptr": P, "n": ir.I32}, {"BLOCK": 2048},
+                         Target("isa", 8))
+
+
+@triton.jit
+def k_many_live(x_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    v = tl.load(x_ptr + offs)
+    tl.store(x_ptr + offs, v * tl.sum(v, axis=0))
+
+
+def test_cli_reports_without_traceback(tmp_path, capsys):
+    from simtgpu.cli.main import main
+
+    src = tmp_path / "bad.py"
+    src.write_text("import simtgpu.compiler_backend as triton\n"
+                   "import simtgpu.compiler_backend.language as tl\n\n"
+                   "@triton.jit\n"
+                   "def k(x_ptr, BLOCK: tl.constexpr):\n"
+                   "    tl.store(x_ptr + tl.arange(0, BLOCK), nope)\n")
+    rc = main(["compile", str(src), "--kernel", "k", "-D", "BLOCK=8"])
+    err = capsys.readouterr().err
+    assert rc == 1
+    assert f"{src}:6:" in err and "error: name 'nope' is not defined" in err
+    assert "Traceback" not in err
