@@ -195,33 +195,36 @@ class _Runner:
         retired counts are written back once at the end, and the PC by the control instruction
         (straight-line instructions never read it).
         """
-        stats, counts, budget = self.stats, self.counts, self.budget
+        stats, counts = self.stats, self.counts
         ops, size = self.prog.ops, self.prog.size
         tracing = self.trace is not None
         nw = w.count(g)
         act = w.active[g]
         n_act = int(np.count_nonzero(act))
+        full = n_act == act.size
         P = w.P
-        steps = 0
+        steps = lanes = 0
+        room = (self.budget - stats.warp_instructions) // nw  # whole steps left in the budget
         try:
             while True:
                 op = ops[pc >> 2] if 0 <= pc < size else None
                 if op is None or op.__class__ is not Op:
                     op = self._fetch(w, pc, g)
-                if stats.warp_instructions + nw > budget:
-                    k = budget - stats.warp_instructions
+                if steps >= room:
+                    k = self.budget - stats.warp_instructions - steps * nw
                     wl = int(w.indices(g)[k])
                     raise Fault(FaultCause.WATCHDOG, wl, w.active[wl].copy(),
-                                f"instruction budget of {budget} warp-instructions exhausted",
-                                pc=pc)
+                                f"instruction budget of {self.budget} warp-instructions "
+                                "exhausted", pc=pc)
                 if op.unguarded:
                     ex = act
-                    stats.thread_instructions += n_act
+                    lanes += n_act
+                    w.ex_full = full
                 else:
+                    w.ex_full = False
                     gp = P[op.pred, g]
                     ex = act & ~gp if op.pneg else act & gp
-                    stats.thread_instructions += (
-                        n_act if op.is_bra else int(np.count_nonzero(ex)))
+                    lanes += n_act if op.is_bra else int(np.count_nonzero(ex))
                 w.clock_bias = steps
                 if tracing:
                     mask = np.array(act, copy=True)
@@ -232,9 +235,9 @@ class _Runner:
                 except Fault as f:
                     if f.pc is None:
                         f.pc = pc
+                    lanes -= n_act if op.unguarded or op.is_bra else int(np.count_nonzero(ex))
                     raise
                 steps += 1
-                stats.warp_instructions += nw
                 counts[pc] = counts.get(pc, 0) + nw
                 if tracing:
                     self.seq = trace.emit(self.trace, self.seq, w, op, g, mask, ex)
@@ -244,6 +247,9 @@ class _Runner:
         finally:
             w.retired[g] += steps
             w.clock_bias = 0
+            w.ex_full = False
+            stats.warp_instructions += steps * nw
+            stats.thread_instructions += lanes
 
 
 def _group(idx: np.ndarray):

@@ -83,6 +83,7 @@ class Wave:
         self.stk_pc = np.zeros((NW, stack_depth), dtype=np.int64)
         self.stk_mask = np.zeros((NW, stack_depth, W), dtype=bool)
         self.retired = np.zeros(NW, dtype=np.int64)
+        self.ex_full = False  # every lane of the running group executes (writes need no mask)
         self.clock_bias = 0  # instructions the running group retired since ``retired`` was set
         self.shared_bytes = shared_bytes
         self.swords = -(-shared_bytes // 4)
@@ -170,7 +171,9 @@ class Wave:
         self.rec = ("r", rd, value)
         if rd == 0:
             return
-        if isinstance(g, slice):
+        if self.ex_full:
+            self.R[rd, g] = value
+        elif isinstance(g, slice):
             np.copyto(self.R[rd, g], value, where=ex)
         else:
             self.R[rd, g] = np.where(ex, value, self.R[rd, g])
@@ -180,7 +183,9 @@ class Wave:
         self.rec = ("p", pd, value)
         if pd == PT:
             return
-        if isinstance(g, slice):
+        if self.ex_full:
+            self.P[pd, g] = value
+        elif isinstance(g, slice):
             np.copyto(self.P[pd, g], value, where=ex)
         else:
             self.P[pd, g] = np.where(ex, value, self.P[pd, g])
