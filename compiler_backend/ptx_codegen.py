@@ -295,7 +295,8 @@ class PtxGen:
         m = self.new("r")
         self.emit(f"activemask.b32 {m}")
         a, b = (self.r(v) for v in op.operands)
-        self.emit(f"shfl.sync.{mode}.b32 {self.r(op.result)}, {a}, {b}, {c}, {m}")
+        ptx_mode = {"xor": "bfly"}.get(mode, mode)
+        self.emit(f"shfl.sync.{ptx_mode}.b32 {self.r(op.result)}, {a}, {b}, {c}, {m}")
 
     def op_vote(self, op: Op) -> None:
         mode = op.attrs["mode"]
