@@ -75,20 +75,24 @@ class Device:
         ``"iss"`` (golden simulator), ``"rtl"`` (Verilator) or ``"cuda"``; or a
         :class:`Backend` instance.
     config:
-        A configuration name (``tiny``, ``small``, ``full``) or a :class:`GpuConfig`.
+        A configuration name (``tiny``, ``small``, ``full``) or a :class:`GpuConfig`;
+        default ``small`` (with a Backend instance: the backend's own).
     queue_entries:
         Records in the command ring (a power of two).
     backend_options:
         Passed to the backend's constructor (the ISS takes ``instruction_budget``).
     """
 
-    def __init__(self, backend: str | Backend = "iss", config: str | GpuConfig = "small", *,
+    def __init__(self, backend: str | Backend = "iss", config: str | GpuConfig | None = None, *,
                  queue_entries: int = cq.QUEUE_ENTRIES, **backend_options: Any):
         if isinstance(backend, Backend):
             self.backend = backend
             self.config = backend.config
+            if config is not None and get_config(config) != backend.config:
+                raise DriverError(f"configuration {get_config(config).name!r} does not match "
+                                  f"the backend's {backend.config.name!r}")
         else:
-            self.config = get_config(config)
+            self.config = get_config("small" if config is None else config)
             self.backend = make_backend(backend, self.config, **backend_options)
         if not (2 <= queue_entries <= cq.MAX_QUEUE_ENTRIES
                 and queue_entries & (queue_entries - 1) == 0):

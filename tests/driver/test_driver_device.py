@@ -287,6 +287,10 @@ def test_unknown_and_unavailable_backends():
         Device(config="huge")
     with pytest.raises(DriverError, match="queue_entries"):
         Device(config="tiny", queue_entries=3)
+    from simtgpu.driver_model.backend_iss import IssBackend
+
+    with pytest.raises(DriverError, match="'small' does not match the backend's 'tiny'"):
+        Device(IssBackend(CONFIGS["tiny"]), config="small")
 
 
 class _MemoryOnlyBackend(Backend):
