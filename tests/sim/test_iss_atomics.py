@@ -99,8 +99,12 @@ def lane_order(warp: int, n: int) -> list[list[int]]:
     return [list(range(s, s + warp)) for s in range(0, n, warp)]
 
 
+@pytest.mark.parametrize("wave_threads", [8192, 64])
 @pytest.mark.parametrize("warp", [4, 8, 32])
-def test_add_full_contention(warp):
+def test_add_full_contention(warp, wave_threads, monkeypatch):
+    import simtgpu.sim.iss as iss_mod
+
+    monkeypatch.setattr(iss_mod, "WAVE_THREADS", wave_threads)  # one wave, or one per block
     rng = np.random.default_rng(warp)
     vals = rng.integers(0, 1 << 32, 256, dtype=np.uint64).astype(np.uint32)
     final, old, res = contended("atom.add", vals, 7, warp)
