@@ -82,9 +82,18 @@ def is_nan(a: object) -> np.ndarray:
     return _out((a & 0x7FFFFFFF) > POS_INF)
 
 
+_U_SIGN = np.uint32(SIGN)
+_U_ALL = np.uint32(0xFFFFFFFF)
+_U_EXP = np.uint32(EXP_MASK)
+_U_NAN = np.uint32(CANONICAL_NAN)
+
+
+# The helpers below run once per warp instruction in the ISS, on 32-element arrays where each
+# NumPy call costs about a microsecond: they are written with as few array operations as
+# possible (no broadcast_arrays, masks instead of nested where).
+
 def _ftz(a: np.ndarray) -> np.ndarray:
-    sub = ((a & EXP_MASK) == 0) & ((a & MANT_MASK) != 0)
-    return np.where(sub, a & np.uint32(SIGN), a).astype(np.uint32)
+    return a & np.where((a & _U_EXP) == 0, _U_SIGN, _U_ALL)
 
 
 def ftz(a: object) -> np.ndarray:
@@ -92,11 +101,10 @@ def ftz(a: object) -> np.ndarray:
     return _out(_ftz(_u32(a)))
 
 
-def _finish(bits: np.ndarray) -> np.ndarray:
-    """Result rule shared by arithmetic: flush a subnormal result, canonicalise NaN."""
-    bits = _ftz(bits)
-    nan = (bits & 0x7FFFFFFF) > POS_INF
-    return np.where(nan, np.uint32(CANONICAL_NAN), bits).astype(np.uint32)
+def _finish(r: np.ndarray) -> np.ndarray:
+    """Result rule shared by arithmetic on a float32 result: flush a subnormal, canonical NaN."""
+    r = np.asarray(r)
+    return np.where(np.isnan(r), _U_NAN, _ftz(r.view(np.uint32)))
 
 
 def _f(a: np.ndarray) -> np.ndarray:
@@ -104,10 +112,10 @@ def _f(a: np.ndarray) -> np.ndarray:
 
 
 def _binary(a: object, b: object, fn) -> np.ndarray:
-    a, b = np.broadcast_arrays(_ftz(_u32(a, "a")), _ftz(_u32(b, "b")))
+    fa, fb = _f(_ftz(_u32(a, "a"))), _f(_ftz(_u32(b, "b")))
     with np.errstate(all="ignore"):
-        r = fn(_f(a), _f(b)).astype(np.float32)
-    return _out(_finish(r.view(np.uint32)))
+        r = fn(fa, fb)
+    return _out(_finish(r))
 
 
 def fadd(a: object, b: object) -> np.ndarray:
@@ -134,39 +142,37 @@ def ffma(a: object, b: object, c: object) -> np.ndarray:
     Rounding a round-to-odd value with at least two extra bits (53 >= 24 + 2) to float32 gives
     the correctly rounded result of the exact a * b + c.
     """
-    a, b, c = np.broadcast_arrays(_ftz(_u32(a, "a")), _ftz(_u32(b, "b")), _ftz(_u32(c, "c")))
+    a, b, c = _ftz(_u32(a, "a")), _ftz(_u32(b, "b")), _ftz(_u32(c, "c"))
     with np.errstate(all="ignore"):
         p = _f(a).astype(np.float64) * _f(b).astype(np.float64)
         q = _f(c).astype(np.float64)
         s = p + q
         bb = s - p
         e = (p - (s - bb)) + (q - bb)  # TwoSum: s + e == p + q exactly when s is finite
-        sbits = s.view(np.uint64)
+        sbits = np.asarray(s).view(np.uint64)
         fix = np.isfinite(s) & (e != 0) & ((sbits & np.uint64(1)) == 0)
         # Toward the exact value: magnitude grows when e has the sign of s.
         up = (e > 0) == (s > 0)
         step = np.where(up, np.uint64(1), np.uint64(0xFFFFFFFFFFFFFFFF))  # +1 or -1 (mod 2^64)
         sbits = np.where(fix, sbits + step, sbits)
         r = sbits.view(np.float64).astype(np.float32)
-    return _out(_finish(r.view(np.uint32)))
+    return _out(_finish(r))
 
 
 def _order_key(a: np.ndarray) -> np.ndarray:
-    """An int64 that orders non-NaN patterns like their values, with -0 just below +0."""
-    mag = (a & 0x7FFFFFFF).astype(np.int64)
-    return np.where((a & SIGN) != 0, -mag - 1, mag)
+    """An int32 that orders non-NaN patterns like their values, with -0 just below +0:
+    negative patterns get their magnitude bits inverted (sign-magnitude to two's complement)."""
+    k = a.view(np.int32)
+    return k ^ ((k >> 31) & np.int32(0x7FFFFFFF))
 
 
 def _minmax(a: object, b: object, want_max: bool) -> np.ndarray:
-    a, b = np.broadcast_arrays(_ftz(_u32(a, "a")), _ftz(_u32(b, "b")))
-    an = (a & 0x7FFFFFFF) > POS_INF
-    bn = (b & 0x7FFFFFFF) > POS_INF
+    a, b = _ftz(_u32(a, "a")), _ftz(_u32(b, "b"))
+    an, bn = np.isnan(_f(a)), np.isnan(_f(b))
     ka, kb = _order_key(a), _order_key(b)
-    pick_a = (ka >= kb) if want_max else (ka <= kb)
-    r = np.where(pick_a, a, b)
+    r = np.where((ka >= kb) if want_max else (ka <= kb), a, b)
     r = np.where(an, b, np.where(bn, a, r))
-    r = np.where(an & bn, np.uint32(CANONICAL_NAN), r)
-    return _out(r.astype(np.uint32))
+    return _out(np.where(an & bn, _U_NAN, r))
 
 
 def fmin(a: object, b: object) -> np.ndarray:
@@ -182,13 +188,13 @@ def fmax(a: object, b: object) -> np.ndarray:
 def fabs(a: object) -> np.ndarray:
     """|a| after FTZ; a NaN gives 0x7fffffff (the instruction is an FP operation, not a mask)."""
     a = _ftz(_u32(a)) & np.uint32(0x7FFFFFFF)
-    return _out(_finish(a))
+    return _out(_finish(_f(a)))
 
 
 def fneg(a: object) -> np.ndarray:
     """-a after FTZ; a NaN gives 0x7fffffff (the instruction is an FP operation, not a mask)."""
-    a = _ftz(_u32(a)) ^ np.uint32(SIGN)
-    return _out(_finish(a))
+    a = _ftz(_u32(a)) ^ _U_SIGN
+    return _out(_finish(_f(a)))
 
 
 def fcmp(cond: str, a: object, b: object) -> np.ndarray:
@@ -199,8 +205,7 @@ def fcmp(cond: str, a: object, b: object) -> np.ndarray:
     if cond not in FP_CONDS:
         raise NumericsError(f"fcmp: unknown condition {cond!r}; expected one of "
                             f"{', '.join(FP_CONDS)}")
-    a, b = np.broadcast_arrays(_ftz(_u32(a, "a")), _ftz(_u32(b, "b")))
-    fa, fb = _f(a), _f(b)
+    fa, fb = _f(_ftz(_u32(a, "a"))), _f(_ftz(_u32(b, "b")))
     unordered = np.isnan(fa) | np.isnan(fb)
     with np.errstate(all="ignore"):
         r = {
