@@ -1,0 +1,115 @@
+"""cocotb test module: play input vectors into a unit on Verilator and record its outputs.
+
+The vectors and the playing mode come from files written by :mod:`simtgpu.verification.units`
+(``SIMTGPU_VECTORS``: an ``.npz`` of input arrays plus a JSON ``spec``); the outputs go back to
+``$SIMTGPU_RUN_DIR/outputs.npz``. The module knows nothing of what a unit should compute: the
+Python side compares the recorded outputs with the reference model, so one player serves the
+ALU, the multiplier, the FPU and the SFU.
+
+Modes:
+
+* ``comb``: a combinational unit, one vector per nanosecond.
+* ``pipe``: a pipelined unit with an ``en`` input and a fixed ``latency``: one vector per
+  cycle, the result of vector ``i`` is sampled ``latency`` cycles later.
+* ``start_done``: a multi-cycle unit that takes ``start`` and pulses ``done``, one vector at
+  a time.
+
+Inputs are driven and outputs sampled on the falling clock edge, so both sides of every
+rising edge are unambiguous.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import cocotb
+import numpy as np
+from cocotb.clock import Clock
+from cocotb.triggers import FallingEdge, RisingEdge, Timer
+
+
+def _load() -> tuple[dict, dict[str, np.ndarray]]:
+    data = np.load(os.environ["SIMTGPU_VECTORS"])
+    spec = json.loads(str(data["spec"]))
+    return spec, {name: data[name] for name in spec["inputs"]}
+
+
+def _save(spec: dict, outputs: dict[str, list[int]]) -> None:
+    out = Path(os.environ["SIMTGPU_RUN_DIR"]) / "outputs.npz"
+    np.savez(out, **{k: np.asarray(v, dtype=np.uint64) for k, v in outputs.items()})
+
+
+@cocotb.test()
+async def play_vectors(dut) -> None:
+    """Drive every vector, record every output."""
+    spec, inputs = _load()
+    n = len(next(iter(inputs.values())))
+    names_in = list(spec["inputs"])
+    names_out = list(spec["outputs"])
+    ports_in = [getattr(dut, name) for name in names_in]
+    ports_out = [getattr(dut, name) for name in names_out]
+    cols = [inputs[name].tolist() for name in names_in]
+    outputs: dict[str, list[int]] = {name: [] for name in names_out}
+    mode = spec["mode"]
+
+    if mode == "comb":
+        for i in range(n):
+            for port, col in zip(ports_in, cols, strict=True):
+                port.value = col[i]
+            await Timer(1, "ns")
+            for name, port in zip(names_out, ports_out, strict=True):
+                outputs[name].append(int(port.value))
+        _save(spec, outputs)
+        return
+
+    clk = dut.clk
+    cocotb.start_soon(Clock(clk, 10, "ns").start())
+    dut.rst.value = 1
+    for port in ports_in:
+        port.value = 0
+    await FallingEdge(clk)
+    await FallingEdge(clk)
+    dut.rst.value = 0
+
+    if mode == "pipe":
+        latency = int(spec["latency"])
+        dut.en.value = 1
+        for i in range(n + latency):
+            await FallingEdge(clk)
+            if i >= latency:
+                for name, port in zip(names_out, ports_out, strict=True):
+                    outputs[name].append(int(port.value))
+            if i < n:
+                for port, col in zip(ports_in, cols, strict=True):
+                    port.value = col[i]
+        _save(spec, outputs)
+        return
+
+    if mode == "start_done":
+        latency = int(spec.get("latency", 0))
+        cycles = []
+        for i in range(n):
+            await FallingEdge(clk)
+            for port, col in zip(ports_in, cols, strict=True):
+                port.value = col[i]
+            dut.start.value = 1
+            await FallingEdge(clk)
+            dut.start.value = 0
+            waited = 1
+            while not int(dut.done.value):
+                await RisingEdge(clk)
+                await FallingEdge(clk)
+                waited += 1
+                assert waited < 10_000, f"vector {i}: done never rose"
+            cycles.append(waited)
+            for name, port in zip(names_out, ports_out, strict=True):
+                outputs[name].append(int(port.value))
+        outputs["_cycles"] = cycles
+        if latency:
+            assert all(c == cycles[0] for c in cycles), "latency differs between vectors"
+        _save(spec, outputs)
+        return
+
+    raise AssertionError(f"unknown mode {mode!r}")
