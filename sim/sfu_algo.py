@@ -89,14 +89,12 @@ def poly(base: int, idx: np.ndarray, f: np.ndarray, w: int | np.ndarray) -> np.n
 
 
 def bit_length(y: np.ndarray) -> np.ndarray:
-    """Exact bit length of non-negative int64 values (0 for 0), without float rounding."""
-    y = y.copy()
-    n = np.zeros(y.shape, dtype=np.int64)
-    for sh in (32, 16, 8, 4, 2, 1):
-        big = y >= (np.int64(1) << sh)
-        n = np.where(big, n + sh, n)
-        y = np.where(big, y >> sh, y)
-    return n + (y > 0)
+    """Exact bit length of non-negative int64 values below 2**62 (0 for 0).
+
+    frexp's exponent is the bit length unless the conversion to float64 rounded up to the next
+    power of two (possible above 2**53), which the shift check corrects."""
+    n = np.frexp(y.astype(np.float64))[1].astype(np.int64)
+    return n - ((y >> np.maximum(n - 1, 0)) == 0) * (y > 0)
 
 
 def pack(sign: np.ndarray, y: np.ndarray, k: np.ndarray) -> np.ndarray:
@@ -116,7 +114,7 @@ def pack(sign: np.ndarray, y: np.ndarray, k: np.ndarray) -> np.ndarray:
     q = q >> carry
     biased = k + L - 1 + carry + 127
     mant = q & 0x7FFFFF
-    out = (sign << 31) | (np.clip(biased, 0, 255) << 23) | mant
+    out = (sign << 31) | (np.minimum(np.maximum(biased, 0), 255) << 23) | mant
     out = np.where(biased >= 255, (sign << 31) | 0x7F800000, out)
     out = np.where((biased <= 0) | (y == 0), sign << 31, out)
     return out.astype(np.uint32)
@@ -177,7 +175,8 @@ def evaluate(op: str, a: np.ndarray) -> np.ndarray:
     elif op == "exp2":
         sm = np.where(s == 1, -(m | (1 << 23)), m | (1 << 23))  # signed 1.m * 2**23
         sh = e + 9  # fixed point x * 2**32 = sm * 2**(e - 23 + 32)
-        x32 = np.where(sh >= 0, sm << np.clip(sh, 0, 15), sm >> np.clip(-sh, 0, 63))
+        x32 = np.where(sh >= 0, sm << np.minimum(np.maximum(sh, 0), 15),
+                       sm >> np.minimum(np.maximum(-sh, 0), 63))
         n = x32 >> 32
         frac = x32 & 0xFFFFFFFF
         y = poly(base, frac >> W_EXP2, frac & ((1 << W_EXP2) - 1), W_EXP2)
@@ -193,15 +192,15 @@ def evaluate(op: str, a: np.ndarray) -> np.ndarray:
         mant = m | (1 << 23)
         prod = mant * INV_2PI  # < 2**62: revolutions * 2**(63 - e)
         rsh = 31 - e  # revolutions * 2**32 = prod >> rsh; a left shift keeps bits mod 2**32
-        rev = np.where(rsh >= 0, prod >> np.clip(rsh, 0, 63),
-                       ((prod & 0xFFFFFFFF) << np.clip(-rsh, 0, 32))) & 0xFFFFFFFF
+        rev = np.where(rsh >= 0, prod >> np.minimum(np.maximum(rsh, 0), 63),
+                       ((prod & 0xFFFFFFFF) << np.minimum(np.maximum(-rsh, 0), 32))) & 0xFFFFFFFF
         quad = rev >> 30
         if op == "cos":
             quad = (quad + 1) & 3
         u = rev & ((1 << 30) - 1)
         odd = quad & 1
         y = _trig_poly(odd, u)
-        y = np.clip(y, 0, 1 << FRAC)
+        y = np.minimum(np.maximum(y, 0), 1 << FRAC)
         neg = quad >> 1
         sign = (neg ^ s) if op == "sin" else neg
         k = np.full(s.shape, -FRAC)
