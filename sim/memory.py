@@ -60,9 +60,13 @@ class GlobalMemory:
         return self.words[addr // 4:addr // 4 + n].astype(np.uint32)
 
     def write_words(self, addr: int, values: np.ndarray) -> None:
-        """Store an array of words (any integer or float32 array; stored as its bit pattern)."""
+        """Store an array of words: 4-byte items (uint32, int32, float32) as their bit
+        patterns, other integer arrays modulo 2**32."""
         arr = np.ascontiguousarray(values)
         if arr.dtype.itemsize != 4:
+            if arr.dtype.kind not in "iub":
+                raise IssError(f"write_words stores 32-bit words; convert the {arr.dtype} "
+                               "array first (float32 for floats)")
             arr = arr.astype(np.int64).astype(np.uint32)
         arr = arr.reshape(-1).view(np.uint32)
         if addr % 4:

@@ -52,13 +52,13 @@ def test_memory_faults_name_the_lane(addr, op, cause):
 def test_guarded_off_lanes_never_fault():
     src = kernel(GID + "    movi r3, 0\n    isetp.lt p0, r1, r0\n@p0 ldg r4, [r3]\n"
                  "@p0 stg [r3], r4\n@p0 atom.add r4, [r3], r4\n@p0 lds r4, [r3+1000]\n")
-    res = run(src, params=[("out", np.zeros(1))])
+    res = run(src, params=[("out", np.zeros(1, np.uint32))])
     assert res.stats.global_loads == 0
 
 
 def test_param_offset_past_the_block():
     rec = fault_of(kernel("    ldparam r3, 8\n", "out a:i32"), warp_size=4, block=(8, 1, 1),
-                   params=[("out", np.zeros(1)), ("a", 3)])
+                   params=[("out", np.zeros(1, np.uint32)), ("a", 3)])
     assert rec.cause is FaultCause.OUT_OF_RANGE
     assert rec.lane_mask == 0xF and rec.warp == 0
 
@@ -142,6 +142,10 @@ def test_global_memory_host_api():
                 lambda: mem.read_words(0x1002, 1), lambda: mem.read_words(0x2FFC, 2)):
         with pytest.raises(MemoryAccessError):
             bad()
+    mem.write_words(0x2008, np.array([-2, 7], np.int64))
+    assert mem.read_words(0x2008, 2).tolist() == [0xFFFFFFFE, 7]
+    with pytest.raises(IssError, match="float32"):
+        mem.write_words(0x2000, np.array([1.5]))
     for size in (100, 0x1001, 0x1000):
         with pytest.raises(IssError):
             GlobalMemory(size)

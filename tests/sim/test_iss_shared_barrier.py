@@ -96,7 +96,7 @@ ODD:
 J:
 """
     with pytest.raises(KernelFault) as e:
-        run(kernel(body), warp_size=8, block=(16, 1, 1), params=[("out", np.zeros(1))])
+        run(kernel(body), warp_size=8, block=(16, 1, 1), params=[("out", np.zeros(1, np.uint32))])
     rec = e.value.record
     assert rec.cause is FaultCause.DIVERGENT_BARRIER
     assert rec.warp == 0 and rec.lane_mask == 0x55
@@ -132,7 +132,7 @@ ODD:
     exit
 """
     with pytest.raises(KernelFault) as e:
-        run(kernel(body), warp_size=4, block=(4, 1, 1), params=[("out", np.zeros(1))])
+        run(kernel(body), warp_size=4, block=(4, 1, 1), params=[("out", np.zeros(1, np.uint32))])
     rec = e.value.record
     assert rec.cause is FaultCause.STACK_UNDERFLOW and rec.lane_mask == 0b0101
     assert rec.instruction == "exit"
@@ -147,7 +147,7 @@ def test_barrier_after_a_warp_exited_deadlocks():
 """
     with pytest.raises(KernelFault) as e:
         run(kernel(body), warp_size=8, grid=(2, 1, 1), block=(24, 1, 1),
-            params=[("out", np.zeros(1))])
+            params=[("out", np.zeros(1, np.uint32))])
     rec = e.value.record
     assert rec.cause is FaultCause.BARRIER_DEADLOCK
     assert rec.block == (0, 0, 0) and rec.warp == 1 and rec.lane_mask == 0xFF
