@@ -1,5 +1,6 @@
 """Random structured programs (integer arithmetic, guards, nested if/else, loops with
-per-thread trip counts, exits anywhere) against a scalar per-thread interpreter.
+per-thread trip counts, exits anywhere, guarded loads and stores to per-thread scratch
+memory) against a scalar per-thread interpreter.
 
 The interpreter knows nothing of warps, masks or stacks: it runs each thread on its own.
 Agreement at warp sizes 4, 8 and 32 checks the SIMT machinery (divergence, reconvergence,
@@ -63,13 +64,16 @@ class Gen:
                     self.block(depth + 1, r.randint(0, 3)), self.block(depth + 1, r.randint(0, 3)))
         if depth < 2 and k < 0.2:
             return ("loop", r.choice(REGS), depth, self.block(depth + 1, r.randint(1, 3)))
-        if k < 0.24:
+        if k < 0.3:
+            return ("st" if r.random() < 0.5 else "ld", r.randint(0, 3), r.choice(REGS),
+                    r.choice(list(COND)), r.choice(REGS), r.choice(REGS), r.random() < 0.3)
+        if k < 0.34:
             return ("exit", r.choice(list(COND)), r.choice(REGS), r.choice(REGS))
-        if k < 0.4:
+        if k < 0.45:
             return ("guarded", r.choice(list(COND)), r.choice(REGS), r.choice(REGS),
                     r.random() < 0.5, r.choice(list(RR)), r.choice(REGS), r.choice(REGS),
                     r.choice(REGS))
-        if k < 0.6:
+        if k < 0.62:
             return ("ri", r.choice(list(RI)), r.choice(REGS), r.choice(REGS),
                     r.randint(-1024, 1023))
         return ("rr", r.choice(list(RR)), r.choice(REGS), r.choice(REGS), r.choice(REGS))
@@ -88,6 +92,16 @@ class Gen:
                         f"@{'!' if neg else ''}p2 {op} r{d}, r{x}, r{y}"]
             elif kind == "exit":
                 out += [f"    isetp.{s[1]} p3, r{s[2]}, r{s[3]}", "@p3 exit"]
+            elif kind in ("st", "ld"):  # r12 points at the thread's four scratch words
+                _, slot, reg, c, a, b, guarded = s
+                guard = ""
+                if guarded:
+                    out.append(f"    isetp.{c} p4, r{a}, r{b}")
+                    guard = "@p4 "
+                if kind == "st":
+                    out.append(f"{guard}stg [r12+{4 * slot}], r{reg}")
+                else:
+                    out.append(f"{guard}ldg r{reg}, [r12+{4 * slot}]")
             elif kind == "if":
                 self.label += 1
                 n = self.label
@@ -120,6 +134,13 @@ def interpret(stmts: list, regs: dict) -> None:
         elif kind == "exit":
             if COND[s[1]](regs[s[2]], regs[s[3]]):
                 raise Exited
+        elif kind in ("st", "ld"):
+            _, slot, reg, c, a, b, guarded = s
+            if not guarded or COND[c](regs[a], regs[b]):
+                if kind == "st":
+                    regs["mem"][slot] = regs[reg]
+                else:
+                    regs[reg] = regs["mem"][slot]
         elif kind == "if":
             interpret(s[4] if COND[s[1]](regs[s[2]], regs[s[3]]) else s[5], regs)
         else:
@@ -133,8 +154,9 @@ def program(seed: int) -> tuple[str, tuple]:
     consts = [(reg, 3 if i % 2 == 0 else 4, g.r.randint(-1024, 1023))
               for i, reg in enumerate(REGS[2:])]
     stmts = g.block(0, 14)
-    lines = [".kernel k", ".param out, ptr", GID, "    muli r4, r1, 7", "    addi r4, r4, 3",
-             "    add r3, r1, r0"]
+    lines = [".kernel k", ".param out, ptr", ".param scratch, ptr", GID,
+             "    muli r4, r1, 7", "    addi r4, r4, 3", "    add r3, r1, r0",
+             "    ldparam r12, scratch", "    shli r13, r1, 4", "    add r12, r12, r13"]
     for reg, src, k in consts:
         lines += [f"    xor r{reg}, r4, r{src}", f"    muli r{reg}, r{reg}, {k}"]
     lines += g.emit(stmts)
@@ -148,7 +170,7 @@ def reference(tree: tuple, nthreads: int) -> np.ndarray:
     consts, stmts = tree
     out = np.full((nthreads, len(REGS)), 0xDEAD, np.uint32)
     for t in range(nthreads):
-        regs = {3: t, 4: (t * 7 + 3) & M}
+        regs = {3: t, 4: (t * 7 + 3) & M, "mem": [0, 0, 0, 0]}
         for reg, src, k in consts:
             regs[reg] = ((regs[4] ^ regs[src]) * k) & M
         try:
@@ -169,7 +191,8 @@ def test_random_program(seed):
     want = reference(tree, nthreads)
     for warp in (4, 8, 32):
         res = run(src, warp_size=warp, grid=(2, 1, 1), block=(48, 1, 1),
-                  params=[("out", np.full(nthreads * len(REGS), 0xDEAD, np.uint32))])
+                  params=[("out", np.full(nthreads * len(REGS), 0xDEAD, np.uint32)),
+                          ("scratch", np.zeros(nthreads * 4, np.uint32))])
         got = res.out["out"].reshape(nthreads, len(REGS))
         bad = np.flatnonzero((got != want).any(axis=1))
         assert bad.size == 0, f"warp {warp}: threads {bad[:8].tolist()} differ\n{src}"
