@@ -1,0 +1,317 @@
+"""Pipelined FP32 unit of one lane (ex1 -> ex2): add, sub, mul, fma, min/max, abs/neg and the
+int <-> float conversions.
+
+Bit-exact with ``simtgpu.sim.numerics``: round to nearest even, subnormal inputs read as
+zero of the same sign, subnormal results flushed to zero of the same sign, every NaN result
+the canonical ``0x7fffffff``. The op enum :data:`FpuOp` is generated from the isa table
+(``Sem.FP`` and ``Sem.CVT``); the compares (``fsetp``) are in ``fcompare.py`` because they
+finish in ex1.
+
+One fused datapath carries add, sub, mul and fma, so all four round exactly once through
+the same adder, normaliser and rounder::
+
+    fadd a, b    = a * 1.0 + b          fmul a, b    = a * b + (-0)
+    fsub a, b    = a * 1.0 + (-b)       ffma a, b, c = a * b + c
+
+(``-0`` is the additive identity that keeps the sign of a zero product.) ``cvt.i2f``/
+``cvt.u2f`` reuse the normaliser and rounder: the integer's magnitude enters as the sum.
+
+Stage 1 (align): unpack with FTZ, 24x24 significand product, exponent difference, shift
+the addend right into a 75-bit window (bit 0 collects the sticky OR of everything shifted
+below it), detect NaN/inf results; the ops that need no rounding (min, max, abs, neg,
+f2i, f2u) finish here.
+Stage 2 (add/round): add or subtract product and aligned addend, leading-zero count,
+normalise, round to nearest even, flush a subnormal result, overflow to infinity, pack.
+
+Window of stage 1/2 (bit ``k >= 1`` weighs ``2**(e0 + k - 1)``)::
+
+    74 ........ 51 50 49 48 ........... 1  0
+    [ addend C   ] 0  0  [ product P    ]  sticky    (addend before its right shift)
+
+The addend is shifted right by ``50 - d`` where ``d`` is how far its LSB lies above the
+product's. When ``d > 50`` (or the product is zero) the addend stays at the top and the
+window's base follows it: the product, then at least three bits below the addend's LSB,
+only contributes its guard/sticky information, which the two empty bits preserve.
+"""
+
+from amaranth import Cat, Const, Module, Mux, Signal, signed
+from amaranth.lib import data, wiring
+from amaranth.lib.wiring import In, Out
+from simtgpu.isa import Sem
+
+from .alu import isa_op_enum
+from .fp_utils import CANONICAL_NAN, FP_NEG_ZERO, FP_ONE, lzc, order_less, unpack
+
+__all__ = ["MAX_LATENCY", "FpuOp", "Fpu"]
+
+FpuOp = isa_op_enum("FpuOp", (Sem.FP, Sem.CVT), __name__)
+"""Operation of the :class:`Fpu`: ``FADD`` ... ``FNEG``, ``CVT_I2F`` ... ``CVT_F2U``."""
+
+MAX_LATENCY = 8
+
+WINDOW = 75  # sticky bit + 74-bit window (product 48 + 2 empty + addend 24)
+ADDEND_LSB = 51  # position of the unshifted addend's LSB in the window
+MAX_SHIFT = 80  # any larger shift moves the whole addend into the sticky bit
+
+ALIGN_ADD_LAYOUT = data.StructLayout({
+    "x": 49,  # product (or integer magnitude) at window bits [1, 49)
+    "y": WINDOW,  # aligned addend, bit 0 = sticky
+    "e0": signed(12),  # exponent of window bit 1
+    "sign_x": 1,
+    "sign_y": 1,
+    "eff_sub": 1,  # signs differ: subtract magnitudes
+    "nan": 1,  # result is the canonical NaN
+    "inf": 1,  # result is an infinity of sign inf_sign
+    "inf_sign": 1,
+    "bypass": 1,  # result already final in stage 1 (bypass_value)
+    "bypass_value": 32,
+})
+"""Registers between stage 1 (align) and stage 2 (add/round)."""
+
+
+class Fpu(wiring.Component):
+    """Pipelined FP32 unit, one operation per enabled cycle.
+
+    Parameters
+    ----------
+    latency : int
+        Enabled cycles from operands to ``result``: 2 (align | add/round, the default) up to
+        ``MAX_LATENCY`` (extra cycles delay the result for retiming); 1 puts both halves in
+        one cycle.
+
+    Attributes
+    ----------
+    en : In(1)
+        Advance the pipeline this cycle; every stage holds while 0.
+    op : In(FpuOp)
+        Operation.
+    a, b, c : In(32)
+        Operands (``c`` only for ``FFMA``; the unary ops and conversions read ``a``).
+    result : Out(32)
+        Result bits of the operation presented ``latency`` enabled cycles earlier.
+    """
+
+    def __init__(self, latency: int = 2) -> None:
+        if not isinstance(latency, int) or isinstance(latency, bool) or \
+                not 1 <= latency <= MAX_LATENCY:
+            self._MustUse__silence = True  # rejected, so never elaborated: no unused warning
+            raise ValueError(
+                f"latency must be an integer from 1 to {MAX_LATENCY}, not {latency!r}")
+        self.latency = latency
+        super().__init__({
+            "en": In(1),
+            "op": In(FpuOp),
+            "a": In(32),
+            "b": In(32),
+            "c": In(32),
+            "result": Out(32),
+        })
+
+    def elaborate(self, platform) -> Module:
+        m = Module()
+        s1 = Signal(ALIGN_ADD_LAYOUT, name="s1")
+        # Each half is its own submodule so that a simulator re-evaluates only the half
+        # whose inputs changed.
+        m.submodules.align = m_align = Module()
+        m.submodules.add_round = m_round = Module()
+        align = self._align(m_align)
+        if self.latency == 1:
+            m.d.comb += s1.eq(align)
+        else:
+            with m.If(self.en):
+                m.d.sync += s1.eq(align)
+        word = self._add_round(m_round, s1)
+
+        regs = [Signal(32, name=f"s{i + 2}_result") for i in range(max(1, self.latency - 1))]
+        with m.If(self.en):
+            for src, dst in zip([word, *regs[:-1]], regs, strict=True):
+                m.d.sync += dst.eq(src)
+        m.d.comb += self.result.eq(regs[-1])
+        return m
+
+    # -----------------------------------------------------------------------------------
+    def _align(self, m: Module) -> Signal:
+        """Stage 1: operand selection, product, alignment, specials, unrounded ops."""
+        op = self.op
+        out = Signal(ALIGN_ADD_LAYOUT, name="s1_next")
+
+        # Fused-datapath operands x * y + z.
+        y_in = Signal(32, name="y_in")
+        z_in = Signal(32, name="z_in")
+        with m.Switch(op):
+            with m.Case(FpuOp.FADD):
+                m.d.comb += [y_in.eq(FP_ONE), z_in.eq(self.b)]
+            with m.Case(FpuOp.FSUB):
+                m.d.comb += [y_in.eq(FP_ONE), z_in.eq(self.b ^ FP_NEG_ZERO)]
+            with m.Case(FpuOp.FMUL):
+                m.d.comb += [y_in.eq(self.b), z_in.eq(FP_NEG_ZERO)]
+            with m.Default():
+                m.d.comb += [y_in.eq(self.b), z_in.eq(self.c)]
+        m.submodules.unpack = m_unpack = Module()
+        x = unpack(m_unpack, self.a, "x")
+        y = unpack(m_unpack, y_in, "y")
+        z = unpack(m_unpack, z_in, "z")
+
+        sign_p = x.sign ^ y.sign
+        prod_zero = x.zero | y.zero
+        product = Signal(48, name="product")
+        m.d.comb += product.eq(x.mant * y.mant)
+
+        # d: exponent of the addend's LSB minus that of the product's LSB.
+        d = Signal(signed(12), name="align_d")
+        e_prod = Signal(signed(12), name="e_prod")
+        m.d.comb += [
+            d.eq(z.exp - x.exp - y.exp + 150),
+            e_prod.eq(x.exp + y.exp - 300),
+        ]
+        addend_top = prod_zero | (~z.zero & (d > ADDEND_LSB - 1))
+        shift = Signal(range(MAX_SHIFT + 1), name="align_shift")
+        e0 = Signal(signed(12), name="align_e0")
+        with m.If(addend_top):
+            m.d.comb += [shift.eq(0), e0.eq(z.exp - 150 - (ADDEND_LSB - 1))]
+        with m.Else():
+            raw = (ADDEND_LSB - 1) - d  # negative only for a zero addend
+            m.d.comb += [
+                shift.eq(Mux(raw > MAX_SHIFT, MAX_SHIFT, Mux(raw < 0, 0, raw))),
+                e0.eq(e_prod),
+            ]
+        shifted = Signal(MAX_SHIFT + WINDOW, name="addend_shifted")
+        m.d.comb += shifted.eq(Cat(Const(0, MAX_SHIFT + ADDEND_LSB), z.mant) >> shift)
+        aligned = Cat(shifted[:MAX_SHIFT + 1].any(), shifted[MAX_SHIFT + 1:])
+
+        any_inf_p = x.inf | y.inf
+        fused_nan = (x.nan | y.nan | z.nan | (x.inf & y.zero) | (x.zero & y.inf)
+                     | (any_inf_p & z.inf & (sign_p != z.sign)))
+
+        # int -> float: the magnitude enters the window as the product would.
+        int_neg = (op == FpuOp.CVT_I2F) & self.a[31]
+        int_mag = Mux(int_neg, -self.a, self.a)[0:32]
+        m.submodules.unrounded = m_unrounded = Module()
+        unrounded = self._unrounded(m_unrounded, x)
+
+        with m.Switch(op):
+            with m.Case(FpuOp.CVT_I2F, FpuOp.CVT_U2F):
+                m.d.comb += [
+                    out.x.eq(int_mag << 1), out.y.eq(0), out.e0.eq(0),
+                    out.sign_x.eq(int_neg), out.sign_y.eq(int_neg), out.eff_sub.eq(0),
+                ]
+            with m.Case(FpuOp.FADD, FpuOp.FSUB, FpuOp.FMUL, FpuOp.FFMA):
+                m.d.comb += [
+                    out.x.eq(product << 1), out.y.eq(aligned), out.e0.eq(e0),
+                    out.sign_x.eq(sign_p), out.sign_y.eq(z.sign),
+                    out.eff_sub.eq(sign_p != z.sign),
+                    out.nan.eq(fused_nan),
+                    out.inf.eq(any_inf_p | z.inf),
+                    out.inf_sign.eq(Mux(any_inf_p, sign_p, z.sign)),
+                ]
+            with m.Default():
+                m.d.comb += [out.bypass.eq(1), out.bypass_value.eq(unrounded)]
+        return out
+
+    def _unrounded(self, m: Module, x) -> Signal:
+        """min, max, abs, neg and float -> int: exact, so they finish in stage 1."""
+        op = self.op
+        b = unpack(m, self.b, "mm_b")
+        value = Signal(32, name="unrounded")
+
+        a_less = order_less(x, b)
+        as_int = self._float_to_int(m, x)
+        with m.Switch(op):
+            with m.Case(FpuOp.FMIN, FpuOp.FMAX):
+                pick_a = Mux(op == FpuOp.FMIN, a_less, ~a_less)
+                with m.If(x.nan & b.nan):
+                    m.d.comb += value.eq(CANONICAL_NAN)
+                with m.Elif(x.nan | b.nan):
+                    m.d.comb += value.eq(Mux(x.nan, b.bits, x.bits))
+                with m.Else():
+                    m.d.comb += value.eq(Mux(pick_a, x.bits, b.bits))
+            with m.Case(FpuOp.FABS, FpuOp.FNEG):
+                flipped = Mux(op == FpuOp.FABS, Cat(x.bits[0:31], Const(0, 1)),
+                              x.bits ^ FP_NEG_ZERO)
+                m.d.comb += value.eq(Mux(x.nan, CANONICAL_NAN, flipped))
+            with m.Case(FpuOp.CVT_F2I, FpuOp.CVT_F2U):
+                m.d.comb += value.eq(as_int)
+            with m.Default():  # ops of the fused datapath: value unused
+                m.d.comb += value.eq(0)
+        return value
+
+    def _float_to_int(self, m: Module, x) -> Signal:
+        """Truncate toward zero, saturate to the integer range, NaN -> 0."""
+        to_signed = self.op == FpuOp.CVT_F2I
+        value = Signal(32, name="f2i_value")
+        # |x| = mant * 2**(exp - 150); for exp in [127, 158] shift mant << 8 right by 158-exp.
+        mag = Signal(32, name="f2i_mag")
+        m.d.comb += mag.eq(Cat(Const(0, 8), x.mant) >> (158 - x.exp)[0:5])
+        below_one = x.exp < 127
+        with m.If(x.nan | below_one):
+            m.d.comb += value.eq(0)
+        with m.Elif(to_signed):
+            with m.If(x.exp >= 158):  # |x| >= 2**31 (inf included): saturate
+                m.d.comb += value.eq(Mux(x.sign, 0x80000000, 0x7FFFFFFF))
+            with m.Else():
+                m.d.comb += value.eq(Mux(x.sign, -mag, mag))
+        with m.Else():
+            with m.If(x.sign):
+                m.d.comb += value.eq(0)
+            with m.Elif(x.exp >= 159):  # >= 2**32 (inf included): saturate
+                m.d.comb += value.eq(0xFFFFFFFF)
+            with m.Else():
+                m.d.comb += value.eq(mag)
+        return value
+
+    # -----------------------------------------------------------------------------------
+    def _add_round(self, m: Module, s1) -> Signal:
+        """Stage 2: add, normalise, round to nearest even, flush, overflow, pack."""
+        word = Signal(32, name="s2_word")
+        x = s1.x
+        diff = Signal(signed(WINDOW + 2), name="s2_diff")
+        total = Signal(WINDOW + 1, name="s2_sum")
+        sign = Signal(name="s2_sign")
+        m.d.comb += diff.eq(x - s1.y)
+        with m.If(s1.eff_sub):
+            m.d.comb += [
+                total.eq(Mux(diff < 0, -diff, diff)),
+                sign.eq(Mux(diff < 0, s1.sign_y, s1.sign_x)),
+            ]
+        with m.Else():
+            m.d.comb += [total.eq(x + s1.y), sign.eq(s1.sign_x)]
+
+        m.submodules.normalise = m = Module()  # a simulator evaluates it once the sum is final
+        zero, lz = lzc(total)
+        lead = Signal(range(WINDOW + 1), name="s2_lzc")
+        m.d.comb += lead.eq(lz)
+        norm = Signal(WINDOW + 1, name="s2_norm")
+        m.d.comb += norm.eq(total << lead)
+        mant = norm[WINDOW + 1 - 24:]
+        guard = norm[WINDOW - 24]
+        sticky = norm[:WINDOW - 24].any()
+        e_pre = Signal(signed(13), name="s2_exp")
+        # MSB at window bit (WINDOW - lead) weighs 2**(e0 + WINDOW - lead - 1).
+        m.d.comb += e_pre.eq(s1.e0 + (WINDOW - 1 + 127) - lead)
+        rounded = Signal(25, name="s2_rounded")
+        m.d.comb += rounded.eq(mant + (guard & (sticky | mant[0])))
+        carry = rounded[24]
+        exp = Signal(signed(13), name="s2_exp_rounded")
+        m.d.comb += exp.eq(e_pre + carry)
+        frac = Mux(carry, 0, rounded[0:23])
+
+        inf_bits = Cat(Const(0, 23), Const(0xFF, 8), s1.inf_sign)
+        with m.If(s1.bypass):
+            m.d.comb += word.eq(s1.bypass_value)
+        with m.Elif(s1.nan):
+            m.d.comb += word.eq(CANONICAL_NAN)
+        with m.Elif(s1.inf):
+            m.d.comb += word.eq(inf_bits)
+        with m.Elif(zero):  # exact zero: x + (-x) is +0, the sum of two zeros keeps their sign
+            m.d.comb += word.eq(Cat(Const(0, 31), s1.sign_x & ~s1.eff_sub))
+        with m.Elif(exp >= 0xFF):  # overflow rounds to infinity
+            m.d.comb += word.eq(Cat(Const(0, 23), Const(0xFF, 8), sign))
+        with m.Elif(e_pre <= 0):
+            # Below the normal range: IEEE rounding at subnormal precision reaches the
+            # smallest normal only from 1.11..1(24 ones) x 2**-127; anything else is a
+            # subnormal or zero and flushes to a zero of the result's sign.
+            smallest = (e_pre == 0) & (mant == 0xFFFFFF)
+            m.d.comb += word.eq(Cat(Const(0, 23), smallest, Const(0, 7), sign))
+        with m.Else():
+            m.d.comb += word.eq(Cat(frac, exp[0:8], sign))
+        return word
