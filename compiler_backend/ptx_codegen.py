@@ -34,7 +34,7 @@ _ATOM = {("add", "i32"): "add.u32", ("fadd", "f32"): "add.f32", ("min", "i32"): 
 
 
 def _f32_hex(v: float) -> str:
-    return "0f%08X" % struct.unpack("<I", struct.pack("<f", v))[0]
+    return f"0f{struct.unpack('<I', struct.pack('<f', v))[0]:08X}"
 
 
 class PtxGen:

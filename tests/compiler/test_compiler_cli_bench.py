@@ -6,7 +6,6 @@ import subprocess
 
 import numpy as np
 import pytest
-
 from conftest import EXAMPLES
 from simtgpu.cli.main import main
 

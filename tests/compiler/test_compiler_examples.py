@@ -2,7 +2,6 @@
 NumPy (each example's run() does the comparison)."""
 
 import pytest
-
 from conftest import example
 
 SIZES = {

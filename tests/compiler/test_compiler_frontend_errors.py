@@ -4,7 +4,6 @@ one-line explanation, never a compiler traceback."""
 from pathlib import Path
 
 import pytest
-
 import simtgpu.compiler_backend as triton
 import simtgpu.compiler_backend.language as tl
 from simtgpu.compiler_backend import ir
@@ -26,7 +25,10 @@ def where(marker: str) -> tuple[int, int]:
 P = ir.ptr("f32")
 
 
-def compile_(k, types=None, cexpr=None, target=Target("isa", 8)):
+ISA8 = Target("isa", 8)
+
+
+def compile_(k, types=None, cexpr=None, target=ISA8):
     types = types if types is not None else {"x_ptr": P, "n": ir.I32}
     return compile_function(k.fn, types, cexpr or {"BLOCK": 32}, target)
 
@@ -34,7 +36,7 @@ def compile_(k, types=None, cexpr=None, target=Target("isa", 8)):
 @triton.jit
 def k_undefined(x_ptr, n, BLOCK: tl.constexpr):
     offs = tl.arange(0, BLOCK)
-    tl.store(x_ptr + offs, undefined_thing)  # <- undefined
+    tl.store(x_ptr + offs, undefined_thing)  # noqa: F821  # <- undefined
 
 
 @triton.jit

@@ -2,14 +2,16 @@
 and the text form shows what was built."""
 
 import pytest
-
 from simtgpu.compiler_backend import ir
 from simtgpu.compiler_backend.ir import F32, I1, I32, Block, Builder, Function, IRError, Op
 
+PARAMS = (("x", ir.ptr("f32")), ("n", I32))
 
-def _fn(params=(("x", ir.ptr("f32")), ("n", I32))) -> tuple[Function, Builder, list]:
+
+def _fn(params=PARAMS) -> tuple[Function, Builder, list]:
     vals = [ir.Value(t, None, n) for n, t in params]
-    fn = Function("k", [ir.Param(n, t, v) for (n, t), v in zip(params, vals)], Block())
+    fn = Function("k", [ir.Param(n, t, v) for (n, t), v in zip(params, vals, strict=True)],
+                  Block())
     return fn, Builder(fn.body), vals
 
 

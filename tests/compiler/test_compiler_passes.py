@@ -2,7 +2,6 @@
 keeps results identical on the ISS."""
 
 import numpy as np
-
 import simtgpu.compiler_backend as triton
 import simtgpu.compiler_backend.language as tl
 from simtgpu.compiler_backend import ir, passes
