@@ -16,7 +16,7 @@ import numpy as np
 from simtgpu.isa import GLOBAL_NULL_GUARD, FaultCause, Sem
 from simtgpu.isa import INSTRUCTIONS as _ALL
 
-from .wave import DIV, DONE, RUN, SYNC, WAIT, Fault, Wave
+from .wave import DIV, DONE, RUN, SYNC, WAIT, Fault, Wave, mask_bits
 
 U32 = np.uint32
 I32 = np.int32
@@ -544,15 +544,11 @@ def bar(w: Wave, op, g, ex) -> None:
     if partial.any():
         k = int(np.argmax(partial.any(axis=1)))
         raise Fault(FaultCause.DIVERGENT_BARRIER, int(gi[k]), act[k].copy(),
-                    f"bar with active lanes 0x{_bits(act[k]):x} of live lanes "
-                    f"0x{_bits(w.live[gi[k]]):x}")
+                    f"bar with active lanes 0x{mask_bits(act[k]):x} of live lanes "
+                    f"0x{mask_bits(w.live[gi[k]]):x}")
     w.pc[gi] = op.pc + 4
     w.status[gi] = WAIT
     w.n_wait += gi.size
-
-
-def _bits(row: np.ndarray) -> int:
-    return int(sum(1 << i for i in np.flatnonzero(row)))
 
 
 def barrier_resolve(w: Wave) -> None:
