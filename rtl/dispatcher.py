@@ -79,8 +79,8 @@ class Dispatcher(wiring.Component):
         m.d.comb += offering.eq(running & ~all_issued)
 
         # Rotating choice among the ready cores (ready depends on the payload, never on valid).
-        ptr = Signal(range(n))
-        sel = Signal(range(n))
+        ptr = Signal(range(max(n, 2)))  # at least one bit, even for one core
+        sel = Signal(range(max(n, 2)))
         any_ready = Signal()
         readies = [self.cores[i].ready for i in range(n)]
         m.d.comb += any_ready.eq(sum(r << i for i, r in enumerate(readies)) != 0)

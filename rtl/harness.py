@@ -41,12 +41,16 @@ class SimHarness(wiring.Component):
         Build configuration; the memory model holds ``cfg.sim_memory_bytes``.
     core_factory:
         Passed to :class:`~simtgpu.rtl.gpu.Gpu`.
+    storage:
+        Memory-model storage: ``"amaranth"`` for the Amaranth simulator (the array is then
+        ``harness.memory.mem.data``), ``"verilog"`` for Verilog builds (see rtl/sim_ram.py).
     """
 
-    def __init__(self, cfg: RtlConfig, core_factory: CoreFactory | None = None):
+    def __init__(self, cfg: RtlConfig, core_factory: CoreFactory | None = None,
+                 storage: str = "amaranth"):
         self.cfg = cfg
         self.gpu = Gpu(cfg, core_factory)
-        self.memory = MemoryModel(cfg)
+        self.memory = MemoryModel(cfg, storage=storage)
         super().__init__({
             "mmio": In(mmio_signature()),
             "mem_bd": In(backdoor_signature(cfg.line_words, cfg.sim_memory_lines)),

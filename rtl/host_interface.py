@@ -244,7 +244,7 @@ class HostInterface(wiring.Component):
 
         req = self.mem.req
         resp = self.mem.resp
-        m.d.comb += resp.ready.eq(1)
+        m.d.comb += [resp.ready.eq(1), req.payload.eq(0)]  # fields not set below stay zero
 
         # Record decoding.
         grid = rec[3:6]
@@ -286,7 +286,7 @@ class HostInterface(wiring.Component):
 
         # First faulting core (lowest index) this cycle.
         any_fault = Signal()
-        fault_core = Signal(range(cfg.cores))
+        fault_core = Signal(range(max(cfg.cores, 2)))
         m.d.comb += any_fault.eq(Cat(*[f.valid for f in self.core_fault]).any())
         for i in reversed(range(cfg.cores)):
             with m.If(self.core_fault[i].valid):

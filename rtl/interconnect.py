@@ -67,8 +67,8 @@ class Interconnect(wiring.Component):
         n = self.sources
 
         # Round-robin: grant the first valid source after the one granted last.
-        last = Signal(range(n), init=n - 1)
-        grant = Signal(range(n))
+        last = Signal(range(max(n, 2)), init=n - 1)
+        grant = Signal(range(max(n, 2)))
         any_valid = Signal()
         valids = [self.src[i].req.valid for i in range(n)]
         m.d.comb += any_valid.eq(sum(v << i for i, v in enumerate(valids)) != 0)

