@@ -1,0 +1,74 @@
+"""FP32 compare of one lane (``fsetp``): combinational, finishes in ex1 like the integer
+compares.
+
+Rules of ``simtgpu.sim.numerics.fcmp``: operands are flushed first (a subnormal compares as
+a zero), ``-0 == +0``, the ordered conditions ``eq ne lt le gt ge`` are false when either
+operand is NaN, ``nan`` is true when either is NaN and ``num`` when neither is. The condition
+enum :data:`FCmpCond` takes its members and values from the isa's ``fsetp.*`` function codes,
+so the decoder can pass the ``fn`` field straight through.
+"""
+
+import types
+
+from amaranth import Module, unsigned
+from amaranth.lib import enum, wiring
+from amaranth.lib.wiring import In, Out
+from simtgpu.isa import INSTRUCTIONS, Sem
+
+from .fp_utils import order_less, unpack
+
+__all__ = ["FCmpCond", "FCompare"]
+
+
+def _cond_enum() -> type[enum.Enum]:
+    members = {i.suffix.upper(): i.fn for i in INSTRUCTIONS if i.sem is Sem.FCMP}
+    width = max(1, max(members.values()).bit_length())
+    return types.new_class("FCmpCond", (enum.Enum,), {"shape": unsigned(width)},
+                           lambda ns: ns.update(members, __module__=__name__,
+                                                __qualname__="FCmpCond"))
+
+
+FCmpCond = _cond_enum()
+"""``fsetp`` condition; member value = the instruction's ``fn`` code."""
+
+
+class FCompare(wiring.Component):
+    """One lane's FP32 compare into a predicate (combinational).
+
+    The unit has no parameters.
+
+    Attributes
+    ----------
+    cond : In(FCmpCond)
+        Condition (the ``fn`` field of ``fsetp``).
+    a, b : In(32)
+        FP32 operands.
+    pred : Out(1)
+        Result of ``a cond b``.
+    """
+
+    cond: In(FCmpCond)
+    a: In(32)
+    b: In(32)
+    pred: Out(1)
+
+    def elaborate(self, platform) -> Module:
+        m = Module()
+        a = unpack(m, self.a, "a")
+        b = unpack(m, self.b, "b")
+        unordered = a.nan | b.nan
+        both_zero = a.zero & b.zero
+        eq = (a.bits == b.bits) | both_zero
+        lt = order_less(a, b) & ~both_zero
+        gt = ~lt & ~eq
+        ordered = {"EQ": eq, "NE": ~eq, "LT": lt, "LE": lt | eq, "GT": gt, "GE": gt | eq}
+        with m.Switch(self.cond):
+            for cond in FCmpCond:
+                with m.Case(cond):
+                    if cond.name == "NAN":
+                        m.d.comb += self.pred.eq(unordered)
+                    elif cond.name == "NUM":
+                        m.d.comb += self.pred.eq(~unordered)
+                    else:
+                        m.d.comb += self.pred.eq(ordered[cond.name] & ~unordered)
+        return m
