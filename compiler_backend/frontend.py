@@ -316,6 +316,8 @@ class CodeGen:
     def merge_type(self, name: str, vals: list, node) -> tuple[tuple[int, ...], Type]:
         """Shape and type a variable has when two definitions meet (if, loop)."""
         tiles = [v for v in vals if isinstance(v, Tile)]
+        if not tiles:  # compile-time numbers that differ: a run-time scalar
+            return (), F32 if any(isinstance(v, float) for v in vals) else I32
         shape = tiles[0].shape
         ty = tiles[0].type
         for t in tiles[1:]:

@@ -1,0 +1,178 @@
+"""Language features on the ISS against NumPy: divergent if/else with results, early
+return, loops with carried tiles, 2-D reductions along an axis, argmax, where, casts,
+integer division, @jit helpers, and the thread-level intrinsics (shuffles, votes,
+shared arrays, shared atomics, barriers)."""
+
+import numpy as np
+import pytest
+import simtgpu.compiler_backend as triton
+import simtgpu.compiler_backend.language as tl
+
+
+@triton.jit
+def _helper(x, k: tl.constexpr):
+    return x * k + 1.0
+
+
+@triton.jit
+def k_divergent(x_ptr, y_ptr, n):
+    i = tl.program_id(0) * tl.block_dim(0) + tl.thread_id(0)
+    if i >= n:
+        return
+    v = tl.load(x_ptr + i)
+    if v > 0.0:
+        r = v * 2.0
+        c = 1
+    else:
+        r = -v
+        c = 2
+    s = 0.0
+    for j in range(0, c):
+        s += r
+    tl.store(y_ptr + i, _helper(s, 3))
+
+
+def test_divergent_if_loop_and_early_return(iss_device):
+    x = np.linspace(-3, 3, 77).astype(np.float32)
+    y = np.full(80, -9.0, np.float32)
+    k_divergent[(3,)](x, y, 77, block=(32, 1, 1))
+    r = np.where(x > 0, x * 2, -x)
+    c = np.where(x > 0, 1, 2)
+    want = (r * c) * 3 + 1
+    assert np.allclose(y[:77], want, rtol=1e-6)
+    assert np.all(y[77:] == -9.0)
+
+
+@triton.jit
+def k_rows(x_ptr, s_ptr, m_ptr, a_ptr, c_ptr, M: tl.constexpr, N: tl.constexpr):
+    rm = tl.arange(0, M)
+    rn = tl.arange(0, N)
+    x = tl.load(x_ptr + rm[:, None] * N + rn[None, :])
+    tl.store(s_ptr + rm, tl.sum(x, axis=1))
+    tl.store(m_ptr + rn, tl.max(x, axis=0))
+    tl.store(a_ptr + rm, tl.argmax(x, axis=1))
+    tl.store(c_ptr, tl.argmax(tl.sum(x, axis=1), axis=0))
+
+
+@pytest.mark.parametrize("m, n", [(4, 8), (8, 16), (16, 4)])
+def test_axis_reductions_and_argmax(iss_device, m, n):
+    rng = np.random.default_rng(m * n)
+    x = rng.standard_normal((m, n)).astype(np.float32)
+    s, mx = np.zeros(m, np.float32), np.zeros(n, np.float32)
+    am, c = np.zeros(m, np.int32), np.zeros(1, np.int32)
+    k_rows[(1,)](x, s, mx, am, c, M=m, N=n)
+    assert np.allclose(s, x.sum(axis=1), rtol=1e-5, atol=1e-5)
+    assert np.array_equal(mx, x.max(axis=0))
+    assert np.array_equal(am, x.argmax(axis=1))
+    assert c[0] == int(np.argmax(s))
+
+
+@triton.jit
+def k_intmath(x_ptr, y_ptr, d, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    v = tl.load(x_ptr + offs, mask=m, other=1)
+    q = v // d + v % d * 1000 + (v // 4) * 1000000 + (offs % 3) * 7
+    f = (v.to(tl.float32) * 0.5).to(tl.int32)
+    tl.store(y_ptr + offs, tl.where(v > 0, q, f - tl.abs(v)), mask=m)
+
+
+def test_integer_division_casts_where(iss_device):
+    rng = np.random.default_rng(5)
+    x = rng.integers(-5000, 5000, 300).astype(np.int32)
+    y = np.zeros(300, np.int32)
+    d = 7
+    k_intmath[(triton.cdiv(300, 64),)](x, y, d, 300, BLOCK=64)
+    tdiv = lambda a, b: np.trunc(a / b).astype(np.int64)  # noqa: E731 - C semantics
+    offs = np.arange(300)
+    q = tdiv(x, d) + (x - tdiv(x, d) * d) * 1000 + tdiv(x, 4) * 1000000 + (offs % 3) * 7
+    f = np.trunc(x.astype(np.float32) * np.float32(0.5)).astype(np.int64) - np.abs(x)
+    want = np.where(x > 0, q, f).astype(np.int32)
+    assert np.array_equal(y, want)
+
+
+@triton.jit
+def k_warp(x_ptr, out_ptr, cnt_ptr):
+    t = tl.thread_id(0)
+    lane = tl.lane_id()
+    v = tl.load(x_ptr + t)
+    s = v
+    off = tl.warp_size() // 2
+    while_steps = tl.warp_size()
+    for _ in tl.static_range(0, 5):
+        if off > 0:
+            s += tl.shfl_xor(s, off)
+            off = off // 2
+    up = tl.shfl_up(v, 1)
+    down = tl.shfl_down(v, 1)
+    idx = tl.shfl_idx(v, 0)
+    pos = v > 0.0
+    ballot = tl.vote_ballot(pos)
+    anyp = tl.vote_any(pos).to(tl.int32)
+    allp = tl.vote_all(pos).to(tl.int32)
+    buf = tl.shared_array((64,), tl.int32)
+    buf[t] = 0
+    tl.barrier()
+    tl.atomic_add(cnt_ptr + 0, pos.to(tl.int32))
+    base = out_ptr + t * 6
+    tl.store(base, s)
+    tl.store(base + 1, up)
+    tl.store(base + 2, down)
+    tl.store(base + 3, idx)
+    tl.store(base + 4, (ballot + anyp * 1000 + allp * 10000).to(tl.float32))
+    tl.store(base + 5, lane.to(tl.float32) + while_steps * 0.0)
+
+
+def test_thread_level_intrinsics(iss_device):
+    W = iss_device.config.lanes
+    T = 4 * W
+    x = np.linspace(-1, 2, T).astype(np.float32)
+    out = np.zeros(T * 6, np.float32)
+    cnt = np.zeros(1, np.int32)
+    k_warp[(1,)](x, out, cnt, block=(T, 1, 1))
+    o = out.reshape(T, 6)
+    w = x.reshape(-1, W)
+    pos = w > 0
+    ballot = (pos * (1 << np.arange(W))).sum(axis=1)
+    want_s = np.repeat(w.sum(axis=1), W)
+    assert np.allclose(o[:, 0], want_s, rtol=1e-5)
+    up = np.concatenate([[r[0]] + list(r[:-1]) for r in w])
+    down = np.concatenate([list(r[1:]) + [r[-1]] for r in w])
+    assert np.array_equal(o[:, 1], up) and np.array_equal(o[:, 2], down)
+    assert np.array_equal(o[:, 3], np.repeat(w[:, 0], W))
+    code = ballot + pos.any(axis=1) * 1000 + pos.all(axis=1) * 10000
+    assert np.array_equal(o[:, 4], np.repeat(code, W).astype(np.float32))
+    assert np.array_equal(o[:, 5], np.tile(np.arange(W), 4).astype(np.float32))
+    assert cnt[0] == int((x > 0).sum())
+
+
+@triton.jit
+def k_dot_loop(a_ptr, b_ptr, c_ptr, K, BM: tl.constexpr, BK: tl.constexpr,
+               BN: tl.constexpr):
+    rm = tl.arange(0, BM)
+    rn = tl.arange(0, BN)
+    rk = tl.arange(0, BK)
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for k in range(0, K, BK):
+        a = tl.load(a_ptr + rm[:, None] * K + (k + rk)[None, :])
+        b = tl.load(b_ptr + (k + rk)[:, None] * BN + rn[None, :])
+        acc += tl.dot(a, b)
+    tl.store(c_ptr + rm[:, None] * BN + rn[None, :], acc)
+
+
+def test_dot_in_a_loop_exact_fma_order(iss_device):
+    rng = np.random.default_rng(2)
+    BM, BN, BK, K = 4, 8, 4, 12
+    a = rng.standard_normal((BM, K)).astype(np.float32)
+    b = rng.standard_normal((K, BN)).astype(np.float32)
+    c = np.zeros((BM, BN), np.float32)
+    k_dot_loop[(1,)](a, b, c, K, BM=BM, BK=BK, BN=BN, num_warps=1)
+    # reference: per k-block an fma chain from 0 in k order, then added to acc
+    want = np.zeros((BM, BN), np.float32)
+    for k0 in range(0, K, BK):
+        part = np.zeros((BM, BN), np.float32)
+        for k in range(k0, k0 + BK):
+            part = (part.astype(np.float64) + a[:, k:k + 1].astype(np.float64)
+                    * b[k:k + 1, :].astype(np.float64)).astype(np.float32)
+        want = want + part
+    assert np.array_equal(c, want)
