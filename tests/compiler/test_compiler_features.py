@@ -27,7 +27,7 @@ def k_divergent(x_ptr, y_ptr, n):
         r = -v
         c = 2
     s = 0.0
-    for j in range(0, c):
+    for _j in range(0, c):
         s += r
     tl.store(y_ptr + i, _helper(s, 3))
 
