@@ -648,6 +648,43 @@ def _mi_uses(mi: MI) -> list[Value]:
 # ---------------------------------------------------------------------------------------
 # Register allocation
 
+class PredicatePressure(CompileError):
+    """More predicates live than registers; carries the live candidates for spilling."""
+
+    def __init__(self, message: str, live: list[tuple[int, Value]]):
+        super().__init__(message)
+        self.live = live
+
+
+def spill_predicate(code: list[MI], loops: list[tuple[int, int]], v: Value
+                    ) -> tuple[list[MI], list[tuple[int, int]]] | None:
+    """Keep predicate ``v`` as 0/1 in a general register and re-derive it before each use
+    (``mov g, r0; @v addi g, r0, 1`` after its definition, ``isetp.ne t, g, r0`` before a
+    use). Returns the rewritten code, or None when ``v`` is not a simple single definition."""
+    defs = [i for i, mi in enumerate(code) if any(d is v for d in mi.defs)]
+    if len(defs) != 1 or code[defs[0]].op in ("pmove", "group") or code[defs[0]].partial:
+        return None
+    g = ir.Value(ir.I32)
+    out: list[MI] = []
+    where: list[int] = []
+    for i, mi in enumerate(code):
+        where.append(len(out))
+        if v in _mi_uses(mi):
+            t = ir.Value(I1)
+            out.append(MI("isetp.ne", [t, g, Sym("r0")], [t]))
+            where[-1] = len(out) - 1 if mi.op != "label" else len(out)
+            mi.args = [t if a is v else a for a in mi.args]
+            if mi.guard is v:
+                mi.guard = t
+        out.append(mi)
+        if i == defs[0]:
+            out.append(MI("mov", [g, Sym("r0")], [g]))
+            out.append(MI("addi", [g, Sym("r0"), 1], [g], guard=v, partial=True))
+    where.append(len(out))
+    new_loops = [(where[s], where[e + 1] - 1) for s, e in loops]
+    return out, new_loops
+
+
 def allocate(code: list[MI], loops: list[tuple[int, int]]) -> dict[int, str]:
     """Linear scan: map each virtual register to r1..r30 or p0..p5."""
     start: dict[int, int] = {}
@@ -691,7 +728,12 @@ def allocate(code: list[MI], loops: list[tuple[int, int]]) -> dict[int, str]:
         cls = "p" if vals[vid].type == I1 else "r"
         pool = free[cls]
         if not pool:
-            n = len(active) + 1
+            n = sum(1 for a in active if a[2] == cls) + 1
+            if cls == "p":
+                raise PredicatePressure(
+                    f"the kernel needs more than {len(PREDS)} predicate registers ({n} live "
+                    "at once); use a smaller BLOCK or more warps (num_warps)",
+                    [(a[0], vals[a[1]]) for a in active if a[2] == "p"] + [(end[vid], vals[vid])])
             what = "predicate" if cls == "p" else "general-purpose"
             limit = len(PREDS) if cls == "p" else len(GPRS)
             raise CompileError(f"the kernel needs more than {limit} {what} registers "
@@ -779,7 +821,24 @@ def generate(fn: Function) -> IsaResult:
     """IR (after passes) to assembly text for one kernel."""
     isel = ISel(fn)
     code = isel.run()
-    regs = allocate(code, isel.loops)
+    loops = isel.loops
+    spilled: set[int] = set()
+    while True:
+        try:
+            regs = allocate(code, loops)
+            break
+        except PredicatePressure as e:
+            # spill the live predicate whose interval reaches furthest
+            for _, v in sorted(e.live, key=lambda x: -x[0]):
+                if v.id in spilled:
+                    continue
+                spilled.add(v.id)
+                res = spill_predicate(code, loops, v)
+                if res is not None:
+                    code, loops = res
+                    break
+            else:
+                raise CompileError(str(e)) from None
     lines = [f".kernel {fn.name}"]
     for p in fn.params:
         lines.append(f"    .param {p.name}, {param_kind(p.type)}")

@@ -133,7 +133,10 @@ class JITFunction:
             arg_types = {k: type_of_arg(v) for k, v in runtime.items()}
         except TypeError as e:
             raise LaunchError(f"{self.__name__}: {e}") from None
-        num_warps = int(options.get("num_warps", 4))
+        default_warps = 4
+        if target.kind == "isa":  # small configurations hold fewer warps per block
+            default_warps = max(1, min(4, dev.config.max_threads_per_block // target.warp_size))
+        num_warps = int(options.get("num_warps", default_warps))
         block = options.get("block")
         if block is not None:
             block = tuple(block) + (1,) * (3 - len(tuple(block)))

@@ -11,9 +11,9 @@ import argparse
 import sys
 
 import numpy as np
-
 import simtgpu.compiler_backend as triton
 from simtgpu.driver_model import BACKENDS, CONFIGS, Device, DriverError
+from simtgpu.errors import SimtgpuError
 
 
 def main(name: str, run, default_size: int, argv: list[str] | None = None) -> int:
@@ -33,7 +33,11 @@ def main(name: str, run, default_size: int, argv: list[str] | None = None) -> in
         print(f"{args.backend} backend unavailable: {e}", file=sys.stderr)
         return 2
     triton.set_device(dev)
-    ok, detail, stats = run(args.size, args.seed)
+    try:
+        ok, detail, stats = run(args.size, args.seed)
+    except SimtgpuError as e:
+        print(e.render(), file=sys.stderr)
+        return 1
     if args.stats and stats is not None:
         print(f"warp instructions: {stats.instructions}, thread instructions: "
               f"{stats.thread_instructions}")

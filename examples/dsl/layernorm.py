@@ -4,10 +4,9 @@ imports. Rows longer than BLOCK_SIZE are walked in chunks by run-time loops."""
 import sys
 
 import numpy as np
-from common import close, main
-
 import simtgpu.compiler_backend as triton
 import simtgpu.compiler_backend.language as tl
+from common import close, main
 
 
 @triton.jit

@@ -5,10 +5,9 @@ in k order, so the result matches NumPy's float32 product to rounding."""
 import sys
 
 import numpy as np
-from common import close, main
-
 import simtgpu.compiler_backend as triton
 import simtgpu.compiler_backend.language as tl
+from common import close, main
 
 
 @triton.jit

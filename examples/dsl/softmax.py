@@ -8,10 +8,9 @@ the sum ignore the padding.
 import sys
 
 import numpy as np
-from common import close, main
-
 import simtgpu.compiler_backend as triton
 import simtgpu.compiler_backend.language as tl
+from common import close, main
 
 
 @triton.jit

@@ -5,10 +5,9 @@ tl.atomic_add (one atomic per program)."""
 import sys
 
 import numpy as np
-from common import close, main
-
 import simtgpu.compiler_backend as triton
 import simtgpu.compiler_backend.language as tl
+from common import close, main
 
 
 @triton.jit

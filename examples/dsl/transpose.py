@@ -4,10 +4,9 @@
 import sys
 
 import numpy as np
-from common import main
-
 import simtgpu.compiler_backend as triton
 import simtgpu.compiler_backend.language as tl
+from common import main
 
 
 @triton.jit

@@ -176,3 +176,17 @@ def test_dot_in_a_loop_exact_fma_order(iss_device):
                     * b[k:k + 1, :].astype(np.float64)).astype(np.float32)
         want = want + part
     assert np.array_equal(c, want)
+
+
+def test_many_masks_spill_predicates_to_registers(iss_device):
+    from conftest import example
+
+    m = example("vector_add")
+    x = np.arange(1500, dtype=np.float32)
+    out = np.zeros(1500, np.float32)
+    # 256-element tiles: 8 slots per thread, so 8 masks live at once (6 predicates)
+    m.add_kernel.cache.clear()
+    m.add_kernel[(6,)](x, x, out, 1500, BLOCK_SIZE=256)
+    assert np.array_equal(out, 2 * x)
+    (ck,) = m.add_kernel.cache.values()
+    assert "isetp.ne" in ck.code  # a mask re-derived from its 0/1 register
