@@ -190,3 +190,44 @@ def test_many_masks_spill_predicates_to_registers(iss_device):
     assert np.array_equal(out, 2 * x)
     (ck,) = m.add_kernel.cache.values()
     assert "isetp.ne" in ck.code  # a mask re-derived from its 0/1 register
+
+
+@triton.jit
+def k_nested(x_ptr, out_ptr, n, m, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    acc = tl.zeros((BLOCK,), dtype=tl.float32)
+    for i in range(n - 1, -1, -1):
+        for j in range(0, m):
+            v = tl.load(x_ptr + i * m + j)
+            acc = acc * 0.5 + v * (offs + i).to(tl.float32)
+    tl.store(out_ptr + offs, acc)
+
+
+def test_nested_loops_negative_step(iss_device):
+    n, m, B = 3, 4, 32
+    x = np.arange(n * m, dtype=np.float32) / 7
+    out = np.zeros(B, np.float32)
+    k_nested[(1,)](x, out, n, m, BLOCK=B)
+    acc = np.zeros(B, np.float32)
+    offs = np.arange(B, dtype=np.float32)
+    for i in range(n - 1, -1, -1):
+        for j in range(m):
+            acc = acc * np.float32(0.5) + x[i * m + j] * (offs + np.float32(i))
+    assert np.array_equal(out, acc)
+
+
+def test_uniform_branches_need_no_reconvergence_stack():
+    from conftest import example
+
+    from simtgpu.compiler_backend import ir
+    from simtgpu.compiler_backend.compiler import Target, compile_function
+
+    P, I = ir.ptr("f32"), ir.I32  # noqa: E741
+    soft = compile_function(example("softmax").softmax_kernel.fn,
+                            dict(output_ptr=P, input_ptr=P, input_row_stride=I,
+                                 output_row_stride=I, n_rows=I, n_cols=I),
+                            dict(BLOCK_SIZE=32, num_stages=1), Target("isa", 8))
+    assert "ssy" not in soft.code and "bra" in soft.code  # loop bounds are uniform
+    div = compile_function(k_divergent.fn, dict(x_ptr=P, y_ptr=P, n=I), {},
+                           Target("isa", 8), block=(32, 1, 1))
+    assert div.code.count("ssy") >= 2 and div.code.count("sync") >= 2
