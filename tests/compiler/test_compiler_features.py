@@ -218,7 +218,6 @@ def test_nested_loops_negative_step(iss_device):
 
 def test_uniform_branches_need_no_reconvergence_stack():
     from conftest import example
-
     from simtgpu.compiler_backend import ir
     from simtgpu.compiler_backend.compiler import Target, compile_function
 
