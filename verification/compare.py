@@ -1,0 +1,131 @@
+"""Step-and-compare: the RTL's retired instructions against the ISS trace, then final memory.
+
+Both sides are lists of trace dicts (docs/trace-format.md). Lines are grouped per warp
+(block, warp) and compared in program order, because the interleaving across warps is a
+scheduling choice. The first difference is reported with the warp, the PC, the disassembled
+instruction, the lane and the expected and actual values, so one line of a failure says what
+went wrong where.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+from simtgpu.assembler import disassemble_word
+from simtgpu.sim.trace import per_warp
+
+from .launch import KernelLaunch
+
+__all__ = ["Mismatch", "compare_memory", "compare_traces", "retire_to_trace"]
+
+
+class Mismatch(str):
+    """A description of the first difference (a str, so it prints as itself)."""
+
+
+def retire_to_trace(rec: Sequence[int], lanes: int) -> dict:
+    """A retire-port sample ``(bx, by, bz, warp, pc, mask, exec, rd_valid, rd, values...,
+    pd_valid, pd, pvalues)`` as a trace dict: register values of executing lanes only, no
+    write for ``r0``/``pt``, predicate bits outside ``exec`` cleared."""
+    bx, by, bz, warp, pc, mask, ex, rd_valid, rd = rec[:9]
+    values = rec[9:9 + lanes]
+    pd_valid, pd, pvalues = rec[9 + lanes:12 + lanes]
+    has_rd = bool(rd_valid) and rd != 0
+    has_pd = bool(pd_valid) and pd != 7
+    return {
+        "block": [bx, by, bz], "warp": warp, "pc": pc, "mask": mask, "exec": ex,
+        "rd": rd if has_rd else None,
+        "values": [int(values[lane]) for lane in range(lanes) if ex >> lane & 1]
+        if has_rd else None,
+        "pd": pd if has_pd else None,
+        "pvalues": (pvalues & ex) if has_pd else None,
+    }
+
+
+def _disasm(launch: KernelLaunch, pc: int) -> str:
+    if 0 <= pc <= len(launch.code) - 4:
+        word = int.from_bytes(launch.code[pc:pc + 4], "little")
+        return disassemble_word(word, pc)
+    return "(pc outside the code)"
+
+
+def _lane_diff(want: dict, got: dict, lanes: int) -> str:
+    """Which lane differs first, for register or predicate values."""
+    if want.get("values") is not None and got.get("values") is not None:
+        ex = want["exec"]
+        lane_ids = [lane for lane in range(lanes) if ex >> lane & 1]
+        for lane, w, g in zip(lane_ids, want["values"], got["values"], strict=False):
+            if w != g:
+                return f"lane {lane}: r{want['rd']} expected {w:#010x}, rtl {g:#010x}"
+    if want.get("pvalues") is not None and got.get("pvalues") is not None:
+        diff = want["pvalues"] ^ got["pvalues"]
+        if diff:
+            lane = (diff & -diff).bit_length() - 1
+            return (f"lane {lane}: p{want['pd']} expected {want['pvalues'] >> lane & 1}, "
+                    f"rtl {got['pvalues'] >> lane & 1}")
+    return ""
+
+
+_KEYS = ("pc", "mask", "exec", "rd", "values", "pd", "pvalues")
+
+
+def compare_traces(launch: KernelLaunch, want: list[dict], got: list[dict], lanes: int
+                   ) -> Mismatch | None:
+    """None when every warp retired the same instructions with the same results; else the
+    first difference of the first warp (in block, warp order) that differs."""
+    ww, gw = per_warp(want), per_warp(got)
+    for key in sorted(set(ww) | set(gw)):
+        wl, gl = ww.get(key, []), gw.get(key, [])
+        where = f"block ({key[0]},{key[1]},{key[2]}) warp {key[3]}"
+        for i, (w, g) in enumerate(zip(wl, gl, strict=False)):
+            diff = [k for k in _KEYS if w.get(k) != g.get(k)]
+            if not diff:
+                continue
+            pc = w["pc"]
+            lines = [f"{where}, instruction {i} at pc {pc:#x} `{_disasm(launch, pc)}`: "
+                     f"{diff[0]} differs"]
+            detail = _lane_diff(w, g, lanes)
+            if detail:
+                lines.append("  " + detail)
+            for k in diff:
+                lines.append(f"  {k}: expected {_fmt(w.get(k))}, rtl {_fmt(g.get(k))}")
+            if i:
+                prev = wl[i - 1]["pc"]
+                lines.append(f"  previous instruction of this warp: pc {prev:#x} "
+                             f"`{_disasm(launch, prev)}`")
+            return Mismatch("\n".join(lines))
+        if len(wl) != len(gl):
+            i = min(len(wl), len(gl))
+            if len(wl) > len(gl):
+                pc = wl[i]["pc"]
+                return Mismatch(f"{where}: the rtl retired {len(gl)} instructions, the ISS "
+                                f"{len(wl)}; the first missing one is at pc {pc:#x} "
+                                f"`{_disasm(launch, pc)}`")
+            pc = gl[i]["pc"]
+            return Mismatch(f"{where}: the rtl retired {len(gl)} instructions, the ISS "
+                            f"{len(wl)}; the first extra one is at pc {pc:#x} "
+                            f"`{_disasm(launch, pc)}`")
+    return None
+
+
+def _fmt(v) -> str:
+    if isinstance(v, int):
+        return f"{v} ({v:#x})"
+    if isinstance(v, list):
+        return "[" + ", ".join(f"{x:#x}" for x in v) + "]"
+    return repr(v)
+
+
+def compare_memory(launch: KernelLaunch, want: dict[str, np.ndarray],
+                   got: dict[str, np.ndarray]) -> Mismatch | None:
+    """None when every buffer matches; else the first differing word of the first buffer."""
+    for name, (addr, _) in launch.buffers.items():
+        w, g = want[name], got[name]
+        bad = np.nonzero(w != g)[0]
+        if len(bad):
+            i = int(bad[0])
+            return Mismatch(f"memory: buffer {name!r} differs in {len(bad)} words; first at "
+                            f"word {i} (address {addr + 4 * i:#x}): expected {int(w[i]):#010x}, "
+                            f"rtl {int(g[i]):#010x}")
+    return None

@@ -1,0 +1,81 @@
+"""Operand generators for the FP32 and integer unit benches.
+
+Random operands are drawn from classes that stress what a rounding datapath gets wrong: the
+special values (NaN payloads, infinities, signed zeros, denormals that must flush), the
+extremes (largest finite, smallest normal), operands whose exponents are close (cancellation),
+far apart (alignment past the sticky bit), near overflow and near underflow, and operands
+built so that the exact result lies exactly halfway between two floats (ties to even).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["FP_SPECIALS", "INT_EDGES", "fp_operands", "int_operands"]
+
+FP_SPECIALS = np.array([
+    0x00000000, 0x80000000,  # +-0
+    0x7F800000, 0xFF800000,  # +-inf
+    0x7FC00000, 0xFFC00000, 0x7F800001, 0x7FFFFFFF, 0xFFBFFFFF,  # NaNs (quiet, signalling)
+    0x00000001, 0x807FFFFF, 0x00400000, 0x80000001,  # denormals (flushed)
+    0x00800000, 0x80800000, 0x00800001,  # smallest normals
+    0x7F7FFFFF, 0xFF7FFFFF, 0x7F7FFFFE,  # largest finite
+    0x3F800000, 0xBF800000, 0x40000000, 0x3F000000,  # 1, -1, 2, 0.5
+    0x34000000, 0x33800000, 0x33000000,  # 2^-23, 2^-24, 2^-25 (half ulp of 1 and below)
+    0x4B000000, 0x4B7FFFFF, 0xCF000000, 0x4F800000, 0x4F000000,  # integer boundaries
+], dtype=np.uint32)
+
+INT_EDGES = np.array([
+    0, 1, 2, 31, 32, 33, 0x7FFF, 0x8000, 0xFFFF, 0x10000, 0x7FFFFFFF, 0x80000000, 0x80000001,
+    0xFFFFFFFF, 0xFFFFFFFE, 0xFFFF0000, 0xFFFF8000, 0x55555555, 0xAAAAAAAA,
+], dtype=np.uint32)
+
+
+def _pack(sign: np.ndarray, exp: np.ndarray, mant: np.ndarray) -> np.ndarray:
+    return ((sign.astype(np.uint32) << 31) | (exp.astype(np.uint32) << 23)
+            | (mant.astype(np.uint32) & 0x7FFFFF)).astype(np.uint32)
+
+
+def fp_operands(rng: np.random.Generator, n: int, arity: int) -> list[np.ndarray]:
+    """``arity`` operand columns of ``n`` FP32 bit patterns, mixed from the classes above."""
+    cols = [rng.integers(0, 1 << 32, n, dtype=np.uint64).astype(np.uint32) for _ in range(arity)]
+    sign = [rng.integers(0, 2, n) for _ in range(arity)]
+    cls = rng.integers(0, 8, n)
+    base_exp = rng.integers(1, 255, n)
+    for k in range(arity):
+        mant = rng.integers(0, 1 << 23, n)
+        # 1: specials; 2: close exponents; 3: far exponents; 4: near overflow;
+        # 5: near underflow; 6: ties; 7 and 0: uniform bit patterns.
+        spec = FP_SPECIALS[rng.integers(0, len(FP_SPECIALS), n)]
+        close = _pack(sign[k], np.clip(base_exp + rng.integers(-2, 3, n), 1, 254), mant)
+        far = _pack(sign[k], np.clip(base_exp + rng.integers(-60, 61, n), 1, 254), mant)
+        high = _pack(sign[k], rng.integers(240, 255, n), mant)
+        low = _pack(sign[k], rng.integers(0, 16, n), mant)
+        cols[k] = np.select([cls == 1, cls == 2, cls == 3, cls == 4, cls == 5],
+                            [spec, close, far, high, low], cols[k]).astype(np.uint32)
+    ties = cls == 6
+    if arity >= 2 and ties.any():
+        # a = (1 + i 2^-12) 2^ea, b = (1 + j 2^-12) 2^eb: the product has ij at 2^-24, so odd
+        # ij makes a halfway case for fmul; b = half an ulp of a makes one for fadd.
+        i = rng.integers(1, 64, n)
+        j = rng.integers(1, 64, n)
+        ea = rng.integers(100, 150, n)
+        a = _pack(sign[0], ea, i << 11)
+        b_mul = _pack(sign[1], rng.integers(100, 150, n), j << 11)
+        b_add = _pack(sign[1], np.clip(ea - 24, 1, 254), np.zeros(n, dtype=np.int64))
+        use_add = rng.integers(0, 2, n).astype(bool)
+        cols[0] = np.where(ties, a, cols[0]).astype(np.uint32)
+        cols[1] = np.where(ties, np.where(use_add, b_add, b_mul), cols[1]).astype(np.uint32)
+    return cols
+
+
+def int_operands(rng: np.random.Generator, n: int, arity: int) -> list[np.ndarray]:
+    """``arity`` columns of 32-bit integers: uniform, small signed, edge values, shifts."""
+    cols = []
+    for _ in range(arity):
+        uniform = rng.integers(0, 1 << 32, n, dtype=np.uint64).astype(np.uint32)
+        small = (rng.integers(-40, 40, n) & 0xFFFFFFFF).astype(np.uint32)
+        edge = INT_EDGES[rng.integers(0, len(INT_EDGES), n)]
+        pick = rng.integers(0, 4, n)
+        cols.append(np.select([pick == 1, pick == 2], [small, edge], uniform).astype(np.uint32))
+    return cols
