@@ -91,6 +91,7 @@ def compile_function(fn, arg_types: dict[str, Type], constexprs: dict, target: T
         block = (num_warps * target.warp_size, 1, 1)
     threads = block[0] * block[1] * block[2]
     f = lower_kernel(fn, arg_types, constexprs, threads, target.warp_size, name)
+    f.meta["block"] = tuple(block)
     ir.verify(f)
     if optimize:
         passes.optimize(f, verify=False)

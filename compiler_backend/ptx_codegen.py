@@ -166,6 +166,8 @@ class PtxGen:
             self.emit(f"mov.u32 {r}, {self._SREG[name]}")
         elif name == "warpsize":
             self.emit(f"mov.u32 {r}, WARP_SZ")
+        elif name == "tid" and self.fn.meta.get("block", (0, 0, 0))[1:] == (1, 1):
+            self.emit(f"mov.u32 {r}, %tid.x")  # a 1-D block: the linear id is tid.x
         elif name in ("tid", "warpid", "nwarps"):
             a, b, c = self.new("r"), self.new("r"), self.new("r")
             if name == "nwarps":
