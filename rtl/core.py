@@ -238,7 +238,9 @@ class Core(wiring.Component):
             for w in range(W):
                 with m.Case(w):
                     m.d.sync += sch_if.pc.eq(pc[w])
-        with m.If(do_fetch):
+        with m.If(block_reset):  # warp 0 first, as the ISS does
+            m.d.sync += sch_last.eq(W - 1)
+        with m.Elif(do_fetch):
             m.d.sync += sch_last.eq(sch_pick)
 
         # --- if: instruction memory read ----------------------------------------------------
@@ -311,7 +313,9 @@ class Core(wiring.Component):
                     m.d.comb += issued.eq(heads[w])
         issue_fault = do_issue & (issued.dec.illegal | issued.pc_fault)
         issue_ok = do_issue & ~issue_fault
-        with m.If(do_issue):
+        with m.If(block_reset):
+            m.d.sync += is_last.eq(W - 1)
+        with m.Elif(do_issue):
             m.d.sync += is_last.eq(is_pick)
 
         # instruction buffer write (id) and pop (is)
