@@ -6,7 +6,7 @@ import sys
 import numpy as np
 import simtgpu.compiler_backend as triton
 import simtgpu.compiler_backend.language as tl
-from common import close, main
+from dsl_common import close, main
 
 
 @triton.jit

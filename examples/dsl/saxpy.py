@@ -5,7 +5,7 @@ import sys
 import numpy as np
 import simtgpu.compiler_backend as triton
 import simtgpu.compiler_backend.language as tl
-from common import main
+from dsl_common import main
 
 
 @triton.jit

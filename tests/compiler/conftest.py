@@ -1,20 +1,6 @@
-"""Fixtures for the compiler tests: the example kernels and a fresh ISS device."""
-
-import sys
-from pathlib import Path
+"""Fixtures for the compiler tests: a fresh ISS device as the current device."""
 
 import pytest
-
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "dsl"
-
-
-def example(name: str):
-    """Import examples/dsl/NAME.py (the examples import their 'common' helper)."""
-    if str(EXAMPLES) not in sys.path:
-        sys.path.insert(0, str(EXAMPLES))
-    import importlib
-
-    return importlib.import_module(name)
 
 
 @pytest.fixture()

@@ -6,7 +6,7 @@ import subprocess
 
 import numpy as np
 import pytest
-from conftest import EXAMPLES
+from compiler_helpers import EXAMPLES
 from simtgpu.cli.main import main
 
 

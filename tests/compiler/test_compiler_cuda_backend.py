@@ -3,7 +3,7 @@ where an NVIDIA GPU, its driver and cuda-python are present (skipped otherwise).
 
 import numpy as np
 import pytest
-from conftest import example
+from compiler_helpers import example
 from simtgpu.driver_model import DriverError
 
 

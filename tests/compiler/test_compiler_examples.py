@@ -2,7 +2,7 @@
 NumPy (each example's run() does the comparison)."""
 
 import pytest
-from conftest import example
+from compiler_helpers import example
 
 SIZES = {
     "vector_add": [1, 63, 64, 200, 1003],
@@ -26,15 +26,15 @@ def test_example_matches_numpy(iss_device, name, size):
 
 
 def test_examples_cover_the_list():
-    from conftest import EXAMPLES
+    from compiler_helpers import EXAMPLES
 
-    scripts = {p.stem for p in EXAMPLES.glob("*.py")} - {"common"}
+    scripts = {p.stem for p in EXAMPLES.glob("*.py")} - {"dsl_common"}
     assert scripts == set(SIZES)
 
 
 def test_script_entry_point(capsys):
     assert example("vector_add").__name__ == "vector_add"
-    from common import main
+    from dsl_common import main
 
     assert main("vector_add", example("vector_add").run, 100, ["--size", "100"]) == 0
     assert "vector_add: PASS" in capsys.readouterr().out

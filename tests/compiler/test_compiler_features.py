@@ -179,7 +179,7 @@ def test_dot_in_a_loop_exact_fma_order(iss_device):
 
 
 def test_many_masks_spill_predicates_to_registers(iss_device):
-    from conftest import example
+    from compiler_helpers import example
 
     m = example("vector_add")
     x = np.arange(1500, dtype=np.float32)
@@ -217,7 +217,7 @@ def test_nested_loops_negative_step(iss_device):
 
 
 def test_uniform_branches_need_no_reconvergence_stack():
-    from conftest import example
+    from compiler_helpers import example
     from simtgpu.compiler_backend import ir
     from simtgpu.compiler_backend.compiler import Target, compile_function
 

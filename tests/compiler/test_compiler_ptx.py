@@ -6,7 +6,7 @@ import shutil
 import subprocess
 
 import pytest
-from conftest import example
+from compiler_helpers import example
 from simtgpu.compiler_backend import ir
 from simtgpu.compiler_backend.compiler import Target, compile_function
 
