@@ -1,6 +1,6 @@
 """Helpers shared by the compiler tests (a uniquely named module, importable from them)."""
 
-import importlib
+import importlib.util
 import sys
 from pathlib import Path
 
@@ -8,7 +8,14 @@ EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "dsl"
 
 
 def example(name: str):
-    """Import examples/dsl/NAME.py (the examples import their 'dsl_common' helper)."""
-    if str(EXAMPLES) not in sys.path:
-        sys.path.insert(0, str(EXAMPLES))
-    return importlib.import_module(name)
+    """Load examples/dsl/NAME.py under a private module name (other suites load scripts of
+    the same names from examples/); its helper dsl_common is found through sys.path."""
+    key = f"_dsl_example_{name}"
+    if key not in sys.modules:
+        if str(EXAMPLES) not in sys.path:
+            sys.path.insert(0, str(EXAMPLES))
+        spec = importlib.util.spec_from_file_location(key, EXAMPLES / f"{name}.py")
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[key] = module
+        spec.loader.exec_module(module)
+    return sys.modules[key]
