@@ -547,6 +547,11 @@ def _reduce_all(ctx: Lowering, t: Tile, kind: str, with_index: bool):
             acc = _combine(ctx, kind, ty, acc, other)
         off //= 2
     warps = builtins.min(n, ctx.T) // ctx.W
+    if warps <= 1 and lanes > 1:
+        # after a full butterfly every lane holds the result: tell the code generator
+        for v in (acc, idx):
+            if v is not None and isinstance(v.owner, ir.Op):
+                v.owner.attrs["uniform"] = True
     if warps > 1:
         base = ctx.scratch(warps * 8)
         ctx.scratch_barrier()
