@@ -676,6 +676,8 @@ def spill_predicate(code: list[MI], loops: list[tuple[int, int]], v: Value
             mi.args = [t if a is v else a for a in mi.args]
             if mi.guard is v:
                 mi.guard = t
+            if mi.moves:
+                mi.moves = [(d, t if s is v else s) for d, s in mi.moves]
         out.append(mi)
         if i == defs[0]:
             out.append(MI("mov", [g, Sym("r0")], [g]))
