@@ -187,7 +187,18 @@ def test_tutorial_has_the_promised_steps(blocks):
             assert parse_commands(b), f"tutorial.md:{b.line}: sh block without '$ ' commands"
 
 
-def test_tutorial_runs_as_written(blocks, tmp_path, monkeypatch):
+@pytest.fixture()
+def default_dsl_device():
+    """DSL launches go to the default device, as in a fresh reader's process (another test in
+    this worker may have set one of a different configuration)."""
+    import simtgpu.compiler_backend as triton
+
+    triton.set_device(None)
+    yield
+    triton.set_device(None)
+
+
+def test_tutorial_runs_as_written(blocks, tmp_path, monkeypatch, default_dsl_device):
     monkeypatch.chdir(tmp_path)
     (tmp_path / "examples").symlink_to(ROOT / "examples")
     last_output: str | None = None
