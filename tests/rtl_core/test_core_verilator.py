@@ -1,0 +1,159 @@
+"""Longer programs on the core under Verilator (through the GPU harness: command queue, MMIO,
+memory model; Python only waits for completion), compared with the ISS, plus the IPC figure of
+an ALU loop measured with the performance counters."""
+
+from __future__ import annotations
+
+import struct
+from pathlib import Path
+
+import numpy as np
+import pytest
+from simtgpu.assembler import assemble
+from simtgpu.driver_model.command_queue import Command, CommandOp, Mmio, pack
+from simtgpu.rtl.verilator_runner import RtlSim
+from simtgpu.sim import GlobalMemory, Iss
+
+ROOT = Path(__file__).resolve().parents[2]
+QUEUE, FENCE, PARAMS, DATA = 0x1000, 0x1800, 0x1900, 0x4000
+
+pytestmark = pytest.mark.slow
+
+
+def run_kernel(sim: RtlSim, src: str, kernel: str, grid, block, params, memory: bytes,
+               max_cycles: int = 5_000_000) -> dict:
+    """Run one launch on the RTL and on the ISS; assert equal memory; return counters."""
+    obj = assemble(src)
+    k = obj.kernel(kernel)
+    code = obj.code
+    words = list(struct.unpack(f"<{len(code) // 4}I", code))
+    pbytes = struct.pack(f"<{len(params)}I", *[p & 0xFFFF_FFFF for p in params])
+    grid = tuple(grid) + (1,) * (3 - len(grid))
+    block = tuple(block) + (1,) * (3 - len(block))
+
+    gm = GlobalMemory(sim.cfg.memory_bytes)
+    gm.write(DATA, memory)
+    gm.write(PARAMS, pbytes)
+    Iss(gm, warp_size=sim.cfg.lanes).launch(code, k.entry, grid, block, PARAMS, len(pbytes),
+                                            k.shared_bytes)
+
+    sim.load_imem(0, words)
+    sim.write(DATA, memory)
+    sim.write(PARAMS, pbytes)
+    sim.mmio_write(Mmio.CONTROL, 2)  # reset the counters
+    head = sim.mmio_read(Mmio.HEAD)
+    sim.write(QUEUE + 64 * (head % 4), pack(Command(
+        CommandOp.LAUNCH, 0x100 + head, k.entry, grid, block, PARAMS, len(pbytes),
+        k.shared_bytes, k.regs)))
+    sim.mmio_write(Mmio.DOORBELL, (head + 1) % 4)
+    done, cycles = sim.run(max_cycles=max_cycles)
+    assert done, f"no completion after {cycles} cycles"
+    assert sim.mmio_read(Mmio.STATUS) == 0, f"fault cause {sim.mmio_read(Mmio.FAULT_CAUSE)}"
+    got = np.frombuffer(sim.read(DATA, len(memory)), dtype="<u4")
+    want = np.frombuffer(gm.read(DATA, len(memory)), dtype="<u4")
+    np.testing.assert_array_equal(got, want)
+    return {name: sim.mmio_read(getattr(Mmio, name)) for name in (
+        "CYCLES_LO", "INSTRUCTIONS", "THREAD_INSTRUCTIONS", "STALL_SCOREBOARD", "STALL_MEMORY",
+        "STALL_BARRIER", "STALL_STRUCTURAL", "STALL_IDLE", "MEM_TRANSACTIONS",
+        "DIVERGENCE_EVENTS", "BARRIERS")}
+
+
+@pytest.fixture(scope="module", params=["tiny", "small"])
+def sim(request):
+    with RtlSim(request.param) as s:
+        s.mmio_write(Mmio.QUEUE_BASE, QUEUE)
+        s.mmio_write(Mmio.QUEUE_ENTRIES, 4)
+        s.mmio_write(Mmio.FENCE_ADDR, FENCE)
+        yield s
+
+
+def test_classify_long_collatz(sim):
+    rng = np.random.default_rng(7)
+    n = 150
+    vals = rng.integers(-20, 3000, n).astype(np.int32)
+    vals[:6] = [0, 1, 27, 97, -1, 2]
+    block = sim.cfg.lanes * 2
+    grid = -(-n // block)
+    nb = 4 * grid * block
+    run_kernel(sim, (ROOT / "examples/asm/divergence.s").read_text(), "classify", (grid,),
+               (block,), [DATA, DATA + nb, n], vals.tobytes() + bytes(nb - 4 * n + nb))
+
+
+def test_block_sum(sim):
+    rng = np.random.default_rng(8)
+    block = sim.cfg.lanes * sim.cfg.warps
+    n = 5 * block - 7
+    x = rng.standard_normal(5 * block).astype(np.float32)
+    run_kernel(sim, (ROOT / "examples/asm/reduction.s").read_text(), "block_sum", (5,),
+               (block,), [DATA, DATA + x.nbytes, n], x.tobytes() + bytes(32))
+
+
+def test_matmul(sim):
+    rng = np.random.default_rng(9)
+    m_, n_, k_ = 12, 10, 7
+    a = rng.standard_normal((m_, k_)).astype(np.float32)
+    b = rng.standard_normal((k_, n_)).astype(np.float32)
+    bx, by = 4, 2
+    grid = (-(-n_ // bx), -(-m_ // by))
+    pa, pb, pc = DATA, DATA + a.nbytes, DATA + a.nbytes + b.nbytes
+    run_kernel(sim, (ROOT / "examples/asm/matmul.s").read_text(), "matmul", grid, (bx, by),
+               [pa, pb, pc, m_, n_, k_], a.tobytes() + b.tobytes() + bytes(4 * m_ * n_))
+
+
+ALU_LOOP = """
+        .kernel k
+        .param out, ptr
+        .param iters, i32
+        s2r     r1, tid
+        ldparam r2, iters
+        movi    r3, 0
+        movi    r4, 1
+        movi    r5, 2
+        movi    r6, 3
+        movi    r7, 4
+loop:   add     r3, r3, r1
+        xor     r4, r4, r1
+        addi    r5, r5, 7
+        shli    r6, r6, 1
+        or      r7, r7, r1
+        sub     r8, r1, r2
+        and     r9, r1, r2
+        addi    r2, r2, -1
+        max     r10, r1, r2
+        minu    r11, r1, r2
+        isetp.gt p0, r2, r0
+        xori    r12, r1, 5
+        shri    r13, r1, 1
+        sra     r14, r1, r1
+   @p0  bra     loop
+        ldparam r15, out
+        shli    r16, r1, 2
+        add     r15, r15, r16
+        add     r3, r3, r4
+        add     r3, r3, r5
+        add     r3, r3, r6
+        add     r3, r3, r7
+        add     r3, r3, r8
+        add     r3, r3, r9
+        add     r3, r3, r10
+        add     r3, r3, r11
+        add     r3, r3, r12
+        add     r3, r3, r13
+        add     r3, r3, r14
+        stg     [r15], r3
+        exit
+        .end
+"""
+
+
+def test_alu_loop_ipc(sim):
+    """One block of (up to) four warps on one core: warp-instructions per cycle."""
+    warps = min(4, sim.cfg.warps)
+    block = warps * sim.cfg.lanes
+    iters = 200
+    c = run_kernel(sim, ALU_LOOP, "k", (1,), (block,), [DATA, iters], bytes(4 * block))
+    ipc = c["INSTRUCTIONS"] / c["CYCLES_LO"]
+    print(f"{sim.cfg.name}: {c['INSTRUCTIONS']} warp-instructions in {c['CYCLES_LO']} cycles,"
+          f" IPC {ipc:.3f}; counters {c}")
+    if sim.cfg.warps >= 4:
+        assert ipc >= 0.9
