@@ -1,6 +1,8 @@
-"""Long randomized runs (``SIMTGPU_LONG=1``): 100,000 vectors per op through the Verilator
-model of the FPU and of the multiplier, bit for bit against the references, plus a stream of
-mixed ops. Skipped by default (building the FPU model takes about 30 s)."""
+"""Long randomized runs: 100,000 vectors per op through the Verilator model of the FPU and of
+the multiplier, bit for bit against the references, plus a stream of mixed ops.
+
+They run with ``SIMTGPU_LONG=1`` or ``-m regress``; otherwise they carry the project's
+``regress`` mark and are deselected (building the FPU model takes about 30 s)."""
 
 import numpy as np
 import pytest
@@ -12,10 +14,9 @@ from test_unit_multiplier import reference as mul_reference
 from units_harness import LONG, random_words, rng
 from verilator_stream import build, stream
 
-pytestmark = [
-    pytest.mark.skipif(not LONG, reason="long run: set SIMTGPU_LONG=1"),
-    pytest.mark.filterwarnings("ignore:invalid value encountered in cast"),
-]
+pytestmark = [pytest.mark.filterwarnings("ignore:invalid value encountered in cast")]
+if not LONG:
+    pytestmark.append(pytest.mark.regress)
 N = 100_000
 
 
