@@ -6,7 +6,9 @@ seed alone). The constraints keep every program meaningful on any correct model:
 * Registers: ``r1`` global thread id, ``r2`` the thread's column in ``out``, ``r3`` its row
   in ``in``, ``r4`` the linear tid, ``r5`` its shared-memory slot, ``r6``/``r7`` the warp's
   private global/shared atomic words, ``r28`` the base of ``in``, ``r29`` the contended
-  counter, ``r8``-``r19`` data, ``r20``-``r23`` loop counters, ``r24``-``r27`` address temps.
+  counter, ``r30`` a shared table (written once before the first ``bar``, then only read at
+  data-dependent indices), ``r8``-``r19`` data, ``r20``-``r23`` loop counters, ``r24``-``r27``
+  and ``r31`` address temps.
   Predicates ``p0``-``p4`` are data, ``p5`` if-conditions, ``p6`` loop conditions.
 * Memory: loads from ``in`` (own row, columns, a broadcast word, or a data-dependent masked
   index: always in range and aligned); stores only to the thread's own ``out`` column and
@@ -142,7 +144,7 @@ class _Gen:
     def stmt(self, depth: int, in_loop: bool) -> None:
         r = self.r
         kinds = ["alu"] * 6 + ["mul", "cmp", "cmp", "sel", "sreg", "ldg", "ldg", "stg",
-                               "lds", "sts"]
+                               "lds", "sts", "ldt", "misc"]
         if self.opts.fp:
             kinds += ["fp", "fp", "fp", "cvt", "sfu"]
         if self.opts.atomics:
@@ -254,6 +256,22 @@ class _Gen:
     def s_lds(self, depth: int, in_loop: bool) -> None:
         self.features.add("lds")
         self.emit(f"lds {self.d()}, [r5+{4 * self.r.randrange(SH_WORDS)}]", self.guard())
+
+    def s_ldt(self, depth: int, in_loop: bool) -> None:
+        """Read the read-only shared table at a data-dependent index (any bank pattern)."""
+        self.features.add("lds")
+        size = 1 << (2 * self.tpb).bit_length() - 1
+        if self.r.random() < 0.5:  # strided by thread: a fixed bank-conflict degree
+            self.emit(f"muli r31, r4, {self.r.randint(1, 8)}")
+            self.emit(f"andi r31, r31, {size - 1}")
+        else:
+            self.emit(f"andi r31, {self.d()}, {size - 1}")
+        self.emit("shli r31, r31, 2")
+        self.emit("add r31, r31, r30")
+        self.emit(f"lds {self.d()}, [r31]", self.guard())
+
+    def s_misc(self, depth: int, in_loop: bool) -> None:
+        self.emit(self.r.choice(["nop", "fence"]), self.guard())
 
     def s_sts(self, depth: int, in_loop: bool) -> None:
         self.features.add("sts")
@@ -392,7 +410,8 @@ class _Gen:
     def program(self) -> str:
         r, W = self.r, self.lanes
         n_sh_atom = self.wpb * 2
-        shared = 4 * (SH_WORDS * self.tpb + n_sh_atom)
+        table = 4 * (SH_WORDS * self.tpb + n_sh_atom)  # read-only table of 2 * tpb words
+        shared = table + 8 * self.tpb
         head = ["        .kernel rnd", "        .param in, ptr", "        .param out, ptr",
                 "        .param atom, ptr", f"        .shared {shared}"]
         self.emit("s2r r4, tid")
@@ -431,7 +450,14 @@ class _Gen:
         self.emit("movi r24, 0")
         self.emit("sts [r7], r24")
         self.emit("sts [r7+4], r24")
-        if self.tpb > 1 and self.opts.barriers:
+        self.const32("r30", table)
+        self.emit("shli r24, r4, 2")
+        self.emit("add r24, r24, r30")
+        self.emit(f"sts [r24], r{8 + r.randrange(12)}")
+        self.const32("r25", 4 * self.tpb)
+        self.emit("add r24, r24, r25")
+        self.emit(f"sts [r24], r{8 + r.randrange(12)}")
+        if self.tpb > 1:
             self.emit("bar")  # every shared slot is initialised before anyone reads it
         nstmts = r.randint(self.opts.min_stmts, self.opts.max_stmts)
         for _ in range(nstmts):
