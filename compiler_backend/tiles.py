@@ -61,13 +61,17 @@ class Tile:
 
     def __init__(self, ctx: Lowering, shape: tuple[int, ...], type: Type,
                  slots: list[Value] | None = None,
-                 fn: Callable[[Coords], Value] | None = None):
+                 fn: Callable[[Coords], Value] | None = None, deps: tuple = ()):
         self.ctx = ctx
         self.shape = tuple(shape)
         self.type = type
         self.slots = slots
         self.fn = fn
         assert (slots is None) != (fn is None)
+        # does evaluating this tile read registers of a materialised tile? Then it can only
+        # be evaluated at canonical coordinates of its own shape (else: relayout first)
+        self.has_mat = (slots is not None and self.shape != ()) or any(
+            d.has_mat for d in deps)
 
     # --- facts -------------------------------------------------------------------------
     @property
@@ -108,7 +112,8 @@ class Tile:
         if self.slots is not None:
             if self.is_scalar:
                 return self.slots[0]
-            assert c.shape == self.shape
+            if c.shape != self.shape or c.slot < 0:
+                raise AssertionError("a materialised tile evaluated outside its layout")
             return self.slots[c.slot]
         memo = self.ctx.memo
         key = (id(self), c.key)
@@ -369,10 +374,10 @@ class Lowering:
 
     def remap(self, t: Tile, shape: tuple[int, ...], pick, padded=None) -> Tile:
         """A tile of ``shape`` whose element at index ``idx`` is ``t[pick(idx)]``."""
-        if t.slots is not None and not t.is_scalar:
-            # a materialised tile in another layout: exchange through shared memory now,
-            # before the scratch area can be reused
-            return self.remap(self.via_shared(t), shape, pick).materialize()
+        if t.has_mat:
+            # registers of a materialised tile in another layout: exchange through shared
+            # memory now, before the scratch area can be reused
+            return self.remap(self.via_shared(t.materialize()), shape, pick).materialize()
         src_shape = t.shape
         ctx = self
 
@@ -494,7 +499,7 @@ class Lowering:
     def map1(self, t: Tile, rtype: Type, f: Callable[[Value], Value]) -> Tile:
         if t.is_scalar:
             return self.scalar(f(t.scalar))
-        return Tile(self, t.shape, rtype, fn=lambda c: f(t.at(c)))
+        return Tile(self, t.shape, rtype, fn=lambda c: f(t.at(c)), deps=(t,))
 
     def mapn(self, tiles: list[Tile], rtype: Type, f: Callable[..., Value]) -> Tile:
         shape: tuple[int, ...] = ()
@@ -503,7 +508,8 @@ class Lowering:
         if shape == ():
             return self.scalar(f(*[t.scalar for t in tiles]))
         bt = [self.broadcast_to(t, shape) for t in tiles]
-        return Tile(self, shape, rtype, fn=lambda c: f(*[t.at(c) for t in bt]))
+        return Tile(self, shape, rtype, fn=lambda c: f(*[t.at(c) for t in bt]),
+                    deps=tuple(bt))
 
     def common_type(self, a: Tile, b: Tile) -> Type:
         if F32 in (a.type, b.type):

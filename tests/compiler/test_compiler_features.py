@@ -230,3 +230,25 @@ def test_uniform_branches_need_no_reconvergence_stack():
     div = compile_function(k_divergent.fn, dict(x_ptr=P, y_ptr=P, n=I), {},
                            Target("isa", 8), block=(32, 1, 1))
     assert div.code.count("ssy") >= 2 and div.code.count("sync") >= 2
+
+
+@triton.jit
+def k_outer(a_ptr, b_ptr, o_ptr, M: tl.constexpr, N: tl.constexpr):
+    rm = tl.arange(0, M)
+    rn = tl.arange(0, N)
+    a = tl.load(a_ptr + rm)  # registers in the (M,) layout
+    b = tl.load(b_ptr + rn)
+    o = a[:, None] * 2.0 + b[None, :]  # relayout through shared memory
+    s = tl.sum(o, axis=0)
+    tl.store(o_ptr + rm[:, None] * N + rn[None, :], o - s[None, :])
+
+
+@pytest.mark.parametrize("m, n", [(4, 8), (16, 16), (64, 2), (2, 64)])
+def test_broadcast_of_loaded_tiles(iss_device, m, n):
+    rng = np.random.default_rng(m + n)
+    a = rng.standard_normal(m).astype(np.float32)
+    b = rng.standard_normal(n).astype(np.float32)
+    o = np.zeros((m, n), np.float32)
+    k_outer[(1,)](a, b, o, M=m, N=n)
+    full = a[:, None] * np.float32(2) + b[None, :]
+    assert np.allclose(o, full - full.sum(axis=0), rtol=1e-5, atol=1e-5)
