@@ -18,6 +18,7 @@ SIGNATURES = {
     "block_sum": ("reduction.s", ["x ptr", "out ptr", "n i32"]),
     "classify": ("divergence.s", ["x ptr", "out ptr", "n i32"]),
     "matmul": ("matmul.s", ["a ptr", "b ptr", "c ptr", "m i32", "n i32", "k i32"]),
+    "sgemm_tiled": ("sgemm_tiled.s", ["a ptr", "b ptr", "c ptr", "m i32", "n i32", "k i32"]),
 }
 
 
