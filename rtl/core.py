@@ -33,6 +33,7 @@ from .alu import ALU_SEMS, Alu, AluOp, alu_op
 from .barrier import Barrier
 from .configs import RtlConfig
 from .decoder import Decoder
+from .fcompare import FCmpCond, FCompare
 from .fpu import Fpu, FpuOp
 from .isa_consts import FaultCause, SReg, iid
 from .isa_consts import Sem as RSem
@@ -40,8 +41,10 @@ from .lsu import Lsu, LsuOp
 from .multiplier import MulOp, Multiplier
 from .regfile import RegFile
 from .scoreboard import Scoreboard
+from .sfu import Sfu
 from .signatures import core_signature
 from .simt_stack import SimtOp, SimtStack
+from .warp_unit import WarpUnit
 
 IBUF_DEPTH = 2
 
@@ -109,13 +112,18 @@ class Core(wiring.Component):
         m.submodules.barrier = bar = Barrier(W, cfg.barrier_watchdog_cycles)
         m.submodules.lsu = lsu = Lsu(W, L, cfg.line_words, cfg.shared_bytes, cfg.memory_bytes,
                                      cfg.tag_bits)
+        m.submodules.warp_unit = wu = WarpUnit(L)
         alus = [Alu() for _ in range(L)]
         muls = [Multiplier(latency=2) for _ in range(L)]
         fpus = [Fpu(latency=2) for _ in range(L)]
+        fcmps = [FCompare() for _ in range(L)]
+        sfus = [Sfu() for _ in range(L)]
         for l in range(L):
             m.submodules[f"alu{l}"] = alus[l]
             m.submodules[f"mul{l}"] = muls[l]
             m.submodules[f"fpu{l}"] = fpus[l]
+            m.submodules[f"fcmp{l}"] = fcmps[l]
+            m.submodules[f"sfu{l}"] = sfus[l]
         wiring.connect(m, wiring.flipped(self.mem), lsu.mem)
 
         m.submodules.imem = imem = Memory(shape=32, depth=cfg.imem_words, init=[])
@@ -290,19 +298,23 @@ class Core(wiring.Component):
 
         stall = Signal()
         lwb_wait = Signal()
+        sfu_busy = Signal()  # an SFU instruction is between is and its write-back
         bar_waiting = bar.waiting
         eligible = Signal(W)
         hazard = Signal(W)
         parked = Signal(W)
+        structural = Signal(W)
         for w in range(W):
             h = heads[w]
             has = ib_count[w] != 0
             is_fence = h.dec.iid == iid("fence")
             park = (loads_out[w] != 0) | (is_fence & (stores_out[w] != 0))
             haz = (needs(h.dec) & sb.pending[w]) != 0
-            m.d.comb += [hazard[w].eq(has & haz), parked[w].eq(has & park)]
-            m.d.comb += eligible[w].eq(has & ~haz & ~park & ~bar_waiting[w] & member[w]
-                                       & ~finished[w])
+            busy_unit = (h.dec.sem == RSem.SFU) & sfu_busy
+            m.d.comb += [hazard[w].eq(has & haz), parked[w].eq(has & park),
+                         structural[w].eq(has & busy_unit)]
+            m.d.comb += eligible[w].eq(has & ~haz & ~park & ~busy_unit & ~bar_waiting[w]
+                                       & member[w] & ~finished[w])
         is_last = Signal(wb_)
         is_pick, is_found = _rr_pick(m, "is", eligible, is_last, W)
         do_issue = is_found & can_issue & ~stall & ~lwb_wait
@@ -444,11 +456,24 @@ class Core(wiring.Component):
                 if ins.sem in ALU_SEMS:
                     with m.Case(iid(ins.mnemonic)):
                         m.d.comb += alu_op_sig.eq(alu_op(ins))
+        m.d.comb += [wu.shfl_mode.eq(xd.fn[:2]), wu.vote_mode.eq(xd.fn[:2]), wu.exec.eq(x.exec),
+                     wu.a.eq(x.a), wu.b.eq(x.b), wu.p.eq(x.pa)]
         for l in range(L):
             a = alus[l]
             m.d.comb += [a.op.eq(alu_op_sig), a.a.eq(x.a[l]), a.b.eq(x.b[l]), a.c.eq(x.c[l]),
                          a.pa.eq(x.pa[l]), a.pb.eq(x.pb[l]), a.psel.eq(x.pc3[l])]
+            fc = fcmps[l]
+            m.d.comb += [fc.cond.eq(xd.fn[:FCmpCond.as_shape().width]), fc.a.eq(x.a[l]),
+                         fc.b.eq(x.b[l])]
             with m.Switch(xd.sem):
+                with m.Case(RSem.FCMP):
+                    m.d.comb += ex1.presult[l].eq(fc.pred)
+                with m.Case(RSem.SHUFFLE):
+                    m.d.comb += ex1.result[l].eq(wu.shfl[l])
+                with m.Case(RSem.VOTE):
+                    m.d.comb += [ex1.result[l].eq(wu.ballot), ex1.presult[l].eq(wu.vote_pred[l])]
+                with m.Case(RSem.SFU):
+                    m.d.comb += ex1.deferred.eq(1)
                 with m.Case(RSem.SREG):
                     m.d.comb += ex1.result[l].eq(x.b[l])
                 with m.Case(RSem.LOAD, RSem.STORE, RSem.PARAM):
@@ -499,6 +524,24 @@ class Core(wiring.Component):
                 m.d.sync += ctrl_wait[w].eq(0)
             with m.If(do_fetch & (sch_pick == w)):
                 m.d.sync += pc[w].eq(pc[w] + 4)
+
+        # SFU: every lane starts as the instruction leaves ex1; the results come back through
+        # the late write-back slot SFU_LATENCY cycles later
+        sfu_start = leaving & (xd.sem == RSem.SFU)
+        sfu_meta = Signal(data.StructLayout(
+            {"warp": wb_, "rd": 5, "wr": 1, "pc": 32, "active": L, "exec": L}))
+        sfu_wb_valid = Signal()
+        for l in range(L):
+            m.d.comb += [sfus[l].start.eq(sfu_start), sfus[l].op.eq(xd.fn[:3]),
+                         sfus[l].a.eq(x.a[l])]
+        with m.If(sfu_start):
+            m.d.sync += [sfu_meta.warp.eq(x.warp), sfu_meta.rd.eq(xd.rd),
+                         sfu_meta.wr.eq(xd.wr_reg), sfu_meta.pc.eq(x.pc),
+                         sfu_meta.active.eq(x.active), sfu_meta.exec.eq(x.exec)]
+        with m.If(sfus[0].done):
+            m.d.sync += sfu_wb_valid.eq(1)
+        with m.If(issue_ok & (issued.dec.sem == RSem.SFU)):
+            m.d.sync += sfu_busy.eq(1)
 
         # --- ex2: multiplier and FPU results -----------------------------------------------
         ex1_ex2 = Signal(uop)
@@ -551,7 +594,7 @@ class Core(wiring.Component):
         with m.If(mem_hold):
             m.d.sync += mem_wb.valid.eq(0)
         with m.Else():
-            m.d.sync += [mem_wb.eq(y), mem_wb.deferred.eq(lsu.deferred),
+            m.d.sync += [mem_wb.eq(y), mem_wb.deferred.eq(y.deferred | lsu.deferred),
                          mem_wb.valid.eq(y.valid & ~lsu.fault)]
 
         # outstanding global accesses per warp (parking, fences, block completion)
@@ -572,8 +615,16 @@ class Core(wiring.Component):
         m.d.comb += values.eq(z.result)
         with m.If(zd.iid == iid("lds")):
             m.d.comb += values.eq(lsu.sh_values)
+        with m.If(zd.sem == RSem.ATOMIC):
+            m.d.comb += values.eq(lsu.atom_values)
         lwb = lsu.lwb
-        m.d.comb += [lwb.ready.eq(~z.valid), lwb_wait.eq(lwb.valid)]
+        sfu_values = Signal(vec)
+        for l in range(L):
+            m.d.comb += sfu_values[l].eq(sfus[l].result)
+        sfu_take = sfu_wb_valid & ~z.valid & ~lwb.valid
+        with m.If(sfu_take):
+            m.d.sync += [sfu_wb_valid.eq(0), sfu_busy.eq(0)]
+        m.d.comb += [lwb.ready.eq(~z.valid), lwb_wait.eq(lwb.valid | sfu_wb_valid)]
         wb_reg = z.valid & zd.wr_reg & ~z.deferred
         with m.If(wb_reg):
             m.d.comb += [rf.we.eq(z.exec), rf.waddr.eq(rf.addr(z.warp, zd.rd)),
@@ -581,6 +632,10 @@ class Core(wiring.Component):
         with m.Elif(lwb.valid & lwb.ready):
             m.d.comb += [rf.we.eq(Mux(lwb.p.wr, lwb.p.exec, 0)),
                          rf.waddr.eq(rf.addr(lwb.p.warp, lwb.p.rd)), rf.wdata.eq(lwb.p.values)]
+        with m.Elif(sfu_take):
+            m.d.comb += [rf.we.eq(Mux(sfu_meta.wr, sfu_meta.exec, 0)),
+                         rf.waddr.eq(rf.addr(sfu_meta.warp, sfu_meta.rd)),
+                         rf.wdata.eq(sfu_values)]
         with m.Elif(rf_init_we):
             m.d.comb += [rf.we.eq(full), rf.waddr.eq(init_cnt), rf.wdata.eq(0)]
         for w in range(W):
@@ -592,9 +647,13 @@ class Core(wiring.Component):
         m.d.comb += [sb.clear[0].en.eq(z.valid & ((zd.wr_reg & ~z.deferred) | zd.wr_pred)),
                      sb.clear[0].warp.eq(z.warp), sb.clear[0].idx.eq(zd.rd),
                      sb.clear[0].pred.eq(zd.wr_pred),
-                     sb.clear[1].en.eq(lwb.valid & lwb.ready & lwb.p.wr),
-                     sb.clear[1].warp.eq(lwb.p.warp), sb.clear[1].idx.eq(lwb.p.rd),
                      sb.clear[1].pred.eq(0)]
+        with m.If(lwb.valid & lwb.ready):
+            m.d.comb += [sb.clear[1].en.eq(lwb.p.wr), sb.clear[1].warp.eq(lwb.p.warp),
+                         sb.clear[1].idx.eq(lwb.p.rd)]
+        with m.Elif(sfu_take):
+            m.d.comb += [sb.clear[1].en.eq(sfu_meta.wr), sb.clear[1].warp.eq(sfu_meta.warp),
+                         sb.clear[1].idx.eq(sfu_meta.rd)]
 
         rt = self.retire
         with m.If(z.valid & ~z.deferred):
@@ -608,6 +667,11 @@ class Core(wiring.Component):
                          rt.mask.eq(lwb.p.active), rt.exec.eq(lwb.p.exec),
                          rt.rd_valid.eq(lwb.p.wr), rt.rd.eq(lwb.p.rd),
                          rt.values.eq(lwb.p.values)]
+        with m.Elif(sfu_take):
+            m.d.comb += [rt.valid.eq(1), rt.warp.eq(sfu_meta.warp), rt.pc.eq(sfu_meta.pc),
+                         rt.mask.eq(sfu_meta.active), rt.exec.eq(sfu_meta.exec),
+                         rt.rd_valid.eq(sfu_meta.wr), rt.rd.eq(sfu_meta.rd),
+                         rt.values.eq(sfu_values)]
         m.d.comb += rt.block.eq(blk.block_id)
 
         # --- faults (the first one is kept until flush) -----------------------------------
@@ -647,7 +711,7 @@ class Core(wiring.Component):
 
         # --- completion, status, performance events ---------------------------------------
         pipe_busy = (sch_if.valid | if_id.valid | is_rr.valid | rr_ex1.valid | ex1_ex2.valid
-                     | ex2_mem.valid | mem_wb.valid)
+                     | ex2_mem.valid | mem_wb.valid | sfu_busy)
         m.d.comb += self.drained.eq(~pipe_busy & lsu.idle & stack.ready)
         all_done = (member != 0) & ((finished & member) == member)
         m.d.comb += block_complete.eq(all_done & self.drained & ~fault_q)
@@ -667,6 +731,8 @@ class Core(wiring.Component):
                 m.d.comb += p.stall_scoreboard.eq(1)
             with m.Elif(parked != 0):
                 m.d.comb += p.stall_memory.eq(1)
+            with m.Elif(structural != 0):
+                m.d.comb += p.stall_structural.eq(1)
             with m.Elif(bar.waiting != 0):
                 m.d.comb += p.stall_barrier.eq(1)
             with m.Else():

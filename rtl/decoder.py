@@ -3,14 +3,15 @@
 One ``Case`` per row of ``isa.INSTRUCTIONS`` sets the control word (:data:`DECODED`): which
 registers and predicates are read and written, how the immediate is formed, the semantic and
 latency class. Anything that ``isa.decode`` would reject (reserved opcode or function code,
-non-zero unused bits, predicate field > 7, bad predicate source) sets ``illegal``.
+non-zero unused bits, predicate field > 7, bad predicate source, undefined special
+register) sets ``illegal``.
 """
 
 
 from amaranth import Cat, Module
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
-from simtgpu.isa import INSTRUCTIONS, PT, Instr, Kind, used_fields
+from simtgpu.isa import INSTRUCTIONS, PT, Instr, Kind, SReg, used_fields
 from simtgpu.isa.formats import FN, OP, PNEG, PRED, RD, RS1, RS2, RS3
 
 from .isa_consts import IID_BY_ENCODING, InstrId, Lat, Sem
@@ -120,6 +121,10 @@ class Decoder(wiring.Component):
             if op.kind is Kind.PRED_SRC:
                 f = {"rs1": RS1, "rs2": RS2, "rs3": RS3}[op.fields[0]]
                 bad.append(w[f.lo + 3])
+            if op.kind is Kind.SREG:
+                f = {"rs1": RS1, "rs2": RS2, "rs3": RS3}[op.fields[0]]
+                value = w[f.lo:f.hi + 1]
+                bad.append(~_any([value == s.value for s in SReg]))
         m.d.comb += d.illegal.eq(_any(bad))
 
     def _sig(self, name: str):

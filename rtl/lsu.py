@@ -27,9 +27,10 @@ from amaranth.lib.fifo import SyncFIFOBuffered
 from amaranth.lib.wiring import In, Out
 from simtgpu.isa import GLOBAL_NULL_GUARD
 
+from .fpu import Fpu, FpuOp
 from .isa_consts import FaultCause
 from .shared_memory import SharedMemory
-from .signatures import MemKind, mem_port_signature
+from .signatures import AtomOp, MemKind, mem_port_signature
 
 
 class LsuOp(enum.Enum, shape=3):
@@ -103,6 +104,7 @@ class Lsu(wiring.Component):
             "fault_cause": Out(FaultCause),
             "fault_lanes": Out(lanes),
             "sh_values": Out(vec),
+            "atom_values": Out(vec),  # old values of a shared atomic, ready in wb
             "mem": Out(mem_port_signature(line_words, tag_bits)),
             "lwb": Out(stream.Signature(lwb_layout(warps, lanes))),
             "sent": Out(1),  # the last transaction of an instruction was accepted
@@ -221,15 +223,61 @@ class Lsu(wiring.Component):
 
         # --- shared memory ------------------------------------------------------------------
         go_shared = active & is_shared & ~faulting & (rem != 0)
-        m.d.comb += [sh.req.eq(Mux(go_shared, rem, 0)), sh.we.eq(op == LsuOp.STS),
-                     sh.clear.eq(self.clear), sh.clear_row.eq(self.clear_row)]
+        go_atoms = active & (op == LsuOp.ATOMS) & ~faulting & (rem != 0)
+        m.d.comb += [sh.clear.eq(self.clear), sh.clear_row.eq(self.clear_row)]
         for l in range(lanes):
             m.d.comb += [sh.word[l].eq(addr[l][2:]), sh.wdata[l].eq(self.data[l])]
+        with m.If(go_shared):
+            m.d.comb += [sh.req.eq(rem), sh.we.eq(op == LsuOp.STS)]
         cap = Signal(data.ArrayLayout(32, lanes))
         for l in range(lanes):
             with m.If(sh.served_q[l]):
                 m.d.sync += cap[l].eq(sh.rdata[l])
             m.d.comb += self.sh_values[l].eq(Mux(sh.served_q[l], sh.rdata[l], cap[l]))
+
+        # shared atomics: one lane at a time in lane order; read, compute (the FP adder takes
+        # its latency for atoms.fadd, the others wait the same), write
+        m.submodules.atom_fpu = fpu = Fpu(latency=2)
+        a_phase = Signal(range(4))
+        a_old = Signal(32)
+        a_new = Signal(32)
+        old_now = Signal(32)
+        for l in reversed(range(lanes)):
+            with m.If(leader[l]):
+                m.d.comb += old_now.eq(sh.rdata[l])
+        m.d.comb += [fpu.en.eq(1), fpu.op.eq(FpuOp.FADD), fpu.a.eq(old_now),
+                     fpu.b.eq(leader_b)]
+        a_done = Signal()
+        with m.If(go_atoms):
+            with m.Switch(a_phase):
+                with m.Case(0):  # read the leader's word
+                    m.d.comb += [sh.req.eq(leader), sh.we.eq(0)]
+                    m.d.sync += a_phase.eq(1)
+                with m.Case(1):  # old value is here
+                    m.d.sync += [a_old.eq(old_now), a_phase.eq(2)]
+                    with m.Switch(self.fn):
+                        with m.Case(AtomOp.ADD):
+                            m.d.sync += a_new.eq(old_now + leader_b)
+                        with m.Case(AtomOp.MIN):
+                            m.d.sync += a_new.eq(Mux(old_now.as_signed() < leader_b.as_signed(),
+                                                     old_now, leader_b))
+                        with m.Case(AtomOp.MAX):
+                            m.d.sync += a_new.eq(Mux(old_now.as_signed() > leader_b.as_signed(),
+                                                     old_now, leader_b))
+                        with m.Case(AtomOp.EXCH):
+                            m.d.sync += a_new.eq(leader_b)
+                        with m.Case(AtomOp.CAS):
+                            m.d.sync += a_new.eq(Mux(old_now == leader_b, leader_c, old_now))
+                with m.Case(2):
+                    m.d.sync += a_phase.eq(3)
+                with m.Case(3):  # write, remember the old value for the lane
+                    new = Mux(self.fn == AtomOp.FADD, fpu.result, a_new)
+                    m.d.comb += [sh.req.eq(leader), sh.we.eq(1), a_done.eq(1)]
+                    for l in range(lanes):
+                        m.d.comb += sh.wdata[l].eq(new)
+                        with m.If(leader[l]):
+                            m.d.sync += self.atom_values[l].eq(a_old)
+                    m.d.sync += a_phase.eq(0)
 
         # --- sequencing ---------------------------------------------------------------------
         rem_next = Signal(lanes)
@@ -237,6 +285,8 @@ class Lsu(wiring.Component):
             m.d.comb += rem_next.eq(Mux(accepted, rem & ~group, rem))
         with m.Elif(go_shared):
             m.d.comb += rem_next.eq(rem & ~sh.served)
+        with m.Elif(go_atoms):
+            m.d.comb += rem_next.eq(Mux(a_done, rem & ~leader, rem))
         m.d.comb += self.hold.eq(active & ~faulting & (rem_next != 0))
         with m.If(self.hold):
             m.d.sync += [started.eq(1), rem_q.eq(rem_next)]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from core_bench import DATA_ADDR, launch_from_asm, run_iss, run_rtl, small_config
+from kernels_e import ALL_UNITS
 from simtgpu.isa import FaultCause
 
 EXAMPLES = "examples/asm/"
@@ -175,3 +176,11 @@ def test_faults_match_iss(case):
     assert rtl.fault["cause"] == cause == FaultCause(int(ref.cause))
     assert rtl.fault["pc"] == ref.pc
     assert rtl.fault["lanes"] == ref.lane_mask
+
+
+def test_all_units_one_warp():
+    """Multiplier, FPU, SFU, fsetp, sel, plogic, shuffles, votes, atomics, fence."""
+    cfg = CONFIGS["tiny"]()
+    launch = launch_from_asm(ALL_UNITS, "k", (1,), (cfg.lanes,), [DATA_ADDR, DATA_ADDR + 4096],
+                             bytes(4096 + 64))
+    _check(cfg, launch)

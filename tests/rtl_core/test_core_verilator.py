@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from kernels_e import ALL_UNITS
 from simtgpu.assembler import assemble
 from simtgpu.driver_model.command_queue import Command, CommandOp, Mmio, pack
 from simtgpu.rtl.verilator_runner import RtlSim
@@ -157,3 +158,8 @@ def test_alu_loop_ipc(sim):
           f" IPC {ipc:.3f}; counters {c}")
     if sim.cfg.warps >= 4:
         assert ipc >= 0.9
+
+
+def test_all_units_one_warp(sim):
+    run_kernel(sim, ALL_UNITS, "k", (1,), (sim.cfg.lanes,), [DATA, DATA + 4096],
+               bytes(4096 + 64))

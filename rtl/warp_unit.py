@@ -1,0 +1,84 @@
+"""Warp-wide operations of ex1: shuffles and votes.
+
+``shfl.MODE rd, ra, rb``: every executing lane ``l`` computes a source lane from its own
+``rb`` (idx: ``rb & (W-1)``, up: ``l - rb``, down: ``l + rb``, xor: ``l ^ rb``); it receives
+the source lane's ``ra`` when the source is inside the warp and executing, else its own ``ra``.
+``vote.any``/``vote.all`` reduce the predicate over the executing lanes and give the result to
+every lane; ``vote.ballot`` gives the mask of executing lanes whose predicate holds.
+"""
+
+import types
+
+from amaranth import Module, Mux, Signal
+from amaranth.lib import data, enum, wiring
+from amaranth.lib.wiring import In, Out
+from simtgpu.isa import INSTRUCTIONS, Sem
+
+
+def _enum(name: str, sem: Sem) -> type[enum.Enum]:
+    """Modes of a family, valued by their isa ``fn`` codes."""
+    members = {i.suffix.upper(): i.fn for i in INSTRUCTIONS if i.sem is sem}
+    return types.new_class(name, (enum.Enum,), {"shape": 2}, lambda ns: ns.update(members))
+
+
+ShflMode = _enum("ShflMode", Sem.SHUFFLE)
+"""Shuffle mode; value = the ``fn`` code of ``shfl.<mode>``."""
+VoteMode = _enum("VoteMode", Sem.VOTE)
+"""Vote kind; value = the ``fn`` code of ``vote.<kind>``."""
+
+
+class WarpUnit(wiring.Component):
+    """Parameters
+    ----------
+    lanes:
+        Lanes per warp.
+    """
+
+    def __init__(self, lanes: int):
+        self.lanes = lanes
+        vec = data.ArrayLayout(32, lanes)
+        super().__init__({
+            "shfl_mode": In(ShflMode),
+            "vote_mode": In(VoteMode),
+            "exec": In(lanes),
+            "a": In(vec),
+            "b": In(vec),
+            "p": In(lanes),
+            "shfl": Out(vec),
+            "vote_pred": Out(lanes),
+            "ballot": Out(32),
+        })
+
+    def elaborate(self, platform) -> Module:
+        m = Module()
+        L = self.lanes
+        lb = (L - 1).bit_length()
+        for l in range(L):
+            b = self.b[l]
+            src = Signal(33, name=f"shfl_src{l}")  # wide enough to see out-of-range sources
+            with m.Switch(self.shfl_mode):
+                with m.Case(ShflMode.IDX):
+                    m.d.comb += src.eq(b[:lb])
+                with m.Case(ShflMode.UP):
+                    m.d.comb += src.eq(l - b)
+                with m.Case(ShflMode.DOWN):
+                    m.d.comb += src.eq(l + b)
+                with m.Case(ShflMode.XOR):
+                    m.d.comb += src.eq(l ^ b)
+            val = Signal(32, name=f"shfl_val{l}")
+            m.d.comb += val.eq(self.a[l])
+            with m.Switch(src):
+                for s in range(L):
+                    with m.Case(s):
+                        m.d.comb += val.eq(Mux(self.exec[s], self.a[s], self.a[l]))
+            m.d.comb += self.shfl[l].eq(val)
+        taken = self.exec & self.p
+        anyv = taken != 0
+        allv = taken == self.exec
+        m.d.comb += self.ballot.eq(taken)
+        with m.Switch(self.vote_mode):
+            with m.Case(VoteMode.ANY):
+                m.d.comb += self.vote_pred.eq(Mux(anyv, (1 << L) - 1, 0))
+            with m.Case(VoteMode.ALL):
+                m.d.comb += self.vote_pred.eq(Mux(allv, (1 << L) - 1, 0))
+        return m

@@ -1,0 +1,108 @@
+"""Kernels exercising the units of stage (d)/(e): multiplier, FPU, SFU, compares, select,
+predicate logic, shuffles, votes, global and shared atomics, fences.
+
+Atomics from different warps may interleave in any order (the models need not agree on it),
+so ``ALL_UNITS`` is compared on one warp; its lanes collide on purpose.
+"""
+
+ALL_UNITS = """
+        .kernel k
+        .param out, ptr
+        .param cnt, ptr
+        .shared 256
+        s2r     r1, tid
+        s2r     r2, laneid
+        ldparam r20, out
+        shli    r21, r1, 2
+        add     r20, r20, r21           ; &out[tid] (stride 16 words per result row below)
+        ; integer multiplier
+        muli    r3, r1, -7
+        mul     r4, r3, r3
+        mulhi   r5, r3, r4
+        mulhu   r6, r3, r4
+        ; FP32
+        cvt.i2f r7, r3
+        fmul    r8, r7, r7
+        ffma    r9, r7, r8, r7
+        fsub    r10, r9, r8
+        cvt.f2i r11, r10
+        fmin    r12, r7, r8
+        fabs    r13, r7
+        ; compares, select, predicate logic
+        fsetp.lt p1, r7, r12
+        isetp.ge p2, r3, r5
+        pxor    p3, p1, !p2
+        sel     r14, r3, r4, p3
+        lui     r15, 0x1234
+        lli     r15, 0xabcd
+        ; special functions
+        cvt.u2f r16, r1
+        sfu.rsqrt r17, r16
+        sfu.sin r18, r16
+        sfu.exp2 r19, r7
+        stg     [r20+0], r4
+        stg     [r20+64], r5
+        stg     [r20+128], r6
+        stg     [r20+192], r9
+        stg     [r20+256], r11
+        stg     [r20+320], r14
+        stg     [r20+384], r15
+        stg     [r20+448], r17
+        stg     [r20+512], r18
+        stg     [r20+576], r19
+        stg     [r20+640], r12
+        stg     [r20+704], r13
+        ; shuffles and votes
+        movi    r22, 1
+        shfl.down r23, r3, r22
+        shfl.up  r24, r3, r22
+        xori    r25, r2, 3
+        shfl.idx r26, r3, r25
+        shfl.xor r27, r3, r22
+        andi    r28, r1, 1
+        isetp.ne p4, r28, r0
+  @p4   shfl.down r23, r1, r22          ; a shuffle with only some lanes executing
+        vote.ballot r29, p4
+        vote.any p5, p2
+        vote.all p6, p4
+        sel     r30, r22, r0, p6
+        sel     r31, r22, r0, p5
+        add     r30, r30, r31
+        stg     [r20+768], r23
+        stg     [r20+832], r24
+        stg     [r20+896], r26
+        stg     [r20+960], r27
+        addi    r20, r20, 1000
+        addi    r20, r20, 24
+        stg     [r20+0], r29
+        stg     [r20+64], r30
+        ; shared atomics (lanes collide on 3 words) and global atomics
+        andi    r10, r1, 1
+        shli    r10, r10, 2
+        atoms.add r11, [r10], r1
+        atoms.max r12, [r10], r3
+        cvt.u2f r13, r1
+        movi    r9, 64
+        atoms.fadd r14, [r9], r13
+        movi    r8, 32
+        atoms.cas r15, [r8], r0, r1
+        ldparam r7, cnt
+        atom.add r16, [r7], r22
+        addi    r6, r7, 4
+        atom.max r17, [r6], r3
+        addi    r5, r7, 8
+        atom.cas r18, [r5], r0, r1
+        fence
+        bar
+        lds     r19, [r10]
+        stg     [r20+128], r11
+        stg     [r20+192], r12
+        stg     [r20+256], r14
+        stg     [r20+320], r15
+        stg     [r20+384], r16
+        stg     [r20+448], r17
+        stg     [r20+512], r18
+        stg     [r20+576], r19
+        exit
+        .end
+"""
