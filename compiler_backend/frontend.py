@@ -412,12 +412,14 @@ class CodeGen:
             k += len(t.slots)
         ctx.scratch_dirty = True
         self.depth += 1
+        ctx.loop_depth += 1
         try:
             self.block(node.body)
         except _Return:
             pass
         finally:
             self.depth -= 1
+            ctx.loop_depth -= 1
         yields = []
         for n, t in zip(carried, inits, strict=True):
             v = self.env.get(n, _MISSING)

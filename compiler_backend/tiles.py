@@ -249,6 +249,7 @@ class Lowering:
         self.scratch_bytes = 0  # bytes of compiler scratch (after the user arrays)
         self.scratch_users: list[ir.Op] = []
         self.thread_level = False  # CUDA-style kernel: scalars are per thread
+        self.loop_depth = 0  # run-time loops around the code being lowered
         self.scratch_dirty = False  # scratch may still be read by other warps
 
     # --- small IR helpers -------------------------------------------------------------------
@@ -375,9 +376,9 @@ class Lowering:
     def remap(self, t: Tile, shape: tuple[int, ...], pick, padded=None) -> Tile:
         """A tile of ``shape`` whose element at index ``idx`` is ``t[pick(idx)]``."""
         if t.has_mat:
-            # registers of a materialised tile in another layout: exchange through shared
-            # memory now, before the scratch area can be reused
-            return self.remap(self.via_shared(t.materialize()), shape, pick).materialize()
+            # registers of a materialised tile in another layout: exchange through a shared
+            # region of its own, read lazily where the elements are used
+            return self.remap(self.relayout(t.materialize()), shape, pick)
         src_shape = t.shape
         ctx = self
 
@@ -460,6 +461,37 @@ class Lowering:
 
         lazy = Tile(self, shape, t.type, fn=fn)
         return lazy
+
+    def relayout(self, t: Tile) -> Tile:
+        """Store a materialised tile in a shared region reserved for this exchange and return
+        a lazy tile that reads any element of it.
+
+        The region is written again only when this same code runs again (a loop), after a
+        barrier, and values read from it never leave the loop iteration (carried values are
+        materialised), so the reads may happen anywhere after the second barrier. Loads of
+        one address are shared between the slots that need it.
+        """
+        if t.type == I1:
+            t = self.cast(t, I32).materialize()
+            return self.cast(self.relayout(t), I1)
+        if self.loop_depth:
+            self.barrier()  # the previous iteration's readers are done
+        base = self.b.op("smem", [], {"offset": self.alloc_shared(t.numel * 4)},
+                         [ir.ptr("f32" if t.type == F32 else "i32", "shared")]).result
+        self.store_tile_shared(t, base)
+        self.barrier()
+        shape = t.shape
+        ctx = self
+        loads: dict = {}
+
+        def fn(c: Coords) -> Value:
+            flat = ctx.linearize(c.idx(), shape)
+            key = (flat.id, id(ctx.b.block))
+            if key not in loads:
+                loads[key] = ctx.b.op("load", [ctx.b("gep", base, flat)]).result
+            return loads[key]
+
+        return Tile(self, shape, t.type, fn=fn)
 
     def linearize(self, idx: list[Value], shape: tuple[int, ...]) -> Value:
         flat = None
