@@ -81,3 +81,31 @@ def test_same_ir_order_for_both_targets():
     a = compile_function(k.fn, types, {"BLOCK": 128}, Target("isa", 32), 4)
     b = compile_function(k.fn, types, {"BLOCK": 128}, Target.ptx(), 4)
     assert a.ir_text == b.ir_text
+
+
+def _feature_kernels():
+    import test_compiler_features as f
+
+    P, IP = ir.ptr("f32"), ir.ptr("i32")
+    return [
+        (f.k_divergent, dict(x_ptr=P, y_ptr=P, n=I), {}, (128, 1, 1)),
+        (f.k_warp, dict(x_ptr=P, out_ptr=P, cnt_ptr=IP), {}, (64, 1, 1)),
+        (f.k_rows, dict(x_ptr=P, s_ptr=P, m_ptr=P, a_ptr=IP, c_ptr=IP), dict(M=8, N=16),
+         None),
+        (f.k_intmath, dict(x_ptr=IP, y_ptr=IP, d=I, n=I), dict(BLOCK=256), None),
+        (f.k_dot_loop, dict(a_ptr=P, b_ptr=P, c_ptr=P, K=I), dict(BM=16, BK=16, BN=16),
+         None),
+        (f.k_outer, dict(a_ptr=P, b_ptr=P, o_ptr=P), dict(M=16, N=32), None),
+        (f.k_nested, dict(x_ptr=P, out_ptr=P, n=I, m=I), dict(BLOCK=128), None),
+    ]
+
+
+@needs_ptxas
+def test_ptxas_accepts_feature_kernels(tmp_path):
+    for k, types, cexpr, block in _feature_kernels():
+        text = compile_function(k.fn, types, cexpr, Target.ptx(), 4, block).code
+        src = tmp_path / f"{k.__name__}.ptx"
+        src.write_text(text)
+        r = subprocess.run([PTXAS, "-arch=sm_90", str(src), "-o", str(tmp_path / "k.cubin")],
+                           capture_output=True, text=True, timeout=120)
+        assert r.returncode == 0, (k.__name__, r.stderr)
