@@ -1,50 +1,73 @@
 ; sgemm_tiled(a ptr, b ptr, c ptr, m i32, n i32, k i32)
 ;
-;   C[m, n] = A[m, k] @ B[k, n]   (f32, row-major), with shared-memory tiles.
+;   C[m, n] = A[m, k] @ B[k, n]   (f32, row-major), through shared-memory tiles.
 ;
 ; Launch: 2-D grid of 2-D blocks of BX x BY threads, one thread per element of C:
 ;   row = ctaid.y * BY + tid.y,  col = ctaid.x * BX + tid.x,
 ;   grid = (ceil(n / BX), ceil(m / BY)).
-; The tile shape is read from ntid.x / ntid.y at run time. Requirements:
-;   BX a multiple of 4 and at most 16 (the inner loop is unrolled 4x; the B tile is BX x BX),
-;   BX * BY <= 256 (the A tile is BY x BX), ntid.z = 1.
-; Shapes used by examples/sgemm.py: tiny 4x2, small 8x4, full 16x16 (the configuration's
-; maximum threads per block). Any warp size works: nothing depends on where warps split the
-; block, and every branch around a bar is uniform.
+; The tile shape comes from ntid.x / ntid.y at run time. Requirements (not checked here;
+; examples/sgemm.py checks them): BX is 4, 8 or 16; BY divides BX or BY >= BX;
+; BX * BY <= 256; ntid.z = 1. examples/sgemm.py uses the configuration's whole block:
+; tiny 4x2, small 8x4, full 16x16. Any warp size works: nothing depends on where warps split
+; the block, and every branch is uniform (the same in every thread), so no ssy is needed
+; and each bar is reached by whole warps.
 ;
-; Each block computes the BY x BX tile of C at (ctaid.y * BY, ctaid.x * BX). It walks K in
-; steps of BX ("k0" = 0, BX, 2*BX, ...); per step:
+; Block (bx, by) computes the BY x BX tile of C at rows by*BY.., columns bx*BX... It walks
+; K in steps of BX (k0 = 0, BX, 2*BX, ...); per step:
 ;   1. cooperative load: thread (tx, ty) copies A[row][k0 + tx] to As[ty][tx], and
-;      B[k0 + t][col] to Bt[tx][t] for t = ty, ty + BY, ... < BX (B is stored transposed so
-;      that the inner loop reads both operands at constant offsets from one pointer each).
-;      Elements outside A or B are stored as 0.0 (predicated ldg of a zeroed register);
+;      B[k0 + t][col] to Bt[tx][t] for t = ty, ty + BY, ... < BX. B is stored transposed so
+;      that the inner product reads both operands at constant offsets from one base each.
+;      Whole steps need no K bounds; the last, partial step (ktail) stores 0.0 for
+;      k0 + j >= k. Rows >= m of A and columns >= n of B are never loaded (predicated ldg;
+;      their registers stay 0.0); they only feed elements of C that are not stored;
 ;   2. bar;
-;   3. acc = fma(As[ty][j], Bt[tx][j], acc) for j = 0 .. BX-1, unrolled 4x;
-;   4. bar (nobody overwrites the tiles while another warp still reads them).
+;   3. acc = fma(As[ty][j], Bt[tx][j], acc) for j = 0 .. BX-1, unrolled completely for
+;      BX = 16 (no loop counter, constant offsets); BX = 4 and 8 leave early;
+;   4. bar (no warp overwrites the tiles while another still reads them).
 ; Finally thread (tx, ty) stores acc to C[row][col] if row < m and col < n.
 ;
-; Accumulation order (bit-exact reference: tests/driver/test_sgemm_tiled.py and
-; examples/sgemm.py): acc starts at +0.0; then acc = fma(A[row][j], B[j][col], acc), one
-; rounding each (docs/numerics.md), for j = 0, 1, ..., K' - 1 where K' = k rounded up to a
-; multiple of BX and the terms j >= k use A = B = 0.0. That is matmul.s's order plus the
-; zero padding terms (each adds +0.0, which changes acc only when acc is -0.0).
+; Accumulation order (reproduced bit for bit by examples/sgemm.py and
+; tests/driver/test_sgemm_tiled.py): acc starts at +0.0, then acc = fma(A[row][j], B[j][col],
+; acc) with one rounding each (docs/numerics.md), for j = 0, 1, ..., K' - 1, where K' is k
+; rounded up to a multiple of BX and the terms j >= k have A = B = 0.0. That is matmul.s's
+; order plus zero terms (each adds +0.0, which changes acc only when acc is -0.0).
 ;
-; Shared memory: As at byte 0 (BY*BX words, at most 256), Bt at BT (BX rows of BX+1 words;
-; the extra word per row keeps both the transposed stores and the inner-loop reads of a
-; warp in distinct banks: lanes tx and tx' differ by (tx - tx') * (BX + 1) words, odd stride).
-; The As reads of one warp are broadcasts (lanes of a row read the same word).
+; Shared memory: As at byte 0 (BY x BX words, at most 256); Bt at BT (BX rows of BX + 1
+; words). With one bank per lane (bank = word % warp size) the extra word keeps the
+; transposed stores and the inner-product reads of a warp conflict-free: lanes tx, tx'
+; of a row differ by (tx - tx') * (BX + 1) words, an odd stride. The As reads of one warp
+; are broadcasts (every lane of a tile row reads the same word).
 ;
-; Measured on the ISS (examples/sgemm.py --stats, warp-instructions per element of C =
-; warp-instructions * warp size / (m * n); "ffma" = ffma share of warp-instructions):
+; Cost of one whole K step per thread, in instructions (steady state, counted on the ISS):
+;   full  16x16: 63 for 16 ffma (25%): 48 inner (32 lds + 16 ffma), 2 early-exit tests,
+;                6 tile load (2 ldg, 2 sts, the "more B rows?" test), 2 bar, 5 K-loop;
+;   small  8x4:  48 for 8 ffma (17%): a second B row per thread (bmore) costs 9;
+;   tiny   4x2:  35 for 4 ffma (11%).
+; Setup and the final store add 64 per thread.
+; matmul.s spends 8 per ffma (2 ldg, ffma, 2 pointer steps, counter, compare, branch).
 ;
-;   size 64^3, config      tile    warp-instr/elem   ffma    vs matmul.s (same size/config)
-;   small (8 lanes)        8x4          54.6         14.6%   matmul.s: 523.8 / 12.2%
-;   full (32 lanes)        16x16        27.5         ...
+; Measured on the ISS, m = n = k, uniform(-1, 1) inputs, the launch of examples/sgemm.py
+; (--stats) and of examples/matmul.py on the same configuration; per element of C:
+; warp-instructions, thread-instructions (no divergence: warp-instructions x warp size),
+; global loads (lane accesses); ffma as a share of executed warp-instructions:
 ;
-; Per K step of BX the inner loop costs 4 * BX warp-instructions for BX ffma (16 per 4:
-; 8 lds, 4 ffma, 2 pointer steps, compare, branch), i.e. 25% ffma; the rest is the tile
-; load (one A word and ceil(BX/BY) B words per thread), two bars and the K-loop step.
-; matmul.s spends 8 warp-instructions per ffma (two ldg from global memory each time).
+;   config size  kernel       tile   warp-instr  thread-instr  ldg/elem  ffma
+;   tiny    64   sgemm_tiled  4x2      156.0        624.0        48.0    10.3%
+;   tiny    64   matmul.s     4x2      136.8        547.0       128.0    11.7%
+;   small   64   sgemm_tiled  8x4       56.0        448.0        24.0    14.3%
+;   small   64   matmul.s     8x4       68.4        547.0       128.0    11.7%
+;   small  256   sgemm_tiled  8x4      200.0       1600.0        96.0    16.0%
+;   small  256   matmul.s     8x4      260.4       2083.0       512.0    12.3%
+;   full    64   sgemm_tiled  16x16      9.9        316.0         8.0    20.3%
+;   full    64   matmul.s     32x8      17.1        547.0       128.0    11.7%
+;   full   128   sgemm_tiled  16x16     17.8        568.0        16.0    22.5%
+;   full   128   matmul.s     32x8      33.1       1059.0       256.0    12.1%
+;   full   256   sgemm_tiled  16x16     33.5       1072.0        32.0    23.9%
+;   full   256   matmul.s     32x8      65.1       2083.0       512.0    12.3%
+;
+; On tiny (8-thread blocks) the per-step overhead outweighs the shorter inner loop: more
+; instructions than matmul.s, but 2.7x fewer global loads. One output per thread bounds
+; the ffma share at 1/3 (two lds per ffma); more needs several outputs per thread.
 
         .equ    AS_BYTES, 4 * 256               ; As: up to 256 words
         .equ    BT, AS_BYTES                    ; Bt: byte offset in shared memory
@@ -111,8 +134,9 @@
         add     r18, r18, r7            ; sb = &Bt[tx][0]
         shli    r19, r2, 2
         add     r19, r18, r19           ; &Bt[tx][ty]
-        add     r9, r19, r11            ; &Bt[tx][ty + BX]: end of this thread's B copies
         shli    r13, r4, 2              ; 4*BY: Bt step between a thread's B words
+        sub     r9, r11, r13
+        add     r9, r19, r9             ; &Bt[tx][ty + BX - BY]: this thread's last B copy
 
         movi    r20, 0                  ; acc = +0.0
         movi    r23, 0                  ; A word: stays 0.0 where row >= m (never loaded)
@@ -130,15 +154,10 @@
 kstep:  ; ---- 1. cooperative tile load; a whole K step needs no K bounds ----
    @p0  ldg     r23, [r10]              ; A[row][k0 + tx]
         sts     [r17], r23              ; As[ty][tx]
-        mov     r24, r12                ; &B[k0 + t][col] for t = ty, ty + BY, ... < BX
-        mov     r25, r19                ; &Bt[tx][t]
-bcopy:
-   @p5  ldg     r28, [r24]
-   @p4  sts     [r25], r28              ; Bt[tx][t] = B[k0 + t][col]
-        add     r24, r24, r15
-        add     r25, r25, r13
-        isetp.lt p3, r25, r9
-   @p3  bra     bcopy                   ; uniform: t - ty is the same in every thread
+   @p5  ldg     r28, [r12]              ; B[k0 + ty][col]
+   @p4  sts     [r19], r28              ; Bt[tx][ty]
+        isetp.lt p3, r13, r11
+   @p3  bra     bmore                   ; uniform: BY < BX, more B rows to copy
 loaded:
         bar                             ; ---- 2. the tiles are complete ----
 
@@ -211,6 +230,18 @@ store:
    @p0  stg     [r5], r20
         exit
 
+bmore:  ; ---- 1 (continued). B rows t = ty + BY, ty + 2*BY, ... < BX ----
+        add     r24, r12, r15           ; &B[k0 + t][col]
+        add     r25, r19, r13           ; &Bt[tx][t]
+bcopy:
+   @p5  ldg     r28, [r24]
+   @p4  sts     [r25], r28              ; Bt[tx][t] = B[k0 + t][col]
+        add     r24, r24, r15
+        add     r25, r25, r13
+        isetp.le p3, r25, r9
+   @p3  bra     bcopy                   ; uniform: t - ty is the same in every thread
+        bra     loaded                  ; uniform
+
 ktail:  ; ---- 1'. the last step, K bounds checked: k0 + j < k is j < rem ----
         isetp.lt p3, r1, r21
         pand    p3, p3, p0              ; A[row][k0 + tx] exists
@@ -229,8 +260,7 @@ btail:
         add     r27, r27, r4
         add     r24, r24, r15
         add     r25, r25, r13
-        isetp.lt p3, r25, r9
+        isetp.le p3, r25, r9
    @p3  bra     btail                   ; uniform, as bcopy
         bra     loaded                  ; uniform
-
         .end
