@@ -370,7 +370,154 @@ def _new_const(anchor: Op, value: int) -> Value:
     return c.result
 
 
-PIPELINE = (constant_fold, strength_reduce, constant_fold, cse, licm, cse, dce)
+def _defined_in(block: Block) -> set[int]:
+    ids = {a.id for a in block.args}
+    for op in block.walk():
+        ids.update(r.id for r in op.results)
+    return ids
+
+
+def _affine(v: Value, iv: Value, inside: set[int], depth: int = 0):
+    """``v`` as ``(a, b)`` meaning ``a * iv + b`` (symbolic terms), or None."""
+    if v is iv:
+        return ("int", 1), ("int", 0)
+    if v.id not in inside:
+        c = _const(v)
+        return ("int", 0), (("int", c) if c is not None else ("val", v))
+    op = v.owner
+    if depth > 8 or not isinstance(op, Op) or op.name not in ("add", "sub", "mul", "shl"):
+        return None
+    x, y = op.operands
+    fx = _affine(x, iv, inside, depth + 1)
+    fy = _affine(y, iv, inside, depth + 1)
+    if fx is None or fy is None:
+        return None
+    if op.name in ("add", "sub"):
+        return ((op.name, fx[0], fy[0]), (op.name, fx[1], fy[1]))
+    if op.name == "mul":
+        if fy[0] == ("int", 0):  # x * invariant
+            return (("mul", fx[0], fy[1]), ("mul", fx[1], fy[1]))
+        if fx[0] == ("int", 0):
+            return (("mul", fy[0], fx[1]), ("mul", fy[1], fx[1]))
+        return None
+    k = _const(y)
+    if k is None or y.id in inside and k is None:
+        return None
+    return (("shl", fx[0], k), ("shl", fx[1], k))
+
+
+def _is_zero_term(t) -> bool:
+    return t == ("int", 0)
+
+
+def _emit_term(t, anchor: Op) -> Value:
+    """Materialise a symbolic term before ``anchor`` (folding what is constant)."""
+    kind = t[0]
+    if kind == "int":
+        return _new_const(anchor, _s32(t[1]))
+    if kind == "val":
+        return t[1]
+    if kind == "shl":
+        x = _fold_term(t[1])
+        if x[0] == "int":
+            return _new_const(anchor, _s32(x[1] << t[2]))
+        xv = _emit_term(x, anchor)
+        op = Op("shl", [xv, _new_const(anchor, t[2])], [I32])
+        _insert_before(anchor, op)
+        return op.result
+    x, y = _fold_term(t[1]), _fold_term(t[2])
+    if x[0] == "int" and y[0] == "int":
+        return _new_const(anchor, _fold_int(kind, x[1], y[1]))
+    op = Op(kind, [_emit_term(x, anchor), _emit_term(y, anchor)], [I32])
+    _insert_before(anchor, op)
+    return op.result
+
+
+def _fold_term(t):
+    """Simplify a symbolic term: constant arithmetic and the identities 0 and 1."""
+    kind = t[0]
+    if kind in ("int", "val"):
+        return t
+    if kind == "shl":
+        x = _fold_term(t[1])
+        if x[0] == "int":
+            return ("int", _s32(x[1] << t[2]))
+        return ("shl", x, t[2])
+    x, y = _fold_term(t[1]), _fold_term(t[2])
+    if x[0] == "int" and y[0] == "int":
+        return ("int", _fold_int(kind, x[1], y[1]))
+    if kind == "add":
+        if x == ("int", 0):
+            return y
+        if y == ("int", 0):
+            return x
+    if kind == "sub" and y == ("int", 0):
+        return x
+    if kind == "mul":
+        if ("int", 0) in (x, y):
+            return ("int", 0)
+        if x == ("int", 1):
+            return y
+        if y == ("int", 1):
+            return x
+    return (kind, x, y)
+
+
+def loop_strength_reduce(fn: Function) -> Function:
+    """Induction-variable strength reduction of addresses in loops.
+
+    Guarantees: a ``ptradd(p, off)`` at the top level of a ``for`` body, with ``p`` defined
+    outside the loop and ``off`` an affine function ``a * iv + b`` of the induction variable
+    (through add, sub, multiplication by loop invariants and constant shifts), becomes a
+    pointer carried by the loop: it starts at ``p + a * lb + b`` and advances by
+    ``a * step`` bytes per iteration. Addresses are unchanged (the arithmetic wraps at 32
+    bits either way); the multiply and shift per iteration disappear.
+    """
+    loops = [op for op in fn.walk() if op.name == "for"]
+    for loop in reversed(loops):  # inner loops first
+        body = loop.regions[0]
+        iv = body.args[0]
+        inside = _defined_in(body)
+        lb, step = loop.operands[0], loop.operands[2]
+        for op in list(body.ops):
+            if op.name != "ptradd" or op.operands[0].id in inside:
+                continue
+            f = _affine(op.operands[1], iv, inside)
+            if f is None:
+                continue
+            a, b = _fold_term(f[0]), _fold_term(f[1])
+            if a == ("int", 0) or any(t[0] == "val" and t[1].id in inside
+                                      for t in _leaves(a) + _leaves(b)):
+                continue
+            init_off = _emit_term(_fold_term(("add", ("mul", a, ("val", lb)), b)), loop)
+            init = Op("ptradd", [op.operands[0], init_off], [op.result.type])
+            _insert_before(loop, init)
+            incr = _emit_term(_fold_term(("mul", a, ("val", step))), loop)
+            arg = Value(op.result.type, body)
+            body.args.append(arg)
+            loop.operands.append(init.result)
+            res = Value(op.result.type, loop)
+            loop.results.append(res)
+            old = op.result
+            for o in body.walk():
+                o.operands = [arg if v is old else v for v in o.operands]
+            y = body.terminator
+            nxt = Op("ptradd", [arg, incr], [op.result.type])
+            _insert_before(y, nxt)
+            y.operands.append(nxt.result)
+    return fn
+
+
+def _leaves(t) -> list:
+    if t[0] in ("int", "val"):
+        return [t]
+    if t[0] == "shl":
+        return _leaves(t[1])
+    return _leaves(t[1]) + _leaves(t[2])
+
+
+PIPELINE = (constant_fold, strength_reduce, constant_fold, cse, licm, loop_strength_reduce,
+            constant_fold, cse, dce)
 
 
 def optimize(fn: Function, verify: bool = False) -> Function:

@@ -144,3 +144,28 @@ def test_front_end_output_verifies():
     ir.verify(f)
     passes.optimize(f)
     assert "for" in _names(f) and "if" in _names(f)
+
+
+def test_loop_strength_reduction_carries_the_pointer():
+    fn, b, x, n = _fn()
+    body = Block([I32])
+    inner = Builder(body)
+    off = inner("shl", inner("add", inner("mul", body.args[0], n), inner.const(3, I32)),
+                inner.const(2, I32))
+    p = inner("ptradd", x, off)
+    inner.op("store", [p, inner.const(1.0, F32)])
+    body.append(Op("yield", [], []))
+    loop = b.op("for", [b.const(2, I32), n, b.const(3, I32)], types=[], regions=[body])
+    passes.loop_strength_reduce(fn)
+    passes.constant_fold(fn)
+    passes.dce(fn)
+    ir.verify(fn)
+    assert len(loop.results) == 1 and len(body.args) == 2  # one carried pointer
+    body_ops = [op.name for op in body.ops]
+    assert "mul" not in body_ops and "shl" not in body_ops
+    assert body_ops.count("ptradd") == 1  # the increment
+    store = next(op for op in body.ops if op.name == "store")
+    assert store.operands[0] is body.args[1]
+    # start: x + (2 * n + 3) * 4 bytes; step: 3 * n * 4 bytes
+    init = loop.operands[3].owner
+    assert init.name == "ptradd" and init.operands[0] is x
