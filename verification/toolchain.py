@@ -44,7 +44,7 @@ VERILATOR_BUILDS = BUILD_ROOT / "verilator"
 WAVES_DIR = BUILD_ROOT / "waves"
 
 # Bump when the way a build is made changes, so stale builds are not reused.
-_BUILD_RECIPE = 3
+_BUILD_RECIPE = 4
 
 
 class ToolchainError(SimtgpuError):
@@ -167,12 +167,14 @@ def build(name: str, verilog: str, toplevel: str, *, waves: str | None = None,
         directory.mkdir(parents=True)
         src = directory / f"{toplevel}.v"
         src.write_text(verilog)
-        from cocotb_tools.runner import get_runner
-
-        runner = get_runner("verilator")
+        runner = _runner(public_top_only=True)
+        # Only the top module's ports are visible to cocotb: --public-flat-rw on a whole
+        # GPU makes a symbol table whose constructor alone takes minutes to compile.
+        vlt = directory / "public.vlt"
+        vlt.write_text(f'`verilator_config\npublic_flat_rw -module "{toplevel}" -var "*"\n')
         log = directory / "build.log"
         try:
-            runner.build(sources=[src, *extra_sources], hdl_toplevel=toplevel,
+            runner.build(sources=[src, vlt, *extra_sources], hdl_toplevel=toplevel,
                          build_dir=directory, build_args=args, waves=waves is not None,
                          timescale=("1ns", "1ps"), always=True, log_file=log)
         except (SystemExit, subprocess.CalledProcessError, RuntimeError) as e:
@@ -182,6 +184,21 @@ def build(name: str, verilog: str, toplevel: str, *, waves: str | None = None,
         seconds = time.perf_counter() - t0
         stamp.write_text(f"{seconds:.1f}\n")
     return Build(name, directory, toplevel, waves, seconds)
+
+
+def _runner(public_top_only: bool = False):
+    """cocotb's Verilator runner; with ``public_top_only`` it leaves out --public-flat-rw
+    (the caller then names the public signals in a control file)."""
+    from cocotb_tools.runner import Verilator
+
+    class _Verilator(Verilator):
+        def _build_command(self):  # type: ignore[override]
+            cmds = super()._build_command()
+            if public_top_only:
+                cmds[0] = [a for a in cmds[0] if a != "--public-flat-rw"]
+            return cmds
+
+    return _Verilator()
 
 
 _VERSION: str | None = None

@@ -1,0 +1,109 @@
+"""The RTL backend: the driver's command queue and MMIO host interface on the Verilator model.
+
+``Device(backend="rtl", config="small")`` builds (once, cached under build/verilator/) the
+simulation harness of the configuration (``rtl/harness.py``: the GPU plus a memory model with
+backdoor ports) and drives it through :class:`simtgpu.rtl.verilator_runner.RtlSim`, a C++ main
+that takes commands over a pipe, so no Python runs per clock cycle. Every register access of
+the driver is a real bus transaction of the RTL host interface; device memory is loaded and
+read through the memory backdoor (what a DMA engine would do); ``run_until_idle`` clocks the
+model until STATUS.BUSY falls (queue drained or faulted). Performance counters and fault
+records are the hardware's own registers.
+
+Options (``Device(backend="rtl", config=..., waves="build/run.vcd")``):
+
+``waves``
+    Write a waveform of everything the model does from start-up on (VCD; the model is then
+    built with tracing, a separate cached build).
+``max_cycles``
+    Cycles ``run_until_idle`` allows before it gives up (the hardware's own watchdog fault
+    normally comes first).
+``instruction_budget``
+    Accepted for command-line compatibility with the ISS backend and ignored: the RTL bounds
+    a launch by its cycle watchdog.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from .backend import Backend
+from .command_queue import Mmio
+from .configs import GpuConfig
+from .errors import DriverError
+
+__all__ = ["RtlBackend"]
+
+
+class RtlBackend(Backend):
+    """Device model on the Verilator build of the RTL."""
+
+    name = "rtl"
+
+    def __init__(self, config: GpuConfig, waves: str | Path | None = None,
+                 max_cycles: int = 200_000_000, instruction_budget: int | None = None,
+                 **_: Any):
+        from simtgpu.rtl.configs import get_rtl_config
+        from simtgpu.rtl.verilator_runner import RtlSim, RtlSimError
+
+        self.config = config
+        self.max_cycles = max_cycles
+        self.cycles = 0
+        self._error = RtlSimError
+        wave_path = Path(waves) if waves else None
+        if wave_path is not None and wave_path.suffix.lower() != ".vcd":
+            raise DriverError(f"--waves {wave_path}: the RTL backend writes VCD; name the file "
+                              "*.vcd (FST: see docs/waveforms.md)")
+        try:
+            self.sim = RtlSim(get_rtl_config(config), trace=wave_path is not None)
+            if wave_path is not None:
+                wave_path.parent.mkdir(parents=True, exist_ok=True)
+                self.sim.trace(wave_path)
+        except RtlSimError as e:
+            raise DriverError(f"the rtl backend could not start: {e}") from None
+        self.waves = wave_path
+
+    def _call(self, fn, *args):
+        try:
+            return fn(*args)
+        except self._error as e:
+            raise DriverError(f"rtl backend: {e}") from None
+
+    def mmio_read(self, offset: int) -> int:
+        return self._call(self.sim.mmio_read, int(offset))
+
+    def mmio_write(self, offset: int, value: int) -> None:
+        self._call(self.sim.mmio_write, int(offset), int(value))
+
+    def read(self, addr: int, n: int) -> bytes:
+        return self._call(self.sim.read, addr, n)
+
+    def write(self, addr: int, data: bytes) -> None:
+        self._call(self.sim.write, addr, bytes(data))
+
+    def load_code(self, base: int, code: bytes) -> None:
+        """Through the IMEM_ADDR/IMEM_DATA registers, as a driver on real hardware does."""
+        if base % 4 or len(code) % 4:
+            raise ValueError("instruction memory is loaded in whole, aligned words")
+        super().load_code(base, code)
+
+    def run_until_idle(self) -> None:
+        left = self.max_cycles
+        while left > 0:
+            step = min(left, 1_000_000)
+            done, n = self._call(self.sim.run, step)
+            self.cycles += n
+            left -= n
+            if done:
+                return
+            if n == 0:
+                break
+        status = self.mmio_read(Mmio.STATUS)
+        raise DriverError(f"rtl backend: the GPU is still busy after {self.max_cycles} cycles "
+                          f"(STATUS {status:#x}); the hardware watchdog did not stop it")
+
+    def close(self) -> None:
+        sim = getattr(self, "sim", None)
+        if sim is not None:
+            sim.close()
+            self.sim = None
