@@ -381,6 +381,8 @@ def _affine(v: Value, iv: Value, inside: set[int], depth: int = 0):
     """``v`` as ``(a, b)`` meaning ``a * iv + b`` (symbolic terms), or None."""
     if v is iv:
         return ("int", 1), ("int", 0)
+    if _const(v) is not None:
+        return ("int", 0), ("int", _const(v))
     if v.id not in inside:
         c = _const(v)
         return ("int", 0), (("int", c) if c is not None else ("val", v))
@@ -401,7 +403,7 @@ def _affine(v: Value, iv: Value, inside: set[int], depth: int = 0):
             return (("mul", fy[0], fx[1]), ("mul", fy[1], fx[1]))
         return None
     k = _const(y)
-    if k is None or y.id in inside and k is None:
+    if k is None:
         return None
     return (("shl", fx[0], k), ("shl", fx[1], k))
 
