@@ -25,7 +25,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-
 from simtgpu.isa.abi import GLOBAL_NULL_GUARD
 
 from .backend_iss import IssBackend
@@ -54,8 +53,9 @@ def _check(result: Any, what: str) -> Any:
     if not isinstance(result, tuple):
         result = (result,)
     err, rest = result[0], result[1:]
-    if int(err) != 0:
-        name = getattr(err, "name", str(int(err)))
+    code = int(getattr(err, "value", err))  # CUresult is an enum; CUDA_SUCCESS is 0
+    if code != 0:
+        name = getattr(err, "name", str(code))
         raise DriverError(f"CUDA {what} failed: {name}")
     if not rest:
         return None
