@@ -12,19 +12,22 @@
 ; the block, and every branch is uniform (the same in every thread), so no ssy is needed
 ; and each bar is reached by whole warps.
 ;
-; Block (bx, by) computes the BY x BX tile of C at rows by*BY.., columns bx*BX... It walks
-; K in steps of BX (k0 = 0, BX, 2*BX, ...); per step:
+; Block (ctaid.x, ctaid.y) computes the BY x BX tile of C at rows ctaid.y * BY ..,
+; columns ctaid.x * BX ... It walks K in steps of BX (k0 = 0, BX, 2*BX, ...); per step:
 ;   1. cooperative load: thread (tx, ty) copies A[row][k0 + tx] to As[ty][tx], and
 ;      B[k0 + t][col] to Bt[tx][t] for t = ty, ty + BY, ... < BX. B is stored transposed so
 ;      that the inner product reads both operands at constant offsets from one base each.
 ;      Whole steps need no K bounds; the last, partial step (ktail) stores 0.0 for
-;      k0 + j >= k. Rows >= m of A and columns >= n of B are never loaded (predicated ldg;
-;      their registers stay 0.0); they only feed elements of C that are not stored;
+;      k0 + j >= k. Rows >= m of A and columns >= n of B are neither loaded nor stored
+;      (predicated ldg/sts; their shared words keep the 0.0 of block start); they would only
+;      feed elements of C that are not stored;
 ;   2. bar;
-;   3. acc = fma(As[ty][j], Bt[tx][j], acc) for j = 0 .. BX-1, unrolled completely for
-;      BX = 16 (no loop counter, constant offsets); BX = 4 and 8 leave early;
+;   3. acc = fma(As[ty][j], Bt[tx][j], acc) for j = 0 .. BX-1, unrolled completely and
+;      software-pipelined (loads of the next 4 terms between the fmas of these 4);
 ;   4. bar (no warp overwrites the tiles while another still reads them).
 ; Finally thread (tx, ty) stores acc to C[row][col] if row < m and col < n.
+; The K loop is written out once per BX (16, 8, 4), chosen once at entry, so no step pays
+; for the run-time tile shape.
 ;
 ; Accumulation order (reproduced bit for bit by examples/sgemm.py and
 ; tests/driver/test_sgemm_tiled.py): acc starts at +0.0, then acc = fma(A[row][j], B[j][col],
@@ -39,12 +42,12 @@
 ; are broadcasts (every lane of a tile row reads the same word).
 ;
 ; Cost of one whole K step per thread, in instructions (steady state, counted on the ISS):
-;   full  16x16: 63 for 16 ffma (25%): 48 inner (32 lds + 16 ffma), 2 early-exit tests,
-;                6 tile load (2 ldg, 2 sts, the "more B rows?" test), 2 bar, 5 K-loop;
-;   small  8x4:  48 for 8 ffma (17%): a second B row per thread (bmore) costs 9;
-;   tiny   4x2:  35 for 4 ffma (11%).
-; Setup and the final store add 64 per thread.
-; matmul.s spends 8 per ffma (2 ldg, ffma, 2 pointer steps, counter, compare, branch).
+;   full  16x16: 61 for 16 ffma (26%): 48 inner (32 lds + 16 ffma), 6 tile load (2 ldg,
+;                2 sts, the "more B rows?" test), 2 bar, 5 K-loop;
+;   small  8x4:  46 for 8 ffma (17%): a second B row per thread (bmore8) costs 9;
+;   tiny   4x2:  34 for 4 ffma (12%).
+; Setup and the final store add 64 per thread. matmul.s spends 8 per ffma (2 ldg, ffma,
+; 2 pointer steps, counter, compare, branch).
 ;
 ; Measured on the ISS, m = n = k, uniform(-1, 1) inputs, the launch of examples/sgemm.py
 ; (--stats) and of examples/matmul.py on the same configuration; per element of C:
@@ -52,17 +55,17 @@
 ; global loads (lane accesses); ffma as a share of executed warp-instructions:
 ;
 ;   config size  kernel       tile   warp-instr  thread-instr  ldg/elem  ffma
-;   tiny    64   sgemm_tiled  4x2      156.0        624.0        48.0    10.3%
+;   tiny    64   sgemm_tiled  4x2      152.0        608.0        48.0    10.5%
 ;   tiny    64   matmul.s     4x2      136.8        547.0       128.0    11.7%
-;   small   64   sgemm_tiled  8x4       56.0        448.0        24.0    14.3%
+;   small   64   sgemm_tiled  8x4       54.1        433.0        24.0    14.8%
 ;   small   64   matmul.s     8x4       68.4        547.0       128.0    11.7%
-;   small  256   sgemm_tiled  8x4      200.0       1600.0        96.0    16.0%
+;   small  256   sgemm_tiled  8x4      192.1       1537.0        96.0    16.7%
 ;   small  256   matmul.s     8x4      260.4       2083.0       512.0    12.3%
-;   full    64   sgemm_tiled  16x16      9.9        316.0         8.0    20.3%
+;   full    64   sgemm_tiled  16x16      9.6        308.0         8.0    20.8%
 ;   full    64   matmul.s     32x8      17.1        547.0       128.0    11.7%
-;   full   128   sgemm_tiled  16x16     17.8        568.0        16.0    22.5%
+;   full   128   sgemm_tiled  16x16     17.3        552.0        16.0    23.2%
 ;   full   128   matmul.s     32x8      33.1       1059.0       256.0    12.1%
-;   full   256   sgemm_tiled  16x16     33.5       1072.0        32.0    23.9%
+;   full   256   sgemm_tiled  16x16     32.5       1040.0        32.0    24.6%
 ;   full   256   matmul.s     32x8      65.1       2083.0       512.0    12.3%
 ;
 ; On tiny (8-thread blocks) the per-step overhead outweighs the shorter inner loop: more
@@ -139,31 +142,170 @@
         add     r9, r19, r9             ; &Bt[tx][ty + BX - BY]: this thread's last B copy
 
         movi    r20, 0                  ; acc = +0.0
-        movi    r23, 0                  ; A word: stays 0.0 where row >= m (never loaded)
-        movi    r28, 0                  ; B word: stays 0.0 where !p5 (never loaded)
         movi    r6, 4
         isetp.eq p2, r3, r6             ; p2: BX == 4
         movi    r6, 8
         isetp.eq p6, r3, r6             ; p6: BX == 8
-        isetp.ge p3, r21, r3
-   @p3  bra     kstep                   ; uniform: a whole first K step
-        isetp.gt p3, r21, r0
-   @p3  bra     ktail                   ; uniform: 0 < k < BX
-        bra     store                   ; k <= 0: C = 0
+        ; The K loop exists three times, one copy per BX (chosen once, here): the copies
+        ; differ only in the length of the unrolled inner product, and no step pays for
+        ; choosing. ktail, the partial last step, is shared and returns into its copy.
+        isetp.lt p3, r21, r3
+   @p3  bra     kshort                  ; uniform: k < BX
+   @p2  bra     kstep4                  ; uniform: BX == 4
+   @p6  bra     kstep8                  ; uniform: BX == 8
 
-kstep:  ; ---- 1. cooperative tile load; a whole K step needs no K bounds ----
+kstep16:  ; ---- 1. cooperative tile load; a whole K step needs no K bounds ----
    @p0  ldg     r23, [r10]              ; A[row][k0 + tx]
-        sts     [r17], r23              ; As[ty][tx]
    @p5  ldg     r28, [r12]              ; B[k0 + ty][col]
-   @p4  sts     [r19], r28              ; Bt[tx][ty]
+   @p0  sts     [r17], r23              ; As[ty][tx]
+   @p5  sts     [r19], r28              ; Bt[tx][ty]
         isetp.lt p3, r13, r11
-   @p3  bra     bmore                   ; uniform: BY < BX, more B rows to copy
-loaded:
+   @p3  bra     bmore16                 ; uniform: BY < BX, more B rows to copy
+loaded16:
         bar                             ; ---- 2. the tiles are complete ----
+        ; ---- 3. acc += As[ty][j] * Bt[tx][j] for j = 0 .. BX-1, unrolled completely
+        ;      (constant offsets from sa = r16 and sb = r18, no loop counter).
+        ;      Software-pipelined: the operands of terms j + 4 .. j + 7 are loaded between
+        ;      the fmas of terms j .. j + 3, so that dependent fmas of a warp (acc is one
+        ;      chain) are 3 instructions apart and every load is 8 ahead of its use. ----
+        lds     r22, [r16]
+        lds     r24, [r18]
+        lds     r25, [r16+4]
+        lds     r26, [r18+4]
+        lds     r27, [r16+8]
+        lds     r29, [r18+8]
+        lds     r30, [r16+12]
+        lds     r31, [r18+12]
+        ffma    r20, r22, r24, r20      ; j = 0
+        lds     r1, [r16+16]
+        lds     r2, [r18+16]
+        ffma    r20, r25, r26, r20      ; j = 1
+        lds     r4, [r16+20]
+        lds     r6, [r18+20]
+        ffma    r20, r27, r29, r20      ; j = 2
+        lds     r7, [r16+24]
+        lds     r8, [r18+24]
+        ffma    r20, r30, r31, r20      ; j = 3
+        lds     r23, [r16+28]
+        lds     r28, [r18+28]
+        ffma    r20, r1, r2, r20        ; j = 4
+        lds     r22, [r16+32]
+        lds     r24, [r18+32]
+        ffma    r20, r4, r6, r20        ; j = 5
+        lds     r25, [r16+36]
+        lds     r26, [r18+36]
+        ffma    r20, r7, r8, r20        ; j = 6
+        lds     r27, [r16+40]
+        lds     r29, [r18+40]
+        ffma    r20, r23, r28, r20      ; j = 7
+        lds     r30, [r16+44]
+        lds     r31, [r18+44]
+        ffma    r20, r22, r24, r20      ; j = 8
+        lds     r1, [r16+48]
+        lds     r2, [r18+48]
+        ffma    r20, r25, r26, r20      ; j = 9
+        lds     r4, [r16+52]
+        lds     r6, [r18+52]
+        ffma    r20, r27, r29, r20      ; j = 10
+        lds     r7, [r16+56]
+        lds     r8, [r18+56]
+        ffma    r20, r30, r31, r20      ; j = 11
+        lds     r23, [r16+60]
+        lds     r28, [r18+60]
+        ffma    r20, r1, r2, r20        ; j = 12
+        ffma    r20, r4, r6, r20        ; j = 13
+        ffma    r20, r7, r8, r20        ; j = 14
+        ffma    r20, r23, r28, r20      ; j = 15
+        bar                             ; ---- 4. done reading the tiles ----
+        add     r10, r10, r11           ; pa: next BX columns of A
+        add     r12, r12, r14           ; pb: next BX rows of B
+        sub     r21, r21, r3            ; rem -= BX
+        isetp.ge p3, r21, r3
+   @p3  bra     kstep16                 ; uniform: another whole step
+        isetp.gt p3, r21, r0
+   @p3  bra     ktail                   ; uniform: a partial step is left
 
-        ; ---- 3. acc += As[ty][j] * Bt[tx][j] for j = 0 .. BX-1, fully unrolled for
-        ;      BX = 16 (constant offsets, no loop counter); BX = 4 and 8 leave early by
-        ;      uniform branches. Each group of 4 terms loads its 8 operands, then fmas. ----
+store:
+        pand    p0, p0, p1              ; this thread owns C[row][col]
+   @p0  stg     [r5], r20
+        exit
+
+bmore16:  ; ---- 1 (continued). B rows t = ty + BY, ty + 2*BY, ... < BX ----
+        add     r24, r12, r15           ; &B[k0 + t][col]
+        add     r25, r19, r13           ; &Bt[tx][t]
+bcopy16:
+   @p5  ldg     r28, [r24]
+   @p5  sts     [r25], r28              ; Bt[tx][t] = B[k0 + t][col]
+        add     r24, r24, r15
+        add     r25, r25, r13
+        isetp.le p3, r25, r9
+   @p3  bra     bcopy16                 ; uniform: t - ty is the same in every thread
+        bra     loaded16                ; uniform
+
+kstep8:  ; ---- BX = 8: as kstep16 ----
+   @p0  ldg     r23, [r10]
+   @p5  ldg     r28, [r12]
+   @p0  sts     [r17], r23
+   @p5  sts     [r19], r28
+        isetp.lt p3, r13, r11
+   @p3  bra     bmore8                  ; uniform
+loaded8:
+        bar
+        lds     r22, [r16]
+        lds     r24, [r18]
+        lds     r25, [r16+4]
+        lds     r26, [r18+4]
+        lds     r27, [r16+8]
+        lds     r29, [r18+8]
+        lds     r30, [r16+12]
+        lds     r31, [r18+12]
+        ffma    r20, r22, r24, r20      ; j = 0
+        lds     r1, [r16+16]
+        lds     r2, [r18+16]
+        ffma    r20, r25, r26, r20      ; j = 1
+        lds     r4, [r16+20]
+        lds     r6, [r18+20]
+        ffma    r20, r27, r29, r20      ; j = 2
+        lds     r7, [r16+24]
+        lds     r8, [r18+24]
+        ffma    r20, r30, r31, r20      ; j = 3
+        lds     r23, [r16+28]
+        lds     r28, [r18+28]
+        ffma    r20, r1, r2, r20        ; j = 4
+        ffma    r20, r4, r6, r20        ; j = 5
+        ffma    r20, r7, r8, r20        ; j = 6
+        ffma    r20, r23, r28, r20      ; j = 7
+        bar
+        add     r10, r10, r11
+        add     r12, r12, r14
+        sub     r21, r21, r3
+        isetp.ge p3, r21, r3
+   @p3  bra     kstep8                  ; uniform: another whole step
+        isetp.gt p3, r21, r0
+   @p3  bra     ktail                   ; uniform: a partial step is left
+        bra     store                   ; uniform
+
+bmore8:
+        add     r24, r12, r15
+        add     r25, r19, r13
+bcopy8:
+   @p5  ldg     r28, [r24]
+   @p5  sts     [r25], r28
+        add     r24, r24, r15
+        add     r25, r25, r13
+        isetp.le p3, r25, r9
+   @p3  bra     bcopy8                  ; uniform
+        bra     loaded8                 ; uniform
+
+kstep4:  ; ---- BX = 4: as kstep16 ----
+   @p0  ldg     r23, [r10]
+   @p5  ldg     r28, [r12]
+   @p0  sts     [r17], r23
+   @p5  sts     [r19], r28
+        isetp.lt p3, r13, r11
+   @p3  bra     bmore4                  ; uniform
+loaded4:
+        bar
         lds     r22, [r16]
         lds     r24, [r18]
         lds     r25, [r16+4]
@@ -176,73 +318,37 @@ loaded:
         ffma    r20, r25, r26, r20      ; j = 1
         ffma    r20, r27, r29, r20      ; j = 2
         ffma    r20, r30, r31, r20      ; j = 3
-   @p2  bra     kdone                   ; uniform: BX == 4
-        lds     r22, [r16+16]
-        lds     r24, [r18+16]
-        lds     r25, [r16+20]
-        lds     r26, [r18+20]
-        lds     r27, [r16+24]
-        lds     r29, [r18+24]
-        lds     r30, [r16+28]
-        lds     r31, [r18+28]
-        ffma    r20, r22, r24, r20      ; j = 4
-        ffma    r20, r25, r26, r20      ; j = 5
-        ffma    r20, r27, r29, r20      ; j = 6
-        ffma    r20, r30, r31, r20      ; j = 7
-   @p6  bra     kdone                   ; uniform: BX == 8
-        lds     r22, [r16+32]
-        lds     r24, [r18+32]
-        lds     r25, [r16+36]
-        lds     r26, [r18+36]
-        lds     r27, [r16+40]
-        lds     r29, [r18+40]
-        lds     r30, [r16+44]
-        lds     r31, [r18+44]
-        ffma    r20, r22, r24, r20      ; j = 8
-        ffma    r20, r25, r26, r20      ; j = 9
-        ffma    r20, r27, r29, r20      ; j = 10
-        ffma    r20, r30, r31, r20      ; j = 11
-        lds     r22, [r16+48]
-        lds     r24, [r18+48]
-        lds     r25, [r16+52]
-        lds     r26, [r18+52]
-        lds     r27, [r16+56]
-        lds     r29, [r18+56]
-        lds     r30, [r16+60]
-        lds     r31, [r18+60]
-        ffma    r20, r22, r24, r20      ; j = 12
-        ffma    r20, r25, r26, r20      ; j = 13
-        ffma    r20, r27, r29, r20      ; j = 14
-        ffma    r20, r30, r31, r20      ; j = 15
-kdone:
-        bar                             ; ---- 4. done reading the tiles ----
-
-        add     r10, r10, r11           ; pa: next BX columns of A
-        add     r12, r12, r14           ; pb: next BX rows of B
-        sub     r21, r21, r3            ; rem -= BX
+        bar
+        add     r10, r10, r11
+        add     r12, r12, r14
+        sub     r21, r21, r3
         isetp.ge p3, r21, r3
-   @p3  bra     kstep                   ; uniform: another whole step
+   @p3  bra     kstep4                  ; uniform: another whole step
         isetp.gt p3, r21, r0
    @p3  bra     ktail                   ; uniform: a partial step is left
+        bra     store                   ; uniform
 
-store:
-        pand    p0, p0, p1              ; this thread owns C[row][col]
-   @p0  stg     [r5], r20
-        exit
-
-bmore:  ; ---- 1 (continued). B rows t = ty + BY, ty + 2*BY, ... < BX ----
-        add     r24, r12, r15           ; &B[k0 + t][col]
-        add     r25, r19, r13           ; &Bt[tx][t]
-bcopy:
+bmore4:
+        add     r24, r12, r15
+        add     r25, r19, r13
+bcopy4:
    @p5  ldg     r28, [r24]
-   @p4  sts     [r25], r28              ; Bt[tx][t] = B[k0 + t][col]
+   @p5  sts     [r25], r28
         add     r24, r24, r15
         add     r25, r25, r13
         isetp.le p3, r25, r9
-   @p3  bra     bcopy                   ; uniform: t - ty is the same in every thread
-        bra     loaded                  ; uniform
+   @p3  bra     bcopy4                  ; uniform
+        bra     loaded4                 ; uniform
+
+kshort:
+        isetp.gt p3, r21, r0
+   @p3  bra     ktail                   ; uniform: 0 < k < BX
+        bra     store                   ; k <= 0: C = 0
 
 ktail:  ; ---- 1'. the last step, K bounds checked: k0 + j < k is j < rem ----
+        s2r     r1, tid.x               ; (the inner product used r1, r2, r4)
+        s2r     r2, tid.y
+        s2r     r4, ntid.y
         isetp.lt p3, r1, r21
         pand    p3, p3, p0              ; A[row][k0 + tx] exists
         movi    r26, 0
@@ -261,6 +367,8 @@ btail:
         add     r24, r24, r15
         add     r25, r25, r13
         isetp.le p3, r25, r9
-   @p3  bra     btail                   ; uniform, as bcopy
-        bra     loaded                  ; uniform
+   @p3  bra     btail                   ; uniform, as bcopy16
+   @p2  bra     loaded4                 ; uniform: back into the K loop of this BX
+   @p6  bra     loaded8
+        bra     loaded16
         .end

@@ -94,6 +94,8 @@ def test_default_tile(config: str, m: int, n: int, k: int) -> None:
     ("small", (16, 2), 3, 33, 17),
     ("full", (8, 32), 40, 9, 20),
     ("tiny", (4, 1), 3, 5, 7),
+    ("full", (8, 4), 17, 9, 30),     # the whole block in one warp of 32
+    ("full", (4, 2), 6, 9, 11),      # 8 threads: lanes 8..31 of the warp never live
 ])
 def test_other_tiles(config: str, tile: tuple[int, int], m: int, n: int, k: int) -> None:
     _run(config, m, n, k, tile, seed=1)
