@@ -252,3 +252,31 @@ def test_broadcast_of_loaded_tiles(iss_device, m, n):
     k_outer[(1,)](a, b, o, M=m, N=n)
     full = a[:, None] * np.float32(2) + b[None, :]
     assert np.allclose(o, full - full.sum(axis=0), rtol=1e-5, atol=1e-5)
+
+
+@triton.jit
+def k_return_in_loop(x_ptr, y_ptr, steps):
+    t = tl.thread_id(0)
+    v = tl.load(x_ptr + t)
+    for i in range(0, steps):
+        if v > 100.0:
+            tl.store(y_ptr + t, v + i * 1000.0)
+            return
+        v = v * 2.0
+    tl.store(y_ptr + t, -v)
+
+
+def test_return_inside_a_loop(iss_device):
+    x = np.linspace(1, 60, 32).astype(np.float32)
+    y = np.zeros(32, np.float32)
+    k_return_in_loop[(1,)](x, y, 6, block=(32, 1, 1))
+    want = []
+    for v in x:
+        for i in range(6):
+            if v > 100:
+                want.append(v + i * 1000)
+                break
+            v = np.float32(v * 2)
+        else:
+            want.append(-v)
+    assert np.array_equal(y, np.array(want, np.float32))
