@@ -104,7 +104,8 @@ def compile_function(fn, arg_types: dict[str, Type], constexprs: dict, target: T
 
             res = generate(f)
             code = res.text
-            stats = {"registers": res.registers, "static_instructions": res.instructions}
+            stats = {"registers": res.registers, "static_instructions": res.instructions,
+                     "spilled": res.spilled}
         elif target.kind == "ptx":
             from .ptx_codegen import generate_ptx
 

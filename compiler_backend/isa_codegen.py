@@ -8,9 +8,11 @@
    ``ssy``/``sync`` unless the condition is warp-uniform.
 2. Register allocation is linear scan over live intervals on the linear code; a value
    used inside a loop and defined before it lives through the whole loop. General
-   registers r1..r30 (r31 is the scratch for parallel moves), predicates p0..p5 (p6 is the
-   scratch). Nothing spills: a kernel that needs more registers is an error naming the
-   number it needed.
+   registers r1..r30 (r31 is the scratch of parallel moves and spill addresses),
+   predicates p0..p5 (p6 is the scratch). When more values are live than registers, the
+   ones reaching furthest are spilled: predicates to a 0/1 general register, general
+   registers to this thread's words of shared memory (in front of the kernel's shared
+   data), reloaded before each use.
 3. Emission prints assembly that :func:`simtgpu.assembler.assemble` accepts.
 
 Mnemonics come from :data:`simtgpu.isa.BY_MNEMONIC` (checked at import).
@@ -178,7 +180,8 @@ class Uniformity:
 class ISel:
     """IR to machine instructions on virtual registers."""
 
-    def __init__(self, fn: Function):
+    def __init__(self, fn: Function, smem_shift: int = 0):
+        self.smem_shift = smem_shift  # bytes of spill area in front of the shared data
         self.fn = fn
         self.code: list[MI] = []
         self.alias: dict[int, Value] = {}
@@ -217,7 +220,7 @@ class ISel:
         x = self.v(x)
         op = x.owner
         if isinstance(op, Op) and op.name in ("const", "smem") and x.type != I1:
-            if _is_zero_const(op) or (op.name == "smem" and op.attrs["offset"] == 0):
+            if _is_zero_const(op) or (op.name == "smem" and self.smem(op) == 0):
                 return Sym("r0")
         if isinstance(op, Op) and op.name == "const" and x.type == I1:
             return Sym("pt") if op.attrs["value"] else Sym("!pt")
@@ -250,13 +253,17 @@ class ISel:
         if op.name == "const":
             return MI("li", [r, _const_bits(op.attrs["value"])], [r])
         if op.name == "smem":
-            return MI("li", [r, op.attrs["offset"]], [r])
+            return MI("li", [r, self.smem(op)], [r])
         if op.name == "gep":
             base, c = self.addr(op.operands[0])
             return MI("addi", [r, base, c + 4 * op.operands[1].owner.attrs["value"]], [r])
         if op.name == "param":
             return MI("ldparam", [r, Sym(op.attrs["pname"])], [r])
         raise AssertionError(op.name)
+
+    def smem(self, op: Op) -> int:
+        """A shared address after the spill area."""
+        return op.attrs["offset"] + self.smem_shift
 
     def const_of(self, x: Value):
         op = self.v(x).owner
@@ -277,8 +284,8 @@ class ISel:
             off += c
             p = self.v(op.operands[0])
             op = p.owner
-        if isinstance(op, Op) and op.name == "smem" and _fits11(off + op.attrs["offset"]):
-            return Sym("r0"), off + op.attrs["offset"]
+        if isinstance(op, Op) and op.name == "smem" and _fits11(off + self.smem(op)):
+            return Sym("r0"), off + self.smem(op)
         return self.reg(p), off
 
     # --- driver ------------------------------------------------------------------------------
@@ -656,6 +663,66 @@ class PredicatePressure(CompileError):
         self.live = live
 
 
+class GprPressure(PredicatePressure):
+    """More general-purpose values live than registers."""
+
+
+@dataclass
+class SpillStride:
+    """Bytes between two threads' spill areas, known once spilling is finished."""
+
+    value: int = 0
+
+    def __str__(self) -> str:
+        return str(self.value)
+
+
+def _replace_value(mi: MI, old: Value, new: Value) -> None:
+    mi.args = [new if a is old else (Mem(new, a.offset) if isinstance(a, Mem)
+                                     and a.base is old else a) for a in mi.args]
+    mi.defs = [new if d is old else d for d in mi.defs]
+    if mi.guard is old:
+        mi.guard = new
+    if mi.moves:
+        mi.moves = [(new if d is old else d, new if s is old else s) for d, s in mi.moves]
+    for child in mi.group or ():
+        _replace_value(child, old, new)
+
+
+def spill_gpr(code: list[MI], loops: list[tuple[int, int]], v: Value, offset: int,
+              stride: SpillStride) -> tuple[list[MI], list[tuple[int, int]]]:
+    """Keep ``v`` in this thread's word of shared memory at ``offset + tid * stride``:
+    reload it into a short-lived register before each use and store it after each
+    definition (``s2r r31, tid; muli r31, r31, stride; lds/sts [r31+offset]``)."""
+    if offset > 1023:
+        raise CompileError("the kernel needs more registers than this GPU has and its "
+                           "spill area lies beyond the reach of a memory offset; use a "
+                           "smaller BLOCK, more warps or less shared memory")
+    scratch = Sym(f"r{SCRATCH_GPR}")
+
+    def addr() -> list[MI]:
+        return [MI("s2r", [scratch, Sym("tid")]), MI("muli", [scratch, scratch, stride])]
+
+    out: list[MI] = []
+    where: list[int] = []
+    for mi in code:
+        where.append(len(out))
+        used = v in _mi_uses(mi)
+        defined = any(d is v for d in mi.defs)
+        if not used and not defined:
+            out.append(mi)
+            continue
+        t = ir.Value(v.type)
+        if used:
+            out += addr() + [MI("lds", [t, Mem(scratch, offset)], [t])]
+        _replace_value(mi, v, t)
+        out.append(mi)
+        if defined:
+            out += addr() + [MI("sts", [Mem(scratch, offset), t])]
+    where.append(len(out))
+    return out, [(where[s], where[e + 1] - 1) for s, e in loops]
+
+
 def spill_predicate(code: list[MI], loops: list[tuple[int, int]], v: Value
                     ) -> tuple[list[MI], list[tuple[int, int]]] | None:
     """Keep predicate ``v`` as 0/1 in a general register and re-derive it before each use
@@ -736,11 +803,10 @@ def allocate(code: list[MI], loops: list[tuple[int, int]]) -> dict[int, str]:
                     f"the kernel needs more than {len(PREDS)} predicate registers ({n} live "
                     "at once); use a smaller BLOCK or more warps (num_warps)",
                     [(a[0], vals[a[1]]) for a in active if a[2] == "p"] + [(end[vid], vals[vid])])
-            what = "predicate" if cls == "p" else "general-purpose"
-            limit = len(PREDS) if cls == "p" else len(GPRS)
-            raise CompileError(f"the kernel needs more than {limit} {what} registers "
-                               f"({n} live at once) and the compiler does not spill; use a "
-                               "smaller BLOCK or more warps (num_warps)")
+            raise GprPressure(
+                f"the kernel needs more than {len(GPRS)} general-purpose registers ({n} live "
+                "at once)", [(a[0], vals[a[1]]) for a in active if a[2] == "r"]
+                + [(end[vid], vals[vid])])
         pool.sort(key=lambda x: int(x))
         reg = pool.pop(0)
         assign[vid] = f"{cls}{reg}"
@@ -766,7 +832,7 @@ def _fmt(a, regs: dict[int, str]) -> str:
         return f"[{base}]"
     if isinstance(a, int):
         return str(a) if -1024 <= a <= 1023 or a < 0 else hex(a)
-    return str(a)
+    return str(a)  # SpillStride and others print their value
 
 
 def _expand_pmove(moves: list[tuple[Value, Value | Sym]], regs: dict[int, str]) -> list[str]:
@@ -817,18 +883,55 @@ class IsaResult:
     text: str
     registers: int
     instructions: int
+    spilled: int = 0  # values kept in shared memory for want of registers
 
 
 def generate(fn: Function) -> IsaResult:
     """IR (after passes) to assembly text for one kernel."""
-    isel = ISel(fn)
+    reserve = 0  # spill slots per thread reserved at the front of shared memory
+    for _ in range(6):
+        code, loops, regs, spill_slots, stride = _select_and_allocate(fn, reserve)
+        if spill_slots <= reserve:
+            break
+        reserve = spill_slots + 2  # shared offsets move: allocate again with room to spare
+    else:
+        raise CompileError("register allocation with spilling did not settle")
+    stride.value = 4 * reserve
+    spill_bytes = reserve * 4 * fn.threads
+    shared = spill_bytes + fn.shared_bytes
+    return _emit(fn, code, regs, shared, spill_slots)
+
+
+def _select_and_allocate(fn: Function, reserve: int):
+    """Instruction selection and allocation; values that do not fit go to this thread's
+    spill words at the front of shared memory (``tid * stride + 4 * slot``)."""
+    isel = ISel(fn, reserve * 4 * fn.threads)
     code = isel.run()
     loops = isel.loops
     spilled: set[int] = set()
+    spill_slots = 0
+    spill_base = 0
+    stride = SpillStride()
     while True:
         try:
             regs = allocate(code, loops)
             break
+        except GprPressure as e:
+            # spill the live values whose intervals reach furthest to shared memory (a few
+            # more per round as spilling goes on, so big kernels allocate in few rounds)
+            batch = 1 + len(spilled) // 4
+            done = 0
+            for _, v in sorted(e.live, key=lambda x: -x[0]):
+                if v.id in spilled:
+                    continue
+                spilled.add(v.id)
+                code, loops = spill_gpr(code, loops, v, spill_base + 4 * spill_slots, stride)
+                spill_slots += 1
+                done += 1
+                if done == batch:
+                    break
+            if not done:
+                raise CompileError(str(e)) from None
         except PredicatePressure as e:
             # spill the live predicate whose interval reaches furthest
             for _, v in sorted(e.live, key=lambda x: -x[0]):
@@ -841,11 +944,16 @@ def generate(fn: Function) -> IsaResult:
                     break
             else:
                 raise CompileError(str(e)) from None
+    return code, loops, regs, spill_slots, stride
+
+
+def _emit(fn: Function, code: list[MI], regs: dict[int, str], shared: int,
+          spill_slots: int) -> IsaResult:
     lines = [f".kernel {fn.name}"]
     for p in fn.params:
         lines.append(f"    .param {p.name}, {param_kind(p.type)}")
-    if fn.shared_bytes:
-        lines.append(f"    .shared {fn.shared_bytes}")
+    if shared:
+        lines.append(f"    .shared {shared}")
     count = 0
     used_regs = 0
     flat: list[MI] = []
@@ -872,4 +980,4 @@ def generate(fn: Function) -> IsaResult:
         if r.startswith("r"):
             used_regs = max(used_regs, int(r[1:]))
     lines.append(".end")
-    return IsaResult("\n".join(lines) + "\n", used_regs + 1, count)
+    return IsaResult("\n".join(lines) + "\n", used_regs + 1, count, spill_slots)

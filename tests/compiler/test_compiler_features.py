@@ -280,3 +280,28 @@ def test_return_inside_a_loop(iss_device):
         else:
             want.append(-v)
     assert np.array_equal(y, np.array(want, np.float32))
+
+
+def test_register_spilling_to_shared_memory(iss_device):
+    from compiler_helpers import example
+
+    m = example("vector_add")
+    x = np.arange(2500, dtype=np.float32)
+    out = np.zeros(2500, np.float32)
+    m.add_kernel.cache.clear()
+    # 1024-element tiles: 32 elements of x and of y per thread, more than 30 registers
+    m.add_kernel[(3,)](x, x, out, 2500, BLOCK_SIZE=1024)
+    assert np.array_equal(out, 2 * x)
+    (ck,) = m.add_kernel.cache.values()
+    assert ck.stats["spilled"] > 0 and "sts [r31+" in ck.code and "lds " in ck.code
+
+
+def test_matmul_with_large_tiles_spills_and_is_correct(iss_device):
+    from compiler_helpers import example
+
+    mm = example("matmul")
+    rng = np.random.default_rng(7)
+    a = rng.standard_normal((20, 17)).astype(np.float32)
+    b = rng.standard_normal((17, 24)).astype(np.float32)
+    c, _ = mm.matmul(a, b, block=16)
+    assert np.allclose(c, a.astype(np.float64) @ b, rtol=1e-4, atol=1e-4)

@@ -141,18 +141,12 @@ def test_missing_constexpr_value():
         compile_function(k_pow2.fn, {"x_ptr": P, "n": ir.I32}, {}, Target("isa", 8))
 
 
-def test_register_exhaustion_is_a_source_error():
-    with pytest.raises(SourceError, match="registers"):
-        # 64 slots per thread of a float tile do not fit in 30 registers
-        compile_function(k_many_live.fn, {"x_ptr": P, "n": ir.I32}, {"BLOCK": 2048},
-                         Target("isa", 8))
+def test_spill_area_out_of_reach_is_a_clear_error():
+    from simtgpu.compiler_backend.isa_codegen import SpillStride, spill_gpr
+    from simtgpu.compiler_backend.tiles import CompileError
 
-
-@triton.jit
-def k_many_live(x_ptr, n, BLOCK: tl.constexpr):
-    offs = tl.arange(0, BLOCK)
-    v = tl.load(x_ptr + offs)
-    tl.store(x_ptr + offs, v * tl.sum(v, axis=0))
+    with pytest.raises(CompileError, match="spill area lies beyond the reach"):
+        spill_gpr([], [], ir.Value(ir.I32), 1024, SpillStride())
 
 
 def test_cli_reports_without_traceback(tmp_path, capsys):
