@@ -56,9 +56,8 @@ class RtlConfig:
         A barrier that waits longer than this raises ``BARRIER_DEADLOCK``.
     sim_memory_bytes:
         Size of the simulation memory model behind the external port. Defaults to
-        ``gpu.memory_bytes``; a smaller value keeps simulator builds small. Requests past it
-        are never made, because cores fault on addresses at or past ``memory_bytes`` and the
-        harness requires ``sim_memory_bytes == memory_bytes`` unless told otherwise.
+        ``gpu.memory_bytes``; unit tests use a few KiB. With a smaller memory than
+        ``memory_bytes`` the model wraps addresses past its end, so keep kernels inside it.
     """
 
     gpu: GpuConfig

@@ -8,9 +8,9 @@ arrival order, so responses are in request order and an atomic's read-modify-wri
 interleave with another access. An ATOMIC takes two cycles (read, then write), so the request
 after it waits one cycle.
 
-A backdoor port (``bd``) reads and writes whole lines without bus cycles' ordering rules; the
-harness uses it to load and dump memory images. Backdoor writes take priority over nothing:
-use them only while the GPU is idle.
+A backdoor port (``bd``) reads and writes whole lines without bus cycles; the harness uses it
+to load and dump memory images. Use it only while the GPU is idle: it does not take part in the
+ordering of bus requests.
 """
 
 from __future__ import annotations

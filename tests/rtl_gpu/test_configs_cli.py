@@ -1,0 +1,50 @@
+"""RtlConfig on top of the driver's configurations, parameter validation, and `simtgpu rtl`."""
+
+from __future__ import annotations
+
+import pytest
+from simtgpu.cli.main import main
+from simtgpu.driver_model.configs import CONFIGS
+from simtgpu.rtl.configs import RtlConfigError, get_rtl_config
+
+
+def test_named_configs_follow_the_driver() -> None:
+    sizes = {name: (get_rtl_config(name).cores, get_rtl_config(name).warps,
+                    get_rtl_config(name).lanes) for name in ("tiny", "small", "full")}
+    assert sizes == {"tiny": (1, 2, 4), "small": (2, 4, 8), "full": (4, 8, 32)}
+    for name, gpu in CONFIGS.items():
+        cfg = get_rtl_config(name)
+        assert cfg.gpu is gpu
+        assert cfg.line_words == gpu.lanes  # a coalesced warp access is one line
+        assert cfg.imem_words == gpu.imem_bytes // 4
+        assert cfg.sim_memory_bytes == gpu.memory_bytes
+        assert cfg.ext_tag_bits == cfg.tag_bits + (cfg.cores).bit_length()
+
+
+def test_variants_and_validation() -> None:
+    cfg = get_rtl_config("tiny").with_(lanes=16, mem_latency=3)
+    assert (cfg.lanes, cfg.line_words, cfg.mem_latency) == (16, 16, 3)
+    assert get_rtl_config("small", line_words=4).line_words == 4
+    with pytest.raises(RtlConfigError, match="line_words must be a power of two from 1 to 32, "
+                       "not 3"):
+        get_rtl_config("tiny", line_words=3)
+    with pytest.raises(RtlConfigError, match="sim_memory_bytes"):
+        get_rtl_config("tiny", sim_memory_bytes=3000)
+    with pytest.raises(RtlConfigError, match="unknown configuration 'huge'"):
+        get_rtl_config("huge")
+
+
+def test_rtl_command_writes_verilog(tmp_path, capsys) -> None:
+    out = tmp_path / "sub" / "gpu-tiny.v"
+    assert main(["rtl", "--config", "tiny", "-o", str(out)]) == 0
+    text = out.read_text()
+    assert "module gpu(" in text and "module \\gpu.core0" in text
+    assert "wrote" in capsys.readouterr().out
+
+
+def test_rtl_command_reports_unwritable_path(tmp_path, capsys) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    assert main(["rtl", "--config", "tiny", "-o", str(blocker / "gpu.v")]) == 1
+    err = capsys.readouterr().err
+    assert "cannot write Verilog" in err and "Traceback" not in err
