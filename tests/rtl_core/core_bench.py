@@ -7,6 +7,8 @@ order and collects the retire port), ``run_iss`` runs the golden model on the sa
 
 from __future__ import annotations
 
+import io
+import json
 import struct
 from dataclasses import dataclass, field
 
@@ -83,23 +85,39 @@ def launch_from_asm(src: str, kernel: str, grid, block, params, memory: bytes) -
 class RtlResult:
     memory: bytes
     cycles: int
-    retired: list[tuple] = field(default_factory=list)  # (warp, pc, exec, rd or None, values)
+    retired: list[dict] = field(default_factory=list)  # retire-trace lines (trace-format.md)
     fault: dict | None = None
     perf: dict = field(default_factory=dict)
 
 
-def run_iss(cfg: RtlConfig, launch: Launch) -> tuple[bytes, object]:
-    """The golden result: memory from DATA_ADDR after the launch, or the fault record."""
+def run_iss(cfg: RtlConfig, launch: Launch, trace: list | None = None
+            ) -> tuple[bytes, object]:
+    """The golden result: memory from DATA_ADDR after the launch, or the fault record.
+    With ``trace`` (a list), the ISS retire-trace lines are appended to it as dicts."""
     gm = GlobalMemory(cfg.memory_bytes)
     gm.write(PARAM_ADDR, launch.param_bytes)
     gm.write(DATA_ADDR, launch.memory)
+    stream = io.StringIO() if trace is not None else None
     try:
         Iss(gm, warp_size=cfg.lanes, stack_depth=cfg.stack_depth).launch(
             launch.code, launch.entry, launch.grid, launch.block, PARAM_ADDR,
-            len(launch.param_bytes), launch.shared_bytes)
+            len(launch.param_bytes), launch.shared_bytes, trace=stream)
     except KernelFault as e:
         return b"", e.record
+    finally:
+        if stream is not None:
+            trace += [json.loads(line) for line in stream.getvalue().splitlines()]
     return gm.read(DATA_ADDR, len(launch.memory)), None
+
+
+def per_warp(lines: list[dict]) -> dict[tuple, list[tuple]]:
+    """Retire lines grouped by (block, warp) in order, keeping the fields the RTL reports."""
+    out: dict[tuple, list[tuple]] = {}
+    for x in lines:
+        key = (tuple(x["block"]), x["warp"])
+        out.setdefault(key, []).append((x["pc"], x["mask"], x["exec"], x["rd"], x["values"],
+                                        x["pd"], x["pvalues"]))
+    return out
 
 
 def run_rtl(cfg: RtlConfig, launch: Launch, max_cycles: int = 20000,
@@ -175,10 +193,17 @@ def run_rtl(cfg: RtlConfig, launch: Launch, max_cycles: int = 20000,
                 if trace_retire and ctx.get(core.retire.valid):
                     rt = core.retire
                     ex = ctx.get(rt.exec)
-                    result.retired.append((
-                        ctx.get(rt.warp), ctx.get(rt.pc), ex,
-                        ctx.get(rt.rd) if ctx.get(rt.rd_valid) else None,
-                        tuple(ctx.get(rt.values[l]) for l in range(cfg.lanes))))
+                    lanes = [l for l in range(cfg.lanes) if ex >> l & 1]
+                    rd_ok = ctx.get(rt.rd_valid)
+                    pd_ok = ctx.get(rt.pd_valid)
+                    result.retired.append({
+                        "block": [bid % gx, bid // gx % gy, bid // (gx * gy)],
+                        "warp": ctx.get(rt.warp), "pc": ctx.get(rt.pc),
+                        "mask": ctx.get(rt.mask), "exec": ex,
+                        "rd": ctx.get(rt.rd) if rd_ok else None,
+                        "values": [ctx.get(rt.values[l]) for l in lanes] if rd_ok else None,
+                        "pd": ctx.get(rt.pd) if pd_ok else None,
+                        "pvalues": ctx.get(rt.pvalues) & ex if pd_ok else None})
                 for n in perf_names:
                     result.perf[n] += ctx.get(getattr(core.perf, n))
                 await ctx.tick()
