@@ -70,9 +70,9 @@ def test_random_tile_program(iss_device, tmp_path, seed):
     rng = np.random.default_rng(seed)
     warps = int(rng.choice([1, 2, 4]))
     lanes = iss_device.config.lanes
-    while True:  # at most 4 elements per thread, so the registers suffice
+    while True:  # up to 16 elements per thread: the larger tiles spill registers
         m, n = (int(2 ** rng.integers(0, 6)) for _ in range(2))
-        if m * n <= 4 * warps * lanes:
+        if m * n <= 16 * warps * lanes:
             break
     A = rng.standard_normal((m, n)).astype(np.float32)
     u = rng.standard_normal(m).astype(np.float32)
