@@ -54,6 +54,9 @@ class RtlConfig:
         A kernel that runs longer than this many cycles is stopped with a ``WATCHDOG`` fault.
     barrier_watchdog_cycles:
         A barrier that waits longer than this raises ``BARRIER_DEADLOCK``.
+    drain_timeout_cycles:
+        After a fault, how long the host interface waits for the halted cores to drain before
+        flushing them anyway (a core that never drains must not block the queue).
     sim_memory_bytes:
         Size of the simulation memory model behind the external port. Defaults to
         ``gpu.memory_bytes``; unit tests use a few KiB. With a smaller memory than
@@ -65,6 +68,7 @@ class RtlConfig:
     tag_bits: int = 8
     watchdog_cycles: int = 1 << 24
     barrier_watchdog_cycles: int = 1 << 16
+    drain_timeout_cycles: int = 1 << 16
     sim_memory_bytes: int = 0  # 0 = gpu.memory_bytes
 
     def __post_init__(self) -> None:
@@ -91,6 +95,9 @@ class RtlConfig:
         if not 1 <= self.barrier_watchdog_cycles < 1 << 32:
             problems.append("barrier_watchdog_cycles must be from 1 to 2**32-1, "
                             f"not {self.barrier_watchdog_cycles}")
+        if not 1 <= self.drain_timeout_cycles < 1 << 32:
+            problems.append("drain_timeout_cycles must be from 1 to 2**32-1, "
+                            f"not {self.drain_timeout_cycles}")
         line_bytes = 4 * self.line_words
         if (not _is_pow2(self.sim_memory_bytes) or self.sim_memory_bytes < line_bytes
                 or self.sim_memory_bytes > self.gpu.memory_bytes):

@@ -9,7 +9,8 @@ memory through its own memory port (a source on the interconnect, like a core):
         NOP / FENCE --> drain --> fence write --> idle
         bad record --> faulted (STATUS.FAULT | BAD_COMMAND)
     run --core fault or watchdog--> halt cores, wait until drained --> flush --> faulted
-    faulted --CONTROL.CLEAR_FAULT--> HEAD := TAIL, idle
+    faulted --CONTROL.CLEAR_FAULT--> HEAD := TAIL, idle  (the clear acts at once; a launch
+                                     still draining goes to idle after its flush)
 
 "drain" waits until no memory request is outstanding anywhere, so the fence is written only
 after every store of the command is in memory (memory answers in order).
@@ -145,7 +146,6 @@ class HostInterface(wiring.Component):
         f_lanes = Signal(32)
         f_block = [Signal(16, name=f"f_block_{a}") for a in "xyz"]
         f_instr = Signal(32)
-        clear_req = Signal()  # CLEAR_FAULT written before the fault handling finished
 
         state = Signal(CpState)
         m.d.comb += self.state.eq(state)
@@ -306,12 +306,18 @@ class HostInterface(wiring.Component):
 
         next_head = Mux(head + 1 == entries, 0, head + 1)
 
-        with m.If(write_clear):
-            m.d.sync += clear_req.eq(1)
+        # CLEAR_FAULT acts at once, even while the faulting launch is still being drained
+        # (STATUS then shows BUSY until the cores are flushed). The FSM below comes later, so
+        # a fault latched in the same cycle wins.
+        with m.If(write_clear & fault):
+            m.d.sync += [
+                fault.eq(0), bad_command.eq(0), head.eq(tail), f_cause.eq(FaultCause.NONE),
+                f_pc.eq(0), f_core.eq(0), f_warp.eq(0), f_lanes.eq(0), f_instr.eq(0),
+                *[b.eq(0) for b in f_block],
+            ]
 
         with m.Switch(state):
             with m.Case(CpState.IDLE):
-                m.d.sync += clear_req.eq(0)
                 with m.If((head != tail) & ~fault):
                     m.d.sync += [state.eq(CpState.FETCH_REQ), fetch_i.eq(0)]
 
@@ -369,13 +375,13 @@ class HostInterface(wiring.Component):
                 m.d.sync += watchdog.eq(watchdog + 1)
                 with m.If(any_fault):
                     latch_core_fault()
-                    m.d.sync += [fault.eq(1), state.eq(CpState.HALT)]
+                    m.d.sync += [fault.eq(1), state.eq(CpState.HALT), watchdog.eq(0)]
                     m.d.comb += self.disp_abort.eq(1)
                 with m.Elif(watchdog >= cfg.watchdog_cycles):
                     m.d.sync += [
                         fault.eq(1), f_cause.eq(FaultCause.WATCHDOG), f_pc.eq(0), f_core.eq(0),
                         f_warp.eq(0), f_lanes.eq(0), f_instr.eq(0), *[b.eq(0) for b in f_block],
-                        state.eq(CpState.HALT),
+                        state.eq(CpState.HALT), watchdog.eq(0),
                     ]
                     m.d.comb += self.disp_abort.eq(1)
                 with m.Elif(self.disp_done):
@@ -403,20 +409,18 @@ class HostInterface(wiring.Component):
                     m.d.sync += [head.eq(next_head), state.eq(CpState.IDLE)]
 
             with m.Case(CpState.HALT):
+                # Cores finish what is in flight. Should a broken core never drain, flush it
+                # anyway after a while: the queue must not stay stuck behind it.
                 m.d.comb += self.core_halt.eq(1)
-                with m.If(self.drained):
+                m.d.sync += watchdog.eq(watchdog + 1)
+                with m.If(self.drained | (watchdog >= cfg.drain_timeout_cycles)):
                     m.d.sync += state.eq(CpState.FLUSH)
 
             with m.Case(CpState.FLUSH):
                 m.d.comb += [self.core_halt.eq(1), self.core_flush.eq(1)]
-                m.d.sync += state.eq(CpState.FAULTED)
+                m.d.sync += state.eq(Mux(fault, CpState.FAULTED, CpState.IDLE))
 
             with m.Case(CpState.FAULTED):
-                with m.If(write_clear | clear_req):
-                    m.d.sync += [
-                        fault.eq(0), bad_command.eq(0), clear_req.eq(0), head.eq(tail),
-                        f_cause.eq(FaultCause.NONE), f_pc.eq(0), f_core.eq(0), f_warp.eq(0),
-                        f_lanes.eq(0), f_instr.eq(0), *[b.eq(0) for b in f_block],
-                        state.eq(CpState.IDLE),
-                    ]
+                with m.If(~fault):  # cleared by CONTROL.CLEAR_FAULT (above)
+                    m.d.sync += state.eq(CpState.IDLE)
         return m

@@ -6,6 +6,7 @@ interconnect, the command processor, faults and counters. For each block it:
 1. reads the parameter line at ``param_addr`` (line-aligned in these tests): ``dst``, ``v``;
 2. if ``v == FAULT_MAGIC`` raises an OUT_OF_RANGE fault (warp 1, lanes 0b101, pc = entry
    pc, instr = ``FAULT_INSTR``); if ``v == HANG_MAGIC`` it never finishes the block;
+   if ``v == STUCK_MAGIC`` it faults and claims never to drain;
 3. writes ``v + linear block id + imem[entry_pc / 4]`` to ``dst[linear block id]``;
 4. retires one instruction with every lane executing, and reports the block done.
 
@@ -22,10 +23,11 @@ from simtgpu.rtl.signatures import FaultCause, MemKind, block_layout, core_signa
 
 FAULT_MAGIC = 0xDEAD
 HANG_MAGIC = 0xBEEF
+STUCK_MAGIC = 0xD1E  # fault, then never drain (a memory request that is never answered)
 FAULT_INSTR = 0x1234_5678
 
 
-class _S(enum.Enum, shape=3):
+class _S(enum.Enum, shape=4):
     IDLE = 0
     RD_REQ = 1
     RD_WAIT = 2
@@ -34,6 +36,7 @@ class _S(enum.Enum, shape=3):
     DONE = 5
     FAULTED = 6
     HANG = 7
+    STUCK = 8
 
 
 class StandinCore(wiring.Component):
@@ -67,7 +70,7 @@ class StandinCore(wiring.Component):
             d.ready.eq((state == _S.IDLE) & ~self.halt & (d.payload.num_warps <= cfg.warps)),
             self.busy.eq(state != _S.IDLE),
             self.drained.eq((state != _S.RD_WAIT) & (state != _S.WR_WAIT)
-                            & ~self.mem.req.valid),
+                            & (state != _S.STUCK) & ~self.mem.req.valid),
             self.mem.resp.ready.eq(1),
         ]
         req = self.mem.req
@@ -95,6 +98,8 @@ class StandinCore(wiring.Component):
                         m.d.sync += state.eq(_S.FAULTED)
                     with m.Elif(w1 == HANG_MAGIC):
                         m.d.sync += state.eq(_S.HANG)
+                    with m.Elif(w1 == STUCK_MAGIC):
+                        m.d.sync += state.eq(_S.STUCK)
                     with m.Else():
                         m.d.sync += state.eq(_S.WR_REQ)
             with m.Case(_S.WR_REQ):
@@ -128,7 +133,7 @@ class StandinCore(wiring.Component):
                     self.perf.issued.eq(1),
                 ]
                 m.d.sync += state.eq(_S.IDLE)
-            with m.Case(_S.FAULTED):
+            with m.Case(_S.FAULTED, _S.STUCK):
                 r = self.fault.record
                 m.d.comb += [
                     self.fault.valid.eq(1),

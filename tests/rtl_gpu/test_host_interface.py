@@ -22,7 +22,7 @@ from simtgpu.driver_model.command_queue import (
 from simtgpu.isa.abi import FaultCause
 from simtgpu.rtl.configs import get_rtl_config
 from simtgpu.rtl.harness import SimHarness
-from standin_core import FAULT_INSTR, FAULT_MAGIC, HANG_MAGIC, StandinCore
+from standin_core import FAULT_INSTR, FAULT_MAGIC, HANG_MAGIC, STUCK_MAGIC, StandinCore
 
 QUEUE = 0x1000
 FENCE = 0x1400
@@ -336,3 +336,32 @@ def test_watchdog_stops_a_hung_kernel() -> None:
     assert out["status"] == Status.FAULT
     assert out["cause"] == FaultCause.WATCHDOG
     assert 300 <= out["cycles"] < 400
+
+
+def test_clear_during_drain_and_a_core_that_never_drains() -> None:
+    """CLEAR_FAULT written while the faulting core is still being waited on takes effect at
+    once (STATUS shows BUSY until the flush); a record queued right after it still runs; a
+    core that never drains is flushed after ``drain_timeout_cycles``."""
+    h = _harness("tiny", drain_timeout_cycles=200)
+    out = {}
+
+    async def body(host: Host):
+        await host.setup()
+        host.poke(PARAMS, [DST, STUCK_MAGIC])
+        host.put_record(0, _launch(1, (1, 1, 1)))
+        await host.write(Mmio.DOORBELL, 1)
+        await host.wait_done()
+        out["fault"] = (await host.read(Mmio.STATUS), await host.read(Mmio.FAULT_CAUSE))
+        await host.write(Mmio.CONTROL, Control.CLEAR_FAULT)
+        out["cleared"] = (await host.read(Mmio.STATUS), await host.read(Mmio.HEAD))
+        host.poke(PARAMS + 64, [DST, 3])
+        host.put_record(1, _launch(0x1D, (1, 1, 1), params=PARAMS + 64))
+        await host.write(Mmio.DOORBELL, 2)
+        out["cycles"] = await host.wait_done()
+        out["end"] = (await host.read(Mmio.STATUS), host.peek(FENCE)[0], host.peek(DST)[0])
+
+    _run(h, body)
+    assert out["fault"] == (Status.FAULT, FaultCause.OUT_OF_RANGE)
+    assert out["cleared"] == (Status.BUSY, 1)
+    assert out["cycles"] >= 150  # waited for the drain timeout first
+    assert out["end"] == (0, 0x1D, 3 + IMEM_K)
