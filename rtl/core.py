@@ -143,7 +143,9 @@ class Core(wiring.Component):
         active = [Signal(L, name=f"w{w}_active") for w in range(W)]
         live = [Signal(L, name=f"w{w}_live") for w in range(W)]
         ctrl_wait = Signal(W)
-        loads_out = [Signal(8, name=f"w{w}_loads") for w in range(W)]
+        # a global load/atomic, ldparam or SFU instruction of the warp is waiting for its late
+        # write-back: the warp is parked, so its instructions retire in program order
+        long_wait = Signal(W)
         stores_out = [Signal(8, name=f"w{w}_stores") for w in range(W)]
         preds = [[Signal(7, name=f"w{w}_l{l}_p") for l in range(L)] for w in range(W)]
 
@@ -308,7 +310,7 @@ class Core(wiring.Component):
             h = heads[w]
             has = ib_count[w] != 0
             is_fence = h.dec.iid == iid("fence")
-            park = (loads_out[w] != 0) | (is_fence & (stores_out[w] != 0))
+            park = long_wait[w] | (is_fence & (stores_out[w] != 0))
             haz = (needs(h.dec) & sb.pending[w]) != 0
             busy_unit = (h.dec.sem == RSem.SFU) & sfu_busy
             m.d.comb += [hazard[w].eq(has & haz), parked[w].eq(has & park),
@@ -348,6 +350,12 @@ class Core(wiring.Component):
             m.d.sync += ib_count[w].eq(ib_count[w] + push - pop)
             with m.If(block_reset | self.flush):
                 m.d.sync += [ib_count[w].eq(0), ib_head[w].eq(0)]
+
+        def is_long(dec):
+            glob = Cat(dec.iid == iid(i.mnemonic) for i in INSTRUCTIONS
+                       if i.sem in (Sem.LOAD, Sem.ATOMIC, Sem.PARAM)
+                       and i.space is not Space.SHARED).any()
+            return glob | (dec.sem == RSem.SFU)
 
         # scoreboard set at issue
         m.d.comb += [sb.set.en.eq(issue_ok & (issued.dec.wr_reg | issued.dec.wr_pred)),
@@ -597,16 +605,14 @@ class Core(wiring.Component):
             m.d.sync += [mem_wb.eq(y), mem_wb.deferred.eq(y.deferred | lsu.deferred),
                          mem_wb.valid.eq(y.valid & ~lsu.fault)]
 
-        # outstanding global accesses per warp (parking, fences, block completion)
+        # outstanding global stores per warp (fences)
         for w in range(W):
             inc = lsu.sent & (lsu.sent_warp == w)
             dec_ = lsu.acked & (lsu.acked_warp == w)
             ld = lsu.op != LsuOp.STG
-            m.d.sync += [loads_out[w].eq(loads_out[w] + (inc & ld) - (dec_ & lsu.acked_load)),
-                         stores_out[w].eq(stores_out[w] + (inc & ~ld)
-                                          - (dec_ & ~lsu.acked_load))]
+            m.d.sync += stores_out[w].eq(stores_out[w] + (inc & ~ld) - (dec_ & ~lsu.acked_load))
             with m.If(block_reset | self.flush):
-                m.d.sync += [loads_out[w].eq(0), stores_out[w].eq(0)]
+                m.d.sync += stores_out[w].eq(0)
 
         # --- wb: register/predicate write, scoreboard release, retire ----------------------
         z = mem_wb
@@ -625,6 +631,15 @@ class Core(wiring.Component):
         with m.If(sfu_take):
             m.d.sync += [sfu_wb_valid.eq(0), sfu_busy.eq(0)]
         m.d.comb += [lwb.ready.eq(~z.valid), lwb_wait.eq(lwb.valid | sfu_wb_valid)]
+        z_long_done = z.valid & ~z.deferred & is_long(zd)  # no lane executed: nothing returns
+        for w in range(W):
+            with m.If(issue_ok & (is_pick == w) & is_long(issued.dec)):
+                m.d.sync += long_wait[w].eq(1)
+            with m.Elif((lwb.valid & lwb.ready & (lwb.p.warp == w))
+                        | (sfu_take & (sfu_meta.warp == w))
+                        | (z_long_done & (z.warp == w))
+                        | block_reset | self.flush):
+                m.d.sync += long_wait[w].eq(0)
         wb_reg = z.valid & zd.wr_reg & ~z.deferred
         with m.If(wb_reg):
             m.d.comb += [rf.we.eq(z.exec), rf.waddr.eq(rf.addr(z.warp, zd.rd)),

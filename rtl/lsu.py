@@ -140,13 +140,15 @@ class Lsu(wiring.Component):
             a = self.addr[l]
             m.d.comb += addr[l].eq(Mux(op == LsuOp.LDPARAM, a + self.param_addr, a))
             m.d.comb += mis[l].eq(a[:2] != 0)
+            # a word must lie wholly inside its space; out of range is reported before
+            # misalignment, as the ISS does
             with m.Switch(op):
                 with m.Case(LsuOp.LDG, LsuOp.STG, LsuOp.ATOM):
-                    m.d.comb += oor[l].eq((a < GLOBAL_NULL_GUARD) | (a >= self.memory_bytes))
+                    m.d.comb += oor[l].eq((a < GLOBAL_NULL_GUARD) | (a + 4 > self.memory_bytes))
                 with m.Case(LsuOp.LDS, LsuOp.STS, LsuOp.ATOMS):
-                    m.d.comb += oor[l].eq(a >= self.shared_size)
+                    m.d.comb += oor[l].eq(a + 4 > self.shared_size)
                 with m.Case(LsuOp.LDPARAM):
-                    m.d.comb += oor[l].eq(a >= self.param_size)
+                    m.d.comb += oor[l].eq(a + 4 > self.param_size)
 
         started = Signal()
         rem_q = Signal(lanes)
@@ -158,12 +160,12 @@ class Lsu(wiring.Component):
         faulting = active & ~started & ((bad_mis | bad_oor) != 0)
         with m.If(faulting):
             m.d.comb += self.fault.eq(1)
-            with m.If(bad_mis != 0):
-                m.d.comb += [self.fault_cause.eq(FaultCause.MISALIGNED),
-                             self.fault_lanes.eq(bad_mis)]
-            with m.Else():
+            with m.If(bad_oor != 0):
                 m.d.comb += [self.fault_cause.eq(FaultCause.OUT_OF_RANGE),
                              self.fault_lanes.eq(bad_oor)]
+            with m.Else():
+                m.d.comb += [self.fault_cause.eq(FaultCause.MISALIGNED),
+                             self.fault_lanes.eq(bad_mis)]
 
         # --- global: coalescing into line transactions ------------------------------------
         meta = data.StructLayout({

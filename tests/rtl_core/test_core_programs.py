@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from core_bench import DATA_ADDR, launch_from_asm, run_iss, run_rtl, small_config
+from core_bench import DATA_ADDR, launch_from_asm, per_warp, run_iss, run_rtl, small_config
 from kernels_e import ALL_UNITS
 from simtgpu.isa import FaultCause
 
@@ -160,13 +160,20 @@ FAULTS = {
     "misaligned": ("ldparam r1, out\n        ldg r2, [r1+2]", FaultCause.MISALIGNED),
     "underflow": ("sync", FaultCause.STACK_UNDERFLOW),
     "illegal": (".word 0", FaultCause.ILLEGAL_INSTRUCTION),
+    # lane 0 is both out of range and misaligned: out of range wins, for lane 0 only
+    "oob_before_misaligned": ("s2r r1, tid\n        shli r1, r1, 1\n"
+                              "        movi r2, 0xffe\n        add r1, r1, r2\n"
+                              "        stg [r1], r0", FaultCause.OUT_OF_RANGE),
+    "shared_oob": ("s2r r1, tid\n        shli r1, r1, 3\n        lds r2, [r1]",
+                   FaultCause.OUT_OF_RANGE),
+    "param_oob": ("ldparam r1, 4", FaultCause.OUT_OF_RANGE),
 }
 
 
 @pytest.mark.parametrize("case", sorted(FAULTS))
 def test_faults_match_iss(case):
     body, cause = FAULTS[case]
-    src = (f"        .kernel k\n        .param out, ptr\n        {body}\n"
+    src = (f"        .kernel k\n        .param out, ptr\n        .shared 16\n        {body}\n"
            "        exit\n        .end\n")
     cfg = CONFIGS["tiny"]()
     launch = launch_from_asm(src, "k", (1,), (6,), [DATA_ADDR], bytes(16))
@@ -184,3 +191,32 @@ def test_all_units_one_warp():
     launch = launch_from_asm(ALL_UNITS, "k", (1,), (cfg.lanes,), [DATA_ADDR, DATA_ADDR + 4096],
                              bytes(4096 + 64))
     _check(cfg, launch)
+
+
+@pytest.mark.parametrize("kernel", ["classify", "block_sum", "all_units"])
+def test_retire_trace_matches_iss_per_warp(kernel):
+    """Step-and-compare: each warp's retired instructions (pc, masks, destination values)
+    equal the ISS's, in order."""
+    cfg = CONFIGS["tiny"]()
+    if kernel == "classify":
+        vals = np.array([0, 1, 2, 3, -5, 6, 1, 4, 5, 8, 0, 16], dtype=np.int32)
+        nb = 4 * len(vals)
+        launch = launch_from_asm(open(EXAMPLES + "divergence.s").read(), "classify", (2,),
+                                 (8,), [DATA_ADDR, DATA_ADDR + nb, len(vals) - 2],
+                                 vals.tobytes() + bytes(nb))
+    elif kernel == "block_sum":
+        x = np.random.default_rng(4).standard_normal(16).astype(np.float32)
+        launch = launch_from_asm(open(EXAMPLES + "reduction.s").read(), "block_sum", (2,),
+                                 (8,), [DATA_ADDR, DATA_ADDR + 64, 14], x.tobytes() + bytes(8))
+    else:
+        launch = launch_from_asm(ALL_UNITS, "k", (1,), (cfg.lanes,),
+                                 [DATA_ADDR, DATA_ADDR + 4096], bytes(4096 + 64))
+    rtl = run_rtl(cfg, launch, trace_retire=True)
+    ref: list = []
+    run_iss(cfg, launch, trace=ref)
+    got, want = per_warp(rtl.retired), per_warp(ref)
+    assert got.keys() == want.keys()
+    for key in want:
+        assert len(got[key]) == len(want[key]), key
+        for i, (g, w) in enumerate(zip(got[key], want[key], strict=True)):
+            assert g == w, (key, i, g, w)
