@@ -26,9 +26,11 @@ from __future__ import annotations
 import fcntl
 import hashlib
 import os
+import re
 import shutil
 import subprocess
 import tempfile
+import time
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
@@ -97,6 +99,24 @@ class _Lock:
         self.f.close()
 
 
+def _prune(folder: Path, prefix: str, suffix: str = "", keep: int = 3) -> None:
+    """Delete all but the ``keep`` newest ``<prefix><16 hex><suffix>`` entries of ``folder``
+    (old builds of one configuration; a running model keeps its executable open, so deleting
+    is safe), and failed builds' ``<prefix><hash>.<tmp>`` folders once they are a day old."""
+    done = re.compile(re.escape(prefix) + r"[0-9a-f]{16}" + re.escape(suffix))
+    failed = re.compile(re.escape(prefix) + r"[0-9a-f]{16}\.\w+")
+    entries = [p for p in folder.iterdir() if done.fullmatch(p.name)]
+    entries.sort(key=lambda p: p.stat().st_mtime, reverse=True)
+    now = time.time()
+    stale = [p for p in folder.iterdir()
+             if p.is_dir() and failed.fullmatch(p.name) and now - p.stat().st_mtime > 86400]
+    for old in entries[keep:] + stale:
+        if old.is_dir():
+            shutil.rmtree(old, ignore_errors=True)
+        else:
+            old.unlink(missing_ok=True)
+
+
 def _rtl_sources_digest() -> bytes:
     return b"".join(p.name.encode() + p.read_bytes() for p in sorted(RTL_DIR.glob("*.py")))
 
@@ -116,6 +136,7 @@ def harness_verilog(config: str | GpuConfig | RtlConfig, top: str = "harness") -
             tmp = out.with_suffix(".tmp")
             tmp.write_text(text)
             tmp.replace(out)
+            _prune(out.parent, f"{top}-{cfg.name}-", ".v")
     return out
 
 
@@ -169,6 +190,7 @@ def build_harness(config: str | GpuConfig | RtlConfig, *, trace: bool = False) -
             shutil.rmtree(out_dir)
         work.rename(out_dir)
         (out_dir / "exe.tmp").replace(exe)
+        _prune(out_dir.parent, f"{cfg.name}{'-trace' if trace else ''}-")
     return exe
 
 
