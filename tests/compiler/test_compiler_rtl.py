@@ -1,7 +1,6 @@
 """The same compiled kernels on the RTL (Verilator through the driver's rtl backend)."""
 
 import pytest
-
 from compiler_helpers import example
 from simtgpu.driver_model import DriverError
 
