@@ -70,13 +70,50 @@ def _lane_diff(want: dict, got: dict, lanes: int) -> str:
 _KEYS = ("pc", "mask", "exec", "rd", "values", "pd", "pvalues")
 
 
+REORDER_WINDOW = 64
+"""How far (in the warp's program order) an instruction may retire ahead of an older one.
+The core has a scoreboard: an independent instruction may write back before an older
+long-latency one (a load, the SFU), so the RTL's retire order within a warp is not program
+order. Each RTL line is matched to the oldest unmatched ISS line of the same PC within this
+window; the pairs are then compared in program order."""
+
+
+def _program_order(wl: list[dict], gl: list[dict]) -> tuple[list[dict], list[dict]]:
+    """``gl`` (RTL retire order) rearranged into the program order of ``wl`` (ISS); an RTL
+    line with no partner ends the rearranged list (so it is reported at that point)."""
+    placed: dict[int, dict] = {}
+    first_free = 0
+    extra: list[dict] = []
+    for g in gl:
+        while first_free in placed:
+            first_free += 1
+        for i in range(first_free, min(len(wl), first_free + REORDER_WINDOW)):
+            if i not in placed and wl[i]["pc"] == g["pc"]:
+                placed[i] = g
+                break
+        else:
+            extra.append(g)
+            break
+    ordered = []
+    for i in range(len(wl)):
+        if i not in placed:
+            break
+        ordered.append(placed[i])
+    if len(ordered) < len(placed) + len(extra):
+        # a hole: show the RTL line that took the place of the missing one
+        later = [placed[i] for i in sorted(placed) if i > len(ordered)]
+        ordered += (later[:1] or extra[:1])
+    return wl, ordered
+
+
 def compare_traces(launch: KernelLaunch, want: list[dict], got: list[dict], lanes: int
                    ) -> Mismatch | None:
     """None when every warp retired the same instructions with the same results; else the
-    first difference of the first warp (in block, warp order) that differs."""
+    first difference (in program order) of the first warp (in block, warp order) that
+    differs."""
     ww, gw = per_warp(want), per_warp(got)
     for key in sorted(set(ww) | set(gw)):
-        wl, gl = ww.get(key, []), gw.get(key, [])
+        wl, gl = _program_order(ww.get(key, []), gw.get(key, []))
         where = f"block ({key[0]},{key[1]},{key[2]}) warp {key[3]}"
         for i, (w, g) in enumerate(zip(wl, gl, strict=False)):
             diff = [k for k in _KEYS if w.get(k) != g.get(k)]

@@ -142,28 +142,50 @@ def check_one(cfg: RtlConfig, launch: KernelLaunch, golden: IssRun, rtl: RtlRun
                             f"(pc, warp, lanes, block) expected {want}, rtl {got}")
     if got_fault is None and not rtl.fence_ok:
         return Mismatch(f"{head}: the completion fence was not written")
-    mm = compare_traces(launch, golden.trace, rtl.trace, cfg.lanes)
-    if mm is not None and got_fault is None:
+    if got_fault is None:
+        mm = compare_traces(launch, golden.trace, rtl.trace, cfg.lanes)
+    else:
+        # A fault stops the launch with younger instructions of other warps (and older
+        # in-flight loads of the faulting one) not retired: compare what both retired.
+        mm = compare_traces(launch, *common_part(golden.trace, rtl.trace), cfg.lanes)
+    if mm is not None:
         return Mismatch(f"{head}: {mm}")
-    if mm is not None and got_fault is not None:
-        # A faulting launch may stop other warps at different points; compare only the
-        # common prefix of each warp.
-        from simtgpu.sim.trace import per_warp
-        ww, gw = per_warp(golden.trace), per_warp(rtl.trace)
-        pw, pg = [], []
-        for key in set(ww) | set(gw):
-            n = min(len(ww.get(key, [])), len(gw.get(key, [])))
-            pw += ww.get(key, [])[:n]
-            pg += gw.get(key, [])[:n]
-        mm = compare_traces(launch, pw, pg, cfg.lanes)
-        if mm is not None:
-            return Mismatch(f"{head}: {mm}")
-        return None
     if got_fault is None:
         mm = compare_memory(launch, golden.buffers, rtl.buffers)
         if mm is not None:
             return Mismatch(f"{head}: {mm}")
     return None
+
+
+def common_part(want: list[dict], got: list[dict]) -> tuple[list[dict], list[dict]]:
+    """The ISS lines that the RTL also retired (matched per warp by PC in program order,
+    see compare.REORDER_WINDOW), and the RTL lines in that order."""
+    from simtgpu.sim.trace import per_warp
+
+    from .compare import REORDER_WINDOW
+
+    ww, gw = per_warp(want), per_warp(got)
+    out_w: list[dict] = []
+    out_g: list[dict] = []
+    for key in set(ww) | set(gw):
+        wl, gl = ww.get(key, []), gw.get(key, [])
+        used: set[int] = set()
+        pairs = []
+        start = 0
+        for g in gl:
+            for i in range(start, min(len(wl), start + REORDER_WINDOW)):
+                if i not in used and wl[i]["pc"] == g["pc"]:
+                    used.add(i)
+                    pairs.append((i, g))
+                    break
+            else:
+                pairs.append((len(wl) + len(pairs), g))  # an extra line: reported
+            while start in used:
+                start += 1
+        pairs.sort(key=lambda p: p[0])
+        out_w += [wl[i] if i < len(wl) else {**g, "pc": -1} for i, g in pairs]
+        out_g += [g for _, g in pairs]
+    return out_w, out_g
 
 
 def check_launches(cfg: RtlConfig, launches: list[KernelLaunch], run_name: str,
