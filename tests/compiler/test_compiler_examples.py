@@ -57,3 +57,19 @@ def test_launch_options_and_cache(iss_device):
     o = iss_device.empty(70, np.float32)
     m.add_kernel[(3,)](d, d, o, 70, BLOCK_SIZE=32)  # DeviceArrays are used in place
     assert np.array_equal(o.to_host(), 2 * x)
+
+
+def test_launch_mistakes_are_clear(iss_device):
+    import numpy as np
+    from simtgpu.compiler_backend import LaunchError
+
+    m = example("vector_add")
+    x = np.ones(8, np.float32)
+    with pytest.raises(LaunchError, match="missing argument 'n_elements'"):
+        m.add_kernel[(1,)](x, x, x, BLOCK_SIZE=8)
+    with pytest.raises(LaunchError, match="has no parameter 'BLOCK'"):
+        m.add_kernel[(1,)](x, x, x, 8, BLOCK=8)
+    with pytest.raises(LaunchError, match="float64 are not supported"):
+        m.add_kernel[(1,)](x.astype(np.float64), x, x, 8, BLOCK_SIZE=8)
+    with pytest.raises(LaunchError, match="launch it as add_kernel\\[grid\\]"):
+        m.add_kernel(x, x, x, 8, BLOCK_SIZE=8)
