@@ -88,3 +88,12 @@ def test_random_divergent_kernel(iss_device, tmp_path, seed):
     nan = np.isnan(want)
     assert np.array_equal(np.isnan(out), nan), src
     assert out[~nan].tobytes() == want[~nan].tobytes(), src
+
+
+@pytest.mark.regress
+def test_random_divergent_kernel_regress(iss_device, tmp_path, request):
+    """The long search: ``pytest -m regress tests/compiler --regress-n N --regress-seed S``."""
+    n = request.config.getoption("--regress-n")
+    first = 1000 + request.config.getoption("--regress-seed")
+    for seed in range(first, first + n):
+        test_random_divergent_kernel(iss_device, tmp_path, seed)

@@ -87,3 +87,12 @@ def test_random_tile_program(iss_device, tmp_path, seed):
         assert np.allclose(out, want, rtol=1e-5, atol=1e-4), src
     else:
         assert out.tobytes() == want.tobytes(), src
+
+
+@pytest.mark.regress
+def test_random_tile_program_regress(iss_device, tmp_path, request):
+    """The long search: ``pytest -m regress tests/compiler --regress-n N --regress-seed S``."""
+    n = request.config.getoption("--regress-n")
+    first = 1000 + request.config.getoption("--regress-seed")
+    for seed in range(first, first + n):
+        test_random_tile_program(iss_device, tmp_path, seed)
