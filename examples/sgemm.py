@@ -85,6 +85,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--by", type=int, help="tile height = block y (default: see above)")
     args = p.parse_args(argv)
     m, n, k = (args.size if v is None else v for v in (args.m, args.n, args.k))
+    if min(m, n) < 1 or k < 0:
+        print(f"sizes m={m} n={n} k={k}: m and n must be at least 1, k at least 0",
+              file=sys.stderr)
+        return 2
     dev = open_device(args)
     limit = dev.config.max_threads_per_block
     bx, by = default_tile(limit)

@@ -140,4 +140,6 @@ def test_example_refuses_bad_tiles(capsys) -> None:
     assert _example().main(["--bx", "12"]) == 2
     assert _example().main(["--bx", "8", "--by", "3"]) == 2
     assert _example().main(["--config", "tiny", "--bx", "8", "--by", "2"]) == 2
-    assert "--by 3" in capsys.readouterr().err
+    assert _example().main(["--m", "0"]) == 2
+    err = capsys.readouterr().err
+    assert "--by 3" in err and "m=0" in err
