@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from kernels_e import ALL_UNITS
+from kernels import ALL_UNITS, LOOP, SHARED_CONFLICTS, chain_program
 from simtgpu.assembler import assemble
 from simtgpu.driver_model.command_queue import Command, CommandOp, Mmio, pack
 from simtgpu.rtl.verilator_runner import RtlSim
@@ -66,6 +66,31 @@ def sim(request):
         s.mmio_write(Mmio.QUEUE_ENTRIES, 4)
         s.mmio_write(Mmio.FENCE_ADDR, FENCE)
         yield s
+
+
+@pytest.mark.parametrize("distance", range(10))
+def test_alu_dependency_chain(sim, distance):
+    run_kernel(sim, chain_program(distance), "k", (1,), (8,), [DATA], bytes(64 * 15))
+
+
+def test_vector_add_coalesced(sim):
+    rng = np.random.default_rng(2)
+    block = sim.cfg.lanes * sim.cfg.warps
+    n = 3 * block - 3
+    a = rng.standard_normal(3 * block).astype(np.float32)
+    b = rng.standard_normal(3 * block).astype(np.float32)
+    nb = a.nbytes
+    c = run_kernel(sim, (ROOT / "examples/asm/vector_add.s").read_text(), "vector_add", (3,),
+                   (block,), [DATA, DATA + nb, DATA + 2 * nb, n],
+                   a.tobytes() + b.tobytes() + bytes(nb))
+    # per warp: 4 parameter reads, 2 loads and 1 store, each one line transaction
+    assert c["MEM_TRANSACTIONS"] == 3 * sim.cfg.warps * 7
+
+
+def test_loop_and_bank_conflicts(sim):
+    run_kernel(sim, LOOP, "k", (2,), (sim.cfg.lanes + 3,), [DATA], bytes(4 * 64))
+    nthreads = min(20, sim.cfg.lanes * sim.cfg.warps)
+    run_kernel(sim, SHARED_CONFLICTS, "k", (1,), (nthreads,), [DATA], bytes(4 * nthreads))
 
 
 def test_classify_long_collatz(sim):

@@ -5,7 +5,6 @@ from __future__ import annotations
 import random
 
 from amaranth.sim import Simulator
-
 from simtgpu.isa import INSTRUCTIONS, EncodingError, Kind, decode, used_fields
 from simtgpu.rtl.decoder import Decoder
 from simtgpu.rtl.isa_consts import IID_BY_ENCODING

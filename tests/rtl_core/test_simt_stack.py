@@ -6,7 +6,6 @@ import random
 
 import pytest
 from amaranth.sim import Simulator
-
 from simtgpu.isa import FaultCause
 from simtgpu.rtl.simt_stack import SimtOp, SimtStack
 
@@ -94,7 +93,7 @@ def test_simt_stack_random_against_model(seed):
             ctx.set(dut.valid, 1)
             want = ref_step(s["st"], depth, op, s["pc"], target, s["active"], s["live"], guard)
             got = None
-            for cycle in range(2 * depth + 4):
+            for _cycle in range(2 * depth + 4):
                 if ctx.get(dut.done):
                     assert ctx.get(dut.done_warp) == w
                     if ctx.get(dut.fault):

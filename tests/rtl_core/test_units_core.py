@@ -5,7 +5,6 @@ from __future__ import annotations
 import random
 
 from amaranth.sim import Simulator
-
 from simtgpu.rtl.barrier import Barrier
 from simtgpu.rtl.scoreboard import Scoreboard
 

@@ -1,5 +1,7 @@
-"""Kernels exercising the units of stage (d)/(e): multiplier, FPU, SFU, compares, select,
-predicate logic, shuffles, votes, global and shared atomics, fences.
+"""Kernels shared by the core tests (Amaranth simulator and Verilator).
+
+``ALL_UNITS`` exercises the multiplier, FPU, SFU, compares, select, predicate logic,
+shuffles, votes, global and shared atomics and fences.
 
 Atomics from different warps may interleave in any order (the models need not agree on it),
 so ``ALL_UNITS`` is compared on one warp; its lanes collide on purpose.
@@ -106,3 +108,72 @@ ALL_UNITS = """
         exit
         .end
 """
+
+
+def chain_program(distance: int) -> str:
+    """A chain of dependent adds, each consumer ``distance`` independent instructions after
+    its producer, then every register stored."""
+    lines = ["s2r r1, tid", "shli r30, r1, 2", "ldparam r31, out", "add r31, r31, r30",
+             "addi r2, r1, 3"]
+    fill = 10  # filler registers r10..r19
+    prev = 2
+    dst = 3
+    for step in range(4):
+        for k in range(distance):
+            lines.append(f"addi r{fill + (k % 10)}, r1, {step * 16 + k}")
+        lines.append(f"add r{dst}, r{prev}, r{prev}")
+        lines.append(f"xori r{dst}, r{dst}, {step + 1}")
+        prev, dst = dst, dst + 1
+    for i, r in enumerate([2, 3, 4, 5, 6] + list(range(10, 10 + min(distance, 10)))):
+        lines.append(f"stg [r31+{i * 64}], r{r}")
+    lines.append("exit")
+    body = "\n".join("        " + x for x in lines)
+    return f"        .kernel k\n        .param out, ptr\n{body}\n        .end\n"
+
+
+LOOP = """
+        .kernel k
+        .param out, ptr
+        s2r     r1, tid
+        andi    r2, r1, 7           ; trip count 0..7 per thread
+        movi    r3, 0
+        movi    r4, 1
+        ssy     done
+loop:   isetp.gt p0, r2, r0
+   @!p0 bra     out_
+        add     r3, r3, r4
+        shli    r4, r4, 1
+        addi    r2, r2, -1
+        bra     loop
+out_:   sync
+done:   ldparam r5, out
+        shli    r6, r1, 2
+        add     r5, r5, r6
+        stg     [r5], r3
+        exit
+        .end
+"""
+
+
+SHARED_CONFLICTS = """
+        .kernel k
+        .param out, ptr
+        .shared 512
+        s2r     r1, tid
+        shli    r2, r1, 2
+        muli    r3, r1, 16          ; stride 4 words: 4 or more lanes share a bank
+        addi    r4, r1, 100
+        sts     [r3], r4
+        andi    r5, r1, 3
+        shli    r5, r5, 2           ; lanes read 4 distinct words (broadcast)
+        lds     r6, [r5]
+        lds     r7, [r3]
+        ldparam r8, out
+        add     r8, r8, r2
+        add     r6, r6, r7
+        stg     [r8], r6
+        exit
+        .end
+"""
+
+
