@@ -42,3 +42,28 @@ def test_faults_match_iss(case):
     assert rtl.fault["lanes"] == ref.lane_mask
 
 
+
+
+BARRIER_FAULTS = {
+    # warp 1 exits, warp 0 waits at the barrier forever
+    "deadlock": ("s2r r1, warpid\n        isetp.ne p0, r1, r0\n   @p0  exit\n        bar",
+                 FaultCause.BARRIER_DEADLOCK),
+    "divergent": ("s2r r1, laneid\n        isetp.eq p0, r1, r0\n        ssy J\n"
+                  "   @p0  bra T\n        bar\n        sync\nT:      sync\nJ:      nop",
+                  FaultCause.DIVERGENT_BARRIER),
+    "overflow": ("\n".join(["        ssy J"] * 17) + "\nJ:      nop", FaultCause.STACK_OVERFLOW),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BARRIER_FAULTS))
+def test_control_faults_match_iss(case):
+    body, cause = BARRIER_FAULTS[case]
+    src = f"        .kernel k\n        .param out, ptr\n{body}\n        exit\n        .end\n"
+    cfg = tiny()
+    launch = launch_from_asm(src, "k", (1,), (8,), [DATA_ADDR], bytes(16))
+    rtl = run_rtl(cfg, launch)
+    _, ref = run_iss(cfg, launch)
+    assert ref is not None and rtl.fault is not None
+    assert rtl.fault["cause"] == cause == FaultCause(int(ref.cause))
+    assert (rtl.fault["warp"], rtl.fault["pc"], rtl.fault["lanes"]) == \
+        (ref.warp, ref.pc, ref.lane_mask)
