@@ -155,13 +155,26 @@ def _module_for(dev, ck: CompiledKernel):
         cache = {}
         dev._simtgpu_jit_modules = cache
     key = id(ck)
-    if key not in cache:
-        if ck.target.kind == "ptx":
-            mod = dev.backend.load_ptx(ck.code, ck.name, ck.params)
-        else:
-            mod = dev.load_module(ck.object_file())
-        cache[key] = (ck, mod)
-    return cache[key][1]
+    if key in cache:
+        cache[key] = cache.pop(key)  # most recently used last
+        return cache[key][1]
+    if ck.target.kind == "ptx":
+        mod = dev.backend.load_ptx(ck.code, ck.name, ck.params)
+    else:
+        obj = ck.object_file()
+        while True:
+            try:
+                mod = dev.load_module(obj)
+                break
+            except SimtgpuError as e:
+                # instruction memory is full: unload the least recently used kernels
+                if "instruction memory" not in str(e) or not cache:
+                    raise
+                _, (_, old) = next(iter(cache.items()))
+                del cache[next(iter(cache))]
+                old.unload()
+    cache[key] = (ck, mod)
+    return mod
 
 
 def launch_compiled(dev, ck: CompiledKernel, grid, runtime: dict, owner=None):

@@ -73,3 +73,27 @@ def test_launch_mistakes_are_clear(iss_device):
         m.add_kernel[(1,)](x.astype(np.float64), x, x, 8, BLOCK_SIZE=8)
     with pytest.raises(LaunchError, match="launch it as add_kernel\\[grid\\]"):
         m.add_kernel(x, x, x, 8, BLOCK_SIZE=8)
+
+
+def test_full_instruction_memory_unloads_old_kernels():
+    import numpy as np
+    import simtgpu.compiler_backend as triton
+    from simtgpu.driver_model import Device
+
+    dev = Device(backend="iss", config="tiny")  # 4 KiB of instruction memory
+    triton.set_device(dev)
+    try:
+        add, saxpy = example("vector_add").add_kernel, example("saxpy").saxpy_kernel
+        x = np.arange(300, dtype=np.float32)
+        # three kernels of about 1.5 KiB each do not fit together
+        for kernel, block, warps in ((add, 128, 2), (add, 64, 1), (saxpy, 128, 2),
+                                     (add, 128, 2)):
+            out = np.zeros(300, np.float32) if kernel is add else x.copy()
+            args = (x, x, out, 300) if kernel is add else (x, out, 2.0, 300)
+            kw = {"BLOCK_SIZE" if kernel is add else "BLOCK": block}
+            kernel[(triton.cdiv(300, block),)](*args, num_warps=warps, **kw)
+            assert np.array_equal(out, 2 * x if kernel is add else 3 * x)
+        assert dev.imem_stats().allocated_bytes <= 4096
+    finally:
+        triton.set_device(None)
+        dev.close()
