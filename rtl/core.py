@@ -44,6 +44,7 @@ from .scoreboard import Scoreboard
 from .sfu import Sfu
 from .signatures import core_signature
 from .simt_stack import SimtOp, SimtStack
+from .stages import Stage
 from .warp_unit import WarpUnit
 
 IBUF_DEPTH = 2
@@ -229,8 +230,9 @@ class Core(wiring.Component):
                      bar.members.eq(member), bar.exited.eq(finished & member)]
 
         # --- sch: pick a warp to fetch -----------------------------------------------------
-        sch_if = Signal(layouts.sch_if(W))
-        if_id = Signal(layouts.if_id(W))
+        m.submodules.sch_if = sch_if_st = Stage("sch_if", layouts.sch_if(W))
+        m.submodules.if_id = if_id_st = Stage("if_id", layouts.if_id(W))
+        sch_if, if_id = sch_if_st.q, if_id_st.q
         ib_count = [Signal(range(IBUF_DEPTH + 1), name=f"w{w}_ibcount") for w in range(W)]
         ib_head = [Signal(range(IBUF_DEPTH), name=f"w{w}_ibhead") for w in range(W)]
         ib = [[Signal(layouts.id_is(), name=f"w{w}_ib{i}") for i in range(IBUF_DEPTH)]
@@ -243,11 +245,11 @@ class Core(wiring.Component):
         sch_last = Signal(wb_)
         sch_pick, sch_found = _rr_pick(m, "sch", fetchable, sch_last, W)
         do_fetch = sch_found & can_issue
-        m.d.sync += [sch_if.valid.eq(do_fetch), sch_if.warp.eq(sch_pick)]
+        m.d.comb += [sch_if_st.d.valid.eq(do_fetch), sch_if_st.d.warp.eq(sch_pick)]
         with m.Switch(sch_pick):
             for w in range(W):
                 with m.Case(w):
-                    m.d.sync += sch_if.pc.eq(pc[w])
+                    m.d.comb += sch_if_st.d.pc.eq(pc[w])
         with m.If(block_reset):  # warp 0 first, as the ISS does
             m.d.sync += sch_last.eq(W - 1)
         with m.Elif(do_fetch):
@@ -256,7 +258,7 @@ class Core(wiring.Component):
         # --- if: instruction memory read ----------------------------------------------------
         imem_bytes = cfg.imem_words * 4
         m.d.comb += [imem_r.addr.eq(sch_if.pc[2:]), imem_r.en.eq(1)]
-        m.d.sync += if_id.eq(sch_if)
+        m.d.comb += if_id_st.d.eq(sch_if)
         if_pc_fault = Signal()
         m.d.sync += if_pc_fault.eq((sch_if.pc >= imem_bytes) | (sch_if.pc[:2] != 0))
 
@@ -373,11 +375,12 @@ class Core(wiring.Component):
             _, rp = tid_mems[l]
             m.d.comb += [rp.addr.eq(is_pick), rp.en.eq(~stall)]
 
-        is_rr = Signal(layouts.is_rr(W))
-        with m.If(~stall):
-            m.d.sync += [is_rr.valid.eq(issue_ok), is_rr.warp.eq(is_pick),
-                         is_rr.pc.eq(issued.pc), is_rr.word.eq(issued.word),
-                         is_rr.dec.eq(issued.dec)]
+        m.submodules.is_rr = is_rr_st = Stage("is_rr", layouts.is_rr(W))
+        is_rr = is_rr_st.q
+        m.d.comb += [is_rr_st.stall.eq(stall),
+                     is_rr_st.d.valid.eq(issue_ok), is_rr_st.d.warp.eq(is_pick),
+                     is_rr_st.d.pc.eq(issued.pc), is_rr_st.d.word.eq(issued.word),
+                     is_rr_st.d.dec.eq(issued.dec)]
 
         # --- rr: operands, guard, predicates, special registers -----------------------------
         rr = Signal(uop)
@@ -446,12 +449,12 @@ class Core(wiring.Component):
                          fpus[l].en.eq(~stall), fpus[l].op.eq(fpu_op),
                          fpus[l].a.eq(rr.a[l]), fpus[l].b.eq(rr.b[l]), fpus[l].c.eq(rr.c[l])]
 
-        rr_ex1 = Signal(uop)
-        with m.If(~stall):
-            m.d.sync += rr_ex1.eq(rr)
-            for l in range(L):
-                with m.If(d.sem == RSem.SREG):
-                    m.d.sync += rr_ex1.b[l].eq(sreg_val[l])
+        m.submodules.rr_ex1 = rr_ex1_st = Stage("rr_ex1", uop)
+        rr_ex1 = rr_ex1_st.q
+        m.d.comb += [rr_ex1_st.stall.eq(stall), rr_ex1_st.d.eq(rr)]
+        for l in range(L):
+            with m.If(d.sem == RSem.SREG):
+                m.d.comb += rr_ex1_st.d.b[l].eq(sreg_val[l])
 
         # --- ex1: ALU, control flow, barrier, address generation ---------------------------
         x = rr_ex1
@@ -552,9 +555,9 @@ class Core(wiring.Component):
             m.d.sync += sfu_busy.eq(1)
 
         # --- ex2: multiplier and FPU results -----------------------------------------------
-        ex1_ex2 = Signal(uop)
-        with m.If(~stall):
-            m.d.sync += ex1_ex2.eq(ex1)
+        m.submodules.ex1_ex2 = ex1_ex2_st = Stage("ex1_ex2", uop)
+        ex1_ex2 = ex1_ex2_st.q
+        m.d.comb += [ex1_ex2_st.stall.eq(stall), ex1_ex2_st.d.eq(ex1)]
         ex2 = Signal(uop)
         m.d.comb += ex2.eq(ex1_ex2)
         for l in range(L):
@@ -565,12 +568,11 @@ class Core(wiring.Component):
                     m.d.comb += ex2.result[l].eq(fpus[l].result)
 
         # --- mem: LSU ------------------------------------------------------------------------
-        ex2_mem = Signal(uop)
-        with m.If(~mem_hold):
-            with m.If(stall):
-                m.d.sync += ex2_mem.valid.eq(0)
-            with m.Else():
-                m.d.sync += ex2_mem.eq(ex2)
+        m.submodules.ex2_mem = ex2_mem_st = Stage("ex2_mem", uop)
+        ex2_mem = ex2_mem_st.q
+        # mem may move on while ex1 is held: a bubble enters mem then
+        m.d.comb += [ex2_mem_st.stall.eq(mem_hold), ex2_mem_st.kill.eq(stall),
+                     ex2_mem_st.d.eq(ex2)]
         y = ex2_mem
         lsu_op = Signal(LsuOp)
         atom_fn = Signal(5)
@@ -598,12 +600,11 @@ class Core(wiring.Component):
                      lsu.shared_size.eq(blk.shared_bytes), lsu.param_addr.eq(blk.param_addr),
                      lsu.param_size.eq(blk.param_size),
                      mem_hold.eq(lsu.hold)]
-        mem_wb = Signal(uop)
-        with m.If(mem_hold):
-            m.d.sync += mem_wb.valid.eq(0)
-        with m.Else():
-            m.d.sync += [mem_wb.eq(y), mem_wb.deferred.eq(y.deferred | lsu.deferred),
-                         mem_wb.valid.eq(y.valid & ~lsu.fault)]
+        m.submodules.mem_wb = mem_wb_st = Stage("mem_wb", uop)
+        mem_wb = mem_wb_st.q
+        m.d.comb += [mem_wb_st.kill.eq(mem_hold), mem_wb_st.d.eq(y),
+                     mem_wb_st.d.deferred.eq(y.deferred | lsu.deferred),
+                     mem_wb_st.d.valid.eq(y.valid & ~lsu.fault)]
 
         # outstanding global stores per warp (fences)
         for w in range(W):

@@ -1,0 +1,40 @@
+"""The register between two pipeline stages.
+
+Minerva's ``Stage`` idea, cut down to what this core needs: the earlier stage drives ``d``
+(a payload with a ``valid`` field), the later stage reads ``q``. Each cycle the register
+either holds its contents (``stall``), takes a bubble (``kill``: ``q.valid`` becomes 0), or
+loads ``d``. The core names every boundary after the two stages it joins (``is_rr``,
+``rr_ex1``, ...), so signals and waveforms read like the pipeline diagram in
+docs/microarchitecture.md.
+"""
+
+from amaranth import Elaboratable, Module, Signal
+from amaranth.lib import data
+
+
+class Stage(Elaboratable):
+    """Parameters
+    ----------
+    name:
+        Boundary name, e.g. ``"rr_ex1"``; the registered payload is called that.
+    layout:
+        The boundary's ``StructLayout``; it must have a one-bit ``valid`` field.
+    """
+
+    def __init__(self, name: str, layout: data.StructLayout):
+        if "valid" not in dict(layout):
+            raise ValueError(f"stage {name}: the layout needs a 'valid' field")
+        self.name = name
+        self.d = Signal(layout, name=f"{name}_d")
+        self.q = Signal(layout, name=name)
+        self.stall = Signal(name=f"{name}_stall")
+        self.kill = Signal(name=f"{name}_kill")
+
+    def elaborate(self, platform) -> Module:
+        m = Module()
+        with m.If(~self.stall):
+            with m.If(self.kill):
+                m.d.sync += self.q.valid.eq(0)
+            with m.Else():
+                m.d.sync += self.q.eq(self.d)
+        return m
