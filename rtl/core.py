@@ -40,6 +40,7 @@ from .isa_consts import Sem as RSem
 from .lsu import Lsu, LsuOp
 from .multiplier import MulOp, Multiplier
 from .regfile import RegFile
+from .scheduler import RoundRobin
 from .scoreboard import Scoreboard
 from .sfu import Sfu
 from .signatures import core_signature
@@ -52,22 +53,6 @@ IBUF_DEPTH = 2
 
 def _bits(n: int) -> int:
     return max(1, (n - 1).bit_length())
-
-
-def _rr_pick(m: Module, name: str, ready: Signal, last: Signal, n: int):
-    """Round-robin choice among the set bits of ``ready``, starting after ``last``."""
-    pick = Signal(_bits(n), name=f"{name}_pick")
-    found = Signal(name=f"{name}_found")
-    # lowest ready index above last, else lowest ready index overall
-    for w in reversed(range(n)):
-        with m.If(ready[w]):
-            m.d.comb += [pick.eq(w), found.eq(1)]
-    above = Signal(n, name=f"{name}_above")
-    m.d.comb += above.eq(ready & Cat((Const(w, _bits(n) + 1) > last) for w in range(n)))
-    for w in reversed(range(n)):
-        with m.If(above[w]):
-            m.d.comb += pick.eq(w)
-    return pick, found
 
 
 class Core(wiring.Component):
@@ -242,18 +227,16 @@ class Core(wiring.Component):
             inflight = ((sch_if.valid & (sch_if.warp == w)) | (if_id.valid & (if_id.warp == w)))
             m.d.comb += fetchable[w].eq(member[w] & ~finished[w] & ~ctrl_wait[w] & ~inflight
                                         & (ib_count[w] < IBUF_DEPTH))
-        sch_last = Signal(wb_)
-        sch_pick, sch_found = _rr_pick(m, "sch", fetchable, sch_last, W)
+        m.submodules.sch = sch_rr = RoundRobin(W)
+        m.d.comb += sch_rr.request.eq(fetchable)
+        sch_pick, sch_found = sch_rr.grant, sch_rr.found
         do_fetch = sch_found & can_issue
         m.d.comb += [sch_if_st.d.valid.eq(do_fetch), sch_if_st.d.warp.eq(sch_pick)]
         with m.Switch(sch_pick):
             for w in range(W):
                 with m.Case(w):
                     m.d.comb += sch_if_st.d.pc.eq(pc[w])
-        with m.If(block_reset):  # warp 0 first, as the ISS does
-            m.d.sync += sch_last.eq(W - 1)
-        with m.Elif(do_fetch):
-            m.d.sync += sch_last.eq(sch_pick)
+        m.d.comb += [sch_rr.advance.eq(do_fetch), sch_rr.restart.eq(block_reset)]
 
         # --- if: instruction memory read ----------------------------------------------------
         imem_bytes = cfg.imem_words * 4
@@ -319,8 +302,9 @@ class Core(wiring.Component):
                          structural[w].eq(has & busy_unit)]
             m.d.comb += eligible[w].eq(has & ~haz & ~park & ~busy_unit & ~bar_waiting[w]
                                        & member[w] & ~finished[w])
-        is_last = Signal(wb_)
-        is_pick, is_found = _rr_pick(m, "is", eligible, is_last, W)
+        m.submodules.issue = is_rr_sched = RoundRobin(W)
+        m.d.comb += is_rr_sched.request.eq(eligible)
+        is_pick, is_found = is_rr_sched.grant, is_rr_sched.found
         do_issue = is_found & can_issue & ~stall & ~lwb_wait
         issued = Signal(layouts.id_is())
         with m.Switch(is_pick):
@@ -329,10 +313,7 @@ class Core(wiring.Component):
                     m.d.comb += issued.eq(heads[w])
         issue_fault = do_issue & (issued.dec.illegal | issued.pc_fault)
         issue_ok = do_issue & ~issue_fault
-        with m.If(block_reset):
-            m.d.sync += is_last.eq(W - 1)
-        with m.Elif(do_issue):
-            m.d.sync += is_last.eq(is_pick)
+        m.d.comb += [is_rr_sched.advance.eq(do_issue), is_rr_sched.restart.eq(block_reset)]
 
         # instruction buffer write (id) and pop (is)
         for w in range(W):

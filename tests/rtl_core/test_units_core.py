@@ -91,3 +91,28 @@ def test_barrier_watchdog():
     flags = [o[2] for o in out]
     # arrival in cycle 0; the fault rises in the cycle its wait count reaches 8
     assert flags.index(1) == 8 and not any(o[0] for o in out)
+
+
+def test_round_robin_scheduler_is_fair():
+    from simtgpu.rtl.scheduler import RoundRobin
+
+    dut = RoundRobin(4)
+    sim = Simulator(dut)
+    sim.add_clock(1e-6)
+    grants = []
+
+    async def bench(ctx):
+        for req in [0b1111] * 6 + [0b1010] * 4 + [0b0100] * 2 + [0b0000]:
+            ctx.set(dut.request, req)
+            ctx.set(dut.advance, 1)
+            grants.append(ctx.get(dut.grant) if ctx.get(dut.found) else None)
+            await ctx.tick()
+        ctx.set(dut.restart, 1)
+        await ctx.tick()
+        ctx.set(dut.restart, 0)
+        ctx.set(dut.request, 0b1111)
+        grants.append(ctx.get(dut.grant))
+
+    sim.add_testbench(bench)
+    sim.run()
+    assert grants == [0, 1, 2, 3, 0, 1, 3, 1, 3, 1, 2, 2, None, 0]
