@@ -14,7 +14,8 @@ seed alone). The constraints keep every program meaningful on any correct model:
   index: always in range and aligned); stores only to the thread's own ``out`` column and
   shared slot; atomics that return a value only on the warp's private words (lanes of one
   warp act in lane order, so the values are deterministic); cross-warp contention only with
-  commutative integer atomics whose result is discarded (``rd = r0``).
+  integer ``atom.add``/``min``/``max``, one word per operation (they commute only with
+  themselves), whose result is discarded (``rd = r0``).
 * Control: every divergent branch is bracketed (``ssy``/``bra``/``sync`` per
   docs/execution-model.md); if/else and loops nest up to 5 deep (10 stack entries); loop trip
   counts are 1..4 per thread (or uniform); barriers only at the top level, before any exit,
@@ -282,8 +283,10 @@ class _Gen:
         r = self.r
         self.features.add("atom")
         if r.random() < 0.3:  # contended by every thread of the grid; result discarded
-            op = r.choice(["add", "min", "max"])
-            self.emit(f"atom.{op} r0, [r29], {self.d()}", self.guard())
+            k = r.randrange(3)  # one word per operation: add, min and max do not commute
+            op = ("add", "min", "max")[k]
+            self.emit(f"addi r31, r29, {4 * k}")
+            self.emit(f"atom.{op} r0, [r31], {self.d()}", self.guard())
             return
         off = r.randrange(2)
         addr = "r6" if off == 0 else "r26"
