@@ -48,7 +48,7 @@ from .simt_stack import SimtOp, SimtStack
 from .stages import Stage
 from .warp_unit import WarpUnit
 
-IBUF_DEPTH = 2
+IBUF_DEPTH = 3
 
 
 def _bits(n: int) -> int:
@@ -224,9 +224,11 @@ class Core(wiring.Component):
               for w in range(W)]
         fetchable = Signal(W)
         for w in range(W):
-            inflight = ((sch_if.valid & (sch_if.warp == w)) | (if_id.valid & (if_id.warp == w)))
-            m.d.comb += fetchable[w].eq(member[w] & ~finished[w] & ~ctrl_wait[w] & ~inflight
-                                        & (ib_count[w] < IBUF_DEPTH))
+            # fetches in flight count against the buffer, so whatever arrives has a slot
+            inflight = ((sch_if.valid & (sch_if.warp == w)).as_unsigned()
+                        + (if_id.valid & (if_id.warp == w)).as_unsigned())
+            m.d.comb += fetchable[w].eq(member[w] & ~finished[w] & ~ctrl_wait[w]
+                                        & (ib_count[w] + inflight < IBUF_DEPTH))
         m.submodules.sch = sch_rr = RoundRobin(W)
         m.d.comb += sch_rr.request.eq(fetchable)
         sch_pick, sch_found = sch_rr.grant, sch_rr.found
@@ -317,7 +319,9 @@ class Core(wiring.Component):
 
         # instruction buffer write (id) and pop (is)
         for w in range(W):
-            push = if_id.valid & (if_id.warp == w)
+            # a fetch that arrives behind a control instruction of its warp is dropped: the
+            # warp's pc is set again when ex1 resolves the control instruction
+            push = if_id.valid & (if_id.warp == w) & ~ctrl_wait[w] & ~finished[w]
             pop = issue_ok & (is_pick == w)
             tail = Signal(range(IBUF_DEPTH), name=f"w{w}_ibtail")
             m.d.comb += tail.eq((ib_head[w] + ib_count[w]) % IBUF_DEPTH)
@@ -692,6 +696,9 @@ class Core(wiring.Component):
             for w in range(W):
                 with m.Case(w):
                     m.d.comb += [bar_first_pc.eq(pc[w] - 4), bar_first_live.eq(live[w])]
+        # the warp arriving now has not had its pc moved past the bar yet
+        with m.If(bar.arrive & (bar.warp == bar_first)):
+            m.d.comb += bar_first_pc.eq(x.pc)
         with m.If(~fault_q & running):
             with m.If(lsu.fault & y.valid):
                 fault(lsu.fault_cause, y.warp, lsu.fault_lanes, y.pc, y.word)
