@@ -25,7 +25,7 @@ from .compare import Mismatch, compare_memory, compare_traces, retire_to_trace
 from .launch import PARAM_ADDR, IssRun, KernelLaunch, run_iss
 from .toolchain import BUILD_ROOT, Build, build, run_cocotb, waves_format
 
-__all__ = ["RtlRun", "build_harness", "check_launches", "rtl_config", "run_rtl"]
+__all__ = ["RtlRun", "build_harness", "check_launches", "rtl_config", "run_rtl", "run_uvm"]
 
 SIM_MEMORY_BYTES = 1 << 20
 """Device memory of verification builds: 1 MiB keeps the Verilog and the model small."""
@@ -201,6 +201,31 @@ def check_launches(cfg: RtlConfig, launches: list[KernelLaunch], run_name: str,
         if mm is not None:
             failures.append(f"{mm}\n  reproduce: {reproduce_command(cfg, ln)}")
     return failures, runs, goldens
+
+
+def run_uvm(config: str, seed: int, count: int, run_name: str,
+            max_cycles: int = 200_000) -> dict:
+    """Run the pyuvm environment (:mod:`simtgpu.verification.uvm_env`) with random programs
+    ``seed .. seed+count-1`` on ``config``; returns its verdicts (seed, failure or None), the
+    coverage report and the monitor's counts."""
+    cfg = rtl_config(config)
+    fmt = waves_format()
+    bld = build_harness(cfg, fmt)
+    run_dir = BUILD_ROOT / "cocotb" / run_name
+    run_dir.mkdir(parents=True, exist_ok=True)
+    job = {"config": config, "lanes": cfg.lanes, "warps": cfg.warps, "cores": cfg.cores,
+           "line_words": cfg.line_words, "queue_base": cfg.sim_memory_bytes - 0x1000,
+           "seed": seed, "count": count, "max_cycles": max_cycles}
+    job_file = run_dir / "job.pkl"
+    with open(job_file, "wb") as fh:
+        pickle.dump(job, fh)
+    res_file = run_dir / "uvm_results.pkl"
+    if res_file.exists():
+        res_file.unlink()
+    run_cocotb(bld, "simtgpu.verification.uvm_env", run_name=run_name,
+               env={"SIMTGPU_JOB": str(job_file)}, waves=fmt is not None)
+    with open(res_file, "rb") as fh:
+        return pickle.load(fh)
 
 
 def reproduce_command(cfg: RtlConfig, launch: KernelLaunch) -> str:
