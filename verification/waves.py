@@ -80,8 +80,10 @@ class Vcd:
         return out
 
 
-def read_vcd(path: str | Path, wanted: Iterable[str] | None = None) -> Vcd:
-    """Parse a VCD; with ``wanted`` (name suffixes) only those signals' changes are kept."""
+def read_vcd(path: str | Path, wanted: Iterable[str] | None = None,
+             optional: bool = False) -> Vcd:
+    """Parse a VCD; with ``wanted`` (name suffixes) only those signals' changes are kept
+    (``optional``: names the file does not have are skipped instead of refused)."""
     path = Path(path)
     if path.suffix.lower() == ".fst":
         raise WaveError(f"{path}: FST is not read by these tools; dump VCD "
@@ -117,7 +119,13 @@ def read_vcd(path: str | Path, wanted: Iterable[str] | None = None) -> Vcd:
         vcd = Vcd(timescale, names, widths)
         keep = None
         if wanted is not None:
-            keep = {vcd.names[vcd.find(w)] for w in wanted}
+            keep = set()
+            for w in wanted:
+                try:
+                    keep.add(vcd.names[vcd.find(w)])
+                except WaveError:
+                    if not optional:
+                        raise
         t = 0
         changes = vcd.changes
         for line in fh:
@@ -209,6 +217,7 @@ def pipeline(vcd: Vcd, core: int = 0, warps: int = 2, lanes: int = 4
              ) -> tuple[list[int], dict[str, list[StageSample]]]:
     """Per rising clock edge (the cycle just finished), the occupant of every stage of
     ``core``: (cycle times, {stage: [StageSample per cycle]})."""
+    from amaranth.hdl import Shape
     from simtgpu.rtl import layouts
 
     times = _clock_edges(vcd)
@@ -224,7 +233,8 @@ def pipeline(vcd: Vcd, core: int = 0, warps: int = 2, lanes: int = 4
         cols = []
         for name in ("valid", "warp", "pc"):
             f = lay[name]
-            cols.append(_field(vcd, scope, boundary, name, f.offset, f.shape.width,
+            width = Shape.cast(f.shape).width
+            cols.append(_field(vcd, scope, boundary, name, f.offset, width,
                                [t - 1 for t in times]))
         out[stage] = [StageSample(*x) for x in zip(*cols, strict=True)]
     return times, out
@@ -328,7 +338,8 @@ def main(argv: list[str] | None = None) -> int:
     pp.add_argument("--lanes", type=int, required=True)
     pp.add_argument("-o", "--output", required=True)
     pp.add_argument("--kanata")
-    pp.add_argument("--first", type=int, default=0)
+    pp.add_argument("--first", type=int, default=None,
+                    help="first cycle shown (default: the first with a valid stage)")
     pp.add_argument("--cycles", type=int, default=200)
     args = p.parse_args(argv)
     try:
@@ -336,14 +347,17 @@ def main(argv: list[str] | None = None) -> int:
             vcd = read_vcd(args.vcd, args.signal)
             print(plot_signals(vcd, args.signal, args.output, args.t_from, args.t_to))
         else:
-            want = ["clk"] + [f"core{args.core}.{b}" for b in BOUNDARIES]
-            try:
-                vcd = read_vcd(args.vcd, None)
-            except WaveError:
-                raise
-            del want
+            want = ["clk"]
+            for b in BOUNDARIES:
+                want += [f"core{args.core}.{b}"] + [f"core{args.core}.{b}.{f}"
+                                                    for f in ("valid", "warp", "pc")]
+            vcd = read_vcd(args.vcd, want, optional=True)
             times, st = pipeline(vcd, args.core, args.warps, args.lanes)
-            print(plot_pipeline(times, st, args.output, args.first, args.cycles))
+            first = args.first
+            if first is None:
+                active = [c for c in range(len(times)) if any(st[s][c].valid for s in STAGES)]
+                first = active[0] if active else 0
+            print(plot_pipeline(times, st, args.output, first, args.cycles))
             if args.kanata:
                 print(write_kanata(st, args.kanata))
     except WaveError as e:
