@@ -157,6 +157,7 @@ def build(name: str, verilog: str, toplevel: str, *, waves: str | None = None,
     stamp = directory / "BUILT"
     exe = directory / toplevel
     if stamp.exists() and exe.exists():
+        directory.touch()
         return Build(name, directory, toplevel, waves, 0.0)
     with file_lock(VERILATOR_BUILDS / f"{name}-{key}.lock"):
         if stamp.exists() and exe.exists():
@@ -183,7 +184,22 @@ def build(name: str, verilog: str, toplevel: str, *, waves: str | None = None,
                                  f"{tail}") from None
         seconds = time.perf_counter() - t0
         stamp.write_text(f"{seconds:.1f}\n")
+    _prune(name, keep=directory)
     return Build(name, directory, toplevel, waves, seconds)
+
+
+def _prune(name: str, keep: Path, spare: int = 2, idle_s: float = 3600.0) -> None:
+    """Remove older builds of ``name`` (other design hashes): all but the ``spare`` newest,
+    and only those nobody has used for ``idle_s`` seconds (another worker may still run one).
+    The RTL changes often; without this the cache grows by a model per change."""
+    others = [d for d in VERILATOR_BUILDS.glob(f"{name}-*") if d.is_dir() and d != keep
+              and re.fullmatch(rf"{re.escape(name)}-[0-9a-f]{{16}}", d.name)]
+    others.sort(key=lambda d: d.stat().st_mtime, reverse=True)
+    now = time.time()
+    for d in others[spare:]:
+        if now - d.stat().st_mtime > idle_s:
+            shutil.rmtree(d, ignore_errors=True)
+            d.with_suffix(".lock").unlink(missing_ok=True)
 
 
 def _runner(public_top_only: bool = False):
