@@ -82,8 +82,8 @@ def _without(want: list[dict], got: list[dict]) -> tuple[list[dict], list[dict]]
 
 
 KNOWN_RECORD_ISSUES = {
-    "fault_barrier_deadlock": "the RTL barrier watchdog's fault record names warp 0 with an "
-                              "empty lane mask at the exit, not the warp waiting at the bar",
+    "fault_barrier_deadlock": "the RTL's BARRIER_DEADLOCK record names warp 0 with an empty "
+                              "lane mask, not the warp waiting at the bar and its lanes",
 }
 
 
