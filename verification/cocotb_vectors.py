@@ -2,7 +2,7 @@
 
 The vectors and the playing mode come from files written by :mod:`simtgpu.verification.units`
 (``SIMTGPU_VECTORS``: an ``.npz`` of input arrays plus a JSON ``spec``); the outputs go back to
-``$SIMTGPU_RUN_DIR/outputs.npz``. The module knows nothing of what a unit should compute: the
+``$SIMTGPU_RUN_DIR/outputs.pkl``. The module knows nothing of what a unit should compute: the
 Python side compares the recorded outputs with the reference model, so one player serves the
 ALU, the multiplier, the FPU and the SFU.
 
@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import json
 import os
+import pickle
 from pathlib import Path
 
 import cocotb
@@ -37,8 +38,10 @@ def _load() -> tuple[dict, dict[str, np.ndarray]]:
 
 
 def _save(spec: dict, outputs: dict[str, list[int]]) -> None:
-    out = Path(os.environ["SIMTGPU_RUN_DIR"]) / "outputs.npz"
-    np.savez(out, **{k: np.asarray(v, dtype=np.uint64) for k, v in outputs.items()})
+    """Outputs as Python ints (a port may be wider than 64 bits, e.g. a control word)."""
+    out = Path(os.environ["SIMTGPU_RUN_DIR"]) / "outputs.pkl"
+    with open(out, "wb") as fh:
+        pickle.dump(outputs, fh)
 
 
 @cocotb.test()

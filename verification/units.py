@@ -8,6 +8,7 @@ and compare every output with the reference they compute themselves.
 from __future__ import annotations
 
 import json
+import pickle
 from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
@@ -57,7 +58,8 @@ def build_unit(name: str, factory: Callable[[], wiring.Component] | None = None
 def play(bld: Build, inputs: Mapping[str, Sequence[int] | np.ndarray], outputs: Sequence[str],
          *, mode: str, latency: int = 0, run_name: str) -> dict[str, np.ndarray]:
     """Drive ``inputs`` (equal-length columns, by port name) through the unit and return the
-    ``outputs`` columns (``uint64``), one entry per vector. ``mode``: ``comb``, ``pipe`` or
+    ``outputs`` columns (``uint64``, or Python ints for ports wider than 64 bits), one
+    entry per vector. ``mode``: ``comb``, ``pipe`` or
     ``start_done`` (see cocotb_vectors); ``start_done`` also returns ``_cycles``."""
     run_dir = BUILD_ROOT / "cocotb" / run_name
     run_dir.mkdir(parents=True, exist_ok=True)
@@ -68,10 +70,15 @@ def play(bld: Build, inputs: Mapping[str, Sequence[int] | np.ndarray], outputs: 
     spec = {"mode": mode, "latency": latency, "inputs": list(cols), "outputs": list(outputs)}
     vec_file = run_dir / "vectors.npz"
     np.savez(vec_file, spec=np.asarray(json.dumps(spec)), **cols)
-    out_file = run_dir / "outputs.npz"
+    out_file = run_dir / "outputs.pkl"
     if out_file.exists():
         out_file.unlink()
     run_cocotb(bld, "simtgpu.verification.cocotb_vectors", run_name=run_name,
                env={"SIMTGPU_VECTORS": str(vec_file)}, waves=bld.waves is not None)
-    data = np.load(out_file)
-    return {k: data[k] for k in data.files}
+    with open(out_file, "rb") as fh:
+        data = pickle.load(fh)
+    out = {}
+    for k, v in data.items():
+        wide = any(x >> 64 for x in v)
+        out[k] = np.asarray(v, dtype=object if wide else np.uint64)
+    return out
