@@ -578,7 +578,13 @@ class Core(wiring.Component):
                     m.d.comb += lsu_op.eq(op)
                     if ins.sem is Sem.ATOMIC and ins.fn is None:
                         m.d.comb += atom_fn.eq(5)  # cas
-        m.d.comb += [lsu.valid.eq(y.valid), lsu.op.eq(lsu_op), lsu.fn.eq(atom_fn),
+        # precise faults: the instructions of the faulting warp still in the pipeline behind
+        # the fault are younger; they leave no trace (no memory access, no retire)
+        def dead(warp) -> Signal:
+            return fault_q & (warp == fault_rec.warp)
+
+        y_valid = y.valid & ~dead(y.warp)
+        m.d.comb += [lsu.valid.eq(y_valid), lsu.op.eq(lsu_op), lsu.fn.eq(atom_fn),
                      lsu.warp.eq(y.warp), lsu.pc.eq(y.pc), lsu.rd.eq(y.dec.rd),
                      lsu.wr.eq(y.dec.wr_reg), lsu.active.eq(y.active), lsu.exec.eq(y.exec),
                      lsu.addr.eq(y.a), lsu.data.eq(y.b), lsu.cdata.eq(y.c),
@@ -589,7 +595,7 @@ class Core(wiring.Component):
         mem_wb = mem_wb_st.q
         m.d.comb += [mem_wb_st.kill.eq(mem_hold), mem_wb_st.d.eq(y),
                      mem_wb_st.d.deferred.eq(y.deferred | lsu.deferred),
-                     mem_wb_st.d.valid.eq(y.valid & ~lsu.fault)]
+                     mem_wb_st.d.valid.eq(y_valid & ~lsu.fault)]
 
         # outstanding global stores per warp (fences)
         for w in range(W):
@@ -664,12 +670,14 @@ class Core(wiring.Component):
                          rt.pd_valid.eq(zd.wr_pred), rt.pd.eq(zd.rd[:3]),
                          rt.pvalues.eq(z.presult)]
         with m.Elif(lwb.valid & lwb.ready):
-            m.d.comb += [rt.valid.eq(1), rt.warp.eq(lwb.p.warp), rt.pc.eq(lwb.p.pc),
+            m.d.comb += [rt.valid.eq(~dead(lwb.p.warp)), rt.warp.eq(lwb.p.warp),
+                         rt.pc.eq(lwb.p.pc),
                          rt.mask.eq(lwb.p.active), rt.exec.eq(lwb.p.exec),
                          rt.rd_valid.eq(lwb.p.wr), rt.rd.eq(lwb.p.rd),
                          rt.values.eq(lwb.p.values)]
         with m.Elif(sfu_take):
-            m.d.comb += [rt.valid.eq(1), rt.warp.eq(sfu_meta.warp), rt.pc.eq(sfu_meta.pc),
+            m.d.comb += [rt.valid.eq(~dead(sfu_meta.warp)), rt.warp.eq(sfu_meta.warp),
+                         rt.pc.eq(sfu_meta.pc),
                          rt.mask.eq(sfu_meta.active), rt.exec.eq(sfu_meta.exec),
                          rt.rd_valid.eq(sfu_meta.wr), rt.rd.eq(sfu_meta.rd),
                          rt.values.eq(sfu_values)]

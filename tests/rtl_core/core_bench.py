@@ -121,7 +121,10 @@ def per_warp(lines: list[dict]) -> dict[tuple, list[tuple]]:
 
 
 def run_rtl(cfg: RtlConfig, launch: Launch, max_cycles: int = 20000,
-            trace_retire: bool = False, vcd: str | None = None) -> RtlResult:
+            trace_retire: bool = False, vcd: str | None = None,
+            after_fault: int = 0) -> RtlResult:
+    """Run ``launch`` on one core. ``after_fault``: cycles to keep recording the retire port
+    once the fault is raised (to check that nothing younger of the faulting warp retires)."""
     bench = CoreBench(cfg)
     core, model = bench.core, bench.mem
     lw = cfg.line_words
@@ -157,6 +160,7 @@ def run_rtl(cfg: RtlConfig, launch: Launch, max_cycles: int = 20000,
         bx, by, bz = launch.block
         nthreads = bx * by * bz
         cycles = 0
+        after = None  # cycles left to record after a fault
         for bid in range(gx * gy * gz):
             p = core.dispatch.payload
             for name, val in (("entry_pc", launch.entry), ("num_threads", nthreads),
@@ -178,16 +182,18 @@ def run_rtl(cfg: RtlConfig, launch: Launch, max_cycles: int = 20000,
             cycles += 1
             ctx.set(core.dispatch.valid, 0)
             while True:
-                if ctx.get(core.fault.valid):
+                if ctx.get(core.fault.valid) and result.fault is None:
                     rec = core.fault.record
                     result.fault = {
                         "cause": FaultCause(ctx.get(rec.cause).value),
                         "warp": ctx.get(rec.warp), "lanes": ctx.get(rec.lane_mask),
-                        "pc": ctx.get(rec.pc),
+                        "pc": ctx.get(rec.pc), "instr": ctx.get(rec.instr),
                         "block": (ctx.get(rec.block.x), ctx.get(rec.block.y),
                                   ctx.get(rec.block.z))}
                     result.cycles = cycles
-                    return
+                    after = after_fault
+                    if after <= 0:
+                        return
                 if ctx.get(core.dispatch.block_done):
                     break
                 if trace_retire and ctx.get(core.retire.valid):
@@ -208,6 +214,10 @@ def run_rtl(cfg: RtlConfig, launch: Launch, max_cycles: int = 20000,
                     result.perf[n] += ctx.get(getattr(core.perf, n))
                 await ctx.tick()
                 cycles += 1
+                if after is not None:
+                    after -= 1
+                    if after <= 0:
+                        return
                 assert cycles < max_cycles, "kernel did not finish"
         result.cycles = cycles
         # wait for the memory to drain the last writes

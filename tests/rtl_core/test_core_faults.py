@@ -48,10 +48,6 @@ BARRIER_FAULTS = {
     # warp 1 exits, warp 0 waits at the barrier forever
     "deadlock": ("s2r r1, warpid\n        isetp.ne p0, r1, r0\n   @p0  exit\n        bar",
                  FaultCause.BARRIER_DEADLOCK),
-    "divergent": ("s2r r1, laneid\n        isetp.eq p0, r1, r0\n        ssy J\n"
-                  "   @p0  bra T\n        bar\n        sync\nT:      sync\nJ:      nop",
-                  FaultCause.DIVERGENT_BARRIER),
-    "overflow": ("\n".join(["        ssy J"] * 17) + "\nJ:      nop", FaultCause.STACK_OVERFLOW),
 }
 
 
@@ -67,3 +63,32 @@ def test_control_faults_match_iss(case):
     assert rtl.fault["cause"] == cause == FaultCause(int(ref.cause))
     assert (rtl.fault["warp"], rtl.fault["pc"], rtl.fault["lanes"]) == \
         (ref.warp, ref.pc, ref.lane_mask)
+
+
+# an instruction after the faulting memory access: it must not retire (precise faults)
+PRECISE = {
+    "store_high": ("lui r8, 0x7fff\n        stg [r8], r0\n        addi r9, r9, 1\n"
+                   "        addi r10, r10, 1", FaultCause.OUT_OF_RANGE),
+    "shared_range": ("movi r8, 64\n        lds r9, [r8]\n        addi r9, r9, 1\n"
+                     "        addi r10, r10, 1", FaultCause.OUT_OF_RANGE),
+    "store_low": ("movi r8, 16\n        stg [r8], r0\n        movi r9, 3\n"
+                  "        stg [r1], r9", FaultCause.OUT_OF_RANGE),
+}
+
+
+@pytest.mark.parametrize("case", sorted(PRECISE))
+def test_memory_fault_is_precise(case):
+    """Nothing younger than the faulting instruction of its warp retires, though the pipeline
+    holds younger instructions of that warp when the LSU detects the fault."""
+    body, cause = PRECISE[case]
+    src = (f"        .kernel k\n        .param out, ptr\n        .shared 16\n"
+           f"        ldparam r1, out\n        {body}\n        exit\n        .end\n")
+    cfg = tiny()
+    launch = launch_from_asm(src, "k", (1,), (4,), [DATA_ADDR], bytes(16))
+    rtl = run_rtl(cfg, launch, trace_retire=True, after_fault=40)
+    _, ref = run_iss(cfg, launch)
+    assert rtl.fault is not None and rtl.fault["cause"] == cause == FaultCause(int(ref.cause))
+    assert rtl.fault["pc"] == ref.pc
+    younger = [x["pc"] for x in rtl.retired if x["warp"] == ref.warp and x["pc"] >= ref.pc]
+    assert younger == [], f"retired after the fault at pc {ref.pc:#x}: {younger}"
+
