@@ -694,19 +694,30 @@ class Core(wiring.Component):
             for w in range(W):
                 with m.Case(w):
                     m.d.comb += issue_active.eq(active[w])
+        # BARRIER_DEADLOCK names the lowest-numbered waiting warp, counting the one arriving
+        # in this cycle (the deadlock is raised as the last live warp arrives), with its live
+        # mask, the pc of its bar and the bar's word
+        bar_arrived = Signal(W)
+        m.d.comb += bar_arrived.eq(bar.waiting | Mux(bar.arrive, 1 << bar.warp, 0))
+        bar_words = [Signal(32, name=f"w{w}_bar_word") for w in range(W)]
+        for w in range(W):
+            with m.If(bar.arrive & (bar.warp == w)):
+                m.d.sync += bar_words[w].eq(x.word)
         bar_first = Signal(wb_)
         for w in reversed(range(W)):
-            with m.If(bar.waiting[w]):
+            with m.If(bar_arrived[w]):
                 m.d.comb += bar_first.eq(w)
         bar_first_pc = Signal(32)
         bar_first_live = Signal(L)
+        bar_first_word = Signal(32)
         with m.Switch(bar_first):
             for w in range(W):
                 with m.Case(w):
-                    m.d.comb += [bar_first_pc.eq(pc[w] - 4), bar_first_live.eq(live[w])]
+                    m.d.comb += [bar_first_pc.eq(pc[w] - 4), bar_first_live.eq(live[w]),
+                                 bar_first_word.eq(bar_words[w])]
         # the warp arriving now has not had its pc moved past the bar yet
         with m.If(bar.arrive & (bar.warp == bar_first)):
-            m.d.comb += bar_first_pc.eq(x.pc)
+            m.d.comb += [bar_first_pc.eq(x.pc), bar_first_word.eq(x.word)]
         with m.If(~fault_q & running):
             with m.If(lsu.fault & y.valid):
                 fault(lsu.fault_cause, y.warp, lsu.fault_lanes, y.pc, y.word)
@@ -715,7 +726,8 @@ class Core(wiring.Component):
             with m.Elif(bar_divergent):
                 fault(FaultCause.DIVERGENT_BARRIER, x.warp, x.active, x.pc, x.word)
             with m.Elif(bar.deadlock):
-                fault(FaultCause.BARRIER_DEADLOCK, bar_first, bar_first_live, bar_first_pc, 0)
+                fault(FaultCause.BARRIER_DEADLOCK, bar_first, bar_first_live, bar_first_pc,
+                      bar_first_word)
             with m.Elif(issue_fault):
                 fault(Mux(issued.pc_fault, FaultCause.PC_OUT_OF_RANGE,
                           FaultCause.ILLEGAL_INSTRUCTION),

@@ -48,6 +48,17 @@ BARRIER_FAULTS = {
     # warp 1 exits, warp 0 waits at the barrier forever
     "deadlock": ("s2r r1, warpid\n        isetp.ne p0, r1, r0\n   @p0  exit\n        bar",
                  FaultCause.BARRIER_DEADLOCK),
+    # warp 0 exits and warp 1 is the one waiting: the record names warp 1, not warp 0
+    "deadlock_w1": ("s2r r1, warpid\n        isetp.eq p0, r1, r0\n   @p0  exit\n        bar",
+                    FaultCause.BARRIER_DEADLOCK),
+    # warp 1 waits long before warp 0 exits (raised when the exit completes)
+    "deadlock_late_exit": ("s2r r1, warpid\n        isetp.eq p0, r1, r0\n"
+                           "   @!p0 bra B\n" + "        addi r2, r2, 1\n" * 12
+                           + "        exit\nB:      bar", FaultCause.BARRIER_DEADLOCK),
+    "divergent": ("s2r r1, laneid\n        isetp.eq p0, r1, r0\n        ssy J\n"
+                  "   @p0  bra T\n        bar\n        sync\nT:      sync\nJ:      nop",
+                  FaultCause.DIVERGENT_BARRIER),
+    "overflow": ("\n".join(["        ssy J"] * 17) + "\nJ:      nop", FaultCause.STACK_OVERFLOW),
 }
 
 
@@ -63,6 +74,10 @@ def test_control_faults_match_iss(case):
     assert rtl.fault["cause"] == cause == FaultCause(int(ref.cause))
     assert (rtl.fault["warp"], rtl.fault["pc"], rtl.fault["lanes"]) == \
         (ref.warp, ref.pc, ref.lane_mask)
+    # the record's instruction word is the faulting instruction's
+    word = int.from_bytes(launch.code[ref.pc:ref.pc + 4], "little")
+    assert rtl.fault["instr"] == word, f"instr {rtl.fault['instr']:#x}, expected {word:#x}"
+    assert ref.instruction.split()[0] in ("bar", "sync", "ssy")
 
 
 # an instruction after the faulting memory access: it must not retire (precise faults)
