@@ -106,6 +106,7 @@ class HostInterface(wiring.Component):
             "mem": Out(mem_port_signature(cfg.line_words, cfg.tag_bits)),
             "imem": Out(imem_write_signature(cfg.imem_addr_bits)),
             "imem_bd": In(imem_write_signature(cfg.imem_addr_bits)),
+            "code_limit": Out(32),
             "launch": Out(launch_layout()),
             "disp_start": Out(1),
             "disp_abort": Out(1),
@@ -211,6 +212,13 @@ class HostInterface(wiring.Component):
             m.d.comb += [sh_w.addr.eq(imem_addr[2:]), sh_w.data.eq(bus.wdata), sh_w.en.eq(1)]
         with m.If(take & (bus.addr == Mmio.IMEM_DATA)):
             m.d.sync += imem_addr.eq(imem_addr + 4)
+        # code limit: one past the highest byte ever written (as the driver's ISS backend sees
+        # the loaded code); a warp whose pc reaches it faults PC_OUT_OF_RANGE
+        code_limit = Signal(32)
+        written_end = Signal(32)
+        m.d.comb += [written_end.eq((sh_w.addr + 1) << 2), self.code_limit.eq(code_limit)]
+        with m.If(sh_w.en & (written_end > code_limit)):
+            m.d.sync += code_limit.eq(written_end)
 
         write_clear = Signal()
         with m.If(take & bus.we):

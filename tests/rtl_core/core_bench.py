@@ -13,7 +13,7 @@ import struct
 from dataclasses import dataclass, field
 
 import numpy as np
-from amaranth import Elaboratable, Module
+from amaranth import Elaboratable, Module, Signal
 from amaranth.sim import Simulator
 from simtgpu.assembler import assemble
 from simtgpu.isa import FaultCause
@@ -50,6 +50,13 @@ class CoreBench(Elaboratable):
         m.d.comb += [mq.valid.eq(rq.valid), rq.ready.eq(mq.ready)]
         for name in ("kind", "addr", "wdata", "be", "atom_op", "atom_b", "atom_c", "tag"):
             m.d.comb += getattr(mq.p, name).eq(getattr(rq.p, name))
+        # the code limit is the high-water mark of instruction-memory writes, as the host
+        # interface keeps it
+        limit = Signal(32)
+        end = (c.imem.addr + 1) << 2
+        with m.If(c.imem.we & (end > limit)):
+            m.d.sync += limit.eq(end)
+        m.d.comb += c.code_limit.eq(limit)
         rs, ms = c.mem.resp, mm.bus.resp
         m.d.comb += [rs.valid.eq(ms.valid), ms.ready.eq(rs.ready), rs.p.rdata.eq(ms.p.rdata),
                      rs.p.tag.eq(ms.p.tag)]

@@ -107,3 +107,20 @@ def test_memory_fault_is_precise(case):
     younger = [x["pc"] for x in rtl.retired if x["warp"] == ref.warp and x["pc"] >= ref.pc]
     assert younger == [], f"retired after the fault at pc {ref.pc:#x}: {younger}"
 
+
+@pytest.mark.parametrize("tail", ["bra", "fallthrough"])
+def test_pc_past_the_loaded_code(tail):
+    """A pc at the end of the loaded code faults PC_OUT_OF_RANGE as on the ISS, although the
+    instruction memory goes on (with zero words, which would be ILLEGAL_INSTRUCTION)."""
+    body = ("        bra E\n        exit\nE:\n" if tail == "bra"
+            else "        s2r r1, tid\n        addi r1, r1, 1\n")
+    src = f"        .kernel k\n        .param out, ptr\n{body}        .end\n"
+    cfg = tiny()
+    launch = launch_from_asm(src, "k", (1,), (6,), [DATA_ADDR], bytes(16))
+    assert len(launch.code) < cfg.imem_words * 4
+    rtl = run_rtl(cfg, launch)
+    _, ref = run_iss(cfg, launch)
+    assert ref is not None and FaultCause(int(ref.cause)) == FaultCause.PC_OUT_OF_RANGE
+    assert rtl.fault is not None and rtl.fault["cause"] == FaultCause.PC_OUT_OF_RANGE
+    assert (rtl.fault["warp"], rtl.fault["pc"], rtl.fault["lanes"], rtl.fault["instr"]) == \
+        (ref.warp, ref.pc, ref.lane_mask, 0)

@@ -365,3 +365,37 @@ def test_clear_during_drain_and_a_core_that_never_drains() -> None:
     assert out["cleared"] == (Status.BUSY, 1)
     assert out["cycles"] >= 150  # waited for the drain timeout first
     assert out["end"] == (0, 0x1D, 3 + IMEM_K)
+
+
+def test_code_limit_is_the_high_water_mark_of_imem_writes() -> None:
+    """``code_limit`` is one past the highest instruction-memory byte ever written, through
+    IMEM_ADDR/IMEM_DATA or the backdoor; lower writes and IMEM_DATA reads leave it alone."""
+    from simtgpu.rtl.host_interface import HostInterface
+
+    cfg = get_rtl_config("tiny", sim_memory_bytes=16384)
+    dut = HostInterface(cfg)
+    seen = []
+
+    async def tb(ctx):
+        h = Host(ctx, dut)  # only the MMIO bus of ``dut`` is used
+        seen.append(ctx.get(dut.code_limit))
+        await h.write(Mmio.IMEM_ADDR, 0x20)
+        for w in (1, 2, 3):
+            await h.write(Mmio.IMEM_DATA, w)
+        seen.append(ctx.get(dut.code_limit))  # 0x20 + 3 words
+        await h.write(Mmio.IMEM_ADDR, 0x4)
+        await h.write(Mmio.IMEM_DATA, 7)
+        seen.append(ctx.get(dut.code_limit))  # a lower write: unchanged
+        await h.write(Mmio.IMEM_ADDR, 0x100)
+        await h.read(Mmio.IMEM_DATA)
+        seen.append(ctx.get(dut.code_limit))  # a read: unchanged
+        ctx.set(dut.imem_bd.we, 1)
+        ctx.set(dut.imem_bd.addr, 0x50)
+        ctx.set(dut.imem_bd.data, 9)
+        await ctx.tick()
+        ctx.set(dut.imem_bd.we, 0)
+        await ctx.tick()
+        seen.append(ctx.get(dut.code_limit))  # backdoor word 0x50 -> byte 0x144
+
+    run_sim(dut, tb)
+    assert seen == [0, 0x2C, 0x2C, 0x2C, 0x144]
