@@ -1,12 +1,13 @@
 """``make demo``: a first look at simtgpu in one command.
 
 1. assemble examples/asm/vector_add.s and show the code: address, encoding, instruction;
-2. run it through the driver on each requested backend (the ISS by default) with a ragged
-   problem size, so the last block has threads past the end;
-3. compare with NumPy and say so, exiting 1 on a mismatch.
+2. run it through the driver on the golden simulator (ISS) and on the RTL (the Verilator
+   model of the GPU, fed through the same command queue), with a ragged problem size so the
+   last block has threads past the end;
+3. compare each with NumPy and the RTL's memory with the ISS's, exiting 1 on a mismatch;
+4. leave a waveform of the RTL run under build/ and print its path.
 
-Each backend is one step (:func:`run_on`); another backend's demo step (the RTL run and its
-waveform) plugs in through ``EXTRA_STEPS``.
+The first RTL run on a machine builds the Verilator model (a few minutes); later runs reuse it.
 """
 
 from __future__ import annotations
@@ -23,6 +24,8 @@ from simtgpu.errors import SimtgpuError
 
 ROOT = Path(__file__).resolve().parents[1]
 KERNEL = ROOT / "examples" / "asm" / "vector_add.s"
+
+WAVES = ROOT / "build" / "demo" / "vector_add.vcd"
 
 # backend name -> extra step run after that backend's launch (args: device, result).
 EXTRA_STEPS: dict[str, Callable[..., None]] = {}
@@ -62,11 +65,14 @@ def _param_note(obj: ObjectFile, pc: int, text: str) -> str:
     return ""
 
 
-def run_on(backend: str, config: str, n: int, block: int, seed: int) -> bool:
-    """Launch vector_add on ``backend`` and compare with NumPy; True when it matches."""
+def run_on(backend: str, config: str, n: int, block: int, seed: int) -> np.ndarray | None:
+    """Launch vector_add on ``backend``; its result when it matches NumPy, else None."""
     from simtgpu.driver_model import Device
 
-    dev = Device(backend=backend, config=config)
+    options = {"waves": WAVES} if backend == "rtl" else {}
+    if backend == "rtl":
+        print("\n(building or reusing the Verilator model of the GPU ...)", flush=True)
+    dev = Device(backend=backend, config=config, **options)
     kernel = dev.load_module(KERNEL).kernel("vector_add")
     rng = np.random.default_rng(seed)
     a = rng.uniform(-10, 10, n).astype(np.float32)
@@ -96,7 +102,13 @@ def run_on(backend: str, config: str, n: int, block: int, seed: int) -> bool:
         bad = np.flatnonzero(c.view(np.uint32) != want.view(np.uint32))
         print(f"{label} MISMATCH: {bad.size} of {n} elements differ, first at {bad[0]}: "
               f"got {c[bad[0]]}, expected {want[bad[0]]}")
-    return same
+    if backend == "rtl":
+        if res.cycles:
+            print(f"RTL: {res.cycles} cycles, {res.instructions / res.cycles:.2f} "
+                  f"warp-instructions per cycle over {dev.config.cores} cores")
+        print(f"waveform: {WAVES.relative_to(ROOT)}  (open with: gtkwave {WAVES.relative_to(ROOT)}"
+              f"; see docs/waveforms.md)")
+    return c if same else None
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -117,8 +129,13 @@ def main(argv: list[str] | None = None) -> int:
             raise SimtgpuError(f"unknown configuration '{args.config}' "
                                f"(known: {', '.join(CONFIGS)})")
         block = CONFIGS[args.config].max_threads_per_block
-        ok = all([run_on(b, args.config, args.size, block, args.seed)
-                  for b in (args.backend or ["iss"])])
+        results = {b: run_on(b, args.config, args.size, block, args.seed)
+                   for b in (args.backend or ["iss", "rtl"])}
+        ok = all(r is not None for r in results.values())
+        if ok and "iss" in results and "rtl" in results:
+            same = np.array_equal(results["iss"].view(np.uint32), results["rtl"].view(np.uint32))
+            print("\nRTL memory matches the ISS" if same else "\nRTL memory DIFFERS from the ISS")
+            ok = same
     except SimtgpuError as e:
         print(e.render(), file=sys.stderr)
         return 1
