@@ -37,6 +37,8 @@ def register(subparsers: Any) -> None:
     p.add_argument("--print", dest="prints", action="append", default=[], metavar="NAME[SLICE]",
                    help="print an array argument after the run, e.g. c[:8] (repeatable)")
     p.add_argument("--trace", metavar="FILE", help="write the retire trace (JSON lines)")
+    p.add_argument("--waves", metavar="FILE.vcd",
+                   help="with --backend rtl: dump a waveform of the run (docs/waveforms.md)")
     p.add_argument("--stats", action="store_true", help="print the launch statistics")
     p.add_argument("--seed", type=int, default=0, help="seed for :rand initialisers")
     p.add_argument("--budget", type=int, default=None, metavar="N",
@@ -108,7 +110,13 @@ def run(args: argparse.Namespace) -> int:
     prints = [parse_print(t) for t in args.prints]
     grid = parse_dims(args.grid, "grid")
     block = parse_dims(args.block, "block")
-    options = {"instruction_budget": args.budget} if args.budget is not None else {}
+    options: dict[str, Any] = {}
+    if args.budget is not None:
+        options["instruction_budget"] = args.budget
+    if args.waves:
+        if args.backend != "rtl":
+            raise DriverError("--waves needs --backend rtl (only the RTL has signals to dump)")
+        options["waves"] = args.waves
     dev = Device(backend=args.backend, config=args.config, **options)
     mod = dev.load_module(args.module)
     kernel = mod.kernel(args.kernel)

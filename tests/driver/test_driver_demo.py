@@ -1,4 +1,7 @@
-"""``make demo`` (cli/demo.py): listing with encodings and the ISS run against NumPy."""
+"""``make demo`` (cli/demo.py): listing with encodings and the ISS run against NumPy.
+
+The RTL half of the demo is tested in tests/rtl/test_demo_rtl.py (it needs a Verilator build).
+"""
 
 from __future__ import annotations
 
@@ -9,7 +12,7 @@ from simtgpu.cli import demo
 
 
 def test_demo_lists_code_and_matches(capsys):
-    assert demo.main(["--size", "203"]) == 0
+    assert demo.main(["--size", "203", "--backend", "iss"]) == 0
     out = capsys.readouterr().out
     code = assemble_file(demo.KERNEL).code
     rows = re.findall(r"^  ([0-9a-f]{4})   ([0-9a-f]{8})  (\S.*)$", out, re.M)

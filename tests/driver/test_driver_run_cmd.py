@@ -111,3 +111,12 @@ def test_parse_forms():
         parse_arg("a=i32[4]:randint(3)")
     with pytest.raises(DriverError, match="bad index"):
         parse_print("c[1:2:3:4]")
+
+
+
+def test_waves_needs_the_rtl_backend(vadd, capsys):
+    rc, _, err = _run(capsys, vadd, "-k", "vadd", "--grid", "1", "--block", "4",
+                      "--arg", "a=f32[4]:ones", "b=f32[4]:ones", "c=f32[4]", "n=i32:4",
+                      "--waves", "build/x.vcd")
+    assert rc == 1
+    assert "--waves needs --backend rtl" in err
