@@ -25,7 +25,7 @@ def test_write_section_replaces_only_its_block(tmp_path):
 def test_small_bench_run_writes_a_checked_section(tmp_path, capsys):
     doc = tmp_path / "perf.md"
     rc = bench.main(["--only", "vector_add", "--warp", "8", "--runs", "2", "--scale", "0.01",
-                     "--output", str(doc)])
+                     "--part", "iss", "--output", str(doc)])
     assert rc == 0
     body = bench.read_section("iss-throughput", doc)
     assert body is not None
@@ -34,3 +34,15 @@ def test_small_bench_run_writes_a_checked_section(tmp_path, capsys):
     assert "`python -m simtgpu.cli.bench --only vector_add --warp 8 --runs 2 --scale 0.01`" \
         in row[0]
     assert "nproc" in body and "median of 2 runs" in body
+
+
+def test_compiler_part_writes_the_quality_table(tmp_path, capsys):
+    doc = tmp_path / "perf.md"
+    assert bench.main(["--part", "compiler", "--output", str(doc)]) == 0
+    body = bench.read_section("compiler-quality", doc)
+    rows = [r for r in body.splitlines() if r.startswith("| ") and r[2:8] != "kernel"
+            and not r.startswith("| ---")]
+    assert {r.split("|")[1].strip() for r in rows} >= {"vector_add", "saxpy", "matmul"}
+    for r in rows:  # hand-written and compiled counts are real, and their ratio is theirs
+        hand, compiled, ratio = (r.split("|")[i].strip().replace(",", "") for i in (3, 4, 5))
+        assert int(hand) > 0 and abs(int(compiled) / int(hand) - float(ratio)) < 0.01
