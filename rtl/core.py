@@ -301,8 +301,10 @@ class Core(wiring.Component):
             park = long_wait[w] | (is_fence & (stores_out[w] != 0))
             haz = (needs(h.dec) & sb.pending[w]) != 0
             busy_unit = (h.dec.sem == RSem.SFU) & sfu_busy
+            # structural: the head would issue but for the busy SFU
             m.d.comb += [hazard[w].eq(has & haz), parked[w].eq(has & park),
-                         structural[w].eq(has & busy_unit)]
+                         structural[w].eq(has & busy_unit & ~haz & ~park & ~bar_waiting[w]
+                                          & member[w] & ~finished[w])]
             m.d.comb += eligible[w].eq(has & ~haz & ~park & ~busy_unit & ~bar_waiting[w]
                                        & member[w] & ~finished[w])
         m.submodules.issue = is_rr_sched = RoundRobin(W)
@@ -747,17 +749,22 @@ class Core(wiring.Component):
         m.d.comb += [p.issued.eq(issue_ok), p.mem_transactions.eq(lsu.transaction),
                      p.divergence.eq(stack.diverged & stack.valid),
                      p.barriers.eq(bar.release)]
+        # Each running cycle without an issue is charged to one reason, first match:
+        # memory (the LSU holds mem, or a global load's data takes the write-back slot),
+        # structural (the SIMT stack unit holds ex1, the SFU's result takes the write-back
+        # slot, or a warp is ready but for the busy SFU), scoreboard, memory (warps parked on
+        # global loads, atomics, ldparam or fences), barrier, idle.
         with m.If(~issue_ok & running):
             with m.If(~any_live):
                 m.d.comb += p.stall_idle.eq(1)
-            with m.Elif(stall | lwb_wait):
+            with m.Elif(mem_hold | lwb.valid):
                 m.d.comb += p.stall_memory.eq(1)
+            with m.Elif(ex1_block | sfu_wb_valid | (structural != 0)):
+                m.d.comb += p.stall_structural.eq(1)
             with m.Elif(hazard != 0):
                 m.d.comb += p.stall_scoreboard.eq(1)
             with m.Elif(parked != 0):
                 m.d.comb += p.stall_memory.eq(1)
-            with m.Elif(structural != 0):
-                m.d.comb += p.stall_structural.eq(1)
             with m.Elif(bar.waiting != 0):
                 m.d.comb += p.stall_barrier.eq(1)
             with m.Else():

@@ -253,7 +253,8 @@ def perf_layout() -> data.StructLayout:
     Each cycle the scheduler either issues (``issued``) or charges the cycle to exactly one
     stall reason: ``stall_scoreboard`` (ready warps all wait on register dependencies),
     ``stall_memory`` (waiting on global memory or LSU back-pressure), ``stall_barrier`` (the
-    waiting warps are at a barrier), ``stall_structural`` (a busy unit, e.g. the SFU),
+    waiting warps are at a barrier), ``stall_structural`` (a busy shared unit: the SIMT stack
+    unit, the SFU, the SFU's write-back),
     ``stall_idle`` (no live warp on the core). ``mem_transactions``: a request was accepted on
     the core's memory port. ``divergence``: a branch split a warp. ``barriers``: a block
     barrier completed (all warps released).
