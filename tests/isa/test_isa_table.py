@@ -7,7 +7,6 @@ data itself against encodings worked out by hand from the format table in isa/fo
 import random
 
 import pytest
-
 from simtgpu import isa
 from simtgpu.isa import BY_MNEMONIC, INSTRUCTIONS, EncodingError, decode, encode, used_fields
 
