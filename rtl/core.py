@@ -154,6 +154,16 @@ class Core(wiring.Component):
         # --- init walk: zero registers and shared memory, number the threads ----------------
         init_len = max(W * cfg.regs, lsu.shared.rows, W * L)
         init_cnt = Signal(range(init_len + 1))
+        # the walk ends once the registers, the thread ids and the rows of the block's own
+        # .shared size are cleared (the LSU faults on shared addresses past that size, so the
+        # rest of the shared memory is never seen)
+        row_bytes = 4 * L
+        init_last = Signal(range(init_len))
+        sh_rows = Signal(range(lsu.shared.rows + 1))
+        m.d.comb += [sh_rows.eq((blk.shared_bytes + row_bytes - 1) // row_bytes),
+                     init_last.eq(max(W * cfg.regs, W * L) - 1)]
+        with m.If(sh_rows > max(W * cfg.regs, W * L)):
+            m.d.comb += init_last.eq(sh_rows - 1)
         tx, ty, tz = Signal(16), Signal(16), Signal(16)
         rf_init_we = Signal()
 
@@ -184,7 +194,7 @@ class Core(wiring.Component):
                 with m.Else():
                     m.d.sync += tx.eq(tx + 1)
                 m.d.sync += init_cnt.eq(init_cnt + 1)
-                with m.If(init_cnt == init_len - 1):
+                with m.If(init_cnt >= init_last):
                     m.next = "RUN"
                     for w in range(W):
                         lanes_live = Cat(((w * L + l) < blk.num_threads) for l in range(L))

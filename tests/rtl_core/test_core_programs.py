@@ -85,3 +85,34 @@ def test_shared_bank_conflicts_and_broadcast():
     cfg = CONFIGS["tiny"]()
     launch = launch_from_asm(SHARED_CONFLICTS, "k", (1,), (8,), [DATA_ADDR], bytes(32))
     _check(cfg, launch)
+
+
+def test_shared_memory_is_zero_for_every_block():
+    """Each block reads its .shared words before writing them: the block-start walk clears
+    the block's .shared size (and only that much is reachable), so every block reads zero,
+    also after an earlier block on the core wrote there; the walk is shorter for a small
+    .shared size."""
+    src = """
+        .kernel k
+        .param out, ptr
+        .shared 64
+        s2r r1, tid
+        shli r2, r1, 2
+        lds r3, [r2]
+        addi r4, r1, 7
+        sts [r2], r4
+        s2r r5, ctaid.x
+        shli r5, r5, 5
+        add r5, r5, r2
+        ldparam r6, out
+        add r6, r6, r5
+        add r3, r3, r4
+        stg [r6], r3
+        exit
+        .end
+"""
+    cfg = CONFIGS["tiny"]()
+    launch = launch_from_asm(src, "k", (3,), (8,), [DATA_ADDR], bytes(4 * 8 * 3))
+    rtl = _check(cfg, launch)
+    got = np.frombuffer(rtl.memory, dtype="<u4")
+    np.testing.assert_array_equal(got, np.tile(np.arange(8) + 7, 3))
