@@ -342,11 +342,12 @@ j:""", FaultCause.DIVERGENT_BARRIER)
     k("stack_overflow", "\n".join(f"        ssy     z{i}" for i in range(17))
       + "\n" + "\n".join(f"z{i}:" for i in range(17)), FaultCause.STACK_OVERFLOW)
     k("stack_underflow", "        sync", FaultCause.STACK_UNDERFLOW)
-    # past every configuration's instruction memory (64 KiB at most): the RTL knows the
-    # memory's size, not the module's, so a PC inside the memory past the code is a zero
-    # word there (ILLEGAL_INSTRUCTION) but PC_OUT_OF_RANGE on the ISS
+    # past every configuration's instruction memory (64 KiB at most)
     k("pc_out_of_range", "        bra     past+65536\npast:",
       FaultCause.PC_OUT_OF_RANGE)
+    # (a PC just past the loaded code is covered by tests/rtl_core test_pc_past_the_loaded_code:
+    # these fault kernels share one instruction-memory image, so "past this kernel" is the
+    # next kernel's code here)
     return out
 
 

@@ -75,18 +75,6 @@ def _fault_results(config: str):
     return rtl_config(config), _fault_cache[config]
 
 
-def _without(want: list[dict], got: list[dict]) -> tuple[list[dict], list[dict]]:
-    """The matched pairs only (drop RTL lines with no ISS partner)."""
-    keep = [(w, g) for w, g in zip(want, got, strict=True) if w["pc"] != -1]
-    return [w for w, _ in keep], [g for _, g in keep]
-
-
-KNOWN_RECORD_ISSUES = {
-    "fault_barrier_deadlock": "the RTL's BARRIER_DEADLOCK record names warp 0 with an empty "
-                              "lane mask, not the warp waiting at the bar and its lanes",
-}
-
-
 @pytest.mark.parametrize("config,name", [(c, ln.name) for c in CONFIGS
                                          for ln, _ in fault_launches(4, 2)])
 def test_fault(config, name):
@@ -98,20 +86,11 @@ def test_fault(config, name):
         f"{name}: the ISS gives {gold.fault}, the kernel was written for {cause.name}"
     assert rtl.fault_cause == cause, f"{name}: rtl fault {rtl.fault_cause}, expected {cause}"
     want_lines, got_lines = common_part(gold.trace, rtl.trace)
+    # Faults are precise: nothing younger than the fault retires on the RTL either.
     mm = compare_traces(ln, want_lines, got_lines, cfg.lanes)
-    if mm is not None:
-        f = gold.fault
-        extra = [g for w, g in zip(want_lines, got_lines, strict=True) if w["pc"] == -1]
-        if extra and all(g["warp"] == f.warp and g["pc"] > f.pc for g in extra) and \
-                compare_traces(ln, *_without(want_lines, got_lines), cfg.lanes) is None:
-            pytest.xfail(f"known RTL issue: the faulting warp retired {len(extra)} younger "
-                         f"instruction(s) after the fault at pc {f.pc:#x} (first at pc "
-                         f"{extra[0]['pc']:#x})")
     assert mm is None, mm
     r, f = rtl.regs, gold.fault
     got = (r["FAULT_PC"], r["FAULT_WARP"], r["FAULT_LANES"],
            (r["FAULT_BLOCK_X"], r["FAULT_BLOCK_Y"], r["FAULT_BLOCK_Z"]))
     want = (f.pc, f.warp, f.lane_mask, tuple(f.block))
-    if got != want and name in KNOWN_RECORD_ISSUES:
-        pytest.xfail(f"{KNOWN_RECORD_ISSUES[name]}: expected {want}, rtl {got}")
     assert got == want, f"{name}: (pc, warp, lanes, block) expected {want}, rtl {got}"
