@@ -285,13 +285,20 @@ def render_rtl(rows: list[dict], info: dict[str, str]) -> str:
     return "\n".join(lines)
 
 
+def _small():
+    from simtgpu.driver_model.configs import CONFIGS
+
+    return CONFIGS["small"]
+
+
 def render_ipc(rows: list[dict], info: dict[str, str]) -> str:
     """The RTL issue-rate section (cycle counts: deterministic, not timings)."""
     lines = [
         "## RTL issue rate", "",
         "Warp-instructions issued per cycle per core, from the GPU's own performance counters "
-        "(configuration `small`, memory latency as configured). Cycle counts do not depend on "
-        "the machine running the simulation.", "",
+        f"(configuration `small`: {_small().cores} cores, {_small().warps_per_core} warps x "
+        f"{_small().lanes} lanes, device-memory latency {_small().mem_latency} cycles). Cycle "
+        "counts do not depend on the machine running the simulation.", "",
         f"Commit {info['commit']}, {info['date']}.", "",
         "| workload | warp-instr / cycle / core | detail |", "| --- | ---: | --- |",
     ]
