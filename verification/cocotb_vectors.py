@@ -13,9 +13,16 @@ Modes:
   cycle, the result of vector ``i`` is sampled ``latency`` cycles later.
 * ``start_done``: a multi-cycle unit that takes ``start`` and pulses ``done``, one vector at
   a time.
+* ``cycle``: a stateful unit, one vector per cycle and every output sampled every cycle.
+  Vector ``i`` is driven on the falling edge that opens cycle ``i`` (the first after reset);
+  the outputs are sampled 1 ns later, well before the rising edge that ends the cycle. So
+  sample ``i`` is the combinational response to vector ``i`` with the state that the rising
+  edges before it left (registered outputs show what edge ``i - 1`` stored); the edge after
+  the sample commits vector ``i``. A Python cycle model that computes "outputs of cycle
+  ``i``, then the next state" lines up with the samples one to one.
 
-Inputs are driven and outputs sampled on the falling clock edge, so both sides of every
-rising edge are unambiguous.
+Inputs are driven on the falling clock edge, so both sides of every rising edge are
+unambiguous. Ports wider than 64 bits (flattened structs and arrays) arrive as Python ints.
 """
 
 from __future__ import annotations
@@ -32,7 +39,8 @@ from cocotb.triggers import FallingEdge, RisingEdge, Timer
 
 
 def _load() -> tuple[dict, dict[str, np.ndarray]]:
-    data = np.load(os.environ["SIMTGPU_VECTORS"])
+    # wide columns are object arrays of Python ints, which np.savez pickles
+    data = np.load(os.environ["SIMTGPU_VECTORS"], allow_pickle=True)
     spec = json.loads(str(data["spec"]))
     return spec, {name: data[name] for name in spec["inputs"]}
 
@@ -112,6 +120,17 @@ async def play_vectors(dut) -> None:
         outputs["_cycles"] = cycles
         if latency:
             assert all(c == cycles[0] for c in cycles), "latency differs between vectors"
+        _save(spec, outputs)
+        return
+
+    if mode == "cycle":
+        for i in range(n):
+            await FallingEdge(clk)
+            for port, col in zip(ports_in, cols, strict=True):
+                port.value = col[i]
+            await Timer(1, "ns")
+            for name, port in zip(names_out, ports_out, strict=True):
+                outputs[name].append(int(port.value))
         _save(spec, outputs)
         return
 
