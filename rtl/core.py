@@ -5,11 +5,14 @@ Front end (never stalls):
            instruction waiting to resolve and room in its two-entry instruction buffer.
   ``if``   reads the local instruction memory (synchronous read).
   ``id``   decodes the word (:class:`Decoder`) into the warp's instruction buffer. A control
-           instruction (bra ssy sync exit bar) stops the warp's fetch until ex1 resolves it.
+           instruction (bra ssy sync exit) stops the warp's fetch until ex1 resolves it; bar
+           does not (it cannot move the pc), it stops the warp's issue until the release.
 Back end (one stall signal, raised by ``mem`` while the LSU needs more cycles and by ``ex1``
 while the SIMT stack unit is busy):
-  ``is``   picks, round robin, a warp whose buffered instruction has no scoreboard hazard, is
-           not parked on global memory and not at a barrier; presents register addresses.
+  ``is``   picks, round robin, a warp whose buffered instruction has no scoreboard hazard
+           (a register still waiting for a global load, an atomic, ldparam or the SFU counts
+           as one), is not at a fence with stores outstanding and not at a barrier; presents
+           register addresses.
   ``rr``   register and predicate read, guard evaluation, special registers; the multiplier
            and FPU take their operands here.
   ``ex1``  ALU, branch/ssy/sync/exit resolution (SIMT stack), barrier arrival, address
@@ -86,7 +89,6 @@ class Core(wiring.Component):
         cfg = self.cfg
         L, W = cfg.lanes, cfg.warps
         wb_ = _bits(W)
-        full = (1 << L) - 1
         vec = data.ArrayLayout(32, L)
         uop = layouts.uop(W, L)
 
@@ -129,9 +131,11 @@ class Core(wiring.Component):
         active = [Signal(L, name=f"w{w}_active") for w in range(W)]
         live = [Signal(L, name=f"w{w}_live") for w in range(W)]
         ctrl_wait = Signal(W)
-        # a global load/atomic, ldparam or SFU instruction of the warp is waiting for its late
-        # write-back: the warp is parked, so its instructions retire in program order
-        long_wait = Signal(W)
+        # registers of each warp waiting for a late write-back (a global load or atomic,
+        # ldparam, the SFU): the warp goes on issuing independent instructions, and a head
+        # that needs one of these registers is counted as waiting on memory, not on the
+        # pipeline's scoreboard
+        long_pending = [Signal(cfg.regs, name=f"w{w}_long") for w in range(W)]
         stores_out = [Signal(8, name=f"w{w}_stores") for w in range(W)]
         preds = [[Signal(7, name=f"w{w}_l{l}_p") for l in range(L)] for w in range(W)]
 
@@ -151,21 +155,22 @@ class Core(wiring.Component):
             m.submodules[f"tid{l}"] = tm
             tid_mems.append((tm.write_port(), tm.read_port(domain="sync")))
 
-        # --- init walk: zero registers and shared memory, number the threads ----------------
-        init_len = max(W * cfg.regs, lsu.shared.rows, W * L)
+        # --- init walk: number the threads ---------------------------------------------------
+        # The register file zeroes itself in one cycle (RegFile.clear). Shared memory is zeroed
+        # by its own walk, one row per cycle over the rows of the block's .shared size (the
+        # LSU faults on addresses past it, so the rest is never seen); it starts with the
+        # init walk and goes on while the warps run, and a shared access waits until it is
+        # done (Lsu.clear). The warps' set-up code usually hides it.
+        init_len = W * L
         init_cnt = Signal(range(init_len + 1))
-        # the walk ends once the registers, the thread ids and the rows of the block's own
-        # .shared size are cleared (the LSU faults on shared addresses past that size, so the
-        # rest of the shared memory is never seen)
         row_bytes = 4 * L
-        init_last = Signal(range(init_len))
         sh_rows = Signal(range(lsu.shared.rows + 1))
+        sh_clear_row = Signal(range(lsu.shared.rows + 1))
         m.d.comb += [sh_rows.eq((blk.shared_bytes + row_bytes - 1) // row_bytes),
-                     init_last.eq(max(W * cfg.regs, W * L) - 1)]
-        with m.If(sh_rows > max(W * cfg.regs, W * L)):
-            m.d.comb += init_last.eq(sh_rows - 1)
+                     lsu.clear.eq(sh_clear_row < sh_rows), lsu.clear_row.eq(sh_clear_row)]
+        with m.If(lsu.clear):
+            m.d.sync += sh_clear_row.eq(sh_clear_row + 1)
         tx, ty, tz = Signal(16), Signal(16), Signal(16)
-        rf_init_we = Signal()
 
         with m.FSM(init="IDLE") as fsm:
             with m.State("IDLE"):
@@ -174,12 +179,9 @@ class Core(wiring.Component):
                 m.d.comb += self.dispatch.ready.eq(ready)
                 with m.If(self.dispatch.valid & ready):
                     m.d.sync += [blk.eq(self.dispatch.payload), init_cnt.eq(0),
-                                 tx.eq(0), ty.eq(0), tz.eq(0)]
+                                 tx.eq(0), ty.eq(0), tz.eq(0), sh_clear_row.eq(0)]
                     m.next = "INIT"
             with m.State("INIT"):
-                m.d.comb += [rf_init_we.eq(init_cnt < W * cfg.regs)]
-                m.d.comb += [lsu.clear.eq(init_cnt < lsu.shared.rows),
-                             lsu.clear_row.eq(init_cnt)]
                 for l in range(L):
                     wp, _ = tid_mems[l]
                     m.d.comb += [wp.addr.eq(init_cnt // L if L > 1 else init_cnt),
@@ -194,7 +196,7 @@ class Core(wiring.Component):
                 with m.Else():
                     m.d.sync += tx.eq(tx + 1)
                 m.d.sync += init_cnt.eq(init_cnt + 1)
-                with m.If(init_cnt >= init_last):
+                with m.If(init_cnt == init_len - 1):
                     m.next = "RUN"
                     for w in range(W):
                         lanes_live = Cat(((w * L + l) < blk.num_threads) for l in range(L))
@@ -219,7 +221,7 @@ class Core(wiring.Component):
         with m.If(self.flush):
             m.d.sync += [member.eq(0), fault_q.eq(0)]
         block_reset = fsm.ongoing("INIT") & (init_cnt == 0)
-        m.d.comb += [sb.reset.eq(block_reset | self.flush),
+        m.d.comb += [sb.reset.eq(block_reset | self.flush), rf.clear.eq(block_reset),
                      stack.reset.eq(block_reset | self.flush),
                      bar.reset.eq(block_reset | self.flush),
                      bar.members.eq(member), bar.exited.eq(finished & member)]
@@ -299,7 +301,10 @@ class Core(wiring.Component):
         stall = Signal()
         lwb_wait = Signal()
         sfu_busy = Signal()  # an SFU instruction is between is and its write-back
-        bar_waiting = bar.waiting
+        # a warp that has issued bar issues nothing more until the barrier releases it; its
+        # fetch goes on (bar does not move the pc), so the instructions after the bar are
+        # buffered by the time it is released
+        bar_hold = Signal(W)
         eligible = Signal(W)
         hazard = Signal(W)
         parked = Signal(W)
@@ -308,14 +313,17 @@ class Core(wiring.Component):
             h = heads[w]
             has = ib_count[w] != 0
             is_fence = h.dec.iid == iid("fence")
-            park = long_wait[w] | (is_fence & (stores_out[w] != 0))
-            haz = (needs(h.dec) & sb.pending[w]) != 0
+            haz_bits = needs(h.dec) & sb.pending[w]
+            haz = haz_bits != 0
+            # the hazard is on a register a long-latency instruction will write
+            on_long = (haz_bits[:cfg.regs] & long_pending[w]) != 0
+            park = on_long | (is_fence & (stores_out[w] != 0))
             busy_unit = (h.dec.sem == RSem.SFU) & sfu_busy
             # structural: the head would issue but for the busy SFU
-            m.d.comb += [hazard[w].eq(has & haz), parked[w].eq(has & park),
-                         structural[w].eq(has & busy_unit & ~haz & ~park & ~bar_waiting[w]
+            m.d.comb += [hazard[w].eq(has & haz & ~park), parked[w].eq(has & park),
+                         structural[w].eq(has & busy_unit & ~haz & ~park & ~bar_hold[w]
                                           & member[w] & ~finished[w])]
-            m.d.comb += eligible[w].eq(has & ~haz & ~park & ~busy_unit & ~bar_waiting[w]
+            m.d.comb += eligible[w].eq(has & ~haz & ~park & ~busy_unit & ~bar_hold[w]
                                        & member[w] & ~finished[w])
         m.submodules.issue = is_rr_sched = RoundRobin(W)
         m.d.comb += is_rr_sched.request.eq(eligible)
@@ -343,7 +351,8 @@ class Core(wiring.Component):
                     for i in range(IBUF_DEPTH):
                         with m.Case(i):
                             m.d.sync += ib[w][i].eq(id_entry)
-                with m.If(decoder.dec.ctrl & ~decoder.dec.illegal):
+                with m.If(decoder.dec.ctrl & ~decoder.dec.illegal
+                          & (decoder.dec.iid != iid("bar"))):
                     m.d.sync += ctrl_wait[w].eq(1)
             with m.If(pop):
                 m.d.sync += ib_head[w].eq((ib_head[w] + 1) % IBUF_DEPTH)
@@ -527,10 +536,10 @@ class Core(wiring.Component):
                 with m.Elif(~stack.fault):
                     m.d.sync += [pc[w].eq(stack.new_pc), active[w].eq(stack.new_active),
                                  live[w].eq(stack.new_live)]
-            with m.If(bar.arrive & (bar.warp == w)):
-                m.d.sync += pc[w].eq(x.pc + 4)
-            with m.If(bar.release & bar.waiting[w]):
-                m.d.sync += ctrl_wait[w].eq(0)
+            with m.If(issue_ok & (is_pick == w) & (issued.dec.iid == iid("bar"))):
+                m.d.sync += bar_hold[w].eq(1)
+            with m.Elif((bar.release & bar.waiting[w]) | block_reset | self.flush):
+                m.d.sync += bar_hold[w].eq(0)
             with m.If(do_fetch & (sch_pick == w)):
                 m.d.sync += pc[w].eq(pc[w] + 4)
 
@@ -538,7 +547,11 @@ class Core(wiring.Component):
         # the late write-back slot SFU_LATENCY cycles later
         sfu_start = leaving & (xd.sem == RSem.SFU)
         sfu_meta = Signal(data.StructLayout(
-            {"warp": wb_, "rd": 5, "wr": 1, "pc": 32, "active": L, "exec": L}))
+            {"warp": wb_, "rd": 5, "wr": 1, "pc": 32, "active": L, "exec": L, "stale": 1}))
+        # an SFU instruction younger than a fault of its warp must not retire: one that starts
+        # after the fault, or as a global access of its warp faults in mem (the only fault
+        # raised with younger instructions of the warp already in flight)
+        sfu_stale = Signal()
         sfu_wb_valid = Signal()
         for l in range(L):
             m.d.comb += [sfus[l].start.eq(sfu_start), sfus[l].op.eq(xd.fn[:3]),
@@ -546,7 +559,8 @@ class Core(wiring.Component):
         with m.If(sfu_start):
             m.d.sync += [sfu_meta.warp.eq(x.warp), sfu_meta.rd.eq(xd.rd),
                          sfu_meta.wr.eq(xd.wr_reg), sfu_meta.pc.eq(x.pc),
-                         sfu_meta.active.eq(x.active), sfu_meta.exec.eq(x.exec)]
+                         sfu_meta.active.eq(x.active), sfu_meta.exec.eq(x.exec),
+                         sfu_meta.stale.eq(sfu_stale)]
         with m.If(sfus[0].done):
             m.d.sync += sfu_wb_valid.eq(1)
         with m.If(issue_ok & (issued.dec.sem == RSem.SFU)):
@@ -597,6 +611,8 @@ class Core(wiring.Component):
             return fault_q & (warp == fault_rec.warp)
 
         y_valid = y.valid & ~dead(y.warp)
+        m.d.comb += sfu_stale.eq(dead(x.warp) | (~fault_q & running & lsu.fault & y_valid
+                                                  & (y.warp == x.warp)))
         m.d.comb += [lsu.valid.eq(y_valid), lsu.op.eq(lsu_op), lsu.fn.eq(atom_fn),
                      lsu.warp.eq(y.warp), lsu.pc.eq(y.pc), lsu.rd.eq(y.dec.rd),
                      lsu.wr.eq(y.dec.wr_reg), lsu.active.eq(y.active), lsu.exec.eq(y.exec),
@@ -635,16 +651,24 @@ class Core(wiring.Component):
         sfu_take = sfu_wb_valid & ~z.valid & ~lwb.valid
         with m.If(sfu_take):
             m.d.sync += [sfu_wb_valid.eq(0), sfu_busy.eq(0)]
-        m.d.comb += [lwb.ready.eq(~z.valid), lwb_wait.eq(lwb.valid | sfu_wb_valid)]
-        z_long_done = z.valid & ~z.deferred & is_long(zd)  # no lane executed: nothing returns
+        # A late write-back takes a free wb slot. Issue stops for it only when no bubble is
+        # already on its way to wb: bubbles are never squeezed out of the pipeline, so one
+        # between is and mem reaches wb in a few cycles (and mem_hold makes one at wb).
+        bubble_coming = (~is_rr.valid | ~rr_ex1.valid | ~ex1_ex2.valid | ~ex2_mem.valid
+                         | mem_hold)
+        m.d.comb += [lwb.ready.eq(~z.valid),
+                     lwb_wait.eq((lwb.valid | sfu_wb_valid) & ~bubble_coming)]
+        # long_pending follows the scoreboard: set at issue, cleared where the scoreboard's
+        # bit is (the late write-back, or wb when no lane executed and nothing comes back)
+        long_set = issue_ok & is_long(issued.dec) & issued.dec.wr_reg
         for w in range(W):
-            with m.If(issue_ok & (is_pick == w) & is_long(issued.dec)):
-                m.d.sync += long_wait[w].eq(1)
-            with m.Elif((lwb.valid & lwb.ready & (lwb.p.warp == w))
-                        | (sfu_take & (sfu_meta.warp == w))
-                        | (z_long_done & (z.warp == w))
-                        | block_reset | self.flush):
-                m.d.sync += long_wait[w].eq(0)
+            set_bits = Mux(long_set & (is_pick == w), 1 << issued.dec.rd, 0)
+            clr = [Mux(c.en & ~c.pred & (c.warp == w), 1 << c.idx, 0) for c in sb.clear]
+            clr_bits = Signal(cfg.regs, name=f"w{w}_long_clr")
+            m.d.comb += clr_bits.eq(clr[0] | clr[1])
+            m.d.sync += long_pending[w].eq((long_pending[w] & ~clr_bits) | set_bits)
+            with m.If(block_reset | self.flush):
+                m.d.sync += long_pending[w].eq(0)
         wb_reg = z.valid & zd.wr_reg & ~z.deferred
         with m.If(wb_reg):
             m.d.comb += [rf.we.eq(z.exec), rf.waddr.eq(rf.addr(z.warp, zd.rd)),
@@ -656,8 +680,6 @@ class Core(wiring.Component):
             m.d.comb += [rf.we.eq(Mux(sfu_meta.wr, sfu_meta.exec, 0)),
                          rf.waddr.eq(rf.addr(sfu_meta.warp, sfu_meta.rd)),
                          rf.wdata.eq(sfu_values)]
-        with m.Elif(rf_init_we):
-            m.d.comb += [rf.we.eq(full), rf.waddr.eq(init_cnt), rf.wdata.eq(0)]
         for w in range(W):
             with m.If(z.valid & zd.wr_pred & (z.warp == w)):
                 for l in range(L):
@@ -683,13 +705,15 @@ class Core(wiring.Component):
                          rt.pd_valid.eq(zd.wr_pred), rt.pd.eq(zd.rd[:3]),
                          rt.pvalues.eq(z.presult)]
         with m.Elif(lwb.valid & lwb.ready):
-            m.d.comb += [rt.valid.eq(~dead(lwb.p.warp)), rt.warp.eq(lwb.p.warp),
+            # every late write-back is older than any fault of its warp (younger accesses
+            # never reach the LSU once the fault is raised), so it retires, as on the ISS
+            m.d.comb += [rt.valid.eq(1), rt.warp.eq(lwb.p.warp),
                          rt.pc.eq(lwb.p.pc),
                          rt.mask.eq(lwb.p.active), rt.exec.eq(lwb.p.exec),
                          rt.rd_valid.eq(lwb.p.wr), rt.rd.eq(lwb.p.rd),
                          rt.values.eq(lwb.p.values)]
         with m.Elif(sfu_take):
-            m.d.comb += [rt.valid.eq(~dead(sfu_meta.warp)), rt.warp.eq(sfu_meta.warp),
+            m.d.comb += [rt.valid.eq(~sfu_meta.stale), rt.warp.eq(sfu_meta.warp),
                          rt.pc.eq(sfu_meta.pc),
                          rt.mask.eq(sfu_meta.active), rt.exec.eq(sfu_meta.exec),
                          rt.rd_valid.eq(sfu_meta.wr), rt.rd.eq(sfu_meta.rd),
@@ -713,9 +737,10 @@ class Core(wiring.Component):
         bar_arrived = Signal(W)
         m.d.comb += bar_arrived.eq(bar.waiting | Mux(bar.arrive, 1 << bar.warp, 0))
         bar_words = [Signal(32, name=f"w{w}_bar_word") for w in range(W)]
+        bar_pcs = [Signal(32, name=f"w{w}_bar_pc") for w in range(W)]
         for w in range(W):
             with m.If(bar.arrive & (bar.warp == w)):
-                m.d.sync += bar_words[w].eq(x.word)
+                m.d.sync += [bar_words[w].eq(x.word), bar_pcs[w].eq(x.pc)]
         bar_first = Signal(wb_)
         for w in reversed(range(W)):
             with m.If(bar_arrived[w]):
@@ -726,7 +751,7 @@ class Core(wiring.Component):
         with m.Switch(bar_first):
             for w in range(W):
                 with m.Case(w):
-                    m.d.comb += [bar_first_pc.eq(pc[w] - 4), bar_first_live.eq(live[w]),
+                    m.d.comb += [bar_first_pc.eq(bar_pcs[w]), bar_first_live.eq(live[w]),
                                  bar_first_word.eq(bar_words[w])]
         # the warp arriving now has not had its pc moved past the bar yet
         with m.If(bar.arrive & (bar.warp == bar_first)):
@@ -775,7 +800,7 @@ class Core(wiring.Component):
                 m.d.comb += p.stall_scoreboard.eq(1)
             with m.Elif(parked != 0):
                 m.d.comb += p.stall_memory.eq(1)
-            with m.Elif(bar.waiting != 0):
+            with m.Elif(bar_hold != 0):
                 m.d.comb += p.stall_barrier.eq(1)
             with m.Else():
                 m.d.comb += p.stall_idle.eq(1)

@@ -17,8 +17,9 @@ transactions of one instruction arrive together). A FIFO remembers, per transact
 lanes take which word of the returned line.
 
 Shared memory accesses go to the banked :class:`SharedMemory`: one cycle per round of
-conflict-free lanes. A shared load's data is ready in the ``wb`` stage (``sh_values``), as
-with the synchronous register file.
+conflict-free lanes; they wait while ``clear`` zeroes the shared memory for a new block.
+A shared load's data is ready in the ``wb`` stage (``sh_values``), as with the synchronous
+register file.
 """
 
 from amaranth import Cat, Const, Module, Mux, Signal
@@ -224,8 +225,10 @@ class Lsu(wiring.Component):
         m.d.comb += [fifo.w_en.eq(accepted), self.transaction.eq(accepted)]
 
         # --- shared memory ------------------------------------------------------------------
-        go_shared = active & is_shared & ~faulting & (rem != 0)
-        go_atoms = active & (op == LsuOp.ATOMS) & ~faulting & (rem != 0)
+        # while ``clear`` zeroes a row, shared accesses wait (the banks' write ports are taken)
+        sh_wait = active & (is_shared | (op == LsuOp.ATOMS)) & ~faulting & self.clear
+        go_shared = active & is_shared & ~faulting & (rem != 0) & ~self.clear
+        go_atoms = active & (op == LsuOp.ATOMS) & ~faulting & (rem != 0) & ~self.clear
         m.d.comb += [sh.clear.eq(self.clear), sh.clear_row.eq(self.clear_row)]
         for l in range(lanes):
             m.d.comb += [sh.word[l].eq(addr[l][2:]), sh.wdata[l].eq(self.data[l])]
@@ -289,6 +292,8 @@ class Lsu(wiring.Component):
             m.d.comb += rem_next.eq(rem & ~sh.served)
         with m.Elif(go_atoms):
             m.d.comb += rem_next.eq(Mux(a_done, rem & ~leader, rem))
+        with m.Elif(sh_wait):
+            m.d.comb += rem_next.eq(rem)
         m.d.comb += self.hold.eq(active & ~faulting & (rem_next != 0))
         with m.If(self.hold):
             m.d.sync += [started.eq(1), rem_q.eq(rem_next)]

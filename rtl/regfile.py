@@ -6,12 +6,17 @@ build replicates into three RAM copies sharing the write port; they are transpar
 write port, so a value written back in the cycle its consumer issues is read by it. ``ren``
 low holds the read data (the pipeline is stalled with the instruction in ``rr``).
 
-There is one write port, shared by ``wb`` and the late write-back of global loads; each lane
-has its own write enable (guarded-off lanes keep their value). The file is not reset: the core
-writes zeros to every entry when a block starts.
+There is one write port, shared by ``wb`` and the late write-back of global loads and the SFU;
+each lane has its own write enable (guarded-off lanes keep their value).
+
+Every register of a new block reads as zero. Rather than writing zeros to all
+``warps * regs`` entries when a block starts (a cycle per entry), ``clear`` drops one
+*written* bit per entry in a single cycle: an entry whose bit is low reads as zero, and the
+first write to it stores zeros in the lanes that do not write, so the bit can stand for every
+lane.
 """
 
-from amaranth import Module
+from amaranth import Module, Mux, Signal
 from amaranth.lib import data, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
@@ -39,6 +44,7 @@ class RegFile(wiring.Component):
             "we": In(lanes),
             "waddr": In(self.addr_bits),
             "wdata": In(vec),
+            "clear": In(1),
         })
 
     def addr(self, warp, reg):
@@ -47,14 +53,32 @@ class RegFile(wiring.Component):
 
     def elaborate(self, platform) -> Module:
         m = Module()
+        entries = self.warps * self.regs
+        written = Signal(entries)
+        first = Signal()  # this write is the entry's first since clear
+        m.d.comb += first.eq(~written.bit_select(self.waddr, 1))
+        writing = self.we != 0
+        with m.If(self.clear):
+            m.d.sync += written.eq(0)
+        with m.Elif(writing):
+            m.d.sync += written.eq(written | (1 << self.waddr)[:entries])
+        # whether each read port's entry holds data, registered like the RAMs' read data
+        # (and transparent to the write in the same cycle, as they are)
+        valid = [Signal(name=f"rvalid{p}") for p in range(self.READ_PORTS)]
+        for p in range(self.READ_PORTS):
+            with m.If(self.ren):
+                m.d.sync += valid[p].eq(~self.clear & (
+                    written.bit_select(self.raddr[p], 1)
+                    | (writing & (self.waddr == self.raddr[p]))))
         for lane in range(self.lanes):
-            mem = Memory(shape=32, depth=self.warps * self.regs, init=[])
+            mem = Memory(shape=32, depth=entries, init=[])
             m.submodules[f"lane{lane}"] = mem
             wp = mem.write_port()
-            m.d.comb += [wp.addr.eq(self.waddr), wp.data.eq(self.wdata[lane]),
-                         wp.en.eq(self.we[lane])]
+            m.d.comb += [wp.addr.eq(self.waddr),
+                         wp.data.eq(Mux(self.we[lane], self.wdata[lane], 0)),
+                         wp.en.eq(Mux(first & writing, 1, self.we[lane]))]
             for p in range(self.READ_PORTS):
                 rp = mem.read_port(domain="sync", transparent_for=(wp,))
                 m.d.comb += [rp.addr.eq(self.raddr[p]), rp.en.eq(self.ren),
-                             self.rdata[p][lane].eq(rp.data)]
+                             self.rdata[p][lane].eq(Mux(valid[p], rp.data, 0))]
         return m

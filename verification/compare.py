@@ -17,7 +17,7 @@ from simtgpu.sim.trace import per_warp
 
 from .launch import KernelLaunch
 
-__all__ = ["Mismatch", "compare_memory", "compare_traces", "retire_to_trace"]
+__all__ = ["Mismatch", "compare_memory", "compare_traces", "program_order", "retire_to_trace"]
 
 
 class Mismatch(str):
@@ -78,7 +78,7 @@ order. Each RTL line is matched to the oldest unmatched ISS line of the same PC 
 window; the pairs are then compared in program order."""
 
 
-def _program_order(wl: list[dict], gl: list[dict]) -> tuple[list[dict], list[dict]]:
+def program_order(wl: list[dict], gl: list[dict]) -> tuple[list[dict], list[dict]]:
     """``gl`` (RTL retire order) rearranged into the program order of ``wl`` (ISS); an RTL
     line with no partner ends the rearranged list (so it is reported at that point)."""
     placed: dict[int, dict] = {}
@@ -113,7 +113,7 @@ def compare_traces(launch: KernelLaunch, want: list[dict], got: list[dict], lane
     differs."""
     ww, gw = per_warp(want), per_warp(got)
     for key in sorted(set(ww) | set(gw)):
-        wl, gl = _program_order(ww.get(key, []), gw.get(key, []))
+        wl, gl = program_order(ww.get(key, []), gw.get(key, []))
         where = f"block ({key[0]},{key[1]},{key[2]}) warp {key[3]}"
         for i, (w, g) in enumerate(zip(wl, gl, strict=False)):
             diff = [k for k in _KEYS if w.get(k) != g.get(k)]
