@@ -16,11 +16,18 @@ Ports (Verilog names in brackets; the top module is ``harness``):
   instruction word per cycle into every core (and the host's shadow copy).
 * ``done``: the command queue is empty and idle, or a fault stopped it. ``fault``, ``busy``.
 * ``retire__<i>__*``: retire port of core ``i``.
+* ``clk``, ``rst``: the clock, and the synchronous reset (hold it for at least two cycles).
+
+Verilog builds register the reset (``registered_reset``): a top-level input that feeds
+combinational logic makes Verilator evaluate that logic again on every ``eval()`` call, and
+Amaranth's synchronous reset feeds the next-state logic of every register. Through a
+flip-flop the reset is internal state, so each clock cycle evaluates the design once; the
+design sees the reset one cycle late, for as long as it is held.
 """
 
 from __future__ import annotations
 
-from amaranth.hdl import Module
+from amaranth.hdl import ClockDomain, ClockSignal, Module, ResetSignal, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
@@ -44,11 +51,17 @@ class SimHarness(wiring.Component):
     storage:
         Memory-model storage: ``"amaranth"`` for the Amaranth simulator (the array is then
         ``harness.memory.mem.data``), ``"verilog"`` for Verilog builds (see rtl/sim_ram.py).
+    registered_reset:
+        Give the design ``clk`` and ``rst`` ports and its own ``sync`` domain, whose reset is
+        ``rst`` delayed by a flip-flop (for Verilog builds, see above). Without it the design
+        uses the ``sync`` domain of whoever instantiates it (the Amaranth simulator's).
     """
 
     def __init__(self, cfg: RtlConfig, core_factory: CoreFactory | None = None,
-                 storage: str = "amaranth"):
+                 storage: str = "amaranth", registered_reset: bool = False):
         self.cfg = cfg
+        self.registered_reset = registered_reset
+        clock = {"clk": In(1), "rst": In(1)} if registered_reset else {}
         self.gpu = Gpu(cfg, core_factory)
         self.memory = MemoryModel(cfg, storage=storage)
         super().__init__({
@@ -59,10 +72,18 @@ class SimHarness(wiring.Component):
             "done": Out(1),
             "busy": Out(1),
             "fault": Out(1),
+            **clock,
         })
 
     def elaborate(self, platform) -> Module:
         m = Module()
+        if self.registered_reset:
+            m.domains.sync = ClockDomain("sync")
+            m.domains.reset_q = ClockDomain("reset_q", reset_less=True)
+            rst_q = Signal(init=1)
+            m.d.comb += [ClockSignal("sync").eq(self.clk), ClockSignal("reset_q").eq(self.clk),
+                         ResetSignal("sync").eq(rst_q)]
+            m.d.reset_q += rst_q.eq(self.rst)
         m.submodules.gpu = gpu = self.gpu
         m.submodules.memory = mem = self.memory
         wiring.connect(m, gpu.mem, mem.bus)

@@ -25,7 +25,7 @@ def generate_verilog(cfg: RtlConfig, top: str = "gpu",
     if top == "gpu":
         design = Gpu(cfg, core_factory)
     elif top == "harness":
-        design = SimHarness(cfg, core_factory, storage="verilog")
+        design = SimHarness(cfg, core_factory, storage="verilog", registered_reset=True)
     else:
         raise ValueError(f"top must be one of {', '.join(TOPS)}, not {top!r}")
     text = verilog.convert(design, name=top, emit_src=False)
