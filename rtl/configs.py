@@ -61,6 +61,10 @@ class RtlConfig:
         Size of the simulation memory model behind the external port. Defaults to
         ``gpu.memory_bytes``; unit tests use a few KiB. With a smaller memory than
         ``memory_bytes`` the model wraps addresses past its end, so keep kernels inside it.
+    sfus:
+        Special-function units per core (a divisor of ``lanes``). A warp's SFU instruction
+        goes through them in ``lanes / sfus`` passes. Defaults to ``lanes / 4`` (at least
+        one): SFU instructions are rare, and each unit is as large as several FPUs.
     """
 
     gpu: GpuConfig
@@ -70,13 +74,18 @@ class RtlConfig:
     barrier_watchdog_cycles: int = 1 << 16
     drain_timeout_cycles: int = 1 << 16
     sim_memory_bytes: int = 0  # 0 = gpu.memory_bytes
+    sfus: int = 0  # 0 = max(1, lanes // 4)
 
     def __post_init__(self) -> None:
         if self.line_words == 0:
             object.__setattr__(self, "line_words", self.gpu.lanes)
         if self.sim_memory_bytes == 0:
             object.__setattr__(self, "sim_memory_bytes", self.gpu.memory_bytes)
+        if self.sfus == 0:
+            object.__setattr__(self, "sfus", max(1, self.gpu.lanes // 4))
         problems = []
+        if not 1 <= self.sfus <= self.gpu.lanes or self.gpu.lanes % self.sfus:
+            problems.append(f"sfus must divide lanes ({self.gpu.lanes}), not {self.sfus}")
         if not (_is_pow2(self.line_words) and self.line_words <= 32):
             problems.append("line_words must be a power of two from 1 to 32, "
                             f"not {self.line_words}")

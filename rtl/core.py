@@ -105,13 +105,15 @@ class Core(wiring.Component):
         muls = [Multiplier(latency=2) for _ in range(L)]
         fpus = [Fpu(latency=2) for _ in range(L)]
         fcmps = [FCompare() for _ in range(L)]
-        sfus = [Sfu() for _ in range(L)]
+        S = cfg.sfus
+        sfus = [Sfu() for _ in range(S)]
         for l in range(L):
             m.submodules[f"alu{l}"] = alus[l]
             m.submodules[f"mul{l}"] = muls[l]
             m.submodules[f"fpu{l}"] = fpus[l]
             m.submodules[f"fcmp{l}"] = fcmps[l]
-            m.submodules[f"sfu{l}"] = sfus[l]
+        for u in range(S):
+            m.submodules[f"sfu{u}"] = sfus[u]
         wiring.connect(m, wiring.flipped(self.mem), lsu.mem)
 
         m.submodules.imem = imem = Memory(shape=32, depth=cfg.imem_words, init=[])
@@ -543,8 +545,10 @@ class Core(wiring.Component):
             with m.If(do_fetch & (sch_pick == w)):
                 m.d.sync += pc[w].eq(pc[w] + 4)
 
-        # SFU: every lane starts as the instruction leaves ex1; the results come back through
-        # the late write-back slot SFU_LATENCY cycles later
+        # SFU: the S units take the lanes in L / S passes of SFU_LATENCY cycles, lanes
+        # p*S .. p*S+S-1 in pass p; the first pass starts as the instruction leaves ex1, the
+        # results come back through the late write-back slot after the last pass
+        passes = L // S
         sfu_start = leaving & (xd.sem == RSem.SFU)
         sfu_meta = Signal(data.StructLayout(
             {"warp": wb_, "rd": 5, "wr": 1, "pc": 32, "active": L, "exec": L, "stale": 1}))
@@ -553,15 +557,36 @@ class Core(wiring.Component):
         # raised with younger instructions of the warp already in flight)
         sfu_stale = Signal()
         sfu_wb_valid = Signal()
-        for l in range(L):
-            m.d.comb += [sfus[l].start.eq(sfu_start), sfus[l].op.eq(xd.fn[:3]),
-                         sfus[l].a.eq(x.a[l])]
+        sfu_a = Signal(vec)  # the operands, for the passes after the first
+        sfu_op = Signal(3)
+        sfu_pass = Signal(range(passes))
+        sfu_res = Signal(vec)
+        sfu_next = Signal()  # a pass is done and another follows
+        m.d.comb += sfu_next.eq(sfus[0].done & (sfu_pass != passes - 1))
+        for u in range(S):
+            m.d.comb += [sfus[u].start.eq(sfu_start | sfu_next),
+                         sfus[u].op.eq(Mux(sfu_start, xd.fn[:3], sfu_op)),
+                         sfus[u].a.eq(x.a[u])]
+            with m.If(~sfu_start):
+                with m.Switch(sfu_pass):
+                    for p_ in range(passes - 1):
+                        with m.Case(p_):
+                            m.d.comb += sfus[u].a.eq(sfu_a[(p_ + 1) * S + u])
+            with m.If(sfus[0].done):
+                with m.Switch(sfu_pass):
+                    for p_ in range(passes):
+                        with m.Case(p_):
+                            m.d.sync += sfu_res[p_ * S + u].eq(sfus[u].result)
+        with m.If(sfu_start):
+            m.d.sync += [sfu_a.eq(x.a), sfu_op.eq(xd.fn[:3]), sfu_pass.eq(0)]
+        with m.Elif(sfu_next):
+            m.d.sync += sfu_pass.eq(sfu_pass + 1)
         with m.If(sfu_start):
             m.d.sync += [sfu_meta.warp.eq(x.warp), sfu_meta.rd.eq(xd.rd),
                          sfu_meta.wr.eq(xd.wr_reg), sfu_meta.pc.eq(x.pc),
                          sfu_meta.active.eq(x.active), sfu_meta.exec.eq(x.exec),
                          sfu_meta.stale.eq(sfu_stale)]
-        with m.If(sfus[0].done):
+        with m.If(sfus[0].done & ~sfu_next):
             m.d.sync += sfu_wb_valid.eq(1)
         with m.If(issue_ok & (issued.dec.sem == RSem.SFU)):
             m.d.sync += sfu_busy.eq(1)
@@ -645,9 +670,7 @@ class Core(wiring.Component):
         with m.If(zd.sem == RSem.ATOMIC):
             m.d.comb += values.eq(lsu.atom_values)
         lwb = lsu.lwb
-        sfu_values = Signal(vec)
-        for l in range(L):
-            m.d.comb += sfu_values[l].eq(sfus[l].result)
+        sfu_values = sfu_res
         sfu_take = sfu_wb_valid & ~z.valid & ~lwb.valid
         with m.If(sfu_take):
             m.d.sync += [sfu_wb_valid.eq(0), sfu_busy.eq(0)]
