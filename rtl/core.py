@@ -560,7 +560,7 @@ class Core(wiring.Component):
         sfu_a = Signal(vec)  # the operands, for the passes after the first
         sfu_op = Signal(3)
         sfu_pass = Signal(range(passes))
-        sfu_res = Signal(vec)
+        sfu_values = Signal(vec)
         sfu_next = Signal()  # a pass is done and another follows
         m.d.comb += sfu_next.eq(sfus[0].done & (sfu_pass != passes - 1))
         for u in range(S):
@@ -576,13 +576,12 @@ class Core(wiring.Component):
                 with m.Switch(sfu_pass):
                     for p_ in range(passes):
                         with m.Case(p_):
-                            m.d.sync += sfu_res[p_ * S + u].eq(sfus[u].result)
-        with m.If(sfu_start):
-            m.d.sync += [sfu_a.eq(x.a), sfu_op.eq(xd.fn[:3]), sfu_pass.eq(0)]
-        with m.Elif(sfu_next):
+                            m.d.sync += sfu_values[p_ * S + u].eq(sfus[u].result)
+        with m.If(sfu_next):
             m.d.sync += sfu_pass.eq(sfu_pass + 1)
         with m.If(sfu_start):
-            m.d.sync += [sfu_meta.warp.eq(x.warp), sfu_meta.rd.eq(xd.rd),
+            m.d.sync += [sfu_a.eq(x.a), sfu_op.eq(xd.fn[:3]), sfu_pass.eq(0),
+                         sfu_meta.warp.eq(x.warp), sfu_meta.rd.eq(xd.rd),
                          sfu_meta.wr.eq(xd.wr_reg), sfu_meta.pc.eq(x.pc),
                          sfu_meta.active.eq(x.active), sfu_meta.exec.eq(x.exec),
                          sfu_meta.stale.eq(sfu_stale)]
@@ -670,7 +669,6 @@ class Core(wiring.Component):
         with m.If(zd.sem == RSem.ATOMIC):
             m.d.comb += values.eq(lsu.atom_values)
         lwb = lsu.lwb
-        sfu_values = sfu_res
         sfu_take = sfu_wb_valid & ~z.valid & ~lwb.valid
         with m.If(sfu_take):
             m.d.sync += [sfu_wb_valid.eq(0), sfu_busy.eq(0)]
@@ -776,7 +774,7 @@ class Core(wiring.Component):
                 with m.Case(w):
                     m.d.comb += [bar_first_pc.eq(bar_pcs[w]), bar_first_live.eq(live[w]),
                                  bar_first_word.eq(bar_words[w])]
-        # the warp arriving now has not had its pc moved past the bar yet
+        # the warp arriving now has not had its bar's pc and word recorded yet
         with m.If(bar.arrive & (bar.warp == bar_first)):
             m.d.comb += [bar_first_pc.eq(x.pc), bar_first_word.eq(x.word)]
         with m.If(~fault_q & running):

@@ -65,13 +65,22 @@ async def play_vectors(dut) -> None:
     outputs: dict[str, list[int]] = {name: [] for name in names_out}
     mode = spec["mode"]
 
+    def drive(i: int) -> None:
+        for port, col in zip(ports_in, cols, strict=True):
+            port.value = col[i]
+
+    def sample() -> None:
+        for name, port in zip(names_out, ports_out, strict=True):
+            outputs[name].append(int(port.value))
+
+    async def drive_and_sample(i: int) -> None:
+        drive(i)
+        await Timer(1, "ns")
+        sample()
+
     if mode == "comb":
         for i in range(n):
-            for port, col in zip(ports_in, cols, strict=True):
-                port.value = col[i]
-            await Timer(1, "ns")
-            for name, port in zip(names_out, ports_out, strict=True):
-                outputs[name].append(int(port.value))
+            await drive_and_sample(i)
         _save(spec, outputs)
         return
 
@@ -90,11 +99,9 @@ async def play_vectors(dut) -> None:
         for i in range(n + latency):
             await FallingEdge(clk)
             if i >= latency:
-                for name, port in zip(names_out, ports_out, strict=True):
-                    outputs[name].append(int(port.value))
+                sample()
             if i < n:
-                for port, col in zip(ports_in, cols, strict=True):
-                    port.value = col[i]
+                drive(i)
         _save(spec, outputs)
         return
 
@@ -103,8 +110,7 @@ async def play_vectors(dut) -> None:
         cycles = []
         for i in range(n):
             await FallingEdge(clk)
-            for port, col in zip(ports_in, cols, strict=True):
-                port.value = col[i]
+            drive(i)
             dut.start.value = 1
             await FallingEdge(clk)
             dut.start.value = 0
@@ -115,8 +121,7 @@ async def play_vectors(dut) -> None:
                 waited += 1
                 assert waited < 10_000, f"vector {i}: done never rose"
             cycles.append(waited)
-            for name, port in zip(names_out, ports_out, strict=True):
-                outputs[name].append(int(port.value))
+            sample()
         outputs["_cycles"] = cycles
         if latency:
             assert all(c == cycles[0] for c in cycles), "latency differs between vectors"
@@ -126,11 +131,7 @@ async def play_vectors(dut) -> None:
     if mode == "cycle":
         for i in range(n):
             await FallingEdge(clk)
-            for port, col in zip(ports_in, cols, strict=True):
-                port.value = col[i]
-            await Timer(1, "ns")
-            for name, port in zip(names_out, ports_out, strict=True):
-                outputs[name].append(int(port.value))
+            await drive_and_sample(i)
         _save(spec, outputs)
         return
 

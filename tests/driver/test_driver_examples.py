@@ -50,6 +50,16 @@ def test_example_passes(name, argv, capsys):
     assert "PASS" in out
 
 
+def test_matmul_on_rtl_is_bit_identical_to_the_iss(capsys):
+    """`examples/matmul.py --backend rtl` checks C against NumPy and, bit for bit, against
+    the ISS; both verdicts must pass."""
+    rc = _example("matmul").main(["--backend", "rtl", "--config", "tiny", "--m", "11",
+                                  "--n", "9", "--k", "7"])
+    out = capsys.readouterr().out
+    assert rc == 0, out
+    assert "matmul on rtl against the ISS: PASS (all 99 elements bit-exact)" in out, out
+
+
 def _cuda_usable() -> bool:
     try:
         from simtgpu.driver_model import Device
