@@ -25,7 +25,7 @@ while the SIMT stack unit is busy):
 See docs/microarchitecture.md for the full story.
 """
 
-from amaranth import Cat, Const, Module, Mux, Signal
+from amaranth import Cat, Module, Mux, Signal
 from amaranth.lib import data, wiring
 from amaranth.lib.memory import Memory
 from simtgpu.isa import INSTRUCTIONS, PT, Sem
@@ -40,6 +40,7 @@ from .fcompare import FCmpCond, FCompare
 from .fpu import Fpu, FpuOp
 from .isa_consts import FaultCause, SReg, iid
 from .isa_consts import Sem as RSem
+from .layouts import split_signal
 from .lsu import Lsu, LsuOp
 from .multiplier import MulOp, Multiplier
 from .regfile import RegFile
@@ -234,7 +235,7 @@ class Core(wiring.Component):
         sch_if, if_id = sch_if_st.q, if_id_st.q
         ib_count = [Signal(range(IBUF_DEPTH + 1), name=f"w{w}_ibcount") for w in range(W)]
         ib_head = [Signal(range(IBUF_DEPTH), name=f"w{w}_ibhead") for w in range(W)]
-        ib = [[Signal(layouts.id_is(), name=f"w{w}_ib{i}") for i in range(IBUF_DEPTH)]
+        ib = [[split_signal(layouts.id_is(), f"w{w}_ib{i}") for i in range(IBUF_DEPTH)]
               for w in range(W)]
         fetchable = Signal(W)
         for w in range(W):
@@ -264,12 +265,12 @@ class Core(wiring.Component):
 
         # --- id: decode into the instruction buffer ----------------------------------------
         m.d.comb += decoder.word.eq(imem_r.data)
-        id_entry = Signal(layouts.id_is())
+        id_entry = split_signal(layouts.id_is(), "id_entry")
         m.d.comb += [id_entry.pc.eq(if_id.pc), id_entry.word.eq(imem_r.data),
                      id_entry.pc_fault.eq(if_pc_fault), id_entry.dec.eq(decoder.dec)]
 
         # --- is: pick a warp to issue ------------------------------------------------------
-        heads = [Signal(layouts.id_is(), name=f"w{w}_head") for w in range(W)]
+        heads = [split_signal(layouts.id_is(), f"w{w}_head") for w in range(W)]
         for w in range(W):
             with m.Switch(ib_head[w]):
                 for i in range(IBUF_DEPTH):
@@ -279,25 +280,24 @@ class Core(wiring.Component):
         nreg = cfg.regs
 
         def needs(dec) -> Signal:
-            """Scoreboard bits an instruction reads or writes."""
+            """Scoreboard bits an instruction reads or writes (registers, then predicates).
+
+            Register and predicate masks are built apart from one-bit shifts: a shift of
+            the full-width constant would be a 167-bit vector in the Verilog."""
             n = Signal(nreg + 8)
-            bits = []
 
             def reg(idx, cond):
-                return Mux(cond, Const(1, nreg + 8) << idx, 0)
+                return Mux(cond, 1 << idx, 0)
 
             def prd(idx, cond):
-                return Mux(cond & (idx != PT), Const(1, nreg + 8) << (nreg + idx), 0)
+                return Mux(cond & (idx != PT), 1 << idx, 0)
 
-            bits += [reg(dec.rs1, dec.rd_rs1), reg(dec.rs2, dec.rd_rs2),
-                     reg(dec.rs3, dec.rd_rs3), reg(dec.rd, dec.rd_rd | dec.wr_reg),
-                     prd(dec.guard, 1), prd(dec.rs1[:3], dec.rd_ps1),
-                     prd(dec.rs2[:3], dec.rd_ps2), prd(dec.rs3[:3], dec.rd_ps3),
-                     prd(dec.rd[:3], dec.wr_pred)]
-            acc = bits[0]
-            for b in bits[1:]:
-                acc = acc | b
-            m.d.comb += n.eq(acc)
+            regs = (reg(dec.rs1, dec.rd_rs1) | reg(dec.rs2, dec.rd_rs2)
+                    | reg(dec.rs3, dec.rd_rs3) | reg(dec.rd, dec.rd_rd | dec.wr_reg))
+            prds = (prd(dec.guard, 1) | prd(dec.rs1[:3], dec.rd_ps1)
+                    | prd(dec.rs2[:3], dec.rd_ps2) | prd(dec.rs3[:3], dec.rd_ps3)
+                    | prd(dec.rd[:3], dec.wr_pred))
+            m.d.comb += n.eq(Cat(regs[:nreg], prds))
             return n
 
         stall = Signal()
@@ -331,7 +331,7 @@ class Core(wiring.Component):
         m.d.comb += is_rr_sched.request.eq(eligible)
         is_pick, is_found = is_rr_sched.grant, is_rr_sched.found
         do_issue = is_found & can_issue & ~stall & ~lwb_wait
-        issued = Signal(layouts.id_is())
+        issued = split_signal(layouts.id_is(), "issued")
         with m.Switch(is_pick):
             for w in range(W):
                 with m.Case(w):
@@ -392,7 +392,7 @@ class Core(wiring.Component):
                      is_rr_st.d.dec.eq(issued.dec)]
 
         # --- rr: operands, guard, predicates, special registers -----------------------------
-        rr = Signal(uop)
+        rr = split_signal(uop, "rr")
         d = is_rr.dec
         wp_preds = [Signal(7, name=f"rr_l{l}_preds") for l in range(L)]
         r_active = Signal(L)
@@ -468,7 +468,7 @@ class Core(wiring.Component):
         # --- ex1: ALU, control flow, barrier, address generation ---------------------------
         x = rr_ex1
         xd = x.dec
-        ex1 = Signal(uop)
+        ex1 = split_signal(uop, "ex1")
         m.d.comb += ex1.eq(x)
         alu_op_sig = Signal(AluOp)
         with m.Switch(xd.iid):
@@ -557,10 +557,10 @@ class Core(wiring.Component):
         # raised with younger instructions of the warp already in flight)
         sfu_stale = Signal()
         sfu_wb_valid = Signal()
-        sfu_a = Signal(vec)  # the operands, for the passes after the first
+        sfu_a = split_signal(vec, "sfu_a")  # the operands, for the passes after the first
         sfu_op = Signal(3)
         sfu_pass = Signal(range(passes))
-        sfu_values = Signal(vec)
+        sfu_values = split_signal(vec, "sfu_values")
         sfu_next = Signal()  # a pass is done and another follows
         m.d.comb += sfu_next.eq(sfus[0].done & (sfu_pass != passes - 1))
         for u in range(S):
@@ -594,7 +594,7 @@ class Core(wiring.Component):
         m.submodules.ex1_ex2 = ex1_ex2_st = Stage("ex1_ex2", uop)
         ex1_ex2 = ex1_ex2_st.q
         m.d.comb += [ex1_ex2_st.stall.eq(stall), ex1_ex2_st.d.eq(ex1)]
-        ex2 = Signal(uop)
+        ex2 = split_signal(uop, "ex2")
         m.d.comb += ex2.eq(ex1_ex2)
         for l in range(L):
             with m.Switch(ex1_ex2.dec.sem):
@@ -662,7 +662,7 @@ class Core(wiring.Component):
         # --- wb: register/predicate write, scoreboard release, retire ----------------------
         z = mem_wb
         zd = z.dec
-        values = Signal(vec)
+        values = split_signal(vec, "values")
         m.d.comb += values.eq(z.result)
         with m.If(zd.iid == iid("lds")):
             m.d.comb += values.eq(lsu.sh_values)

@@ -10,6 +10,7 @@ until ``is`` issues it; later stages carry the parts they still need.
 
 from __future__ import annotations
 
+from amaranth import Cat, Signal
 from amaranth.lib import data
 
 from .isa_consts import InstrId, Lat, Sem
@@ -39,6 +40,28 @@ DECODED = data.StructLayout({
     "imm": 32,  # sign- or zero-extended immediate; byte offset for branches
     "ctrl": 1,  # control instruction: fetch of this warp stops until ex1 resolves it
 })
+
+
+def split_signal(layout: data.Layout, name: str) -> data.View:
+    """A signal of ``layout`` built from one ``Signal`` per field and per array element
+    (named ``name.field``, ``name.field[i]``), seen through a view of the layout.
+
+    Reads and writes look as on ``Signal(layout)``. The difference is in the Verilog: each
+    field is its own variable, so Verilator keeps it in a native machine word, drops the
+    fields nobody reads and updates only the fields that are written, where a packed
+    1,000-bit stage register costs masks and shifts of the whole vector on every access.
+    Waveform viewers show the fields under the names Amaranth gives the fields of a packed
+    signal.
+    """
+    return data.View(layout, Cat(*_leaves(layout, name)))
+
+
+def _leaves(shape, name: str) -> list[Signal]:
+    if isinstance(shape, data.StructLayout):
+        return [s for f, fld in shape for s in _leaves(fld.shape, f"{name}.{f}")]
+    if isinstance(shape, data.ArrayLayout):
+        return [s for i in range(shape.length) for s in _leaves(shape.elem_shape, f"{name}[{i}]")]
+    return [Signal(shape, name=name)]
 
 
 def lanes_array(width: int, lanes: int) -> data.ArrayLayout:

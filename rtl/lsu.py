@@ -30,6 +30,7 @@ from simtgpu.isa import GLOBAL_NULL_GUARD
 
 from .fpu import Fpu, FpuOp
 from .isa_consts import FaultCause
+from .layouts import split_signal
 from .shared_memory import SharedMemory
 from .signatures import AtomOp, MemKind, mem_port_signature
 
@@ -205,10 +206,15 @@ class Lsu(wiring.Component):
                 m.d.comb += req.kind.eq(MemKind.READ)
         # atom.cas has its own opcode; the core hands it over as fn 5 (AtomOp.CAS)
         m.d.comb += req.atom_op.eq(self.fn[:3])
+        # each word of the line is picked into its own signal and the payload is written once:
+        # per-lane assignments into the packed payload would copy the whole line per lane
         for j in range(lw):
+            word = Signal(32, name=f"wdata{j}")
+            hit = Cat(group[l] & (widx[l] == j) for l in range(lanes))
             for l in range(lanes):  # the highest lane writing word j wins
-                with m.If(group[l] & (widx[l] == j)):
-                    m.d.comb += [req.wdata[j].eq(self.data[l]), req.be[4 * j:4 * j + 4].eq(0xF)]
+                with m.If(hit[l]):
+                    m.d.comb += word.eq(self.data[l])
+            m.d.comb += [req.wdata[j].eq(word), req.be[4 * j:4 * j + 4].eq(hit.any().replicate(4))]
 
         entry = Signal(meta)
         m.d.comb += [entry.warp.eq(self.warp), entry.rd.eq(self.rd), entry.wr.eq(self.wr),
@@ -234,7 +240,7 @@ class Lsu(wiring.Component):
             m.d.comb += [sh.word[l].eq(addr[l][2:]), sh.wdata[l].eq(self.data[l])]
         with m.If(go_shared):
             m.d.comb += [sh.req.eq(rem), sh.we.eq(op == LsuOp.STS)]
-        cap = Signal(data.ArrayLayout(32, lanes))
+        cap = split_signal(data.ArrayLayout(32, lanes), "cap")
         for l in range(lanes):
             with m.If(sh.served_q[l]):
                 m.d.sync += cap[l].eq(sh.rdata[l])
@@ -309,8 +315,8 @@ class Lsu(wiring.Component):
         head = Signal(meta)
         m.d.comb += head.eq(fifo.r_data)
         resp = self.mem.resp
-        acc = Signal(data.ArrayLayout(32, lanes))
-        merged = Signal(data.ArrayLayout(32, lanes))
+        acc = split_signal(data.ArrayLayout(32, lanes), "acc")
+        merged = split_signal(data.ArrayLayout(32, lanes), "merged")
         for l in range(lanes):
             word = Signal(32, name=f"resp_word{l}")
             with m.Switch(head.widx[l]):

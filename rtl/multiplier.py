@@ -98,9 +98,15 @@ class Multiplier(wiring.Component):
                     m.d.sync += sig.eq(s1_in[k])
 
         # Stage 2: sum the partial products, pick the word.
-        product = Signal(64, name="s2_product")
-        m.d.comb += product.eq(s1["ll"] + ((s1["lh"] + s1["hl"]) << 16) + (s1["hh"] << 32))
-        word = Mux(s1["high"], (product[32:64] - s1["corr"])[0:32], product[0:32])
+        # Summed as two 32-bit words with a carry: one 64-bit sum of the shifted partial
+        # products would be a 65-bit (multi-word) value in the Verilog.
+        mid = Signal(49, name="s2_mid")  # (lh + hl) << 16
+        lo = Signal(33, name="s2_lo")  # low word and its carry
+        hi = Signal(32, name="s2_hi")
+        m.d.comb += [mid.eq((s1["lh"] + s1["hl"]) << 16),
+                     lo.eq(s1["ll"] + mid[0:32]),
+                     hi.eq(s1["hh"] + mid[32:49] + lo[32])]
+        word = Mux(s1["high"], (hi - s1["corr"])[0:32], lo[0:32])
 
         # Output register, preceded by the extra retiming stages when latency > 2.
         regs = [Signal(32, name=f"s{i + 2}_result") for i in range(max(1, self.latency - 1))]

@@ -16,7 +16,7 @@ first write to it stores zeros in the lanes that do not write, so the bit can st
 lane.
 """
 
-from amaranth import Module, Mux, Signal
+from amaranth import Array, Module, Mux, Signal
 from amaranth.lib import data, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
@@ -54,21 +54,29 @@ class RegFile(wiring.Component):
     def elaborate(self, platform) -> Module:
         m = Module()
         entries = self.warps * self.regs
-        written = Signal(entries)
+        # one word of written bits per warp (rather than one warps * regs-bit vector), so a
+        # simulator keeps each in a native machine word instead of shifting a wide vector
+        rb = (self.regs - 1).bit_length()
+        written = Array(Signal(self.regs, name=f"written_w{w}") for w in range(self.warps))
+
+        def is_written(addr):
+            return written[addr[rb:]].bit_select(addr[:rb], 1)
+
         first = Signal()  # this write is the entry's first since clear
-        m.d.comb += first.eq(~written.bit_select(self.waddr, 1))
+        m.d.comb += first.eq(~is_written(self.waddr))
         writing = self.we != 0
-        with m.If(self.clear):
-            m.d.sync += written.eq(0)
-        with m.Elif(writing):
-            m.d.sync += written.eq(written | (1 << self.waddr)[:entries])
+        for w in range(self.warps):
+            with m.If(self.clear):
+                m.d.sync += written[w].eq(0)
+            with m.Elif(writing & (self.waddr[rb:] == w)):
+                m.d.sync += written[w].eq(written[w] | (1 << self.waddr[:rb]))
         # whether each read port's entry holds data, registered like the RAMs' read data
         # (and transparent to the write in the same cycle, as they are)
         valid = [Signal(name=f"rvalid{p}") for p in range(self.READ_PORTS)]
         for p in range(self.READ_PORTS):
             with m.If(self.ren):
                 m.d.sync += valid[p].eq(~self.clear & (
-                    written.bit_select(self.raddr[p], 1)
+                    is_written(self.raddr[p])
                     | (writing & (self.waddr == self.raddr[p]))))
         for lane in range(self.lanes):
             mem = Memory(shape=32, depth=entries, init=[])

@@ -10,7 +10,7 @@ read ports are transparent to its write port, so a consumer may issue in the sam
 producer writes back.
 """
 
-from amaranth import Module, Signal
+from amaranth import Cat, Const, Module, Signal
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 from simtgpu.isa import NUM_PREDS
@@ -47,9 +47,10 @@ class Scoreboard(wiring.Component):
     def bit(self, m: Module, port) -> Signal:
         """One-hot bit of a port's register or predicate, or zero when not enabled."""
         one = Signal(self.width)
+        # shifts of a one-bit value keep the result within a machine word in simulation
         with m.If(port.en):
             with m.If(port.pred):
-                m.d.comb += one.eq(1 << (self.regs + port.idx[:3]))
+                m.d.comb += one.eq(Cat(Const(0, self.regs), 1 << port.idx[:3]))
             with m.Else():
                 m.d.comb += one.eq(1 << port.idx)
         return one

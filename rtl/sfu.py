@@ -28,6 +28,8 @@ from simtgpu.isa import BY_MNEMONIC
 from simtgpu.isa.instructions import SFU_OPS
 from simtgpu.sim import sfu_algo as algo
 
+from .fp_utils import lzc
+
 __all__ = ["SFU_LATENCY", "Sfu", "SfuOp"]
 
 SFU_LATENCY = algo.SFU_LATENCY
@@ -273,7 +275,7 @@ class Sfu(wiring.Component):
                 r = Signal(signed(66))
                 m.d.comb += [mul_a.eq(y), mul_b.eq(v),
                              r.eq((ee << algo.LOG_FRAC) + prod)]
-                m.d.sync += [sign.eq(r < 0), mag.eq(Mux(r < 0, -r, r))]
+                m.d.sync += [sign.eq(r[-1]), mag.eq(Mux(r[-1], -r, r))]  # r[-1]: r < 0
             with m.Elif(is_op("sin", "cos")):
                 m.d.sync += mag.eq(Mux(y < 0, 0, Mux(y > (1 << frac), 1 << frac, y)))
             with m.Else():
@@ -281,9 +283,8 @@ class Sfu(wiring.Component):
 
         # -- step 6: leading one and the 24-bit significand -----------------------------------
         lead = Signal(range(64))  # bit length of mag
-        for i in range(63):
-            with m.If(mag[i]):
-                m.d.comb += lead.eq(i + 1)
+        mag_zero, mag_lz = lzc(mag)
+        m.d.comb += lead.eq(Mux(mag_zero, 0, 63 - mag_lz))
         q = Signal(25)
         length = Signal(range(64))
         with m.If(step == 6):

@@ -11,6 +11,8 @@ docs/microarchitecture.md.
 from amaranth import Elaboratable, Module, Signal
 from amaranth.lib import data
 
+from .layouts import split_signal
+
 
 class Stage(Elaboratable):
     """Parameters
@@ -25,8 +27,8 @@ class Stage(Elaboratable):
         if "valid" not in dict(layout):
             raise ValueError(f"stage {name}: the layout needs a 'valid' field")
         self.name = name
-        self.d = Signal(layout, name=f"{name}_d")
-        self.q = Signal(layout, name=name)
+        self.d = split_signal(layout, f"{name}_d")
+        self.q = split_signal(layout, name)
         self.stall = Signal(name=f"{name}_stall")
         self.kill = Signal(name=f"{name}_kill")
 
