@@ -235,8 +235,15 @@ class Core(wiring.Component):
         sch_if, if_id = sch_if_st.q, if_id_st.q
         ib_count = [Signal(range(IBUF_DEPTH + 1), name=f"w{w}_ibcount") for w in range(W)]
         ib_head = [Signal(range(IBUF_DEPTH), name=f"w{w}_ibhead") for w in range(W)]
-        ib = [[split_signal(layouts.id_is(), f"w{w}_ib{i}") for i in range(IBUF_DEPTH)]
-              for w in range(W)]
+        # each warp's buffer is a small RAM (written at the tail, read at the head): a
+        # register per entry would be rewritten every cycle in simulation
+        ib_w = []
+        ib_r = []
+        for w in range(W):
+            ib_mem = Memory(shape=layouts.id_is(), depth=IBUF_DEPTH, init=[])
+            m.submodules[f"w{w}_ib"] = ib_mem
+            ib_w.append(ib_mem.write_port())
+            ib_r.append(ib_mem.read_port(domain="comb"))
         fetchable = Signal(W)
         for w in range(W):
             # fetches in flight count against the buffer, so whatever arrives has a slot
@@ -272,10 +279,7 @@ class Core(wiring.Component):
         # --- is: pick a warp to issue ------------------------------------------------------
         heads = [split_signal(layouts.id_is(), f"w{w}_head") for w in range(W)]
         for w in range(W):
-            with m.Switch(ib_head[w]):
-                for i in range(IBUF_DEPTH):
-                    with m.Case(i):
-                        m.d.comb += heads[w].eq(ib[w][i])
+            m.d.comb += [ib_r[w].addr.eq(ib_head[w]), heads[w].eq(ib_r[w].data)]
 
         nreg = cfg.regs
 
@@ -348,11 +352,8 @@ class Core(wiring.Component):
             pop = issue_ok & (is_pick == w)
             tail = Signal(range(IBUF_DEPTH), name=f"w{w}_ibtail")
             m.d.comb += tail.eq((ib_head[w] + ib_count[w]) % IBUF_DEPTH)
+            m.d.comb += [ib_w[w].addr.eq(tail), ib_w[w].data.eq(id_entry), ib_w[w].en.eq(push)]
             with m.If(push):
-                with m.Switch(tail):
-                    for i in range(IBUF_DEPTH):
-                        with m.Case(i):
-                            m.d.sync += ib[w][i].eq(id_entry)
                 with m.If(decoder.dec.ctrl & ~decoder.dec.illegal
                           & (decoder.dec.iid != iid("bar"))):
                     m.d.sync += ctrl_wait[w].eq(1)
