@@ -19,6 +19,9 @@ Python API::
     mem, regs = run_on_rtl("tiny", imem_words, {0x2000: data}, [(Mmio.DOORBELL, 1)], ...)
 
 The simulation is deterministic: the same commands give the same cycle counts.
+
+``$SIMTGPU_RTL_PREFIX`` (split like a shell line) is put before the model's command, to run it
+under a profiler or debugger, e.g. ``SIMTGPU_RTL_PREFIX="perf record -o build/model.perf"``.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ import fcntl
 import hashlib
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import tempfile
@@ -217,7 +221,9 @@ class RtlSim:
     def __init__(self, config: str | GpuConfig | RtlConfig, *, trace: bool = False):
         self.cfg = get_rtl_config(config)
         self.exe = build_harness(self.cfg, trace=trace)
-        self.proc = subprocess.Popen([str(self.exe)], stdin=subprocess.PIPE,
+        # $SIMTGPU_RTL_PREFIX runs the model under a tool (valgrind, perf record, gdb -batch)
+        prefix = shlex.split(os.environ.get("SIMTGPU_RTL_PREFIX", ""))
+        self.proc = subprocess.Popen([*prefix, str(self.exe)], stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE, text=True, bufsize=1)
 
     def _cmd(self, line: str) -> str:

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["ALU_LOOP", "bench_ipc", "bench_rtl"]
+__all__ = ["ALU_LOOP", "bench_ipc", "bench_rtl", "model_instructions"]
 
 ASM = Path(__file__).resolve().parent.parent / "examples" / "asm"
 
@@ -46,7 +46,8 @@ def _timed(dev, kernel, grid, block, args, runs: int) -> tuple[object, float, li
     return res, cpu, walls
 
 
-def bench_rtl(config: str = "small", n: int = 32768, m: int = 48, runs: int = 3) -> list[dict]:
+def bench_rtl(config: str = "small", n: int = 32768, m: int = 48, runs: int = 3,
+              kernels: tuple[str, ...] = ("vector_add", "matmul")) -> list[dict]:
     """Run vector add (``n`` elements) and an ``m`` x ``m`` x ``m`` matmul on the RTL backend,
     ``runs`` times each (sizes of about 85,000 cycles each on ``small``, so launch overheads
     do not count); one dict of figures per kernel, from its median run."""
@@ -56,14 +57,17 @@ def bench_rtl(config: str = "small", n: int = 32768, m: int = 48, runs: int = 3)
     out = []
     with Device(backend="rtl", config=config) as dev:
         tpb = dev.config.warps_per_core * dev.config.lanes
-        k = dev.load_module(ASM / "vector_add.s").kernel("vector_add")
         a = rng.standard_normal(n).astype(np.float32)
         b = rng.standard_normal(n).astype(np.float32)
-        da, db, dc = dev.to_device(a), dev.to_device(b), dev.empty(n, np.float32)
-        res, cpu, walls = _timed(dev, k, -(-n // tpb), tpb, (da, db, dc, n), runs)
-        if not np.array_equal(dc.to_host().view(np.uint32), (a + b).view(np.uint32)):
-            raise AssertionError("vector_add on the RTL differs from NumPy")
-        out.append(_figures("vector_add", f"n={n}", res, cpu, walls))
+        if "vector_add" in kernels:
+            k = dev.load_module(ASM / "vector_add.s").kernel("vector_add")
+            da, db, dc = dev.to_device(a), dev.to_device(b), dev.empty(n, np.float32)
+            res, cpu, walls = _timed(dev, k, -(-n // tpb), tpb, (da, db, dc, n), runs)
+            if not np.array_equal(dc.to_host().view(np.uint32), (a + b).view(np.uint32)):
+                raise AssertionError("vector_add on the RTL differs from NumPy")
+            out.append(_figures("vector_add", f"n={n}", res, cpu, walls))
+        if "matmul" not in kernels:
+            return [dict(row, config=config) for row in out]
 
         k = dev.load_module(ASM / "matmul.s").kernel("matmul")
         A = rng.standard_normal((m, m)).astype(np.float32)
@@ -198,10 +202,54 @@ def _figures(name: str, size: str, res, cpu: float, walls: list[float]) -> dict:
     }
 
 
+def model_instructions(config: str = "small", n: int = 4096, m: int = 24) -> list[dict]:
+    """Machine instructions the Verilator model executes per simulated cycle, counted by
+    valgrind (callgrind) over the model's clock loop only, for vector add and matmul.
+
+    Unlike wall time this count does not move with the machine's load, so it compares two
+    versions of the RTL exactly (it does not see cache misses, which also cost time). Needs
+    ``valgrind`` on PATH; the kernels run about 50 times slower under it, hence the small
+    default sizes."""
+    import os
+    import shutil
+    import tempfile
+
+    if shutil.which("valgrind") is None:
+        raise SystemExit("model_instructions: valgrind is not installed (apt install valgrind)")
+    rows = []
+    for kernel in ("vector_add", "matmul"):
+        with tempfile.TemporaryDirectory() as tmp:
+            out = Path(tmp) / "callgrind.out"
+            os.environ["SIMTGPU_RTL_PREFIX"] = (
+                f"valgrind -q --tool=callgrind --toggle-collect=run_cycles* --dump-line=no "
+                f"--callgrind-out-file={out}")
+            try:
+                (row,) = bench_rtl(config, n=n, m=m, runs=1, kernels=(kernel,))
+            finally:
+                del os.environ["SIMTGPU_RTL_PREFIX"]
+            totals = [line for line in out.read_text().splitlines()
+                      if line.startswith(("summary:", "totals:"))]
+            instructions = int(totals[-1].split()[1])
+        rows.append({"kernel": kernel, "size": row["size"], "cycles": row["cycles"],
+                     "instructions": instructions,
+                     "per_cycle": instructions / row["cycles"], "config": config})
+    return rows
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m simtgpu.verification.bench_rtl")
     p.add_argument("--config", default="small")
+    p.add_argument("--instructions", action="store_true",
+                   help="count the model's machine instructions per simulated cycle "
+                        "(valgrind) instead of timing it")
     args = p.parse_args(argv)
+    if args.instructions:
+        print("| kernel | size | cycles | model instructions | per cycle |")
+        print("| --- | --- | ---: | ---: | ---: |")
+        for r in model_instructions(args.config):
+            print(f"| {r['kernel']} | {r['size']} | {r['cycles']:,} | {r['instructions']:,} | "
+                  f"{r['per_cycle']:,.0f} |")
+        return 0
     print("| kernel | size | cycles | thread-instr | wall s | cycles/s | thread-instr/s | IPC |")
     print("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |")
     for r in bench_rtl(args.config):
