@@ -270,8 +270,9 @@ def render_rtl(rows: list[dict], info: dict[str, str]) -> str:
         "the launch from doorbell to fence; CPU time is the Verilator process's own. Results "
         "are checked against NumPy. Each kernel runs 3 times; the figures are those of the "
         "median run. The model is built with Verilator `-O3 --x-assign fast --x-initial fast "
-        "--noassert` and g++ `-O2`, single-threaded (`--threads 2` was no faster on this "
-        "machine).", "",
+        "--noassert` and g++ `-O2` with profile-guided optimisation (the build trains the model "
+        "on the issue-rate kernels below, not on these two; `SIMTGPU_RTL_PGO=0` builds "
+        "without), single-threaded (`--threads 2` was no faster on this machine).", "",
         f"Machine: {info['cpu']}, `nproc` = {info['nproc']}; commit {info['commit']}, "
         f"{info['date']}.", "",
         "| kernel | size | cycles | warp-instr/cycle (GPU) | wall s | cycles/s | "

