@@ -3,7 +3,8 @@ with no Python in the per-cycle loop.
 
 The model of a named configuration is built profile-guided: compiled instrumented, trained on
 a few launches (:func:`simtgpu.verification.bench_rtl.train_model`), compiled again from the
-profile; about 15 to 25 % faster for twice the compile time. ``SIMTGPU_RTL_PGO=0`` skips it.
+profile, for twice the compile time (gain: docs/performance.md). ``SIMTGPU_RTL_PGO=0`` skips
+it.
 
 Builds are cached: the harness Verilog under ``build/verilog/<config>-<hash of rtl sources>.v``
 and the Verilator model under ``build/verilator/<config>-<hash of Verilog + driver>/``, so only
@@ -179,21 +180,29 @@ _training_exe: Path | None = None
 
 
 def _pgo_wanted(cfg: RtlConfig, trace: bool) -> bool:
-    """Profile-guided g++ builds (about 15 % faster models; the C++ is compiled twice) for the
-    named configurations the driver launches, unless ``$SIMTGPU_RTL_PGO=0``. The training
-    kernels run through the driver, which knows only the named configurations; waveform
-    builds are left plain."""
+    """Profile-guided g++ builds (the C++ is compiled twice) for the named configurations the
+    driver launches, unless ``$SIMTGPU_RTL_PGO=0``. The training kernels run through the
+    driver, which knows only the named configurations; waveform builds are left plain."""
     if trace or os.environ.get("SIMTGPU_RTL_PGO", "1") == "0":
         return False
     try:
         return get_rtl_config(cfg.name) == cfg
-    except (KeyError, ValueError, SimtgpuError):
+    except SimtgpuError:  # not a named configuration
         return False
 
 
-def _pgo_rebuild(cfg: RtlConfig, work: Path, env: dict[str, str]) -> None:
-    """Train the instrumented model in ``work`` on the bench kernels (their results are
-    checked), then compile it again from the profile."""
+def _run_build(cmd: list[str], env: dict[str, str], work: Path, what: str) -> None:
+    """Run one step of a model build; on failure keep its output in ``work/build.log``."""
+    res = subprocess.run(cmd, env=env, capture_output=True, text=True)
+    if res.returncode != 0:
+        log = work / "build.log"
+        log.write_text(res.stdout + res.stderr)
+        raise RtlSimError(f"{what} failed; log in {log}:\n" + (res.stderr or res.stdout)[-3000:])
+
+
+def _pgo_rebuild(cfg: RtlConfig, work: Path, env: dict[str, str], cflags: str) -> None:
+    """Train the instrumented model in ``work`` (:func:`~simtgpu.verification.bench_rtl.
+    train_model`, whose results are checked), then compile it again from the profile."""
     global _training_exe
     from simtgpu.verification.bench_rtl import train_model
 
@@ -205,16 +214,10 @@ def _pgo_rebuild(cfg: RtlConfig, work: Path, env: dict[str, str]) -> None:
     obj = work / "obj"
     for f in [*obj.glob("*.o"), *obj.glob("*.a"), work / "Vharness_run"]:
         f.unlink(missing_ok=True)
-    cflags = (f"-DLINE_WORDS={cfg.line_words} -fprofile-use -fprofile-correction "
-              "-Wno-missing-profile")
-    res = subprocess.run(["make", "-C", str(obj), "-f", "Vharness.mk", "-j",
-                          str(os.cpu_count() or 1), f"VM_USER_CFLAGS={cflags}",
-                          "VM_USER_LDLIBS="], env=env, capture_output=True, text=True)
-    if res.returncode != 0:
-        log = work / "build.log"
-        log.write_text(res.stdout + res.stderr)
-        raise RtlSimError(f"profile-guided rebuild of {cfg.name} failed; log in {log}:\n"
-                          + (res.stderr or res.stdout)[-3000:])
+    use = f"{cflags} -fprofile-use -fprofile-correction -Wno-missing-profile"
+    _run_build(["make", "-C", str(obj), "-f", "Vharness.mk", "-j", str(os.cpu_count() or 1),
+                f"VM_USER_CFLAGS={use}", "VM_USER_LDLIBS="], env, work,
+               f"profile-guided rebuild of {cfg.name}")
 
 
 def build_harness(config: str | GpuConfig | RtlConfig, *, trace: bool = False) -> Path:
@@ -234,13 +237,14 @@ def build_harness(config: str | GpuConfig | RtlConfig, *, trace: bool = False) -
         if exe.exists():
             return exe
         work = Path(tempfile.mkdtemp(prefix=out_dir.name + ".", dir=out_dir.parent))
+        cflags = f"-DLINE_WORDS={cfg.line_words}"
         (work / "harness.v").write_bytes(text)
         (work / "main.cpp").write_text(DRIVER_CPP)
         cmd = ["verilator", "--cc", "--exe", "--build", "-j", str(os.cpu_count() or 1),
                "--top-module", "harness", "-Wno-fatal", "-Wno-lint", "-Wno-style",
                *SPEED_FLAGS,
                "--Mdir", str(work / "obj"), "-o", str(work / "Vharness_run"),
-               "-CFLAGS", f"-DLINE_WORDS={cfg.line_words}",
+               "-CFLAGS", cflags,
                str(WAIVERS), str(work / "harness.v"), str(work / "main.cpp")]
         if trace:
             cmd.append("--trace")
@@ -248,14 +252,9 @@ def build_harness(config: str | GpuConfig | RtlConfig, *, trace: bool = False) -
             cmd += ["-CFLAGS", "-fprofile-generate", "-LDFLAGS", "-fprofile-generate"]
         env = verilator_env()
         env["MAKEFLAGS"] += " " + SPEED_MAKEFLAGS
-        res = subprocess.run(cmd, env=env, capture_output=True, text=True)
-        if res.returncode != 0:
-            log = work / "build.log"
-            log.write_text(res.stdout + res.stderr)
-            raise RtlSimError(f"verilator build of {cfg.name} failed; log in {log}:\n"
-                              + (res.stderr or res.stdout)[-3000:])
+        _run_build(cmd, env, work, f"verilator build of {cfg.name}")
         if pgo:
-            _pgo_rebuild(cfg, work, env)
+            _pgo_rebuild(cfg, work, env, cflags)
         (work / "Vharness_run").replace(work / "exe.tmp")
         shutil.rmtree(work / "obj", ignore_errors=True)  # keep the cache small
         if out_dir.exists():
@@ -273,8 +272,9 @@ class RtlSim:
     def __init__(self, config: str | GpuConfig | RtlConfig, *, trace: bool = False):
         self.cfg = get_rtl_config(config)
         self.exe = _training_exe or build_harness(self.cfg, trace=trace)
-        # $SIMTGPU_RTL_PREFIX runs the model under a tool (valgrind, perf record, gdb -batch)
-        prefix = shlex.split(os.environ.get("SIMTGPU_RTL_PREFIX", ""))
+        # $SIMTGPU_RTL_PREFIX runs the model under a tool (valgrind, perf record, gdb -batch);
+        # not the training run of a build, which only happens to start while it is set
+        prefix = [] if _training_exe else shlex.split(os.environ.get("SIMTGPU_RTL_PREFIX", ""))
         self.proc = subprocess.Popen([*prefix, str(self.exe)], stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE, text=True, bufsize=1)
 

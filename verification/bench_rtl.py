@@ -66,27 +66,23 @@ def bench_rtl(config: str = "small", n: int = 32768, m: int = 48, runs: int = 3,
             if not np.array_equal(dc.to_host().view(np.uint32), (a + b).view(np.uint32)):
                 raise AssertionError("vector_add on the RTL differs from NumPy")
             out.append(_figures("vector_add", f"n={n}", res, cpu, walls))
-        if "matmul" not in kernels:
-            return [dict(row, config=config) for row in out]
-
-        k = dev.load_module(ASM / "matmul.s").kernel("matmul")
-        A = rng.standard_normal((m, m)).astype(np.float32)
-        B = rng.standard_normal((m, m)).astype(np.float32)
-        dA, dB, dC = dev.to_device(A), dev.to_device(B), dev.empty(m * m, np.float32)
-        bx = min(8, dev.config.lanes)
-        by = max(1, tpb // bx)
-        res, cpu, walls = _timed(dev, k, (-(-m // bx), -(-m // by)), (bx, by),
-                                 (dA, dB, dC, m, m, m), runs)
-        want = np.zeros((m, m), np.float32)
-        for j in range(m):  # the kernel's order: acc = fma(A[r][j], B[j][c], acc)
-            want = (A[:, j:j + 1].astype(np.float64) * B[j:j + 1, :] + want).astype(np.float32)
-        got = dC.to_host().reshape(m, m)
-        if np.max(np.abs(got - want)) > 1e-3 * max(1.0, float(np.max(np.abs(want)))):
-            raise AssertionError("matmul on the RTL differs from NumPy")
-        out.append(_figures("matmul", f"{m}x{m}x{m}", res, cpu, walls))
-    for row in out:
-        row["config"] = config
-    return out
+        if "matmul" in kernels:
+            k = dev.load_module(ASM / "matmul.s").kernel("matmul")
+            A = rng.standard_normal((m, m)).astype(np.float32)
+            B = rng.standard_normal((m, m)).astype(np.float32)
+            dA, dB, dC = dev.to_device(A), dev.to_device(B), dev.empty(m * m, np.float32)
+            bx = min(8, dev.config.lanes)
+            by = max(1, tpb // bx)
+            res, cpu, walls = _timed(dev, k, (-(-m // bx), -(-m // by)), (bx, by),
+                                     (dA, dB, dC, m, m, m), runs)
+            want = np.zeros((m, m), np.float32)
+            for j in range(m):  # the kernel's order: acc = fma(A[r][j], B[j][c], acc)
+                want = (A[:, j:j + 1].astype(np.float64) * B[j:j + 1, :] + want).astype(np.float32)
+            got = dC.to_host().reshape(m, m)
+            if np.max(np.abs(got - want)) > 1e-3 * max(1.0, float(np.max(np.abs(want)))):
+                raise AssertionError("matmul on the RTL differs from NumPy")
+            out.append(_figures("matmul", f"{m}x{m}x{m}", res, cpu, walls))
+    return [dict(row, config=config) for row in out]
 
 
 ALU_LOOP = """
