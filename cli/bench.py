@@ -298,7 +298,7 @@ def render_rtl(rows: list[dict], info: dict[str, str]) -> str:
 
 
 def _small():
-    from simtgpu.driver_model.configs import CONFIGS
+    from simtgpu.arch.config import CONFIGS
 
     return CONFIGS["small"]
 

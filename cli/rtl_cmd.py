@@ -10,7 +10,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from simtgpu.driver_model.configs import CONFIGS
+from simtgpu.arch.config import CONFIGS
 from simtgpu.errors import SimtgpuError
 
 

@@ -14,8 +14,8 @@ import sys
 from typing import Any
 
 import numpy as np
+from simtgpu.arch.config import CONFIGS
 from simtgpu.driver_model.argspec import ArgSpec, parse_arg, parse_print
-from simtgpu.driver_model.configs import CONFIGS
 from simtgpu.driver_model.errors import DriverError
 
 

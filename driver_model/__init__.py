@@ -10,9 +10,9 @@ Quick start::
     dev.launch(mod.kernel("vector_add"), grid=(n + 63) // 64, block=64, args=(a, b, c, n))
     result = c.to_host()
 
-The configuration and command-queue contract (:mod:`.configs`, :mod:`.command_queue`) import
-nothing heavy, so the RTL can use them without the assembler or the simulator: the host API
-names below are imported on first use.
+The configuration and command-queue contract live a layer down, in :mod:`simtgpu.arch`
+(re-exported here: ``CONFIGS``, ``GpuConfig``, ``get_config``); the host API names below are
+imported on first use.
 """
 
 from __future__ import annotations
@@ -20,7 +20,8 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from .configs import CONFIGS, GpuConfig, get_config
+from simtgpu.arch.config import CONFIGS, GpuConfig, get_config
+
 from .errors import DriverError
 
 _LAZY = {

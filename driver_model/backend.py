@@ -1,7 +1,7 @@
 """The interface every execution backend implements (ISS, RTL under Verilator, CUDA).
 
 A backend looks to the driver like a device on a bus: a 32-bit MMIO register file
-(:class:`~simtgpu.driver_model.command_queue.Mmio`), device memory it can read and write,
+(:class:`~simtgpu.arch.command_queue.Mmio`), device memory it can read and write,
 and instruction memory loaded through the IMEM registers. The driver never calls a
 simulator directly; it writes command records into the ring in device memory and rings
 the doorbell, exactly as it would program the RTL host interface.
@@ -12,8 +12,8 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from typing import Any
 
-from .command_queue import Mmio
-from .configs import GpuConfig
+from simtgpu.arch.command_queue import Mmio
+from simtgpu.arch.config import GpuConfig
 
 
 class Backend(ABC):

@@ -25,11 +25,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+from simtgpu.arch.command_queue import Command
+from simtgpu.arch.config import GpuConfig
 from simtgpu.isa.abi import GLOBAL_NULL_GUARD
 
 from .backend_iss import IssBackend
-from .command_queue import Command
-from .configs import GpuConfig
 from .errors import DriverError
 
 NO_GPU = "no NVIDIA GPU/driver present"

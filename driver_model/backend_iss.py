@@ -1,6 +1,6 @@
 """The ISS backend: the host interface modelled in Python on top of the golden simulator.
 
-It implements the MMIO register file of :mod:`~simtgpu.driver_model.command_queue` exactly
+It implements the MMIO register file of :mod:`~simtgpu.arch.command_queue` exactly
 as the RTL host interface does: records are read from the ring in device memory, each
 LAUNCH runs on :class:`simtgpu.sim.Iss`, completion writes the fence word and advances HEAD,
 and a kernel fault stops the queue with the FAULT_* registers filled in. The model works
@@ -13,13 +13,13 @@ import dataclasses
 from collections import OrderedDict
 from typing import Any
 
+from simtgpu.arch import command_queue as cq
+from simtgpu.arch.command_queue import Command, CommandOp, Control, Mmio, RecordError, Status
+from simtgpu.arch.config import MAX_GRID_DIM, GpuConfig
 from simtgpu.isa.abi import GLOBAL_NULL_GUARD, FaultCause
 from simtgpu.sim import GlobalMemory, Iss, KernelFault
 
-from . import command_queue as cq
 from .backend import Backend
-from .command_queue import Command, CommandOp, Control, Mmio, RecordError, Status
-from .configs import MAX_GRID_DIM, GpuConfig
 
 _MASK32 = 0xFFFF_FFFF
 _DETAILS_KEPT = 256  # per-command details remembered for the driver (by fence value)

@@ -27,9 +27,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from simtgpu.arch.command_queue import Mmio
+from simtgpu.arch.config import GpuConfig
+
 from .backend import Backend
-from .command_queue import Mmio
-from .configs import GpuConfig
 from .errors import DriverError
 
 __all__ = ["RtlBackend"]

@@ -17,16 +17,16 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from simtgpu.arch import command_queue as cq
+from simtgpu.arch.command_queue import Command, CommandOp, Control, Mmio, Status
+from simtgpu.arch.config import ConfigError, GpuConfig, get_config
 from simtgpu.assembler import ObjectFile, assemble, assemble_file
 from simtgpu.isa import FaultCause
 from simtgpu.isa.abi import GLOBAL_NULL_GUARD
 from simtgpu.sim import FaultRecord, KernelFault
 
-from . import command_queue as cq
 from .allocator import Allocator, MemoryStats
 from .backend import Backend
-from .command_queue import Command, CommandOp, Control, Mmio, Status
-from .configs import GpuConfig, get_config
 from .device_array import DeviceArray
 from .errors import DriverError
 from .launch import LaunchResult, check_geometry, normalize_dims
@@ -85,14 +85,18 @@ class Device:
 
     def __init__(self, backend: str | Backend = "iss", config: str | GpuConfig | None = None, *,
                  queue_entries: int = cq.QUEUE_ENTRIES, **backend_options: Any):
+        try:
+            wanted = get_config("small" if config is None else config)
+        except ConfigError as e:
+            raise DriverError(str(e)) from None
         if isinstance(backend, Backend):
             self.backend = backend
             self.config = backend.config
-            if config is not None and get_config(config) != backend.config:
-                raise DriverError(f"configuration {get_config(config).name!r} does not match "
+            if config is not None and wanted != backend.config:
+                raise DriverError(f"configuration {wanted.name!r} does not match "
                                   f"the backend's {backend.config.name!r}")
         else:
-            self.config = get_config("small" if config is None else config)
+            self.config = wanted
             self.backend = make_backend(backend, self.config, **backend_options)
         if not (2 <= queue_entries <= cq.MAX_QUEUE_ENTRIES
                 and queue_entries & (queue_entries - 1) == 0):

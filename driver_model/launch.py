@@ -6,8 +6,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+from simtgpu.arch.config import MAX_GRID_DIM, GpuConfig
 
-from .configs import MAX_GRID_DIM, GpuConfig
 from .errors import DriverError
 
 Dims = tuple[int, int, int]

@@ -1,7 +1,7 @@
 """Hardware build configurations: the driver's :class:`GpuConfig` plus RTL-only parameters.
 
 The sizes that a kernel can observe (cores, warps, lanes, memories) come from
-``simtgpu.driver_model.configs`` so the driver, the ISS and the RTL always agree on what
+``simtgpu.arch.config`` so the driver, the ISS and the RTL always agree on what
 ``tiny``, ``small`` and ``full`` mean. :class:`RtlConfig` adds what only the hardware needs:
 the memory bus width, the tag widths, the watchdogs, and derived bit widths used by every
 block in ``rtl/``.
@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, fields, replace
 
-from simtgpu.driver_model.configs import CONFIGS, GpuConfig
+from simtgpu.arch.config import CONFIGS, GpuConfig
 from simtgpu.errors import SimtgpuError
 
 __all__ = ["RTL_CONFIGS", "RtlConfig", "RtlConfigError", "get_rtl_config"]

@@ -62,7 +62,7 @@ class Gpu(wiring.Component):
     Members
     -------
     mmio: ``In(mmio_signature())``
-        Host register bus (map: ``driver_model.command_queue.Mmio``).
+        Host register bus (map: ``arch.command_queue.Mmio``).
     mem: ``Out(mem_port_signature(line_words, ext_tag_bits))``
         External memory port.
     imem_bd: ``In(imem_write_signature(imem_addr_bits))``

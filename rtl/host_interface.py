@@ -1,6 +1,6 @@
 """Host interface: the MMIO register file and the command processor.
 
-The register map is exactly ``simtgpu.driver_model.command_queue.Mmio`` (docs/host-interface.md
+The register map is exactly ``simtgpu.arch.command_queue.Mmio`` (docs/host-interface.md
 walks through it). The command processor consumes 64-byte records from the ring in device
 memory through its own memory port (a source on the interconnect, like a core):
 
@@ -22,7 +22,7 @@ from amaranth.hdl import Cat, Const, Module, Mux, Signal
 from amaranth.lib import enum, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
-from simtgpu.driver_model.command_queue import (
+from simtgpu.arch.command_queue import (
     DEVICE_ID,
     MAX_QUEUE_ENTRIES,
     RECORD_BYTES,

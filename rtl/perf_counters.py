@@ -1,6 +1,6 @@
 """Performance counters, summed over the cores and read through MMIO.
 
-The counter set and addresses are ``simtgpu.driver_model.command_queue.PERF_COUNTERS``
+The counter set and addresses are ``simtgpu.arch.command_queue.PERF_COUNTERS``
 (CYCLES_LO/HI at 0x80, then one 32-bit counter per event). Counters run free modulo 2**32 (the
 cycle count is 64-bit) and are zeroed by ``reset`` (CONTROL.RESET_COUNTERS); the driver
 subtracts a before-launch reading from an after-launch one.
@@ -16,7 +16,7 @@ from __future__ import annotations
 from amaranth.hdl import Module, Signal
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
-from simtgpu.driver_model.command_queue import PERF_COUNTERS, Mmio
+from simtgpu.arch.command_queue import PERF_COUNTERS, Mmio
 
 from .configs import RtlConfig
 from .signatures import perf_layout

@@ -167,7 +167,7 @@ def mmio_signature(addr_bits: int = 8) -> wiring.Signature:
     A transaction starts on a cycle where ``we`` or ``re`` is high while the device is idle;
     the host holds ``addr``/``wdata``/``we``/``re`` until the cycle in which ``ready`` is high
     (``rdata`` is valid in that cycle for a read), and may start the next one on the cycle
-    after. ``addr`` is a byte offset (``simtgpu.driver_model.command_queue.Mmio``).
+    after. ``addr`` is a byte offset (``simtgpu.arch.command_queue.Mmio``).
     """
     return wiring.Signature({
         "addr": Out(addr_bits),

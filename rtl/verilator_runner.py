@@ -43,7 +43,7 @@ import time
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
-from simtgpu.driver_model.configs import GpuConfig
+from simtgpu.arch.config import GpuConfig
 from simtgpu.errors import SimtgpuError
 
 from .configs import RtlConfig, get_rtl_config

@@ -26,8 +26,8 @@ from pathlib import Path
 import cocotb
 from cocotb.clock import Clock
 from cocotb.triggers import FallingEdge, ReadOnly
-from simtgpu.driver_model import command_queue as cq
-from simtgpu.driver_model.command_queue import Command, CommandOp, Control, Mmio, Status
+from simtgpu.arch import command_queue as cq
+from simtgpu.arch.command_queue import Command, CommandOp, Control, Mmio, Status
 
 FIELDS = ("block", "warp", "pc", "mask", "exec", "rd_valid", "rd", "values", "pd_valid", "pd",
           "pvalues")

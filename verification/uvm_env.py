@@ -48,8 +48,8 @@ from pyuvm import (
     uvm_subscriber,
     uvm_test,
 )
-from simtgpu.driver_model import command_queue as cq
-from simtgpu.driver_model.command_queue import Command, CommandOp, Control, Mmio, Status
+from simtgpu.arch import command_queue as cq
+from simtgpu.arch.command_queue import Command, CommandOp, Control, Mmio, Status
 
 from .cocotb_harness import Harness
 from .compare import retire_to_trace

@@ -7,11 +7,11 @@ import struct
 
 import numpy as np
 from driver_kernels import COUNT
+from simtgpu.arch import command_queue as cq
+from simtgpu.arch.command_queue import Command, CommandOp, Control, Mmio, Status
+from simtgpu.arch.config import CONFIGS
 from simtgpu.assembler import assemble
-from simtgpu.driver_model import command_queue as cq
 from simtgpu.driver_model.backend_iss import IssBackend
-from simtgpu.driver_model.command_queue import Command, CommandOp, Control, Mmio, Status
-from simtgpu.driver_model.configs import CONFIGS
 from simtgpu.isa import FaultCause
 
 QBASE, FENCE, PARAMS, CTR = 0x2000, 0x3000, 0x3100, 0x3200

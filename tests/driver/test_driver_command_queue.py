@@ -7,8 +7,8 @@ import struct
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from simtgpu.driver_model import command_queue as cq
-from simtgpu.driver_model.command_queue import Command, CommandOp, Mmio
+from simtgpu.arch import command_queue as cq
+from simtgpu.arch.command_queue import Command, CommandOp, Mmio
 
 u32 = st.integers(0, 0xFFFF_FFFF)
 dims = st.tuples(u32, u32, u32)

@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from driver_kernels import COUNT, TABLE, TWO, VADD
+from simtgpu.arch.command_queue import Mmio
 from simtgpu.assembler import assemble
 from simtgpu.driver_model import CONFIGS, Backend, Device, DriverError
-from simtgpu.driver_model.command_queue import Mmio
 from simtgpu.isa import FaultCause
 from simtgpu.sim import KernelFault
 

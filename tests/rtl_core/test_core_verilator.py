@@ -10,8 +10,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 from kernels import ALL_UNITS, LOOP, SHARED_CONFLICTS, chain_program
+from simtgpu.arch.command_queue import Command, CommandOp, Mmio, pack
 from simtgpu.assembler import assemble
-from simtgpu.driver_model.command_queue import Command, CommandOp, Mmio, pack
 from simtgpu.rtl.verilator_runner import RtlSim
 from simtgpu.sim import GlobalMemory, Iss
 from simtgpu.verification.bench_rtl import ALU_LOOP

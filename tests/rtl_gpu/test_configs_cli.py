@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from simtgpu.arch.config import CONFIGS
 from simtgpu.cli.main import main
-from simtgpu.driver_model.configs import CONFIGS
 from simtgpu.rtl.configs import RtlConfigError, get_rtl_config
 
 

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from simtgpu.arch.command_queue import Command, CommandOp, Mmio, Status, pack
 from simtgpu.assembler import assemble, assemble_file
-from simtgpu.driver_model.command_queue import Command, CommandOp, Mmio, Status, pack
 from simtgpu.isa.abi import FaultCause
 from simtgpu.rtl.verilator_runner import RtlSim
 from simtgpu.sim import GlobalMemory, Iss, KernelFault

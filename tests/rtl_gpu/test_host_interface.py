@@ -9,7 +9,7 @@ import struct
 
 import pytest
 from rtlgpu_helpers import run_sim
-from simtgpu.driver_model.command_queue import (
+from simtgpu.arch.command_queue import (
     DEVICE_ID,
     VERSION,
     Command,

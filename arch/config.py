@@ -2,21 +2,29 @@
 
 One :class:`GpuConfig` fixes every size the hardware is built with and the driver checks
 launches against, so a kernel that launches on ``small`` under the ISS launches on the
-``small`` RTL build too. The RTL imports these from here::
+``small`` RTL build too. It lives below both the driver and the RTL::
 
-    from simtgpu.driver_model.configs import CONFIGS, GpuConfig
+    from simtgpu.arch.config import CONFIGS, GpuConfig
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from simtgpu.errors import SimtgpuError
 from simtgpu.isa.abi import GLOBAL_NULL_GUARD, NUM_REGS, RECONVERGENCE_STACK_DEPTH
-
-from .errors import DriverError
 
 KIB = 1024
 MIB = 1024 * KIB
+
+
+
+class ConfigError(SimtgpuError):
+    """A configuration that cannot be built, or a name that no configuration has."""
+
+    def render(self) -> str:
+        return f"configuration error: {self}"
+
 
 MAX_GRID_DIM = 65535
 """Largest grid extent in each of x, y and z (as in CUDA's y/z limit)."""
@@ -90,7 +98,7 @@ class GpuConfig:
         if not _is_pow2(self.imem_bytes) or self.imem_bytes < 64:
             problems.append(f"imem_bytes must be a power of two >= 64, not {self.imem_bytes}")
         if problems:
-            raise DriverError(f"configuration {self.name!r}: " + "; ".join(problems))
+            raise ConfigError(f"configuration {self.name!r}: " + "; ".join(problems))
 
     @property
     def max_threads_per_block(self) -> int:
@@ -122,5 +130,5 @@ def get_config(config: str | GpuConfig) -> GpuConfig:
     try:
         return CONFIGS[config]
     except KeyError:
-        raise DriverError(
+        raise ConfigError(
             f"unknown configuration {config!r}; known: {', '.join(CONFIGS)}") from None
