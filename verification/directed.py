@@ -345,7 +345,7 @@ j:""", FaultCause.DIVERGENT_BARRIER)
     # past every configuration's instruction memory (64 KiB at most)
     k("pc_out_of_range", "        bra     past+65536\npast:",
       FaultCause.PC_OUT_OF_RANGE)
-    # (a PC just past the loaded code is covered by tests/rtl_core test_pc_past_the_loaded_code:
+    # (a PC just past the loaded code is covered by tests/rtl/core test_pc_past_the_loaded_code:
     # these fault kernels share one instruction-memory image, so "past this kernel" is the
     # next kernel's code here)
     return out

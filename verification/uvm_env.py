@@ -16,7 +16,7 @@ Structure (UVM names)::
 
 The host driver publishes one :class:`LaunchResult` per item on its analysis port (with the
 retire samples the monitor collected during that launch); the scoreboard and the coverage
-collector subscribe. Run by ``tests/rtl/test_rtl_uvm.py`` through
+collector subscribe. Run by ``tests/rtl/system/test_rtl_uvm.py`` through
 ``verification.harness.run_uvm`` on the same Verilator build as the other GPU benches; the job
 (configuration, seeds) comes from ``SIMTGPU_JOB`` and the verdicts go to
 ``$SIMTGPU_RUN_DIR/uvm_results.pkl``.

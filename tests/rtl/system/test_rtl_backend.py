@@ -11,7 +11,7 @@ from simtgpu.driver_model.device import Device
 from simtgpu.driver_model.errors import DriverError
 from simtgpu.sim import KernelFault
 
-ASM = Path(__file__).resolve().parents[2] / "examples" / "asm"
+ASM = Path(__file__).resolve().parents[3] / "examples" / "asm"
 
 
 @pytest.fixture(scope="module")

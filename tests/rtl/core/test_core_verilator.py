@@ -16,7 +16,7 @@ from simtgpu.rtl.verilator_runner import RtlSim
 from simtgpu.sim import GlobalMemory, Iss
 from simtgpu.verification.bench_rtl import ALU_LOOP
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 QUEUE, FENCE, PARAMS, DATA = 0x1000, 0x1800, 0x1900, 0x4000
 
 pytestmark = pytest.mark.slow

@@ -15,7 +15,7 @@ import numpy as np
 from amaranth.back import verilog
 from amaranth.sim import Simulator
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 BUILD = REPO / "build" / "rtl_units"
 
 LONG = os.environ.get("SIMTGPU_LONG", "") not in ("", "0")

@@ -16,7 +16,7 @@ from simtgpu.rtl.verilator_runner import RtlSim
 from simtgpu.sim import GlobalMemory, Iss, KernelFault
 from simtgpu.sim import numerics as nx
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 QUEUE, FENCE, PARAMS = 0x1000, 0x1800, 0x1900
 A, B, C = 0x2000, 0x3000, 0x4000
 
