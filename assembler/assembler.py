@@ -20,7 +20,7 @@ from simtgpu.isa.abi import MAX_PARAMS
 from .expr import Forward, Value, evaluate
 from .floats import f32_bits_exact
 from .lexer import AsmError, Reported, Statement, Token, parse_statement
-from .objfile import KernelInfo, ObjectFile, ParamInfo, Relocation, Symbol
+from .objfile import MAX_SECTION_BYTES, KernelInfo, ObjectFile, ParamInfo, Relocation, Symbol
 from .operands import encode_instruction, is_register_name
 from .pseudo import (
     PSEUDOS,
@@ -77,7 +77,10 @@ class _Item:
 class _Assembler:
     def __init__(self, text: str, filename: str):
         self.filename = filename
-        self.lines = text.splitlines()
+        # Lines end at \n only (a \r before it is dropped): str.splitlines would also end
+        # one at a form feed, NEL or U+2028 inside a comment and shift every later line number
+        self.lines = [line.removesuffix("\r") for line in text.removeprefix("\ufeff")
+                      .removesuffix("\n").split("\n")] if text else []
         self.errors: dict[tuple[int, int, str], SourceError] = {}
         self.labels: dict[str, tuple[str, int, Statement]] = {}
         self.equs: dict[str, tuple[list[Token], Statement]] = {}
@@ -334,6 +337,9 @@ class _Assembler:
             size = -pc % align
             if section == "data":
                 self.data_align = max(self.data_align, align)
+        if pc + size > MAX_SECTION_BYTES:
+            raise AsmError(head.col, f"{d} makes the {section} section larger than "
+                           f"{MAX_SECTION_BYTES >> 20} MiB, the most an object file holds")
         if section == "code" and kernel is not None and size:
             kernel.has_code = True
         self.items.append(_Item(st, section, pc, size, kernel))
@@ -542,11 +548,18 @@ def _read_source(path: Path) -> str:
     from simtgpu.errors import SimtgpuError
 
     try:
-        return path.read_text()
+        raw = path.read_bytes()
     except FileNotFoundError:
         raise SimtgpuError(f"{path}: no such file") from None
-    except (OSError, UnicodeDecodeError) as e:
-        raise SimtgpuError(f"{path}: cannot read: {e}") from None
+    except OSError as e:
+        raise SimtgpuError(f"{path}: cannot read: {e.strerror or e}") from None
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line = raw.count(b"\n", 0, e.start) + 1
+        col = e.start - (raw.rfind(b"\n", 0, e.start) + 1) + 1
+        raise SourceError(SourceLocation(str(path), line, col),
+                          f"the file is not UTF-8 text (byte {raw[e.start]:#04x})") from None
 
 
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from .lexer import AsmError, Token, parse_int
+from .lexer import AsmError, Token, check_value, parse_int
 
 
 @dataclass(frozen=True)
@@ -32,12 +32,15 @@ class Forward(Exception):
 Resolver = Callable[[Token], Value]
 
 _BINARY = (("|",), ("^",), ("&",), ("<<", ">>"), ("+", "-"), ("*", "/", "%"))
+MAX_NESTING = 64
+"""Parentheses deeper than this are refused (the parser recurses once per level)."""
 
 
 class _Parser:
     def __init__(self, tokens: list[Token], resolve: Resolver):
         self.toks = tokens
         self.i = 0
+        self.depth = 0
         self.resolve = resolve
 
     def peek(self) -> Token | None:
@@ -56,20 +59,33 @@ class _Parser:
             left = _apply(t, left, right)
 
     def unary(self) -> Value:
-        t = self.peek()
-        if t is None:
-            last = self.toks[-1] if self.toks else None
-            raise AsmError(last.col + len(last.text) if last else 1,
-                           "expected a value at the end of the expression")
-        self.i += 1
-        if t.kind == "punct" and t.text in "-+~":
-            v = self.unary()
-            if t.text == "+":
-                return v
-            _absolute(t, v)
-            return Value(-v.value if t.text == "-" else ~v.value)
+        prefix: list[Token] = []  # unary operators, applied innermost first (a loop: a
+        while True:  # chain of a thousand '-' must not recurse a thousand times)
+            t = self.peek()
+            if t is None:
+                last = self.toks[-1] if self.toks else None
+                raise AsmError(last.col + len(last.text) if last else 1,
+                               "expected a value at the end of the expression")
+            self.i += 1
+            if not (t.kind == "punct" and t.text in "-+~"):
+                break
+            prefix.append(t)
+        v = self.primary(t)
+        for op in reversed(prefix):
+            if op.text == "+":
+                continue
+            _absolute(op, v)
+            v = Value(check_value(-v.value if op.text == "-" else ~v.value, op.col))
+        return v
+
+    def primary(self, t: Token) -> Value:
         if t.is_punct("("):
+            self.depth += 1
+            if self.depth > MAX_NESTING:
+                raise AsmError(t.col, f"expression nested more than {MAX_NESTING} "
+                               "parentheses deep")
             v = self.binary(0)
+            self.depth -= 1
             close = self.peek()
             if close is None or not close.is_punct(")"):
                 raise AsmError(close.col if close else t.col, "missing ')'")
@@ -96,23 +112,24 @@ def _apply(op: Token, a: Value, b: Value) -> Value:
     if o == "+":
         if a.rel and b.rel:
             _absolute(op, a)
-        return Value(a.value + b.value, a.rel + b.rel, a.sym or b.sym)
+        return Value(check_value(a.value + b.value, op.col), a.rel + b.rel, a.sym or b.sym)
     if o == "-":
         if b.rel and not a.rel:
             _absolute(op, b)
-        return Value(a.value - b.value, a.rel - b.rel, a.sym if a.rel - b.rel else None)
+        return Value(check_value(a.value - b.value, op.col), a.rel - b.rel,
+                     a.sym if a.rel - b.rel else None)
     _absolute(op, a, b)
     x, y = a.value, b.value
     if o in "/%":
         if y == 0:
             raise AsmError(op.col, "division by zero")
         q = abs(x) // abs(y) * (1 if (x >= 0) == (y >= 0) else -1)
-        return Value(q if o == "/" else x - q * y)
+        return Value(check_value(q if o == "/" else x - q * y, op.col))
     if o in ("<<", ">>"):
         if not 0 <= y < 64:
             raise AsmError(op.col, f"shift count {y} out of range 0..63")
-        return Value(x << y if o == "<<" else x >> y)
-    return Value({"*": x * y, "&": x & y, "|": x | y, "^": x ^ y}[o])
+        return Value(check_value(x << y if o == "<<" else x >> y, op.col))
+    return Value(check_value({"*": x * y, "&": x & y, "|": x | y, "^": x ^ y}[o], op.col))
 
 
 def evaluate(tokens: list[Token], resolve: Resolver) -> Value:

@@ -53,6 +53,15 @@ def f32_bits(text: str, negative: bool = False) -> int:
         return sign | INF
     if text == "nan":
         return sign | QNAN
+    rough = float(text)  # a double: decides the far ends without exact arithmetic, which on
+    # a literal like 1e1000000 would take minutes
+    if rough == 0.0:  # below 2**-1074, far under half the smallest binary32 (2**-150)
+        return sign
+    if rough > 1e39 or len(text) > 800:
+        raise ValueError(f"float constant {'-' if negative else ''}{text[:40]} is out of "
+                         "range for binary32 (largest finite 3.4028235e38; write inf)"
+                         if rough > 1e39 else "float constant has too many digits (at most "
+                         "800)")
     q = Fraction(text)
     try:
         return sign | f32_bits_exact(q)  # the sign apart, so that -0.0 keeps it

@@ -44,7 +44,20 @@ _TOKEN = re.compile(r"""
     |(?P<int>\d\w*)
     |(?P<ident>[A-Za-z_.][\w.]*)
     |(?P<punct><<|>>|[-+*/%&|^~!()\[\],:@])
-""", re.VERBOSE)
+""", re.VERBOSE | re.ASCII)  # ASCII: a Unicode digit is not a digit of this language
+
+VALUE_LIMIT = 1 << 64
+"""Every literal and every intermediate value of an expression lies in (-2**64, 2**64): wide
+enough for any operand (at most 32 bits) and for 64-bit arithmetic on the way, and it keeps a
+hostile source (a 3,600-digit literal, a chain of squarings) from running for minutes."""
+
+
+def check_value(value: int, col: int) -> int:
+    """``value``, or an error when it is outside the range every expression value keeps."""
+    if -VALUE_LIMIT < value < VALUE_LIMIT:
+        return value
+    raise AsmError(col, "value too large: literals and intermediate results must lie "
+                   "within +-2**64")
 
 
 def strip_comment(line: str) -> str:
@@ -58,16 +71,25 @@ def strip_comment(line: str) -> str:
 
 def parse_int(text: str, col: int) -> int:
     t = text.replace("_", "")
+    if len(t) > 68:  # 0b + 64 binary digits; anything longer is out of range in any base
+        raise AsmError(col, "value too large: literals and intermediate results must lie "
+                       "within +-2**64")
     try:
         if t[:2] in ("0x", "0X"):
-            return int(t[2:], 16)
+            return check_value(int(t[2:], 16), col)
         if t[:2] in ("0b", "0B"):
-            return int(t[2:], 2)
+            return check_value(int(t[2:], 2), col)
         if len(t) > 1 and t[0] == "0" and t.isdigit() and t.strip("0"):
             raise ValueError  # 017 would mean octal elsewhere; refuse rather than guess
-        return int(t, 10)
+        value = int(t, 10)
     except ValueError:
-        raise AsmError(col, f"bad number '{text}'") from None
+        raise AsmError(col, f"bad number '{_short(text)}'") from None
+    return check_value(value, col)
+
+
+def _short(text: str, limit: int = 40) -> str:
+    """A token as an error message quotes it: long ones are cut."""
+    return text if len(text) <= limit else text[:limit] + "..."
 
 
 def tokenize(line: str) -> list[Token]:

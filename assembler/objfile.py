@@ -32,6 +32,9 @@ RELOC = struct.Struct("<IB3xI")  # code_offset, kind, data_offset
 SECTIONS = ("code", "data")
 PARAM_TYPE_CODES = tuple(PARAM_TYPES)  # ptr, i32, u32, f32: their index is the stored code
 RELOC_KINDS = ("hi16", "lo16")
+MAX_SECTION_BYTES = 64 << 20
+"""Largest code or data section the assembler writes: the device memory of the largest named
+configuration (sizes are 32-bit in the format, but the sections are held in memory whole)."""
 
 
 class ObjectFormatError(SimtgpuError):
