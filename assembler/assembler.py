@@ -14,13 +14,22 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from simtgpu.errors import SourceError, SourceErrors, SourceLocation
-from simtgpu.isa import BY_MNEMONIC, NUM_REGS, PARAM_TYPES, Kind, decode
+from simtgpu.isa import BY_MNEMONIC, NUM_REGS, PARAM_TYPES
 from simtgpu.isa.abi import MAX_PARAMS
 
 from .expr import Forward, Value, evaluate
 from .floats import f32_bits_exact
 from .lexer import AsmError, Reported, Statement, Token, parse_statement
-from .objfile import MAX_SECTION_BYTES, KernelInfo, ObjectFile, ParamInfo, Relocation, Symbol
+from .objfile import (
+    MAX_SECTION_BYTES,
+    MAX_SHARED_BYTES,
+    KernelInfo,
+    ObjectFile,
+    ParamInfo,
+    Relocation,
+    Symbol,
+    highest_register,
+)
 from .operands import encode_instruction, is_register_name
 from .pseudo import (
     PSEUDOS,
@@ -457,8 +466,8 @@ class _Assembler:
             toks = st.operands[0]
             n = self.const(st, toks, d)
             if d == ".shared":
-                if not 0 <= n < 1 << 31:
-                    raise AsmError(toks[0].col, f".shared {n} out of range 0..2147483647")
+                if not 0 <= n <= MAX_SHARED_BYTES:
+                    raise AsmError(toks[0].col, f".shared {n} out of range 0..{MAX_SHARED_BYTES}")
                 k.shared = n
             else:
                 if not 1 <= n <= NUM_REGS:
@@ -493,7 +502,7 @@ class _Assembler:
         infos = {}
         for k in self.kernels.values():
             assert k.end is not None
-            used = _highest_register(code[k.entry:k.end]) + 1
+            used = highest_register(code[k.entry:k.end]) + 1
             regs = used if k.regs is None else k.regs
             if k.regs is not None and used > k.regs and k.regs_st is not None:
                 tok = k.regs_st.operands[0][0]
@@ -514,18 +523,6 @@ class _Assembler:
         return obj, self.listing
 
 
-def _highest_register(code: bytes) -> int:
-    """The highest general register any valid instruction in ``code`` names (0 if none)."""
-    top = 0
-    for (word,) in struct.iter_unpack("<I", code):
-        try:
-            d = decode(word)
-        except Exception:
-            continue  # data words inside a kernel (.word) are not instructions
-        for op in d.instr.operands:
-            if op.kind in (Kind.REG, Kind.MEM, Kind.MEM_REG):
-                top = max(top, getattr(d, op.fields[0]))
-    return top
 
 
 def assemble_with_listing(text: str, filename: str = "<string>"
@@ -560,7 +557,3 @@ def _read_source(path: Path) -> str:
         col = e.start - (raw.rfind(b"\n", 0, e.start) + 1) + 1
         raise SourceError(SourceLocation(str(path), line, col),
                           f"the file is not UTF-8 text (byte {raw[e.start]:#04x})") from None
-
-
-
-

@@ -10,12 +10,13 @@ offset and length so that a damaged file is reported, never half-used.
 
 from __future__ import annotations
 
+import re
 import struct
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from simtgpu.errors import SimtgpuError
-from simtgpu.isa import NUM_REGS, PARAM_TYPES, EncodingError, decode
+from simtgpu.isa import NUM_REGS, PARAM_TYPES, EncodingError, Kind, decode
 from simtgpu.isa.abi import MAX_PARAMS
 
 MAGIC = b"SGPU"
@@ -164,6 +165,27 @@ class ObjectFile:
         Path(path).write_bytes(self.to_bytes())
 
 
+def highest_register(code: bytes) -> int:
+    """The highest general register any valid instruction in ``code`` names (0 if none)."""
+    top = 0
+    for (word,) in struct.iter_unpack("<I", code):
+        try:
+            d = decode(word)
+        except EncodingError:
+            continue  # data words inside a kernel (.word) are not instructions
+        for op in d.instr.operands:
+            if op.kind in (Kind.REG, Kind.MEM, Kind.MEM_REG):
+                top = max(top, getattr(d, op.fields[0]))
+    return top
+
+
+NAME = re.compile(r"[A-Za-z_.][A-Za-z0-9_.]*\Z")
+"""What the assembler accepts as a symbol, kernel or parameter name; a loaded file's names
+must be the same, so that its disassembly assembles again."""
+MAX_SHARED_BYTES = (1 << 31) - 1
+"""The largest ``.shared`` size the assembler accepts."""
+
+
 class _StringTable:
     """NUL-terminated UTF-8 names; offset 0 holds the empty string."""
 
@@ -235,9 +257,13 @@ class _Reader:
             if end < 0:
                 raise self.fail(f"{what}: name at offset {off} is not NUL-terminated")
             try:
-                return strtab[off:end].decode()
+                name = strtab[off:end].decode()
             except UnicodeDecodeError:
                 raise self.fail(f"{what}: name at offset {off} is not UTF-8") from None
+            if not NAME.match(name):
+                raise self.fail(f"{what}: {name[:40]!r} is not a name (letters, digits, '_' "
+                                "and '.', not starting with a digit)")
+            return name
 
         symbols: dict[str, Symbol] = {}
         for i in range(spans[3][1]):
@@ -272,6 +298,13 @@ class _Reader:
                                 f"misaligned or outside the code ({len(code)} bytes)")
             if not 1 <= regs <= NUM_REGS:
                 raise self.fail(f"kernel '{name}': register count {regs} not in 1..{NUM_REGS}")
+            used = highest_register(code[entry:end]) + 1
+            if regs < used:
+                raise self.fail(f"kernel '{name}': register count {regs}, but its code uses "
+                                f"r{used - 1}")
+            if shared > MAX_SHARED_BYTES:
+                raise self.fail(f"kernel '{name}': shared size {shared} over "
+                                f"{MAX_SHARED_BYTES}")
             if n > MAX_PARAMS or first + n > len(params):
                 raise self.fail(f"kernel '{name}': parameters {first}..{first + n} outside "
                                 f"the parameter table ({len(params)} entries)")

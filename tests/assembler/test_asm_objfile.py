@@ -180,3 +180,31 @@ def test_string_table_damage(obj: ObjectFile) -> None:
 def test_entry_sizes_are_documented() -> None:
     # docs/object-format.md gives these sizes; keep them in step
     assert (HEADER.size, SYMBOL.size, KERNEL.size, PARAM.size, RELOC.size) == (72, 12, 28, 12, 12)
+
+
+def _kernel_with(**changes) -> bytes:
+    """A one-kernel object file whose kernel record has ``changes`` written over it."""
+    obj = assemble(".kernel k\n.shared 16\naddi r5, r0, 1\nexit\n.end\n", "k.s")
+    info = obj.kernels["k"]
+    fields = {"name": info.name, "regs": info.regs, "shared": info.shared_bytes}
+    fields.update(changes)
+    obj.kernels = {fields["name"]: KernelInfo(fields["name"], info.entry, info.end,
+                                              info.params, fields["shared"], fields["regs"])}
+    return obj.to_bytes()
+
+
+@pytest.mark.parametrize(("changes", "message"), [
+    ({"name": ""}, "'' is not a name"),
+    ({"name": "two words"}, "'two words' is not a name"),
+    ({"name": "9lives"}, "'9lives' is not a name"),
+    ({"regs": 5}, "register count 5, but its code uses r5"),
+    ({"shared": 1 << 31}, "shared size 2147483648 over 2147483647"),
+])
+def test_loader_refuses_what_the_assembler_never_writes(changes, message) -> None:
+    with pytest.raises(ObjectFormatError, match=message):
+        ObjectFile.from_bytes(_kernel_with(**changes), "k.sgo")
+
+
+def test_loader_accepts_the_same_kernel_unchanged() -> None:
+    loaded = ObjectFile.from_bytes(_kernel_with(), "k.sgo")
+    assert (loaded.kernels["k"].regs, loaded.kernels["k"].shared_bytes) == (6, 16)
