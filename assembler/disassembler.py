@@ -223,6 +223,7 @@ def disassemble_object(obj: ObjectFile, comments: bool = True) -> str:
             text = f"{text:<40}; {pc:04x}: {word:08x}"
         lines.append("        " + text)
         pc += 4
-    if obj.data or any(s.section == "data" for s in obj.symbols.values()):
+    if (obj.data or obj.data_align != 4
+            or any(s.section == "data" for s in obj.symbols.values())):
         lines += _data_lines(obj)
     return "\n".join(lines) + "\n"

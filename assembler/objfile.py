@@ -116,14 +116,18 @@ class ObjectFile:
 
     # -- serialisation -------------------------------------------------------------------
     def to_bytes(self) -> bytes:
+        """The file's bytes. Tables are written in one canonical order (symbols by section,
+        offset and name; kernels by entry; relocations by code offset), so that equal objects
+        are equal files whatever order they were built in."""
         strings = _StringTable()
         symtab = b"".join(
             SYMBOL.pack(strings.add(s.name), SECTIONS.index(s.section), s.offset)
-            for s in self.symbols.values())
+            for s in sorted(self.symbols.values(),
+                            key=lambda s: (SECTIONS.index(s.section), s.offset, s.name)))
         kerntab = bytearray()
         paramtab = bytearray()
         n_params = 0
-        for k in self.kernels.values():
+        for k in sorted(self.kernels.values(), key=lambda k: k.entry):
             kerntab += KERNEL.pack(strings.add(k.name), k.entry, k.end, k.shared_bytes, k.regs,
                                    n_params, len(k.params))
             for p in k.params:
@@ -131,7 +135,7 @@ class ObjectFile:
                                        p.offset)
             n_params += len(k.params)
         reltab = b"".join(RELOC.pack(r.code_offset, RELOC_KINDS.index(r.kind), r.data_offset)
-                          for r in self.relocations)
+                          for r in sorted(self.relocations, key=lambda r: r.code_offset))
         strtab = strings.blob()
 
         body = bytearray()
@@ -309,6 +313,8 @@ class _Reader:
                 raise self.fail(f"kernel '{name}': parameters {first}..{first + n} outside "
                                 f"the parameter table ({len(params)} entries)")
             kparams = params[first:first + n]
+            if len({p.name for p in kparams}) != len(kparams):
+                raise self.fail(f"kernel '{name}': two parameters have the same name")
             for j, p in enumerate(kparams):
                 if p.offset != 4 * j:
                     raise self.fail(f"kernel '{name}': parameter '{p.name}' has offset "
