@@ -40,7 +40,7 @@ def register(subparsers: Any) -> None:
     p.add_argument("--waves", metavar="FILE.vcd",
                    help="with --backend rtl: dump a waveform of the run (docs/waveforms.md)")
     p.add_argument("--stats", action="store_true", help="print the launch statistics")
-    p.add_argument("--seed", type=int, default=0, help="seed for :rand initialisers")
+    p.add_argument("--seed", type=_seed, default=0, help="seed for :rand initialisers")
     p.add_argument("--budget", type=int, default=None, metavar="N",
                    help="instruction budget of the launch (ISS watchdog)")
     p.set_defaults(func=run)
@@ -100,6 +100,16 @@ def fault_report(fault: Any) -> str:
     if r.detail:
         lines.append(f"  detail      {r.detail}")
     return "\n".join(lines)
+
+
+def _seed(text: str) -> int:
+    try:
+        value = int(text, 0)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{text}' is not an integer") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"a seed is a non-negative integer, not {value}")
+    return value
 
 
 def run(args: argparse.Namespace) -> int:

@@ -12,6 +12,7 @@ Forms::
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
 
@@ -21,6 +22,10 @@ from .errors import DriverError
 
 DTYPES = {"f32": np.float32, "i32": np.int32, "u32": np.uint32}
 SCALAR_TYPES = (*DTYPES, "ptr")
+INT_RANGES = {"i32": (-(1 << 31), (1 << 31) - 1), "u32": (0, (1 << 32) - 1)}
+F32_MAX = float(np.finfo(np.float32).max)
+MAX_ARRAY_BYTES = 1 << 32
+"""No device memory is larger than the 32-bit address space."""
 
 _ARRAY = re.compile(r"^(\w+)=(\w+)\[([\d,\s]+)\](?::(.*))?$")
 _SCALAR = re.compile(r"^(\w+)=(\w+):(.+)$")
@@ -86,9 +91,14 @@ def parse_arg(text: str) -> ArgSpec:
             raise DriverError(f"--arg {text}: bad shape [{dims}]") from None
         if not shape or any(d < 1 for d in shape):
             raise DriverError(f"--arg {text}: every dimension must be at least 1")
+        nbytes = math.prod(shape) * 4
+        if nbytes > MAX_ARRAY_BYTES:
+            raise DriverError(f"--arg {text}: {nbytes} bytes is more than any device memory "
+                              f"(the address space is {MAX_ARRAY_BYTES} bytes)")
         name_, args = _parse_init(text, init or "zeros")
         if name_ == "randint" and typ == "f32" and not args:
             args = (0.0, 99.0)
+        _check_init_values(text, typ, name_, args)
         return ArgSpec(name, typ, text, shape=shape, init=name_, init_args=args)
     m = _SCALAR.match(text)
     if m:
@@ -123,17 +133,37 @@ def _parse_init(text: str, init: str) -> tuple[str, tuple[float, ...]]:
     return name, args
 
 
+def _check_init_values(text: str, typ: str, init: str, args: tuple[float, ...]) -> None:
+    """Refuse initialiser numbers the element type cannot hold (rather than wrap or overflow
+    them silently): integers for the integer types and randint, finite bounds for rand."""
+    integral = typ in INT_RANGES or init == "randint"
+    lo, hi = INT_RANGES.get(typ, (-F32_MAX, F32_MAX))
+    for x in args:
+        if integral and not (math.isfinite(x) and x == int(x)):
+            raise DriverError(f"--arg {text}: {init} needs whole numbers for {typ}, not {x:g}")
+        finite_only = init != "fill"  # fill(inf) and fill(nan) are f32 values; bounds are not
+        if (finite_only or integral) and not math.isfinite(x):
+            raise DriverError(f"--arg {text}: {init} needs finite numbers, not {x:g}")
+        if math.isfinite(x) and not lo <= x <= hi:
+            shown = (f"{x:.0f} is out of range for {typ} [{lo}, {hi}]" if typ in INT_RANGES
+                     else f"{x:g} is out of range for {typ} (largest finite {hi:g})")
+            raise DriverError(f"--arg {text}: {shown}")
+
+
 def _parse_scalar(text: str, typ: str, value: str) -> int | float:
     if typ == "f32":
         try:
-            return float(value)
+            v = float(value)
         except ValueError:
             raise DriverError(f"--arg {text}: '{value}' is not a number") from None
+        if math.isfinite(v) and abs(v) > F32_MAX:
+            raise DriverError(f"--arg {text}: {v:g} is out of range for f32 (write inf)")
+        return v
     try:
         v = int(value, 0)
     except ValueError:
         raise DriverError(f"--arg {text}: '{value}' is not an integer") from None
-    lo, hi = {"i32": (-(1 << 31), (1 << 31) - 1)}.get(typ, (0, (1 << 32) - 1))
+    lo, hi = INT_RANGES.get(typ, (0, (1 << 32) - 1))
     if not lo <= v <= hi:
         raise DriverError(f"--arg {text}: {v} is out of range for {typ} [{lo}, {hi}]")
     return v
@@ -156,8 +186,8 @@ def parse_print(text: str) -> tuple[str, tuple[slice | int, ...]]:
         try:
             if ":" in part:
                 bits = [int(b) if b.strip() else None for b in part.split(":")]
-                if len(bits) > 3:
-                    raise ValueError
+                if len(bits) > 3 or (len(bits) == 3 and bits[2] == 0):
+                    raise ValueError  # a zero step is no slice
                 index.append(slice(*bits))
             else:
                 index.append(int(part))

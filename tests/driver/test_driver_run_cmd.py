@@ -81,11 +81,37 @@ def test_run_fault_reports_and_exits_1(vadd, capsys):
     (["--arg", "junk"], "expected NAME=TYPE"),
     (["--arg", "a=f32[8]", "b=f32[8]", "c=f32[8]", "n=i32:8", "--print", "n"],
      "--print n: not an array"),
+    # each of these once ended in a NumPy traceback or wrapped silently
+    (["--arg", "a=f32[8]:rand(0,inf)", "b=f32[8]", "c=f32[8]", "n=i32:8"],
+     "rand needs finite numbers, not inf"),
+    (["--arg", "a=f32[8]:rand(nan,1)", "b=f32[8]", "c=f32[8]", "n=i32:8"],
+     "rand needs finite numbers, not nan"),
+    (["--arg", "a=i32[8]:randint(0,1e30)", "b=f32[8]", "c=f32[8]", "n=i32:8"],
+     "1000000000000000019884624838656 is out of range for i32 [-2147483648, 2147483647]"),
+    (["--arg", "a=u32[8]:randint(-5,5)", "b=f32[8]", "c=f32[8]", "n=i32:8"],
+     "-5 is out of range for u32 [0, 4294967295]"),
+    (["--arg", "a=u32[8]:fill(-1)", "b=f32[8]", "c=f32[8]", "n=i32:8"],
+     "-1 is out of range for u32"),
+    (["--arg", "a=i32[8]:fill(1.5)", "b=f32[8]", "c=f32[8]", "n=i32:8"],
+     "fill needs whole numbers for i32, not 1.5"),
+    (["--arg", "a=f32[8]", "b=f32[8]", "c=f32[8]", "n=i32:8", "s=f32:1e39"],
+     "1e+39 is out of range for f32"),
+    (["--arg", "a=f32[100000000000]", "b=f32[8]", "c=f32[8]", "n=i32:8"],
+     "400000000000 bytes is more than any device memory"),
+    (["--arg", "a=f32[8]", "b=f32[8]", "c=f32[8]", "n=i32:8", "--print", "c[::0]"],
+     "bad index '::0'"),
 ])
 def test_run_bad_specs_are_clear_errors(vadd, capsys, args, msg):
     rc, _, err = _run(capsys, vadd, "-k", "vadd", "--grid", "1", "--block", "8", *args)
     assert rc == 1
     assert msg in err and "Traceback" not in err
+
+
+def test_negative_seed_is_a_usage_error(vadd, capsys):
+    with pytest.raises(SystemExit) as info:
+        _run(capsys, vadd, "-k", "vadd", "--seed=-1", "--arg", "a=f32[8]")
+    assert info.value.code == 2
+    assert "a seed is a non-negative integer, not -1" in capsys.readouterr().err
 
 
 def test_run_bad_geometry_and_kernel(vadd, capsys):
