@@ -40,13 +40,28 @@ def register(subparsers: Any) -> None:
                    help="type of a run-time parameter: *fp32, *i32, fp32 or i32")
     p.add_argument("--emit", choices=("code", "ir"), default="code",
                    help="write the optimised IR instead of code")
-    p.add_argument("--num-warps", type=int, default=4, help="warps per program (default 4)")
+    p.add_argument("--num-warps", type=_power_of_two(1, 32), default=4,
+                   help="warps per program, a power of two from 1 to 32 (default 4)")
     p.add_argument("--block", help="block shape X[,Y[,Z]] for thread-level kernels")
-    p.add_argument("--warp-size", type=int, default=None,
+    p.add_argument("--warp-size", type=_power_of_two(4, 32), default=None,
                    help="lanes per warp for the isa target (default: the config's)")
     p.add_argument("--config", default="small", help="GPU configuration for the isa target")
     p.add_argument("--arch", default="sm_90", help="PTX target (sm_80 or sm_90)")
     p.set_defaults(func=run)
+
+
+def _power_of_two(lo: int, hi: int):
+    """An argparse type: a power of two in [lo, hi] (a usage error otherwise)."""
+    def parse(text: str) -> int:
+        try:
+            value = int(text, 0)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"'{text}' is not an integer") from None
+        if not (lo <= value <= hi and value & (value - 1) == 0):
+            raise argparse.ArgumentTypeError(f"expected a power of two from {lo} to {hi}, "
+                                             f"not {value}")
+        return value
+    return parse
 
 
 def _value(text: str):
@@ -136,7 +151,10 @@ def run(args: argparse.Namespace) -> int:
         try:
             dims = [int(x) for x in args.block.split(",")]
         except ValueError:
-            raise CompileCommandError(f"--block {args.block}: expected X[,Y[,Z]]") from None
+            dims = []
+        if not 1 <= len(dims) <= 3 or min(dims) < 1:
+            raise CompileCommandError(f"--block {args.block}: expected X[,Y[,Z]], each at "
+                                      "least 1")
         block = tuple(dims + [1] * (3 - len(dims)))
     ck = compile_function(k.fn, types, defines, target, args.num_warps, block)
     text = ck.ir_text if args.emit == "ir" else ck.code
@@ -144,12 +162,17 @@ def run(args: argparse.Namespace) -> int:
     if out is None:
         sys.stdout.write(text)
         return 0
-    Path(out).parent.mkdir(parents=True, exist_ok=True)
-    if out.endswith(".sgo") and args.emit == "code":
-        if args.target != "isa":
-            raise CompileCommandError("-o .sgo needs --target isa")
-        ck.object_file().write(out)
-    else:
-        Path(out).write_text(text)
+    if out.endswith(".sgo") and args.emit == "code" and args.target != "isa":
+        raise CompileCommandError("-o .sgo needs --target isa")
+    if Path(out).is_dir():
+        raise CompileCommandError(f"-o {out}: is a directory (name the output file)")
+    try:
+        Path(out).parent.mkdir(parents=True, exist_ok=True)
+        if out.endswith(".sgo") and args.emit == "code":
+            ck.object_file().write(out)
+        else:
+            Path(out).write_text(text)
+    except OSError as e:
+        raise CompileCommandError(f"-o {out}: cannot write: {e.strerror or e}") from None
     print(f"{args.kernel}: {args.target} -> {out} ({ck.compile_ms:.1f} ms)", file=sys.stderr)
     return 0
