@@ -6,28 +6,34 @@ JOBS   ?= auto
 N      ?= 2000
 SEED   ?= 1
 
-.PHONY: setup demo test bench regress lint docs clean
+.PHONY: help setup demo test bench bench-docs regress lint docs clean
 
-setup:
+help:  ## this list
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | expand -t 14
+
+setup:  ## create .venv and install everything (idempotent; every target runs it)
 	@bash scripts/setup.sh
 
-demo: setup
+demo: setup  ## assemble a kernel, run it on the ISS and the RTL, write a waveform
 	@$(PY) -m simtgpu.cli.demo
 
-test: setup
+test: setup  ## the whole regression (what CI runs)
 	@$(PY) -m pytest -q -n $(JOBS) tests
 
-bench: setup
+bench: setup  ## measure throughput; results in build/performance.md
 	@$(PY) -m simtgpu.cli.bench
 
-regress: setup
+bench-docs: setup  ## measure throughput into the tracked docs/performance.md
+	@$(PY) -m simtgpu.cli.bench --output docs/performance.md
+
+regress: setup  ## long random RTL regression: make regress N=2000 SEED=1
 	@$(PY) -m pytest -q -n $(JOBS) tests/rtl -m regress --regress-n=$(N) --regress-seed=$(SEED)
 
-lint: setup
+lint: setup  ## ruff
 	@$(PY) -m ruff check .
 
-docs: setup
+docs: setup  ## regenerate docs/isa.md from isa/
 	@$(VENV)/bin/simtgpu isa --markdown > docs/isa.md
 
-clean:
+clean:  ## remove build products
 	rm -rf build .pytest_cache

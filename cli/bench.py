@@ -21,6 +21,7 @@ import datetime
 import os
 import platform
 import re
+import shutil
 import statistics
 import subprocess
 import sys
@@ -34,6 +35,9 @@ from simtgpu.errors import SimtgpuError
 
 ROOT = Path(__file__).resolve().parents[1]
 PERF_DOC = ROOT / "docs" / "performance.md"
+BENCH_OUT = ROOT / "build" / "performance.md"
+"""Where ``make bench`` writes unless told otherwise: a copy of docs/performance.md with the
+measured sections replaced (``make bench-docs`` updates the tracked page itself)."""
 ASM = ROOT / "examples" / "asm"
 SECTION = "iss-throughput"
 TARGET = 5e6  # thread-instructions per second at warp size 32
@@ -256,7 +260,9 @@ def render(results: list[Measurement], runs: int, info: dict[str, str]) -> str:
         lines += ["", f"Target: at least {TARGET / 1e6:.0f} M thread-instructions/s at warp "
                   f"size 32. The slowest kernel at warp size 32 ({worst.workload}, "
                   f"{worst.rate / 1e6:.1f} M/s) {verdict} it."]
-    lines += ["", "Reproduce everything with `make bench` (`python -m simtgpu.cli.bench`)."]
+    lines += ["", "Reproduce everything with `make bench-docs` (`python -m simtgpu.cli.bench "
+              "--output docs/performance.md`); `make bench` writes the same page to "
+              "build/performance.md."]
     return "\n".join(lines)
 
 
@@ -350,28 +356,33 @@ def render_compiler(figs: list, times: dict[str, float], info: dict[str, str]) -
     return "\n".join(lines)
 
 
-def _other_parts(parts: list[str], output: Path) -> None:
+def _emit(name: str, body: str, output: Path | None, part: str) -> None:
+    """Write section ``name`` into ``output``, or print it when ``output`` is None."""
+    if output is None:
+        print(body)
+        return
+    owner = "make bench (simtgpu.cli.bench" + (f" --part {part})" if part else ")")
+    write_section(name, body, output, owner=owner)
+    print(f"wrote section '{name}' of {output}", flush=True)
+
+
+def _other_parts(parts: list[str], output: Path | None) -> None:
     """Measure and write the sections that other tools provide."""
     info = machine()
     if "rtl" in parts:
         from simtgpu.verification.bench_rtl import bench_rtl
 
-        write_section("rtl-throughput", render_rtl(bench_rtl("small"), info), output,
-                      owner="make bench (simtgpu.cli.bench --part rtl)")
-        print("wrote section 'rtl-throughput'", flush=True)
+        _emit("rtl-throughput", render_rtl(bench_rtl("small"), info), output, "rtl")
     if "ipc" in parts:
         from simtgpu.verification.bench_rtl import bench_ipc
 
-        write_section("rtl-ipc", render_ipc(bench_ipc("small"), info), output,
-                      owner="make bench (simtgpu.cli.bench --part ipc)")
-        print("wrote section 'rtl-ipc'", flush=True)
+        _emit("rtl-ipc", render_ipc(bench_ipc("small"), info), output, "ipc")
     if "compiler" in parts:
         from simtgpu.compiler_backend import bench as cbench
 
-        write_section("compiler-quality",
-                      render_compiler(cbench.figures(), cbench.compile_times(), info), output,
-                      owner="make bench (simtgpu.cli.bench --part compiler)")
-        print("wrote section 'compiler-quality'", flush=True)
+        _emit("compiler-quality",
+              render_compiler(cbench.figures(), cbench.compile_times(), info), output,
+              "compiler")
 
 
 PARTS = ("iss", "rtl", "ipc", "compiler")
@@ -387,8 +398,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--scale", type=float, default=1.0,
                    help="problem-size factor (default 1: about 1-3 s per launch)")
     p.add_argument("--no-write", action="store_true",
-                   help="print the section instead of writing docs/performance.md")
-    p.add_argument("--output", type=Path, default=PERF_DOC, help=argparse.SUPPRESS)
+                   help="print the sections instead of writing them")
+    p.add_argument("--output", type=Path, default=None,
+                   help="the page to update (default build/performance.md, a copy of "
+                   "docs/performance.md; `make bench-docs` updates that one)")
     p.add_argument("--part", choices=PARTS, action="append",
                    help="measure only this part (repeatable; default all): iss throughput, "
                    "rtl throughput, rtl issue rate (ipc), compiler code quality")
@@ -396,10 +409,14 @@ def main(argv: list[str] | None = None) -> int:
     parts = args.part or list(PARTS)
     if args.runs < 1 or args.scale <= 0:
         p.error("--runs must be at least 1 and --scale positive")
+    output = None if args.no_write else (args.output or BENCH_OUT)
+    if output == BENCH_OUT and not output.exists():
+        output.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(PERF_DOC, output)
     results = []
     try:
         if "iss" not in parts:
-            _other_parts(parts, args.output)
+            _other_parts(parts, output)
             return 0
         for workload in args.only or list(WORKLOADS):
             for warp in args.warp or sorted(WARP_CONFIGS):
@@ -411,14 +428,9 @@ def main(argv: list[str] | None = None) -> int:
     except SimtgpuError as e:
         print(e.render(), file=sys.stderr)
         return 1
-    body = render(results, args.runs, machine())
-    if args.no_write:
-        print(body)
-    else:
-        write_section(SECTION, body, args.output, owner="make bench (simtgpu.cli.bench)")
-        print(f"wrote section '{SECTION}' of {args.output}")
+    _emit(SECTION, render(results, args.runs, machine()), output, "")
     try:
-        _other_parts(parts, args.output)
+        _other_parts(parts, output)
     except SimtgpuError as e:
         print(e.render(), file=sys.stderr)
         return 1

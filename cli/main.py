@@ -11,6 +11,7 @@ import argparse
 import importlib
 import sys
 
+from simtgpu import __version__
 from simtgpu.errors import SimtgpuError
 
 # module name -> sub-commands it registers (imported lazily so `simtgpu isa` stays fast)
@@ -24,6 +25,7 @@ COMMAND_MODULES = (
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="simtgpu", description="an open SIMT GPU in Python")
+    parser.add_argument("--version", action="version", version=f"simtgpu {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
     for name in COMMAND_MODULES:

@@ -46,3 +46,23 @@ def test_compiler_part_writes_the_quality_table(tmp_path, capsys):
     for r in rows:  # hand-written and compiled counts are real, and their ratio is theirs
         hand, compiled, ratio = (r.split("|")[i].strip().replace(",", "") for i in (3, 4, 5))
         assert int(hand) > 0 and abs(int(compiled) / int(hand) - float(ratio)) < 0.01
+
+
+def test_no_write_prints_every_part_and_writes_nothing(tmp_path, capsys):
+    doc = tmp_path / "perf.md"
+    doc.write_text("# Performance\n")
+    assert bench.main(["--part", "compiler", "--no-write", "--output", str(doc)]) == 0
+    assert doc.read_text() == "# Performance\n"
+    assert "| vector_add |" in capsys.readouterr().out
+
+
+def test_default_output_is_a_copy_in_build_not_the_tracked_page(tmp_path, monkeypatch):
+    tracked = tmp_path / "docs" / "performance.md"
+    tracked.parent.mkdir()
+    tracked.write_text("# Performance\n\nkept\n")
+    monkeypatch.setattr(bench, "PERF_DOC", tracked)
+    monkeypatch.setattr(bench, "BENCH_OUT", tmp_path / "build" / "performance.md")
+    assert bench.main(["--part", "compiler"]) == 0
+    assert tracked.read_text() == "# Performance\n\nkept\n"
+    copy = (tmp_path / "build" / "performance.md").read_text()
+    assert copy.startswith("# Performance\n\nkept\n") and "compiler-quality" in copy
