@@ -16,6 +16,7 @@ scheduling choice that the RTL makes differently, so traces are compared per war
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import TextIO
 
 import numpy as np
@@ -33,6 +34,19 @@ WAVE_THREADS = 8192
 """Threads simulated together; more amortises Python overhead, fewer keeps arrays in cache."""
 
 Dim3 = tuple[int, int, int]
+
+BUDGET_PER_WARP = 1_000_000
+"""The default watchdog allows each warp of the grid this many warp-instructions ..."""
+MAX_DEFAULT_BUDGET = 50_000_000
+"""... and a launch at most this many in all (about four minutes of one warp's loop)."""
+PROGRESS_EVERY = 1 << 20
+"""Warp-instructions between calls of :attr:`Iss.progress`."""
+
+
+def default_budget(warps: int) -> int:
+    """The watchdog of a launch of ``warps`` warps when none is given: proportionate, so that
+    a single warp spinning in ``l: bra l`` stops after seconds, not minutes."""
+    return min(MAX_DEFAULT_BUDGET, BUDGET_PER_WARP * warps)
 
 
 def _dim3(name: str, value) -> Dim3:
@@ -60,21 +74,22 @@ class Iss:
     stack_depth:
         Reconvergence-stack entries per warp.
     instruction_budget:
-        Warp-instructions one launch may retire before it faults with ``WATCHDOG``.
+        Warp-instructions one launch may retire before it faults with ``WATCHDOG``; None
+        (the default) gives each launch :func:`default_budget` of its warps.
     num_cores:
         Cores the blocks are spread over (block ``b`` runs on core ``b % num_cores``); only
         ``coreid`` and the trace's ``core`` see it.
     """
 
     def __init__(self, memory: GlobalMemory, warp_size: int = 32, stack_depth: int = 16,
-                 instruction_budget: int = 50_000_000, num_cores: int = 1):
+                 instruction_budget: int | None = None, num_cores: int = 1):
         if not isinstance(memory, GlobalMemory):
             raise IssError(f"memory must be a GlobalMemory, not {type(memory).__name__}")
         if warp_size not in (4, 8, 16, 32):
             raise IssError(f"warp_size must be a power of two from 4 to 32, not {warp_size}")
         if stack_depth < 1:
             raise IssError(f"stack_depth must be at least 1, not {stack_depth}")
-        if instruction_budget < 1:
+        if instruction_budget is not None and instruction_budget < 1:
             raise IssError(f"instruction_budget must be positive, not {instruction_budget}")
         if num_cores < 1:
             raise IssError(f"num_cores must be at least 1, not {num_cores}")
@@ -83,6 +98,9 @@ class Iss:
         self.stack_depth = stack_depth
         self.instruction_budget = instruction_budget
         self.num_cores = num_cores
+        self.progress: Callable[[LaunchStats], None] | None = None
+        """Called every :data:`PROGRESS_EVERY` warp-instructions of a launch (a long launch
+        can report how far it is)."""
 
     def launch(self, code: bytes, entry: int, grid: Dim3, block: Dim3, param_addr: int,
                param_size: int, shared_bytes: int, trace: TextIO | None = None
@@ -108,7 +126,8 @@ class Iss:
         stats = LaunchStats(blocks=nblocks, warps=nblocks * wpb)
         per_wave = max(1, WAVE_THREADS // (wpb * W))
         t0 = time.perf_counter()
-        run = _Runner(prog, stats, self.instruction_budget, trace)
+        budget = self.instruction_budget or default_budget(stats.warps)
+        run = _Runner(prog, stats, budget, trace, self.progress)
         try:
             for first in range(0, nblocks, per_wave):
                 w = Wave(first_block=first, nblocks=min(per_wave, nblocks - first), grid=grid,
@@ -127,8 +146,11 @@ class Iss:
 class _Runner:
     """Runs waves of one launch, sharing the program, the counters and the trace."""
 
-    def __init__(self, prog: Program, stats: LaunchStats, budget: int, trace: TextIO | None):
+    def __init__(self, prog: Program, stats: LaunchStats, budget: int, trace: TextIO | None,
+                 progress: Callable[[LaunchStats], None] | None = None):
         self.prog, self.stats, self.budget, self.trace = prog, stats, budget, trace
+        self.progress = progress
+        self.next_report = PROGRESS_EVERY
         self.seq = 0
         self.counts: dict[int, int] = {}
 
@@ -143,6 +165,14 @@ class _Runner:
         try:
             self._rounds(w)
         except Fault as f:
+            raise KernelFault(self._record(w, f)) from None
+        except KeyboardInterrupt:
+            # Ctrl-C stops the launch as the watchdog would: a fault record, the device usable
+            running = np.flatnonzero(w.status == RUN)
+            first = int(running[0]) if running.size else 0
+            f = Fault(FaultCause.WATCHDOG, first, w.active[first].copy(),
+                      f"stopped by Ctrl-C after {self.stats.warp_instructions} "
+                      "warp-instructions", pc=int(w.pc[first]))
             raise KernelFault(self._record(w, f)) from None
 
     def _record(self, w: Wave, f: Fault) -> FaultRecord:
@@ -163,6 +193,9 @@ class _Runner:
             run = np.flatnonzero(status == RUN)
             if run.size == 0:
                 return
+            if self.progress is not None and self.stats.warp_instructions >= self.next_report:
+                self.next_report = self.stats.warp_instructions + PROGRESS_EVERY
+                self.progress(self.stats)
             pcs = w.pc[run]
             p0 = pcs[0]
             if run.size == 1 or (pcs == p0).all():
