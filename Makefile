@@ -5,8 +5,9 @@ export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 JOBS   ?= auto
 N      ?= 2000
 SEED   ?= 1
+FUZZ_N ?= 100000
 
-.PHONY: help setup demo test bench bench-docs regress lint docs clean
+.PHONY: help setup demo test bench bench-docs regress fuzz lint docs clean
 
 help:  ## this list
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | expand -t 14
@@ -28,6 +29,11 @@ bench-docs: setup  ## measure throughput into the tracked docs/performance.md
 
 regress: setup  ## long random RTL regression: make regress N=2000 SEED=1
 	@$(PY) -m pytest -q -n $(JOBS) tests/rtl -m regress --regress-n=$(N) --regress-seed=$(SEED)
+
+fuzz: setup  ## every fuzz target on FUZZ_N inputs (default 100,000): make fuzz SEED=1
+	@echo "fuzz: $(FUZZ_N) inputs per target, seed $(SEED) (make fuzz SEED=$(SEED) repeats it)"
+	@SIMTGPU_FUZZ_EXAMPLES=$(FUZZ_N) $(PY) -m pytest -q -n $(JOBS) tests -m fuzz \
+		--hypothesis-seed=$(SEED) --hypothesis-show-statistics
 
 lint: setup  ## ruff
 	@$(PY) -m ruff check .

@@ -17,6 +17,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "regress: long random regression (make regress)")
     config.addinivalue_line("markers", "slow: slower test, still part of make test")
+    config.addinivalue_line("markers", "fuzz: a fuzz target (a sample in make test; make fuzz "
+                            "runs 100,000 inputs each)")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from hypothesis import given, settings
+from fuzzing import fuzz_target
+from hypothesis import given
 from hypothesis import strategies as st
 from simtgpu.assembler import ObjectFile, ObjectFormatError, assemble, disassemble_object
 from simtgpu.errors import SourceErrors
@@ -29,7 +30,7 @@ WORDS = ["add", "addi", "li", "la", "ldg", "stg", "atom.cas", "bra", "ssy", "sel
 line = st.lists(st.sampled_from(WORDS), max_size=8).map(" ".join)
 
 
-@settings(max_examples=400, deadline=None)
+@fuzz_target(400)
 @given(st.lists(line, max_size=12))
 def test_no_crash_on_arbitrary_input(lines: list[str]) -> None:
     try:
@@ -42,7 +43,7 @@ def test_no_crash_on_arbitrary_input(lines: list[str]) -> None:
     _round_trips(obj)
 
 
-@settings(max_examples=200, deadline=None)
+@fuzz_target(200)
 @given(st.text(max_size=200))
 def test_no_crash_on_arbitrary_text(text: str) -> None:
     try:
@@ -51,7 +52,7 @@ def test_no_crash_on_arbitrary_text(text: str) -> None:
         pass
 
 
-@settings(max_examples=300, deadline=None)
+@fuzz_target(300)
 @given(st.sampled_from(range(len(OBJECTS))),
        st.lists(st.tuples(st.integers(0, 1 << 20), st.integers(0, 255)), min_size=1,
                 max_size=4))
