@@ -19,8 +19,9 @@ from dataclasses import dataclass
 from simtgpu.errors import SourceError, SourceLocation
 
 from . import ir, language
+from .errors import CompileError
 from .ir import F32, I1, I32, Type
-from .tiles import CompileError, Lowering, Tile
+from .tiles import Lowering, Tile
 
 
 @dataclass
@@ -149,7 +150,7 @@ class CodeGen:
         except _Return:
             pass
         except CompileError as e:
-            raise self.error(self.node, str(e)) from None
+            raise e.at(self.src.loc(self.node)) from None
         self.ctx.finish_shared()
         return self.fn
 
@@ -166,7 +167,7 @@ class CodeGen:
         try:
             meth(node)
         except CompileError as e:
-            raise self.error(self.node, str(e)) from None
+            raise e.at(self.src.loc(self.node)) from None
 
     # --- statements ----------------------------------------------------------------------------
     def stmt_Expr(self, node: ast.Expr) -> None:
@@ -459,7 +460,7 @@ class CodeGen:
         try:
             return meth(node)
         except CompileError as e:
-            raise self.error(node, str(e)) from None
+            raise e.at(self.src.loc(node)) from None
 
     def expr_Constant(self, node: ast.Constant):
         return node.value
@@ -694,9 +695,8 @@ def lower_kernel(fn, arg_types: dict[str, Type], constexprs: dict, threads: int,
     try:
         src = KernelSource.from_function(fn)
     except CompileError as e:
-        raise SourceError(SourceLocation(getattr(fn, "__code__", None)
-                                         and fn.__code__.co_filename or "<kernel>", 1, 1),
-                          str(e)) from None
+        raise e.at(SourceLocation(getattr(fn, "__code__", None)
+                                  and fn.__code__.co_filename or "<kernel>", 1, 1)) from None
     return CodeGen(src, arg_types, constexprs, threads, warp_size, name).generate()
 
 

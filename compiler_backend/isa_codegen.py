@@ -26,8 +26,8 @@ from dataclasses import dataclass, field
 from simtgpu.isa import BY_MNEMONIC, SREG_BY_NAME
 
 from . import ir
+from .errors import CompileError
 from .ir import F32, I1, Function, Op, Value
-from .tiles import CompileError
 
 GPRS = tuple(range(1, 31))
 SCRATCH_GPR = 31

@@ -16,8 +16,9 @@ import math
 from dataclasses import dataclass
 
 from . import ir
+from .errors import CompileError
 from .ir import F32, I1, I32, Type, Value
-from .tiles import CompileError, Coords, Lowering, Tile, _GivenCoords, const_of
+from .tiles import Coords, Lowering, Tile, _GivenCoords, const_of
 
 tensor = Tile
 

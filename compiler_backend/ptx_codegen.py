@@ -13,8 +13,8 @@ from __future__ import annotations
 import struct
 
 from . import ir
+from .errors import CompileError
 from .ir import F32, I1, I32, Function, Op, Value
-from .tiles import CompileError
 
 _INT = {"add": "add.s32", "sub": "sub.s32", "mul": "mul.lo.s32", "mulhi": "mul.hi.s32",
         "mulhu": "mul.hi.u32", "and": "and.b32", "or": "or.b32", "xor": "xor.b32",

@@ -19,11 +19,8 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from . import ir
+from .errors import CompileError
 from .ir import F32, I1, I32, Type, Value
-
-
-class CompileError(Exception):
-    """A user mistake found while lowering; the front end adds the source position."""
 
 
 def _is_pow2(n: int) -> bool:
@@ -783,4 +780,4 @@ def const_of(v: Value):
     return None
 
 
-__all__ = ["CompileError", "Coords", "Lowering", "Tile", "const_of", "I1", "I32", "F32"]
+__all__ = ["Coords", "Lowering", "Tile", "const_of", "I1", "I32", "F32"]
