@@ -102,7 +102,7 @@ _PY_CALLS_OK = {builtins.float, builtins.int, builtins.min, builtins.max, builti
                 builtins.tuple, builtins.list}
 
 
-class CodeGen:
+class AstToIr:
     """Walks one kernel's AST and emits IR through a :class:`Lowering`."""
 
     def __init__(self, src: KernelSource, arg_types: dict[str, Type], constexprs: dict,
@@ -629,7 +629,7 @@ class CodeGen:
     def inline(self, jf, args, kwargs, node) -> object:
         """Call a @jit helper: its body is expanded here, its return value is the result."""
         src = KernelSource.from_function(jf.fn)
-        sub = CodeGen.__new__(CodeGen)
+        sub = AstToIr.__new__(AstToIr)
         sub.src = src
         sub.fn = self.fn
         sub.ctx = self.ctx
@@ -697,7 +697,7 @@ def lower_kernel(fn, arg_types: dict[str, Type], constexprs: dict, threads: int,
     except CompileError as e:
         raise e.at(SourceLocation(getattr(fn, "__code__", None)
                                   and fn.__code__.co_filename or "<kernel>", 1, 1)) from None
-    return CodeGen(src, arg_types, constexprs, threads, warp_size, name).generate()
+    return AstToIr(src, arg_types, constexprs, threads, warp_size, name).generate()
 
 
 _unused = (F32,)
