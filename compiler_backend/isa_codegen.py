@@ -5,7 +5,8 @@
    value). Constants, shared addresses and constant ``gep`` offsets become immediates where
    an instruction takes one and are materialised (``li``) only where a register is needed.
    Masks become guards (``@p ldg``); ``for``/``if`` become branches bracketed by
-   ``ssy``/``sync`` unless the condition is warp-uniform.
+   ``ssy``/``sync`` unless the condition is warp-uniform
+   (:func:`simtgpu.compiler_backend.uniformity.uniformity`).
 2. Register allocation is linear scan over live intervals on the linear code; a value
    used inside a loop and defined before it lives through the whole loop. General
    registers r1..r30 (r31 is the scratch of parallel moves and spill addresses),
@@ -28,6 +29,7 @@ from simtgpu.isa import BY_MNEMONIC, SREG_BY_NAME
 from . import ir
 from .errors import CompileError
 from .ir import F32, I1, Function, Op, Value
+from .uniformity import uniformity
 
 GPRS = tuple(range(1, 31))
 SCRATCH_GPR = 31
@@ -105,78 +107,6 @@ def _is_zero_const(op: Op) -> bool:
     return op.name == "const" and _const_bits(op.attrs["value"]) == 0 and op.result.type != I1
 
 
-class Uniformity:
-    """Which values are the same in every active lane of a warp (no divergence on them)."""
-
-    _UNIFORM_SREGS = {"ctaid.x", "ctaid.y", "ctaid.z", "nctaid.x", "nctaid.y", "nctaid.z",
-                      "ntid.x", "ntid.y", "ntid.z", "warpid", "nwarps", "warpsize", "coreid"}
-
-    def __init__(self, fn: Function):
-        self.uniform: set[int] = {p.value.id for p in fn.params}
-        changed = True
-        # optimistic: carried values start uniform, then fall until a fixpoint
-        self.loop_args: dict[int, bool] = {}
-        for op in fn.walk():
-            if op.name == "for":
-                for a in op.regions[0].args:
-                    self.loop_args[a.id] = True
-        while changed:
-            changed = False
-            self.uniform = {p.value.id for p in fn.params}
-            self.uniform |= {k for k, v in self.loop_args.items() if v}
-            for op in fn.walk():
-                self._op(op)
-            for op in fn.walk():
-                if op.name == "for":
-                    body = op.regions[0]
-                    y = body.terminator
-                    ok_bounds = all(v.id in self.uniform for v in op.operands[:3])
-                    if self.loop_args.get(body.args[0].id) != ok_bounds:
-                        self.loop_args[body.args[0].id] = ok_bounds
-                        changed = True
-                    for i, a in enumerate(body.args[1:]):
-                        u = (ok_bounds and op.operands[3 + i].id in self.uniform
-                             and y.operands[i].id in self.uniform)
-                        if self.loop_args.get(a.id) != u:
-                            self.loop_args[a.id] = u
-                            changed = True
-
-    def _op(self, op: Op) -> None:
-        u = self.uniform
-        n = op.name
-        if n == "const" or n == "smem":
-            ok = True
-        elif n == "sreg":
-            ok = op.attrs["name"] in self._UNIFORM_SREGS
-        elif n == "vote":
-            ok = True
-        elif op.attrs.get("uniform"):
-            ok = True
-        elif n in ("load",) or op.pure:
-            ok = all(v.id in u for v in op.operands)
-        elif n == "if":
-            c = op.operands[0].id in u
-            ys = [r.terminator for r in op.regions]
-            ok = None
-            for i, r in enumerate(op.results):
-                if c and all(y.operands[i].id in u for y in ys):
-                    u.add(r.id)
-            return
-        elif n == "for":
-            for i, r in enumerate(op.results):
-                if self.loop_args.get(op.regions[0].args[i + 1].id):
-                    u.add(r.id)
-            return
-        else:
-            ok = False
-        if ok:
-            for r in op.results:
-                u.add(r.id)
-
-    def __contains__(self, v: Value) -> bool:
-        return v.id in self.uniform
-
-
 class ISel:
     """IR to machine instructions on virtual registers."""
 
@@ -188,7 +118,7 @@ class ISel:
         self.lazy: dict[int, Op] = {}  # rematerialisable values -> defining op
         self.labels = 0
         self.loops: list[tuple[int, int]] = []  # (first, last) MI index of each loop
-        self.uni = Uniformity(fn)
+        self.uni = uniformity(fn)
         self.scopes: list[dict] = [{"cache": {}, "loop": False}]
         self.uses: dict[int, int] = {}
         for op in fn.walk():
