@@ -16,12 +16,14 @@
    data), reloaded before each use.
 3. Emission prints assembly that :func:`simtgpu.assembler.assemble` accepts.
 
-Mnemonics come from :data:`simtgpu.isa.BY_MNEMONIC` (checked at import).
+Mnemonics come from :data:`simtgpu.isa.BY_MNEMONIC`, and ``_EMITTERS`` holds one emitter per
+IR op; both are checked at import.
 """
 
 from __future__ import annotations
 
 import struct
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from simtgpu.isa import BY_MNEMONIC, SREG_BY_NAME
@@ -86,8 +88,9 @@ _FLOAT = {"fadd": "fadd", "fsub": "fsub", "fmul": "fmul", "fmin": "fmin", "fmax"
 _SFU = {n: f"sfu.{n}" for n in ("rcp", "rsqrt", "sqrt", "exp2", "log2", "sin", "cos")}
 _CVT = {n: f"cvt.{n}" for n in ("i2f", "u2f", "f2i", "f2u")}
 _PLOGIC = {"and": "pand", "or": "por", "xor": "pxor"}
-for _m in (list(_INT_RR.values()) + list(_INT_RI.values()) + list(_FLOAT.values())
-           + list(_SFU.values()) + list(_CVT.values()) + list(_PLOGIC.values())):
+_UNIT = {**_FLOAT, **_SFU, **_CVT}  # ops that are one instruction on registers
+for _m in (list(_INT_RR.values()) + list(_INT_RI.values()) + list(_UNIT.values())
+           + list(_PLOGIC.values())):
     _check_mnemonic(_m)
 
 
@@ -115,7 +118,8 @@ class ISel:
         self.fn = fn
         self.code: list[MI] = []
         self.alias: dict[int, Value] = {}
-        self.lazy: dict[int, Op] = {}  # rematerialisable values -> defining op
+        # rematerialisable values -> defining op (const, smem, constant gep) or parameter
+        self.lazy: dict[int, Op | ir.Param] = {}
         self.labels = 0
         self.loops: list[tuple[int, int]] = []  # (first, last) MI index of each loop
         self.uni = uniformity(fn)
@@ -158,12 +162,12 @@ class ISel:
             return self.remat(x, self.lazy[x.id])
         return x
 
-    def remat(self, x: Value, op: Op) -> Value:
+    def remat(self, x: Value, op: Op | ir.Param) -> Value:
         for sc in reversed(self.scopes):
             if x.id in sc["cache"]:
                 return sc["cache"][x.id]
         v = ir.Value(x.type)
-        if op.name == "gep":
+        if isinstance(op, Op) and op.name == "gep":
             self.code.append(self.materialize(op, v))
             self.scopes[-1]["cache"][x.id] = v
             return v
@@ -179,16 +183,16 @@ class ISel:
             outer["cache"][x.id] = v
         return v
 
-    def materialize(self, op: Op, r: Value) -> MI:
+    def materialize(self, op: Op | ir.Param, r: Value) -> MI:
+        if isinstance(op, ir.Param):
+            return MI("ldparam", [r, Sym(op.name)], [r])
         if op.name == "const":
             return MI("li", [r, _const_bits(op.attrs["value"])], [r])
         if op.name == "smem":
             return MI("li", [r, self.smem(op)], [r])
         if op.name == "gep":
             base, c = self.addr(op.operands[0])
-            return MI("addi", [r, base, c + 4 * op.operands[1].owner.attrs["value"]], [r])
-        if op.name == "param":
-            return MI("ldparam", [r, Sym(op.attrs["pname"])], [r])
+            return MI("addi", [r, base, c + 4 * ir.const_value(op.operands[1])], [r])
         raise AssertionError(op.name)
 
     def smem(self, op: Op) -> int:
@@ -196,10 +200,7 @@ class ISel:
         return op.attrs["offset"] + self.smem_shift
 
     def const_of(self, x: Value):
-        op = self.v(x).owner
-        if isinstance(op, Op) and op.name == "const":
-            return op.attrs["value"]
-        return None
+        return ir.const_value(self.v(x))
 
     def addr(self, p: Value) -> tuple[Value | Sym, int]:
         """A pointer as (base register, byte offset) for a memory operand."""
@@ -221,9 +222,7 @@ class ISel:
     # --- driver ------------------------------------------------------------------------------
     def run(self) -> list[MI]:
         for p in self.fn.params:
-            pop = Op("param", [], [p.type], {"pname": p.name})
-            pop.results = [p.value]
-            self.lazy[p.value.id] = pop
+            self.lazy[p.value.id] = p
         self.block(self.fn.body)
         self.emit("exit")
         return self.code
@@ -233,27 +232,23 @@ class ISel:
             self.op(op)
 
     def op(self, op: Op) -> None:
-        n = op.name
-        meth = getattr(self, "op_" + n, None)
-        if meth is not None:
-            meth(op)
-            return
-        r = op.results[0] if op.results else None
-        if n in _FLOAT or n in _SFU or n in _CVT:
-            m = _FLOAT.get(n) or _SFU.get(n) or _CVT[n]
-            self.emit(m, r, *[self.reg(x) for x in op.operands], defs=[r])
-        elif n in ("and", "or", "xor") and r.type == I1:
-            self.emit(_PLOGIC[n], r, *[self.reg(x) for x in op.operands], defs=[r])
-        elif n in _INT_RR:
-            self.int_op(op)
+        _EMITTERS[op.name](self, op)
+
+    def unit_op(self, op: Op) -> None:
+        """An op that is one instruction on registers (FPU, SFU, conversions)."""
+        r = op.result
+        self.emit(_UNIT[op.name], r, *[self.reg(x) for x in op.operands], defs=[r])
+
+    def logic_op(self, op: Op) -> None:
+        """and/or/xor: predicate logic on i1, the integer ALU on i32."""
+        r = op.result
+        if r.type == I1:
+            self.emit(_PLOGIC[op.name], r, *[self.reg(x) for x in op.operands], defs=[r])
         else:
-            raise CompileError(f"the ISA code generator cannot translate '{n}'")
+            self.int_op(op)
 
     def lazy_op(self, op: Op) -> None:
         self.lazy[op.result.id] = op
-
-    op_const = lazy_op
-    op_smem = lazy_op
 
     def op_gep(self, op: Op) -> None:
         r = op.result
@@ -561,6 +556,21 @@ class ISel:
 
     def needed_elsewhere(self, val: Value) -> set[int]:
         return set()
+
+
+# The one emitter of each IR op; checked against the IR's op list at import.
+_EMITTERS: dict[str, Callable[[ISel, Op], None]] = {
+    **dict.fromkeys(ir.INT_BINARY, ISel.int_op),
+    **dict.fromkeys(("and", "or", "xor"), ISel.logic_op),
+    **dict.fromkeys(_UNIT, ISel.unit_op),
+    "const": ISel.lazy_op, "smem": ISel.lazy_op, "gep": ISel.op_gep,
+    "ptradd": ISel.op_ptradd, "sreg": ISel.op_sreg, "not": ISel.op_not, "icmp": ISel.op_icmp,
+    "fcmp": ISel.op_fcmp, "select": ISel.op_select, "shfl": ISel.op_shfl,
+    "vote": ISel.op_vote, "barrier": ISel.op_barrier, "fence": ISel.op_fence,
+    "exit": ISel.op_exit, "load": ISel.op_load, "store": ISel.op_store,
+    "atomic": ISel.op_atomic, "for": ISel.op_for, "if": ISel.op_if, "yield": ISel.op_yield,
+}
+ir.check_op_table(_EMITTERS, "the ISA code generator")
 
 
 def _mi_uses(mi: MI) -> list[Value]:

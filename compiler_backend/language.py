@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from . import ir
 from .errors import CompileError
 from .ir import F32, I1, I32, Type, Value
-from .tiles import Coords, Lowering, Tile, _GivenCoords, const_of
+from .tiles import Coords, Lowering, Tile, _GivenCoords
 
 tensor = Tile
 
@@ -811,4 +811,3 @@ THREAD_LEVEL_NAMES = frozenset({"thread_id", "block_dim", "lane_id", "warp_id", 
 
 __all__ = [n for n in dir() if not n.startswith("_") and n not in ("annotations", "math",
                                                                     "dataclass", "ir")]
-_unused = (const_of,)

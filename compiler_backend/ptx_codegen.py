@@ -5,16 +5,18 @@ and FP32 arithmetic uses the ``.rn.ftz`` forms, so adds, multiplies and fused mu
 give the same bits as this GPU's ISA (which flushes denormals the same way). Special
 functions use the ``.approx.ftz`` forms (their results may differ in the last ulps).
 Global pointers are 64-bit (``cvta.to.global`` on each pointer parameter); shared pointers
-are 32-bit offsets from the kernel's ``smem`` array.
+are 32-bit offsets from the kernel's ``smem`` array. ``_EMITTERS`` holds one emitter per IR
+op, checked against the IR's op list at import.
 """
 
 from __future__ import annotations
 
 import struct
+from collections.abc import Callable
 
 from . import ir
 from .errors import CompileError
-from .ir import F32, I1, I32, Function, Op, Value
+from .ir import F32, I1, Function, Op, Value, const_value
 
 _INT = {"add": "add.s32", "sub": "sub.s32", "mul": "mul.lo.s32", "mulhi": "mul.hi.s32",
         "mulhu": "mul.hi.u32", "and": "and.b32", "or": "or.b32", "xor": "xor.b32",
@@ -28,6 +30,7 @@ _FLOAT = {"fadd": "add.rn.ftz.f32", "fsub": "sub.rn.ftz.f32", "fmul": "mul.rn.ft
           "sin": "sin.approx.ftz.f32", "cos": "cos.approx.ftz.f32"}
 _CVT = {"i2f": "cvt.rn.f32.s32", "u2f": "cvt.rn.f32.u32", "f2i": "cvt.rzi.ftz.s32.f32",
         "f2u": "cvt.rzi.ftz.u32.f32"}
+_UNIT = {**_FLOAT, **_CVT}  # ops that are one instruction on registers
 _PRED = {"and": "and.pred", "or": "or.pred", "xor": "xor.pred"}
 _ATOM = {("add", "i32"): "add.u32", ("fadd", "f32"): "add.f32", ("min", "i32"): "min.s32",
          ("max", "i32"): "max.s32", ("exch", "i32"): "exch.b32", ("exch", "f32"): "exch.b32"}
@@ -119,27 +122,29 @@ class PtxGen:
             self.op(op)
 
     def op(self, op: Op) -> None:
-        n = op.name
-        meth = getattr(self, "op_" + n, None)
-        if meth is not None:
-            meth(op)
-            return
-        r = op.results[0] if op.results else None
+        _EMITTERS[op.name](self, op)
+
+    def unit_op(self, op: Op) -> None:
+        """An op that is one instruction on registers (FP32, special functions, conversions)."""
         args = [self.r(v) for v in op.operands]
-        if n in ("and", "or", "xor") and r.type == I1:
-            self.emit(f"{_PRED[n]} {self.r(r)}, {', '.join(args)}")
-        elif n in _INT:
-            if n in ("shl", "shr", "sra") and _const(op.operands[1]) is None:
-                t = self.new("r")
-                self.emit(f"and.b32 {t}, {args[1]}, 31")  # the ISA masks shift amounts
-                args[1] = t
-            self.emit(f"{_INT[n]} {self.r(r)}, {', '.join(args)}")
-        elif n in _FLOAT:
-            self.emit(f"{_FLOAT[n]} {self.r(r)}, {', '.join(args)}")
-        elif n in _CVT:
-            self.emit(f"{_CVT[n]} {self.r(r)}, {', '.join(args)}")
-        else:
-            raise CompileError(f"the PTX code generator cannot translate '{n}'")
+        self.emit(f"{_UNIT[op.name]} {self.r(op.result)}, {', '.join(args)}")
+
+    def int_op(self, op: Op) -> None:
+        n = op.name
+        args = [self.r(v) for v in op.operands]
+        if n in ("shl", "shr", "sra") and const_value(op.operands[1]) is None:
+            t = self.new("r")
+            self.emit(f"and.b32 {t}, {args[1]}, 31")  # the ISA masks shift amounts
+            args[1] = t
+        self.emit(f"{_INT[n]} {self.r(op.result)}, {', '.join(args)}")
+
+    def logic_op(self, op: Op) -> None:
+        """and/or/xor: predicate logic on i1, the integer instruction on i32."""
+        if op.result.type != I1:
+            self.int_op(op)
+            return
+        args = [self.r(v) for v in op.operands]
+        self.emit(f"{_PRED[op.name]} {self.r(op.result)}, {', '.join(args)}")
 
     def op_const(self, op: Op) -> None:
         v = op.attrs["value"]
@@ -229,7 +234,7 @@ class PtxGen:
     def op_gep(self, op: Op) -> None:
         p, i = op.operands
         r = self.r(op.result)
-        c = _const(i)
+        c = const_value(i)
         glob = p.type.space == "global"
         if c is not None:
             self.emit(f"add.{'s64' if glob else 's32'} {r}, {self.r(p)}, {4 * c}")
@@ -255,8 +260,8 @@ class PtxGen:
 
     def addr(self, p: Value) -> str:
         po = p.owner
-        if isinstance(po, Op) and po.name == "gep" and _const(po.operands[1]) is not None:
-            off = 4 * _const(po.operands[1])
+        if isinstance(po, Op) and po.name == "gep" and const_value(po.operands[1]) is not None:
+            off = 4 * const_value(po.operands[1])
             base = self.r(po.operands[0])
             return f"[{base}+{off}]" if off >= 0 else f"[{base}+-{-off}]".replace("+-", "-")
         return f"[{self.r(p)}]"
@@ -381,11 +386,20 @@ class PtxGen:
         self.lines.append(f"{join}:")
 
 
-def _const(v: Value):
-    op = v.owner
-    if isinstance(op, Op) and op.name == "const":
-        return op.attrs["value"]
-    return None
+# The one emitter of each IR op; checked against the IR's op list at import.
+_EMITTERS: dict[str, Callable[[PtxGen, Op], None]] = {
+    **dict.fromkeys(_INT, PtxGen.int_op),
+    **dict.fromkeys(("and", "or", "xor"), PtxGen.logic_op),
+    **dict.fromkeys(_UNIT, PtxGen.unit_op),
+    "const": PtxGen.op_const, "sreg": PtxGen.op_sreg, "not": PtxGen.op_not,
+    "icmp": PtxGen.op_icmp, "fcmp": PtxGen.op_fcmp, "select": PtxGen.op_select,
+    "smem": PtxGen.op_smem, "gep": PtxGen.op_gep, "ptradd": PtxGen.op_ptradd,
+    "load": PtxGen.op_load, "store": PtxGen.op_store, "atomic": PtxGen.op_atomic,
+    "shfl": PtxGen.op_shfl, "vote": PtxGen.op_vote, "barrier": PtxGen.op_barrier,
+    "fence": PtxGen.op_fence, "exit": PtxGen.op_exit, "for": PtxGen.op_for,
+    "if": PtxGen.op_if, "yield": PtxGen.op_yield,
+}
+ir.check_op_table(_EMITTERS, "the PTX code generator")
 
 
 def generate_ptx(fn: Function, arch: str = "sm_90") -> str:
@@ -394,5 +408,3 @@ def generate_ptx(fn: Function, arch: str = "sm_90") -> str:
         raise CompileError(f"unsupported PTX target {arch} (sm_80, sm_86, sm_89, sm_90)")
     return PtxGen(fn, arch).generate()
 
-
-_unused = (I32,)
