@@ -388,10 +388,8 @@ class AstToIr:
         if isinstance(step, int) and step == 0:
             raise self.error(node.iter, "range step must not be zero")
         bounds = [ctx.cast(ctx.to_tile(a), I32) for a in args]
-        for a, t in zip(args, bounds, strict=True):
-            if not t.is_scalar:
-                raise self.error(node.iter, "range bounds must be scalars")
-            del a
+        if not all(t.is_scalar for t in bounds):
+            raise self.error(node.iter, "range bounds must be scalars")
         assigned = _assigned_names(node.body)
         carried = [n for n in assigned if n in self.env and n != var
                    and (isinstance(self.env[n], Tile) or isinstance(self.env[n], int | float)
@@ -442,10 +440,7 @@ class AstToIr:
                       types=[s.type for s in init_slots], regions=[body])
         op.attrs["step_sign"] = -1 if isinstance(step, int) and step < 0 else 1
         ctx.scratch_dirty = True
-        self.env = pre
-        for n in assigned:
-            if n not in carried and n in self.env and n != var:
-                pass  # assigned inside but existed before as a compile-time value: keep
+        self.env = pre  # names assigned in the body but not carried keep their old values
         k = 0
         for n, t in zip(carried, inits, strict=True):
             self.env[n] = Tile(ctx, t.shape, t.type, slots=op.results[k:k + len(t.slots)])
@@ -699,5 +694,3 @@ def lower_kernel(fn, arg_types: dict[str, Type], constexprs: dict, threads: int,
                                   and fn.__code__.co_filename or "<kernel>", 1, 1)) from None
     return AstToIr(src, arg_types, constexprs, threads, warp_size, name).generate()
 
-
-_unused = (F32,)

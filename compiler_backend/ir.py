@@ -40,18 +40,6 @@ class Type:
         return self.kind == "ptr"
 
     @property
-    def is_float(self) -> bool:
-        return self.kind == "f32"
-
-    @property
-    def is_int(self) -> bool:
-        return self.kind == "i32"
-
-    @property
-    def is_pred(self) -> bool:
-        return self.kind == "i1"
-
-    @property
     def pointee(self) -> Type:
         assert self.is_ptr
         return F32 if self.elem == "f32" else I32

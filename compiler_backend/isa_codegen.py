@@ -38,7 +38,7 @@ SCRATCH_GPR = 31
 PREDS = tuple(range(0, 6))
 SCRATCH_PRED = 6
 
-_PSEUDOS = {"li", "mov", "pmov", "label"}
+_PSEUDOS = {"li", "mov", "label"}  # assembler pseudo-instructions and labels
 
 
 @dataclass
@@ -53,12 +53,11 @@ class MI:
     partial: bool = False  # guarded def: lanes outside the guard keep the old value
     moves: list[tuple[Value, Value]] | None = None  # parallel move (op == "pmove")
     group: list[MI] | None = None  # loop pre-header: rematerialised constants and params
-    comment: str = ""
 
 
 @dataclass(frozen=True)
 class Mem:
-    base: Value | None  # None: r0
+    base: Value | Sym  # a register, or r0
     offset: int
 
 
@@ -133,10 +132,8 @@ class ISel:
         self.labels += 1
         return f"{stem}{self.labels}"
 
-    def emit(self, op: str, *args, defs=(), guard=None, gneg=False, partial=False,
-             comment="") -> MI:
-        mi = MI(_check_mnemonic(op), list(args), list(defs), guard, gneg, partial,
-                comment=comment)
+    def emit(self, op: str, *args, defs=(), guard=None, gneg=False, partial=False) -> MI:
+        mi = MI(_check_mnemonic(op), list(args), list(defs), guard, gneg, partial)
         self.code.append(mi)
         return mi
 
@@ -258,8 +255,6 @@ class ISel:
             return
         base = self.reg(op.operands[0])
         idx = op.operands[1]
-        io = self.v(idx).owner
-        del io
         t = ir.Value(ir.I32)
         self.emit("shli", t, self.reg(idx), 2, defs=[t])
         self.emit("add", r, base, t, defs=[r])
@@ -344,13 +339,10 @@ class ISel:
             return self.reg(mo.operands[0]), True
         return g, False
 
-    def _space(self, p: Value) -> str:
-        return p.type.space
-
     def op_load(self, op: Op) -> None:
         r = op.result
         p = op.operands[0]
-        m = "ldg" if self._space(p) == "global" else "lds"
+        m = "ldg" if p.type.space == "global" else "lds"
         base, off = self.addr(p)
         if len(op.operands) >= 2:
             g, neg = self.guard_of(op.operands[1])
@@ -367,7 +359,7 @@ class ISel:
 
     def op_store(self, op: Op) -> None:
         p, val = op.operands[:2]
-        m = "stg" if self._space(p) == "global" else "sts"
+        m = "stg" if p.type.space == "global" else "sts"
         g, neg = (None, False)
         if len(op.operands) == 3:
             g, neg = self.guard_of(op.operands[2])
@@ -378,7 +370,7 @@ class ISel:
 
     def op_atomic(self, op: Op) -> None:
         p, val = op.operands[:2]
-        prefix = "atom" if self._space(p) == "global" else "atoms"
+        prefix = "atom" if p.type.space == "global" else "atoms"
         g, neg = (None, False)
         if len(op.operands) == 3:
             g, neg = self.guard_of(op.operands[2])
@@ -547,15 +539,11 @@ class ISel:
             if (not isinstance(val.owner, ir.Block) and val.owner is not op
                     and val.id not in self.lazy
                     and val.id not in self.alias and self.def_index(val, start) is not None
-                    and not any(isinstance(p, Value) and p is val for _, p in pairs)
-                    and res.id not in self.needed_elsewhere(val)):
+                    and not any(isinstance(p, Value) and p is val for _, p in pairs)):
                 self.rename(val, res)
             else:
                 pairs.append((res, val))
         self.pmove(pairs)
-
-    def needed_elsewhere(self, val: Value) -> set[int]:
-        return set()
 
 
 # The one emitter of each IR op; checked against the IR's op list at import.
@@ -705,11 +693,9 @@ def allocate(code: list[MI], loops: list[tuple[int, int]]) -> dict[int, str]:
         start[v.id] = min(start.get(v.id, pos), pos)
         end[v.id] = max(end.get(v.id, pos), pos)
 
-    uses_at: dict[int, list[int]] = {}
     for i, mi in enumerate(code):
         for u in _mi_uses(mi):
             touch(u, 2 * i)
-            uses_at.setdefault(u.id, []).append(i)
         for d in mi.defs:
             touch(d, 2 * i + 1)
     changed = True
@@ -724,7 +710,6 @@ def allocate(code: list[MI], loops: list[tuple[int, int]]) -> dict[int, str]:
     assign: dict[int, str] = {}
     free = {"r": list(GPRS), "p": list(PREDS)}
     active: list[tuple[int, int, str, str]] = []  # (end, vid, cls, reg)
-    most = {"r": 0, "p": 0}
     for vid in order:
         s = start[vid]
         still = []
@@ -751,7 +736,6 @@ def allocate(code: list[MI], loops: list[tuple[int, int]]) -> dict[int, str]:
         reg = pool.pop(0)
         assign[vid] = f"{cls}{reg}"
         active.append((end[vid], vid, cls, reg))
-        most[cls] = max(most[cls], len(active))
     return assign
 
 
@@ -766,7 +750,7 @@ def _fmt(a, regs: dict[int, str]) -> str:
     if isinstance(a, Label):
         return a.name
     if isinstance(a, Mem):
-        base = "r0" if a.base is None else _fmt(a.base, regs)
+        base = _fmt(a.base, regs)
         if a.offset:
             return f"[{base}{'+' if a.offset > 0 else '-'}{abs(a.offset)}]"
         return f"[{base}]"
@@ -805,9 +789,6 @@ def _expand_pmove(moves: list[tuple[Value, Value | Sym]], regs: dict[int, str]) 
         out.append(mv(tmp, s))
         pending = [(dd, tmp if ss == s else ss) for dd, ss in pending]
     return out
-
-
-PARAM_KIND = {"f32": "f32", "i32": "i32"}
 
 
 def param_kind(t: ir.Type) -> str:
@@ -850,7 +831,6 @@ def _select_and_allocate(fn: Function, reserve: int):
     loops = isel.loops
     spilled: set[int] = set()
     spill_slots = 0
-    spill_base = 0
     stride = SpillStride()
     while True:
         try:
@@ -865,7 +845,7 @@ def _select_and_allocate(fn: Function, reserve: int):
                 if v.id in spilled:
                     continue
                 spilled.add(v.id)
-                code, loops = spill_gpr(code, loops, v, spill_base + 4 * spill_slots, stride)
+                code, loops = spill_gpr(code, loops, v, 4 * spill_slots, stride)
                 spill_slots += 1
                 done += 1
                 if done == batch:

@@ -246,7 +246,7 @@ def static_assert(ctx: Lowering, cond, msg: str = "") -> None:
 
 
 # --- memory -------------------------------------------------------------------------------------
-def _ptr_tile(ctx: Lowering, pointer) -> Tile:
+def _ptr_tile(pointer) -> Tile:
     if not isinstance(pointer, Tile) or not pointer.type.is_ptr:
         raise CompileError("expected a pointer (a pointer argument plus offsets)")
     return pointer
@@ -267,7 +267,7 @@ def _mask_tile(ctx: Lowering, mask, shape) -> Tile | None:
 def load(ctx: Lowering, pointer, mask=None, other=None, cache_modifier="",
          eviction_policy="", volatile=False, boundary_check=(), padding_option="") -> Tile:
     """Masked load: lanes where ``mask`` is false get ``other`` (0 if not given)."""
-    p = _ptr_tile(ctx, pointer)
+    p = _ptr_tile(pointer)
     elem = p.type.pointee
     m = _mask_tile(ctx, mask, p.shape)
     tiles = [p]
@@ -289,7 +289,7 @@ def load(ctx: Lowering, pointer, mask=None, other=None, cache_modifier="",
 def store(ctx: Lowering, pointer, value, mask=None, cache_modifier="", eviction_policy="",
           boundary_check=()) -> None:
     """Masked store: only lanes where ``mask`` is true write."""
-    p = _ptr_tile(ctx, pointer)
+    p = _ptr_tile(pointer)
     elem = p.type.pointee
     v = ctx.cast(ctx.to_tile(value, like=Tile(ctx, (), elem, slots=[ctx.const(0, elem)])), elem)
     if ctx.broadcast_shape(p.shape, v.shape) != p.shape:
@@ -314,7 +314,7 @@ def _each(ctx: Lowering, tiles: list[Tile], emit) -> list:
 
 
 def _atomic(ctx: Lowering, op: str, pointer, val, mask) -> Tile:
-    p = _ptr_tile(ctx, pointer)
+    p = _ptr_tile(pointer)
     elem = p.type.pointee
     v = ctx.cast(ctx.to_tile(val, like=Tile(ctx, (), elem, slots=[ctx.const(0, elem)])), elem)
     if elem == F32 and op not in ("add", "exch"):

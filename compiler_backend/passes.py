@@ -377,8 +377,7 @@ def _affine(v: Value, iv: Value, inside: set[int], depth: int = 0):
     if const_value(v) is not None:
         return ("int", 0), ("int", const_value(v))
     if v.id not in inside:
-        c = const_value(v)
-        return ("int", 0), (("int", c) if c is not None else ("val", v))
+        return ("int", 0), ("val", v)
     op = v.owner
     if depth > 8 or not isinstance(op, Op) or op.name not in ("add", "sub", "mul", "shl"):
         return None
@@ -399,10 +398,6 @@ def _affine(v: Value, iv: Value, inside: set[int], depth: int = 0):
     if k is None:
         return None
     return (("shl", fx[0], k), ("shl", fx[1], k))
-
-
-def _is_zero_term(t) -> bool:
-    return t == ("int", 0)
 
 
 def _emit_term(t, anchor: Op) -> Value:
