@@ -226,10 +226,7 @@ class ISel:
 
     def block(self, b: ir.Block) -> None:
         for op in b.ops:
-            self.op(op)
-
-    def op(self, op: Op) -> None:
-        _EMITTERS[op.name](self, op)
+            _EMITTERS[op.name](self, op)
 
     def unit_op(self, op: Op) -> None:
         """An op that is one instruction on registers (FPU, SFU, conversions)."""
@@ -357,25 +354,31 @@ class ISel:
             return
         self.emit(m, r, Mem(base, off), defs=[r])
 
+    def write_guard(self, op: Op) -> tuple[Value | None, bool] | None:
+        """The guard of a store or atomic from its optional mask (the third operand), or
+        None when the mask is constant false and nothing is written."""
+        if len(op.operands) < 3:
+            return None, False
+        g, neg = self.guard_of(op.operands[2])
+        return None if g is None and neg else (g, neg)
+
     def op_store(self, op: Op) -> None:
         p, val = op.operands[:2]
         m = "stg" if p.type.space == "global" else "sts"
-        g, neg = (None, False)
-        if len(op.operands) == 3:
-            g, neg = self.guard_of(op.operands[2])
-            if g is None and neg:
-                return
+        guard = self.write_guard(op)
+        if guard is None:
+            return
+        g, neg = guard
         base, off = self.addr(p)
         self.emit(m, Mem(base, off), self.reg(val), guard=g, gneg=neg)
 
     def op_atomic(self, op: Op) -> None:
         p, val = op.operands[:2]
         prefix = "atom" if p.type.space == "global" else "atoms"
-        g, neg = (None, False)
-        if len(op.operands) == 3:
-            g, neg = self.guard_of(op.operands[2])
-            if g is None and neg:
-                return
+        guard = self.write_guard(op)
+        if guard is None:
+            return
+        g, neg = guard
         r = op.result
         dst = r if self.uses.get(r.id) else Sym("r0")
         base = self.reg(p)
@@ -486,14 +489,7 @@ class ISel:
     def rename(self, old: Value, new: Value) -> None:
         self.alias[old.id] = new
         for mi in self.code:
-            mi.args = [new if a is old else (Mem(new, a.offset) if isinstance(a, Mem)
-                                             and a.base is old else a) for a in mi.args]
-            mi.defs = [new if d is old else d for d in mi.defs]
-            if mi.guard is old:
-                mi.guard = new
-            if mi.moves:
-                mi.moves = [(new if d is old else d, new if s is old else s)
-                            for d, s in mi.moves]
+            _replace_value(mi, old, new)
 
     def op_if(self, op: Op) -> None:
         c = op.operands[0]
