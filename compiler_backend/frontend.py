@@ -693,4 +693,3 @@ def lower_kernel(fn, arg_types: dict[str, Type], constexprs: dict, threads: int,
         raise e.at(SourceLocation(getattr(fn, "__code__", None)
                                   and fn.__code__.co_filename or "<kernel>", 1, 1)) from None
     return AstToIr(src, arg_types, constexprs, threads, warp_size, name).generate()
-

@@ -398,4 +398,3 @@ def generate_ptx(fn: Function, arch: str = "sm_90") -> str:
     if arch not in ("sm_80", "sm_86", "sm_89", "sm_90"):
         raise CompileError(f"unsupported PTX target {arch} (sm_80, sm_86, sm_89, sm_90)")
     return PtxGen(fn, arch).generate()
-
