@@ -6,12 +6,11 @@ import time
 from dataclasses import dataclass, field
 
 import numpy as np
-from simtgpu.errors import SourceError
 
 from . import ir, passes
+from .errors import CompileError
 from .frontend import KernelSource, lower_kernel
 from .ir import F32, I32, Type
-from .tiles import CompileError
 
 
 @dataclass(frozen=True)
@@ -115,7 +114,7 @@ def compile_function(fn, arg_types: dict[str, Type], constexprs: dict, target: T
     except CompileError as e:
         # code generation limits (registers) belong to the kernel as a whole: point at it
         src = KernelSource.from_function(fn)
-        raise SourceError(src.loc(src.tree), f"kernel '{f.name}': {e}") from None
+        raise e.at(src.loc(src.tree), f"kernel '{f.name}': ") from None
     from .isa_codegen import param_kind
 
     ms = (time.perf_counter() - t0) * 1000

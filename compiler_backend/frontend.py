@@ -19,8 +19,9 @@ from dataclasses import dataclass
 from simtgpu.errors import SourceError, SourceLocation
 
 from . import ir, language
+from .errors import CompileError
 from .ir import F32, I1, I32, Type
-from .tiles import CompileError, Lowering, Tile
+from .tiles import Lowering, Tile
 
 
 @dataclass
@@ -101,7 +102,7 @@ _PY_CALLS_OK = {builtins.float, builtins.int, builtins.min, builtins.max, builti
                 builtins.tuple, builtins.list}
 
 
-class CodeGen:
+class AstToIr:
     """Walks one kernel's AST and emits IR through a :class:`Lowering`."""
 
     def __init__(self, src: KernelSource, arg_types: dict[str, Type], constexprs: dict,
@@ -149,7 +150,7 @@ class CodeGen:
         except _Return:
             pass
         except CompileError as e:
-            raise self.error(self.node, str(e)) from None
+            raise e.at(self.src.loc(self.node)) from None
         self.ctx.finish_shared()
         return self.fn
 
@@ -166,7 +167,7 @@ class CodeGen:
         try:
             meth(node)
         except CompileError as e:
-            raise self.error(self.node, str(e)) from None
+            raise e.at(self.src.loc(self.node)) from None
 
     # --- statements ----------------------------------------------------------------------------
     def stmt_Expr(self, node: ast.Expr) -> None:
@@ -387,10 +388,8 @@ class CodeGen:
         if isinstance(step, int) and step == 0:
             raise self.error(node.iter, "range step must not be zero")
         bounds = [ctx.cast(ctx.to_tile(a), I32) for a in args]
-        for a, t in zip(args, bounds, strict=True):
-            if not t.is_scalar:
-                raise self.error(node.iter, "range bounds must be scalars")
-            del a
+        if not all(t.is_scalar for t in bounds):
+            raise self.error(node.iter, "range bounds must be scalars")
         assigned = _assigned_names(node.body)
         carried = [n for n in assigned if n in self.env and n != var
                    and (isinstance(self.env[n], Tile) or isinstance(self.env[n], int | float)
@@ -441,10 +440,7 @@ class CodeGen:
                       types=[s.type for s in init_slots], regions=[body])
         op.attrs["step_sign"] = -1 if isinstance(step, int) and step < 0 else 1
         ctx.scratch_dirty = True
-        self.env = pre
-        for n in assigned:
-            if n not in carried and n in self.env and n != var:
-                pass  # assigned inside but existed before as a compile-time value: keep
+        self.env = pre  # names assigned in the body but not carried keep their old values
         k = 0
         for n, t in zip(carried, inits, strict=True):
             self.env[n] = Tile(ctx, t.shape, t.type, slots=op.results[k:k + len(t.slots)])
@@ -459,7 +455,7 @@ class CodeGen:
         try:
             return meth(node)
         except CompileError as e:
-            raise self.error(node, str(e)) from None
+            raise e.at(self.src.loc(node)) from None
 
     def expr_Constant(self, node: ast.Constant):
         return node.value
@@ -628,7 +624,7 @@ class CodeGen:
     def inline(self, jf, args, kwargs, node) -> object:
         """Call a @jit helper: its body is expanded here, its return value is the result."""
         src = KernelSource.from_function(jf.fn)
-        sub = CodeGen.__new__(CodeGen)
+        sub = AstToIr.__new__(AstToIr)
         sub.src = src
         sub.fn = self.fn
         sub.ctx = self.ctx
@@ -694,10 +690,6 @@ def lower_kernel(fn, arg_types: dict[str, Type], constexprs: dict, threads: int,
     try:
         src = KernelSource.from_function(fn)
     except CompileError as e:
-        raise SourceError(SourceLocation(getattr(fn, "__code__", None)
-                                         and fn.__code__.co_filename or "<kernel>", 1, 1),
-                          str(e)) from None
-    return CodeGen(src, arg_types, constexprs, threads, warp_size, name).generate()
-
-
-_unused = (F32,)
+        raise e.at(SourceLocation(getattr(fn, "__code__", None)
+                                  and fn.__code__.co_filename or "<kernel>", 1, 1)) from None
+    return AstToIr(src, arg_types, constexprs, threads, warp_size, name).generate()

@@ -14,7 +14,7 @@ element index.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 
 from simtgpu.errors import SimtgpuError
@@ -38,18 +38,6 @@ class Type:
     @property
     def is_ptr(self) -> bool:
         return self.kind == "ptr"
-
-    @property
-    def is_float(self) -> bool:
-        return self.kind == "f32"
-
-    @property
-    def is_int(self) -> bool:
-        return self.kind == "i32"
-
-    @property
-    def is_pred(self) -> bool:
-        return self.kind == "i1"
 
     @property
     def pointee(self) -> Type:
@@ -94,12 +82,25 @@ INT_CONDS = ("eq", "ne", "lt", "le", "gt", "ge", "ltu", "leu", "gtu", "geu")
 FLOAT_CONDS = ("eq", "ne", "lt", "le", "gt", "ge")
 PURE_OPS = frozenset(
     INT_BINARY + FLOAT_BINARY + FLOAT_UNARY + CASTS
-    + ("const", "param", "sreg", "ffma", "icmp", "fcmp", "not", "select", "gep", "ptradd",
-       "smem")
+    + ("const", "sreg", "ffma", "icmp", "fcmp", "not", "select", "gep", "ptradd", "smem")
 )
 SIDE_EFFECT_OPS = frozenset(("store", "atomic", "barrier", "exit", "fence", "vote", "shfl",
                              "load", "for", "if", "yield"))
-ALL_OPS = PURE_OPS | SIDE_EFFECT_OPS
+ALL_OPS = PURE_OPS | SIDE_EFFECT_OPS  # the IR's op list: verifier and code generators use it
+
+
+def check_op_table(table: Mapping[str, object], owner: str) -> None:
+    """Raise unless ``table`` (op name -> emitter) has an entry for every op of the IR and
+    none for an op the IR does not have. Each code generator checks its table at import, so
+    an op added to the IR cannot reach a target that does not know it."""
+    missing = sorted(ALL_OPS - table.keys())
+    unknown = sorted(table.keys() - ALL_OPS)
+    if missing or unknown:
+        raise RuntimeError(
+            f"{owner}: op table out of step with the IR"
+            + (f"; no emitter for {', '.join(missing)}" if missing else "")
+            + (f"; entries for ops the IR does not have: {', '.join(unknown)}"
+               if unknown else ""))
 
 
 class Op:
@@ -137,6 +138,12 @@ class Op:
 
     def __repr__(self) -> str:
         return f"<Op {self.name}>"
+
+
+def const_value(v: Value) -> int | float | bool | None:
+    """The constant behind ``v`` (the value attribute of its ``const`` op), or None."""
+    op = v.owner
+    return op.attrs["value"] if isinstance(op, Op) and op.name == "const" else None
 
 
 class Block:
@@ -404,7 +411,7 @@ def verify(fn: Function) -> None:
         if op.name == "if":
             if len(ts) != 1 or ts[0] != I1 or len(op.regions) != 2:
                 fail(op, "if needs one i1 condition and two regions")
-        if op.name not in ("for", "if", "const", "param", "smem") and op.name in PURE_OPS | {
+        if op.name not in ("for", "if", "const", "smem") and op.name in PURE_OPS | {
                 "load", "atomic", "shfl", "vote", "sreg"}:
             want_res = result_types(op.name, op.operands, op.attrs)
             if [r.type for r in op.results] != want_res:

@@ -5,7 +5,8 @@
    value). Constants, shared addresses and constant ``gep`` offsets become immediates where
    an instruction takes one and are materialised (``li``) only where a register is needed.
    Masks become guards (``@p ldg``); ``for``/``if`` become branches bracketed by
-   ``ssy``/``sync`` unless the condition is warp-uniform.
+   ``ssy``/``sync`` unless the condition is warp-uniform
+   (:func:`simtgpu.compiler_backend.uniformity.uniformity`).
 2. Register allocation is linear scan over live intervals on the linear code; a value
    used inside a loop and defined before it lives through the whole loop. General
    registers r1..r30 (r31 is the scratch of parallel moves and spill addresses),
@@ -15,26 +16,29 @@
    data), reloaded before each use.
 3. Emission prints assembly that :func:`simtgpu.assembler.assemble` accepts.
 
-Mnemonics come from :data:`simtgpu.isa.BY_MNEMONIC` (checked at import).
+Mnemonics come from :data:`simtgpu.isa.BY_MNEMONIC`, and ``_EMITTERS`` holds one emitter per
+IR op; both are checked at import.
 """
 
 from __future__ import annotations
 
 import struct
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from simtgpu.isa import BY_MNEMONIC, SREG_BY_NAME
 
 from . import ir
+from .errors import CompileError
 from .ir import F32, I1, Function, Op, Value
-from .tiles import CompileError
+from .uniformity import uniformity
 
 GPRS = tuple(range(1, 31))
 SCRATCH_GPR = 31
 PREDS = tuple(range(0, 6))
 SCRATCH_PRED = 6
 
-_PSEUDOS = {"li", "mov", "pmov", "label"}
+_PSEUDOS = {"li", "mov", "label"}  # assembler pseudo-instructions and labels
 
 
 @dataclass
@@ -49,12 +53,11 @@ class MI:
     partial: bool = False  # guarded def: lanes outside the guard keep the old value
     moves: list[tuple[Value, Value]] | None = None  # parallel move (op == "pmove")
     group: list[MI] | None = None  # loop pre-header: rematerialised constants and params
-    comment: str = ""
 
 
 @dataclass(frozen=True)
 class Mem:
-    base: Value | None  # None: r0
+    base: Value | Sym  # a register, or r0
     offset: int
 
 
@@ -84,8 +87,9 @@ _FLOAT = {"fadd": "fadd", "fsub": "fsub", "fmul": "fmul", "fmin": "fmin", "fmax"
 _SFU = {n: f"sfu.{n}" for n in ("rcp", "rsqrt", "sqrt", "exp2", "log2", "sin", "cos")}
 _CVT = {n: f"cvt.{n}" for n in ("i2f", "u2f", "f2i", "f2u")}
 _PLOGIC = {"and": "pand", "or": "por", "xor": "pxor"}
-for _m in (list(_INT_RR.values()) + list(_INT_RI.values()) + list(_FLOAT.values())
-           + list(_SFU.values()) + list(_CVT.values()) + list(_PLOGIC.values())):
+_UNIT = {**_FLOAT, **_SFU, **_CVT}  # ops that are one instruction on registers
+for _m in (list(_INT_RR.values()) + list(_INT_RI.values()) + list(_UNIT.values())
+           + list(_PLOGIC.values())):
     _check_mnemonic(_m)
 
 
@@ -105,78 +109,6 @@ def _is_zero_const(op: Op) -> bool:
     return op.name == "const" and _const_bits(op.attrs["value"]) == 0 and op.result.type != I1
 
 
-class Uniformity:
-    """Which values are the same in every active lane of a warp (no divergence on them)."""
-
-    _UNIFORM_SREGS = {"ctaid.x", "ctaid.y", "ctaid.z", "nctaid.x", "nctaid.y", "nctaid.z",
-                      "ntid.x", "ntid.y", "ntid.z", "warpid", "nwarps", "warpsize", "coreid"}
-
-    def __init__(self, fn: Function):
-        self.uniform: set[int] = {p.value.id for p in fn.params}
-        changed = True
-        # optimistic: carried values start uniform, then fall until a fixpoint
-        self.loop_args: dict[int, bool] = {}
-        for op in fn.walk():
-            if op.name == "for":
-                for a in op.regions[0].args:
-                    self.loop_args[a.id] = True
-        while changed:
-            changed = False
-            self.uniform = {p.value.id for p in fn.params}
-            self.uniform |= {k for k, v in self.loop_args.items() if v}
-            for op in fn.walk():
-                self._op(op)
-            for op in fn.walk():
-                if op.name == "for":
-                    body = op.regions[0]
-                    y = body.terminator
-                    ok_bounds = all(v.id in self.uniform for v in op.operands[:3])
-                    if self.loop_args.get(body.args[0].id) != ok_bounds:
-                        self.loop_args[body.args[0].id] = ok_bounds
-                        changed = True
-                    for i, a in enumerate(body.args[1:]):
-                        u = (ok_bounds and op.operands[3 + i].id in self.uniform
-                             and y.operands[i].id in self.uniform)
-                        if self.loop_args.get(a.id) != u:
-                            self.loop_args[a.id] = u
-                            changed = True
-
-    def _op(self, op: Op) -> None:
-        u = self.uniform
-        n = op.name
-        if n == "const" or n == "smem":
-            ok = True
-        elif n == "sreg":
-            ok = op.attrs["name"] in self._UNIFORM_SREGS
-        elif n == "vote":
-            ok = True
-        elif op.attrs.get("uniform"):
-            ok = True
-        elif n in ("load",) or op.pure:
-            ok = all(v.id in u for v in op.operands)
-        elif n == "if":
-            c = op.operands[0].id in u
-            ys = [r.terminator for r in op.regions]
-            ok = None
-            for i, r in enumerate(op.results):
-                if c and all(y.operands[i].id in u for y in ys):
-                    u.add(r.id)
-            return
-        elif n == "for":
-            for i, r in enumerate(op.results):
-                if self.loop_args.get(op.regions[0].args[i + 1].id):
-                    u.add(r.id)
-            return
-        else:
-            ok = False
-        if ok:
-            for r in op.results:
-                u.add(r.id)
-
-    def __contains__(self, v: Value) -> bool:
-        return v.id in self.uniform
-
-
 class ISel:
     """IR to machine instructions on virtual registers."""
 
@@ -185,10 +117,11 @@ class ISel:
         self.fn = fn
         self.code: list[MI] = []
         self.alias: dict[int, Value] = {}
-        self.lazy: dict[int, Op] = {}  # rematerialisable values -> defining op
+        # rematerialisable values -> defining op (const, smem, constant gep) or parameter
+        self.lazy: dict[int, Op | ir.Param] = {}
         self.labels = 0
         self.loops: list[tuple[int, int]] = []  # (first, last) MI index of each loop
-        self.uni = Uniformity(fn)
+        self.uni = uniformity(fn)
         self.scopes: list[dict] = [{"cache": {}, "loop": False}]
         self.uses: dict[int, int] = {}
         for op in fn.walk():
@@ -199,10 +132,8 @@ class ISel:
         self.labels += 1
         return f"{stem}{self.labels}"
 
-    def emit(self, op: str, *args, defs=(), guard=None, gneg=False, partial=False,
-             comment="") -> MI:
-        mi = MI(_check_mnemonic(op), list(args), list(defs), guard, gneg, partial,
-                comment=comment)
+    def emit(self, op: str, *args, defs=(), guard=None, gneg=False, partial=False) -> MI:
+        mi = MI(_check_mnemonic(op), list(args), list(defs), guard, gneg, partial)
         self.code.append(mi)
         return mi
 
@@ -228,12 +159,12 @@ class ISel:
             return self.remat(x, self.lazy[x.id])
         return x
 
-    def remat(self, x: Value, op: Op) -> Value:
+    def remat(self, x: Value, op: Op | ir.Param) -> Value:
         for sc in reversed(self.scopes):
             if x.id in sc["cache"]:
                 return sc["cache"][x.id]
         v = ir.Value(x.type)
-        if op.name == "gep":
+        if isinstance(op, Op) and op.name == "gep":
             self.code.append(self.materialize(op, v))
             self.scopes[-1]["cache"][x.id] = v
             return v
@@ -249,16 +180,16 @@ class ISel:
             outer["cache"][x.id] = v
         return v
 
-    def materialize(self, op: Op, r: Value) -> MI:
+    def materialize(self, op: Op | ir.Param, r: Value) -> MI:
+        if isinstance(op, ir.Param):
+            return MI("ldparam", [r, Sym(op.name)], [r])
         if op.name == "const":
             return MI("li", [r, _const_bits(op.attrs["value"])], [r])
         if op.name == "smem":
             return MI("li", [r, self.smem(op)], [r])
         if op.name == "gep":
             base, c = self.addr(op.operands[0])
-            return MI("addi", [r, base, c + 4 * op.operands[1].owner.attrs["value"]], [r])
-        if op.name == "param":
-            return MI("ldparam", [r, Sym(op.attrs["pname"])], [r])
+            return MI("addi", [r, base, c + 4 * ir.const_value(op.operands[1])], [r])
         raise AssertionError(op.name)
 
     def smem(self, op: Op) -> int:
@@ -266,10 +197,7 @@ class ISel:
         return op.attrs["offset"] + self.smem_shift
 
     def const_of(self, x: Value):
-        op = self.v(x).owner
-        if isinstance(op, Op) and op.name == "const":
-            return op.attrs["value"]
-        return None
+        return ir.const_value(self.v(x))
 
     def addr(self, p: Value) -> tuple[Value | Sym, int]:
         """A pointer as (base register, byte offset) for a memory operand."""
@@ -291,39 +219,30 @@ class ISel:
     # --- driver ------------------------------------------------------------------------------
     def run(self) -> list[MI]:
         for p in self.fn.params:
-            pop = Op("param", [], [p.type], {"pname": p.name})
-            pop.results = [p.value]
-            self.lazy[p.value.id] = pop
+            self.lazy[p.value.id] = p
         self.block(self.fn.body)
         self.emit("exit")
         return self.code
 
     def block(self, b: ir.Block) -> None:
         for op in b.ops:
-            self.op(op)
+            _EMITTERS[op.name](self, op)
 
-    def op(self, op: Op) -> None:
-        n = op.name
-        meth = getattr(self, "op_" + n, None)
-        if meth is not None:
-            meth(op)
-            return
-        r = op.results[0] if op.results else None
-        if n in _FLOAT or n in _SFU or n in _CVT:
-            m = _FLOAT.get(n) or _SFU.get(n) or _CVT[n]
-            self.emit(m, r, *[self.reg(x) for x in op.operands], defs=[r])
-        elif n in ("and", "or", "xor") and r.type == I1:
-            self.emit(_PLOGIC[n], r, *[self.reg(x) for x in op.operands], defs=[r])
-        elif n in _INT_RR:
-            self.int_op(op)
+    def unit_op(self, op: Op) -> None:
+        """An op that is one instruction on registers (FPU, SFU, conversions)."""
+        r = op.result
+        self.emit(_UNIT[op.name], r, *[self.reg(x) for x in op.operands], defs=[r])
+
+    def logic_op(self, op: Op) -> None:
+        """and/or/xor: predicate logic on i1, the integer ALU on i32."""
+        r = op.result
+        if r.type == I1:
+            self.emit(_PLOGIC[op.name], r, *[self.reg(x) for x in op.operands], defs=[r])
         else:
-            raise CompileError(f"the ISA code generator cannot translate '{n}'")
+            self.int_op(op)
 
     def lazy_op(self, op: Op) -> None:
         self.lazy[op.result.id] = op
-
-    op_const = lazy_op
-    op_smem = lazy_op
 
     def op_gep(self, op: Op) -> None:
         r = op.result
@@ -333,8 +252,6 @@ class ISel:
             return
         base = self.reg(op.operands[0])
         idx = op.operands[1]
-        io = self.v(idx).owner
-        del io
         t = ir.Value(ir.I32)
         self.emit("shli", t, self.reg(idx), 2, defs=[t])
         self.emit("add", r, base, t, defs=[r])
@@ -419,13 +336,10 @@ class ISel:
             return self.reg(mo.operands[0]), True
         return g, False
 
-    def _space(self, p: Value) -> str:
-        return p.type.space
-
     def op_load(self, op: Op) -> None:
         r = op.result
         p = op.operands[0]
-        m = "ldg" if self._space(p) == "global" else "lds"
+        m = "ldg" if p.type.space == "global" else "lds"
         base, off = self.addr(p)
         if len(op.operands) >= 2:
             g, neg = self.guard_of(op.operands[1])
@@ -440,25 +354,31 @@ class ISel:
             return
         self.emit(m, r, Mem(base, off), defs=[r])
 
+    def write_guard(self, op: Op) -> tuple[Value | None, bool] | None:
+        """The guard of a store or atomic from its optional mask (the third operand), or
+        None when the mask is constant false and nothing is written."""
+        if len(op.operands) < 3:
+            return None, False
+        g, neg = self.guard_of(op.operands[2])
+        return None if g is None and neg else (g, neg)
+
     def op_store(self, op: Op) -> None:
         p, val = op.operands[:2]
-        m = "stg" if self._space(p) == "global" else "sts"
-        g, neg = (None, False)
-        if len(op.operands) == 3:
-            g, neg = self.guard_of(op.operands[2])
-            if g is None and neg:
-                return
+        m = "stg" if p.type.space == "global" else "sts"
+        guard = self.write_guard(op)
+        if guard is None:
+            return
+        g, neg = guard
         base, off = self.addr(p)
         self.emit(m, Mem(base, off), self.reg(val), guard=g, gneg=neg)
 
     def op_atomic(self, op: Op) -> None:
         p, val = op.operands[:2]
-        prefix = "atom" if self._space(p) == "global" else "atoms"
-        g, neg = (None, False)
-        if len(op.operands) == 3:
-            g, neg = self.guard_of(op.operands[2])
-            if g is None and neg:
-                return
+        prefix = "atom" if p.type.space == "global" else "atoms"
+        guard = self.write_guard(op)
+        if guard is None:
+            return
+        g, neg = guard
         r = op.result
         dst = r if self.uses.get(r.id) else Sym("r0")
         base = self.reg(p)
@@ -569,14 +489,7 @@ class ISel:
     def rename(self, old: Value, new: Value) -> None:
         self.alias[old.id] = new
         for mi in self.code:
-            mi.args = [new if a is old else (Mem(new, a.offset) if isinstance(a, Mem)
-                                             and a.base is old else a) for a in mi.args]
-            mi.defs = [new if d is old else d for d in mi.defs]
-            if mi.guard is old:
-                mi.guard = new
-            if mi.moves:
-                mi.moves = [(new if d is old else d, new if s is old else s)
-                            for d, s in mi.moves]
+            _replace_value(mi, old, new)
 
     def op_if(self, op: Op) -> None:
         c = op.operands[0]
@@ -622,15 +535,26 @@ class ISel:
             if (not isinstance(val.owner, ir.Block) and val.owner is not op
                     and val.id not in self.lazy
                     and val.id not in self.alias and self.def_index(val, start) is not None
-                    and not any(isinstance(p, Value) and p is val for _, p in pairs)
-                    and res.id not in self.needed_elsewhere(val)):
+                    and not any(isinstance(p, Value) and p is val for _, p in pairs)):
                 self.rename(val, res)
             else:
                 pairs.append((res, val))
         self.pmove(pairs)
 
-    def needed_elsewhere(self, val: Value) -> set[int]:
-        return set()
+
+# The one emitter of each IR op; checked against the IR's op list at import.
+_EMITTERS: dict[str, Callable[[ISel, Op], None]] = {
+    **dict.fromkeys(ir.INT_BINARY, ISel.int_op),
+    **dict.fromkeys(("and", "or", "xor"), ISel.logic_op),
+    **dict.fromkeys(_UNIT, ISel.unit_op),
+    "const": ISel.lazy_op, "smem": ISel.lazy_op, "gep": ISel.op_gep,
+    "ptradd": ISel.op_ptradd, "sreg": ISel.op_sreg, "not": ISel.op_not, "icmp": ISel.op_icmp,
+    "fcmp": ISel.op_fcmp, "select": ISel.op_select, "shfl": ISel.op_shfl,
+    "vote": ISel.op_vote, "barrier": ISel.op_barrier, "fence": ISel.op_fence,
+    "exit": ISel.op_exit, "load": ISel.op_load, "store": ISel.op_store,
+    "atomic": ISel.op_atomic, "for": ISel.op_for, "if": ISel.op_if, "yield": ISel.op_yield,
+}
+ir.check_op_table(_EMITTERS, "the ISA code generator")
 
 
 def _mi_uses(mi: MI) -> list[Value]:
@@ -765,11 +689,9 @@ def allocate(code: list[MI], loops: list[tuple[int, int]]) -> dict[int, str]:
         start[v.id] = min(start.get(v.id, pos), pos)
         end[v.id] = max(end.get(v.id, pos), pos)
 
-    uses_at: dict[int, list[int]] = {}
     for i, mi in enumerate(code):
         for u in _mi_uses(mi):
             touch(u, 2 * i)
-            uses_at.setdefault(u.id, []).append(i)
         for d in mi.defs:
             touch(d, 2 * i + 1)
     changed = True
@@ -784,7 +706,6 @@ def allocate(code: list[MI], loops: list[tuple[int, int]]) -> dict[int, str]:
     assign: dict[int, str] = {}
     free = {"r": list(GPRS), "p": list(PREDS)}
     active: list[tuple[int, int, str, str]] = []  # (end, vid, cls, reg)
-    most = {"r": 0, "p": 0}
     for vid in order:
         s = start[vid]
         still = []
@@ -811,7 +732,6 @@ def allocate(code: list[MI], loops: list[tuple[int, int]]) -> dict[int, str]:
         reg = pool.pop(0)
         assign[vid] = f"{cls}{reg}"
         active.append((end[vid], vid, cls, reg))
-        most[cls] = max(most[cls], len(active))
     return assign
 
 
@@ -826,7 +746,7 @@ def _fmt(a, regs: dict[int, str]) -> str:
     if isinstance(a, Label):
         return a.name
     if isinstance(a, Mem):
-        base = "r0" if a.base is None else _fmt(a.base, regs)
+        base = _fmt(a.base, regs)
         if a.offset:
             return f"[{base}{'+' if a.offset > 0 else '-'}{abs(a.offset)}]"
         return f"[{base}]"
@@ -865,9 +785,6 @@ def _expand_pmove(moves: list[tuple[Value, Value | Sym]], regs: dict[int, str]) 
         out.append(mv(tmp, s))
         pending = [(dd, tmp if ss == s else ss) for dd, ss in pending]
     return out
-
-
-PARAM_KIND = {"f32": "f32", "i32": "i32"}
 
 
 def param_kind(t: ir.Type) -> str:
@@ -910,7 +827,6 @@ def _select_and_allocate(fn: Function, reserve: int):
     loops = isel.loops
     spilled: set[int] = set()
     spill_slots = 0
-    spill_base = 0
     stride = SpillStride()
     while True:
         try:
@@ -925,7 +841,7 @@ def _select_and_allocate(fn: Function, reserve: int):
                 if v.id in spilled:
                     continue
                 spilled.add(v.id)
-                code, loops = spill_gpr(code, loops, v, spill_base + 4 * spill_slots, stride)
+                code, loops = spill_gpr(code, loops, v, 4 * spill_slots, stride)
                 spill_slots += 1
                 done += 1
                 if done == batch:

@@ -16,8 +16,9 @@ import math
 from dataclasses import dataclass
 
 from . import ir
+from .errors import CompileError
 from .ir import F32, I1, I32, Type, Value
-from .tiles import CompileError, Coords, Lowering, Tile, _GivenCoords, const_of
+from .tiles import Coords, Lowering, Tile, _GivenCoords
 
 tensor = Tile
 
@@ -84,6 +85,13 @@ def builtin(fn):
     return wrapper
 
 
+def _builtin_named(name: str, doc: str, fn):
+    """``fn`` as the builtin ``tl.<name>``: for families of builtins made by one factory."""
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = doc
+    return builtin(fn)
+
+
 def _int(x, what: str) -> int:
     if isinstance(x, constexpr):
         x = x.value
@@ -116,51 +124,31 @@ def _axis(axis) -> str:
     return _AXES[a]
 
 
-@builtin
-def program_id(ctx: Lowering, axis) -> Tile:
-    """Index of this program (block) in the launch grid along ``axis``."""
-    return ctx.scalar(ctx.sreg(f"ctaid.{_axis(axis)}"))
+def _sreg_builtin(name: str, sreg: str, doc: str):
+    """A builtin that reads special register ``sreg``; one with ``{axis}`` in its name
+    takes an axis argument (0, 1, 2 for x, y, z)."""
+    if "{axis}" in sreg:
+        def read(ctx: Lowering, axis) -> Tile:
+            return ctx.scalar(ctx.sreg(sreg.format(axis=_axis(axis))))
+    else:
+        def read(ctx: Lowering) -> Tile:
+            return ctx.scalar(ctx.sreg(sreg))
+    return _builtin_named(name, doc, read)
 
 
-@builtin
-def num_programs(ctx: Lowering, axis) -> Tile:
-    return ctx.scalar(ctx.sreg(f"nctaid.{_axis(axis)}"))
-
-
-@builtin
-def thread_id(ctx: Lowering, axis) -> Tile:
-    """This thread's index in its block (CUDA threadIdx)."""
-    return ctx.scalar(ctx.sreg(f"tid.{_axis(axis)}"))
-
-
-@builtin
-def block_id(ctx: Lowering, axis) -> Tile:
-    return ctx.scalar(ctx.sreg(f"ctaid.{_axis(axis)}"))
-
-
-@builtin
-def block_dim(ctx: Lowering, axis) -> Tile:
-    return ctx.scalar(ctx.sreg(f"ntid.{_axis(axis)}"))
-
-
-@builtin
-def grid_dim(ctx: Lowering, axis) -> Tile:
-    return ctx.scalar(ctx.sreg(f"nctaid.{_axis(axis)}"))
-
-
-@builtin
-def lane_id(ctx: Lowering) -> Tile:
-    return ctx.scalar(ctx.sreg("laneid"))
-
-
-@builtin
-def warp_id(ctx: Lowering) -> Tile:
-    return ctx.scalar(ctx.sreg("warpid"))
-
-
-@builtin
-def linear_thread_id(ctx: Lowering) -> Tile:
-    return ctx.scalar(ctx.tid())
+program_id = _sreg_builtin("program_id", "ctaid.{axis}",
+                           "Index of this program (block) in the launch grid along ``axis``.")
+num_programs = _sreg_builtin("num_programs", "nctaid.{axis}",
+                             "Number of programs in the launch grid along ``axis``.")
+thread_id = _sreg_builtin("thread_id", "tid.{axis}",
+                          "This thread's index in its block (CUDA threadIdx).")
+block_id = _sreg_builtin("block_id", "ctaid.{axis}", "This block's index (CUDA blockIdx).")
+block_dim = _sreg_builtin("block_dim", "ntid.{axis}", "Threads per block (CUDA blockDim).")
+grid_dim = _sreg_builtin("grid_dim", "nctaid.{axis}", "Blocks in the grid (CUDA gridDim).")
+lane_id = _sreg_builtin("lane_id", "laneid", "This thread's lane in its warp.")
+warp_id = _sreg_builtin("warp_id", "warpid", "This thread's warp in its block.")
+linear_thread_id = _sreg_builtin("linear_thread_id", "tid",
+                                 "This thread's index in its block, x fastest.")
 
 
 @builtin
@@ -245,7 +233,7 @@ def static_assert(ctx: Lowering, cond, msg: str = "") -> None:
 
 
 # --- memory -------------------------------------------------------------------------------------
-def _ptr_tile(ctx: Lowering, pointer) -> Tile:
+def _ptr_tile(pointer) -> Tile:
     if not isinstance(pointer, Tile) or not pointer.type.is_ptr:
         raise CompileError("expected a pointer (a pointer argument plus offsets)")
     return pointer
@@ -266,7 +254,7 @@ def _mask_tile(ctx: Lowering, mask, shape) -> Tile | None:
 def load(ctx: Lowering, pointer, mask=None, other=None, cache_modifier="",
          eviction_policy="", volatile=False, boundary_check=(), padding_option="") -> Tile:
     """Masked load: lanes where ``mask`` is false get ``other`` (0 if not given)."""
-    p = _ptr_tile(ctx, pointer)
+    p = _ptr_tile(pointer)
     elem = p.type.pointee
     m = _mask_tile(ctx, mask, p.shape)
     tiles = [p]
@@ -288,7 +276,7 @@ def load(ctx: Lowering, pointer, mask=None, other=None, cache_modifier="",
 def store(ctx: Lowering, pointer, value, mask=None, cache_modifier="", eviction_policy="",
           boundary_check=()) -> None:
     """Masked store: only lanes where ``mask`` is true write."""
-    p = _ptr_tile(ctx, pointer)
+    p = _ptr_tile(pointer)
     elem = p.type.pointee
     v = ctx.cast(ctx.to_tile(value, like=Tile(ctx, (), elem, slots=[ctx.const(0, elem)])), elem)
     if ctx.broadcast_shape(p.shape, v.shape) != p.shape:
@@ -313,7 +301,7 @@ def _each(ctx: Lowering, tiles: list[Tile], emit) -> list:
 
 
 def _atomic(ctx: Lowering, op: str, pointer, val, mask) -> Tile:
-    p = _ptr_tile(ctx, pointer)
+    p = _ptr_tile(pointer)
     elem = p.type.pointee
     v = ctx.cast(ctx.to_tile(val, like=Tile(ctx, (), elem, slots=[ctx.const(0, elem)])), elem)
     if elem == F32 and op not in ("add", "exch"):
@@ -336,24 +324,18 @@ def _atomic(ctx: Lowering, op: str, pointer, val, mask) -> Tile:
     return Tile(ctx, shape, elem, slots=vals)
 
 
-@builtin
-def atomic_add(ctx: Lowering, pointer, val, mask=None, sem=None, scope=None) -> Tile:
-    return _atomic(ctx, "add", pointer, val, mask)
+def _atomic_builtin(name: str, op: str):
+    def atomic(ctx: Lowering, pointer, val, mask=None, sem=None, scope=None) -> Tile:
+        return _atomic(ctx, op, pointer, val, mask)
+
+    return _builtin_named(name, f"Atomic {op} of ``val`` at ``pointer`` where ``mask``; "
+                          "returns the old values.", atomic)
 
 
-@builtin
-def atomic_max(ctx: Lowering, pointer, val, mask=None, sem=None, scope=None) -> Tile:
-    return _atomic(ctx, "max", pointer, val, mask)
-
-
-@builtin
-def atomic_min(ctx: Lowering, pointer, val, mask=None, sem=None, scope=None) -> Tile:
-    return _atomic(ctx, "min", pointer, val, mask)
-
-
-@builtin
-def atomic_xchg(ctx: Lowering, pointer, val, mask=None, sem=None, scope=None) -> Tile:
-    return _atomic(ctx, "exch", pointer, val, mask)
+atomic_add = _atomic_builtin("atomic_add", "add")
+atomic_max = _atomic_builtin("atomic_max", "max")
+atomic_min = _atomic_builtin("atomic_min", "min")
+atomic_xchg = _atomic_builtin("atomic_xchg", "exch")
 
 
 # --- elementwise -------------------------------------------------------------------------------
@@ -387,38 +369,24 @@ def exp(ctx: Lowering, x) -> Tile:
 
 
 @builtin
-def exp2(ctx: Lowering, x) -> Tile:
-    return _float_unary(ctx, x, lambda v: ctx.b("exp2", v))
-
-
-@builtin
 def log(ctx: Lowering, x) -> Tile:
     return _float_unary(ctx, x, lambda v: ctx.b("fmul", ctx.b("log2", v), ctx.const(LN2, F32)))
 
 
-@builtin
-def log2(ctx: Lowering, x) -> Tile:
-    return _float_unary(ctx, x, lambda v: ctx.b("log2", v))
+def _sfu_builtin(name: str):
+    """``tl.<name>``: the special-function unit's op of the same name, elementwise."""
+    def sfu(ctx: Lowering, x) -> Tile:
+        return _float_unary(ctx, x, lambda v: ctx.b(name, v))
+
+    return _builtin_named(name, f"{name}(x) on the special-function unit (float32).", sfu)
 
 
-@builtin
-def sqrt(ctx: Lowering, x) -> Tile:
-    return _float_unary(ctx, x, lambda v: ctx.b("sqrt", v))
-
-
-@builtin
-def rsqrt(ctx: Lowering, x) -> Tile:
-    return _float_unary(ctx, x, lambda v: ctx.b("rsqrt", v))
-
-
-@builtin
-def sin(ctx: Lowering, x) -> Tile:
-    return _float_unary(ctx, x, lambda v: ctx.b("sin", v))
-
-
-@builtin
-def cos(ctx: Lowering, x) -> Tile:
-    return _float_unary(ctx, x, lambda v: ctx.b("cos", v))
+exp2 = _sfu_builtin("exp2")
+log2 = _sfu_builtin("log2")
+sqrt = _sfu_builtin("sqrt")
+rsqrt = _sfu_builtin("rsqrt")
+sin = _sfu_builtin("sin")
+cos = _sfu_builtin("cos")
 
 
 @builtin
@@ -606,36 +574,35 @@ def _reduce_axis(ctx: Lowering, t: Tile, axis: int, kind: str, with_index: bool)
 
 @builtin
 def sum(ctx: Lowering, input, axis=None, keep_dims=False, dtype=None) -> Tile:  # noqa: A001
-    return _keep(ctx, input, axis, keep_dims, _reduce(ctx, input, axis, "sum"))
+    return _reduce_keep(ctx, input, axis, keep_dims, "sum")
 
 
 @builtin
 def max(ctx: Lowering, input, axis=None, return_indices=False, keep_dims=False):  # noqa: A001
-    r = _keep(ctx, input, axis, keep_dims, _reduce(ctx, input, axis, "max"))
-    if return_indices:
-        return r, _keep(ctx, input, axis, keep_dims, _reduce(ctx, input, axis, "max", True))
-    return r
+    r = _reduce_keep(ctx, input, axis, keep_dims, "max")
+    return (r, _reduce_keep(ctx, input, axis, keep_dims, "max", True)) if return_indices else r
 
 
 @builtin
 def min(ctx: Lowering, input, axis=None, return_indices=False, keep_dims=False):  # noqa: A001
-    r = _keep(ctx, input, axis, keep_dims, _reduce(ctx, input, axis, "min"))
-    if return_indices:
-        return r, _keep(ctx, input, axis, keep_dims, _reduce(ctx, input, axis, "min", True))
-    return r
+    r = _reduce_keep(ctx, input, axis, keep_dims, "min")
+    return (r, _reduce_keep(ctx, input, axis, keep_dims, "min", True)) if return_indices else r
 
 
 @builtin
 def argmax(ctx: Lowering, input, axis, keep_dims=False) -> Tile:
-    return _keep(ctx, input, axis, keep_dims, _reduce(ctx, input, axis, "max", True))
+    return _reduce_keep(ctx, input, axis, keep_dims, "max", True)
 
 
 @builtin
 def argmin(ctx: Lowering, input, axis, keep_dims=False) -> Tile:
-    return _keep(ctx, input, axis, keep_dims, _reduce(ctx, input, axis, "min", True))
+    return _reduce_keep(ctx, input, axis, keep_dims, "min", True)
 
 
-def _keep(ctx: Lowering, x, axis, keep: bool, r: Tile) -> Tile:
+def _reduce_keep(ctx: Lowering, x, axis, keep: bool, kind: str, with_index: bool = False
+                 ) -> Tile:
+    """A reduction, with the reduced axes kept as size 1 when ``keep`` (``keep_dims``)."""
+    r = _reduce(ctx, x, axis, kind, with_index)
     if not keep or not isinstance(x, Tile):
         return r
     if axis is None:
@@ -774,19 +741,16 @@ def _vote(ctx: Lowering, mode: str, p) -> Tile:
     return ctx.scalar(ctx.b("vote", t.scalar, mode=mode))
 
 
-@builtin
-def vote_any(ctx: Lowering, pred) -> Tile:
-    return _vote(ctx, "any", pred)
+def _vote_builtin(mode: str, doc: str):
+    def vote(ctx: Lowering, pred) -> Tile:
+        return _vote(ctx, mode, pred)
+
+    return _builtin_named(f"vote_{mode}", doc, vote)
 
 
-@builtin
-def vote_all(ctx: Lowering, pred) -> Tile:
-    return _vote(ctx, "all", pred)
-
-
-@builtin
-def vote_ballot(ctx: Lowering, pred) -> Tile:
-    return _vote(ctx, "ballot", pred)
+vote_any = _vote_builtin("any", "True in every lane when ``pred`` holds in any active lane.")
+vote_all = _vote_builtin("all", "True in every lane when ``pred`` holds in all active lanes.")
+vote_ballot = _vote_builtin("ballot", "The active lanes where ``pred`` holds, as a bit mask.")
 
 
 # --- loops (the front end handles these in 'for' statements) ---------------------------------
@@ -810,4 +774,3 @@ THREAD_LEVEL_NAMES = frozenset({"thread_id", "block_dim", "lane_id", "warp_id", 
 
 __all__ = [n for n in dir() if not n.startswith("_") and n not in ("annotations", "math",
                                                                     "dataclass", "ir")]
-_unused = (const_of,)

@@ -9,7 +9,7 @@ import struct
 import numpy as np
 
 from . import ir
-from .ir import F32, I1, I32, Block, Function, Op, Value
+from .ir import F32, I1, I32, Block, Function, Op, Value, const_value
 
 MASK32 = 0xFFFFFFFF
 
@@ -17,13 +17,6 @@ MASK32 = 0xFFFFFFFF
 def _s32(x: int) -> int:
     x &= MASK32
     return x - (1 << 32) if x >= 1 << 31 else x
-
-
-def _const(v: Value):
-    op = v.owner
-    if isinstance(op, Op) and op.name == "const":
-        return op.attrs["value"]
-    return None
 
 
 def _ftz(x: np.float32) -> np.float32:
@@ -63,7 +56,7 @@ _ICMP = {"eq": lambda a, b: a == b, "ne": lambda a, b: a != b, "lt": lambda a, b
 
 def _fold(op: Op) -> object | None:
     """The constant an op evaluates to when its operands are constant, else None."""
-    cs = [_const(v) for v in op.operands]
+    cs = [const_value(v) for v in op.operands]
     if op.name in ir.PURE_OPS and op.operands and all(c is not None for c in cs):
         n = op.name
         if n in ir.INT_BINARY and op.results[0].type == I32:
@@ -140,7 +133,7 @@ def _simplify(op: Op):
             return bool(f)
         return int(f)
     n = op.name
-    cs = [_const(v) for v in op.operands]
+    cs = [const_value(v) for v in op.operands]
     a = op.operands[0] if op.operands else None
     if n in ("add", "or", "xor", "shl", "shr", "sra") and op.result.type == I32:
         if cs[1] == 0:
@@ -307,7 +300,7 @@ def strength_reduce(fn: Function) -> Function:
     for op in list(fn.walk()):
         if op.name == "mul":
             for i in (0, 1):
-                c = _const(op.operands[i])
+                c = const_value(op.operands[i])
                 if c is not None and c > 0 and c & (c - 1) == 0:
                     x = op.operands[1 - i]
                     k = _new_const(op, c.bit_length() - 1)
@@ -321,8 +314,8 @@ def strength_reduce(fn: Function) -> Function:
         for i in (0, 1):
             inner = op.operands[i].owner
             if isinstance(inner, Op) and inner.name == "add" and inner.parent is op.parent:
-                ci = [_const(v) for v in inner.operands]
-                if ci[1] is not None and ci[0] is None and _const(op.operands[1 - i]) is None:
+                ci = [const_value(v) for v in inner.operands]
+                if ci[1] is not None and ci[0] is None and const_value(op.operands[1 - i]) is None:
                     s = Op("add", [op.operands[1 - i], inner.operands[0]], [I32])
                     _insert_before(op, s)
                     op.operands = [s.result, inner.operands[1]]
@@ -334,7 +327,7 @@ def strength_reduce(fn: Function) -> Function:
         io = idx.owner
         if isinstance(io, Op) and io.name == "add":
             for i in (0, 1):
-                c = _const(io.operands[i])
+                c = const_value(io.operands[i])
                 if c is not None:
                     inner = Op("gep", [p, io.operands[1 - i]], [p.type])
                     _insert_before(op, inner)
@@ -342,14 +335,14 @@ def strength_reduce(fn: Function) -> Function:
                     break
         p, idx = op.operands
         po = p.owner
-        c2 = _const(idx)
+        c2 = const_value(idx)
         if c2 is not None and isinstance(po, Op) and po.name == "gep":
-            c1 = _const(po.operands[1])
+            c1 = const_value(po.operands[1])
             if c1 is not None:
                 op.operands = [po.operands[0], _new_const(op, _s32(c1 + c2))]
     for op in list(fn.walk()):
         # gep(p, i) -> ptradd(p, shl(i, 2)): the scaled index becomes a value CSE can share
-        if op.name == "gep" and _const(op.operands[1]) is None:
+        if op.name == "gep" and const_value(op.operands[1]) is None:
             sh = Op("shl", [op.operands[1], _new_const(op, 2)], [I32])
             _insert_before(op, sh)
             op.name = "ptradd"
@@ -381,11 +374,10 @@ def _affine(v: Value, iv: Value, inside: set[int], depth: int = 0):
     """``v`` as ``(a, b)`` meaning ``a * iv + b`` (symbolic terms), or None."""
     if v is iv:
         return ("int", 1), ("int", 0)
-    if _const(v) is not None:
-        return ("int", 0), ("int", _const(v))
+    if const_value(v) is not None:
+        return ("int", 0), ("int", const_value(v))
     if v.id not in inside:
-        c = _const(v)
-        return ("int", 0), (("int", c) if c is not None else ("val", v))
+        return ("int", 0), ("val", v)
     op = v.owner
     if depth > 8 or not isinstance(op, Op) or op.name not in ("add", "sub", "mul", "shl"):
         return None
@@ -402,14 +394,10 @@ def _affine(v: Value, iv: Value, inside: set[int], depth: int = 0):
         if fx[0] == ("int", 0):
             return (("mul", fy[0], fx[1]), ("mul", fy[1], fx[1]))
         return None
-    k = _const(y)
+    k = const_value(y)
     if k is None:
         return None
     return (("shl", fx[0], k), ("shl", fx[1], k))
-
-
-def _is_zero_term(t) -> bool:
-    return t == ("int", 0)
 
 
 def _emit_term(t, anchor: Op) -> Value:

@@ -16,14 +16,12 @@ shared memory (barrier, store, barrier, load).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 
 from . import ir
+from .errors import CompileError
 from .ir import F32, I1, I32, Type, Value
-
-
-class CompileError(Exception):
-    """A user mistake found while lowering; the front end adds the source position."""
 
 
 def _is_pow2(n: int) -> bool:
@@ -613,10 +611,8 @@ class Lowering:
         return self.mapn([a, b], a.type, f)
 
     def fdiv(self, x: Value, y: Value) -> Value:
-        if y.owner is not None and isinstance(y.owner, ir.Op) and y.owner.name == "const":
-            c = y.owner.attrs["value"]
-            import math
-
+        c = ir.const_value(y)
+        if c is not None:
             m, e = math.frexp(c) if c else (0, 0)
             if c and abs(m) == 0.5 and -120 < e < 120:
                 return self.b("fmul", x, self.const(1.0 / c, F32))
@@ -645,10 +641,9 @@ class Lowering:
         return False
 
     def idiv(self, op: str, x: Value, y: Value) -> Value:
-        yo = y.owner
-        if not (isinstance(yo, ir.Op) and yo.name == "const"):
+        d = ir.const_value(y)
+        if d is None:
             return self.idiv_runtime(op, x, y)
-        d = yo.attrs["value"]
         if d <= 0:
             raise CompileError(f"integer {op} by {d}: the divisor must be positive")
         b = self.b
@@ -775,12 +770,4 @@ class _GivenCoords(Coords):
         return self.ctx.linearize(self._idx, self.shape)
 
 
-def const_of(v: Value):
-    """The Python constant behind ``v``, or None."""
-    op = v.owner
-    if isinstance(op, ir.Op) and op.name == "const":
-        return op.attrs["value"]
-    return None
-
-
-__all__ = ["CompileError", "Coords", "Lowering", "Tile", "const_of", "I1", "I32", "F32"]
+__all__ = ["Coords", "Lowering", "Tile", "I1", "I32", "F32"]

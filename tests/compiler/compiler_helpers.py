@@ -2,9 +2,16 @@
 
 import importlib.util
 import sys
+from contextlib import contextmanager
 from pathlib import Path
 
+import pytest
+
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "dsl"
+
+KERNEL_PRELUDE = ("import simtgpu.compiler_backend as triton\n"
+                  "import simtgpu.compiler_backend.language as tl\n\n\n"
+                  "@triton.jit\n")
 
 
 def example(name: str):
@@ -14,8 +21,49 @@ def example(name: str):
     if key not in sys.modules:
         if str(EXAMPLES) not in sys.path:
             sys.path.insert(0, str(EXAMPLES))
-        spec = importlib.util.spec_from_file_location(key, EXAMPLES / f"{name}.py")
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[key] = module
-        spec.loader.exec_module(module)
+        _load(key, EXAMPLES / f"{name}.py")
     return sys.modules[key]
+
+
+def generated_kernel(tmp_path: Path, stem: str, definition: str):
+    """The kernel ``kern`` defined by ``definition`` (its ``def`` line onwards, after the
+    imports and ``@triton.jit`` of KERNEL_PRELUDE), written to ``tmp_path/stem.py`` so the
+    front end can read its source. Returns the kernel and the whole file's text."""
+    src = KERNEL_PRELUDE + definition
+    path = tmp_path / f"{stem}.py"
+    path.write_text(src)
+    return _load(f"_generated_{stem}", path).kern, src
+
+
+def _load(key: str, path: Path):
+    spec = importlib.util.spec_from_file_location(key, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[key] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def regress_seeds(request) -> range:
+    """The seeds of a long random run: ``pytest -m regress tests/compiler --regress-n N
+    --regress-seed S``."""
+    first = 1000 + request.config.getoption("--regress-seed")
+    return range(first, first + request.config.getoption("--regress-n"))
+
+
+@contextmanager
+def current_device(backend: str, config: str = "small"):
+    """A fresh device as the compiler's current device for the ``with`` block; the test is
+    skipped where the backend is unavailable (no Verilator model, no NVIDIA GPU)."""
+    import simtgpu.compiler_backend as triton
+    from simtgpu.driver_model import Device, DriverError
+
+    try:
+        dev = Device(backend=backend, config=config)
+    except DriverError as e:
+        pytest.skip(f"{backend} backend unavailable ({e})")
+    triton.set_device(dev)
+    try:
+        yield dev
+    finally:
+        triton.set_device(None)
+        dev.close()

@@ -1,15 +1,10 @@
 """Fixtures for the compiler tests: a fresh ISS device as the current device."""
 
 import pytest
+from compiler_helpers import current_device
 
 
 @pytest.fixture()
 def iss_device():
-    import simtgpu.compiler_backend as triton
-    from simtgpu.driver_model import Device
-
-    dev = Device(backend="iss", config="small")
-    triton.set_device(dev)
-    yield dev
-    triton.set_device(None)
-    dev.close()
+    with current_device("iss") as dev:
+        yield dev

@@ -3,7 +3,7 @@ where an NVIDIA GPU, its driver and cuda-python are present (skipped otherwise).
 
 import numpy as np
 import pytest
-from compiler_helpers import example
+from compiler_helpers import current_device, example
 from simtgpu.driver_model import DriverError
 
 
@@ -29,17 +29,8 @@ def test_pack_kernel_params_widens_pointers(iss_device):
 
 @pytest.fixture()
 def cuda_device():
-    import simtgpu.compiler_backend as triton
-    from simtgpu.driver_model import Device
-
-    try:
-        dev = Device(backend="cuda", config="small")
-    except DriverError as e:
-        pytest.skip(f"no NVIDIA GPU/driver present ({e})")
-    triton.set_device(dev)
-    yield dev
-    triton.set_device(None)
-    dev.close()
+    with current_device("cuda") as dev:
+        yield dev
 
 
 @pytest.mark.parametrize("name, size", [("vector_add", 1003), ("softmax", 431),

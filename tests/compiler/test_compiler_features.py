@@ -178,17 +178,24 @@ def test_dot_in_a_loop_exact_fma_order(iss_device):
     assert np.array_equal(c, want)
 
 
-def test_many_masks_spill_predicates_to_registers(iss_device):
+def _vector_add_compiled(n: int, block: int):
+    """Run examples/dsl/vector_add on ``n`` elements in tiles of ``block``, check the
+    result and return the kernel it compiled."""
     from compiler_helpers import example
 
     m = example("vector_add")
-    x = np.arange(1500, dtype=np.float32)
-    out = np.zeros(1500, np.float32)
-    # 256-element tiles: 8 slots per thread, so 8 masks live at once (6 predicates)
+    x = np.arange(n, dtype=np.float32)
+    out = np.zeros(n, np.float32)
     m.add_kernel.cache.clear()
-    m.add_kernel[(6,)](x, x, out, 1500, BLOCK_SIZE=256)
+    m.add_kernel[(triton.cdiv(n, block),)](x, x, out, n, BLOCK_SIZE=block)
     assert np.array_equal(out, 2 * x)
     (ck,) = m.add_kernel.cache.values()
+    return ck
+
+
+def test_many_masks_spill_predicates_to_registers(iss_device):
+    # 256-element tiles: 8 slots per thread, so 8 masks live at once (6 predicates)
+    ck = _vector_add_compiled(1500, 256)
     assert "isetp.ne" in ck.code  # a mask re-derived from its 0/1 register
 
 
@@ -283,16 +290,8 @@ def test_return_inside_a_loop(iss_device):
 
 
 def test_register_spilling_to_shared_memory(iss_device):
-    from compiler_helpers import example
-
-    m = example("vector_add")
-    x = np.arange(2500, dtype=np.float32)
-    out = np.zeros(2500, np.float32)
-    m.add_kernel.cache.clear()
     # 1024-element tiles: 32 elements of x and of y per thread, more than 30 registers
-    m.add_kernel[(3,)](x, x, out, 2500, BLOCK_SIZE=1024)
-    assert np.array_equal(out, 2 * x)
-    (ck,) = m.add_kernel.cache.values()
+    ck = _vector_add_compiled(2500, 1024)
     assert ck.stats["spilled"] > 0 and "sts [r31+" in ck.code and "lds " in ck.code
 
 

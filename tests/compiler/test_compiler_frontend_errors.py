@@ -142,8 +142,8 @@ def test_missing_constexpr_value():
 
 
 def test_spill_area_out_of_reach_is_a_clear_error():
+    from simtgpu.compiler_backend.errors import CompileError
     from simtgpu.compiler_backend.isa_codegen import SpillStride, spill_gpr
-    from simtgpu.compiler_backend.tiles import CompileError
 
     with pytest.raises(CompileError, match="spill area lies beyond the reach"):
         spill_gpr([], [], ir.Value(ir.I32), 1024, SpillStride())

@@ -115,3 +115,35 @@ def test_unknown_op():
     b.op("frobnicate", [n], types=[I32])
     with pytest.raises(IRError, match="unknown op"):
         ir.verify(fn)
+
+
+@pytest.mark.parametrize("module", ["isa_codegen", "ptx_codegen"])
+def test_each_code_generator_has_one_emitter_per_ir_op(module):
+    import importlib
+
+    gen = importlib.import_module(f"simtgpu.compiler_backend.{module}")
+    assert set(gen._EMITTERS) == ir.ALL_OPS
+    assert all(callable(e) for e in gen._EMITTERS.values())
+
+
+def test_op_table_check_names_missing_and_unknown_ops():
+    table = dict.fromkeys(ir.ALL_OPS, print)
+    ir.check_op_table(table, "gen")
+    del table["ffma"]
+    table["fmadd"] = print
+    with pytest.raises(RuntimeError, match="gen: .*no emitter for ffma; entries for ops the IR "
+                                           "does not have: fmadd"):
+        ir.check_op_table(table, "gen")
+
+
+@pytest.mark.parametrize("module", ["isa_codegen", "ptx_codegen"])
+def test_an_ir_op_without_an_emitter_stops_the_import(module):
+    import subprocess
+    import sys
+
+    code = ("import simtgpu.compiler_backend.ir as ir\n"
+            "ir.ALL_OPS = ir.ALL_OPS | {'frob'}\n"
+            f"import simtgpu.compiler_backend.{module}\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert r.returncode != 0
+    assert "op table out of step with the IR; no emitter for frob" in r.stderr

@@ -169,3 +169,30 @@ def test_loop_strength_reduction_carries_the_pointer():
     # start: x + (2 * n + 3) * 4 bytes; step: 3 * n * 4 bytes
     init = loop.operands[3].owner
     assert init.name == "ptradd" and init.operands[0] is x
+
+
+def test_uniformity_follows_the_data_and_loops():
+    from simtgpu.compiler_backend.uniformity import uniformity
+
+    fn, b, x, n = _fn()
+    tid = b.op("sreg", [], {"name": "tid"}).result
+    bid = b.op("sreg", [], {"name": "ctaid.x"}).result
+    by_block = b("add", n, bid)  # parameter + block id: uniform
+    by_thread = b("add", n, tid)  # a thread id: not
+    loaded = b.op("load", [b("gep", x, by_block)]).result  # one address for every lane
+    scattered = b.op("load", [b("gep", x, by_thread)]).result
+    voted = b("vote", b.op("icmp", [tid, n], {"cond": "lt"}).result, mode="any")
+    zero, one = b.const(0, I32), b.const(1, I32)
+    body = Block([I32, I32, I32])  # induction, a value that picks up tid, one that does not
+    inner = Builder(body)
+    body.append(Op("yield", [inner("add", body.args[1], tid), inner("add", body.args[2], one)],
+                   []))
+    loop = b.op("for", [zero, by_block, one, zero, zero], types=[I32, I32], regions=[body])
+    u = uniformity(fn)
+    assert all(v in u for v in (n, bid, by_block, loaded, voted, body.args[0], body.args[2],
+                                loop.results[1]))
+    assert not any(v in u for v in (tid, by_thread, scattered, body.args[1], loop.results[0]))
+    # a trip count that depends on the thread makes every carried value divergent
+    loop.operands[1] = by_thread
+    u = uniformity(fn)
+    assert not any(v in u for v in (body.args[0], body.args[2], loop.results[1]))

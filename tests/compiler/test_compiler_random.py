@@ -3,13 +3,12 @@ branches, where/maximum/minimum) on the ISS against the same operations in NumPy
 bit. A fixed set of seeds keeps the run short; widen SEEDS for a longer search (400 seeds
 passed when this test was written)."""
 
-import importlib.util
 import random
 import re
-import sys
 
 import numpy as np
 import pytest
+from compiler_helpers import generated_kernel, regress_seeds
 
 SEEDS = range(24)
 
@@ -65,18 +64,11 @@ def _make(tmp_path, seed: int):
         body += ["    if k > 1:", "        r = r - b", "    else:", "        r = r + c"]
         ref += ["r = np.subtract(r, b) if k > 1 else np.add(r, c)"]
     body.append("    tl.store(out_ptr + offs, r, mask=m)")
-    src = ("import simtgpu.compiler_backend as triton\n"
-           "import simtgpu.compiler_backend.language as tl\n\n\n"
-           "@triton.jit\n"
-           "def kern(a_ptr, b_ptr, c_ptr, out_ptr, n, k, BLOCK: tl.constexpr):\n"
-           + "\n".join(body) + "\n")
-    path = tmp_path / f"rand_{seed}.py"
-    path.write_text(src)
-    spec = importlib.util.spec_from_file_location(f"_rand_kernel_{seed}", path)
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = mod
-    spec.loader.exec_module(mod)
-    return mod.kern, block, "\n".join(ref), src
+    kern, src = generated_kernel(
+        tmp_path, f"rand_{seed}",
+        "def kern(a_ptr, b_ptr, c_ptr, out_ptr, n, k, BLOCK: tl.constexpr):\n"
+        + "\n".join(body) + "\n")
+    return kern, block, "\n".join(ref), src
 
 
 @pytest.mark.parametrize("seed", SEEDS)
@@ -96,8 +88,5 @@ def test_random_expression_kernel(iss_device, tmp_path, seed):
 
 @pytest.mark.regress
 def test_random_expression_kernel_regress(iss_device, tmp_path, request):
-    """The long search: ``pytest -m regress tests/compiler --regress-n N --regress-seed S``."""
-    n = request.config.getoption("--regress-n")
-    first = 1000 + request.config.getoption("--regress-seed")
-    for seed in range(first, first + n):
+    for seed in regress_seeds(request):
         test_random_expression_kernel(iss_device, tmp_path, seed)

@@ -3,12 +3,11 @@ nested per-thread if/else and loops whose trip counts differ between threads, on
 against the same statements run per element in NumPy float32 with flush-to-zero. Widen
 SEEDS for a longer search (600 seeds passed when this test was written)."""
 
-import importlib.util
 import random
-import sys
 
 import numpy as np
 import pytest
+from compiler_helpers import generated_kernel, regress_seeds
 
 SEEDS = range(16)
 
@@ -48,26 +47,19 @@ def _make(tmp_path, seed: int):
     k_lines: list[str] = []
     r_lines: list[str] = []
     _stmts(rng, 2, "    ", k_lines, r_lines)
-    src = ("import simtgpu.compiler_backend as triton\n"
-           "import simtgpu.compiler_backend.language as tl\n\n\n"
-           "@triton.jit\n"
-           "def kern(x_ptr, y_ptr, c_ptr, out_ptr, n):\n"
-           "    i = tl.block_id(0) * tl.block_dim(0) + tl.thread_id(0)\n"
-           "    if i >= n:\n"
-           "        return\n"
-           "    x = tl.load(x_ptr + i)\n"
-           "    y = tl.load(y_ptr + i)\n"
-           "    cnt = tl.load(c_ptr + i)\n"
-           "    v = x\n" + "\n".join(k_lines) + "\n"
-           "    tl.store(out_ptr + i, v)\n")
+    kern, src = generated_kernel(
+        tmp_path, f"div_{seed}",
+        "def kern(x_ptr, y_ptr, c_ptr, out_ptr, n):\n"
+        "    i = tl.block_id(0) * tl.block_dim(0) + tl.thread_id(0)\n"
+        "    if i >= n:\n"
+        "        return\n"
+        "    x = tl.load(x_ptr + i)\n"
+        "    y = tl.load(y_ptr + i)\n"
+        "    cnt = tl.load(c_ptr + i)\n"
+        "    v = x\n" + "\n".join(k_lines) + "\n"
+        "    tl.store(out_ptr + i, v)\n")
     ref = "def ref(x, y, cnt):\n    v = x\n" + "\n".join(r_lines) + "\n    return v\n"
-    path = tmp_path / f"div_{seed}.py"
-    path.write_text(src)
-    spec = importlib.util.spec_from_file_location(f"_div_kernel_{seed}", path)
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = mod
-    spec.loader.exec_module(mod)
-    return mod.kern, ref, src
+    return kern, ref, src
 
 
 @pytest.mark.parametrize("seed", SEEDS)
@@ -92,8 +84,5 @@ def test_random_divergent_kernel(iss_device, tmp_path, seed):
 
 @pytest.mark.regress
 def test_random_divergent_kernel_regress(iss_device, tmp_path, request):
-    """The long search: ``pytest -m regress tests/compiler --regress-n N --regress-seed S``."""
-    n = request.config.getoption("--regress-n")
-    first = 1000 + request.config.getoption("--regress-seed")
-    for seed in range(first, first + n):
+    for seed in regress_seeds(request):
         test_random_divergent_kernel(iss_device, tmp_path, seed)

@@ -3,12 +3,11 @@ index expressions, elementwise arithmetic and reductions along either axis, for 
 tile shapes and warp counts, on the ISS against NumPy. Widen SEEDS for a longer search
 (400 seeds passed when this test was written)."""
 
-import importlib.util
 import random
-import sys
 
 import numpy as np
 import pytest
+from compiler_helpers import generated_kernel, regress_seeds
 
 SEEDS = range(16)
 
@@ -44,24 +43,17 @@ def _make(tmp_path, seed: int):
         tail_k = ("    r = tl.max(e + A * 0.0, axis=1)\n"
                   "    tl.store(o_ptr + rm, r)\n")
         tail_n = "r = (e + A * np.float32(0.0)).max(axis=1)"
-    src = ("import simtgpu.compiler_backend as triton\n"
-           "import simtgpu.compiler_backend.language as tl\n\n\n"
-           "@triton.jit\n"
-           "def kern(a_ptr, u_ptr, v_ptr, o_ptr, M: tl.constexpr, N: tl.constexpr):\n"
-           "    rm = tl.arange(0, M)\n"
-           "    rn = tl.arange(0, N)\n"
-           "    A = tl.load(a_ptr + rm[:, None] * N + rn[None, :])\n"
-           "    u = tl.load(u_ptr + rm)\n"
-           "    v = tl.load(v_ptr + rn)\n"
-           f"    e = {expr_k}\n" + tail_k)
+    kern, src = generated_kernel(
+        tmp_path, f"tile_{seed}",
+        "def kern(a_ptr, u_ptr, v_ptr, o_ptr, M: tl.constexpr, N: tl.constexpr):\n"
+        "    rm = tl.arange(0, M)\n"
+        "    rn = tl.arange(0, N)\n"
+        "    A = tl.load(a_ptr + rm[:, None] * N + rn[None, :])\n"
+        "    u = tl.load(u_ptr + rm)\n"
+        "    v = tl.load(v_ptr + rn)\n"
+        f"    e = {expr_k}\n" + tail_k)
     ref = f"e = {expr_n}\n{tail_n}\n"
-    path = tmp_path / f"tile_{seed}.py"
-    path.write_text(src)
-    spec = importlib.util.spec_from_file_location(f"_tile_kernel_{seed}", path)
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = mod
-    spec.loader.exec_module(mod)
-    return mod.kern, ref, src, red
+    return kern, ref, src, red
 
 
 @pytest.mark.parametrize("seed", SEEDS)
@@ -91,8 +83,5 @@ def test_random_tile_program(iss_device, tmp_path, seed):
 
 @pytest.mark.regress
 def test_random_tile_program_regress(iss_device, tmp_path, request):
-    """The long search: ``pytest -m regress tests/compiler --regress-n N --regress-seed S``."""
-    n = request.config.getoption("--regress-n")
-    first = 1000 + request.config.getoption("--regress-seed")
-    for seed in range(first, first + n):
+    for seed in regress_seeds(request):
         test_random_tile_program(iss_device, tmp_path, seed)
