@@ -115,6 +115,7 @@ class AstToIr:
         self.ctx.thread_level = self._uses_thread_intrinsics()
         self.env: dict[str, object] = {}
         self.node: ast.AST | None = None
+        self.calls: tuple[str, ...] = (src.name,)  # the @jit functions being expanded
         for pname in src.params:
             if pname in constexprs:
                 self.env[pname] = constexprs[pname]
@@ -596,9 +597,7 @@ class AstToIr:
         self.node = node
         if getattr(f, "_simtgpu_builtin", False):
             return f(*args, _ctx=self.ctx, **kwargs)
-        from .jit import JITFunction
-
-        if isinstance(f, JITFunction):
+        if getattr(f, "_simtgpu_jit", False):  # a @jit helper (jit.JITFunction)
             return self.inline(f, args, kwargs, node)
         if f in (language.range, language.static_range):
             raise self.error(node, "tl.range/tl.static_range can only be used in a for loop")
@@ -624,7 +623,12 @@ class AstToIr:
     def inline(self, jf, args, kwargs, node) -> object:
         """Call a @jit helper: its body is expanded here, its return value is the result."""
         src = KernelSource.from_function(jf.fn)
+        if src.name in self.calls:
+            chain = " -> ".join((*self.calls, src.name))
+            raise self.error(node, f"recursive call ({chain}): a @jit function is expanded "
+                             "where it is called, so it cannot call itself")
         sub = AstToIr.__new__(AstToIr)
+        sub.calls = (*self.calls, src.name)
         sub.src = src
         sub.fn = self.fn
         sub.ctx = self.ctx

@@ -65,6 +65,8 @@ def device_target(dev) -> Target:
 class JITFunction:
     """A kernel written in the DSL; index it with a grid to launch it."""
 
+    _simtgpu_jit = True  # how the front end knows a @jit helper without importing this module
+
     def __init__(self, fn, do_not_specialize=None, debug=None, noinline=None):
         self.fn = fn
         self.__name__ = fn.__name__

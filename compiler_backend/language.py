@@ -13,32 +13,25 @@ from __future__ import annotations
 
 import builtins
 import math
-from dataclasses import dataclass
 
-from . import ir
+from . import dtypes, ir
+from .dtypes import (  # noqa: F401 - tl.float32, tl.pointer_type ... are language names
+    _DTYPES,
+    dtype_of_type,
+    float32,
+    fp32,
+    int1,
+    int32,
+    pointer_type,
+    to_ir_type,
+    uint32,
+)
 from .errors import CompileError
 from .ir import F32, I1, I32, Type, Value
 from .tiles import Coords, Lowering, Tile, _GivenCoords
 
 tensor = Tile
-
-
-@dataclass(frozen=True)
-class dtype:  # noqa: N801 - the Triton spelling
-    name: str
-    type: Type
-
-    def __repr__(self) -> str:
-        return f"tl.{self.name}"
-
-
-float32 = dtype("float32", F32)
-int32 = dtype("int32", I32)
-int1 = dtype("int1", I1)
-uint32 = dtype("uint32", I32)
-fp32 = float32
-_DTYPES = {"float32": float32, "fp32": float32, "int32": int32, "i32": int32, "int1": int1,
-           "i1": int1, "uint32": uint32}
+dtype = dtypes.dtype  # an assignment: builtins below take a parameter of the same name
 
 
 class constexpr:  # noqa: N801
@@ -49,25 +42,6 @@ class constexpr:  # noqa: N801
 
     def __repr__(self) -> str:
         return f"constexpr({self.value!r})"
-
-
-def dtype_of_type(t: Type):
-    if t.is_ptr:
-        return pointer_type(_DTYPES[t.elem if t.elem != "f32" else "float32"])
-    return {F32: float32, I32: int32, I1: int1}[t]
-
-
-@dataclass(frozen=True)
-class pointer_type:  # noqa: N801
-    element_ty: dtype
-
-
-def to_ir_type(d) -> Type:
-    if isinstance(d, dtype):
-        return d.type
-    if isinstance(d, str) and d in _DTYPES:
-        return _DTYPES[d].type
-    raise CompileError(f"{d!r} is not a supported dtype (tl.float32, tl.int32, tl.int1)")
 
 
 def builtin(fn):

@@ -20,6 +20,7 @@ import math
 from collections.abc import Callable
 
 from . import ir
+from .dtypes import dtype_of_type, to_ir_type
 from .errors import CompileError
 from .ir import F32, I1, I32, Type, Value
 
@@ -85,8 +86,6 @@ class Tile:
 
     @property
     def dtype(self):
-        from .language import dtype_of_type
-
         return dtype_of_type(self.type)
 
     def __repr__(self) -> str:
@@ -229,8 +228,6 @@ class Tile:
         return self.ctx.subscript(self, key)
 
     def to(self, dtype, bitcast: bool = False) -> Tile:
-        from .language import to_ir_type
-
         return self.ctx.cast(self, to_ir_type(dtype))
 
 

@@ -105,7 +105,29 @@ def k_bad_pointer(x_ptr, n, BLOCK: tl.constexpr):
     tl.store(n + tl.arange(0, BLOCK), 1.0)  # <- bad_pointer
 
 
+@triton.jit
+def k_recursive(x_ptr, n, BLOCK: tl.constexpr):
+    k_recursive(x_ptr, n, BLOCK)  # <- recursive
+
+
+@triton.jit
+def helper_a(x_ptr, n, BLOCK: tl.constexpr):
+    helper_b(x_ptr, n, BLOCK)
+
+
+@triton.jit
+def helper_b(x_ptr, n, BLOCK: tl.constexpr):
+    helper_a(x_ptr, n, BLOCK)  # <- mutual
+
+
+@triton.jit
+def k_mutual(x_ptr, n, BLOCK: tl.constexpr):
+    helper_a(x_ptr, n, BLOCK)
+
+
 CASES = [
+    (k_recursive, "recursive", "recursive call (k_recursive -> k_recursive)"),
+    (k_mutual, "mutual", "recursive call (k_mutual -> helper_a -> helper_b -> helper_a)"),
     (k_undefined, "undefined", "name 'undefined_thing' is not defined"),
     (k_while, "while", "unsupported statement 'While'"),
     (k_shapes, "shapes", "do not broadcast"),
