@@ -685,17 +685,34 @@ class Lowering:
         return b("select", big, b("add", q, self.const(1)), q)
 
     def idiv_runtime(self, op: str, x: Value, y: Value) -> Value:
-        """Integer // and % by a run-time divisor (truncating, as C and Triton do); this
-        GPU has no divide instruction. A zero divisor gives an unspecified result."""
+        """Integer // and % by a run-time divisor, truncating (as C and Triton do), exact for
+        every pair of 32-bit operands: ``INT_MIN // -1`` wraps to ``INT_MIN``, and a zero
+        divisor gives what NVIDIA GPUs give (``x // 0`` is -1 for x >= 0 and 1 for x < 0,
+        ``x % 0`` is x). This GPU has no divide instruction: :meth:`udiv_runtime` divides the
+        magnitudes, which must stay below 2**31."""
         b = self.b
+        zero, one = self.const(0), self.const(1)
+
+        def cmp(cond: str, u: Value, v: Value) -> Value:
+            return b.op("icmp", [u, v], {"cond": cond}).result
+
         if self.is_nonneg(x) and self.is_nonneg(y):
             q = self.udiv_runtime(x, y)
         else:
-            ax = b("max", x, b("sub", self.const(0), x))
-            ay = b("max", y, b("sub", self.const(0), y))
-            q = self.udiv_runtime(ax, ay)
-            neg = b.op("icmp", [b("xor", x, y), self.const(0)], {"cond": "lt"}).result
-            q = b("select", neg, b("sub", self.const(0), q), q)
+            int_min = self.const(-(1 << 31))
+            ay = b("max", y, b("sub", zero, y))  # |y|; INT_MIN stays INT_MIN (handled below)
+            # INT_MIN has no positive twin: divide INT_MIN + |y| instead, then take sign(y)
+            # off the quotient (trunc((x' - |y|) / y) = trunc(x' / y) - sign(y) for x' <= 0)
+            x_min = cmp("eq", x, int_min)
+            xs = b("select", x_min, b("add", x, ay), x)
+            q = self.udiv_runtime(b("max", xs, b("sub", zero, xs)), ay)
+            q = b("select", cmp("lt", b("xor", x, y), zero), b("sub", zero, q), q)
+            sign_y = b("select", cmp("lt", y, zero), self.const(-1), one)
+            q = b("select", x_min, b("sub", q, sign_y), q)
+            # |y| = 2**31 exceeds every other magnitude: the quotient is 0, or 1 for INT_MIN
+            q = b("select", cmp("eq", y, int_min), b("select", x_min, one, zero), q)
+        q = b("select", cmp("eq", y, zero), b("select", cmp("lt", x, zero), one,
+                                               self.const(-1)), q)
         if op == "//":
             return q
         return b("sub", x, b("mul", q, y))
