@@ -5,6 +5,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import Enum
 
+from .abi import NUM_PREDS
+
+PRED_INDEX_BITS = (NUM_PREDS - 1).bit_length()
+"""A predicate index takes the low bits of its field (a destination's ``rd``, a source's)."""
+PRED_SRC_RESERVED_BIT = 3
+"""Bit of a predicate-source field that must be zero."""
+PRED_SRC_NEGATE_BIT = 4
+"""Bit of a predicate-source field that negates the predicate."""
+
 
 class Kind(Enum):
     """What an operand is. The assembler parses, and the disassembler prints, by kind."""
@@ -58,14 +67,14 @@ class Operand:
 
 def pred_src_encode(index: int, negate: bool) -> int:
     """Encode a predicate source into its 5-bit register field."""
-    return (int(negate) << 4) | index
+    return (int(negate) << PRED_SRC_NEGATE_BIT) | index
 
 
 def pred_src_decode(value: int) -> tuple[int, bool]:
     """Inverse of :func:`pred_src_encode`: (predicate index, negated)."""
-    return value & 7, bool(value >> 4 & 1)
+    return value & (NUM_PREDS - 1), bool(value >> PRED_SRC_NEGATE_BIT & 1)
 
 
 def pred_src_valid(value: int) -> bool:
-    """Bits 3 of a predicate-source field is reserved and must be zero."""
-    return value & 0b01000 == 0
+    """Bit 3 of a predicate-source field is reserved and must be zero."""
+    return not value >> PRED_SRC_RESERVED_BIT & 1
