@@ -58,15 +58,15 @@ class Lat(Enum):
 
 
 class Flow(Enum):
-    """Who decides the warp's next PC: the pipeline (``pc + 4``) or the instruction itself.
+    """Who decides what the warp does next: the pipeline (``pc + 4``) or the instruction.
 
-    A warp fetches nothing behind an instruction that decides its next PC until that
-    instruction is resolved in ex1, and the ISS leaves the PC to the instruction's function.
+    The ISS leaves the PC to the functions of the instructions that decide it, and the RTL
+    decoder marks them ``ctrl`` so the core holds the warp until they are resolved.
     """
 
-    NEXT = "next"  # pc + 4; fetch goes on behind it
+    NEXT = "next"  # the warp goes on at pc + 4
     STACK = "stack"  # acts on the SIMT reconvergence stack: sets pc and the active mask
-    BARRIER = "barrier"  # waits at the block barrier, then goes on at pc + 4
+    BARRIER = "barrier"  # waits for the block's other warps, then goes on at pc + 4
 
 
 class Space(Enum):
@@ -317,7 +317,7 @@ OPCODES_WITH_FN: frozenset[int] = frozenset(i.opcode for i in INSTRUCTIONS if i.
 USED_OPCODES: frozenset[int] = frozenset(i.opcode for i in INSTRUCTIONS)
 RESERVED_OPCODES: tuple[int, ...] = tuple(o for o in range(128) if o not in USED_OPCODES)
 SETS_PC: frozenset[str] = frozenset(i.mnemonic for i in INSTRUCTIONS if i.sets_pc)
-"""Mnemonics that decide the warp's next PC themselves: fetch waits for them to resolve."""
+"""Mnemonics that decide what the warp does next themselves (``Flow`` other than NEXT)."""
 SIMT_OPS: frozenset[str] = frozenset(i.mnemonic for i in INSTRUCTIONS if i.flow is Flow.STACK)
 """Mnemonics that act on the SIMT reconvergence stack (the stack unit's operations)."""
 
