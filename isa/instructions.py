@@ -125,6 +125,7 @@ class Instr:
 # ---------------------------------------------------------------------------------------
 # Operand shorthands
 RD = Operand(Kind.REG, ("rd",), "dst")
+RD_KEEP = Operand(Kind.REG, ("rd",), "dst", reads_old=True)
 RS1 = Operand(Kind.REG, ("rs1",))
 RS2 = Operand(Kind.REG, ("rs2",))
 RS3 = Operand(Kind.REG, ("rs3",))
@@ -222,7 +223,7 @@ def _table() -> list[Instr]:
         "d = sext(imm16)")
     add("lui", 0x29, U, (RD, IMM16U), Sem.CONST, Lat.ALU, "load upper half",
         "d = imm16 << 16")
-    add("lli", 0x2A, U, (RD, IMM16U), Sem.CONST, Lat.ALU, "load lower half, keep upper",
+    add("lli", 0x2A, U, (RD_KEEP, IMM16U), Sem.CONST, Lat.ALU, "load lower half, keep upper",
         "d = (d & 0xffff0000) | imm16")
 
     # --- multiplier -----------------------------------------------------------------------

@@ -52,13 +52,15 @@ class Operand:
     predicates, immediates, special registers and labels; for ``MEM`` the address register
     field and then the offset field(s).
     ``role`` is ``"dst"`` or ``"src"`` so the scoreboard and the compiler know what is
-    written and what is read.
+    written and what is read; ``reads_old`` marks a destination whose old value is read too
+    (``lli`` keeps the upper half of ``rd``).
     """
 
     kind: Kind
     fields: tuple[str, ...]
     role: str = "src"
     signed: bool = True
+    reads_old: bool = False
 
     @property
     def is_dst(self) -> bool:

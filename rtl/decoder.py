@@ -77,9 +77,9 @@ def _static(instr: Instr) -> dict:
         "rd_rs3": reads.get("rs3", 0),
         "rd_ps1": pred_reads.get("rs1", 0), "rd_ps2": pred_reads.get("rs2", 0),
         "rd_ps3": pred_reads.get("rs3", 0),
-        "rd_rd": int(instr.mnemonic == "lli"),
+        "rd_rd": int(any(op.is_dst and op.reads_old for op in instr.operands)),
         "wr_reg": int(instr.writes_reg), "wr_pred": int(instr.writes_pred),
-        "use_imm": int(use_imm and fmt.name != "B"),
+        "use_imm": int(use_imm),
         "ctrl": int(instr.sets_pc),
     }
 

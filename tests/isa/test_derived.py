@@ -6,6 +6,7 @@ decoder, the ISS or a unit fails here as soon as the table changes under it.
 """
 
 import random
+import re
 
 import pytest
 from amaranth import Module, Signal
@@ -48,6 +49,13 @@ def test_decoder_and_iss_take_the_next_pc_rule_from_the_table(instr):
     # the decoder's ctrl bit stops the warp's fetch; the ISS leaves the pc to the function
     assert decoder._static(instr)["ctrl"] == int(instr.sets_pc)
     assert (instr.mnemonic in semantics.SETS_PC) == instr.sets_pc
+
+
+@pytest.mark.parametrize("instr", INSTRUCTIONS, ids=lambda i: i.mnemonic)
+def test_decoder_reads_the_destination_where_the_meaning_does(instr):
+    # "d = (d & 0xffff0000) | imm16": the old d appears on the right-hand side
+    reads_d = instr.meaning.startswith("d = ") and re.search(r"\bd\b", instr.meaning[4:])
+    assert decoder._static(instr)["rd_rd"] == int(bool(reads_d))
 
 
 def test_simt_stack_unit_has_one_operation_per_stack_instruction():
