@@ -26,7 +26,7 @@ import struct
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from simtgpu.isa import BY_MNEMONIC, SREG_BY_NAME
+from simtgpu.isa import BY_MNEMONIC, IMM_MAX, IMM_MIN, SREG_BY_NAME
 
 from . import ir
 from .errors import CompileError
@@ -94,7 +94,7 @@ for _m in (list(_INT_RR.values()) + list(_INT_RI.values()) + list(_UNIT.values()
 
 
 def _fits11(x: int) -> bool:
-    return -1024 <= x <= 1023
+    return IMM_MIN <= x <= IMM_MAX
 
 
 def _const_bits(v) -> int:
@@ -618,7 +618,7 @@ def spill_gpr(code: list[MI], loops: list[tuple[int, int]], v: Value, offset: in
     """Keep ``v`` in this thread's word of shared memory at ``offset + tid * stride``:
     reload it into a short-lived register before each use and store it after each
     definition (``s2r r31, tid; muli r31, r31, stride; lds/sts [r31+offset]``)."""
-    if offset > 1023:
+    if offset > IMM_MAX:
         raise CompileError("the kernel needs more registers than this GPU has and its "
                            "spill area lies beyond the reach of a memory offset; use a "
                            "smaller BLOCK, more warps or less shared memory")
@@ -751,7 +751,7 @@ def _fmt(a, regs: dict[int, str]) -> str:
             return f"[{base}{'+' if a.offset > 0 else '-'}{abs(a.offset)}]"
         return f"[{base}]"
     if isinstance(a, int):
-        return str(a) if -1024 <= a <= 1023 or a < 0 else hex(a)
+        return str(a) if IMM_MIN <= a <= IMM_MAX or a < 0 else hex(a)
     return str(a)  # SpillStride and others print their value
 
 

@@ -18,12 +18,15 @@ from .abi import (
     SReg,
 )
 from .encoding import Decoded, EncodingError, decode, encode, used_fields
-from .formats import FORMATS, Field, Format
+from .formats import FORMATS, IMM_MAX, IMM_MIN, Field, Format
 from .instructions import (
     BY_ENCODING,
     BY_MNEMONIC,
     INSTRUCTIONS,
     RESERVED_OPCODES,
+    SETS_PC,
+    SIMT_OPS,
+    Flow,
     Instr,
     Lat,
     Sem,
@@ -32,9 +35,9 @@ from .instructions import (
 from .operands import Kind, Operand, pred_src_decode, pred_src_encode
 
 __all__ = [
-    "BY_ENCODING", "BY_MNEMONIC", "FAULT_DOCS", "FORMATS", "GLOBAL_NULL_GUARD", "INSTRUCTIONS",
-    "MEMORY_MAP", "NUM_PREDS", "NUM_REGS", "PARAM_TYPES", "PT", "RESERVED_OPCODES",
-    "SREG_BY_NAME", "SREG_DOCS", "Decoded", "EncodingError", "FaultCause", "Field", "Format",
-    "Instr", "Kind", "Lat", "Operand", "SReg", "Sem", "Space", "decode", "encode",
-    "pred_src_decode", "pred_src_encode", "used_fields",
+    "BY_ENCODING", "BY_MNEMONIC", "FAULT_DOCS", "FORMATS", "GLOBAL_NULL_GUARD", "IMM_MAX",
+    "IMM_MIN", "INSTRUCTIONS", "MEMORY_MAP", "NUM_PREDS", "NUM_REGS", "PARAM_TYPES", "PT",
+    "RESERVED_OPCODES", "SETS_PC", "SIMT_OPS", "SREG_BY_NAME", "SREG_DOCS", "Decoded",
+    "EncodingError", "FaultCause", "Field", "Flow", "Format", "Instr", "Kind", "Lat", "Operand",
+    "SReg", "Sem", "Space", "decode", "encode", "pred_src_decode", "pred_src_encode", "used_fields",
 ]

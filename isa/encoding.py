@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from .abi import PT, SReg
-from .formats import PNEG, PRED, Field
+from .formats import FN, IMM_MAX, IMM_MIN, OP, PNEG, PRED, Field, join_simm, split_simm
 from .instructions import BY_ENCODING, BY_MNEMONIC, OPCODES_WITH_FN, Instr
-from .operands import Kind, pred_src_valid
+from .operands import PRED_INDEX_BITS, Kind, pred_src_valid
 
 
 class EncodingError(ValueError):
@@ -35,10 +35,9 @@ def encode(instr: Instr | str, fields: dict[str, int], pred: int = PT, pneg: boo
     values = dict(fields)
     if "simm" in values:
         simm = values.pop("simm")
-        if not -1024 <= simm <= 1023:
-            raise EncodingError(f"offset {simm} out of range -1024..1023")
-        values["simm_lo"] = simm & 0x1F
-        values["simm_hi"] = (simm >> 5) & 0x3F
+        if not IMM_MIN <= simm <= IMM_MAX:
+            raise EncodingError(f"offset {simm} out of range {IMM_MIN}..{IMM_MAX}")
+        values.update(split_simm(simm))
     values["op"] = instr.opcode
     values["pred"] = pred
     values["pneg"] = int(pneg)
@@ -86,8 +85,8 @@ def decode(word: int) -> Decoded:
     """Decode one word; raise :class:`EncodingError` for anything that is not a valid encoding
     (reserved opcode or function code, non-zero unused bits, bad predicate field)."""
     word &= 0xFFFF_FFFF
-    opcode = word & 0x7F
-    fn = (word >> 26) & 0x1F if opcode in OPCODES_WITH_FN else None
+    opcode = OP.extract(word)
+    fn = FN.extract(word) if opcode in OPCODES_WITH_FN else None
     instr = BY_ENCODING.get((opcode, fn))
     if instr is None:
         what = f"opcode 0x{opcode:02x}" + (f" fn {fn}" if fn is not None else "")
@@ -103,17 +102,13 @@ def decode(word: int) -> Decoded:
     if fmt.has("imm11"):
         imm = get["imm11"]
     elif fmt.name == "S":
-        imm = get["simm_lo"] | (get["simm_hi"] << 5)
-        if imm & 0x400:
-            imm -= 0x800
+        imm = join_simm(word)
     elif fmt.has("imm16"):
-        imm = get["imm16"]
-        if instr.operands[1].signed and imm & 0x8000:
-            imm -= 0x10000
+        imm = replace(fmt.field("imm16"), signed=instr.operands[1].signed).extract(word)
     elif fmt.has("off21"):
         imm = get["off21"]
     for op in instr.operands:
-        if op.kind is Kind.PRED and get["rd"] >> 3:
+        if op.kind is Kind.PRED and get["rd"] >> PRED_INDEX_BITS:
             raise EncodingError(f"illegal instruction 0x{word:08x} (predicate field > 7)")
         if op.kind is Kind.PRED_SRC and not pred_src_valid(get[op.fields[0]]):
             raise EncodingError(f"illegal instruction 0x{word:08x} (bad predicate source)")

@@ -71,8 +71,32 @@ OFF21 = Field("off21", 11, 21, signed=True)
 SIMM_LO = Field("simm_lo", 11, 5)
 SIMM_HI = Field("simm_hi", 26, 6)
 RESERVED31 = Field("zero", 31, 1)
+SIMM_PARTS: tuple[Field, ...] = (SIMM_LO, SIMM_HI)
+"""The parts of the S offset, low bits first; joined they are a signed IMM11-wide value."""
+IMM_MIN = IMM11.min
+"""Smallest 11-bit signed immediate or memory offset (imm11 and the joined S offset)."""
+IMM_MAX = IMM11.max
+"""Largest 11-bit signed immediate or memory offset (imm11 and the joined S offset)."""
 
 GUARD_FIELDS = (OP, PRED, PNEG)
+
+
+def split_simm(value: int) -> dict[str, int]:
+    """The S-format part fields of a signed offset (the range is the caller's check)."""
+    parts = {}
+    for f in SIMM_PARTS:
+        parts[f.name] = value & f.mask
+        value >>= f.width
+    return parts
+
+
+def join_simm(word: int) -> int:
+    """The signed S-format offset of an instruction word."""
+    value = shift = 0
+    for f in SIMM_PARTS:
+        value |= f.extract(word) << shift
+        shift += f.width
+    return value - (1 << shift) if value >> (shift - 1) else value
 
 
 @dataclass(frozen=True)
@@ -112,6 +136,7 @@ FORMATS: dict[str, Format] = {
 
 
 def _check_formats() -> None:
+    assert sum(f.width for f in SIMM_PARTS) == IMM11.width, "S offset and imm11 differ"
     for fmt in FORMATS.values():
         covered = 0
         for f in fmt.fields:

@@ -57,6 +57,18 @@ class Lat(Enum):
     CTRL = "ctrl"  # writes no register
 
 
+class Flow(Enum):
+    """Who decides what the warp does next: the pipeline (``pc + 4``) or the instruction.
+
+    The ISS leaves the PC to the functions of the instructions that decide it, and the RTL
+    decoder marks them ``ctrl`` so the core holds the warp until they are resolved.
+    """
+
+    NEXT = "next"  # the warp goes on at pc + 4
+    STACK = "stack"  # acts on the SIMT reconvergence stack: sets pc and the active mask
+    BARRIER = "barrier"  # waits for the block's other warps, then goes on at pc + 4
+
+
 class Space(Enum):
     GLOBAL = "global"
     SHARED = "shared"
@@ -75,6 +87,12 @@ class Instr:
     meaning: str
     fn: int | None = None
     space: Space | None = None
+    flow: Flow = Flow.NEXT
+
+    @property
+    def sets_pc(self) -> bool:
+        """The instruction, not the pipeline, decides the warp's next PC (see :class:`Flow`)."""
+        return self.flow is not Flow.NEXT
 
     @property
     def dst(self) -> Operand | None:
@@ -107,6 +125,7 @@ class Instr:
 # ---------------------------------------------------------------------------------------
 # Operand shorthands
 RD = Operand(Kind.REG, ("rd",), "dst")
+RD_KEEP = Operand(Kind.REG, ("rd",), "dst", reads_old=True)
 RS1 = Operand(Kind.REG, ("rs1",))
 RS2 = Operand(Kind.REG, ("rs2",))
 RS3 = Operand(Kind.REG, ("rs3",))
@@ -153,17 +172,19 @@ def _table() -> list[Instr]:
     # --- control ------------------------------------------------------------------------
     add("nop", 0x01, R, (), Sem.CONTROL, Lat.CTRL, "no operation", "-")
     add("exit", 0x02, R, (), Sem.CONTROL, Lat.CTRL, "end the guarded threads",
-        "active lanes exit; when none of the warp stays active, pop the reconvergence stack")
+        "active lanes exit; when none of the warp stays active, pop the reconvergence stack",
+        flow=Flow.STACK)
     add("bra", 0x03, B, (LABEL,), Sem.BRANCH, Lat.CTRL, "branch, diverging by the guard",
         "taken = active & guard; all -> PC = target; none -> fall through; "
-        "some -> push DIV(PC+4, active & ~guard), active = taken, PC = target")
+        "some -> push DIV(PC+4, active & ~guard), active = taken, PC = target", flow=Flow.STACK)
     add("ssy", 0x04, B, (LABEL,), Sem.BRANCH, Lat.CTRL, "set the reconvergence point",
-        "push SYNC(target, active)")
+        "push SYNC(target, active)", flow=Flow.STACK)
     add("sync", 0x05, R, (), Sem.BRANCH, Lat.CTRL, "reconverge",
-        "pop the top entry: PC = entry.pc, active = entry.mask & live (repeat while empty)")
+        "pop the top entry: PC = entry.pc, active = entry.mask & live (repeat while empty)",
+        flow=Flow.STACK)
     add("bar", 0x06, R, (), Sem.BARRIER, Lat.CTRL, "block barrier",
         "wait until every warp of the block reaches a bar; shared-memory writes before it "
-        "are visible after it")
+        "are visible after it", flow=Flow.BARRIER)
     add("fence", 0x07, R, (), Sem.FENCE, Lat.CTRL, "memory fence",
         "the thread's earlier global and shared writes are visible to the device before "
         "its later accesses")
@@ -202,7 +223,7 @@ def _table() -> list[Instr]:
         "d = sext(imm16)")
     add("lui", 0x29, U, (RD, IMM16U), Sem.CONST, Lat.ALU, "load upper half",
         "d = imm16 << 16")
-    add("lli", 0x2A, U, (RD, IMM16U), Sem.CONST, Lat.ALU, "load lower half, keep upper",
+    add("lli", 0x2A, U, (RD_KEEP, IMM16U), Sem.CONST, Lat.ALU, "load lower half, keep upper",
         "d = (d & 0xffff0000) | imm16")
 
     # --- multiplier -----------------------------------------------------------------------
@@ -296,6 +317,10 @@ BY_ENCODING: dict[tuple[int, int | None], Instr] = {(i.opcode, i.fn): i for i in
 OPCODES_WITH_FN: frozenset[int] = frozenset(i.opcode for i in INSTRUCTIONS if i.fn is not None)
 USED_OPCODES: frozenset[int] = frozenset(i.opcode for i in INSTRUCTIONS)
 RESERVED_OPCODES: tuple[int, ...] = tuple(o for o in range(128) if o not in USED_OPCODES)
+SETS_PC: frozenset[str] = frozenset(i.mnemonic for i in INSTRUCTIONS if i.sets_pc)
+"""Mnemonics that decide what the warp does next themselves (``Flow`` other than NEXT)."""
+SIMT_OPS: frozenset[str] = frozenset(i.mnemonic for i in INSTRUCTIONS if i.flow is Flow.STACK)
+"""Mnemonics that act on the SIMT reconvergence stack (the stack unit's operations)."""
 
 
 def _check_table() -> None:
@@ -306,6 +331,10 @@ def _check_table() -> None:
         if i.opcode in OPCODES_WITH_FN:
             assert i.fn is not None, f"{i.mnemonic}: family member without fn"
             assert i.fmt.has("fn"), f"{i.mnemonic}: family in a format without fn"
+        if i.sem is Sem.BRANCH:
+            assert i.flow is Flow.STACK, f"{i.mnemonic}: a branch acts on the SIMT stack"
+        if i.sem is Sem.BARRIER:
+            assert i.flow is Flow.BARRIER, f"{i.mnemonic}: a barrier parks the warp"
         for op in i.operands:
             for f in op.fields:
                 assert i.fmt.has(f), f"{i.mnemonic}: operand field {f} not in {i.fmt.name}"

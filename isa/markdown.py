@@ -7,6 +7,8 @@ never drift from the definitions.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from .abi import (
     FAULT_DOCS,
     GLOBAL_NULL_GUARD,
@@ -23,8 +25,8 @@ from .abi import (
     FaultCause,
     SReg,
 )
-from .formats import FORMATS, Format
-from .instructions import INSTRUCTIONS, RESERVED_OPCODES, Instr, Lat, Sem
+from .formats import FORMATS, IMM11, IMM16, IMM_MAX, IMM_MIN, SIMM_PARTS, Format
+from .instructions import INSTRUCTIONS, RESERVED_OPCODES, Flow, Instr, Lat, Sem
 from .operands import KIND_SYNTAX, Kind, Operand
 
 SEM_TITLES: dict[Sem, str] = {
@@ -45,6 +47,13 @@ LAT_DOCS: dict[Lat, str] = {
     Lat.SFU: "multi-cycle special-function unit",
     Lat.MEM: "result produced by the memory stage; global accesses park the warp",
     Lat.CTRL: "writes no register",
+}
+
+FLOW_DOCS: dict[Flow, str] = {
+    Flow.NEXT: "the warp goes on at PC + 4",
+    Flow.STACK: "decides the warp's next PC and active mask through the reconvergence stack",
+    Flow.BARRIER: "the warp waits until every warp of its block arrives, then goes on at "
+                  "PC + 4",
 }
 
 
@@ -104,6 +113,12 @@ def _opcode_cell(opcode: int) -> str:
     return ", ".join(_code(f + ".*") for f in families)
 
 
+def _flow_members(flow: Flow) -> str:
+    if flow is Flow.NEXT:
+        return "all others"
+    return ", ".join(_code(i.mnemonic) for i in INSTRUCTIONS if i.flow is flow)
+
+
 def _ranges(values: tuple[int, ...]) -> list[tuple[int, int]]:
     out: list[tuple[int, int]] = []
     for v in values:
@@ -150,8 +165,8 @@ def render_markdown() -> str:
     for fmt in FORMATS.values():
         L += _format_section(fmt)
     L += [
-        "In format S the 11-bit store offset is split: `simm_lo` holds bits 4:0, `simm_hi` "
-        "bits 10:5 (sign in bit 31 of the word).",
+        f"In format S the {IMM11.width}-bit store offset is split: "
+        f"{_simm_parts()} (sign in bit {SIMM_PARTS[-1].hi} of the word).",
         "",
         "## Operand kinds",
         "",
@@ -169,6 +184,9 @@ def render_markdown() -> str:
         "",
     ]
     L += _table(["class", "meaning"], [[_code(lat.value), LAT_DOCS[lat]] for lat in Lat])
+    L += ["Flow classes (what the warp does after the instruction):", ""]
+    L += _table(["class", "instructions", "meaning"], [
+        [_code(flow.value), _flow_members(flow), FLOW_DOCS[flow]] for flow in Flow])
     for sem in Sem:
         rows = [i for i in INSTRUCTIONS if i.sem is sem]
         if not rows:
@@ -226,12 +244,30 @@ def render_markdown() -> str:
     return "\n".join(L).rstrip("\n") + "\n"
 
 
+def _simm_parts() -> str:
+    """Which bits of the S offset each part field holds, low part first."""
+    out, lo = [], 0
+    for f in SIMM_PARTS:
+        verb = "holds " if not out else ""
+        out.append(f"`{f.name}` {verb}bits {_bits(lo, lo + f.width - 1)}")
+        lo += f.width
+    return ", ".join(out)
+
+
+def _imm16_users(signed: bool) -> str:
+    return "/".join(i.mnemonic for i in INSTRUCTIONS
+                    if any(o.kind is Kind.IMM16 and o.signed is signed for o in i.operands))
+
+
+_IMM16S = replace(IMM16, signed=True)
+
 _KIND_ENCODING: dict[Kind, str] = {
     Kind.REG: "5-bit register number in rd, rs1, rs2 or rs3",
     Kind.PRED: "predicate index in the low 3 bits of rd",
     Kind.PRED_SRC: "5-bit predicate source field: bit 4 negates, bits 2:0 select",
-    Kind.IMM: "imm11 (signed, -1024..1023)",
-    Kind.IMM16: "imm16: signed for movi (-32768..32767), unsigned for lui/lli (0..65535)",
+    Kind.IMM: f"imm11 (signed, {IMM_MIN}..{IMM_MAX})",
+    Kind.IMM16: f"imm16: signed for {_imm16_users(True)} ({_IMM16S.min}..{_IMM16S.max}), "
+                f"unsigned for {_imm16_users(False)} ({IMM16.min}..{IMM16.max})",
     Kind.MEM: "rs1 plus signed 11-bit byte offset (imm11, or simm_hi:simm_lo for stores)",
     Kind.MEM_REG: "rs1",
     Kind.SREG: "special register index in rs1",

@@ -5,6 +5,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import Enum
 
+from .abi import NUM_PREDS
+
+PRED_INDEX_BITS = (NUM_PREDS - 1).bit_length()
+"""A predicate index takes the low bits of its field (a destination's ``rd``, a source's)."""
+PRED_SRC_RESERVED_BIT = 3
+"""Bit of a predicate-source field that must be zero."""
+PRED_SRC_NEGATE_BIT = 4
+"""Bit of a predicate-source field that negates the predicate."""
+
 
 class Kind(Enum):
     """What an operand is. The assembler parses, and the disassembler prints, by kind."""
@@ -43,13 +52,15 @@ class Operand:
     predicates, immediates, special registers and labels; for ``MEM`` the address register
     field and then the offset field(s).
     ``role`` is ``"dst"`` or ``"src"`` so the scoreboard and the compiler know what is
-    written and what is read.
+    written and what is read; ``reads_old`` marks a destination whose old value is read too
+    (``lli`` keeps the upper half of ``rd``).
     """
 
     kind: Kind
     fields: tuple[str, ...]
     role: str = "src"
     signed: bool = True
+    reads_old: bool = False
 
     @property
     def is_dst(self) -> bool:
@@ -58,14 +69,14 @@ class Operand:
 
 def pred_src_encode(index: int, negate: bool) -> int:
     """Encode a predicate source into its 5-bit register field."""
-    return (int(negate) << 4) | index
+    return (int(negate) << PRED_SRC_NEGATE_BIT) | index
 
 
 def pred_src_decode(value: int) -> tuple[int, bool]:
     """Inverse of :func:`pred_src_encode`: (predicate index, negated)."""
-    return value & 7, bool(value >> 4 & 1)
+    return value & (NUM_PREDS - 1), bool(value >> PRED_SRC_NEGATE_BIT & 1)
 
 
 def pred_src_valid(value: int) -> bool:
-    """Bits 3 of a predicate-source field is reserved and must be zero."""
-    return value & 0b01000 == 0
+    """Bit 3 of a predicate-source field is reserved and must be zero."""
+    return not value >> PRED_SRC_RESERVED_BIT & 1

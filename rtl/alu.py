@@ -17,39 +17,16 @@ Operand conventions (the core's operand mux does the rest):
 * ``pa``/``pb``/``psel`` are predicate values with any ``!`` negation already applied.
 """
 
-import types
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 
-from amaranth import Cat, Const, Module, Mux, Value, unsigned
-from amaranth.lib import enum, wiring
+from amaranth import Cat, Const, Module, Mux, Value
+from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 from simtgpu.isa import INSTRUCTIONS, Instr, Sem
 
-__all__ = ["ALU_SEMS", "Alu", "AluOp", "alu_op", "isa_op_enum", "op_name"]
+from .isa_consts import isa_op_enum, op_name
 
-
-def op_name(mnemonic: str) -> str:
-    """Enum member name of an isa mnemonic: ``isetp.ltu`` -> ``ISETP_LTU``."""
-    return mnemonic.upper().replace(".", "_")
-
-
-def isa_op_enum(name: str, sems: Iterable[Sem], module: str) -> type[enum.Enum]:
-    """Build an ``amaranth.lib.enum.Enum`` with one member per isa instruction of ``sems``.
-
-    Members are numbered in table order; the shape is the narrowest unsigned shape holding
-    them all. Used by every execution unit so that its op set is derived from ``isa/``.
-    """
-    sem_set = frozenset(sems)
-    names = [op_name(i.mnemonic) for i in INSTRUCTIONS if i.sem in sem_set]
-    width = max(1, (len(names) - 1).bit_length())
-
-    def body(ns: dict) -> None:
-        ns["__module__"] = module
-        ns["__qualname__"] = name
-        for value, member in enumerate(names):
-            ns[member] = value
-
-    return types.new_class(name, (enum.Enum,), {"shape": unsigned(width)}, body)
+__all__ = ["ALU_SEMS", "Alu", "AluOp", "alu_op", "op_name"]
 
 
 ALU_SEMS: tuple[Sem, ...] = (Sem.INT, Sem.INT_IMM, Sem.CONST, Sem.ICMP, Sem.SELECT,

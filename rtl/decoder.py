@@ -8,17 +8,54 @@ register) sets ``illegal``.
 """
 
 
-from amaranth import Cat, Module
+from amaranth import Cat, Const, Module, Value
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 from simtgpu.isa import INSTRUCTIONS, PT, Instr, Kind, SReg, used_fields
-from simtgpu.isa.formats import FN, OP, PNEG, PRED, RD, RS1, RS2, RS3
+from simtgpu.isa.abi import INSTR_BYTES
+from simtgpu.isa.formats import (
+    FN,
+    IMM11,
+    IMM16,
+    OFF21,
+    OP,
+    PNEG,
+    PRED,
+    RD,
+    RS1,
+    RS2,
+    RS3,
+    SIMM_PARTS,
+    Field,
+)
+from simtgpu.isa.operands import PRED_INDEX_BITS, PRED_SRC_RESERVED_BIT
 
 from .isa_consts import IID_BY_ENCODING, InstrId, Lat, Sem
 from .layouts import DECODED
 
-CTRL_MNEMONICS = frozenset({"bra", "ssy", "sync", "exit", "bar"})
-"""Instructions after which a warp fetches nothing until ex1 has resolved them."""
+_SRC_FIELDS: dict[str, Field] = {f.name: f for f in (RS1, RS2, RS3)}
+
+
+def field(word: Value, f: Field) -> Value:
+    """The bits of ``f`` in ``word``, signed when the field is."""
+    bits = word[f.lo:f.hi + 1]
+    return bits.as_signed() if f.signed else bits
+
+
+def immediates(word: Value) -> dict[str, Value]:
+    """The immediate candidates of ``word`` by name, sliced where isa.formats puts them."""
+    return {
+        "imm11": field(word, IMM11),
+        "simm": Cat(*(field(word, f) for f in SIMM_PARTS)).as_signed(),
+        "imm16s": field(word, IMM16).as_signed(),
+        "imm16u": field(word, IMM16),
+        # off21 counts instructions; the pc counts bytes
+        "off": Cat(Const(0, (INSTR_BYTES - 1).bit_length()), field(word, OFF21)).as_signed(),
+    }
+
+
+def _reads_sreg(instr: Instr) -> bool:
+    return any(op.kind is Kind.SREG for op in instr.operands)
 
 
 def _static(instr: Instr) -> dict:
@@ -34,16 +71,16 @@ def _static(instr: Instr) -> dict:
             pred_reads[op.fields[0]] = 1
     fmt = instr.fmt
     # the S-format offset is part of the address, operand b of a store is its data
-    use_imm = fmt.name in ("I", "U") or instr.mnemonic == "s2r"
+    use_imm = fmt.name in ("I", "U") or _reads_sreg(instr)
     return {
         "rd_rs1": reads.get("rs1", 0), "rd_rs2": reads.get("rs2", 0),
         "rd_rs3": reads.get("rs3", 0),
         "rd_ps1": pred_reads.get("rs1", 0), "rd_ps2": pred_reads.get("rs2", 0),
         "rd_ps3": pred_reads.get("rs3", 0),
-        "rd_rd": int(instr.mnemonic == "lli"),
+        "rd_rd": int(any(op.is_dst and op.reads_old for op in instr.operands)),
         "wr_reg": int(instr.writes_reg), "wr_pred": int(instr.writes_pred),
-        "use_imm": int(use_imm and fmt.name != "B"),
-        "ctrl": int(instr.mnemonic in CTRL_MNEMONICS),
+        "use_imm": int(use_imm),
+        "ctrl": int(instr.sets_pc),
     }
 
 
@@ -57,31 +94,31 @@ class Decoder(wiring.Component):
         m = Module()
         w = self.word
         d = self.dec
-        op = w[OP.lo:OP.hi + 1]
-        fn = w[FN.lo:FN.hi + 1]
-        rd = w[RD.lo:RD.hi + 1]
+        op = field(w, OP)
+        fn = field(w, FN)
 
         m.d.comb += [
-            d.guard.eq(w[PRED.lo:PRED.hi + 1]),
-            d.gneg.eq(w[PNEG.lo]),
-            d.rd.eq(rd),
-            d.rs1.eq(w[RS1.lo:RS1.hi + 1]),
-            d.rs2.eq(w[RS2.lo:RS2.hi + 1]),
-            d.rs3.eq(w[RS3.lo:RS3.hi + 1]),
+            d.guard.eq(field(w, PRED)),
+            d.gneg.eq(field(w, PNEG)),
+            d.rd.eq(field(w, RD)),
+            d.rs1.eq(field(w, RS1)),
+            d.rs2.eq(field(w, RS2)),
+            d.rs3.eq(field(w, RS3)),
             d.fn.eq(fn),
         ]
-        key = Cat(fn, op)  # value = op << 5 | fn
+        imm = immediates(w)
+        key = Cat(fn, op)  # value = op << FN.width | fn
         with m.Switch(key):
             for instr in INSTRUCTIONS:
-                pattern = f"{instr.opcode:07b}" + (
-                    f"{instr.fn:05b}" if instr.fn is not None else "-----")
+                pattern = f"{instr.opcode:0{OP.width}b}" + (
+                    "-" * FN.width if instr.fn is None else f"{instr.fn:0{FN.width}b}")
                 with m.Case(pattern):
-                    self._case(m, instr)
+                    self._case(m, instr, imm)
             with m.Default():
                 m.d.comb += d.illegal.eq(1)
         return m
 
-    def _case(self, m: Module, instr: Instr) -> None:
+    def _case(self, m: Module, instr: Instr, imm: dict[str, Value]) -> None:
         d = self.dec
         w = self.word
         st = _static(instr)
@@ -97,19 +134,19 @@ class Decoder(wiring.Component):
         if st["wr_reg"]:
             m.d.comb += d.wr_reg.eq(d.rd != 0)
         if st["wr_pred"]:
-            m.d.comb += d.wr_pred.eq(d.rd[:3] != PT)
+            m.d.comb += d.wr_pred.eq(d.rd[:PRED_INDEX_BITS] != PT)
 
         fmt = instr.fmt
         if fmt.has("imm11"):
-            m.d.comb += d.imm.eq(self._sig("imm11"))
+            m.d.comb += d.imm.eq(imm["imm11"])
         elif fmt.name == "S":
-            m.d.comb += d.imm.eq(self._sig("simm"))
+            m.d.comb += d.imm.eq(imm["simm"])
         elif fmt.has("imm16"):
-            m.d.comb += d.imm.eq(self._sig("imm16s" if instr.operands[1].signed else "imm16u"))
+            m.d.comb += d.imm.eq(imm["imm16s" if instr.operands[1].signed else "imm16u"])
         elif fmt.has("off21"):
-            m.d.comb += d.imm.eq(self._sig("off"))
-        if instr.mnemonic == "s2r":
-            m.d.comb += d.imm.eq(d.rs1)
+            m.d.comb += d.imm.eq(imm["off"])
+        if _reads_sreg(instr):
+            m.d.comb += d.imm.eq(d.rs1)  # the special register's index
 
         used = 0
         for f in used_fields(instr):
@@ -117,26 +154,13 @@ class Decoder(wiring.Component):
         bad = [(w & (~used & 0xFFFF_FFFF)) != 0]
         for op in instr.operands:
             if op.kind is Kind.PRED and op.is_dst:
-                bad.append(w[RD.lo + 3:RD.hi + 1] != 0)
+                bad.append(field(w, RD)[PRED_INDEX_BITS:] != 0)
             if op.kind is Kind.PRED_SRC:
-                f = {"rs1": RS1, "rs2": RS2, "rs3": RS3}[op.fields[0]]
-                bad.append(w[f.lo + 3])
+                bad.append(field(w, _SRC_FIELDS[op.fields[0]])[PRED_SRC_RESERVED_BIT])
             if op.kind is Kind.SREG:
-                f = {"rs1": RS1, "rs2": RS2, "rs3": RS3}[op.fields[0]]
-                value = w[f.lo:f.hi + 1]
+                value = field(w, _SRC_FIELDS[op.fields[0]])
                 bad.append(~_any([value == s.value for s in SReg]))
         m.d.comb += d.illegal.eq(_any(bad))
-
-    def _sig(self, name: str):
-        """The immediate candidates are computed once in elaborate; fetch them by name."""
-        w = self.word
-        return {
-            "imm11": w[21:32].as_signed(),
-            "simm": Cat(w[11:16], w[26:32]).as_signed(),
-            "imm16s": w[16:32].as_signed(),
-            "imm16u": w[16:32],
-            "off": Cat(0, 0, w[11:32]).as_signed(),
-        }[name]
 
 
 def _any(terms):

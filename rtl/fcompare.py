@@ -8,27 +8,18 @@ enum :data:`FCmpCond` takes its members and values from the isa's ``fsetp.*`` fu
 so the decoder can pass the ``fn`` field straight through.
 """
 
-import types
-
-from amaranth import Module, unsigned
-from amaranth.lib import enum, wiring
+from amaranth import Module
+from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
-from simtgpu.isa import INSTRUCTIONS, Sem
+from simtgpu.isa import Sem
 
 from .fp_utils import order_less, unpack
+from .isa_consts import fn_enum
 
 __all__ = ["FCmpCond", "FCompare"]
 
 
-def _cond_enum() -> type[enum.Enum]:
-    members = {i.suffix.upper(): i.fn for i in INSTRUCTIONS if i.sem is Sem.FCMP}
-    width = max(1, max(members.values()).bit_length())
-    return types.new_class("FCmpCond", (enum.Enum,), {"shape": unsigned(width)},
-                           lambda ns: ns.update(members, __module__=__name__,
-                                                __qualname__="FCmpCond"))
-
-
-FCmpCond = _cond_enum()
+FCmpCond = fn_enum("FCmpCond", Sem.FCMP, __name__)
 """``fsetp`` condition; member value = the instruction's ``fn`` code."""
 
 

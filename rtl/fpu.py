@@ -39,8 +39,8 @@ from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 from simtgpu.isa import Sem
 
-from .alu import isa_op_enum
 from .fp_utils import CANONICAL_NAN, FP_NEG_ZERO, FP_ONE, lzc, order_less, unpack
+from .isa_consts import isa_op_enum
 
 __all__ = ["MAX_LATENCY", "FpuOp", "Fpu"]
 

@@ -1,20 +1,66 @@
-"""RTL constants generated from ``simtgpu.isa`` at import time.
+"""RTL constants generated from ``simtgpu.isa`` at import time, and the one enum factory.
 
 Nothing here is typed by hand: the opcode enum, the per-instruction index, the semantic and
 latency classes and the fault causes are built from the ISA tables so the decoder, the ISS and
-the assembler cannot disagree.
+the assembler cannot disagree. Every generated Amaranth enum of rtl/ (these and the execution
+units' operation enums) comes from :func:`make_enum`.
 """
 
 from __future__ import annotations
 
 import types
+from collections.abc import Iterable, Mapping
 
+from amaranth import unsigned
 from amaranth.lib import enum
 from simtgpu.isa import BY_ENCODING, INSTRUCTIONS
 from simtgpu.isa import FaultCause as _IsaFaultCause
 from simtgpu.isa import Lat as _IsaLat
 from simtgpu.isa import Sem as _IsaSem
 from simtgpu.isa import SReg as _IsaSReg
+from simtgpu.isa.formats import OP, RS1
+
+
+def make_enum(name: str, members: Mapping[str, int], module: str,
+              width: int | None = None) -> type[enum.Enum]:
+    """An ``amaranth.lib.enum.Enum`` class ``module.name`` with ``members`` (name -> value).
+
+    The shape is explicit: ``unsigned(width)``, by default the narrowest that holds every
+    value; pass ``width`` where the enum fills a field of fixed width.
+    """
+    narrowest = max(1, max(members.values()).bit_length())
+    if width is None:
+        width = narrowest
+    elif width < narrowest:
+        raise ValueError(f"{name} values need {narrowest} bits, not {width}")
+
+    def body(ns: dict) -> None:
+        ns.update(members, __module__=module, __qualname__=name)
+
+    return types.new_class(name, (enum.Enum,), {"shape": unsigned(width)}, body)
+
+
+def op_name(mnemonic: str) -> str:
+    """Enum member name of an isa mnemonic: ``isetp.ltu`` -> ``ISETP_LTU``."""
+    return mnemonic.upper().replace(".", "_")
+
+
+def isa_op_enum(name: str, sems: Iterable[_IsaSem], module: str) -> type[enum.Enum]:
+    """One member per isa instruction of the classes ``sems``, numbered in table order.
+
+    Every execution unit's operation enum is one of these, so its op set is derived from
+    ``isa/``.
+    """
+    sem_set = frozenset(sems)
+    names = [op_name(i.mnemonic) for i in INSTRUCTIONS if i.sem in sem_set]
+    return make_enum(name, {n: v for v, n in enumerate(names)}, module)
+
+
+def fn_enum(name: str, sem: _IsaSem, module: str) -> type[enum.Enum]:
+    """The members of a family (one semantic class), named by suffix and valued by ``fn``
+    code, so a unit takes the decoder's ``fn`` field as it is (``fsetp.lt`` -> ``LT``)."""
+    return make_enum(name, {i.suffix.upper(): i.fn for i in INSTRUCTIONS if i.sem is sem},
+                     module)
 
 
 def _opcode_members() -> dict[str, int]:
@@ -26,7 +72,7 @@ def _opcode_members() -> dict[str, int]:
     members: dict[str, int] = {}
     for op, group in sorted(by_op.items()):
         if len(group) == 1 and group[0].fn is None:
-            name = group[0].mnemonic.upper().replace(".", "_")
+            name = op_name(group[0].mnemonic)
         elif len({i.family for i in group}) == 1:
             name = group[0].family.upper()
         else:
@@ -36,28 +82,19 @@ def _opcode_members() -> dict[str, int]:
     return members
 
 
-def _enum(name: str, members: dict[str, int], shape: int) -> type[enum.Enum]:
-    """An Amaranth enum with an explicit shape built from a generated member table."""
-    return types.new_class(name, (enum.Enum,), {"shape": shape}, lambda ns: ns.update(members))
-
-
-def _iid_name(mnemonic: str) -> str:
-    return mnemonic.upper().replace(".", "_")
-
-
-Opcode = _enum("Opcode", _opcode_members(), 7)
+Opcode = make_enum("Opcode", _opcode_members(), __name__, OP.width)
 """The 7-bit opcode field; one member per used opcode."""
 
-InstrId = _enum("InstrId", {_iid_name(i.mnemonic): n for n, i in enumerate(INSTRUCTIONS)},
-    max(1, (len(INSTRUCTIONS) - 1).bit_length()))
+InstrId = make_enum("InstrId", {op_name(i.mnemonic): n for n, i in enumerate(INSTRUCTIONS)},
+                    __name__)
 """A dense index per instruction (its row in ``isa.INSTRUCTIONS``)."""
 
-Sem = _enum("Sem", {s.name: n for n, s in enumerate(_IsaSem)},
-                max(1, (len(_IsaSem) - 1).bit_length()))
-Lat = _enum("Lat", {s.name: n for n, s in enumerate(_IsaLat)},
-                max(1, (len(_IsaLat) - 1).bit_length()))
-FaultCause = _enum("FaultCause", {c.name: c.value for c in _IsaFaultCause}, 4)
-SReg = _enum("SReg", {s.name: s.value for s in _IsaSReg}, 5)
+Sem = make_enum("Sem", {s.name: n for n, s in enumerate(_IsaSem)}, __name__)
+Lat = make_enum("Lat", {s.name: n for n, s in enumerate(_IsaLat)}, __name__)
+FaultCause = make_enum("FaultCause", {c.name: c.value for c in _IsaFaultCause}, __name__, 4)
+"""``isa.abi.FaultCause`` as a 4-bit Amaranth enum (fault records, the FAULT_CAUSE register)."""
+SReg = make_enum("SReg", {s.name: s.value for s in _IsaSReg}, __name__, RS1.width)
+"""Special register index, as the ``rs1`` field of ``s2r`` holds it."""
 
 IID_BY_ENCODING: dict[tuple[int, int | None], int] = {
     (i.opcode, i.fn): n for n, i in enumerate(INSTRUCTIONS)}
@@ -66,4 +103,4 @@ assert len(IID_BY_ENCODING) == len(BY_ENCODING)
 
 def iid(mnemonic: str) -> InstrId:
     """The :class:`InstrId` member of an instruction mnemonic."""
-    return InstrId[_iid_name(mnemonic)]
+    return InstrId[op_name(mnemonic)]

@@ -22,7 +22,7 @@ from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 from simtgpu.isa import Sem
 
-from .alu import isa_op_enum
+from .isa_consts import isa_op_enum
 
 __all__ = ["MAX_LATENCY", "MulOp", "Multiplier"]
 

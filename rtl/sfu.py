@@ -18,35 +18,22 @@ Schedule (``step`` counts the cycles after the edge that sampled ``start``)::
     step 8  ``done`` is high for this one cycle; ``result`` holds until the next result
 """
 
-import types
-
 from amaranth import Cat, Const, Module, Mux, Signal, signed, unsigned
-from amaranth.lib import enum, wiring
+from amaranth.lib import wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
-from simtgpu.isa import BY_MNEMONIC
-from simtgpu.isa.instructions import SFU_OPS
+from simtgpu.isa import Sem
 from simtgpu.sim import sfu_algo as algo
 
 from .fp_utils import lzc
+from .isa_consts import fn_enum
 
 __all__ = ["SFU_LATENCY", "Sfu", "SfuOp"]
 
 SFU_LATENCY = algo.SFU_LATENCY
 
 
-def _sfu_op_enum() -> type[enum.Enum]:
-    members = {name.upper(): BY_MNEMONIC[f"sfu.{name}"].fn for name in SFU_OPS}
-
-    def body(ns: dict) -> None:
-        ns["__module__"] = __name__
-        ns["__qualname__"] = "SfuOp"
-        ns.update(members)
-
-    return types.new_class("SfuOp", (enum.Enum,), {"shape": 3}, body)
-
-
-SfuOp = _sfu_op_enum()
+SfuOp = fn_enum("SfuOp", Sem.SFU, __name__)
 """The SFU function: member ``RCP`` etc., value = the isa ``fn`` code of ``sfu.<name>``."""
 
 # ROM word: c0 | c1 | c2, two's complement fields sized from the table contents.

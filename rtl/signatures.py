@@ -21,15 +21,13 @@ uses the ``fn`` codes of ``atom.*``, with ``cas`` after them) so no number is re
 
 from __future__ import annotations
 
-import types
-
 from amaranth.hdl import unsigned
 from amaranth.lib import data, enum, stream, wiring
 from amaranth.lib.wiring import In, Out
-from simtgpu.isa import abi
 from simtgpu.isa.instructions import ATOMIC_OPS
 
 from .configs import RtlConfig
+from .isa_consts import FaultCause, make_enum
 
 __all__ = [
     "PERF_EVENTS", "AtomOp", "FaultCause", "MemKind", "block_dispatch_signature",
@@ -47,27 +45,10 @@ class MemKind(enum.Enum, shape=2):
     ATOMIC = 2
 
 
-def _atom_ops(ns: dict) -> None:
-    for fn, name in enumerate(ATOMIC_OPS):
-        ns[name.upper()] = fn
-    ns["CAS"] = len(ATOMIC_OPS)
-
-
-AtomOp = types.new_class("AtomOp", (enum.Enum,), {"shape": 3}, _atom_ops)
-AtomOp.__doc__ = """Atomic operation of an ATOMIC request: the ``fn`` code of ``atom.<op>``
+AtomOp = make_enum("AtomOp", {**{name.upper(): fn for fn, name in enumerate(ATOMIC_OPS)},
+                              "CAS": len(ATOMIC_OPS)}, __name__)
+"""Atomic operation of an ATOMIC request: the ``fn`` code of ``atom.<op>``
 (ADD, MIN, MAX, EXCH, FADD) and CAS after them (``atom.cas`` has its own opcode)."""
-AtomOp.__module__ = __name__
-
-
-def _fault_causes(ns: dict) -> None:
-    for cause in abi.FaultCause:
-        ns[cause.name] = cause.value
-
-
-FaultCause = types.new_class("FaultCause", (enum.Enum,), {"shape": 4}, _fault_causes)
-FaultCause.__doc__ = "``isa.abi.FaultCause`` as an Amaranth enum (4 bits)."
-FaultCause.__module__ = __name__
-assert max(c.value for c in abi.FaultCause) < 16
 
 
 # --- memory port ---------------------------------------------------------------------------

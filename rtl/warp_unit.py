@@ -7,23 +7,16 @@ the source lane's ``ra`` when the source is inside the warp and executing, else 
 every lane; ``vote.ballot`` gives the mask of executing lanes whose predicate holds.
 """
 
-import types
-
 from amaranth import Module, Mux, Signal
-from amaranth.lib import data, enum, wiring
+from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
-from simtgpu.isa import INSTRUCTIONS, Sem
+from simtgpu.isa import Sem
 
+from .isa_consts import fn_enum
 
-def _enum(name: str, sem: Sem) -> type[enum.Enum]:
-    """Modes of a family, valued by their isa ``fn`` codes."""
-    members = {i.suffix.upper(): i.fn for i in INSTRUCTIONS if i.sem is sem}
-    return types.new_class(name, (enum.Enum,), {"shape": 2}, lambda ns: ns.update(members))
-
-
-ShflMode = _enum("ShflMode", Sem.SHUFFLE)
+ShflMode = fn_enum("ShflMode", Sem.SHUFFLE, __name__)
 """Shuffle mode; value = the ``fn`` code of ``shfl.<mode>``."""
-VoteMode = _enum("VoteMode", Sem.VOTE)
+VoteMode = fn_enum("VoteMode", Sem.VOTE, __name__)
 """Vote kind; value = the ``fn`` code of ``vote.<kind>``."""
 
 

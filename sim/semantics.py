@@ -4,8 +4,8 @@ Every function has the signature ``f(w, op, g, ex)``: the wave state, the pre-de
 instruction, the group of warps executing it (all at the same PC) and ``ex``, the
 ``(warps, lanes)`` bool array of lanes that execute (active and guard). The functions are
 vectorised over warps and lanes; they follow docs/execution-model.md, whose wording the
-comments quote. The PC advance (``pc += 4``) is done by the caller except for the classes in
-:data:`SETS_PC`, which decide the next PC themselves.
+comments quote. The PC advance (``pc += 4``) is done by the caller except for the instructions
+in ``isa.SETS_PC``, which decide the next PC themselves.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from collections.abc import Callable
 import numpy as np
 from simtgpu.isa import GLOBAL_NULL_GUARD, FaultCause, Sem
 from simtgpu.isa import INSTRUCTIONS as _ALL
+from simtgpu.isa import SETS_PC as SETS_PC  # the ISS's callers read it here
 
 from .wave import DIV, DONE, RUN, SYNC, WAIT, Fault, Wave, mask_bits
 
@@ -580,8 +581,6 @@ HANDLERS: dict[Sem, Callable] = {
 CONTROL_HANDLERS: dict[str, Callable] = {
     "nop": nop, "exit": exit_, "bra": bra, "ssy": ssy, "sync": sync,
 }
-SETS_PC = frozenset({"exit", "bra", "ssy", "sync", "bar"})
-"""Mnemonics whose function sets the next PC (the caller advances the others by 4)."""
 
 
 def bind(op) -> None:
