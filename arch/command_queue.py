@@ -202,8 +202,8 @@ _check_fields()
 
 @dataclass(frozen=True)
 class Command:
-    """One decoded queue record (the attributes are :data:`RECORD_FIELDS`). Launch fields are
-    zero for NOP and FENCE."""
+    """One decoded queue record (the attributes are :data:`RECORD_FIELDS`). The driver leaves
+    the launch fields zero in NOP and FENCE; the device ignores them there."""
 
     opcode: CommandOp
     fence: int

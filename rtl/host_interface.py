@@ -85,6 +85,9 @@ class HostInterface(wiring.Component):
         Instruction-memory writes broadcast to every core (from IMEM_DATA or ``imem_bd``).
     imem_bd: ``In(imem_write_signature(imem_addr_bits))``
         Backdoor instruction-memory writes (simulation harness), one word per cycle.
+    code_limit: ``Out(32)``
+        One past the highest instruction-memory byte ever written: the cores fault at it, and
+        a LAUNCH record whose entry pc is at or past it is refused.
     launch, disp_start, disp_abort, disp_done:
         The dispatcher's launch, start and abort pulses, and its done pulse.
     core_fault: ``In(fault_signature(lanes)).array(cores)``
