@@ -1,8 +1,10 @@
 """The host interface: command records, the MMIO register file and their encodings.
 
 This module is the contract between the driver and every backend (the ISS backend, the RTL
-host interface): constants and pure pack/unpack functions only, no behaviour. The meaning
-of every field is written down in docs/command-queue.md.
+host interface): the record as a field table (:data:`RECORD_FIELDS`), pack/unpack derived
+from it, the rules a LAUNCH record must meet (:func:`launch_problem`) and the MMIO map. Pure
+functions and data, no device behaviour. docs/command-queue.md says what every field means;
+its field table is generated from :data:`RECORD_FIELDS`.
 
 Summary
 -------
@@ -24,6 +26,8 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass
 from enum import IntEnum
+
+from .config import GpuConfig
 
 RECORD_BYTES = 64
 RECORD_WORDS = RECORD_BYTES // 4
@@ -110,8 +114,96 @@ class Control(IntEnum):
 
 
 @dataclass(frozen=True)
+class RecordField:
+    """One field of the command record: ``count`` consecutive words from ``word``.
+
+    A field's value sits in the low ``width`` bits of its word; the bits above must be zero
+    (a ``width`` of 0 is a reserved word). ``launch`` fields are read by LAUNCH only, and
+    their rules (``width``, ``align``, ``nonzero``) are checked on LAUNCH records only; NOP and
+    FENCE ignore those words. The other fields' rules hold in every record. ``name`` is the
+    :class:`Command` attribute (a tuple when ``count`` is 3).
+    """
+
+    name: str
+    word: int
+    meaning: str
+    count: int = 1
+    width: int = 32
+    align: int = 1
+    nonzero: bool = False
+    launch: bool = True
+
+    @property
+    def words(self) -> range:
+        return range(self.word, self.word + self.count)
+
+    @property
+    def label(self) -> str:
+        text = self.name.replace("_", " ")
+        return f"{text} x, y, z" if self.count == 3 and self.width else text
+
+    @property
+    def max(self) -> int:
+        """The largest value the field holds (a multiple of ``align``)."""
+        return ((1 << self.width) - 1) // self.align * self.align
+
+    def value_problem(self, value: int) -> str | None:
+        """Why one word of this field breaks its rules, or None."""
+        if self.width == 0:
+            return None if value == 0 else "is not zero"
+        if self.nonzero and value == 0:
+            return "is zero"
+        if value >> self.width:
+            return f"exceeds {self.max}"
+        if value % self.align:
+            return f"is not a multiple of {self.align}"
+        return None
+
+
+def _opcodes() -> str:
+    return ", ".join(f"`{op.value}` {op.name}" for op in CommandOp) + " (`CommandOp`)"
+
+
+RECORD_FIELDS: tuple[RecordField, ...] = (
+    RecordField("opcode", 0, _opcodes(), launch=False),
+    RecordField("fence", 1, "value written to the fence word when this command completes",
+                launch=False),
+    RecordField("entry_pc", 2, "absolute instruction-memory byte address of the kernel's first "
+                "instruction (module base + kernel entry); must lie inside the loaded code "
+                "(below the end of the highest instruction-memory word ever written)", align=4),
+    RecordField("grid", 3, "blocks in the grid", count=3, width=16, nonzero=True),
+    RecordField("block", 6, "threads per block; the product is at most warps per core x lanes",
+                count=3, width=16, nonzero=True),
+    RecordField("param_addr", 9, "global byte address of the parameter block; 0 when the kernel "
+                "has no parameters", align=4),
+    RecordField("param_size", 10, "bytes in the parameter block (4 per parameter); `ldparam` "
+                "past it faults", width=16, align=4),
+    RecordField("shared_bytes", 11, "the block's shared memory: the kernel's `.shared` size plus "
+                "the launch's dynamic bytes; at most the per-core shared memory"),
+    RecordField("regs", 12, "registers per thread the kernel uses (from the object file); "
+                "informational for the device (every thread has 32)"),
+    RecordField("reserved", 13, "must be 0", count=3, width=0, launch=False),
+)
+"""The command record, word by word: pack/unpack, the RTL host interface's decoding,
+:func:`launch_problem` and the table in docs/command-queue.md are all derived from it."""
+
+FIELD: dict[str, RecordField] = {f.name: f for f in RECORD_FIELDS}
+MAX_GRID_DIM = FIELD["grid"].max
+MAX_PARAM_BYTES = FIELD["param_size"].max
+
+
+def _check_fields() -> None:
+    covered = [w for f in RECORD_FIELDS for w in f.words]
+    assert covered == list(range(RECORD_WORDS)), "record fields must tile w0..w15 in order"
+
+
+_check_fields()
+
+
+@dataclass(frozen=True)
 class Command:
-    """One decoded queue record. Launch fields are zero for NOP and FENCE."""
+    """One decoded queue record (the attributes are :data:`RECORD_FIELDS`). The driver leaves
+    the launch fields zero in NOP and FENCE; the device ignores them there."""
 
     opcode: CommandOp
     fence: int
@@ -127,6 +219,13 @@ class Command:
     def block_threads(self) -> int:
         return self.block[0] * self.block[1] * self.block[2]
 
+    def field_words(self, f: RecordField) -> tuple[int, ...]:
+        """The record words of field ``f`` (zeros for a reserved field)."""
+        if f.width == 0:
+            return (0,) * f.count
+        value = getattr(self, f.name)
+        return tuple(value) if f.count > 1 else (int(value),)
+
 
 class RecordError(ValueError):
     """A record that the device must refuse (reported through STATUS.BAD_COMMAND)."""
@@ -136,9 +235,9 @@ _FMT = f"<{RECORD_WORDS}I"
 
 
 def pack(cmd: Command) -> bytes:
-    """Encode a command as its 64-byte little-endian record."""
-    words = [int(cmd.opcode), cmd.fence, cmd.entry_pc, *cmd.grid, *cmd.block,
-             cmd.param_addr, cmd.param_size, cmd.shared_bytes, cmd.regs, 0, 0, 0]
+    """Encode a command as its 64-byte little-endian record. Only word width is checked, so a
+    record the device refuses can be written on purpose."""
+    words = [w for f in RECORD_FIELDS for w in cmd.field_words(f)]
     for i, w in enumerate(words):
         if not 0 <= w <= 0xFFFF_FFFF:
             raise ValueError(f"record word {i} does not fit in 32 bits: {w}")
@@ -146,34 +245,87 @@ def pack(cmd: Command) -> bytes:
 
 
 def unpack(record: bytes) -> Command:
-    """Decode a 64-byte record. Raises :class:`RecordError` for what the device refuses:
-    an unknown opcode or non-zero reserved words (w13..w15)."""
+    """Decode a 64-byte record. Raises :class:`RecordError` for what the device refuses in
+    every record: an unknown opcode or non-zero reserved words."""
     if len(record) != RECORD_BYTES:
         raise RecordError(f"a record is {RECORD_BYTES} bytes, not {len(record)}")
-    w = struct.unpack(_FMT, record)
+    words = struct.unpack(_FMT, record)
     try:
-        op = CommandOp(w[0])
+        CommandOp(words[0])
     except ValueError:
-        raise RecordError(f"unknown command opcode {w[0]}") from None
-    if any(w[13:16]):
-        raise RecordError("reserved record words w13..w15 must be zero")
-    return Command(op, w[1], w[2], (w[3], w[4], w[5]), (w[6], w[7], w[8]), w[9], w[10],
-                   w[11], w[12])
+        raise RecordError(f"unknown command opcode {words[0]}") from None
+    values: dict[str, object] = {}
+    for f in RECORD_FIELDS:
+        mine = words[f.word:f.word + f.count]
+        if not f.launch:
+            for i, w in zip(f.words, mine, strict=True):
+                why = f.value_problem(w)
+                if why:
+                    raise RecordError(f"record word w{i} ({f.label}) {why}")
+        if f.width:
+            values[f.name] = mine if f.count > 1 else mine[0]
+    values["opcode"] = CommandOp(values["opcode"])
+    return Command(**values)  # type: ignore[arg-type]
 
 
-def launch_problem(cmd: Command) -> str | None:
-    """What makes a LAUNCH record unrunnable on any device (zero-sized grid or block,
-    misaligned entry or parameter block), or None. Size limits of a particular build
-    (threads per block, shared bytes) are checked by the device against its capabilities."""
+def launch_problem(cmd: Command, config: GpuConfig, code_limit: int) -> str | None:
+    """Why a device of ``config`` refuses this LAUNCH record, or None (always None for NOP
+    and FENCE). ``code_limit`` is one past the highest instruction-memory byte ever loaded.
+
+    These are the rules of docs/command-queue.md: each launch field's own rules from
+    :data:`RECORD_FIELDS` (non-zero grid and block dimensions, grid dimensions and the
+    parameter size within their 16-bit fields, aligned entry pc and parameter block), the
+    block within one core's warp slots, the shared bytes within one core's shared memory and
+    the entry pc inside the loaded code. The driver checks them before it queues a launch,
+    the ISS backend when it consumes a record, and the RTL host interface builds the same
+    checks in hardware.
+    """
     if cmd.opcode != CommandOp.LAUNCH:
         return None
-    if 0 in cmd.grid or 0 in cmd.block:
-        return f"zero grid or block dimension: grid={cmd.grid} block={cmd.block}"
-    if cmd.entry_pc % 4:
-        return f"entry pc {cmd.entry_pc:#x} is not 4-aligned"
-    if cmd.param_addr % 4 or cmd.param_size % 4:
-        return "parameter block address and size must be multiples of 4"
+    for f in RECORD_FIELDS:
+        if not f.launch:
+            continue
+        for w in cmd.field_words(f):
+            why = f.value_problem(w)
+            if why:
+                if f.count > 1:
+                    return f"{f.name} {getattr(cmd, f.name)} {why} in a dimension"
+                return f"{f.label} {w} {why}"
+    threads = cmd.block_threads
+    if threads > config.max_threads_per_block:
+        return (f"block {cmd.block} has {threads} threads; configuration '{config.name}' "
+                f"allows at most {config.max_threads_per_block} ({config.warps_per_core} "
+                f"warps x {config.lanes} lanes)")
+    if cmd.shared_bytes > config.shared_bytes_per_core:
+        return (f"{cmd.shared_bytes} bytes of shared memory exceed the "
+                f"{config.shared_bytes_per_core} bytes per core of configuration "
+                f"'{config.name}'")
+    if cmd.entry_pc >= code_limit:
+        return f"entry pc {cmd.entry_pc:#x} is past the loaded code (which ends at {code_limit:#x})"
     return None
+
+
+def record_table_markdown() -> str:
+    """The table of record fields in docs/command-queue.md (``simtgpu command-queue``
+    prints it)."""
+    rows = ["| word | field | bits | rule | records | meaning |",
+            "| --- | --- | --- | --- | --- | --- |"]
+    for f in RECORD_FIELDS:
+        words = f"w{f.word}" if f.count == 1 else f"w{f.words[0]}..w{f.words[-1]}"
+        bits = "31:0" if f.width == 32 else "none" if f.width == 0 else f"{f.width - 1}:0"
+        rules = []
+        if f.width == 0:
+            rules.append("0")
+        elif f.nonzero:
+            rules.append(f"1..{f.max}")
+        elif f.width < 32:
+            rules.append(f"at most {f.max}")
+        if f.align > 1:
+            rules.append(f"multiple of {f.align}")
+        applies = "LAUNCH" if f.launch else "all"
+        rows.append(f"| {words} | {f.label} | {bits} | {', '.join(rules) or '-'} | {applies} "
+                    f"| {f.meaning} |")
+    return "\n".join(rows) + "\n"
 
 
 def record_address(queue_base: int, index: int) -> int:

@@ -18,16 +18,11 @@ KIB = 1024
 MIB = 1024 * KIB
 
 
-
 class ConfigError(SimtgpuError):
     """A configuration that cannot be built, or a name that no configuration has."""
 
     def render(self) -> str:
         return f"configuration error: {self}"
-
-
-MAX_GRID_DIM = 65535
-"""Largest grid extent in each of x, y and z (as in CUDA's y/z limit)."""
 
 
 def _is_pow2(x: int) -> bool:

@@ -20,6 +20,7 @@ COMMAND_MODULES = (
     "simtgpu.cli.run_cmd",  # run
     "simtgpu.cli.rtl_cmd",  # rtl
     "simtgpu.cli.compile_cmd",  # compile
+    "simtgpu.cli.arch_cmd",  # command-queue
 )
 
 

@@ -15,7 +15,7 @@ from typing import Any
 
 from simtgpu.arch import command_queue as cq
 from simtgpu.arch.command_queue import Command, CommandOp, Control, Mmio, RecordError, Status
-from simtgpu.arch.config import MAX_GRID_DIM, GpuConfig
+from simtgpu.arch.config import GpuConfig
 from simtgpu.isa.abi import GLOBAL_NULL_GUARD, FaultCause
 from simtgpu.sim import GlobalMemory, Iss, KernelFault
 
@@ -178,13 +178,12 @@ class IssBackend(Backend):
             except RecordError as e:
                 self._bad_command(addr, str(e))
                 return
-            if cmd.opcode == CommandOp.LAUNCH:
-                problem = self._launch_problem(cmd)
-                if problem is not None:
-                    self._bad_command(addr, problem)
-                    return
-                if not self._launch(cmd):
-                    return
+            problem = cq.launch_problem(cmd, self.config, self._imem_high)
+            if problem is not None:
+                self._bad_command(addr, problem)
+                return
+            if cmd.opcode == CommandOp.LAUNCH and not self._launch(cmd):
+                return
             self.write(self._fence_addr, cmd.fence.to_bytes(4, "little"))
             self._counters[Mmio.COMMANDS] += 1
             self._head = cq.next_index(self._head, self._entries)
@@ -198,22 +197,6 @@ class IssBackend(Backend):
                 and self._queue_base + e * cq.RECORD_BYTES <= mem
                 and self._fence_addr % 4 == 0
                 and GLOBAL_NULL_GUARD <= self._fence_addr <= mem - 4)
-
-    def _launch_problem(self, cmd: Command) -> str | None:
-        """Checks the device makes against its capabilities before it starts a grid."""
-        cfg = self.config
-        problem = cq.launch_problem(cmd)
-        if problem:
-            return problem
-        if max(cmd.grid) > MAX_GRID_DIM:
-            return f"grid {cmd.grid} exceeds {MAX_GRID_DIM} in a dimension"
-        if cmd.block_threads > cfg.max_threads_per_block:
-            return f"block of {cmd.block_threads} threads exceeds {cfg.max_threads_per_block}"
-        if cmd.shared_bytes > cfg.shared_bytes_per_core:
-            return f"{cmd.shared_bytes} shared bytes exceed {cfg.shared_bytes_per_core}"
-        if cmd.entry_pc >= self._imem_high:
-            return f"entry pc {cmd.entry_pc:#x} is past the loaded code"
-        return None
 
     def _launch(self, cmd: Command) -> bool:
         """Run one grid on the ISS; False (with the fault registers set) if it faulted."""

@@ -9,6 +9,7 @@ the device writes the record's fence value (docs/command-queue.md).
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import importlib
 import os
 import time
@@ -29,7 +30,7 @@ from .allocator import Allocator, MemoryStats
 from .backend import Backend
 from .device_array import DeviceArray
 from .errors import DriverError
-from .launch import LaunchResult, check_geometry, normalize_dims
+from .launch import LaunchResult, normalize_dims
 from .module import Kernel, Module, pack_args
 
 BACKENDS = ("iss", "rtl", "cuda")
@@ -317,18 +318,24 @@ class Device:
         self._need_queue("launch")
         g = normalize_dims(grid, "grid")
         b = normalize_dims(block, "block")
-        if not isinstance(shared_bytes, (int, np.integer)):
-            raise DriverError(f"shared_bytes must be an integer, not {shared_bytes!r}")
-        check_geometry(self.config, g, b, int(shared_bytes), kernel.info.shared_bytes,
-                       kernel.name)
+        if not isinstance(shared_bytes, (int, np.integer)) or shared_bytes < 0 \
+                or shared_bytes % 4:
+            raise DriverError(f"launch of {kernel.name}: shared_bytes must be a non-negative "
+                              f"multiple of 4, not {shared_bytes!r}")
         params = pack_args(kernel, args, self)
+        record = Command(CommandOp.LAUNCH, 0, kernel.entry_pc, g, b, 0, len(params),
+                         kernel.info.shared_bytes + int(shared_bytes), kernel.info.regs)
+        # The device's own rules, before anything is allocated or queued. The parameter
+        # block's address comes from the heap below, which aligns it to 256 bytes.
+        problem = cq.launch_problem(record, self.config, self._code_limit())
+        if problem is not None:
+            raise DriverError(f"launch of {kernel.name}: {problem}")
         self._wait_for_slot()
         param_addr = self._heap.alloc(len(params)) if params else 0
         if params:
             self.backend.write(param_addr, params)
         fence = self._next_fence()
-        cmd = Command(CommandOp.LAUNCH, fence, kernel.entry_pc, g, b, param_addr, len(params),
-                      kernel.info.shared_bytes + int(shared_bytes), kernel.info.regs)
+        cmd = dataclasses.replace(record, fence=fence, param_addr=param_addr)
         self._inflight[fence] = (kernel.signature, param_addr)
         self._submit(cmd)
         return fence
@@ -421,6 +428,10 @@ class Device:
             detail="; ".join(s for s in (f"in {what}", detail, later.lstrip("; ")) if s),
             core=regs[Mmio.FAULT_CORE])
         raise KernelFault(record)
+
+    def _code_limit(self) -> int:
+        """One past the last instruction-memory byte of the loaded modules."""
+        return max((m.code_base + len(m.obj.code) for m in self._modules), default=0)
 
     def _module_at(self, pc: int) -> Module | None:
         for m in self._modules:

@@ -1,4 +1,4 @@
-"""Launch geometry checks and the record of a finished launch."""
+"""Launch dimensions as the driver takes them, and the record of a finished launch."""
 
 from __future__ import annotations
 
@@ -6,7 +6,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from simtgpu.arch.config import MAX_GRID_DIM, GpuConfig
 
 from .errors import DriverError
 
@@ -30,29 +29,6 @@ def normalize_dims(value: Any, what: str) -> Dims:
         dims.append(int(v))
     dims += [1] * (3 - len(dims))
     return (dims[0], dims[1], dims[2])
-
-
-def check_geometry(config: GpuConfig, grid: Dims, block: Dims, shared_bytes: int,
-                   static_shared: int, kernel: str) -> None:
-    """Refuse a launch this configuration cannot run, before anything is queued."""
-    if max(grid) > MAX_GRID_DIM:
-        raise DriverError(f"launch of {kernel}: grid {grid} exceeds {MAX_GRID_DIM} blocks in a "
-                          "dimension")
-    threads = block[0] * block[1] * block[2]
-    if threads > config.max_threads_per_block:
-        raise DriverError(
-            f"launch of {kernel}: block {block} has {threads} threads; configuration "
-            f"'{config.name}' allows at most {config.max_threads_per_block} "
-            f"({config.warps_per_core} warps x {config.lanes} lanes)")
-    if shared_bytes < 0 or shared_bytes % 4:
-        raise DriverError(f"launch of {kernel}: shared_bytes must be a non-negative multiple "
-                          f"of 4, not {shared_bytes}")
-    total = static_shared + shared_bytes
-    if total > config.shared_bytes_per_core:
-        raise DriverError(
-            f"launch of {kernel}: {total} bytes of shared memory ({static_shared} declared + "
-            f"{shared_bytes} dynamic) exceed the {config.shared_bytes_per_core} bytes per core "
-            f"of configuration '{config.name}'")
 
 
 @dataclass

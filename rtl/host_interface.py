@@ -22,10 +22,12 @@ from amaranth.hdl import Cat, Const, Module, Mux, Signal
 from amaranth.lib import enum, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
+from amaranth.utils import exact_log2
 from simtgpu.arch.command_queue import (
     DEVICE_ID,
     MAX_QUEUE_ENTRIES,
     RECORD_BYTES,
+    RECORD_FIELDS,
     RECORD_WORDS,
     VERSION,
     CommandOp,
@@ -83,6 +85,9 @@ class HostInterface(wiring.Component):
         Instruction-memory writes broadcast to every core (from IMEM_DATA or ``imem_bd``).
     imem_bd: ``In(imem_write_signature(imem_addr_bits))``
         Backdoor instruction-memory writes (simulation harness), one word per cycle.
+    code_limit: ``Out(32)``
+        One past the highest instruction-memory byte ever written: the cores fault at it, and
+        a LAUNCH record whose entry pc is at or past it is refused.
     launch, disp_start, disp_abort, disp_done:
         The dispatcher's launch, start and abort pulses, and its done pulse.
     core_fault: ``In(fault_signature(lanes)).array(cores)``
@@ -254,42 +259,51 @@ class HostInterface(wiring.Component):
         resp = self.mem.resp
         m.d.comb += [resp.ready.eq(1), req.payload.eq(0)]  # fields not set below stay zero
 
-        # Record decoding.
-        grid = rec[3:6]
-        block = rec[6:9]
+        # Record decoding, field by field from the record's table (arch.command_queue), with
+        # each field's own rules (width, alignment, non-zero) and the rules that depend on
+        # this build and on the loaded code: the hardware form of ``launch_problem``. All of
+        # it is combinational and read in DECODE, a cycle the fetch spends anyway.
+        fld = {f.name: rec[f.word:f.word + f.count] for f in RECORD_FIELDS}
+        record_bad = []  # rules of every record
+        launch_bad = []  # rules of LAUNCH records
+        for f in RECORD_FIELDS:
+            rules = launch_bad if f.launch else record_bad
+            for w in fld[f.name]:
+                if f.width < 32:
+                    rules.append(w[f.width:] != 0)
+                if f.nonzero:
+                    rules.append(w == 0)
+                if f.align > 1:
+                    rules.append(w[:exact_log2(f.align)] != 0)
+        op = fld["opcode"][0]
+        entry_pc = fld["entry_pc"][0]
+        grid = fld["grid"]
+        block = fld["block"]
+        shared_bytes = fld["shared_bytes"][0]
         max_threads = cfg.warps * cfg.lanes
         small = [Signal(range(max_threads + 1), name=f"bdim_{a}") for a in "xyz"]
         threads = Signal(range(max_threads ** 3 + 1))
         m.d.comb += [s.eq(b) for s, b in zip(small, block, strict=True)]
         m.d.comb += threads.eq(small[0] * small[1] * small[2])
-        op = rec[0]
+        # The product is taken over truncated dimensions, so each must fit on its own first.
+        launch_bad += [b > max_threads for b in block]
+        launch_bad += [threads > max_threads, shared_bytes > cfg.shared_bytes,
+                       entry_pc >= code_limit]
+        record_bad.append(op > max(CommandOp).value)
         bad = Signal()
         is_launch = op == CommandOp.LAUNCH
-        launch_bad = (
-            Cat(*[g == 0 for g in grid], *[b == 0 for b in block]).any()
-            | Cat(*[g > 0xFFFF for g in grid]).any()
-            | Cat(*[b > max_threads for b in block]).any()
-            | (threads > max_threads)
-            | (rec[2][:2] != 0) | (rec[9][:2] != 0) | (rec[10][:2] != 0)
-            | (rec[10] > 0xFFFF)
-            | (rec[11] > cfg.shared_bytes)
-        )
-        m.d.comb += bad.eq(
-            (op > max(CommandOp).value)
-            | (Cat(*rec[13:16]) != 0)
-            | (is_launch & launch_bad))
+        m.d.comb += bad.eq(Cat(*record_bad).any() | (is_launch & Cat(*launch_bad).any()))
 
         lt = self.launch
         m.d.comb += [
-            lt.entry_pc.eq(rec[2]),
-            lt.grid.x.eq(grid[0]), lt.grid.y.eq(grid[1]), lt.grid.z.eq(grid[2]),
-            lt.block_dim.x.eq(block[0]), lt.block_dim.y.eq(block[1]),
-            lt.block_dim.z.eq(block[2]),
+            lt.entry_pc.eq(entry_pc),
+            *[getattr(lt.grid, a).eq(g) for a, g in zip("xyz", grid, strict=True)],
+            *[getattr(lt.block_dim, a).eq(b) for a, b in zip("xyz", block, strict=True)],
             lt.num_threads.eq(threads),
             lt.num_warps.eq((threads + cfg.lanes - 1) >> cfg.lane_bits),
-            lt.param_addr.eq(rec[9]),
-            lt.param_size.eq(rec[10]),
-            lt.shared_bytes.eq(rec[11]),
+            lt.param_addr.eq(fld["param_addr"][0]),
+            lt.param_size.eq(fld["param_size"][0]),
+            lt.shared_bytes.eq(shared_bytes),
         ]
 
         # First faulting core (lowest index) this cycle.
@@ -366,7 +380,7 @@ class HostInterface(wiring.Component):
                 with m.If(bad):
                     m.d.sync += [
                         fault.eq(1), bad_command.eq(1), f_cause.eq(FaultCause.NONE),
-                        f_pc.eq(0), f_core.eq(0), f_warp.eq(0), f_lanes.eq(0), f_instr.eq(0),
+                        f_pc.eq(rec_addr), f_core.eq(0), f_warp.eq(0), f_lanes.eq(0), f_instr.eq(0),
                         *[b.eq(0) for b in f_block],
                         state.eq(CpState.FAULTED),
                     ]
@@ -405,7 +419,7 @@ class HostInterface(wiring.Component):
                     req.valid.eq(1),
                     req.payload.kind.eq(MemKind.WRITE),
                     req.payload.addr.eq((fence_addr >> line_shift) << line_shift),
-                    req.payload.wdata.as_value().eq(Cat(*([rec[1]] * lw))),
+                    req.payload.wdata.as_value().eq(Cat(*(fld["fence"] * lw))),
                     req.payload.be.eq(Const(0xF, 4) << Cat(Const(0, 2), word)),
                 ]
                 with m.If(req.ready):

@@ -3,9 +3,11 @@ host interface would be (no Device in the way)."""
 
 from __future__ import annotations
 
+import dataclasses
 import struct
 
 import numpy as np
+import pytest
 from driver_kernels import COUNT
 from simtgpu.arch import command_queue as cq
 from simtgpu.arch.command_queue import Command, CommandOp, Control, Mmio, Status
@@ -109,13 +111,19 @@ def test_bad_record_stops_queue_until_cleared():
     assert b.mmio_read(Mmio.FAULT_PC) == 0
 
 
-def test_device_refuses_launch_over_its_capabilities():
+@pytest.mark.parametrize("change, why", [
+    (dict(block=(9, 1, 1)), "9 threads"),  # tiny allows 8 threads per block
+    (dict(param_size=0x10000), "param size 65536 exceeds 65532"),  # the field is 16 bits
+    (dict(entry_pc=len(assemble(COUNT).code)), "past the loaded code"),
+])
+def test_device_refuses_launch_over_its_capabilities(change, why):
     b = _setup()
     b.write(PARAMS, struct.pack("<Ii", CTR, 1))
-    _push(b, _launch(1, threads=9))  # tiny allows 8 threads per block
+    _push(b, dataclasses.replace(_launch(1), **change))
     b.run_until_idle()
-    assert b.mmio_read(Mmio.STATUS) & Status.BAD_COMMAND
-    assert "9 threads" in b.fault_detail()
+    assert b.mmio_read(Mmio.STATUS) == Status.FAULT | Status.BAD_COMMAND
+    assert why in b.fault_detail()
+    assert _word(b, CTR) == 0
 
 
 def test_kernel_fault_registers():

@@ -1,14 +1,20 @@
-"""Command records and MMIO map: encodings and round trips."""
+"""Command records and MMIO map: the field table, encodings, round trips, launch rules and
+the generated table in docs/command-queue.md."""
 
 from __future__ import annotations
 
+import dataclasses
+import re
 import struct
+from pathlib import Path
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from simtgpu.arch import command_queue as cq
 from simtgpu.arch.command_queue import Command, CommandOp, Mmio
+from simtgpu.arch.config import get_config
+from simtgpu.cli.main import main
 
 u32 = st.integers(0, 0xFFFF_FFFF)
 dims = st.tuples(u32, u32, u32)
@@ -47,12 +53,80 @@ def test_pack_refuses_words_over_32_bits():
         cq.pack(Command(CommandOp.NOP, 1 << 32))
 
 
-def test_launch_problem():
-    ok = Command(CommandOp.LAUNCH, 1, 0, (1, 1, 1), (8, 1, 1), 0x1000, 8)
-    assert cq.launch_problem(ok) is None
-    assert "zero" in cq.launch_problem(Command(CommandOp.LAUNCH, 1, 0, (0, 1, 1), (8, 1, 1)))
-    assert "aligned" in cq.launch_problem(Command(CommandOp.LAUNCH, 1, 2, (1, 1, 1), (8, 1, 1)))
-    assert cq.launch_problem(Command(CommandOp.NOP, 1)) is None
+def test_field_table_by_hand():
+    """The table's word positions and widths, written out independently of it."""
+    want = {"opcode": (0, 1, 32), "fence": (1, 1, 32), "entry_pc": (2, 1, 32),
+            "grid": (3, 3, 16), "block": (6, 3, 16), "param_addr": (9, 1, 32),
+            "param_size": (10, 1, 16), "shared_bytes": (11, 1, 32), "regs": (12, 1, 32),
+            "reserved": (13, 3, 0)}
+    assert {f.name: (f.word, f.count, f.width) for f in cq.RECORD_FIELDS} == want
+    assert cq.MAX_GRID_DIM == 65535 and cq.MAX_PARAM_BYTES == 65532
+
+
+@pytest.mark.parametrize("f", cq.RECORD_FIELDS[1:-1], ids=lambda f: f.name)
+def test_each_field_lands_in_its_own_words(f):
+    """Setting one field changes only that field's words, bit for bit."""
+    value = (0xA5C3_0001, 0x5A3C_0002, 0x0FF0_0003)[:f.count]
+    fields = {"opcode": CommandOp.NOP, "fence": 0, f.name: value if f.count > 1 else value[0]}
+    cmd = Command(**fields)
+    words = struct.unpack("<16I", cq.pack(cmd))
+    for i, w in enumerate(words):
+        assert w == (value[i - f.word] if i in f.words else 0), (f.name, i)
+
+
+def test_unpack_refuses_each_reserved_word():
+    for i in (13, 14, 15):
+        words = [int(CommandOp.NOP), 1] + [0] * 14
+        words[i] = 1 << 31
+        with pytest.raises(cq.RecordError, match=f"w{i} \\(reserved\\) is not zero"):
+            cq.unpack(struct.pack("<16I", *words))
+
+
+TINY = get_config("tiny")  # 2 warps x 4 lanes = 8 threads, 4096 shared bytes per core
+CODE_END = 0x100
+OK = Command(CommandOp.LAUNCH, 1, 0xFC, (65535, 1, 1), (2, 4, 1), 0x1000, 65532, 4096, 9)
+
+
+@pytest.mark.parametrize("change, why", [
+    (dict(grid=(1, 0, 1)), r"grid \(1, 0, 1\) is zero in a dimension"),
+    (dict(block=(4, 1, 0)), r"block \(4, 1, 0\) is zero"),
+    (dict(grid=(1, 65536, 1)), "exceeds 65535"),
+    (dict(block=(1 << 16, 1, 1)), "exceeds 65535"),
+    (dict(block=(3, 3, 1)), "9 threads; configuration 'tiny' allows at most 8"),
+    (dict(block=(2, 2, 2 + 1)), "12 threads"),
+    (dict(entry_pc=0x42), "entry pc 66 is not a multiple of 4"),
+    (dict(entry_pc=CODE_END), "entry pc 0x100 is past the loaded code"),
+    (dict(entry_pc=1 << 20), "past the loaded code"),
+    (dict(param_addr=0x1002), "param addr 4098 is not a multiple of 4"),
+    (dict(param_size=6), "param size 6 is not a multiple of 4"),
+    (dict(param_size=65536), "param size 65536 exceeds 65532"),
+    (dict(shared_bytes=4100), "4100 bytes of shared memory exceed the 4096"),
+])
+def test_launch_problem_each_rule(change, why):
+    assert cq.launch_problem(OK, TINY, CODE_END) is None  # every limit exactly met
+    bad = dataclasses.replace(OK, **change)
+    assert re.search(why, cq.launch_problem(bad, TINY, CODE_END))
+
+
+def test_launch_problem_ignores_nop_and_fence_words():
+    junk = dict(entry_pc=2, grid=(0, 1 << 20, 1), block=(99, 0, 1), param_size=7,
+                shared_bytes=1 << 30)
+    for op in (CommandOp.NOP, CommandOp.FENCE):
+        assert cq.launch_problem(Command(op, 1, **junk), TINY, 0) is None
+    assert cq.launch_problem(Command(CommandOp.LAUNCH, 1, **junk), TINY, 0) is not None
+
+
+def test_record_table_in_docs_is_current(capsys):
+    doc = (Path(__file__).parents[2] / "docs" / "command-queue.md").read_text()
+    table = cq.record_table_markdown()
+    assert table in doc, ("the record table in docs/command-queue.md is out of date with "
+                          "arch/command_queue.py: paste the output of `simtgpu command-queue`")
+    assert main(["command-queue"]) == 0
+    assert capsys.readouterr().out == table
+    # The table is derived, not typed: every field's word range and rule is in it.
+    assert "| w3..w5 | grid x, y, z | 15:0 | 1..65535 | LAUNCH |" in table
+    assert "| w10 | param size | 15:0 | at most 65532, multiple of 4 | LAUNCH |" in table
+    assert "| w13..w15 | reserved | none | 0 | all |" in table
 
 
 def test_mmio_map_fixed_offsets():

@@ -6,6 +6,7 @@ the performance counters."""
 from __future__ import annotations
 
 import struct
+from dataclasses import replace
 
 import pytest
 from rtlgpu_helpers import run_sim
@@ -16,8 +17,11 @@ from simtgpu.arch.command_queue import (
     CommandOp,
     Control,
     Mmio,
+    RecordError,
     Status,
+    launch_problem,
     pack,
+    unpack,
 )
 from simtgpu.isa.abi import FaultCause
 from simtgpu.rtl.configs import get_rtl_config
@@ -272,51 +276,75 @@ def test_core_fault_is_latched_and_cleared() -> None:
     assert out["next"] == (0, 0xCCCC, [9 + IMEM_K, 10 + IMEM_K])
 
 
-@pytest.mark.parametrize("cmd", [
-    Command(7, 1),  # unknown opcode
-    Command(CommandOp.LAUNCH, 1, ENTRY, (1, 1, 1), (9, 1, 1), PARAMS, 8),  # > warps*lanes
-    Command(CommandOp.LAUNCH, 1, ENTRY, (0, 1, 1), (4, 1, 1), PARAMS, 8),  # empty grid
-    Command(CommandOp.LAUNCH, 1, ENTRY + 2, (1, 1, 1), (4, 1, 1), PARAMS, 8),  # misaligned
-    Command(CommandOp.LAUNCH, 1, ENTRY, (1, 1, 1), (4, 1, 1), PARAMS, 8, 1 << 20),  # shared
-], ids=["opcode", "threads", "grid", "entry", "shared"])
-def test_malformed_record_is_refused(cmd: Command) -> None:
-    h = _harness("tiny")  # 2 warps x 4 lanes: 8 threads per block at most
-    out = {}
-
-    async def body(host: Host):
-        await host.setup()
-        host.poke(FENCE, [0x77])
-        record = pack(cmd) if int(cmd.opcode) < 3 else pack(Command(CommandOp.NOP, 1))
-        words = list(struct.unpack("<16I", record))
-        words[0] = int(cmd.opcode)
-        host.poke(QUEUE, words)
-        await host.write(Mmio.DOORBELL, 1)
-        await host.wait_done()
-        out["status"] = await host.read(Mmio.STATUS)
-        out["cause"] = await host.read(Mmio.FAULT_CAUSE)
-        out["head"] = await host.read(Mmio.HEAD)
-        out["fence"] = host.peek(FENCE)[0]
-
-    _run(h, body)
-    assert out == {"status": Status.FAULT | Status.BAD_COMMAND, "cause": FaultCause.NONE,
-                   "head": 0, "fence": 0x77}
+def _words(cmd: Command, **raw: int) -> list[int]:
+    """The record of ``cmd`` with words overridden by index (``w0=7``): records that no
+    Command can hold."""
+    words = list(struct.unpack("<16I", pack(cmd)))
+    for name, value in raw.items():
+        words[int(name[1:])] = value
+    return words
 
 
-def test_reserved_record_words_are_refused() -> None:
+_OK = _launch(1, (1, 1, 1))
+# Each of launch_problem's rules (and unpack's) broken once, plus records that meet every
+# limit exactly. tiny: 2 warps x 4 lanes = 8 threads, 4 KiB shared memory; the code limit
+# is ENTRY + 4 (Host.setup writes one instruction word at ENTRY).
+_DIRECTED = [
+    ("valid", _words(_OK), False),
+    ("limits_met", _words(replace(_OK, block=(2, 4, 1), param_size=0xFFFC,
+                                  shared_bytes=4096)), False),
+    ("nop_ignores_launch_words", _words(Command(CommandOp.NOP, 1, ENTRY + 2, (0, 1 << 16, 1),
+                                                (99, 0, 1), 2, 7, 1 << 20)), False),
+    ("opcode", _words(_OK, w0=3), True),
+    ("reserved", _words(Command(CommandOp.NOP, 1), w14=1 << 31), True),
+    ("grid_zero", _words(replace(_OK, grid=(1, 0, 1))), True),
+    ("grid_width", _words(replace(_OK, grid=(1 << 16, 1, 1))), True),
+    ("block_zero", _words(replace(_OK, block=(4, 1, 0))), True),
+    ("block_width", _words(replace(_OK, block=(1, 1 << 16, 1))), True),
+    ("threads", _words(replace(_OK, block=(3, 3, 1))), True),
+    ("entry_align", _words(replace(_OK, entry_pc=ENTRY + 2)), True),
+    ("entry_past_code", _words(replace(_OK, entry_pc=ENTRY + 4)), True),
+    ("param_addr_align", _words(replace(_OK, param_addr=PARAMS + 2)), True),
+    ("param_size_align", _words(replace(_OK, param_size=6)), True),
+    ("param_size_width", _words(replace(_OK, param_size=0x10000)), True),
+    ("shared", _words(replace(_OK, shared_bytes=4100)), True),
+]
+
+
+def _refused_by_contract(words: list[int], cfg, code_limit: int) -> bool:
+    try:
+        cmd = unpack(struct.pack("<16I", *words))
+    except RecordError:
+        return True
+    return launch_problem(cmd, cfg, code_limit) is not None
+
+
+def test_rtl_refuses_exactly_what_launch_problem_refuses() -> None:
+    """Directed records through the host interface, one simulation: each is refused
+    (BAD_COMMAND, FAULT_PC = its address, fence not written) exactly when ``unpack`` or
+    ``launch_problem`` refuses it, and the expectation written by hand agrees with both."""
     h = _harness("tiny")
     out = {}
 
     async def body(host: Host):
         await host.setup()
-        words = list(struct.unpack("<16I", pack(Command(CommandOp.NOP, 1))))
-        words[14] = 1
-        host.poke(QUEUE, words)
-        await host.write(Mmio.DOORBELL, 1)
-        await host.wait_done()
-        out["status"] = await host.read(Mmio.STATUS)
+        for fence, (name, words, _) in enumerate(_DIRECTED, start=0x100):
+            await host.write(Mmio.QUEUE_BASE, QUEUE)  # HEAD = TAIL = 0
+            host.poke(PARAMS, [DST, 5])
+            host.poke(FENCE, [0])
+            host.poke(QUEUE, [words[0], fence, *words[2:]])
+            await host.write(Mmio.DOORBELL, 1)
+            await host.wait_done()
+            status = await host.read(Mmio.STATUS)
+            out[name] = (status, await host.read(Mmio.FAULT_PC), host.peek(FENCE)[0] == fence)
+            if status & Status.FAULT:
+                await host.write(Mmio.CONTROL, Control.CLEAR_FAULT)
 
     _run(h, body)
-    assert out["status"] == Status.FAULT | Status.BAD_COMMAND
+    for name, words, refused in _DIRECTED:
+        assert _refused_by_contract(words, h.cfg.gpu, ENTRY + 4) == refused, name
+        want = (Status.FAULT | Status.BAD_COMMAND, QUEUE, False) if refused else (0, 0, True)
+        assert out[name] == want, name
 
 
 def test_watchdog_stops_a_hung_kernel() -> None:
