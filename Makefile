@@ -38,8 +38,9 @@ fuzz: setup  ## every fuzz target on FUZZ_N inputs (default 100,000): make fuzz 
 lint: setup  ## ruff
 	@$(PY) -m ruff check .
 
-docs: setup  ## regenerate docs/isa.md from isa/
+docs: setup  ## regenerate docs/isa.md from isa/ and the record table from arch/
 	@$(VENV)/bin/simtgpu isa --markdown > docs/isa.md
+	@$(VENV)/bin/simtgpu command-queue --update docs/command-queue.md
 
 clean:  ## remove build products
 	rm -rf build .pytest_cache

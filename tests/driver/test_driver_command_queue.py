@@ -151,3 +151,12 @@ def test_mmio_map_fixed_offsets():
 def test_ring_indices_wrap():
     assert cq.next_index(7, 8) == 0
     assert cq.record_address(0x2000, 3) == 0x2000 + 3 * 64
+
+
+def test_update_rewrites_a_stale_table_in_place(tmp_path):
+    doc = tmp_path / "cq.md"
+    table = cq.record_table_markdown()
+    stale = table.replace("| w1 | fence | 31:0 |", "| w1 | fence | 7:0 |")
+    doc.write_text("intro\n\n" + stale + "\nafter\n")
+    assert main(["command-queue", "--update", str(doc)]) == 0
+    assert doc.read_text() == "intro\n\n" + table + "\nafter\n"
