@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from simtgpu.arch.command_queue import Command
+from simtgpu.arch.command_queue import Command, CommandOp
 from simtgpu.arch.config import GpuConfig
 from simtgpu.isa.abi import GLOBAL_NULL_GUARD
 
@@ -182,6 +182,8 @@ class CudaBackend(IssBackend):
 
     # -- the command queue -------------------------------------------------------------------
     def _launch_problem(self, cmd: Command) -> str | None:
+        if cmd.opcode != CommandOp.LAUNCH:
+            return None  # NOP and FENCE complete as on any device
         return ("the cuda backend runs PTX kernels only; compile the kernel with the ptx "
                 "target (simtgpu.compiler_backend does this for a cuda device)")
 

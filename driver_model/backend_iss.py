@@ -178,7 +178,7 @@ class IssBackend(Backend):
             except RecordError as e:
                 self._bad_command(addr, str(e))
                 return
-            problem = cq.launch_problem(cmd, self.config, self._imem_high)
+            problem = self._launch_problem(cmd)
             if problem is not None:
                 self._bad_command(addr, problem)
                 return
@@ -187,6 +187,11 @@ class IssBackend(Backend):
             self.write(self._fence_addr, cmd.fence.to_bytes(4, "little"))
             self._counters[Mmio.COMMANDS] += 1
             self._head = cq.next_index(self._head, self._entries)
+
+    def _launch_problem(self, cmd: Command) -> str | None:
+        """Why this device refuses ``cmd`` (None: it runs it): the contract's rules
+        (:func:`simtgpu.arch.command_queue.launch_problem`) against the loaded code."""
+        return cq.launch_problem(cmd, self.config, self._imem_high)
 
     def _queue_ok(self) -> bool:
         mem = self.config.memory_bytes

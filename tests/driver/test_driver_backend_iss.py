@@ -19,8 +19,8 @@ from simtgpu.isa import FaultCause
 QBASE, FENCE, PARAMS, CTR = 0x2000, 0x3000, 0x3100, 0x3200
 
 
-def _setup(entries: int = 4) -> IssBackend:
-    b = IssBackend(CONFIGS["tiny"])
+def _setup(entries: int = 4, backend: type[IssBackend] = IssBackend) -> IssBackend:
+    b = backend(CONFIGS["tiny"])
     b.mmio_write(Mmio.QUEUE_BASE, QBASE)
     b.mmio_write(Mmio.QUEUE_ENTRIES, entries)
     b.mmio_write(Mmio.FENCE_ADDR, FENCE)
@@ -150,3 +150,21 @@ def test_queue_wraps_many_times():
         assert _word(b, FENCE) == f
         assert b.mmio_read(Mmio.HEAD) == f % 2
     assert _word(b, CTR) == 7 * 4
+
+
+def test_cuda_backend_refuses_isa_launches_through_the_device_hook():
+    # The cuda backend runs on the ISS backend's queue; its hook refuses ISA launches (a GPU
+    # is not needed to check the hook: an ISS backend with the cuda hook's rule).
+    from simtgpu.driver_model.backend_cuda import CudaBackend
+
+    class IsaRefusing(IssBackend):
+        _launch_problem = CudaBackend._launch_problem
+
+    b = _setup(backend=IsaRefusing)
+    _push(b, Command(CommandOp.NOP, 7))
+    b.run_until_idle()
+    assert _word(b, FENCE) == 7  # NOP and FENCE still complete
+    _push(b, _launch(8))
+    b.run_until_idle()
+    assert b.mmio_read(Mmio.STATUS) & Status.BAD_COMMAND
+    assert _word(b, FENCE) == 7
