@@ -10,8 +10,12 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import importlib
+import inspect
+import math
 import os
+import threading
 import time
 import weakref
 from pathlib import Path
@@ -40,12 +44,13 @@ _HEAP_ALIGN = 256
 
 
 def make_backend(name: str, config: GpuConfig, **options: Any) -> Backend:
-    """Instantiate backend ``name``; :class:`DriverError` if it is unknown or unavailable."""
-    if name == "iss":
-        from .backend_iss import IssBackend
-
-        return IssBackend(config, **options)
-    modules = {"rtl": ("backend_rtl", "RtlBackend"), "cuda": ("backend_cuda", "CudaBackend")}
+    """Instantiate backend ``name``; :class:`DriverError` if it is unknown or unavailable,
+    or if an option is not one of its constructor's."""
+    modules = {"iss": ("backend_iss", "IssBackend"), "rtl": ("backend_rtl", "RtlBackend"),
+               "cuda": ("backend_cuda", "CudaBackend")}
+    if not isinstance(name, str):
+        raise DriverError(f"backend must be a name ({', '.join(BACKENDS)}) or a Backend, "
+                          f"not {type(name).__name__}")
     if name not in modules:
         raise DriverError(f"unknown backend '{name}' (backends: {', '.join(BACKENDS)})")
     mod_name, cls_name = modules[name]
@@ -59,12 +64,46 @@ def make_backend(name: str, config: GpuConfig, **options: Any) -> Backend:
         raise DriverError(f"the '{name}' backend is not available: {e}") from None
     except (ImportError, AttributeError) as e:
         raise DriverError(f"the '{name}' backend is not available: {e}") from None
+    accepted = inspect.signature(cls.__init__).parameters
+    unknown = sorted(set(options) - set(accepted))
+    if unknown:
+        known = [n for n in accepted if n not in ("self", "config")]
+        raise DriverError(f"the '{name}' backend has no option(s) {', '.join(unknown)} "
+                          f"(options: {', '.join(known) or 'none'})")
     try:
         return cls(config, **options)
     except DriverError:
         raise
     except (OSError, RuntimeError) as e:
         raise DriverError(f"the '{name}' backend could not start: {e}") from None
+
+
+def _locked(method):
+    """Run a public method of :class:`Device` under the device's lock, on an open device:
+    one device may be used from several threads (as a CUDA context may), and a closed one
+    refuses everything."""
+
+    @functools.wraps(method)
+    def run(self: Device, *args: Any, **kwargs: Any) -> Any:
+        with self._lock:
+            if self._closed:
+                raise DriverError(f"{method.__name__}: the device is closed")
+            return method(self, *args, **kwargs)
+
+    return run
+
+
+def _shape(shape: Any, what: str) -> tuple[int, ...]:
+    """A shape from an int or a sequence of ints; DriverError for anything else."""
+    dims = (shape,) if isinstance(shape, (int, np.integer)) else shape
+    if isinstance(dims, (str, bytes)) or not hasattr(dims, "__iter__"):
+        raise DriverError(f"{what}: a shape is an int or a tuple of ints, not {shape!r}")
+    dims = tuple(dims)
+    if not all(isinstance(d, (int, np.integer)) and not isinstance(d, bool) for d in dims):
+        raise DriverError(f"{what}: a shape is an int or a tuple of ints, not {shape!r}")
+    if any(d < 0 for d in dims):
+        raise DriverError(f"{what}: negative dimension in shape {dims}")
+    return tuple(int(d) for d in dims)
 
 
 class Device:
@@ -86,6 +125,9 @@ class Device:
 
     def __init__(self, backend: str | Backend = "iss", config: str | GpuConfig | None = None, *,
                  queue_entries: int = cq.QUEUE_ENTRIES, **backend_options: Any):
+        self._lock = threading.RLock()
+        self._closed = False
+        self._unreferenced: list[int] = []  # buffers dropped without free(), to return
         try:
             wanted = get_config("small" if config is None else config)
         except ConfigError as e:
@@ -157,29 +199,57 @@ class Device:
         self.close()
 
     def close(self) -> None:
-        self.backend.close()
+        """Release the backend; the device refuses every later call (closing twice is
+        allowed)."""
+        with self._lock:
+            if not self._closed:
+                self._closed = True
+                self.backend.close()
 
     # -- memory ----------------------------------------------------------------------------
+    @_locked
     def empty(self, shape: int | tuple[int, ...], dtype: Any = np.float32) -> DeviceArray:
-        """An uninitialised buffer (its contents are whatever the memory held)."""
-        shape = (int(shape),) if isinstance(shape, (int, np.integer)) else tuple(map(int, shape))
-        if any(s < 0 for s in shape):
-            raise DriverError(f"empty(): negative dimension in shape {shape}")
-        dt = np.dtype(dtype)
-        nbytes = int(np.prod(shape, dtype=np.int64)) * dt.itemsize
+        """An uninitialised buffer (its contents are whatever the memory held). A buffer
+        dropped without :meth:`free` is returned to the device later, as CUDA wrappers do."""
+        shape = _shape(shape, "empty()")
+        try:
+            dt = np.dtype(dtype)
+        except (TypeError, ValueError):
+            raise DriverError(f"empty(): {dtype!r} is not a NumPy dtype") from None
+        if dt.hasobject or dt.itemsize == 0:
+            raise DriverError(f"empty(): arrays of {dt} cannot live in device memory")
+        nbytes = math.prod(shape) * dt.itemsize
+        if nbytes > self.config.memory_bytes:
+            raise DriverError(f"empty(): {nbytes} bytes for shape {shape} of {dt}; the device "
+                              f"has {self.config.memory_bytes}")
+        self._return_unreferenced()
         arr = DeviceArray(self, self._heap.alloc(nbytes), shape, dt)
         self._arrays[arr._ptr] = arr
+        arr._finalizer = weakref.finalize(arr, self._unreferenced.append, arr._ptr)
         return arr
 
+    def _return_unreferenced(self) -> None:
+        """Free the buffers whose DeviceArray was garbage-collected (after the device is done
+        with them: a queued kernel may still use one)."""
+        if self._unreferenced:
+            self.synchronize()
+            while self._unreferenced:
+                self._heap.free(self._unreferenced.pop())
+
+    @_locked
     def zeros(self, shape: int | tuple[int, ...], dtype: Any = np.float32) -> DeviceArray:
         arr = self.empty(shape, dtype)
         self.synchronize()
         self.backend.write(arr.ptr, bytes(arr.nbytes))
         return arr
 
+    @_locked
     def to_device(self, array: Any) -> DeviceArray:
         """Copy a NumPy array (or anything ``np.asarray`` accepts) into a new buffer."""
-        src = np.asarray(array)
+        try:
+            src = np.asarray(array)
+        except (TypeError, ValueError) as e:
+            raise DriverError(f"to_device(): not an array: {e}") from None
         if src.dtype == object:
             raise DriverError("to_device(): arrays of Python objects cannot be copied")
         src = np.ascontiguousarray(src, dtype=src.dtype.newbyteorder("<"))
@@ -188,9 +258,13 @@ class Device:
         self.backend.write(arr.ptr, src.tobytes())
         return arr
 
+    @_locked
     def free(self, buffer: DeviceArray | int) -> None:
         """Free a buffer (or the address an allocation returned). Waits for the device first,
         as cudaFree does, so no queued kernel loses its memory."""
+        if isinstance(buffer, bool) or not isinstance(buffer, (DeviceArray, int, np.integer)):
+            raise DriverError(f"free() takes a DeviceArray or an address, not "
+                              f"{type(buffer).__name__}")
         if isinstance(buffer, DeviceArray):
             if buffer.device is not self:
                 raise DriverError(f"free of {buffer!r}, which belongs to another device")
@@ -210,19 +284,27 @@ class Device:
         arr = self._arrays.pop(ptr, None)
         if arr is not None:
             arr.freed = True
+            if arr._finalizer is not None:
+                arr._finalizer.detach()
 
+    @_locked
     def memory_stats(self) -> MemoryStats:
         """Device-memory usage, counting the driver's own blocks (ring, fence, module data)."""
         return self._heap.stats()
 
+    @_locked
     def imem_stats(self) -> MemoryStats:
         return self._imem.stats()
 
     # -- modules ---------------------------------------------------------------------------
+    @_locked
     def load_module(self, source: str | os.PathLike[str] | ObjectFile | bytes) -> Module:
         """Load a module: an :class:`ObjectFile`, ``.sgo`` bytes, a path to a ``.s`` (assembled
         here) or ``.sgo`` file, or assembly source text (a string with a newline)."""
         self._need_queue("load_module")
+        if not isinstance(source, (str, os.PathLike, ObjectFile, bytes, bytearray)):
+            raise DriverError("load_module() takes a path, assembly text, .sgo bytes or an "
+                              f"ObjectFile, not {type(source).__name__}")
         if isinstance(source, ObjectFile):
             obj, name = source, "<object>"
         elif isinstance(source, (bytes, bytearray)):
@@ -270,6 +352,7 @@ class Device:
             self._heap.free(module.data_base)
 
     # -- launches --------------------------------------------------------------------------
+    @_locked
     def launch(self, kernel: Kernel, grid: Any = 1, block: Any = 1, args: Any = (),
                shared_bytes: int = 0, trace: Any = None) -> LaunchResult:
         """Launch ``kernel`` and wait for it; returns what it did. A kernel fault raises
@@ -277,6 +360,10 @@ class Device:
         to the backend's retire trace: a path or a writable text file (the ISS writes JSON
         lines, docs/trace-format.md)."""
         self._need_queue("launch")
+        if trace is not None and not isinstance(trace, (str, os.PathLike)) \
+                and not callable(getattr(trace, "write", None)):
+            raise DriverError(f"launch(trace=...) takes a path or a writable text file, not "
+                              f"{type(trace).__name__}")
         self.synchronize()
         before = self._read_counters()
         with contextlib.ExitStack() as stack:
@@ -304,6 +391,7 @@ class Device:
             divergence_events=delta["divergence_events"],
             per_opcode=dict(details.get("per_opcode", {})), counters=delta, details=details)
 
+    @_locked
     def launch_async(self, kernel: Kernel, grid: Any = 1, block: Any = 1, args: Any = (),
                      shared_bytes: int = 0) -> int:
         """Queue a launch and ring the doorbell without waiting; returns its fence value.
@@ -340,6 +428,7 @@ class Device:
         self._submit(cmd)
         return fence
 
+    @_locked
     def fence(self) -> int:
         """Queue a FENCE-only command; returns its value."""
         self._need_queue("fence")
@@ -370,6 +459,7 @@ class Device:
         self._tail = nxt
         self.backend.mmio_write(Mmio.DOORBELL, self._tail)
 
+    @_locked
     def synchronize(self) -> None:
         """Wait until every queued command has completed. A fault raises
         :class:`KernelFault` (and discards the commands queued behind it)."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import weakref
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -26,6 +27,7 @@ class DeviceArray:
         self.shape = shape
         self.dtype = np.dtype(dtype).newbyteorder("<")  # device memory is little-endian
         self.freed = False
+        self._finalizer: weakref.finalize | None = None  # set by the device that allocates it
 
     @property
     def ptr(self) -> int:
@@ -55,8 +57,9 @@ class DeviceArray:
     def to_host(self) -> np.ndarray:
         """Copy the buffer back into a new NumPy array."""
         self._check_live("to_host()")
-        self.device.synchronize()
-        raw = self.device.backend.read(self._ptr, self.nbytes)
+        with self.device._lock:  # no other thread's launch between the wait and the read
+            self.device.synchronize()
+            raw = self.device.backend.read(self._ptr, self.nbytes)
         return np.frombuffer(raw, dtype=self.dtype).reshape(self.shape).copy()
 
     def copy_from_host(self, array: np.ndarray) -> None:
@@ -66,12 +69,12 @@ class DeviceArray:
         if src.size != self.size:
             raise DriverError(f"copy_from_host: {src.size} elements into a buffer of "
                               f"{self.size} ({self!r})")
-        self.device.synchronize()
-        self.device.backend.write(self._ptr, src.tobytes())
+        with self.device._lock:
+            self.device.synchronize()
+            self.device.backend.write(self._ptr, src.tobytes())
 
     def free(self) -> None:
         """Return the memory to the device; a second free raises :class:`DriverError`."""
         if self.freed:
             raise DriverError(f"double free of {self!r} (buffer at {self._ptr:#x})")
-        self.device.free(self._ptr)
-        self.freed = True
+        self.device.free(self)
