@@ -103,19 +103,24 @@ class Iss:
         can report how far it is)."""
 
     def launch(self, code: bytes, entry: int, grid: Dim3, block: Dim3, param_addr: int,
-               param_size: int, shared_bytes: int, trace: TextIO | None = None
-               ) -> LaunchStats:
+               param_size: int, shared_bytes: int, trace: TextIO | None = None,
+               code_start: int = 0) -> LaunchStats:
         """Run the grid to completion; raise :class:`KernelFault` on the first fault.
 
-        ``code`` is the module's code (PC 0 is its first byte), ``entry`` the kernel's
-        byte offset in it; ``param_addr``/``param_size`` locate the parameter block in
-        device memory; ``shared_bytes`` is each block's shared memory. With ``trace``,
-        one JSON line per retired warp-instruction is written to it.
+        ``code`` is instruction memory up to the end of the launched module (PC 0 is its
+        first byte), ``code_start`` the module's first byte and ``entry`` the kernel's byte
+        address; a PC outside ``[code_start, len(code))`` faults with ``PC_OUT_OF_RANGE``, so
+        a kernel never runs another module's code. ``param_addr``/``param_size`` locate the
+        parameter block in device memory; ``shared_bytes`` is each block's shared memory.
+        With ``trace``, one JSON line per retired warp-instruction is written to it.
         """
         grid = _dim3("grid", grid)
         block = _dim3("block", block)
         if not isinstance(entry, int) or entry < 0 or entry % 4:
             raise IssError(f"entry must be a 4-aligned byte offset, not {entry!r}")
+        if not isinstance(code_start, int) or not 0 <= code_start <= entry or code_start % 4:
+            raise IssError(f"code_start must be a 4-aligned byte address at or below the "
+                           f"entry {entry:#x}, not {code_start!r}")
         if shared_bytes < 0 or param_size < 0:
             raise IssError("shared_bytes and param_size must not be negative")
         prog = program_for(code)
@@ -127,7 +132,7 @@ class Iss:
         per_wave = max(1, WAVE_THREADS // (wpb * W))
         t0 = time.perf_counter()
         budget = self.instruction_budget or default_budget(stats.warps)
-        run = _Runner(prog, stats, budget, trace, self.progress)
+        run = _Runner(prog, stats, budget, trace, self.progress, code_start)
         try:
             for first in range(0, nblocks, per_wave):
                 w = Wave(first_block=first, nblocks=min(per_wave, nblocks - first), grid=grid,
@@ -147,8 +152,9 @@ class _Runner:
     """Runs waves of one launch, sharing the program, the counters and the trace."""
 
     def __init__(self, prog: Program, stats: LaunchStats, budget: int, trace: TextIO | None,
-                 progress: Callable[[LaunchStats], None] | None = None):
+                 progress: Callable[[LaunchStats], None] | None = None, code_start: int = 0):
         self.prog, self.stats, self.budget, self.trace = prog, stats, budget, trace
+        self.code_start = code_start
         self.progress = progress
         self.next_report = PROGRESS_EVERY
         self.seq = 0
@@ -176,9 +182,9 @@ class _Runner:
             raise KernelFault(self._record(w, f)) from None
 
     def _record(self, w: Wave, f: Fault) -> FaultRecord:
-        pc = int(f.pc) if f.pc is not None else 0
+        pc = int(f.pc) & 0xFFFF_FFFF if f.pc is not None else 0  # a 32-bit pc, as the RTL's
         text = ""
-        if 0 <= pc < self.prog.size and pc % 4 == 0:
+        if self.code_start <= pc < self.prog.size and pc % 4 == 0:
             text = disassemble(int(self.prog.words[pc >> 2]), pc)
         return FaultRecord(cause=f.cause, block=w.block_coords(f.warp),
                            warp=w.warp_in_block(f.warp), lane_mask=mask_bits(f.lanes), pc=pc,
@@ -209,10 +215,11 @@ class _Runner:
 
     def _fetch(self, w: Wave, pc: int, g) -> Op:
         prog = self.prog
-        if pc < 0 or pc >= prog.size or pc & 3:
+        if pc < self.code_start or pc >= prog.size or pc & 3:
             first = int(w.indices(g)[0])
             raise Fault(FaultCause.PC_OUT_OF_RANGE, first, w.active[first].copy(),
-                        f"pc 0x{pc:x} is outside the {prog.size}-byte code", pc=pc)
+                        f"pc {pc & 0xFFFF_FFFF:#x} is outside the launched module's code "
+                        f"[{self.code_start:#x}, {prog.size:#x})", pc=pc)
         try:
             return prog.op(pc)
         except Illegal as e:
@@ -229,7 +236,7 @@ class _Runner:
         (straight-line instructions never read it).
         """
         stats, counts = self.stats, self.counts
-        ops, size = self.prog.ops, self.prog.size
+        ops, size, start = self.prog.ops, self.prog.size, self.code_start
         tracing = self.trace is not None
         nw = w.count(g)
         act = w.active[g]
@@ -240,7 +247,7 @@ class _Runner:
         room = (self.budget - stats.warp_instructions) // nw  # whole steps left in the budget
         try:
             while True:
-                op = ops[pc >> 2] if 0 <= pc < size else None
+                op = ops[pc >> 2] if start <= pc < size else None
                 if op is None or op.__class__ is not Op:
                     op = self._fetch(w, pc, g)
                 if steps >= room:
