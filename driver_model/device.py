@@ -78,6 +78,23 @@ def make_backend(name: str, config: GpuConfig, **options: Any) -> Backend:
         raise DriverError(f"the '{name}' backend could not start: {e}") from None
 
 
+class _TraceFile:
+    """A trace file that remembers its first write error instead of raising it inside the
+    simulator (a full disk must not leave a launch half-run)."""
+
+    def __init__(self, stream: Any, name: str):
+        self.stream, self.name = stream, name
+        self.error: str | None = None
+
+    def write(self, text: str) -> int:
+        if self.error is None:
+            try:
+                return self.stream.write(text)
+            except OSError as e:
+                self.error = e.strerror or str(e)
+        return 0
+
+
 def _locked(method):
     """Run a public method of :class:`Device` under the device's lock, on an open device:
     one device may be used from several threads (as a CUDA context may), and a closed one
@@ -366,18 +383,23 @@ class Device:
                               f"{type(trace).__name__}")
         self.synchronize()
         before = self._read_counters()
+        sink = None
         with contextlib.ExitStack() as stack:
             if isinstance(trace, (str, os.PathLike)):
                 try:
-                    trace = stack.enter_context(open(trace, "w"))
+                    sink = _TraceFile(stack.enter_context(open(trace, "w")), str(trace))
                 except OSError as e:
                     raise DriverError(f"trace file {trace}: {e.strerror}") from None
+                trace = sink
             self.backend.set_trace(trace)
             stack.callback(self.backend.set_trace, None)
             t0 = time.perf_counter()
             fence = self.launch_async(kernel, grid, block, args, shared_bytes)
             self.synchronize()
             wall = time.perf_counter() - t0
+        if sink is not None and sink.error is not None:
+            raise DriverError(f"trace file {sink.name}: {sink.error} (the launch ran; its "
+                              "trace is incomplete)")
         after = self._read_counters()
         delta = {k: (after[k] - before[k]) & _MASK32 for k in after}
         cycles = ((after["cycles_hi"] << 32 | after["cycles_lo"])
