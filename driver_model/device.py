@@ -82,8 +82,9 @@ class _TraceFile:
     """A trace file that remembers its first write error instead of raising it inside the
     simulator (a full disk must not leave a launch half-run)."""
 
-    def __init__(self, stream: Any, name: str):
-        self.stream, self.name = stream, name
+    def __init__(self, path: str | os.PathLike[str]):
+        self.name = str(path)
+        self.stream = open(path, "w")  # noqa: SIM115 - closed by close(), which never raises
         self.error: str | None = None
 
     def write(self, text: str) -> int:
@@ -93,6 +94,12 @@ class _TraceFile:
             except OSError as e:
                 self.error = e.strerror or str(e)
         return 0
+
+    def close(self) -> None:
+        try:
+            self.stream.close()
+        except OSError as e:
+            self.error = self.error or e.strerror or str(e)
 
 
 def _locked(method):
@@ -387,9 +394,10 @@ class Device:
         with contextlib.ExitStack() as stack:
             if isinstance(trace, (str, os.PathLike)):
                 try:
-                    sink = _TraceFile(stack.enter_context(open(trace, "w")), str(trace))
+                    sink = _TraceFile(trace)
                 except OSError as e:
                     raise DriverError(f"trace file {trace}: {e.strerror}") from None
+                stack.callback(sink.close)
                 trace = sink
             self.backend.set_trace(trace)
             stack.callback(self.backend.set_trace, None)
