@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import time
 from typing import Any
 
 import numpy as np
@@ -112,6 +113,26 @@ def _seed(text: str) -> int:
     return value
 
 
+class ProgressReport:
+    """Prints, at most every ``every_s`` seconds of a launch, how many warp-instructions the
+    ISS has retired, and that Ctrl-C stops the launch."""
+
+    def __init__(self, name: str, every_s: float = 5.0, stream: Any = None):
+        self.name, self.every_s = name, every_s
+        self.stream = stream
+        self.start = self.last = time.monotonic()
+
+    def __call__(self, stats: Any) -> None:
+        now = time.monotonic()
+        if now - self.last < self.every_s:
+            return
+        self.last = now
+        rate = stats.warp_instructions / max(now - self.start, 1e-9)
+        print(f"{self.name}: running, {stats.warp_instructions:,} warp-instructions "
+              f"({rate:,.0f}/s); Ctrl-C stops the launch",
+              file=self.stream or sys.stderr, flush=True)
+
+
 def run(args: argparse.Namespace) -> int:
     from simtgpu.driver_model.device import Device
     from simtgpu.sim import KernelFault
@@ -130,6 +151,9 @@ def run(args: argparse.Namespace) -> int:
     dev = Device(backend=args.backend, config=args.config, **options)
     mod = dev.load_module(args.module)
     kernel = mod.kernel(args.kernel)
+    iss = getattr(dev.backend, "iss", None)
+    if iss is not None:  # a long simulation says how far it is and how to stop it
+        iss.progress = ProgressReport(kernel.name)
     ordered = bind_args(kernel, specs)
     arrays = {s.name: s for s in ordered if s.is_array}
     for name, _ in prints:

@@ -154,3 +154,22 @@ def test_waves_needs_the_rtl_backend(vadd, capsys):
                       "--waves", "build/x.vcd")
     assert rc == 1
     assert "--waves needs --backend rtl" in err
+
+
+def test_long_launch_reports_progress_and_stops_at_the_budget(tmp_path, capsys, monkeypatch):
+    import functools
+
+    from simtgpu.cli import run_cmd
+    from simtgpu.sim import iss as iss_module
+
+    monkeypatch.setattr(iss_module, "PROGRESS_EVERY", 1000)  # the rule, at a test's scale
+    monkeypatch.setattr(run_cmd, "ProgressReport",
+                        functools.partial(run_cmd.ProgressReport, every_s=0.0))
+    spin = tmp_path / "spin.s"
+    spin.write_text(".kernel spin\nL:  bra L\n.end\n")
+    rc, _, err = _run(capsys, str(spin), "-k", "spin", "--grid", "1", "--block", "8",
+                      "--budget", "5000")
+    assert rc == 1 and "kernel fault: WATCHDOG" in err
+    reports = [line for line in err.splitlines() if line.startswith("spin: running, ")]
+    assert [r.split()[2] for r in reports] == ["1,000", "2,000", "3,000", "4,000", "5,000"]
+    assert reports[0].endswith("Ctrl-C stops the launch")
