@@ -19,6 +19,8 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 
+from simtgpu.isa import IMM_MAX, NUM_REGS
+
 from . import ir
 from .dtypes import dtype_of_type, to_ir_type
 from .errors import CompileError
@@ -55,6 +57,12 @@ class Coords:
         return self._idx
 
 
+MAX_ELEMENTS_PER_THREAD = NUM_REGS + (IMM_MAX + 1) // 4
+"""More elements of one tile per thread than registers plus spill slots (which sit within a
+memory offset's reach) can never compile: refused when the tile is made, at its line, rather
+than after minutes of lowering and register allocation."""
+
+
 class Tile:
     """A tile (or scalar) value of one program: shape, element type, and its elements."""
 
@@ -63,6 +71,12 @@ class Tile:
                  fn: Callable[[Coords], Value] | None = None, deps: tuple = ()):
         self.ctx = ctx
         self.shape = tuple(shape)
+        per_thread = -(-math.prod(self.shape) // ctx.T)
+        if per_thread > MAX_ELEMENTS_PER_THREAD:
+            raise CompileError(
+                f"a tile of shape {self.shape} is {per_thread} elements per thread on "
+                f"{ctx.T} threads; at most {MAX_ELEMENTS_PER_THREAD} fit in a thread's "
+                "registers and spill area (use a smaller block size or more warps)")
         self.type = type
         self.slots = slots
         self.fn = fn

@@ -125,7 +125,13 @@ def k_mutual(x_ptr, n, BLOCK: tl.constexpr):
     helper_a(x_ptr, n, BLOCK)
 
 
+@triton.jit
+def k_huge(x_ptr, n, BLOCK: tl.constexpr):
+    tl.store(x_ptr + tl.arange(0, 1 << 20), 1.0)  # <- huge
+
+
 CASES = [
+    (k_huge, "huge", "a tile of shape (1048576,) is 32768 elements per thread on 32 threads"),
     (k_recursive, "recursive", "recursive call (k_recursive -> k_recursive)"),
     (k_mutual, "mutual", "recursive call (k_mutual -> helper_a -> helper_b -> helper_a)"),
     (k_undefined, "undefined", "name 'undefined_thing' is not defined"),
