@@ -653,12 +653,11 @@ class Lowering:
 
     def idiv(self, op: str, x: Value, y: Value) -> Value:
         d = ir.const_value(y)
-        if d is None:
-            return self.idiv_runtime(op, x, y)
-        if d <= 0:
-            raise CompileError(f"integer {op} by {d}: the divisor must be positive")
-        b = self.b
         nonneg = self.is_nonneg(x)
+        if d is None or d <= 0 or not (_is_pow2(d) or nonneg):
+            # no cheaper exact sequence for this constant: the general one is exact for all
+            return self.idiv_runtime(op, x, y)
+        b = self.b
         if _is_pow2(d):
             k = _log2(d)
             if op == "%" and nonneg:
@@ -671,9 +670,6 @@ class Lowering:
                 bias = b("shr", b("sra", x, self.const(31)), self.const(32 - k))
                 q = b("sra", b("add", x, bias), self.const(k))
         else:
-            if not nonneg:
-                raise CompileError(f"integer {op} by {d} (not a power of two) is supported "
-                                   "only for values known to be non-negative")
             # x < 2**31: q = mulhu(x, ceil(2**(31+l) / d)) >> (l - 1) is exact
             ell = (d - 1).bit_length()
             m = -(-(1 << (31 + ell)) // d)

@@ -24,7 +24,8 @@ def fuzz_settings(examples: int) -> settings:
         return settings(max_examples=FUZZ_EXAMPLES, deadline=HANG_MS, database=None,
                         suppress_health_check=list(HealthCheck))
     return settings(max_examples=examples, deadline=None,
-                    suppress_health_check=[HealthCheck.too_slow])
+                    suppress_health_check=[HealthCheck.too_slow,
+                                           HealthCheck.function_scoped_fixture])
 
 
 def fuzz_target(examples: int):
