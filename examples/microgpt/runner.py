@@ -1,0 +1,238 @@
+"""microgpt's inference step on a simtgpu ``Device``: the weights and the KV cache in device
+memory, one step as a sequence of kernel launches (unfused or fused), and a record of what
+every launch cost.
+
+The host's part per token is to write the position (a launch parameter), optionally a
+prompt letter or the sampling noise into device memory, and to read back the chosen token
+(to stop at the end of a name) and the logits (to compare them with the NumPy reference).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import kernels as K
+import numpy as np
+import simtgpu.compiler_backend as triton
+from model import ALPHABET, BOS, EPS, Reference, Shape, decode
+from simtgpu.driver_model import Device
+
+STAGES = ("embed+norm", "norm+qkv", "attention", "wo+residual", "norm+mlp", "head+sample")
+"""The steps of one token, in order; every launch (fused or not) belongs to one, which is how
+the report and the chart compare the two versions."""
+
+
+@dataclass
+class OpCost:
+    """What the launches of one op (or one stage, or a whole run) cost, summed."""
+
+    stage: str
+    launches: int = 0
+    instructions: int = 0
+    thread_instructions: int = 0
+    cycles: int = 0
+    wall_s: float = 0.0
+
+    def absorb(self, other: OpCost) -> None:
+        self.launches += other.launches
+        self.instructions += other.instructions
+        self.thread_instructions += other.thread_instructions
+        self.cycles += other.cycles
+        self.wall_s += other.wall_s
+
+
+@dataclass
+class Costs:
+    """Per-op costs of a run and the number of tokens it computed."""
+
+    ops: dict[str, OpCost] = field(default_factory=dict)
+    tokens: int = 0
+
+    def add(self, stage: str, op: str, res) -> None:
+        """Count one launch's ``LaunchResult``."""
+        self.ops.setdefault(op, OpCost(stage)).absorb(
+            OpCost(stage, 1, res.instructions, res.thread_instructions, res.cycles, res.wall_s))
+
+    def by_stage(self) -> dict[str, OpCost]:
+        out = {s: OpCost(s) for s in STAGES}
+        for c in self.ops.values():
+            out[c.stage].absorb(c)
+        return out
+
+    def total(self) -> OpCost:
+        t = OpCost("total")
+        for c in self.ops.values():
+            t.absorb(c)
+        return t
+
+
+def _blocks(n: int, k: int) -> tuple[int, int]:
+    """(BLOCK_N, BLOCK_K) of a matrix-vector product with n rows and k columns: tiles of at
+    most 256 elements (8 per thread of a 32-thread block), chunks of at most 16 columns."""
+    bk = min(k, 16)
+    return min(triton.next_power_of_2(n), 256 // bk), bk
+
+
+class GpuModel:
+    """The model's buffers on ``dev`` and one inference step as launches.
+
+    ``fused`` picks the kernel set (see kernels.py). ``costs`` accumulates every launch."""
+
+    def __init__(self, dev: Device, params: dict[str, np.ndarray], s: Shape, fused: bool):
+        self.dev, self.s, self.fused = dev, s, fused
+        triton.set_device(dev)
+        e, t = s.n_embd, s.block_size
+        put = lambda a: dev.to_device(np.ascontiguousarray(a, np.float32))  # noqa: E731
+        self.w = {k: put(v) for k, v in params.items()}
+        self.wqkv = put(np.concatenate([params["wq"], params["wk"], params["wv"]]))
+        self.state = dev.zeros(e + 2 * t * e, np.float32)   # q | K cache | V cache
+        self.x = dev.zeros(e, np.float32)                    # the residual stream
+        self.xn = dev.zeros(e, np.float32)
+        self.tmp = dev.zeros(e, np.float32)
+        self.attn = dev.zeros(e, np.float32)
+        self.hidden = dev.zeros(s.n_hidden, np.float32)
+        self.scores = dev.zeros(s.n_head * t, np.float32)
+        self.rows = dev.zeros(max(s.n_head, 1), np.float32)  # per-row max / sum / mean square
+        self.logits = dev.zeros(s.vocab, np.float32)
+        self.noise = dev.zeros(s.vocab, np.float32)
+        self.token = dev.zeros(1, np.int32)
+        self.costs = Costs()
+
+    def set_token(self, token: int) -> None:
+        self.token.copy_from_host(np.array([token], np.int32))
+
+    def step(self, pos: int, temperature: float = 0.0, noise: np.ndarray | None = None
+             ) -> tuple[np.ndarray, int]:
+        """Run one token (the one in device memory) at ``pos``; returns (logits, next token).
+        With ``temperature`` > 0 the next token is argmax(logits / temperature + noise)."""
+        if temperature > 0:
+            self.noise.copy_from_host(np.asarray(noise, np.float32))
+        (self._fused if self.fused else self._unfused)(pos, temperature)
+        self.costs.tokens += 1
+        return self.logits.to_host(), int(self.token.to_host()[0])
+
+    def _launch(self, stage: str, op: str, kernel, grid, *args, **meta) -> None:
+        self.costs.add(stage, op, kernel[grid](*args, **meta))
+
+    # -- one op per launch ---------------------------------------------------------------
+    def _rmsnorm(self, stage: str, x, y) -> None:
+        e = self.s.n_embd
+        self._launch(stage, "rmsnorm.mean_square", K.mean_square_kernel, (1,), x, self.rows, e)
+        self._launch(stage, "rmsnorm.scale", K.rsqrt_scale_kernel, (1,), x, self.rows, y, EPS, e)
+
+    def _linear(self, stage: str, op: str, x, w, y, n: int, k: int, y_off: int = 0) -> None:
+        bn, bk = _blocks(n, k)
+        self._launch(stage, op, K.linear_kernel, (triton.cdiv(n, bn),), x, w, y, y_off, n, k,
+                     bn, bk)
+
+    def _unfused(self, pos: int, temperature: float) -> None:
+        s, w, L = self.s, self.w, self._launch
+        e, t, h, d = s.n_embd, s.block_size, s.n_head, s.head_dim
+        ht = h * t
+        L("embed+norm", "embed", K.embed_kernel, (1,), self.token, w["wte"], w["wpe"], self.tmp,
+          pos, e)
+        self._rmsnorm("embed+norm", self.tmp, self.x)
+        self._rmsnorm("norm+qkv", self.x, self.xn)
+        for i, name in enumerate(("wq", "wk", "wv")):
+            off = 0 if i == 0 else e + (i - 1) * t * e + pos * e
+            self._linear("norm+qkv", f"linear.{name}", self.xn, w[name], self.state, e, e, off)
+        a = "attention"
+        L(a, "attn.scores", K.scores_kernel, (h,), self.state, self.scores, e, d, t)
+        L(a, "attn.scale", K.scale_kernel, (1,), self.scores, self.scores,
+          float(np.float32(1 / np.sqrt(d))), ht)
+        L(a, "attn.mask", K.causal_mask_kernel, (1,), self.scores, pos, ht, t)
+        L(a, "softmax.max", K.row_max_kernel, (h,), self.scores, self.rows, t)
+        L(a, "softmax.exp", K.sub_exp_kernel, (h,), self.scores, self.rows, self.scores, t)
+        L(a, "softmax.sum", K.row_sum_kernel, (h,), self.scores, self.rows, t)
+        L(a, "softmax.div", K.row_div_kernel, (h,), self.scores, self.rows, self.scores, t)
+        L(a, "attn.weighted_sum", K.weighted_sum_kernel, (h,), self.scores, self.state,
+          self.attn, e, d, t)
+        self._linear("wo+residual", "linear.wo", self.attn, w["wo"], self.tmp, e, e)
+        L("wo+residual", "add", K.add_kernel, (1,), self.x, self.tmp, self.x, e)
+        self._rmsnorm("norm+mlp", self.x, self.xn)
+        self._linear("norm+mlp", "linear.fc1", self.xn, w["fc1"], self.hidden, s.n_hidden, e)
+        L("norm+mlp", "relu", K.relu_kernel, (1,), self.hidden, self.hidden, s.n_hidden)
+        self._linear("norm+mlp", "linear.fc2", self.hidden, w["fc2"], self.tmp, e, s.n_hidden)
+        L("norm+mlp", "add", K.add_kernel, (1,), self.x, self.tmp, self.x, e)
+        self._linear("head+sample", "linear.lm_head", self.x, w["lm_head"], self.logits,
+                     s.vocab, e)
+        scores = self.logits
+        if temperature > 0:
+            # the scaled and noisy scores go to a scratch copy: the logits are kept for the report
+            scores = self.hidden
+            L("head+sample", "sample.scale", K.scale_kernel, (1,), self.logits, scores,
+              1.0 / temperature, triton.next_power_of_2(s.vocab))
+            L("head+sample", "sample.add_noise", K.add_kernel, (1,), scores, self.noise, scores,
+              triton.next_power_of_2(s.vocab))
+        L("head+sample", "argmax", K.argmax_kernel, (1,), scores, self.token, s.vocab,
+          triton.next_power_of_2(s.vocab))
+
+    # -- fused ---------------------------------------------------------------------------
+    def _fused(self, pos: int, temperature: float) -> None:
+        s, w, L = self.s, self.w, self._launch
+        e, t, h, d = s.n_embd, s.block_size, s.n_head, s.head_dim
+        L("embed+norm", "embed_norm", K.embed_norm_kernel, (1,), self.token, w["wte"], w["wpe"],
+          self.x, pos, EPS, e)
+        bn, bk = _blocks(3 * e, e)
+        L("norm+qkv", "norm_qkv", K.norm_qkv_kernel, (triton.cdiv(3 * e, bn),), self.x,
+          self.wqkv, self.state, pos, EPS, e, t, bn, bk)
+        L("attention", "attention", K.attention_kernel, (h,), self.state, self.attn, pos,
+          float(np.float32(1 / np.sqrt(d))), e, d, t)
+        bn, bk = _blocks(e, e)
+        L("wo+residual", "linear_residual.wo", K.linear_residual_kernel, (triton.cdiv(e, bn),),
+          self.attn, w["wo"], self.x, e, e, bn, bk)
+        bn, bk = _blocks(s.n_hidden, e)
+        L("norm+mlp", "norm_linear_relu.fc1", K.norm_linear_relu_kernel,
+          (triton.cdiv(s.n_hidden, bn),), self.x, w["fc1"], self.hidden, s.n_hidden, EPS, e,
+          bn, bk)
+        bn, bk = _blocks(e, s.n_hidden)
+        L("norm+mlp", "linear_residual.fc2", K.linear_residual_kernel, (triton.cdiv(e, bn),),
+          self.hidden, w["fc2"], self.x, e, s.n_hidden, bn, bk)
+        bv = triton.next_power_of_2(s.vocab)
+        L("head+sample", "head_sample", K.head_sample_kernel, (1,), self.x, w["lm_head"],
+          self.logits, self.noise, self.token, 1.0 / temperature if temperature > 0 else 1.0,
+          s.vocab, e, bv, max(1, 256 // bv), temperature <= 0)
+
+
+@dataclass
+class Generation:
+    """Names generated on the device, checked step by step against the NumPy reference."""
+
+    names: list[str]
+    logits: list[np.ndarray]
+    max_rel_err: float
+    """max over tokens of max|device - reference| / max|reference| of the logits."""
+    disagreements: int
+    """steps where the reference would have chosen another token than the device."""
+
+
+def generate(gm: GpuModel, params: dict[str, np.ndarray], prompts: list[str],
+             temperature: float = 0.0, seed: int = 0) -> Generation:
+    """One name per prompt (a prompt is forced, then the model continues; '' starts from
+    BOS alone), greedy or sampled at ``temperature`` with Gumbel noise from a NumPy generator
+    seeded with ``seed``. The reference runs on the device's own tokens, so every step's
+    logits compare like with like."""
+    s = gm.s
+    rng = np.random.default_rng(seed)
+    names, all_logits, worst, disagree = [], [], 0.0, 0
+    for prompt in prompts:
+        ref = Reference(params, s)
+        forced = [ALPHABET.index(c) for c in prompt]
+        tokens = [BOS]
+        gm.set_token(BOS)
+        for pos in range(s.block_size):
+            noise = (rng.gumbel(size=s.vocab).astype(np.float32) if temperature > 0 else None)
+            logits, tok = gm.step(pos, temperature, noise)
+            want = ref.step(tokens[-1], pos)
+            all_logits.append(logits)
+            worst = max(worst, float(np.abs(logits - want).max() / np.abs(want).max()))
+            z = want if noise is None else want * np.float32(1 / temperature) + noise
+            disagree += int(np.argmax(z)) != tok and pos >= len(forced)
+            if pos < len(forced):
+                tok = forced[pos]
+                gm.set_token(tok)
+            tokens.append(tok)
+            if tok == BOS:
+                break
+        names.append(decode(tokens))
+    return Generation(names, all_logits, worst, disagree)
