@@ -85,13 +85,13 @@ def chart(results: dict[str, runner.Costs], backend: str, config: str, path: Pat
     x = np.arange(len(runner.STAGES))
     for i, (name, costs) in enumerate(results.items()):
         st = costs.by_stage()
-        for ax, field in zip(axes, ("launches", metric)):
+        for ax, field in zip(axes, ("launches", metric), strict=True):
             vals = [getattr(st[s], field) / costs.tokens for s in runner.STAGES]
             total = getattr(costs.total(), field) / costs.tokens
             ax.bar(x + (i - 0.5) * 0.4, vals, 0.4,
                    label=f"{name} (total {total:,.0f})" if field != "launches"
                    else f"{name} (total {total:.0f})")
-    for ax, title in zip(axes, ("launches per token", label)):
+    for ax, title in zip(axes, ("launches per token", label), strict=True):
         ax.set_xticks(x, runner.STAGES, rotation=25, ha="right")
         ax.set_title(title)
         ax.legend()

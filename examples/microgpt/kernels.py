@@ -1,32 +1,87 @@
 """The device kernels of microgpt's inference step, in the Triton-style DSL.
 
 Device memory holds, between launches, the weights, the residual stream ``x``, scratch
-vectors, and one ``state`` buffer laid out as ``[q (E) | K cache (T x E) | V cache (T x E)]``:
-the query of the current token and the keys and values of every position so far. The token
-being fed is an ``int32`` word in device memory too: the sampling kernel writes it, the next
-step's embedding kernel reads it, so a whole name is generated without the host touching the
-activations.
+vectors, and one ``state`` buffer laid out as ``[q (E) | K cache (E x T) | V cache (E x T)]``:
+the query of the current token and the keys and values of every position so far, stored
+feature-major (column ``t`` is position ``t``) so that the positions a head reads lie side by
+side. The token being fed is an ``int32`` word in device memory too: the sampling kernel
+writes it, the next step's embedding kernel reads it, so a whole name is generated without
+the host touching the activations.
 
-Two sets of kernels:
+Weight matrices are stored transposed, ``(in, out)``: a matrix-vector product gives each
+thread whole output rows, walks the input one element at a time (a load of one word that the
+whole warp shares) and reads the weights of neighbouring rows from neighbouring words, so
+every load coalesces and no reduction crosses threads.
+
+Two sets of kernels, built from the same ``@jit`` helpers (``_matvec``, ``_mean_square``,
+``_scores``, ``_softmax``, ``_weighted_sum``), so that they differ by fusion only:
 
 * **unfused**, one op per launch as an eager framework would run them: a gather, a
   reduction, an elementwise op or a matrix-vector product each;
-* **fused**: the embedding with its RMSNorm; each RMSNorm folded into the prologue of the
-  matrix-vector product that consumes it (every program re-derives the scale of the whole
-  vector, which costs a few instructions and saves a launch); the query, key and value
-  projections in one launch that writes the KV cache; per-head attention (scores, scale,
-  causal mask, softmax, weighted sum of values) in one program; residual adds and the ReLU
-  in the epilogue of their matrix-vector product; the head with the sampling.
-
-Matrices are row-major ``(out, in)``; a matrix-vector program takes ``BLOCK_N`` rows and
-walks the input in ``BLOCK_K`` chunks, accumulating a 2-D tile that it sums along the rows
-at the end.
+* **fused**: the embedding with its RMSNorm; each later RMSNorm folded into the prologue of
+  the matrix-vector product that consumes it (every program re-derives the scale of the
+  whole vector, a few instructions that save two launches); the query, key and value
+  projections in one launch that also writes the KV cache; per-head attention (scores, scale,
+  causal mask, softmax, weighted sum of values) in one program; the residual adds and the
+  ReLU in the epilogue of their matrix-vector product; the head with the sampling.
 """
 
 from __future__ import annotations
 
 import simtgpu.compiler_backend as triton
 import simtgpu.compiler_backend.language as tl
+
+
+# -- building blocks (inlined into the kernels) -----------------------------------------------
+@triton.jit
+def _matvec(x_ptr, wt_ptr, rows, N: tl.constexpr, K: tl.constexpr, BLOCK_N: tl.constexpr,
+            KS: tl.constexpr):
+    """sum_k W[rows, k] * x[k], with W stored transposed and padded: Wt is K x N, N a
+    multiple of BLOCK_N, so no load needs a mask. The k range is cut into KS contiguous
+    splits, one per group of BLOCK_N threads, each a chain of fused multiply-adds in k order
+    over a run-time loop of unrolled chunks of 8 (small code, few live registers); the
+    splits are added at the end."""
+    tl.static_assert(K % (8 * KS) == 0)
+    # the split's first column, for every element of the tile: the x loads below are then
+    # made in the tile's own layout (a (KS, 1) tile would be moved through shared memory)
+    split = tl.broadcast_to(tl.arange(0, KS)[:, None] * (K // KS), (KS, BLOCK_N))
+    acc = tl.zeros((KS, BLOCK_N), dtype=tl.float32)
+    for k0 in tl.range(0, K // KS, 8):
+        w_ptrs = wt_ptr + rows[None, :] + (split + k0) * N
+        xs = x_ptr + split + k0
+        for k in tl.static_range(8):
+            acc = tl.fma(tl.load(w_ptrs + k * N), tl.load(xs + k), acc)
+    return tl.sum(acc, axis=0)
+
+
+@triton.jit
+def _mean_square(x_ptr, K: tl.constexpr):
+    x = tl.load(x_ptr + tl.arange(0, K))
+    return tl.sum(x * x, axis=0) / K
+
+
+@triton.jit
+def _scores(state_ptr, h, E: tl.constexpr, D: tl.constexpr, T: tl.constexpr):
+    """q_h . k_h[t] for every cache slot t (slots past the position are masked later)."""
+    t = tl.arange(0, T)
+    s = tl.zeros((T,), dtype=tl.float32)
+    for d in tl.static_range(D):
+        s += tl.load(state_ptr + h * D + d) * tl.load(state_ptr + E + (h * D + d) * T + t)
+    return s
+
+
+@triton.jit
+def _weighted_sum(p, state_ptr, o_ptr, h, E: tl.constexpr, D: tl.constexpr, T: tl.constexpr):
+    """o[h * D + d] = sum_t p[t] v_h[t, d]."""
+    t = tl.arange(0, T)
+    for d in tl.static_range(D):
+        v = tl.load(state_ptr + E + E * T + (h * D + d) * T + t)
+        tl.store(o_ptr + h * D + d, tl.sum(p * v, axis=0))
+
+
+@triton.jit
+def _rows(BLOCK_N: tl.constexpr):
+    return tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
 
 
 # -- unfused: one op per launch ---------------------------------------------------------------
@@ -42,41 +97,31 @@ def embed_kernel(tok_ptr, wte_ptr, wpe_ptr, x_ptr, pos, E: tl.constexpr):
 @triton.jit
 def mean_square_kernel(x_ptr, out_ptr, N: tl.constexpr):
     """out = mean(x * x): the reduction half of RMSNorm."""
-    x = tl.load(x_ptr + tl.arange(0, N))
-    tl.store(out_ptr, tl.sum(x * x, axis=0) / N)
+    tl.store(out_ptr, _mean_square(x_ptr, N))
 
 
 @triton.jit
 def rsqrt_scale_kernel(x_ptr, ms_ptr, y_ptr, eps, N: tl.constexpr):
     """y = x * rsqrt(ms + eps): the elementwise half of RMSNorm."""
     cols = tl.arange(0, N)
-    ms = tl.load(ms_ptr)
-    tl.store(y_ptr + cols, tl.load(x_ptr + cols) * tl.rsqrt(ms + eps))
+    tl.store(y_ptr + cols, tl.load(x_ptr + cols) * tl.rsqrt(tl.load(ms_ptr) + eps))
 
 
 @triton.jit
-def linear_kernel(x_ptr, w_ptr, y_ptr, y_off, N, K: tl.constexpr, BLOCK_N: tl.constexpr,
-                  BLOCK_K: tl.constexpr):
-    """y[y_off + n] = sum_k W[n, k] x[k] for the program's BLOCK_N rows."""
-    rows = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
-    rmask = rows < N
-    acc = tl.zeros((BLOCK_N, BLOCK_K), dtype=tl.float32)
-    for k0 in tl.static_range(0, K, BLOCK_K):
-        cols = k0 + tl.arange(0, BLOCK_K)
-        w = tl.load(w_ptr + rows[:, None] * K + cols[None, :], mask=rmask[:, None], other=0.0)
-        acc += w * tl.load(x_ptr + cols)[None, :]
-    tl.store(y_ptr + y_off + rows, tl.sum(acc, axis=1), mask=rmask)
+def linear_kernel(x_ptr, wt_ptr, y_ptr, y_off, y_stride, N: tl.constexpr, NP: tl.constexpr,
+                  K: tl.constexpr, BLOCK_N: tl.constexpr, KS: tl.constexpr):
+    """y[y_off + n * y_stride] = (W @ x)[n] for the program's rows (N of them, NP with the
+    padding; the stride writes a column of the K or V cache)."""
+    rows = _rows(BLOCK_N)
+    y = _matvec(x_ptr, wt_ptr, rows, NP, K, BLOCK_N, KS)
+    tl.store(y_ptr + y_off + rows * y_stride, y, mask=rows < N)
 
 
 @triton.jit
 def scores_kernel(state_ptr, s_ptr, E: tl.constexpr, D: tl.constexpr, T: tl.constexpr):
-    """s[h, t] = q_h . k_h[t] for every cache slot t (slots past pos are masked later)."""
+    """s[h, t] = q_h . k_h[t]; one program per head."""
     h = tl.program_id(0)
-    t = tl.arange(0, T)
-    d = tl.arange(0, D)
-    q = tl.load(state_ptr + h * D + d)
-    k = tl.load(state_ptr + E + t[:, None] * E + h * D + d[None, :])
-    tl.store(s_ptr + h * T + t, tl.sum(k * q[None, :], axis=1))
+    tl.store(s_ptr + h * T + tl.arange(0, T), _scores(state_ptr, h, E, D, T))
 
 
 @triton.jit
@@ -87,11 +132,10 @@ def scale_kernel(x_ptr, y_ptr, c, N: tl.constexpr):
 
 
 @triton.jit
-def causal_mask_kernel(s_ptr, pos, N: tl.constexpr, T: tl.constexpr):
-    """s[h, t] = -inf where t > pos."""
+def causal_mask_kernel(s_ptr, y_ptr, pos, N: tl.constexpr, T: tl.constexpr):
+    """y[h, t] = s[h, t], or -inf where t > pos."""
     i = tl.arange(0, N)
-    s = tl.load(s_ptr + i)
-    tl.store(s_ptr + i, tl.where(i % T <= pos, s, -float("inf")))
+    tl.store(y_ptr + i, tl.where(i % T <= pos, tl.load(s_ptr + i), -float("inf")))
 
 
 @triton.jit
@@ -127,13 +171,9 @@ def row_div_kernel(x_ptr, d_ptr, y_ptr, C: tl.constexpr):
 @triton.jit
 def weighted_sum_kernel(p_ptr, state_ptr, o_ptr, E: tl.constexpr, D: tl.constexpr,
                         T: tl.constexpr):
-    """o_h = sum_t p[h, t] v_h[t]."""
+    """o_h = sum_t p[h, t] v_h[t]; one program per head."""
     h = tl.program_id(0)
-    t = tl.arange(0, T)
-    d = tl.arange(0, D)
-    p = tl.load(p_ptr + h * T + t)
-    v = tl.load(state_ptr + E + T * E + t[:, None] * E + h * D + d[None, :])
-    tl.store(o_ptr + h * D + d, tl.sum(p[:, None] * v, axis=0))
+    _weighted_sum(tl.load(p_ptr + h * T + tl.arange(0, T)), state_ptr, o_ptr, h, E, D, T)
 
 
 @triton.jit
@@ -160,25 +200,6 @@ def argmax_kernel(x_ptr, tok_ptr, N, BLOCK: tl.constexpr):
 
 # -- fused ------------------------------------------------------------------------------------
 @triton.jit
-def _matvec(x_ptr, w_ptr, rows, rmask, scale, K: tl.constexpr, BLOCK_N: tl.constexpr,
-            BLOCK_K: tl.constexpr):
-    """sum_k W[rows, k] * (scale * x[k]), the tile loop every fused matrix-vector uses."""
-    acc = tl.zeros((BLOCK_N, BLOCK_K), dtype=tl.float32)
-    for k0 in tl.static_range(0, K, BLOCK_K):
-        cols = k0 + tl.arange(0, BLOCK_K)
-        w = tl.load(w_ptr + rows[:, None] * K + cols[None, :], mask=rmask[:, None], other=0.0)
-        acc += w * (tl.load(x_ptr + cols) * scale)[None, :]
-    return tl.sum(acc, axis=1)
-
-
-@triton.jit
-def _rms_scale(x_ptr, eps, K: tl.constexpr):
-    """rsqrt(mean(x * x) + eps) of the whole vector x (K elements)."""
-    x = tl.load(x_ptr + tl.arange(0, K))
-    return tl.rsqrt(tl.sum(x * x, axis=0) / K + eps)
-
-
-@triton.jit
 def embed_norm_kernel(tok_ptr, wte_ptr, wpe_ptr, x_ptr, pos, eps, E: tl.constexpr):
     """x = rmsnorm(wte[token] + wpe[pos])."""
     tok = tl.load(tok_ptr)
@@ -188,16 +209,15 @@ def embed_norm_kernel(tok_ptr, wte_ptr, wpe_ptr, x_ptr, pos, eps, E: tl.constexp
 
 
 @triton.jit
-def norm_qkv_kernel(x_ptr, wqkv_ptr, state_ptr, pos, eps, E: tl.constexpr, T: tl.constexpr,
-                    BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
-    """[q; k; v] = Wqkv @ rmsnorm(x): row r < E goes to q, the others to the K and V caches
-    at position pos."""
-    rows = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
+def norm_qkv_kernel(x_ptr, wqkv_t_ptr, state_ptr, pos, eps, E: tl.constexpr, T: tl.constexpr,
+                    NP: tl.constexpr, BLOCK_N: tl.constexpr, KS: tl.constexpr):
+    """[q; k; v] = [Wq; Wk; Wv] @ rmsnorm(x): row n < E goes to q, the others to column pos
+    of the K and V caches."""
+    rows = _rows(BLOCK_N)
     rmask = rows < 3 * E
-    y = _matvec(x_ptr, wqkv_ptr, rows, rmask, _rms_scale(x_ptr, eps, E), E, BLOCK_N, BLOCK_K)
-    part = rows // E
-    dest = tl.where(part == 0, rows, E + (part - 1) * (T * E) + pos * E + rows % E)
-    tl.store(state_ptr + dest, y, mask=rmask)
+    y = _matvec(x_ptr, wqkv_t_ptr, rows, NP, E, BLOCK_N, KS)
+    y = y * tl.rsqrt(_mean_square(x_ptr, E) + eps)
+    tl.store(state_ptr + tl.where(rows < E, rows, E + (rows - E) * T + pos), y, mask=rmask)
 
 
 @triton.jit
@@ -207,47 +227,41 @@ def attention_kernel(state_ptr, o_ptr, pos, scale, E: tl.constexpr, D: tl.conste
     V cache."""
     h = tl.program_id(0)
     t = tl.arange(0, T)
-    d = tl.arange(0, D)
-    q = tl.load(state_ptr + h * D + d)
-    k = tl.load(state_ptr + E + t[:, None] * E + h * D + d[None, :])
-    s = tl.sum(k * q[None, :], axis=1) * scale
-    s = tl.where(t <= pos, s, -float("inf"))
+    s = tl.where(t <= pos, _scores(state_ptr, h, E, D, T) * scale, -float("inf"))
     p = tl.exp(s - tl.max(s, axis=0))
-    p = p / tl.sum(p, axis=0)
-    v = tl.load(state_ptr + E + T * E + t[:, None] * E + h * D + d[None, :])
-    tl.store(o_ptr + h * D + d, tl.sum(p[:, None] * v, axis=0))
+    _weighted_sum(p / tl.sum(p, axis=0), state_ptr, o_ptr, h, E, D, T)
 
 
 @triton.jit
-def linear_residual_kernel(x_ptr, w_ptr, res_ptr, N, K: tl.constexpr, BLOCK_N: tl.constexpr,
-                           BLOCK_K: tl.constexpr):
-    """res += W @ x for the program's rows (each program reads and writes only its own rows
-    of res, so updating it in place is safe)."""
-    rows = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
+def linear_residual_kernel(x_ptr, wt_ptr, res_ptr, y_ptr, N: tl.constexpr, K: tl.constexpr,
+                           BLOCK_N: tl.constexpr, KS: tl.constexpr):
+    """y = res + W @ x for the program's rows."""
+    rows = _rows(BLOCK_N)
     rmask = rows < N
-    y = _matvec(x_ptr, w_ptr, rows, rmask, 1.0, K, BLOCK_N, BLOCK_K)
-    tl.store(res_ptr + rows, tl.load(res_ptr + rows, mask=rmask) + y, mask=rmask)
+    y = _matvec(x_ptr, wt_ptr, rows, N, K, BLOCK_N, KS)
+    tl.store(y_ptr + rows, tl.load(res_ptr + rows, mask=rmask) + y, mask=rmask)
 
 
 @triton.jit
-def norm_linear_relu_kernel(x_ptr, w_ptr, y_ptr, N, eps, K: tl.constexpr,
-                            BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
+def norm_linear_relu_kernel(x_ptr, wt_ptr, y_ptr, eps, N: tl.constexpr, K: tl.constexpr,
+                            BLOCK_N: tl.constexpr, KS: tl.constexpr):
     """y = relu(W @ rmsnorm(x)) for the program's rows."""
-    rows = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
+    rows = _rows(BLOCK_N)
     rmask = rows < N
-    y = _matvec(x_ptr, w_ptr, rows, rmask, _rms_scale(x_ptr, eps, K), K, BLOCK_N, BLOCK_K)
+    y = _matvec(x_ptr, wt_ptr, rows, N, K, BLOCK_N, KS)
+    y = y * tl.rsqrt(_mean_square(x_ptr, K) + eps)
     tl.store(y_ptr + rows, tl.maximum(y, 0.0), mask=rmask)
 
 
 @triton.jit
-def head_sample_kernel(x_ptr, w_ptr, logits_ptr, noise_ptr, tok_ptr, inv_temp, V,
-                       K: tl.constexpr, BLOCK_V: tl.constexpr, BLOCK_K: tl.constexpr,
-                       GREEDY: tl.constexpr):
+def head_sample_kernel(x_ptr, wt_ptr, logits_ptr, noise_ptr, tok_ptr, inv_temp,
+                       V: tl.constexpr, K: tl.constexpr, BLOCK_V: tl.constexpr,
+                       KS: tl.constexpr, GREEDY: tl.constexpr):
     """logits = W @ x, then the next token: argmax(logits) when GREEDY, else
     argmax(logits * inv_temp + noise) with Gumbel noise (a sample of softmax(logits / T))."""
     rows = tl.arange(0, BLOCK_V)
     rmask = rows < V
-    logits = _matvec(x_ptr, w_ptr, rows, rmask, 1.0, K, BLOCK_V, BLOCK_K)
+    logits = _matvec(x_ptr, wt_ptr, rows, BLOCK_V, K, BLOCK_V, KS)
     tl.store(logits_ptr + rows, logits, mask=rmask)
     if GREEDY:
         z = logits

@@ -66,11 +66,21 @@ class Costs:
         return t
 
 
-def _blocks(n: int, k: int) -> tuple[int, int]:
-    """(BLOCK_N, BLOCK_K) of a matrix-vector product with n rows and k columns: tiles of at
-    most 256 elements (8 per thread of a 32-thread block), chunks of at most 16 columns."""
-    bk = min(k, 16)
-    return min(triton.next_power_of_2(n), 256 // bk), bk
+THREADS = 32
+"""Threads per block (4 warps of the `small` configuration)."""
+
+
+def _block(n: int) -> int:
+    """Rows per program of a matrix-vector product with n rows: one per thread, fewer when
+    there are fewer rows (the threads left over then share the columns: kernels._matvec)."""
+    return min(triton.next_power_of_2(n), THREADS)
+
+
+def _transposed(w: np.ndarray) -> np.ndarray:
+    """W (out x in) as the kernels read it: transposed, (in x out), with zero columns up to a
+    multiple of the rows per program (see kernels._matvec)."""
+    n = w.shape[0]
+    return np.pad(w.T, ((0, 0), (0, -n % _block(n))))
 
 
 class GpuModel:
@@ -83,16 +93,18 @@ class GpuModel:
         triton.set_device(dev)
         e, t = s.n_embd, s.block_size
         put = lambda a: dev.to_device(np.ascontiguousarray(a, np.float32))  # noqa: E731
-        self.w = {k: put(v) for k, v in params.items()}
-        self.wqkv = put(np.concatenate([params["wq"], params["wk"], params["wv"]]))
-        self.state = dev.zeros(e + 2 * t * e, np.float32)   # q | K cache | V cache
-        self.x = dev.zeros(e, np.float32)                    # the residual stream
-        self.xn = dev.zeros(e, np.float32)
-        self.tmp = dev.zeros(e, np.float32)
-        self.attn = dev.zeros(e, np.float32)
-        self.hidden = dev.zeros(s.n_hidden, np.float32)
-        self.scores = dev.zeros(s.n_head * t, np.float32)
-        self.rows = dev.zeros(max(s.n_head, 1), np.float32)  # per-row max / sum / mean square
+        self.w = {k: put(v if k in ("wte", "wpe") else _transposed(v)) for k, v in params.items()}
+        self.wqkv = put(_transposed(np.concatenate([params["wq"], params["wk"], params["wv"]])))
+        self.state = dev.zeros(e + 2 * e * t, np.float32)   # q | K cache | V cache
+        # No kernel updates a buffer in place: a tile smaller than the block is held by
+        # several threads, and one of them could read a word another has already rewritten.
+        vec = lambda n: dev.zeros(n, np.float32)  # noqa: E731
+        self.x = [vec(e), vec(e)]          # the residual stream, ping-pong
+        self.xn, self.tmp, self.attn = vec(e), vec(e), vec(e)
+        self.hidden, self.hidden_relu = vec(s.n_hidden), vec(s.n_hidden)
+        self.scores = [vec(s.n_head * t), vec(s.n_head * t)]
+        self.rows = vec(max(s.n_head, 1))  # per-row max, sum, or the mean square
+        self.z = [vec(s.vocab), vec(s.vocab)]  # scaled logits, plus noise (unfused sampling)
         self.logits = dev.zeros(s.vocab, np.float32)
         self.noise = dev.zeros(s.vocab, np.float32)
         self.token = dev.zeros(1, np.int32)
@@ -111,88 +123,93 @@ class GpuModel:
         self.costs.tokens += 1
         return self.logits.to_host(), int(self.token.to_host()[0])
 
-    def _launch(self, stage: str, op: str, kernel, grid, *args, **meta) -> None:
-        self.costs.add(stage, op, kernel[grid](*args, **meta))
+    def _launch(self, stage: str, op: str, kernel, grid, *args) -> None:
+        self.costs.add(stage, op, kernel[grid](*args))
 
     # -- one op per launch ---------------------------------------------------------------
     def _rmsnorm(self, stage: str, x, y) -> None:
         e = self.s.n_embd
-        self._launch(stage, "rmsnorm.mean_square", K.mean_square_kernel, (1,), x, self.rows, e)
-        self._launch(stage, "rmsnorm.scale", K.rsqrt_scale_kernel, (1,), x, self.rows, y, EPS, e)
+        self._launch(stage, "rmsnorm.mean_square", K.mean_square_kernel, (1,), x, self.rows,
+                     e)
+        self._launch(stage, "rmsnorm.scale", K.rsqrt_scale_kernel, (1,), x, self.rows, y, EPS,
+                     e)
 
-    def _linear(self, stage: str, op: str, x, w, y, n: int, k: int, y_off: int = 0) -> None:
-        bn, bk = _blocks(n, k)
-        self._launch(stage, op, K.linear_kernel, (triton.cdiv(n, bn),), x, w, y, y_off, n, k,
-                     bn, bk)
+    def _linear(self, stage: str, op: str, x, w, y, n: int, k: int, y_off: int = 0,
+                y_stride: int = 1) -> None:
+        bn = _block(n)
+        self._launch(stage, op, K.linear_kernel, (triton.cdiv(n, bn),), x, w, y, y_off,
+                     y_stride, n, n + -n % bn, k, bn, THREADS // bn)
 
     def _unfused(self, pos: int, temperature: float) -> None:
         s, w, L = self.s, self.w, self._launch
         e, t, h, d = s.n_embd, s.block_size, s.n_head, s.head_dim
-        ht = h * t
-        L("embed+norm", "embed", K.embed_kernel, (1,), self.token, w["wte"], w["wpe"], self.tmp,
-          pos, e)
-        self._rmsnorm("embed+norm", self.tmp, self.x)
-        self._rmsnorm("norm+qkv", self.x, self.xn)
-        for i, name in enumerate(("wq", "wk", "wv")):
-            off = 0 if i == 0 else e + (i - 1) * t * e + pos * e
-            self._linear("norm+qkv", f"linear.{name}", self.xn, w[name], self.state, e, e, off)
+        ht, vp = h * t, triton.next_power_of_2(s.vocab)
+        x0, x1 = self.x
+        sa, sb = self.scores
+        L("embed+norm", "embed", K.embed_kernel, (1,), self.token, w["wte"], w["wpe"],
+          self.tmp, pos, e)
+        self._rmsnorm("embed+norm", self.tmp, x0)
+        self._rmsnorm("norm+qkv", x0, self.xn)
+        self._linear("norm+qkv", "linear.wq", self.xn, w["wq"], self.state, e, e)
+        for i, name in enumerate(("wk", "wv")):   # column pos of the K and V caches
+            self._linear("norm+qkv", f"linear.{name}", self.xn, w[name], self.state, e, e,
+                         e + i * e * t + pos, t)
         a = "attention"
-        L(a, "attn.scores", K.scores_kernel, (h,), self.state, self.scores, e, d, t)
-        L(a, "attn.scale", K.scale_kernel, (1,), self.scores, self.scores,
-          float(np.float32(1 / np.sqrt(d))), ht)
-        L(a, "attn.mask", K.causal_mask_kernel, (1,), self.scores, pos, ht, t)
-        L(a, "softmax.max", K.row_max_kernel, (h,), self.scores, self.rows, t)
-        L(a, "softmax.exp", K.sub_exp_kernel, (h,), self.scores, self.rows, self.scores, t)
-        L(a, "softmax.sum", K.row_sum_kernel, (h,), self.scores, self.rows, t)
-        L(a, "softmax.div", K.row_div_kernel, (h,), self.scores, self.rows, self.scores, t)
-        L(a, "attn.weighted_sum", K.weighted_sum_kernel, (h,), self.scores, self.state,
-          self.attn, e, d, t)
+        L(a, "attn.scores", K.scores_kernel, (h,), self.state, sa, e, d, t)
+        L(a, "attn.scale", K.scale_kernel, (1,), sa, sb, float(np.float32(1 / np.sqrt(d))),
+          ht)
+        L(a, "attn.mask", K.causal_mask_kernel, (1,), sb, sa, pos, ht, t)
+        L(a, "softmax.max", K.row_max_kernel, (h,), sa, self.rows, t)
+        L(a, "softmax.exp", K.sub_exp_kernel, (h,), sa, self.rows, sb, t)
+        L(a, "softmax.sum", K.row_sum_kernel, (h,), sb, self.rows, t)
+        L(a, "softmax.div", K.row_div_kernel, (h,), sb, self.rows, sa, t)
+        L(a, "attn.weighted_sum", K.weighted_sum_kernel, (h,), sa, self.state, self.attn,
+          e, d, t)
         self._linear("wo+residual", "linear.wo", self.attn, w["wo"], self.tmp, e, e)
-        L("wo+residual", "add", K.add_kernel, (1,), self.x, self.tmp, self.x, e)
-        self._rmsnorm("norm+mlp", self.x, self.xn)
+        L("wo+residual", "add", K.add_kernel, (1,), x0, self.tmp, x1, e)
+        self._rmsnorm("norm+mlp", x1, self.xn)
         self._linear("norm+mlp", "linear.fc1", self.xn, w["fc1"], self.hidden, s.n_hidden, e)
-        L("norm+mlp", "relu", K.relu_kernel, (1,), self.hidden, self.hidden, s.n_hidden)
-        self._linear("norm+mlp", "linear.fc2", self.hidden, w["fc2"], self.tmp, e, s.n_hidden)
-        L("norm+mlp", "add", K.add_kernel, (1,), self.x, self.tmp, self.x, e)
-        self._linear("head+sample", "linear.lm_head", self.x, w["lm_head"], self.logits,
-                     s.vocab, e)
+        L("norm+mlp", "relu", K.relu_kernel, (1,), self.hidden, self.hidden_relu,
+          s.n_hidden)
+        self._linear("norm+mlp", "linear.fc2", self.hidden_relu, w["fc2"], self.tmp, e,
+                     s.n_hidden)
+        L("norm+mlp", "add", K.add_kernel, (1,), x1, self.tmp, x0, e)
+        self._linear("head+sample", "linear.lm_head", x0, w["lm_head"], self.logits, s.vocab, e)
         scores = self.logits
         if temperature > 0:
-            # the scaled and noisy scores go to a scratch copy: the logits are kept for the report
-            scores = self.hidden
-            L("head+sample", "sample.scale", K.scale_kernel, (1,), self.logits, scores,
-              1.0 / temperature, triton.next_power_of_2(s.vocab))
-            L("head+sample", "sample.add_noise", K.add_kernel, (1,), scores, self.noise, scores,
-              triton.next_power_of_2(s.vocab))
-        L("head+sample", "argmax", K.argmax_kernel, (1,), scores, self.token, s.vocab,
-          triton.next_power_of_2(s.vocab))
+            za, zb = self.z
+            L("head+sample", "sample.scale", K.scale_kernel, (1,), self.logits, za,
+              1.0 / temperature, vp)
+            L("head+sample", "sample.add_noise", K.add_kernel, (1,), za, self.noise, zb, vp)
+            scores = zb
+        L("head+sample", "argmax", K.argmax_kernel, (1,), scores, self.token, s.vocab, vp)
 
     # -- fused ---------------------------------------------------------------------------
     def _fused(self, pos: int, temperature: float) -> None:
         s, w, L = self.s, self.w, self._launch
         e, t, h, d = s.n_embd, s.block_size, s.n_head, s.head_dim
-        L("embed+norm", "embed_norm", K.embed_norm_kernel, (1,), self.token, w["wte"], w["wpe"],
-          self.x, pos, EPS, e)
-        bn, bk = _blocks(3 * e, e)
-        L("norm+qkv", "norm_qkv", K.norm_qkv_kernel, (triton.cdiv(3 * e, bn),), self.x,
-          self.wqkv, self.state, pos, EPS, e, t, bn, bk)
+        vp = triton.next_power_of_2(s.vocab)
+        x0, x1 = self.x
+        L("embed+norm", "embed_norm", K.embed_norm_kernel, (1,), self.token, w["wte"],
+          w["wpe"], x0, pos, EPS, e)
+        bn = _block(3 * e)
+        L("norm+qkv", "norm_qkv", K.norm_qkv_kernel, (triton.cdiv(3 * e, bn),), x0,
+          self.wqkv, self.state, pos, EPS, e, t, 3 * e + -3 * e % bn, bn, THREADS // bn)
         L("attention", "attention", K.attention_kernel, (h,), self.state, self.attn, pos,
           float(np.float32(1 / np.sqrt(d))), e, d, t)
-        bn, bk = _blocks(e, e)
-        L("wo+residual", "linear_residual.wo", K.linear_residual_kernel, (triton.cdiv(e, bn),),
-          self.attn, w["wo"], self.x, e, e, bn, bk)
-        bn, bk = _blocks(s.n_hidden, e)
+        bn = _block(e)
+        L("wo+residual", "linear_residual.wo", K.linear_residual_kernel,
+          (triton.cdiv(e, bn),), self.attn, w["wo"], x0, x1, e, e, bn, THREADS // bn)
+        bn = _block(s.n_hidden)
         L("norm+mlp", "norm_linear_relu.fc1", K.norm_linear_relu_kernel,
-          (triton.cdiv(s.n_hidden, bn),), self.x, w["fc1"], self.hidden, s.n_hidden, EPS, e,
-          bn, bk)
-        bn, bk = _blocks(e, s.n_hidden)
-        L("norm+mlp", "linear_residual.fc2", K.linear_residual_kernel, (triton.cdiv(e, bn),),
-          self.hidden, w["fc2"], self.x, e, s.n_hidden, bn, bk)
-        bv = triton.next_power_of_2(s.vocab)
-        L("head+sample", "head_sample", K.head_sample_kernel, (1,), self.x, w["lm_head"],
+          (triton.cdiv(s.n_hidden, bn),), x1, w["fc1"], self.hidden, EPS, s.n_hidden, e, bn,
+          THREADS // bn)
+        bn = _block(e)
+        L("norm+mlp", "linear_residual.fc2", K.linear_residual_kernel,
+          (triton.cdiv(e, bn),), self.hidden, w["fc2"], x1, x0, e, s.n_hidden, bn, THREADS // bn)
+        L("head+sample", "head_sample", K.head_sample_kernel, (1,), x0, w["lm_head"],
           self.logits, self.noise, self.token, 1.0 / temperature if temperature > 0 else 1.0,
-          s.vocab, e, bv, max(1, 256 // bv), temperature <= 0)
-
+          s.vocab, e, vp, max(1, THREADS // vp), temperature <= 0)
 
 @dataclass
 class Generation:
