@@ -221,15 +221,58 @@ def norm_qkv_kernel(x_ptr, wqkv_t_ptr, state_ptr, pos, eps, E: tl.constexpr, T: 
 
 
 @triton.jit
+def _group_sum(x, G: tl.constexpr):
+    """Sum over the G threads of an aligned group (xor shuffles by G/2 .. 1 stay inside it,
+    whatever the warp size); every thread of the group gets the same bits."""
+    off = G // 2
+    for _ in tl.static_range(0, 5):
+        if off > 0:
+            x += tl.shfl_xor(x, off)
+            off = off // 2
+    return x
+
+
+@triton.jit
+def _group_max(x, G: tl.constexpr):
+    off = G // 2
+    for _ in tl.static_range(0, 5):
+        if off > 0:
+            x = tl.maximum(x, tl.shfl_xor(x, off))
+            off = off // 2
+    return x
+
+
+@triton.jit
 def attention_kernel(state_ptr, o_ptr, pos, scale, E: tl.constexpr, D: tl.constexpr,
-                     T: tl.constexpr):
-    """One head: scores against the K cache, scale, causal mask, softmax, weighted sum of the
-    V cache."""
-    h = tl.program_id(0)
-    t = tl.arange(0, T)
-    s = tl.where(t <= pos, _scores(state_ptr, h, E, D, T) * scale, -float("inf"))
-    p = tl.exp(s - tl.max(s, axis=0))
-    _weighted_sum(p / tl.sum(p, axis=0), state_ptr, o_ptr, h, E, D, T)
+                     T: tl.constexpr, G: tl.constexpr):
+    """Every head in one block, written thread by thread: head h runs on the G threads
+    h*G .. h*G+G-1, thread ``lane`` of the group holding positions ``lane`` and ``lane + G``
+    (so T = 2G). Scores, scale, causal mask, softmax and the weighted sum of values stay in
+    registers, and every reduction is a butterfly of shuffles inside the group: no shared
+    memory, no barrier."""
+    tl.static_assert(T == 2 * G)
+    tid = tl.thread_id(0)
+    h = tid // G
+    lane = tid % G
+    k_ptr = state_ptr + E + h * D * T + lane
+    s0 = 0.0
+    s1 = 0.0
+    for d in tl.static_range(D):
+        qd = tl.load(state_ptr + h * D + d)
+        s0 += qd * tl.load(k_ptr + d * T)
+        s1 += qd * tl.load(k_ptr + d * T + G)
+    s0 = tl.where(lane <= pos, s0 * scale, -float("inf"))
+    s1 = tl.where(lane + G <= pos, s1 * scale, -float("inf"))
+    m = _group_max(tl.maximum(s0, s1), G)
+    e0 = tl.exp(s0 - m)
+    e1 = tl.exp(s1 - m)
+    z = _group_sum(e0 + e1, G)
+    p0 = e0 / z
+    p1 = e1 / z
+    v_ptr = state_ptr + E + E * T + h * D * T + lane
+    for d in tl.static_range(D):
+        o = _group_sum(p0 * tl.load(v_ptr + d * T) + p1 * tl.load(v_ptr + d * T + G), G)
+        tl.store(o_ptr + h * D + d, o, mask=lane == 0)
 
 
 @triton.jit

@@ -195,8 +195,10 @@ class GpuModel:
         bn = _block(3 * e)
         L("norm+qkv", "norm_qkv", K.norm_qkv_kernel, (triton.cdiv(3 * e, bn),), x0,
           self.wqkv, self.state, pos, EPS, e, t, 3 * e + -3 * e % bn, bn, THREADS // bn)
-        L("attention", "attention", K.attention_kernel, (h,), self.state, self.attn, pos,
-          float(np.float32(1 / np.sqrt(d))), e, d, t)
+        g = t // 2
+        self.costs.add("attention", "attention", K.attention_kernel[(1,)](
+            self.state, self.attn, pos, float(np.float32(1 / np.sqrt(d))), e, d, t, g,
+            block=(h * g,)))
         bn = _block(e)
         L("wo+residual", "linear_residual.wo", K.linear_residual_kernel,
           (triton.cdiv(e, bn),), self.attn, w["wo"], x0, x1, e, e, bn, THREADS // bn)
