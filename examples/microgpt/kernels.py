@@ -42,16 +42,25 @@ def _matvec(x_ptr, wt_ptr, rows, N: tl.constexpr, K: tl.constexpr, BLOCK_N: tl.c
     over a run-time loop of unrolled chunks of 8 (small code, few live registers); the
     splits are added at the end."""
     tl.static_assert(K % (8 * KS) == 0)
-    # the split's first column, for every element of the tile: the x loads below are then
-    # made in the tile's own layout (a (KS, 1) tile would be moved through shared memory)
-    split = tl.broadcast_to(tl.arange(0, KS)[:, None] * (K // KS), (KS, BLOCK_N))
-    acc = tl.zeros((KS, BLOCK_N), dtype=tl.float32)
-    for k0 in tl.range(0, K // KS, 8):
-        w_ptrs = wt_ptr + rows[None, :] + (split + k0) * N
-        xs = x_ptr + split + k0
-        for k in tl.static_range(8):
-            acc = tl.fma(tl.load(w_ptrs + k * N), tl.load(xs + k), acc)
-    return tl.sum(acc, axis=0)
+    if KS == 1:  # (a compile-time choice: no split, nothing to add up across threads)
+        acc = tl.zeros((BLOCK_N,), dtype=tl.float32)
+        for k0 in tl.range(0, K, 8):
+            w_ptrs = wt_ptr + rows + k0 * N
+            for k in tl.static_range(8):
+                acc = tl.fma(tl.load(w_ptrs + k * N), tl.load(x_ptr + k0 + k), acc)
+        y = acc
+    else:
+        # the split's first column, for every element of the tile: the x loads below are
+        # then made in the tile's own layout (a (KS, 1) tile would go through shared memory)
+        split = tl.broadcast_to(tl.arange(0, KS)[:, None] * (K // KS), (KS, BLOCK_N))
+        acc2 = tl.zeros((KS, BLOCK_N), dtype=tl.float32)
+        for k0 in tl.range(0, K // KS, 8):
+            w_ptrs = wt_ptr + rows[None, :] + (split + k0) * N
+            xs = x_ptr + split + k0
+            for k in tl.static_range(8):
+                acc2 = tl.fma(tl.load(w_ptrs + k * N), tl.load(xs + k), acc2)
+        y = tl.sum(acc2, axis=0)
+    return y
 
 
 @triton.jit

@@ -70,17 +70,22 @@ THREADS = 32
 """Threads per block (4 warps of the `small` configuration)."""
 
 
-def _block(n: int) -> int:
-    """Rows per program of a matrix-vector product with n rows: one per thread, fewer when
-    there are fewer rows (the threads left over then share the columns: kernels._matvec)."""
-    return min(triton.next_power_of_2(n), THREADS)
+def _block(n: int, k: int) -> int:
+    """Rows per program of a matrix-vector product with n rows and k columns: one per
+    thread, fewer when there are fewer rows (the threads left over then share the columns:
+    kernels._matvec); a product that would be one program is cut in two, for the second
+    core, where the columns allow (at least 8 per thread)."""
+    bn = min(triton.next_power_of_2(n), THREADS)
+    if n <= bn and bn > 8 and k // (THREADS // (bn // 2)) >= 8:
+        bn //= 2
+    return bn
 
 
 def _transposed(w: np.ndarray) -> np.ndarray:
     """W (out x in) as the kernels read it: transposed, (in x out), with zero columns up to a
     multiple of the rows per program (see kernels._matvec)."""
     n = w.shape[0]
-    return np.pad(w.T, ((0, 0), (0, -n % _block(n))))
+    return np.pad(w.T, ((0, 0), (0, -n % _block(n, w.shape[1]))))
 
 
 class GpuModel:
@@ -136,7 +141,7 @@ class GpuModel:
 
     def _linear(self, stage: str, op: str, x, w, y, n: int, k: int, y_off: int = 0,
                 y_stride: int = 1) -> None:
-        bn = _block(n)
+        bn = _block(n, k)
         self._launch(stage, op, K.linear_kernel, (triton.cdiv(n, bn),), x, w, y, y_off,
                      y_stride, n, n + -n % bn, k, bn, THREADS // bn)
 
@@ -192,21 +197,21 @@ class GpuModel:
         x0, x1 = self.x
         L("embed+norm", "embed_norm", K.embed_norm_kernel, (1,), self.token, w["wte"],
           w["wpe"], x0, pos, EPS, e)
-        bn = _block(3 * e)
+        bn = _block(3 * e, e)
         L("norm+qkv", "norm_qkv", K.norm_qkv_kernel, (triton.cdiv(3 * e, bn),), x0,
           self.wqkv, self.state, pos, EPS, e, t, 3 * e + -3 * e % bn, bn, THREADS // bn)
         g = t // 2
         self.costs.add("attention", "attention", K.attention_kernel[(1,)](
             self.state, self.attn, pos, float(np.float32(1 / np.sqrt(d))), e, d, t, g,
             block=(h * g,)))
-        bn = _block(e)
+        bn = _block(e, e)
         L("wo+residual", "linear_residual.wo", K.linear_residual_kernel,
           (triton.cdiv(e, bn),), self.attn, w["wo"], x0, x1, e, e, bn, THREADS // bn)
-        bn = _block(s.n_hidden)
+        bn = _block(s.n_hidden, e)
         L("norm+mlp", "norm_linear_relu.fc1", K.norm_linear_relu_kernel,
           (triton.cdiv(s.n_hidden, bn),), x1, w["fc1"], self.hidden, EPS, s.n_hidden, e, bn,
           THREADS // bn)
-        bn = _block(e)
+        bn = _block(e, s.n_hidden)
         L("norm+mlp", "linear_residual.fc2", K.linear_residual_kernel,
           (triton.cdiv(e, bn),), self.hidden, w["fc2"], x1, x0, e, s.n_hidden, bn, THREADS // bn)
         L("head+sample", "head_sample", K.head_sample_kernel, (1,), x0, w["lm_head"],
