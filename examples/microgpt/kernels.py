@@ -254,14 +254,14 @@ def _group_max(x, G: tl.constexpr):
 @triton.jit
 def attention_kernel(state_ptr, o_ptr, pos, scale, E: tl.constexpr, D: tl.constexpr,
                      T: tl.constexpr, G: tl.constexpr):
-    """Every head in one block, written thread by thread: head h runs on the G threads
-    h*G .. h*G+G-1, thread ``lane`` of the group holding positions ``lane`` and ``lane + G``
-    (so T = 2G). Scores, scale, causal mask, softmax and the weighted sum of values stay in
-    registers, and every reduction is a butterfly of shuffles inside the group: no shared
-    memory, no barrier."""
+    """Attention written thread by thread: head h runs on a group of G threads (a block
+    holds block_dim / G heads), thread ``lane`` of the group holding positions ``lane`` and
+    ``lane + G`` (so T = 2G). Scores, scale, causal mask, softmax and the weighted sum of
+    values stay in registers, and every reduction is a butterfly of shuffles inside the
+    group: no shared memory, no barrier."""
     tl.static_assert(T == 2 * G)
     tid = tl.thread_id(0)
-    h = tid // G
+    h = tl.program_id(0) * (tl.block_dim(0) // G) + tid // G
     lane = tid % G
     k_ptr = state_ptr + E + h * D * T + lane
     s0 = 0.0

@@ -201,9 +201,10 @@ class GpuModel:
         L("norm+qkv", "norm_qkv", K.norm_qkv_kernel, (triton.cdiv(3 * e, bn),), x0,
           self.wqkv, self.state, pos, EPS, e, t, 3 * e + -3 * e % bn, bn, THREADS // bn)
         g = t // 2
-        self.costs.add("attention", "attention", K.attention_kernel[(1,)](
+        hb = max(1, h // 2)  # heads per block: two blocks, one per core
+        self.costs.add("attention", "attention", K.attention_kernel[(triton.cdiv(h, hb),)](
             self.state, self.attn, pos, float(np.float32(1 / np.sqrt(d))), e, d, t, g,
-            block=(h * g,)))
+            block=(hb * g,)))
         bn = _block(e, e)
         L("wo+residual", "linear_residual.wo", K.linear_residual_kernel,
           (triton.cdiv(e, bn),), self.attn, w["wo"], x0, x1, e, e, bn, THREADS // bn)
