@@ -95,7 +95,6 @@ class GpuModel:
 
     def __init__(self, dev: Device, params: dict[str, np.ndarray], s: Shape, fused: bool):
         self.dev, self.s, self.fused = dev, s, fused
-        triton.set_device(dev)
         e, t = s.n_embd, s.block_size
         put = lambda a: dev.to_device(np.ascontiguousarray(a, np.float32))  # noqa: E731
         self.w = {k: put(v if k in ("wte", "wpe") else _transposed(v)) for k, v in params.items()}
@@ -124,6 +123,7 @@ class GpuModel:
         With ``temperature`` > 0 the next token is argmax(logits / temperature + noise)."""
         if temperature > 0:
             self.noise.copy_from_host(np.asarray(noise, np.float32))
+        triton.set_device(self.dev)  # the launches go to this model's device
         (self._fused if self.fused else self._unfused)(pos, temperature)
         self.costs.tokens += 1
         return self.logits.to_host(), int(self.token.to_host()[0])

@@ -1,0 +1,166 @@
+"""The microgpt example: its hand-written backward pass against finite differences, and its
+inference step on the ISS and the RTL against the float32 NumPy reference."""
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from simtgpu.driver_model import Device, DriverError
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples" / "microgpt"))
+
+import model  # noqa: E402
+import runner  # noqa: E402
+
+TOKENS = 3  # positions 0..2: the KV cache holds one, two, then three entries
+
+
+@pytest.fixture(autouse=True)
+def _no_current_device():
+    yield
+    import simtgpu.compiler_backend as triton
+    triton.set_device(None)
+
+
+def _batch(s: model.Shape, seed: int):
+    rng = np.random.default_rng(seed)
+    X = rng.integers(0, s.vocab, (3, s.block_size))
+    Y = rng.integers(0, s.vocab, (3, s.block_size))
+    M = (rng.random((3, s.block_size)) < 0.8).astype(np.float64)
+    M[0, 0] = 1.0
+    return X, Y, M
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_backward_matches_finite_differences(seed):
+    s = model.Shape(n_embd=8, n_head=2, block_size=6)
+    # float64 and larger weights than at initialisation, so every path carries gradient
+    p = {k: v.astype(np.float64) * 4 for k, v in model.init_params(s, seed).items()}
+    X, Y, M = _batch(s, seed)
+    _, grads = model.loss_and_grads(p, s, X, Y, M)
+    rng = np.random.default_rng(seed + 10)
+    h = 1e-6
+    for name, w in p.items():
+        for _ in range(4):
+            i = (X[0, 0], rng.integers(w.shape[1])) if name == "wte" else \
+                tuple(int(rng.integers(n)) for n in w.shape)
+            old = w[i]
+            w[i] = old + h
+            up, _ = model.loss_and_grads(p, s, X, Y, M)
+            w[i] = old - h
+            down, _ = model.loss_and_grads(p, s, X, Y, M)
+            w[i] = old
+            numeric = (up - down) / (2 * h)
+            assert grads[name][i] == pytest.approx(numeric, rel=1e-5, abs=1e-9), (name, i)
+
+
+def test_rmsnorm_backward_matches_finite_differences():
+    rng = np.random.default_rng(3)
+    x, dy = rng.standard_normal((2, 5, 7))
+    y, r = model._rmsnorm(x)
+    dx = model._rmsnorm_back(x, r, dy)
+    h = 1e-6
+    for j in range(7):
+        e = np.zeros_like(x)
+        e[:, j] = h
+        numeric = ((model._rmsnorm(x + e)[0] - model._rmsnorm(x - e)[0]) * dy).sum(-1) / (2 * h)
+        np.testing.assert_allclose(dx[:, j], numeric, rtol=1e-6)
+
+
+def test_training_lowers_the_loss():
+    pytest.importorskip("names")
+    _, loss = model.train(steps=60, batch=16, log_every=0)
+    assert loss < np.log(model.Shape().vocab)  # below the uniform guess (3.30)
+
+
+def test_missing_names_package_is_a_clear_error(monkeypatch):
+    monkeypatch.setitem(sys.modules, "names", None)
+    with pytest.raises(model.NamesMissing, match="pip install names"):
+        model.load_names()
+
+
+def _steps(dev: Device, fused: bool, params, s) -> list[np.ndarray]:
+    """TOKENS greedy steps from BOS; every step's logits checked against the reference."""
+    gm = runner.GpuModel(dev, params, s, fused)
+    ref = model.Reference(params, s)
+    gm.set_token(model.BOS)
+    tok, out = model.BOS, []
+    for pos in range(TOKENS):
+        logits, nxt = gm.step(pos)
+        want = ref.step(tok, pos)
+        err = np.abs(logits - want).max() / np.abs(want).max()
+        assert err <= 1e-5, f"pos {pos}: relative error {err:.2e}"
+        assert nxt == int(np.argmax(want))
+        out.append(logits)
+        tok = nxt
+    launches = gm.costs.total().launches
+    assert launches == TOKENS * (7 if fused else 26)
+    return out
+
+
+@pytest.fixture()
+def trained():
+    return model.load()
+
+
+@pytest.mark.parametrize("fused", [False, True], ids=["unfused", "fused"])
+def test_tokens_on_iss_match_reference(trained, fused):
+    params, s = trained
+    dev = Device(backend="iss", config="small")
+    try:
+        _steps(dev, fused, params, s)
+    finally:
+        dev.close()
+
+
+def test_greedy_name_on_iss_matches_reference(trained):
+    params, s = trained
+    ref = model.Reference(params, s)
+    tokens = [model.BOS]
+    for pos in range(s.block_size):
+        logits = ref.step(tokens[-1], pos)
+        tokens.append(model.ALPHABET.index("m") if pos == 0 else int(np.argmax(logits)))
+        if tokens[-1] == model.BOS:
+            break
+    dev = Device(backend="iss", config="small")
+    try:
+        gen = runner.generate(runner.GpuModel(dev, params, s, True), params, ["m"])
+    finally:
+        dev.close()
+    assert gen.names == [model.decode(tokens)]
+    assert gen.disagreements == 0 and gen.max_rel_err <= 1e-5
+
+
+@pytest.mark.slow
+def test_tokens_on_rtl_match_reference_and_iss_bits(trained):
+    """One launch sequence (fused) on the RTL `small`: the logits of every step match the
+    reference and are bit for bit the ISS's."""
+    params, s = trained
+    try:
+        rtl = Device(backend="rtl", config="small")
+    except DriverError as e:
+        pytest.skip(f"rtl backend unavailable ({e})")
+    try:
+        got = _steps(rtl, True, params, s)
+    finally:
+        rtl.close()
+    iss = Device(backend="iss", config="small")
+    try:
+        want = _steps(iss, True, params, s)
+    finally:
+        iss.close()
+    for g, w in zip(got, want, strict=True):
+        assert np.array_equal(g.view(np.uint32), w.view(np.uint32))
+
+
+def test_tokens_on_cuda_match_reference(trained):
+    params, s = trained
+    try:
+        dev = Device(backend="cuda")
+    except DriverError as e:
+        pytest.skip(f"cuda backend unavailable ({e})")
+    try:
+        _steps(dev, True, params, s)
+    finally:
+        dev.close()
