@@ -13,7 +13,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples" / "micro
 import model  # noqa: E402
 import runner  # noqa: E402
 
-TOKENS = 3  # positions 0..2: the KV cache holds one, two, then three entries
+PROMPT = "maximiliano"
 
 
 @pytest.fixture(autouse=True)
@@ -81,21 +81,24 @@ def test_missing_names_package_is_a_clear_error(monkeypatch):
 
 
 def _steps(dev: Device, fused: bool, params, s) -> list[np.ndarray]:
-    """TOKENS greedy steps from BOS; every step's logits checked against the reference."""
+    """Feed BOS and the letters of PROMPT (positions 0 to 11, so the attention's second half
+    of the context, positions 8 and up, is exercised too); every step's logits and chosen
+    token are checked against the reference."""
     gm = runner.GpuModel(dev, params, s, fused)
     ref = model.Reference(params, s)
-    gm.set_token(model.BOS)
-    tok, out = model.BOS, []
-    for pos in range(TOKENS):
-        logits, nxt = gm.step(pos)
+    feed = [model.BOS] + [model.ALPHABET.index(c) for c in PROMPT]
+    gm.set_token(feed[0])
+    out = []
+    for pos, tok in enumerate(feed):
+        logits, chosen = gm.step(pos)
         want = ref.step(tok, pos)
         err = np.abs(logits - want).max() / np.abs(want).max()
         assert err <= 1e-5, f"pos {pos}: relative error {err:.2e}"
-        assert nxt == int(np.argmax(want))
+        assert chosen == int(np.argmax(want)), f"pos {pos}"
         out.append(logits)
-        tok = nxt
-    launches = gm.costs.total().launches
-    assert launches == TOKENS * (7 if fused else 26)
+        if pos + 1 < len(feed):
+            gm.set_token(feed[pos + 1])
+    assert gm.costs.total().launches == len(feed) * (7 if fused else 26)
     return out
 
 
