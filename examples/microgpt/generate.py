@@ -57,7 +57,7 @@ def report(costs: runner.Costs, backend: str, by: str = "op") -> str:
     head = f"| {by} | launches | warp-instr. |" + (" cycles | IPC |" if rtl else "") + \
         (" µs |" if cuda else "")
     lines = [head, "|" + " --- |" + " ---: |" * (head.count("|") - 2)]
-    rows = costs.ops if by == "op" else costs.by_stage()
+    rows = costs.by_op() if by == "op" else costs.by_stage()
     for name, c in rows.items():
         if c.launches:
             lines.append(_fmt_row(name, c, costs.tokens, rtl, cuda))
@@ -220,7 +220,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.write_docs:
             cmd = (f"python examples/microgpt/generate.py --backend {args.backend} "
                    f"--config {args.config} --compare --write-docs")
-            _write_section("microgpt", _compare_doc(results, names, args, cmd, line.strip()), cmd)
+            _write_section("microgpt", _compare_doc(results, names, args, cmd), cmd)
     return 0 if ok else 1
 
 
@@ -230,16 +230,36 @@ def _write_section(name: str, body: str, owner: str) -> None:
     print(f"wrote section '{name}' of {PERF_DOC.relative_to(ROOT)}")
 
 
+def _provenance() -> str:
+    """'Commit abc1234, 2026-11-22 23:00 UTC.' for the figures written into the docs."""
+    import datetime
+    import subprocess
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT,
+                            capture_output=True, text=True).stdout.strip() or "unknown"
+    now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    return f"Commit {commit}, {now}."
+
+
 def _compare_doc(results: dict[str, runner.Costs], names: dict[str, list[str]], args,
-                 cmd: str, summary: str) -> str:
+                 cmd: str) -> str:
+    cfg = CONFIGS[args.config]
+    u, f = results["unfused"].total(), results["fused"].total()
     parts = [f"## microgpt: fused against unfused ({args.backend}, `{args.config}`)", "",
-             "One token of the microgpt example ([docs/microgpt.md](microgpt.md)): embedding "
-             "16, 4 heads, 1 layer, context 16, vocabulary 27, trained weights, greedy names "
-             f"from the prompts `{args.prompts}` ({', '.join(names['fused'])}), the same for "
-             "both versions. Figures are per generated token, summed over every launch of the "
-             "run and divided by the tokens; cycles are the GPU's own counter from doorbell "
-             "to completion of each launch, memory setting `ideal`. Command:", "",
-             f"```\n{cmd}\n```", "", summary, ""]
+             "The inference step of the microgpt example ([microgpt.md](microgpt.md)): "
+             "embedding 16, 4 heads, 1 layer, context 16, vocabulary 27, the committed "
+             f"weights, greedy names from the prompts `{args.prompts}` "
+             f"({', '.join(names['fused'])}; the same for both versions, every token's logits "
+             "within 1e-5 of the NumPy reference). Figures are per generated token: every "
+             "launch of the run summed and divided by the tokens. Cycles are the GPU's own "
+             "counter for each launch, from the doorbell to completion "
+             f"(`{args.config}`: {cfg.cores} cores, {cfg.warps_per_core} warps x "
+             f"{cfg.lanes} lanes, device-memory latency {cfg.mem_latency} cycles); they do "
+             "not depend on the machine running the simulation. Command:", "",
+             f"```\n{cmd}\n```", "", _provenance(), "",
+             f"Target (issue 14): fused at least 3x fewer launches and 2x fewer cycles per "
+             f"token than unfused. Measured: **{u.launches / f.launches:.2f}x** fewer "
+             f"launches, **{u.cycles / f.cycles:.2f}x** fewer cycles "
+             f"({u.instructions / f.instructions:.2f}x fewer warp-instructions).", ""]
     for label, costs in results.items():
         parts += [f"**{label}**, by stage:", "", report(costs, args.backend, "stage"), ""]
     parts += ["![fused against unfused, by stage](microgpt-fusion.png)"]
@@ -250,9 +270,19 @@ def _scaling_doc(table: str) -> str:
     return "\n".join([
         "## microgpt: cost as the model grows (ISS)", "",
         "The same inference step with untrained weights (seed 0) at embedding 16, 64 and 128 "
-        "(4 heads, context 16, vocabulary 27; the MLP is 4x wider), four tokens from BOS on "
-        "the ISS, `small` configuration; figures per token. Command:", "",
-        "```\npython examples/microgpt/generate.py --scaling --write-docs\n```", "", table])
+        "(4 heads, context 16, vocabulary 27, the MLP 4x wider), four tokens from BOS on the "
+        "ISS, `small` configuration; figures per token, and the largest relative error of the "
+        "logits against the NumPy reference. Command:", "",
+        "```\npython examples/microgpt/generate.py --scaling --write-docs\n```", "",
+        _provenance(), "", table, "",
+        "The unfused step is 26 launches at every size and the fused one 7: fusion saves a "
+        "fixed number of launches (on the RTL the smallest launch here, a ReLU of 64 values, "
+        "takes about 160 cycles) "
+        "and the round trips of small vectors through memory, while the matrix-vector "
+        "products, which grow with the square of the embedding, cost the same in both. So "
+        "fusion pays most at microgpt's own size, and at embedding 128 the warp-instruction "
+        "counts are level: the fused attention then spends its time in the D = 32 "
+        "shuffle-butterfly sums of the weighted values."])
 
 
 if __name__ == "__main__":

@@ -39,14 +39,17 @@ def _matvec(x_ptr, wt_ptr, rows, N: tl.constexpr, K: tl.constexpr, BLOCK_N: tl.c
     """sum_k W[rows, k] * x[k], with W stored transposed and padded: Wt is K x N, N a
     multiple of BLOCK_N, so no load needs a mask. The k range is cut into KS contiguous
     splits, one per group of BLOCK_N threads, each a chain of fused multiply-adds in k order
-    over a run-time loop of unrolled chunks of 8 (small code, few live registers); the
-    splits are added at the end."""
+    over a run-time loop of unrolled chunks (small code, few live registers); the splits are
+    added at the end. A chunk is CH columns, as many as keep every weight's offset from the
+    chunk's pointer within a load's immediate field: a larger constant offset would be
+    built in registers for every load and, with eight of them live, spill."""
+    CH = min(8, max(1, 256 // N))
     tl.static_assert(K % (8 * KS) == 0)
     if KS == 1:  # (a compile-time choice: no split, nothing to add up across threads)
         acc = tl.zeros((BLOCK_N,), dtype=tl.float32)
-        for k0 in tl.range(0, K, 8):
+        for k0 in tl.range(0, K, CH):
             w_ptrs = wt_ptr + rows + k0 * N
-            for k in tl.static_range(8):
+            for k in tl.static_range(CH):
                 acc = tl.fma(tl.load(w_ptrs + k * N), tl.load(x_ptr + k0 + k), acc)
         y = acc
     else:
@@ -54,10 +57,10 @@ def _matvec(x_ptr, wt_ptr, rows, N: tl.constexpr, K: tl.constexpr, BLOCK_N: tl.c
         # then made in the tile's own layout (a (KS, 1) tile would go through shared memory)
         split = tl.broadcast_to(tl.arange(0, KS)[:, None] * (K // KS), (KS, BLOCK_N))
         acc2 = tl.zeros((KS, BLOCK_N), dtype=tl.float32)
-        for k0 in tl.range(0, K // KS, 8):
+        for k0 in tl.range(0, K // KS, CH):
             w_ptrs = wt_ptr + rows[None, :] + (split + k0) * N
             xs = x_ptr + split + k0
-            for k in tl.static_range(8):
+            for k in tl.static_range(CH):
                 acc2 = tl.fma(tl.load(w_ptrs + k * N), tl.load(xs + k), acc2)
         y = tl.sum(acc2, axis=0)
     return y

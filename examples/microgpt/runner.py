@@ -43,15 +43,22 @@ class OpCost:
 
 @dataclass
 class Costs:
-    """Per-op costs of a run and the number of tokens it computed."""
+    """Costs of a run per (stage, op), and the number of tokens it computed."""
 
-    ops: dict[str, OpCost] = field(default_factory=dict)
+    ops: dict[tuple[str, str], OpCost] = field(default_factory=dict)
     tokens: int = 0
 
     def add(self, stage: str, op: str, res) -> None:
         """Count one launch's ``LaunchResult``."""
-        self.ops.setdefault(op, OpCost(stage)).absorb(
+        self.ops.setdefault((stage, op), OpCost(stage)).absorb(
             OpCost(stage, 1, res.instructions, res.thread_instructions, res.cycles, res.wall_s))
+
+    def by_op(self) -> dict[str, OpCost]:
+        """Per op name, in first-launch order (an op such as RMSNorm serves several stages)."""
+        out: dict[str, OpCost] = {}
+        for (stage, op), c in self.ops.items():
+            out.setdefault(op, OpCost(stage)).absorb(c)
+        return out
 
     def by_stage(self) -> dict[str, OpCost]:
         out = {s: OpCost(s) for s in STAGES}
