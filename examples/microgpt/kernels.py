@@ -36,13 +36,14 @@ import simtgpu.compiler_backend.language as tl
 @triton.jit
 def _matvec(x_ptr, wt_ptr, rows, N: tl.constexpr, K: tl.constexpr, BLOCK_N: tl.constexpr,
             KS: tl.constexpr):
-    """sum_k W[rows, k] * x[k], with W stored transposed and padded: Wt is K x N, N a
-    multiple of BLOCK_N, so no load needs a mask. The k range is cut into KS contiguous
-    splits, one per group of BLOCK_N threads, each a chain of fused multiply-adds in k order
-    over a run-time loop of unrolled chunks (small code, few live registers); the splits are
-    added at the end. A chunk is CH columns, as many as keep every weight's offset from the
-    chunk's pointer within a load's immediate field: a larger constant offset would be
-    built in registers for every load and, with eight of them live, spill."""
+    """sum_k W[rows, k] * x[k], with W stored transposed and padded: Wt is K x N (``rows``
+    are offsets into a row of Wt), N a multiple of BLOCK_N, so no load needs a mask. The k
+    range is cut into KS contiguous splits, one per group of BLOCK_N threads, each a chain
+    of fused multiply-adds in k order over a run-time loop of unrolled chunks (small code,
+    few live registers); the splits are added at the end. A chunk is CH columns, as many as
+    keep every weight's offset from the chunk's pointer within a load's immediate field: a
+    larger constant offset would be built in registers for every load and, with eight of
+    them live, spill."""
     CH = min(8, max(1, 256 // N))
     tl.static_assert(K % (8 * KS) == 0)
     if KS == 1:  # (a compile-time choice: no split, nothing to add up across threads)
@@ -222,14 +223,17 @@ def embed_norm_kernel(tok_ptr, wte_ptr, wpe_ptr, x_ptr, pos, eps, E: tl.constexp
 
 @triton.jit
 def norm_qkv_kernel(x_ptr, wqkv_t_ptr, state_ptr, pos, eps, E: tl.constexpr, T: tl.constexpr,
-                    NP: tl.constexpr, BLOCK_N: tl.constexpr, KS: tl.constexpr):
-    """[q; k; v] = [Wq; Wk; Wv] @ rmsnorm(x): row n < E goes to q, the others to column pos
-    of the K and V caches."""
+                    BLOCK_N: tl.constexpr, KS: tl.constexpr):
+    """[q; k; v] = [Wq; Wk; Wv] @ rmsnorm(x). The three transposed matrices lie one after
+    the other (E x E each: the weights' stride stays E, whatever the shape), a program's rows
+    may run across two of them. Row n < E goes to q, the others to column pos of the K and V
+    caches."""
     rows = _rows(BLOCK_N)
-    rmask = rows < 3 * E
-    y = _matvec(x_ptr, wqkv_t_ptr, rows, NP, E, BLOCK_N, KS)
+    r = tl.minimum(rows, 3 * E - 1)  # the padding rows read the last one again
+    y = _matvec(x_ptr, wqkv_t_ptr, (r // E) * (E * E) + r % E, E, E, BLOCK_N, KS)
     y = y * tl.rsqrt(_mean_square(x_ptr, E) + eps)
-    tl.store(state_ptr + tl.where(rows < E, rows, E + (rows - E) * T + pos), y, mask=rmask)
+    dest = tl.where(rows < E, rows, E + (rows // E - 1) * (E * T) + (rows % E) * T + pos)
+    tl.store(state_ptr + dest, y, mask=rows < 3 * E)
 
 
 @triton.jit

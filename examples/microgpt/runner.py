@@ -105,7 +105,7 @@ class GpuModel:
         e, t = s.n_embd, s.block_size
         put = lambda a: dev.to_device(np.ascontiguousarray(a, np.float32))  # noqa: E731
         self.w = {k: put(v if k in ("wte", "wpe") else _transposed(v)) for k, v in params.items()}
-        self.wqkv = put(_transposed(np.concatenate([params["wq"], params["wk"], params["wv"]])))
+        self.wqkv = put(np.concatenate([params[m].T for m in ("wq", "wk", "wv")]))
         self.state = dev.zeros(e + 2 * e * t, np.float32)   # q | K cache | V cache
         # No kernel updates a buffer in place: a tile smaller than the block is held by
         # several threads, and one of them could read a word another has already rewritten.
@@ -206,7 +206,7 @@ class GpuModel:
           w["wpe"], x0, pos, EPS, e)
         bn = _block(3 * e, e)
         L("norm+qkv", "norm_qkv", K.norm_qkv_kernel, (triton.cdiv(3 * e, bn),), x0,
-          self.wqkv, self.state, pos, EPS, e, t, 3 * e + -3 * e % bn, bn, THREADS // bn)
+          self.wqkv, self.state, pos, EPS, e, t, bn, THREADS // bn)
         g = t // 2
         hb = max(1, h // 2)  # heads per block: two blocks, one per core
         self.costs.add("attention", "attention", K.attention_kernel[(triton.cdiv(h, hb),)](
