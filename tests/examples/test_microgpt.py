@@ -135,6 +135,23 @@ def test_greedy_name_on_iss_matches_reference(trained):
     assert gen.disagreements == 0 and gen.max_rel_err <= 1e-5
 
 
+def test_sampled_names_on_iss_agree(trained):
+    """Temperature sampling (Gumbel noise from a seeded generator): unfused and fused pick
+    the tokens the reference picks from the same noise, so they give the same names."""
+    params, s = trained
+    names = []
+    for fused in (False, True):
+        dev = Device(backend="iss", config="small")
+        try:
+            gen = runner.generate(runner.GpuModel(dev, params, s, fused), params, [""],
+                                  temperature=0.5, seed=1)
+        finally:
+            dev.close()
+        assert gen.disagreements == 0 and gen.max_rel_err <= 1e-5
+        names.append(gen.names)
+    assert names[0] == names[1] and len(names[0][0]) > 1
+
+
 @pytest.mark.slow
 def test_tokens_on_rtl_match_reference_and_iss_bits(trained):
     """One launch sequence (fused) on the RTL `small`: the logits of every step match the
