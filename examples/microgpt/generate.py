@@ -7,8 +7,8 @@
 
 Greedy by default: one name per prompt letter (``--prompts``); ``--temperature T`` samples
 instead, from BOS, with a NumPy generator seeded by ``--seed``. Every token's logits are
-checked against the float32 NumPy reference (model.py); the exit status is 1 when they differ
-by more than 1e-5 relative or the reference would have chosen another token.
+checked against the float32 NumPy reference (microgpt_model.py); the exit status is 1 when
+they differ by more than 1e-5 relative or the reference would have chosen another token.
 """
 
 from __future__ import annotations
@@ -22,8 +22,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import model  # noqa: E402
-import runner  # noqa: E402
+import microgpt_model as model  # noqa: E402
+import microgpt_runner as runner  # noqa: E402
 from simtgpu.driver_model import BACKENDS, CONFIGS, Device, DriverError  # noqa: E402
 from simtgpu.errors import SimtgpuError  # noqa: E402
 

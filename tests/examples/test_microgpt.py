@@ -10,8 +10,8 @@ from simtgpu.driver_model import Device, DriverError
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples" / "microgpt"))
 
-import model  # noqa: E402
-import runner  # noqa: E402
+import microgpt_model as model  # noqa: E402
+import microgpt_runner as runner  # noqa: E402
 
 PROMPT = "maximiliano"
 

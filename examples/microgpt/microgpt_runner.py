@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-import kernels as K
+import microgpt_kernels as K
 import numpy as np
 import simtgpu.compiler_backend as triton
-from model import ALPHABET, BOS, EPS, Reference, Shape, decode
+from microgpt_model import ALPHABET, BOS, EPS, Reference, Shape, decode
 from simtgpu.driver_model import Device
 
 STAGES = ("embed+norm", "norm+qkv", "attention", "wo+residual", "norm+mlp", "head+sample")
@@ -80,7 +80,7 @@ THREADS = 32
 def _block(n: int, k: int) -> int:
     """Rows per program of a matrix-vector product with n rows and k columns: one per
     thread, fewer when there are fewer rows (the threads left over then share the columns:
-    kernels._matvec); a product that would be one program is cut in two, for the second
+    microgpt_kernels._matvec); a product that would be one program is cut in two, for the second
     core, where the columns allow (at least 8 per thread)."""
     bn = min(triton.next_power_of_2(n), THREADS)
     if n <= bn and bn > 8 and k // (THREADS // (bn // 2)) >= 8:
@@ -90,7 +90,7 @@ def _block(n: int, k: int) -> int:
 
 def _transposed(w: np.ndarray) -> np.ndarray:
     """W (out x in) as the kernels read it: transposed, (in x out), with zero columns up to a
-    multiple of the rows per program (see kernels._matvec)."""
+    multiple of the rows per program (see microgpt_kernels._matvec)."""
     n = w.shape[0]
     return np.pad(w.T, ((0, 0), (0, -n % _block(n, w.shape[1]))))
 
@@ -98,7 +98,7 @@ def _transposed(w: np.ndarray) -> np.ndarray:
 class GpuModel:
     """The model's buffers on ``dev`` and one inference step as launches.
 
-    ``fused`` picks the kernel set (see kernels.py). ``costs`` accumulates every launch."""
+    ``fused`` picks the kernel set (see microgpt_kernels.py). ``costs`` accumulates every launch."""
 
     def __init__(self, dev: Device, params: dict[str, np.ndarray], s: Shape, fused: bool):
         self.dev, self.s, self.fused = dev, s, fused

@@ -22,7 +22,7 @@ import numpy as np
 
 HERE = Path(__file__).resolve().parent
 WEIGHTS = HERE / "weights.npz"
-"""The committed trained weights (``train.py`` rewrites them)."""
+"""The committed trained weights (``generate.py --retrain`` rewrites them)."""
 
 ALPHABET = "abcdefghijklmnopqrstuvwxyz"
 BOS = len(ALPHABET)
