@@ -33,10 +33,15 @@ DOC_CHART = ROOT / "docs" / "microgpt-fusion.png"
 
 
 def run(backend: str, config: str, fused: bool, params, shape: model.Shape, prompts: list[str],
-        temperature: float, seed: int) -> tuple[runner.Generation, runner.Costs]:
+        temperature: float, seed: int, max_tokens: int | None = None
+        ) -> tuple[runner.Generation, runner.Costs]:
     dev = Device(backend=backend, config=config)
-    gm = runner.GpuModel(dev, params, shape, fused)
-    return runner.generate(gm, params, prompts, temperature, seed), gm.costs
+    try:
+        gm = runner.GpuModel(dev, params, shape, fused)
+        gen = runner.generate(gm, params, prompts, temperature, seed, max_tokens)
+        return gen, gm.costs
+    finally:
+        dev.close()
 
 
 def _fmt_row(name: str, c: runner.OpCost, tokens: int, rtl: bool, cuda: bool) -> str:
@@ -103,9 +108,10 @@ def chart(results: dict[str, runner.Costs], backend: str, config: str, path: Pat
     plt.close(fig)
 
 
-def scaling(embeds: list[int], tokens: int, seed: int) -> str:
+def scaling(embeds: list[int], tokens: int, seed: int) -> tuple[bool, str]:
     """The cost per token on the ISS as the embedding grows (untrained weights, 4 heads,
-    context 16): a Markdown table."""
+    context 16): whether every run matched the reference, and a Markdown table."""
+    ok = True
     lines = ["| embedding | parameters | version | launches | warp-instr. | thread-instr. |"
              " max rel. error |", "| ---: | ---: | --- | ---: | ---: | ---: | ---: |"]
     for e in embeds:
@@ -113,22 +119,16 @@ def scaling(embeds: list[int], tokens: int, seed: int) -> str:
         params = model.init_params(shape, seed)
         n = sum(v.size for v in params.values())
         for fused in (False, True):
-            dev = Device(backend="iss", config="small")
-            gm = runner.GpuModel(dev, params, shape, fused)
-            ref = model.Reference(params, shape)
-            gm.set_token(model.BOS)
-            err, tok = 0.0, model.BOS
-            for pos in range(tokens):
-                logits, nxt = gm.step(pos)
-                want = ref.step(tok, pos)
-                err = max(err, float(np.abs(logits - want).max() / np.abs(want).max()))
-                tok = nxt
-            t = gm.costs.total()
+            gen, costs = run("iss", "small", fused, params, shape, [""], 0.0, seed,
+                             max_tokens=tokens)
+            ok &= verdict(gen)[0]
+            err = gen.max_rel_err
+            t, k = costs.total(), costs.tokens
             lines.append(f"| {e} | {n:,} | {'fused' if fused else 'unfused'} | "
-                         f"{t.launches / tokens:.0f} | {t.instructions / tokens:,.0f} | "
-                         f"{t.thread_instructions / tokens:,.0f} | {err:.1e} |")
+                         f"{t.launches / k:.0f} | {t.instructions / k:,.0f} | "
+                         f"{t.thread_instructions / k:,.0f} | {err:.1e} |")
             print(lines[-1], flush=True)
-    return "\n".join(lines)
+    return ok, "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -171,11 +171,11 @@ def main(argv: list[str] | None = None) -> int:
               f"wrote {model.WEIGHTS.relative_to(ROOT)}")
 
     if args.scaling:
-        table = scaling([16, 64, 128], tokens=4, seed=args.seed)
+        ok, table = scaling([16, 64, 128], tokens=4, seed=args.seed)
         if args.write_docs:
             _write_section("microgpt-scaling", _scaling_doc(table),
                            "python examples/microgpt/generate.py --scaling --write-docs")
-        return 0
+        return 0 if ok else 1
 
     params, shape = model.load()
     sampled = args.temperature > 0

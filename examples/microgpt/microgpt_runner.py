@@ -239,11 +239,13 @@ class Generation:
 
 
 def generate(gm: GpuModel, params: dict[str, np.ndarray], prompts: list[str],
-             temperature: float = 0.0, seed: int = 0) -> Generation:
+             temperature: float = 0.0, seed: int = 0, max_tokens: int | None = None
+             ) -> Generation:
     """One name per prompt (a prompt is forced, then the model continues; '' starts from
     BOS alone), greedy or sampled at ``temperature`` with Gumbel noise from a NumPy generator
-    seeded with ``seed``. The reference runs on the device's own tokens, so every step's
-    logits compare like with like."""
+    seeded with ``seed``; a name stops at BOS, at the context's end or after ``max_tokens``.
+    The reference runs on the device's own tokens, so every step's logits compare like with
+    like."""
     s = gm.s
     rng = np.random.default_rng(seed)
     names, all_logits, worst, disagree = [], [], 0.0, 0
@@ -252,7 +254,7 @@ def generate(gm: GpuModel, params: dict[str, np.ndarray], prompts: list[str],
         forced = [ALPHABET.index(c) for c in prompt]
         tokens = [BOS]
         gm.set_token(BOS)
-        for pos in range(s.block_size):
+        for pos in range(min(s.block_size, max_tokens or s.block_size)):
             noise = (rng.gumbel(size=s.vocab).astype(np.float32) if temperature > 0 else None)
             logits, tok = gm.step(pos, temperature, noise)
             want = ref.step(tokens[-1], pos)
