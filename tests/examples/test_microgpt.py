@@ -1,6 +1,8 @@
 """The microgpt example: its hand-written backward pass against finite differences, and its
 inference step on the ISS and the RTL against the float32 NumPy reference."""
 
+import shutil
+import subprocess
 import sys
 from pathlib import Path
 
@@ -184,3 +186,43 @@ def test_tokens_on_cuda_match_reference(trained):
         _steps(dev, True, params, s)
     finally:
         dev.close()
+
+
+PTXAS = shutil.which("ptxas")
+
+
+@pytest.mark.skipif(PTXAS is None, reason="ptxas not found (NVIDIA CUDA toolkit)")
+def test_every_kernel_compiles_to_ptx_that_ptxas_accepts(trained, monkeypatch, tmp_path):
+    """What the cuda backend would run, checked where there is no GPU: every kernel of both
+    versions (greedy and sampling), with the types and constants of a real step, compiled
+    to PTX for sm_90 and accepted by ptxas."""
+    from simtgpu.compiler_backend.compiler import Target, compile_function
+    from simtgpu.compiler_backend.jit import JITFunction
+
+    seen = {}
+    original = JITFunction.compile
+
+    def record(self, target, arg_types, constexprs, num_warps=4, block=None):
+        seen[(self.fn.__name__, repr(constexprs), block)] = (self.fn, arg_types, constexprs,
+                                                             num_warps, block)
+        return original(self, target, arg_types, constexprs, num_warps, block)
+
+    monkeypatch.setattr(JITFunction, "compile", record)
+    params, s = trained
+    dev = Device(backend="iss", config="small")
+    try:
+        for fused in (False, True):
+            gm = runner.GpuModel(dev, params, s, fused)
+            gm.set_token(model.BOS)
+            gm.step(0)
+            gm.step(1, 0.5, np.zeros(s.vocab, np.float32))
+    finally:
+        dev.close()
+    assert len({k[0] for k in seen}) == 21  # 15 unfused kernels, 6 fused ones
+    for i, (fn, types, cexpr, warps, block) in enumerate(seen.values()):
+        text = compile_function(fn, types, cexpr, Target.ptx("sm_90"), warps, block).code
+        src = tmp_path / f"k{i}.ptx"
+        src.write_text(text)
+        r = subprocess.run([PTXAS, "-arch=sm_90", str(src), "-o", str(tmp_path / "k.cubin")],
+                           capture_output=True, text=True)
+        assert r.returncode == 0, f"{fn.__name__}: {r.stderr}"
