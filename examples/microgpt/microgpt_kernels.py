@@ -8,22 +8,29 @@ side. The token being fed is an ``int32`` word in device memory too: the samplin
 writes it, the next step's embedding kernel reads it, so a whole name is generated without
 the host touching the activations.
 
-Weight matrices are stored transposed, ``(in, out)``: a matrix-vector product gives each
-thread whole output rows, walks the input one element at a time (a load of one word that the
-whole warp shares) and reads the weights of neighbouring rows from neighbouring words, so
-every load coalesces and no reduction crosses threads.
+Weight matrices are stored transposed, ``(in, out)``, padded to whole programs: a
+matrix-vector product (``_matvec``) gives each thread an output row, walks the input a chunk
+of columns at a time (each a load of one word that the whole warp shares) and reads the
+weights of neighbouring rows from neighbouring words, so every load coalesces.
 
-Two sets of kernels, built from the same ``@jit`` helpers (``_matvec``, ``_mean_square``,
-``_scores``, ``_softmax``, ``_weighted_sum``), so that they differ by fusion only:
+Two sets of kernels:
 
 * **unfused**, one op per launch as an eager framework would run them: a gather, a
   reduction, an elementwise op or a matrix-vector product each;
 * **fused**: the embedding with its RMSNorm; each later RMSNorm folded into the prologue of
   the matrix-vector product that consumes it (every program re-derives the scale of the
   whole vector, a few instructions that save two launches); the query, key and value
-  projections in one launch that also writes the KV cache; per-head attention (scores, scale,
-  causal mask, softmax, weighted sum of values) in one program; the residual adds and the
-  ReLU in the epilogue of their matrix-vector product; the head with the sampling.
+  projections in one launch that also writes the KV cache; attention (scores, scale, causal
+  mask, softmax, weighted sum of values) in one thread-level kernel that keeps each head in
+  the registers of a group of threads; the residual adds and the ReLU in the epilogue of
+  their matrix-vector product; the head with the sampling.
+
+The matrix-vector products and the RMSNorm reduction are the same ``@jit`` helpers
+(``_matvec``, ``_mean_square``) in both sets, so that they differ by fusion, not by how
+well each op is written.
+
+No kernel updates a buffer in place: a tile smaller than the block is held by several
+threads, and one warp could read a word that another has already rewritten.
 """
 
 from __future__ import annotations
@@ -74,25 +81,6 @@ def _mean_square(x_ptr, K: tl.constexpr):
 
 
 @triton.jit
-def _scores(state_ptr, h, E: tl.constexpr, D: tl.constexpr, T: tl.constexpr):
-    """q_h . k_h[t] for every cache slot t (slots past the position are masked later)."""
-    t = tl.arange(0, T)
-    s = tl.zeros((T,), dtype=tl.float32)
-    for d in tl.static_range(D):
-        s += tl.load(state_ptr + h * D + d) * tl.load(state_ptr + E + (h * D + d) * T + t)
-    return s
-
-
-@triton.jit
-def _weighted_sum(p, state_ptr, o_ptr, h, E: tl.constexpr, D: tl.constexpr, T: tl.constexpr):
-    """o[h * D + d] = sum_t p[t] v_h[t, d]."""
-    t = tl.arange(0, T)
-    for d in tl.static_range(D):
-        v = tl.load(state_ptr + E + E * T + (h * D + d) * T + t)
-        tl.store(o_ptr + h * D + d, tl.sum(p * v, axis=0))
-
-
-@triton.jit
 def _rows(BLOCK_N: tl.constexpr):
     return tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
 
@@ -132,9 +120,14 @@ def linear_kernel(x_ptr, wt_ptr, y_ptr, y_off, y_stride, N: tl.constexpr, NP: tl
 
 @triton.jit
 def scores_kernel(state_ptr, s_ptr, E: tl.constexpr, D: tl.constexpr, T: tl.constexpr):
-    """s[h, t] = q_h . k_h[t]; one program per head."""
+    """s[h, t] = q_h . k_h[t] for every cache slot t (slots past the position are masked
+    later); one program per head."""
     h = tl.program_id(0)
-    tl.store(s_ptr + h * T + tl.arange(0, T), _scores(state_ptr, h, E, D, T))
+    t = tl.arange(0, T)
+    s = tl.zeros((T,), dtype=tl.float32)
+    for d in tl.static_range(D):
+        s += tl.load(state_ptr + h * D + d) * tl.load(state_ptr + E + (h * D + d) * T + t)
+    tl.store(s_ptr + h * T + t, s)
 
 
 @triton.jit
@@ -184,9 +177,13 @@ def row_div_kernel(x_ptr, d_ptr, y_ptr, C: tl.constexpr):
 @triton.jit
 def weighted_sum_kernel(p_ptr, state_ptr, o_ptr, E: tl.constexpr, D: tl.constexpr,
                         T: tl.constexpr):
-    """o_h = sum_t p[h, t] v_h[t]; one program per head."""
+    """o[h * D + d] = sum_t p[h, t] v_h[t, d]; one program per head."""
     h = tl.program_id(0)
-    _weighted_sum(tl.load(p_ptr + h * T + tl.arange(0, T)), state_ptr, o_ptr, h, E, D, T)
+    t = tl.arange(0, T)
+    p = tl.load(p_ptr + h * T + t)
+    for d in tl.static_range(D):
+        v = tl.load(state_ptr + E + E * T + (h * D + d) * T + t)
+        tl.store(o_ptr + h * D + d, tl.sum(p * v, axis=0))
 
 
 @triton.jit
