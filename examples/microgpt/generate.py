@@ -201,6 +201,9 @@ def main(argv: list[str] | None = None) -> int:
     except DriverError as e:
         print(f"{args.backend} backend unavailable: {e}", file=sys.stderr)
         return 2
+    except ValueError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
     except SimtgpuError as e:
         print(e.render(), file=sys.stderr)
         return 1

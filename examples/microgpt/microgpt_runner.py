@@ -73,38 +73,35 @@ class Costs:
         return t
 
 
-THREADS = 32
-"""Threads per block (4 warps of the `small` configuration)."""
-
-
-def _block(n: int, k: int) -> int:
-    """Rows per program of a matrix-vector product with n rows and k columns: one per
-    thread, fewer when there are fewer rows (the threads left over then share the columns:
-    microgpt_kernels._matvec); a product that would be one program is cut in two, for the second
-    core, where the columns allow (at least 8 per thread)."""
-    bn = min(triton.next_power_of_2(n), THREADS)
-    if n <= bn and bn > 8 and k // (THREADS // (bn // 2)) >= 8:
+def _block(n: int, k: int, threads: int) -> int:
+    """Rows per program of a matrix-vector product with n rows and k columns on blocks of
+    ``threads`` threads: one per thread, fewer when there are fewer rows (the threads left
+    over then share the columns: microgpt_kernels._matvec); a product that would be one
+    program is cut in two, for a second core, where the columns allow (8 or more a thread)."""
+    bn = min(triton.next_power_of_2(n), threads)
+    if n <= bn and bn > 8 and k // (threads // (bn // 2)) >= 8:
         bn //= 2
     return bn
-
-
-def _transposed(w: np.ndarray) -> np.ndarray:
-    """W (out x in) as the kernels read it: transposed, (in x out), with zero columns up to a
-    multiple of the rows per program (see microgpt_kernels._matvec)."""
-    n = w.shape[0]
-    return np.pad(w.T, ((0, 0), (0, -n % _block(n, w.shape[1]))))
 
 
 class GpuModel:
     """The model's buffers on ``dev`` and one inference step as launches.
 
-    ``fused`` picks the kernel set (see microgpt_kernels.py). ``costs`` accumulates every launch."""
+    ``fused`` picks the kernel set (see microgpt_kernels.py). ``costs`` accumulates every
+    launch."""
 
     def __init__(self, dev: Device, params: dict[str, np.ndarray], s: Shape, fused: bool):
         self.dev, self.s, self.fused = dev, s, fused
-        e, t = s.n_embd, s.block_size
+        # the DSL's default block: 4 warps, or what the configuration holds (`small`: 32)
+        self.threads = min(4 * dev.config.lanes, dev.config.max_threads_per_block)
+        if fused and dev.config.lanes < s.block_size // 2:
+            raise ValueError(f"the fused attention needs warps of at least "
+                             f"{s.block_size // 2} lanes (configuration {dev.config.name} has "
+                             f"{dev.config.lanes}); run it unfused")
+        e, t, vp = s.n_embd, s.block_size, triton.next_power_of_2(s.vocab)
         put = lambda a: dev.to_device(np.ascontiguousarray(a, np.float32))  # noqa: E731
-        self.w = {k: put(v if k in ("wte", "wpe") else _transposed(v)) for k, v in params.items()}
+        self.w = {k: put(v if k in ("wte", "wpe") else self._transposed(v))
+                  for k, v in params.items()}
         self.wqkv = put(np.concatenate([params[m].T for m in ("wq", "wk", "wv")]))
         self.state = dev.zeros(e + 2 * e * t, np.float32)   # q | K cache | V cache
         # No kernel updates a buffer in place: a tile smaller than the block is held by
@@ -114,12 +111,27 @@ class GpuModel:
         self.xn, self.tmp, self.attn = vec(e), vec(e), vec(e)
         self.hidden, self.hidden_relu = vec(s.n_hidden), vec(s.n_hidden)
         self.scores = [vec(s.n_head * t), vec(s.n_head * t)]
-        self.rows = vec(max(s.n_head, 1))  # per-row max, sum, or the mean square
-        self.z = [vec(s.vocab), vec(s.vocab)]  # scaled logits, plus noise (unfused sampling)
-        self.logits = dev.zeros(s.vocab, np.float32)
-        self.noise = dev.zeros(s.vocab, np.float32)
+        self.rows = vec(s.n_head)  # per-row max, sum, or the mean square
+        # vocabulary-long vectors padded to a power of two, the length the kernels use
+        self.z = [vec(vp), vec(vp)]  # scaled logits, plus noise (unfused sampling)
+        self.logits, self.noise = vec(vp), vec(vp)
         self.token = dev.zeros(1, np.int32)
         self.costs = Costs()
+
+    def _block(self, n: int, k: int) -> int:
+        return _block(n, k, self.threads)
+
+    def _splits(self, bn: int, k: int) -> int:
+        """How many groups of bn threads share the k columns of a product (KS of
+        microgpt_kernels._matvec): the threads left over, at most one group per 8 columns."""
+        ks = max(1, min(self.threads // bn, k // 8))
+        return 1 << (ks.bit_length() - 1)
+
+    def _transposed(self, w: np.ndarray) -> np.ndarray:
+        """W (out x in) as the kernels read it: transposed, (in x out), with zero columns up
+        to a multiple of the rows per program (see microgpt_kernels._matvec)."""
+        n = w.shape[0]
+        return np.pad(w.T, ((0, 0), (0, -n % self._block(n, w.shape[1]))))
 
     def set_token(self, token: int) -> None:
         self.token.copy_from_host(np.array([token], np.int32))
@@ -129,11 +141,13 @@ class GpuModel:
         """Run one token (the one in device memory) at ``pos``; returns (logits, next token).
         With ``temperature`` > 0 the next token is argmax(logits / temperature + noise)."""
         if temperature > 0:
-            self.noise.copy_from_host(np.asarray(noise, np.float32))
+            padded = np.zeros(self.noise.size, np.float32)
+            padded[:self.s.vocab] = noise
+            self.noise.copy_from_host(padded)
         triton.set_device(self.dev)  # the launches go to this model's device
         (self._fused if self.fused else self._unfused)(pos, temperature)
         self.costs.tokens += 1
-        return self.logits.to_host(), int(self.token.to_host()[0])
+        return self.logits.to_host()[:self.s.vocab], int(self.token.to_host()[0])
 
     def _launch(self, stage: str, op: str, kernel, grid, *args) -> None:
         self.costs.add(stage, op, kernel[grid](*args))
@@ -148,9 +162,9 @@ class GpuModel:
 
     def _linear(self, stage: str, op: str, x, w, y, n: int, k: int, y_off: int = 0,
                 y_stride: int = 1) -> None:
-        bn = _block(n, k)
+        bn = self._block(n, k)
         self._launch(stage, op, K.linear_kernel, (triton.cdiv(n, bn),), x, w, y, y_off,
-                     y_stride, n, n + -n % bn, k, bn, THREADS // bn)
+                     y_stride, n, n + -n % bn, k, bn, self._splits(bn, k))
 
     def _unfused(self, pos: int, temperature: float) -> None:
         s, w, L = self.s, self.w, self._launch
@@ -204,27 +218,29 @@ class GpuModel:
         x0, x1 = self.x
         L("embed+norm", "embed_norm", K.embed_norm_kernel, (1,), self.token, w["wte"],
           w["wpe"], x0, pos, EPS, e)
-        bn = _block(3 * e, e)
+        bn = self._block(3 * e, e)
         L("norm+qkv", "norm_qkv", K.norm_qkv_kernel, (triton.cdiv(3 * e, bn),), x0,
-          self.wqkv, self.state, pos, EPS, e, t, bn, THREADS // bn)
+          self.wqkv, self.state, pos, EPS, e, t, bn, self._splits(bn, e))
         g = t // 2
-        hb = max(1, h // 2)  # heads per block: two blocks, one per core
+        # heads per block: two blocks (one per core) where a block holds that many threads
+        hb = max(1, min(h // 2, self.dev.config.max_threads_per_block // g))
         self.costs.add("attention", "attention", K.attention_kernel[(triton.cdiv(h, hb),)](
             self.state, self.attn, pos, float(np.float32(1 / np.sqrt(d))), e, d, t, g,
             block=(hb * g,)))
-        bn = _block(e, e)
+        bn = self._block(e, e)
         L("wo+residual", "linear_residual.wo", K.linear_residual_kernel,
-          (triton.cdiv(e, bn),), self.attn, w["wo"], x0, x1, e, e, bn, THREADS // bn)
-        bn = _block(s.n_hidden, e)
+          (triton.cdiv(e, bn),), self.attn, w["wo"], x0, x1, e, e, bn, self._splits(bn, e))
+        bn = self._block(s.n_hidden, e)
         L("norm+mlp", "norm_linear_relu.fc1", K.norm_linear_relu_kernel,
           (triton.cdiv(s.n_hidden, bn),), x1, w["fc1"], self.hidden, EPS, s.n_hidden, e, bn,
-          THREADS // bn)
-        bn = _block(e, s.n_hidden)
+          self._splits(bn, e))
+        bn = self._block(e, s.n_hidden)
         L("norm+mlp", "linear_residual.fc2", K.linear_residual_kernel,
-          (triton.cdiv(e, bn),), self.hidden, w["fc2"], x1, x0, e, s.n_hidden, bn, THREADS // bn)
+          (triton.cdiv(e, bn),), self.hidden, w["fc2"], x1, x0, e, s.n_hidden, bn,
+          self._splits(bn, s.n_hidden))
         L("head+sample", "head_sample", K.head_sample_kernel, (1,), x0, w["lm_head"],
           self.logits, self.noise, self.token, 1.0 / temperature if temperature > 0 else 1.0,
-          s.vocab, e, vp, max(1, THREADS // vp), temperature <= 0)
+          s.vocab, e, vp, self._splits(vp, e), temperature <= 0)
 
 @dataclass
 class Generation:
