@@ -1,4 +1,4 @@
-"""Run kernel launches on the RTL GPU (rtl/harness.py under Verilator, driven by cocotb).
+"""Run kernel launches on the RTL GPU (rtlsim/harness.py under Verilator, driven by cocotb).
 
 ::
 
@@ -41,7 +41,7 @@ def rtl_config(name: str, **changes) -> RtlConfig:
 
 def build_harness(cfg: RtlConfig, waves: str | None = None) -> Build:
     """The Verilator build of the simulation harness for ``cfg`` (cached)."""
-    from simtgpu.rtl.verilog_export import generate_verilog
+    from simtgpu.rtlsim.verilog_export import generate_verilog
 
     text = generate_verilog(cfg, "harness")
     return build(f"harness_{cfg.name}", text, "harness", waves=waves)

@@ -1,6 +1,7 @@
 """``make demo`` (cli/demo.py): listing with encodings and the ISS run against NumPy.
 
-The RTL half of the demo is tested in tests/rtl/system/test_demo_rtl.py (it needs a Verilator build).
+The RTL half of the demo is tested in tests/rtl/system/test_demo_rtl.py (it needs a Verilator
+build).
 """
 
 from __future__ import annotations

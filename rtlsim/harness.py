@@ -4,7 +4,7 @@ Everything a kernel run needs lives inside the simulated design (device memory, 
 instruction memories, counters), so a testbench only loads memory and instruction memory
 through backdoor ports, programs the MMIO registers, rings the doorbell and then waits on
 ``done``; no Python runs per cycle. The same top is used by the Amaranth simulator (tests),
-by the C++ Verilator runner (:mod:`simtgpu.rtl.verilator_runner`) and by cocotb benches.
+by the C++ Verilator runner (:mod:`simtgpu.rtlsim.verilator_runner`) and by cocotb benches.
 
 Ports (Verilog names in brackets; the top module is ``harness``):
 
@@ -30,11 +30,11 @@ from __future__ import annotations
 from amaranth.hdl import ClockDomain, ClockSignal, Module, ResetSignal, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
+from simtgpu.rtl.configs import RtlConfig
+from simtgpu.rtl.gpu import CoreFactory, Gpu
+from simtgpu.rtl.signatures import imem_write_signature, mmio_signature, retire_signature
 
-from .configs import RtlConfig
-from .gpu import CoreFactory, Gpu
 from .memory_model import MemoryModel, backdoor_signature
-from .signatures import imem_write_signature, mmio_signature, retire_signature
 
 __all__ = ["SimHarness"]
 
@@ -50,7 +50,7 @@ class SimHarness(wiring.Component):
         Passed to :class:`~simtgpu.rtl.gpu.Gpu`.
     storage:
         Memory-model storage: ``"amaranth"`` for the Amaranth simulator (the array is then
-        ``harness.memory.mem.data``), ``"verilog"`` for Verilog builds (see rtl/sim_ram.py).
+        ``harness.memory.mem.data``), ``"verilog"`` for Verilog builds (see rtlsim/sim_ram.py).
     registered_reset:
         Give the design ``clk`` and ``rst`` ports and its own ``sync`` domain, whose reset is
         ``rst`` delayed by a flip-flop (for Verilog builds, see above). Without it the design
