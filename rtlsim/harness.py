@@ -32,7 +32,6 @@ from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 from simtgpu.rtl.configs import RtlConfig
 from simtgpu.rtl.gpu import CoreFactory, Gpu
-from simtgpu.rtl.signatures import imem_write_signature, mmio_signature, retire_signature
 
 from .memory_model import MemoryModel, backdoor_signature
 
@@ -64,14 +63,13 @@ class SimHarness(wiring.Component):
         clock = {"clk": In(1), "rst": In(1)} if registered_reset else {}
         self.gpu = Gpu(cfg, core_factory)
         self.memory = MemoryModel(cfg, storage=storage)
+        gpu = self.gpu.signature.members
         super().__init__({
-            "mmio": In(mmio_signature()),
+            "mmio": gpu["mmio"],
             "mem_bd": In(backdoor_signature(cfg.line_words, cfg.sim_memory_lines)),
-            "imem_bd": In(imem_write_signature(cfg.imem_addr_bits)),
-            "retire": Out(retire_signature(cfg.lanes)).array(cfg.cores),
+            **{name: gpu[name] for name in ("imem_bd", "retire")},
             "done": Out(1),
-            "busy": Out(1),
-            "fault": Out(1),
+            **{name: gpu[name] for name in ("busy", "fault")},
             **clock,
         })
 

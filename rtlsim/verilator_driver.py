@@ -127,35 +127,35 @@ static void write_line(uint32_t line, const uint32_t* words) {
     top->mem_bd___05Fwe = 0;
 }
 
-static void mem_write(uint32_t addr, const uint8_t* data, uint64_t n) {
+// Calls f(line, offset in the line, offset in the data, bytes) for every line that the
+// byte range [addr, addr + n) touches, in address order.
+template <typename F> static void for_each_line(uint32_t addr, uint64_t n, F f) {
     uint64_t pos = 0;
     while (pos < n) {
         uint32_t a = addr + pos;
-        uint32_t line = a / LINE_BYTES;
         uint32_t off = a % LINE_BYTES;
         uint64_t take = LINE_BYTES - off;
         if (take > n - pos) take = n - pos;
-        uint32_t words[LINE_WORDS];
-        if (take != LINE_BYTES) read_line(line, words);
-        std::memcpy(reinterpret_cast<uint8_t*>(words) + off, data + pos, take);
-        write_line(line, words);
+        f(a / LINE_BYTES, off, pos, take);
         pos += take;
     }
 }
 
+static void mem_write(uint32_t addr, const uint8_t* data, uint64_t n) {
+    for_each_line(addr, n, [&](uint32_t line, uint32_t off, uint64_t pos, uint64_t take) {
+        uint32_t words[LINE_WORDS];
+        if (take != LINE_BYTES) read_line(line, words);
+        std::memcpy(reinterpret_cast<uint8_t*>(words) + off, data + pos, take);
+        write_line(line, words);
+    });
+}
+
 static void mem_read(uint32_t addr, uint8_t* data, uint64_t n) {
-    uint64_t pos = 0;
-    while (pos < n) {
-        uint32_t a = addr + pos;
-        uint32_t line = a / LINE_BYTES;
-        uint32_t off = a % LINE_BYTES;
-        uint64_t take = LINE_BYTES - off;
-        if (take > n - pos) take = n - pos;
+    for_each_line(addr, n, [&](uint32_t line, uint32_t off, uint64_t pos, uint64_t take) {
         uint32_t words[LINE_WORDS];
         read_line(line, words);
         std::memcpy(data + pos, reinterpret_cast<uint8_t*>(words) + off, take);
-        pos += take;
-    }
+    });
 }
 
 static std::vector<uint8_t> unhex(const std::string& s) {
