@@ -11,9 +11,10 @@ from pathlib import Path
 
 from simtgpu.errors import SimtgpuError
 
-__all__ = ["EXAMPLES_ASM", "example_asm"]
+__all__ = ["EXAMPLES", "EXAMPLES_ASM", "example_asm"]
 
-EXAMPLES_ASM = Path(__file__).resolve().parent.parent / "examples" / "asm"
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+EXAMPLES_ASM = EXAMPLES / "asm"
 
 
 def example_asm(name: str) -> Path:
