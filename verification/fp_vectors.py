@@ -53,13 +53,15 @@ def fp_operands(rng: np.random.Generator, n: int, arity: int, *, edges: bool = F
                 ) -> list[np.ndarray]:
     """``arity`` operand columns of ``n`` FP32 bit patterns, mixed from the classes above;
     with ``edges``, preceded by every pair of :data:`FP_EDGES` (each edge alone when unary; a
-    random edge as the third operand)."""
+    random edge as the third operand), and followed by a quarter more whose operands are
+    built from each other (:func:`_related`)."""
     if edges:
         pairs = np.array(np.meshgrid(*[FP_EDGES] * min(arity, 2), indexing="ij"))
         cross = [p.ravel() for p in pairs.reshape(min(arity, 2), -1)]
         cross += [FP_EDGES[rng.integers(0, len(FP_EDGES), len(cross[0]))]] * (arity - 2)
-        return [np.concatenate([c, r]).astype(np.uint32)
-                for c, r in zip(cross, fp_operands(rng, n, arity), strict=True)]
+        rand = fp_operands(rng, n, arity)
+        return [np.concatenate(parts).astype(np.uint32)
+                for parts in zip(cross, rand, _related(rand, n // 4), strict=True)]
     cols = [rng.integers(0, 1 << 32, n, dtype=np.uint64).astype(np.uint32) for _ in range(arity)]
     sign = [rng.integers(0, 2, n) for _ in range(arity)]
     cls = rng.integers(0, 8, n)
@@ -89,6 +91,22 @@ def fp_operands(rng: np.random.Generator, n: int, arity: int, *, edges: bool = F
         cols[0] = np.where(ties, a, cols[0]).astype(np.uint32)
         cols[1] = np.where(ties, np.where(use_add, b_add, b_mul), cols[1]).astype(np.uint32)
     return cols
+
+
+def _related(cols: list[np.ndarray], n: int) -> list[np.ndarray]:
+    """``n`` vectors whose operands are built from each other (none for one operand):
+    ``b = -a`` (``a + b`` cancels exactly), or with three operands ``c = -(a*b rounded)``, so
+    that ``fma(a, b, c)`` is the product's rounding error: nonzero only where the datapath
+    rounds once."""
+    from simtgpu.sim.numerics import fmul
+
+    a = cols[0][:n]
+    if len(cols) == 1:
+        return [a[:0]]
+    if len(cols) == 2:
+        return [a, a ^ np.uint32(0x80000000)]
+    b = cols[1][:n]
+    return [a, b, fmul(a, b) ^ np.uint32(0x80000000)]
 
 
 def int_operands(rng: np.random.Generator, n: int, arity: int) -> list[np.ndarray]:
