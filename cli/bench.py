@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+from simtgpu.assembler.examples import example_asm
 from simtgpu.errors import SimtgpuError
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -38,7 +39,6 @@ PERF_DOC = ROOT / "docs" / "performance.md"
 BENCH_OUT = ROOT / "build" / "performance.md"
 """Where ``make bench`` writes unless told otherwise: a copy of docs/performance.md with the
 measured sections replaced (``make bench-docs`` updates the tracked page itself)."""
-ASM = ROOT / "examples" / "asm"
 SECTION = "iss-throughput"
 TARGET = 5e6  # thread-instructions per second at warp size 32
 MEMORY_BYTES = 256 << 20  # big enough for the largest workload's buffers
@@ -119,7 +119,7 @@ def _device(config: str):
 def _vector_add(dev, scale: float, rng):
     # The kernel indexes by ctaid.x only, and a grid has at most 65535 blocks per dimension.
     n = max(1024, int((2_000_000 if dev.config.lanes == 8 else 6_000_000) * scale))
-    k = dev.load_module(ASM / "vector_add.s").kernel("vector_add")
+    k = dev.load_module(example_asm("vector_add")).kernel("vector_add")
     a = rng.standard_normal(n).astype(np.float32)
     b = rng.standard_normal(n).astype(np.float32)
     da, db, dc = dev.to_device(a), dev.to_device(b), dev.empty(n, np.float32)
@@ -136,7 +136,7 @@ def _vector_add(dev, scale: float, rng):
 
 def _reduction(dev, scale: float, rng):
     n = max(1024, int((1 << 20) * scale))
-    k = dev.load_module(ASM / "reduction.s").kernel("block_sum")
+    k = dev.load_module(example_asm("reduction")).kernel("block_sum")
     block = dev.config.max_threads_per_block
     grid = -(-n // block)
     x = rng.uniform(-1, 1, n).astype(np.float32)
@@ -154,7 +154,7 @@ def _reduction(dev, scale: float, rng):
 
 def _matmul(dev, scale: float, rng):
     m = max(16, int(round(192 * scale ** (1 / 3) / 16)) * 16)
-    k_ = dev.load_module(ASM / "matmul.s").kernel("matmul")
+    k_ = dev.load_module(example_asm("matmul")).kernel("matmul")
     a = rng.uniform(-1, 1, (m, m)).astype(np.float32)
     b = rng.uniform(-1, 1, (m, m)).astype(np.float32)
     da, db, dc = dev.to_device(a), dev.to_device(b), dev.empty((m, m), np.float32)

@@ -20,10 +20,11 @@ from pathlib import Path
 
 import numpy as np
 from simtgpu.assembler import ObjectFile, assemble_file, disassemble_word
+from simtgpu.assembler.examples import EXAMPLES_ASM
 from simtgpu.errors import SimtgpuError
 
 ROOT = Path(__file__).resolve().parents[1]
-KERNEL = ROOT / "examples" / "asm" / "vector_add.s"
+KERNEL = EXAMPLES_ASM / "vector_add.s"
 
 WAVES = ROOT / "build" / "demo" / "vector_add.vcd"
 

@@ -29,14 +29,14 @@ def register(subparsers: Any) -> None:
                    help="gpu: the GPU alone; harness: GPU + simulation memory (default gpu)")
     p.add_argument("-o", "--output", required=True, metavar="FILE.v", help="Verilog file")
     p.add_argument("--lint", action="store_true",
-                   help="then run verilator --lint-only -Wall with rtl/lint_waivers.vlt")
+                   help="then run verilator --lint-only -Wall with rtlsim/lint_waivers.vlt")
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     from simtgpu.rtl.configs import get_rtl_config
-    from simtgpu.rtl.verilator_runner import lint_verilog
-    from simtgpu.rtl.verilog_export import generate_verilog
+    from simtgpu.rtlsim.verilator import lint_verilog
+    from simtgpu.rtlsim.verilog_export import generate_verilog
 
     cfg = get_rtl_config(args.config)
     out = Path(args.output)
@@ -51,5 +51,5 @@ def run(args: argparse.Namespace) -> int:
         problems = lint_verilog(out, args.top)
         if problems:
             raise RtlCommandError(f"{out}: verilator lint found problems:\n{problems}")
-        print(f"{out}: verilator --lint-only -Wall clean (waivers: rtl/lint_waivers.vlt)")
+        print(f"{out}: verilator --lint-only -Wall clean (waivers: rtlsim/lint_waivers.vlt)")
     return 0

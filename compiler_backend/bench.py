@@ -10,15 +10,15 @@ from __future__ import annotations
 
 import time
 from dataclasses import asdict, dataclass
-from pathlib import Path
 
 import numpy as np
+from simtgpu.assembler.examples import EXAMPLES_ASM
 
 from . import language as tl
 from .compiler import Target
 from .jit import jit, launch_compiled
 
-ASM = Path(__file__).resolve().parent.parent / "examples" / "asm"
+ASM = EXAMPLES_ASM
 
 
 @jit

@@ -1,8 +1,8 @@
 """The RTL backend: the driver's command queue and MMIO host interface on the Verilator model.
 
 ``Device(backend="rtl", config="small")`` builds (once, cached under build/verilator/) the
-simulation harness of the configuration (``rtl/harness.py``: the GPU plus a memory model with
-backdoor ports) and drives it through :class:`simtgpu.rtl.verilator_runner.RtlSim`, a C++ main
+simulation harness of the configuration (``rtlsim/harness.py``: the GPU plus a memory model with
+backdoor ports) and drives it through :class:`simtgpu.rtlsim.verilator_runner.RtlSim`, a C++ main
 that takes commands over a pipe, so no Python runs per clock cycle. Every register access of
 the driver is a real bus transaction of the RTL host interface; device memory is loaded and
 read through the memory backdoor (what a DMA engine would do); ``run_until_idle`` clocks the
@@ -20,12 +20,15 @@ Options (``Device(backend="rtl", config=..., waves="build/run.vcd")``):
 ``instruction_budget``
     Accepted for command-line compatibility with the ISS backend and ignored: the RTL bounds
     a launch by its cycle watchdog.
+
+The model of a named configuration is built profile-guided, trained by :func:`train` (see
+:mod:`simtgpu.rtlsim.verilator_runner`).
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from simtgpu.arch.command_queue import Mmio
 from simtgpu.arch.config import GpuConfig
@@ -33,7 +36,10 @@ from simtgpu.arch.config import GpuConfig
 from .backend import Backend
 from .errors import DriverError
 
-__all__ = ["RtlBackend"]
+if TYPE_CHECKING:
+    from simtgpu.rtlsim.verilator_runner import RtlSim
+
+__all__ = ["RtlBackend", "train"]
 
 
 class RtlBackend(Backend):
@@ -43,24 +49,27 @@ class RtlBackend(Backend):
 
     def __init__(self, config: GpuConfig, waves: str | Path | None = None,
                  max_cycles: int = 200_000_000, instruction_budget: int | None = None,
-                 **_: Any):
+                 sim: RtlSim | None = None, **_: Any):
+        """``sim``: drive this started model of ``config`` instead of starting one."""
         from simtgpu.rtl.configs import get_rtl_config
-        from simtgpu.rtl.verilator_runner import RtlSim, RtlSimError
+        from simtgpu.rtlsim.verilator import VerilatorError
+        from simtgpu.rtlsim.verilator_runner import RtlSim
 
         self.config = config
         self.max_cycles = max_cycles
         self.cycles = 0
-        self._error = RtlSimError
+        self._error = VerilatorError
         wave_path = Path(waves) if waves else None
         if wave_path is not None and wave_path.suffix.lower() != ".vcd":
             raise DriverError(f"--waves {wave_path}: the RTL backend writes VCD; name the file "
                               "*.vcd (FST: see docs/waveforms.md)")
         try:
-            self.sim = RtlSim(get_rtl_config(config), trace=wave_path is not None)
+            self.sim = sim or RtlSim(get_rtl_config(config), trace=wave_path is not None,
+                                     trainer=train)
             if wave_path is not None:
                 wave_path.parent.mkdir(parents=True, exist_ok=True)
                 self.sim.trace(wave_path)
-        except RtlSimError as e:
+        except VerilatorError as e:
             raise DriverError(f"the rtl backend could not start: {e}") from None
         self.waves = wave_path
 
@@ -108,3 +117,15 @@ class RtlBackend(Backend):
         if sim is not None:
             sim.close()
             self.sim = None
+
+
+def train(sim: RtlSim) -> None:
+    """The trainer of the driver's profile-guided model builds
+    (:data:`simtgpu.rtlsim.verilator_runner.Trainer`): the issue-rate kernels of
+    :mod:`simtgpu.rtlsim.workload`, results checked, through the driver on ``sim``."""
+    from simtgpu.rtlsim.workload import issue_rate
+
+    from .device import Device
+
+    with Device(backend=RtlBackend(sim.cfg.gpu, sim=sim)) as dev:
+        issue_rate(dev, sgemm_size=32)

@@ -1,4 +1,4 @@
-"""ISS throughput on a few representative kernels, each checked against NumPy.
+"""ISS throughput on a few representative kernels of examples/asm, each checked against NumPy.
 
     from simtgpu.sim.bench import bench_iss, KERNELS
     bench_iss("matmul", warp_size=32)   # -> dict with thread_instructions_per_s, ...
@@ -23,148 +23,12 @@ from .memory import GlobalMemory
 PARAMS = 0x1000
 BASE = 0x2000
 
-_PROLOGUE = """
-    s2r r1, ctaid.x
-    s2r r2, ntid.x
-    mul r1, r1, r2
-    s2r r2, tid.x
-    add r1, r1, r2
-"""
-
-VECTOR_ADD = """
-.kernel vector_add
-.param a, ptr
-.param b, ptr
-.param c, ptr
-.param n, i32
-""" + _PROLOGUE + """
-    ldparam r3, n
-    isetp.ge p0, r1, r3
-@p0 exit
-    shli r4, r1, 2
-    ldparam r5, a
-    add r5, r5, r4
-    ldg r6, [r5]
-    ldparam r5, b
-    add r5, r5, r4
-    ldg r7, [r5]
-    fadd r6, r6, r7
-    ldparam r5, c
-    add r5, r5, r4
-    stg [r5], r6
-    exit
-.end
-"""
-
-MATMUL = """
-.kernel matmul
-.param a, ptr
-.param b, ptr
-.param c, ptr
-.param n, i32
-""" + _PROLOGUE + """
-    s2r r2, ctaid.y
-    s2r r3, ntid.y
-    mul r2, r2, r3
-    s2r r3, tid.y
-    add r2, r2, r3
-    ldparam r4, n
-    mul r5, r2, r4
-    shli r5, r5, 2
-    ldparam r6, a
-    add r6, r6, r5
-    shli r7, r1, 2
-    ldparam r8, b
-    add r8, r8, r7
-    shli r9, r4, 2
-    movi r10, 0
-    movi r11, 0
-LOOP:
-    ldg r12, [r6]
-    ldg r13, [r8]
-    ffma r10, r12, r13, r10
-    addi r6, r6, 4
-    add r8, r8, r9
-    addi r11, r11, 1
-    isetp.lt p0, r11, r4
-@p0 bra LOOP
-    ldparam r6, c
-    add r6, r6, r5
-    add r6, r6, r7
-    stg [r6], r10
-    exit
-.end
-"""
-
-# Per-thread trip counts: thread t sums 1..(t % 32 + 1), so warps diverge inside the loop.
-DIVERGENT = """
-.kernel divergent
-.param out, ptr
-""" + _PROLOGUE + """
-    andi r3, r1, 31
-    movi r5, 0
-    movi r4, 0
-    ssy DONE
-LOOP:
-    addi r4, r4, 1
-    add r5, r5, r4
-    isetp.le p0, r4, r3
-@p0 bra LOOP
-    sync
-DONE:
-    shli r2, r1, 2
-    ldparam r6, out
-    add r6, r6, r2
-    stg [r6], r5
-    exit
-.end
-"""
-
-# Block-wide tree reduction in shared memory (256 threads, 8 barriers), one sum per block.
-REDUCE = """
-.kernel reduce
-.param x, ptr
-.param out, ptr
-.shared 1024
-""" + _PROLOGUE + """
-    shli r2, r1, 2
-    ldparam r3, x
-    add r3, r3, r2
-    ldg r5, [r3]
-    s2r r3, tid.x
-    shli r4, r3, 2
-    sts [r4], r5
-    bar
-    movi r6, 128
-LOOP:
-    isetp.lt p0, r3, r6
-    shli r7, r6, 2
-    add r7, r7, r4
-@p0 lds r8, [r7]
-@p0 lds r9, [r4]
-@p0 add r9, r9, r8
-@p0 sts [r4], r9
-    bar
-    shri r6, r6, 1
-    isetp.ne p1, r6, r0
-@p1 bra LOOP
-    isetp.eq p2, r3, r0
-@!p2 exit
-    lds r5, [r0]
-    s2r r7, ctaid.x
-    shli r7, r7, 2
-    ldparam r6, out
-    add r6, r6, r7
-    stg [r6], r5
-    exit
-.end
-"""
-
 
 @dataclass(frozen=True)
 class _Case:
-    source: str
-    setup: Callable[[GlobalMemory, int], tuple]  # -> (grid, block, params, check)
+    example: str  # examples/asm/<example>.s
+    kernel: str
+    setup: Callable[[GlobalMemory, int], tuple]  # -> (grid, block, param bytes, check)
 
 
 def _put(mem: GlobalMemory, arrays: list[np.ndarray], scalars: list[int] = ()) -> list[int]:
@@ -191,7 +55,7 @@ def _matmul(mem: GlobalMemory, scale: int):
     rng = np.random.default_rng(1)
     a = rng.standard_normal((n, n)).astype(np.float32)
     b = rng.standard_normal((n, n)).astype(np.float32)
-    _, _, c = _put(mem, [a, b, np.zeros((n, n), np.float32)], [n])
+    _, _, c = _put(mem, [a, b, np.zeros((n, n), np.float32)], [n, n, n])
 
     def check() -> bool:
         acc = np.zeros((n, n), np.uint32)  # the kernel's order: one fused step per k
@@ -200,43 +64,60 @@ def _matmul(mem: GlobalMemory, scale: int):
             acc = nx.ffma(ab[:, k][:, None], bb[k, :][None, :], acc)
         return np.array_equal(mem.read_words(c, n * n).reshape(n, n), acc)
 
-    return (n // 16, n // 16, 1), (16, 16, 1), 16, check
+    return (n // 16, n // 16, 1), (16, 16, 1), 24, check
+
+
+def _collatz_steps(x: np.ndarray, cap: int = 255) -> np.ndarray:
+    """What classify computes: -1 for v <= 0, else the Collatz steps from v to 1, capped."""
+    v = x.astype(np.int64)
+    steps = np.where(v <= 0, -1, 0)
+    for _ in range(cap):
+        live = (v > 1)
+        v = np.where(live, np.where(v % 2 == 0, v >> 1, (3 * v + 1) & 0xFFFFFFFF), v)
+        steps += live
+    return steps
 
 
 def _divergent(mem: GlobalMemory, scale: int):
     n = 16384 * scale
-    (out,) = _put(mem, [np.zeros(n, np.uint32)])
-    t = np.arange(n) % 32 + 1
-    return (n // 128, 1, 1), (128, 1, 1), 4, \
-        lambda: np.array_equal(mem.read_words(out, n), t * (t + 1) // 2)
+    x = np.random.default_rng(3).integers(-50, 5000, n).astype(np.int32)
+    _, out = _put(mem, [x, np.zeros(n, np.int32)], [n])
+    return (n // 128, 1, 1), (128, 1, 1), 12, \
+        lambda: np.array_equal(mem.read_words(out, n).view(np.int32), _collatz_steps(x))
 
 
 def _reduce(mem: GlobalMemory, scale: int):
     n = 65536 * scale
-    x = np.random.default_rng(2).integers(0, 1000, n).astype(np.uint32)
-    _, out = _put(mem, [x, np.zeros(n // 256, np.uint32)])
-    return (n // 256, 1, 1), (256, 1, 1), 8, \
-        lambda: np.array_equal(mem.read_words(out, n // 256), x.reshape(-1, 256).sum(axis=1))
+    # small integers: every partial sum is exact, so any summation order gives these bits
+    x = np.random.default_rng(2).integers(0, 1000, n).astype(np.float32)
+    _, out = _put(mem, [x, np.zeros(n // 256, np.float32)], [n])
+    return (n // 256, 1, 1), (256, 1, 1), 12, \
+        lambda: np.array_equal(mem.read_words(out, n // 256).view(np.float32),
+                               x.reshape(-1, 256).sum(axis=1))
 
 
 KERNELS: dict[str, _Case] = {
-    "vector_add": _Case(VECTOR_ADD, _vector_add),
-    "matmul": _Case(MATMUL, _matmul),
-    "divergent": _Case(DIVERGENT, _divergent),
-    "reduce": _Case(REDUCE, _reduce),
+    "vector_add": _Case("vector_add", "vector_add", _vector_add),
+    "matmul": _Case("matmul", "matmul", _matmul),
+    "divergent": _Case("divergence", "classify", _divergent),
+    "reduce": _Case("reduction", "block_sum", _reduce),
 }
+"""Benchmark name -> kernel: vector add, a 64 x 64 ffma-loop matmul, classify (per-thread
+Collatz trip counts: nested divergence) and block_sum (a shared-memory tree, 9 barriers per
+block of 256)."""
 
 
 def bench_iss(kernel: str, warp_size: int = 32, scale: int = 1) -> dict:
     """Run one benchmark kernel on the ISS; returns its size, counts, time and whether the
     result matched NumPy. ``scale`` multiplies the problem size."""
-    from simtgpu.assembler import assemble
+    from simtgpu.assembler import assemble_file
+    from simtgpu.assembler.examples import example_asm
 
     if kernel not in KERNELS:
         raise SimtgpuError(f"unknown benchmark kernel '{kernel}' (one of {', '.join(KERNELS)})")
     case = KERNELS[kernel]
-    obj = assemble(case.source, f"<bench {kernel}>")
-    info = obj.kernel(kernel)
+    obj = assemble_file(example_asm(case.example))
+    info = obj.kernel(case.kernel)
     mem = GlobalMemory(64 << 20)
     grid, block, param_size, check = case.setup(mem, scale)
     iss = Iss(mem, warp_size=warp_size, instruction_budget=1 << 40)

@@ -1,4 +1,4 @@
-"""cocotb test module: run kernel launches on the RTL simulation harness (rtl/harness.py).
+"""cocotb test module: run kernel launches on the RTL simulation harness (rtlsim/harness.py).
 
 For each launch of the job file (``SIMTGPU_JOB``, written by
 :mod:`simtgpu.verification.harness`) the bench

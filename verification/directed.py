@@ -9,24 +9,21 @@ itself held to NumPy and hand-worked values by tests/sim and tests/driver.
 from __future__ import annotations
 
 import struct
-from pathlib import Path
 
 import numpy as np
+from simtgpu.assembler.examples import example_asm
 from simtgpu.isa import FaultCause
 
 from .launch import KernelLaunch, launch_from_asm
 
 __all__ = ["ALL_GROUPS", "example_launches", "fault_launches", "hazard_launches"]
 
-EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "asm"
-
-
 def _f32(a) -> np.ndarray:
     return np.asarray(a, dtype=np.float32).view(np.uint32)
 
 
 def _src(name: str) -> str:
-    return (EXAMPLES / f"{name}.s").read_text()
+    return example_asm(name).read_text()
 
 
 def example_launches(lanes: int, warps: int, seed: int = 1) -> list[KernelLaunch]:

@@ -1,17 +1,20 @@
-"""Operand generators for the FP32 and integer unit benches.
+"""Operand generators for every FP32 and integer test: the unit benches on Verilator and in
+Amaranth's simulator, the numerics tests and the random programs' input data (the one set of
+vectors; the references they are checked against are the tests' own).
 
 Random operands are drawn from classes that stress what a rounding datapath gets wrong: the
 special values (NaN payloads, infinities, signed zeros, denormals that must flush), the
 extremes (largest finite, smallest normal), operands whose exponents are close (cancellation),
 far apart (alignment past the sticky bit), near overflow and near underflow, and operands
 built so that the exact result lies exactly halfway between two floats (ties to even).
+``fp_operands(..., edges=True)`` puts every pair of :data:`FP_EDGES` first.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["FP_SPECIALS", "INT_EDGES", "fp_operands", "int_operands"]
+__all__ = ["FP_EDGES", "FP_SPECIALS", "INT_EDGES", "fp_operands", "int_operands"]
 
 FP_SPECIALS = np.array([
     0x00000000, 0x80000000,  # +-0
@@ -25,6 +28,16 @@ FP_SPECIALS = np.array([
     0x4B000000, 0x4B7FFFFF, 0xCF000000, 0x4F800000, 0x4F000000,  # integer boundaries
 ], dtype=np.uint32)
 
+FP_EDGES = np.concatenate([FP_SPECIALS, np.array([
+    0xFFFFFFFF, 0x80000003, 0x00FFFFFF,  # NaN with every bit set, denormal, below 2^-125
+    0x7F000000, 0x7EFFFFFF, 0x3F800001, 0x3F7FFFFF,  # around 2^127 and around 1
+    0x4B800000, 0x4F7FFFFF, 0xCF000001,  # 2^24, just below 2^32, just past -2^31
+    0x3FC00000, 0x1F800000, 0x5F800000,  # 1.5, 2^-64, 2^64
+], dtype=np.uint32)])
+"""The specials plus the values around rounding and conversion boundaries: the operands whose
+every pair ``fp_operands(..., edges=True)`` includes. (:data:`FP_SPECIALS` alone seeds the
+random classes, so the random programs' data stays what it was.)"""
+
 INT_EDGES = np.array([
     0, 1, 2, 31, 32, 33, 0x7FFF, 0x8000, 0xFFFF, 0x10000, 0x7FFFFFFF, 0x80000000, 0x80000001,
     0xFFFFFFFF, 0xFFFFFFFE, 0xFFFF0000, 0xFFFF8000, 0x55555555, 0xAAAAAAAA,
@@ -36,8 +49,19 @@ def _pack(sign: np.ndarray, exp: np.ndarray, mant: np.ndarray) -> np.ndarray:
             | (mant.astype(np.uint32) & 0x7FFFFF)).astype(np.uint32)
 
 
-def fp_operands(rng: np.random.Generator, n: int, arity: int) -> list[np.ndarray]:
-    """``arity`` operand columns of ``n`` FP32 bit patterns, mixed from the classes above."""
+def fp_operands(rng: np.random.Generator, n: int, arity: int, *, edges: bool = False
+                ) -> list[np.ndarray]:
+    """``arity`` operand columns of ``n`` FP32 bit patterns, mixed from the classes above;
+    with ``edges``, preceded by every pair of :data:`FP_EDGES` (each edge alone when unary; a
+    random edge as the third operand), and followed by a quarter more whose operands are
+    built from each other (:func:`_related`)."""
+    if edges:
+        pairs = np.array(np.meshgrid(*[FP_EDGES] * min(arity, 2), indexing="ij"))
+        cross = [p.ravel() for p in pairs.reshape(min(arity, 2), -1)]
+        cross += [FP_EDGES[rng.integers(0, len(FP_EDGES), len(cross[0]))]] * (arity - 2)
+        rand = fp_operands(rng, n, arity)
+        return [np.concatenate(parts).astype(np.uint32)
+                for parts in zip(cross, rand, _related(rand, n // 4), strict=True)]
     cols = [rng.integers(0, 1 << 32, n, dtype=np.uint64).astype(np.uint32) for _ in range(arity)]
     sign = [rng.integers(0, 2, n) for _ in range(arity)]
     cls = rng.integers(0, 8, n)
@@ -67,6 +91,22 @@ def fp_operands(rng: np.random.Generator, n: int, arity: int) -> list[np.ndarray
         cols[0] = np.where(ties, a, cols[0]).astype(np.uint32)
         cols[1] = np.where(ties, np.where(use_add, b_add, b_mul), cols[1]).astype(np.uint32)
     return cols
+
+
+def _related(cols: list[np.ndarray], n: int) -> list[np.ndarray]:
+    """``n`` vectors whose operands are built from each other (none for one operand):
+    ``b = -a`` (``a + b`` cancels exactly), or with three operands ``c = -(a*b rounded)``, so
+    that ``fma(a, b, c)`` is the product's rounding error: nonzero only where the datapath
+    rounds once."""
+    from simtgpu.sim.numerics import fmul
+
+    a = cols[0][:n]
+    if len(cols) == 1:
+        return [a[:0]]
+    if len(cols) == 2:
+        return [a, a ^ np.uint32(0x80000000)]
+    b = cols[1][:n]
+    return [a, b, fmul(a, b) ^ np.uint32(0x80000000)]
 
 
 def int_operands(rng: np.random.Generator, n: int, arity: int) -> list[np.ndarray]:

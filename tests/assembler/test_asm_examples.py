@@ -4,13 +4,11 @@ what their header comments promise (run on the ISS, checked against NumPy)."""
 from __future__ import annotations
 
 import struct
-from pathlib import Path
 
 import numpy as np
 import pytest
 from simtgpu.assembler import ObjectFile, assemble_file
-
-EXAMPLES = Path(__file__).parents[2] / "examples" / "asm"
+from simtgpu.assembler.examples import EXAMPLES_ASM as EXAMPLES
 
 SIGNATURES = {
     "vector_add": ("vector_add.s", ["a ptr", "b ptr", "c ptr", "n i32"]),
@@ -19,6 +17,7 @@ SIGNATURES = {
     "classify": ("divergence.s", ["x ptr", "out ptr", "n i32"]),
     "matmul": ("matmul.s", ["a ptr", "b ptr", "c ptr", "m i32", "n i32", "k i32"]),
     "sgemm_tiled": ("sgemm_tiled.s", ["a ptr", "b ptr", "c ptr", "m i32", "n i32", "k i32"]),
+    "alu_loop": ("alu_loop.s", ["out ptr", "iters i32"]),
 }
 
 
@@ -141,3 +140,14 @@ def test_matmul() -> None:
         acc = (a[:, j:j + 1].astype(np.float64) * b[j:j + 1, :].astype(np.float64)
                + acc.astype(np.float64)).astype(np.float32)
     assert np.array_equal(got, acc)
+
+
+@pytest.mark.parametrize("iters", [1, 2, 7])
+def test_alu_loop(iters: int) -> None:
+    block = 48
+    gpu = Gpu(warp_size=16)
+    pout = gpu.put(np.zeros(block, np.int32))
+    gpu.launch("alu_loop.s", "alu_loop", (1, 1, 1), (block, 1, 1), pout, iters)
+    tid = np.arange(block)
+    want = iters * tid + (1 ^ tid if iters % 2 else 1) + (4 | tid)
+    assert gpu.get(pout, np.int32, block).tolist() == want.tolist()

@@ -4,15 +4,14 @@ loader accepts, the disassembler writes back as source that assembles to the sam
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from fuzzing import fuzz_target
 from hypothesis import given
 from hypothesis import strategies as st
 from simtgpu.assembler import ObjectFile, ObjectFormatError, assemble, disassemble_object
+from simtgpu.assembler.examples import EXAMPLES_ASM
 from simtgpu.errors import SourceErrors
 
-EXAMPLES = sorted((Path(__file__).resolve().parents[2] / "examples" / "asm").glob("*.s"))
+EXAMPLES = sorted(EXAMPLES_ASM.glob("*.s"))
 OBJECTS = [assemble(p.read_text(), p.name).to_bytes() for p in EXAMPLES]
 
 

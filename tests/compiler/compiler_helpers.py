@@ -4,25 +4,22 @@ import importlib.util
 import sys
 from contextlib import contextmanager
 from pathlib import Path
+from types import ModuleType
 
 import pytest
+from example_scripts import load_example
+from simtgpu.assembler.examples import EXAMPLES as _ROOT
 
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "dsl"
+EXAMPLES = _ROOT / "dsl"
 
 KERNEL_PRELUDE = ("import simtgpu.compiler_backend as triton\n"
                   "import simtgpu.compiler_backend.language as tl\n\n\n"
                   "@triton.jit\n")
 
 
-def example(name: str):
-    """Load examples/dsl/NAME.py under a private module name (other suites load scripts of
-    the same names from examples/); its helper dsl_common is found through sys.path."""
-    key = f"_dsl_example_{name}"
-    if key not in sys.modules:
-        if str(EXAMPLES) not in sys.path:
-            sys.path.insert(0, str(EXAMPLES))
-        _load(key, EXAMPLES / f"{name}.py")
-    return sys.modules[key]
+def example(name: str) -> ModuleType:
+    """examples/dsl/NAME.py as a module."""
+    return load_example(EXAMPLES, name)
 
 
 def generated_kernel(tmp_path: Path, stem: str, definition: str):
@@ -32,15 +29,12 @@ def generated_kernel(tmp_path: Path, stem: str, definition: str):
     src = KERNEL_PRELUDE + definition
     path = tmp_path / f"{stem}.py"
     path.write_text(src)
-    return _load(f"_generated_{stem}", path).kern, src
-
-
-def _load(key: str, path: Path):
+    key = f"_generated_{stem}"
     spec = importlib.util.spec_from_file_location(key, path)
     module = importlib.util.module_from_spec(spec)
     sys.modules[key] = module
     spec.loader.exec_module(module)
-    return module
+    return module.kern, src
 
 
 def regress_seeds(request) -> range:

@@ -3,12 +3,11 @@ traceback (each case once ended in one, or was accepted and failed later)."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
+from simtgpu.assembler.examples import EXAMPLES
 from simtgpu.cli.main import main
 
-KERNEL = str(Path(__file__).resolve().parents[2] / "examples" / "dsl" / "vector_add.py")
+KERNEL = str(EXAMPLES / "dsl" / "vector_add.py")
 BASE = [KERNEL, "-k", "add_kernel", "-D", "BLOCK_SIZE=64"]
 
 

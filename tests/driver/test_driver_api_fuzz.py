@@ -9,17 +9,15 @@ matches the buffers the model holds.
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import pytest
 from fuzzing import fuzz_settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
+from simtgpu.assembler.examples import example_asm
 from simtgpu.driver_model import Device, DriverError
 from simtgpu.sim import KernelFault
 
-VECTOR_ADD = Path(__file__).resolve().parents[2] / "examples" / "asm" / "vector_add.s"
 FAULTS = ".kernel bad\n    .param p, ptr\n    li r1, 0\n    stg [r1], r1\n    exit\n.end\n"
 JUNK = st.one_of(st.none(), st.text(max_size=3), st.floats(), st.just([1, [2]]),
                  st.integers(-3, -1), st.just(2 ** 70), st.just((2 ** 32, 2 ** 32)))
@@ -30,7 +28,7 @@ class DeviceModel(RuleBasedStateMachine):
     def __init__(self) -> None:
         super().__init__()
         self.dev = Device(config="tiny")
-        mod = self.dev.load_module(VECTOR_ADD)
+        mod = self.dev.load_module(example_asm("vector_add"))
         self.vadd = mod.kernel("vector_add")
         self.bad = self.dev.load_module(FAULTS).kernel("bad")
         self.base = self.dev.memory_stats().allocations

@@ -3,28 +3,14 @@ returns non-zero on a mismatch), and their references against hand-worked values
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
-
 import numpy as np
 import pytest
-
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+from example_scripts import load_example
+from simtgpu.assembler.examples import EXAMPLES
 
 
 def _example(name: str):
-    """Load examples/NAME.py under a private module name (other suites may have their own
-    'matmul'); its helper example_common is found through sys.path as the script finds it."""
-    key = f"_driver_example_{name}"
-    if key not in sys.modules:
-        if str(EXAMPLES) not in sys.path:
-            sys.path.insert(0, str(EXAMPLES))
-        spec = importlib.util.spec_from_file_location(key, EXAMPLES / f"{name}.py")
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[key] = module
-        spec.loader.exec_module(module)
-    return sys.modules[key]
+    return load_example(EXAMPLES, name)
 
 
 CASES = [

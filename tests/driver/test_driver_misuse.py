@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import gc
 import threading
-from pathlib import Path
 
 import numpy as np
 import pytest
+from simtgpu.assembler.examples import EXAMPLES_ASM
 from simtgpu.driver_model import Device, DriverError
 
-ASM = Path(__file__).resolve().parents[2] / "examples" / "asm"
+ASM = EXAMPLES_ASM
 
 
 @pytest.fixture

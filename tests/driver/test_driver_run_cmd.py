@@ -6,17 +6,15 @@ import json
 
 import numpy as np
 import pytest
-from driver_kernels import VADD
+from simtgpu.assembler.examples import example_asm
 from simtgpu.cli.main import main
 from simtgpu.driver_model.argspec import parse_arg, parse_print
 from simtgpu.driver_model.errors import DriverError
 
 
 @pytest.fixture
-def vadd(tmp_path):
-    p = tmp_path / "vadd.s"
-    p.write_text(VADD)
-    return str(p)
+def vadd():
+    return str(example_asm("vector_add"))
 
 
 def _run(capsys, *argv):
@@ -26,7 +24,7 @@ def _run(capsys, *argv):
 
 
 def test_run_prints_result_and_stats(vadd, capsys):
-    rc, out, err = _run(capsys, vadd, "--kernel", "vadd", "--grid", "4", "--block", "32",
+    rc, out, err = _run(capsys, vadd, "--kernel", "vector_add", "--grid", "4", "--block", "32",
                         "--arg", "a=f32[100]:arange", "b=f32[100]:fill(0.5)", "c=f32[100]",
                         "n=i32:100", "--print", "c[:4]", "--print", "c[98:]", "--stats")
     assert rc == 0, err
@@ -36,7 +34,7 @@ def test_run_prints_result_and_stats(vadd, capsys):
 
 
 def test_run_matches_numpy_for_random_inputs(vadd, capsys, tmp_path):
-    rc, out, _ = _run(capsys, vadd, "-k", "vadd", "--grid", "2", "--block", "8",
+    rc, out, _ = _run(capsys, vadd, "-k", "vector_add", "--grid", "2", "--block", "8",
                       "--config", "tiny", "--seed", "5", "--arg", "a=f32[16]:rand",
                       "b=f32[16]:rand(-1,1)", "c=f32[16]", "n=i32:16", "--print", "c")
     assert rc == 0
@@ -49,23 +47,23 @@ def test_run_matches_numpy_for_random_inputs(vadd, capsys, tmp_path):
 
 def test_run_writes_trace_json_lines(vadd, capsys, tmp_path):
     trace = tmp_path / "t.jsonl"
-    rc, _, _ = _run(capsys, vadd, "-k", "vadd", "--grid", "1", "--block", "8", "--config",
+    rc, _, _ = _run(capsys, vadd, "-k", "vector_add", "--grid", "1", "--block", "8", "--config",
                     "tiny", "--arg", "a=f32[8]", "b=f32[8]", "c=f32[8]", "n=i32:8",
                     "--trace", str(trace))
     assert rc == 0
     lines = [json.loads(x) for x in trace.read_text().splitlines()]
-    assert len(lines) == 2 * 20  # two warps, 20 instructions each (the @p0 exit retires too)
+    assert len(lines) == 2 * 19  # two warps, 19 instructions each
     assert lines[0]["pc"] == 0 and lines[0]["op"] == "s2r"
     stores = [x for x in lines if x["op"] == "stg"]
     assert len(stores) == 2 and all(len(x["mem"]) == 4 for x in stores)
 
 
 def test_run_fault_reports_and_exits_1(vadd, capsys):
-    rc, out, err = _run(capsys, vadd, "-k", "vadd", "--grid", "1", "--block", "8",
+    rc, out, err = _run(capsys, vadd, "-k", "vector_add", "--grid", "1", "--block", "8",
                         "--arg", "a=f32[8]", "b=f32[8]", "c=ptr:0x20", "n=i32:8")
     assert rc == 1
     assert "kernel fault: OUT_OF_RANGE" in err
-    assert "stg [r6], r7" in err and "lanes       0x000000ff" in err
+    assert "@p0 stg [r8], r9" in err and "lanes       0x000000ff" in err
     assert "Traceback" not in err
 
 
@@ -102,7 +100,7 @@ def test_run_fault_reports_and_exits_1(vadd, capsys):
      "bad index '::0'"),
 ])
 def test_run_bad_specs_are_clear_errors(vadd, capsys, args, msg):
-    rc, _, err = _run(capsys, vadd, "-k", "vadd", "--grid", "1", "--block", "8", *args)
+    rc, _, err = _run(capsys, vadd, "-k", "vector_add", "--grid", "1", "--block", "8", *args)
     assert rc == 1
     assert msg in err and "Traceback" not in err
 
@@ -124,12 +122,12 @@ def test_negative_seed_is_a_usage_error(vadd, capsys):
 
 def test_run_bad_geometry_and_kernel(vadd, capsys):
     base = ["--arg", "a=f32[8]", "b=f32[8]", "c=f32[8]", "n=i32:8"]
-    rc, _, err = _run(capsys, vadd, "-k", "vadd", "--grid", "1", "--block", "64", *base)
+    rc, _, err = _run(capsys, vadd, "-k", "vector_add", "--grid", "1", "--block", "64", *base)
     assert rc == 1 and "allows at most 32" in err
-    rc, _, err = _run(capsys, vadd, "-k", "vadd", "--grid", "1,x", "--block", "8", *base)
+    rc, _, err = _run(capsys, vadd, "-k", "vector_add", "--grid", "1,x", "--block", "8", *base)
     assert rc == 1 and "--grid '1,x'" in err
     rc, _, err = _run(capsys, vadd, "-k", "nope", "--grid", "1", "--block", "8", *base)
-    assert rc == 1 and "no kernel 'nope' (kernels: vadd)" in err
+    assert rc == 1 and "no kernel 'nope' (kernels: vector_add)" in err
 
 
 def test_parse_forms():
@@ -149,7 +147,7 @@ def test_parse_forms():
 
 
 def test_waves_needs_the_rtl_backend(vadd, capsys):
-    rc, _, err = _run(capsys, vadd, "-k", "vadd", "--grid", "1", "--block", "4",
+    rc, _, err = _run(capsys, vadd, "-k", "vector_add", "--grid", "1", "--block", "4",
                       "--arg", "a=f32[4]:ones", "b=f32[4]:ones", "c=f32[4]", "n=i32:4",
                       "--waves", "build/x.vcd")
     assert rc == 1

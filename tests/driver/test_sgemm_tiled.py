@@ -4,30 +4,18 @@ not multiples of the tile), several tile shapes and the tiny/small/full configur
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from fractions import Fraction
-from pathlib import Path
 
 import numpy as np
 import pytest
+from example_scripts import load_example
+from simtgpu.assembler.examples import EXAMPLES, example_asm
 from simtgpu.driver_model import Device
 from simtgpu.sim import numerics as nx
 
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
-
 
 def _example():
-    """examples/sgemm.py under a private name (its helper example_common via sys.path)."""
-    key = "_driver_example_sgemm"
-    if key not in sys.modules:
-        if str(EXAMPLES) not in sys.path:
-            sys.path.insert(0, str(EXAMPLES))
-        spec = importlib.util.spec_from_file_location(key, EXAMPLES / "sgemm.py")
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[key] = module
-        spec.loader.exec_module(module)
-    return sys.modules[key]
+    return load_example(EXAMPLES, "sgemm")
 
 
 def _reference(a: np.ndarray, b: np.ndarray, bx: int) -> np.ndarray:
@@ -48,7 +36,7 @@ def _reference(a: np.ndarray, b: np.ndarray, bx: int) -> np.ndarray:
 def _run(config: str, m: int, n: int, k: int, tile: tuple[int, int] | None = None,
          seed: int = 0) -> None:
     dev = Device(backend="iss", config=config)
-    kernel = dev.load_module(EXAMPLES / "asm" / "sgemm_tiled.s").kernel("sgemm_tiled")
+    kernel = dev.load_module(example_asm("sgemm_tiled")).kernel("sgemm_tiled")
     bx, by = tile or _example().default_tile(dev.config.max_threads_per_block)
     rng = np.random.default_rng(seed)
     a = rng.standard_normal((m, k)).astype(np.float32)

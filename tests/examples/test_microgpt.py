@@ -4,13 +4,13 @@ inference step on the ISS and the RTL against the float32 NumPy reference."""
 import shutil
 import subprocess
 import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
+from simtgpu.assembler.examples import EXAMPLES
 from simtgpu.driver_model import Device, DriverError
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples" / "microgpt"))
+sys.path.insert(0, str(EXAMPLES / "microgpt"))
 
 import microgpt_model as model  # noqa: E402
 import microgpt_runner as runner  # noqa: E402

@@ -111,16 +111,3 @@ def ref_fma(a: int, b: int, c: int) -> int:
     psign = (a >> 31) ^ (b >> 31)
     zero_sign = 1 if psign and (c >> 31) else 0
     return round_f32(p + to_fraction(c), zero_sign)
-
-
-def random_patterns(rng: np.random.Generator, n: int) -> np.ndarray:
-    """Bit patterns mixing uniform words, moderate exponents and near-boundary values."""
-    uniform = rng.integers(0, 1 << 32, n, dtype=np.uint64).astype(np.uint32)
-    e = rng.integers(100, 155, n, dtype=np.uint32)
-    m = rng.integers(0, 1 << 23, n, dtype=np.uint32)
-    s = rng.integers(0, 2, n, dtype=np.uint32)
-    moderate = (s << 31) | (e << 23) | m
-    e_edge = rng.choice(np.array([0, 1, 2, 253, 254, 255], dtype=np.uint32), n)
-    edge = (s << 31) | (e_edge << 23) | (m & rng.choice(np.array([0, 1, 0x7FFFFF], np.uint32), n))
-    pick = rng.integers(0, 3, n)
-    return np.where(pick == 0, uniform, np.where(pick == 1, moderate, edge)).astype(np.uint32)

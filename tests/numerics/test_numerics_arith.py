@@ -9,7 +9,6 @@ from numerics_ref import (
     bits,
     ftz,
     is_nan,
-    random_patterns,
     ref_add,
     ref_fma,
     ref_mul,
@@ -18,12 +17,15 @@ from numerics_ref import (
 )
 from simtgpu.errors import SimtgpuError
 from simtgpu.sim import numerics as nx
+from simtgpu.verification.fp_vectors import fp_operands
 
 ONE, TWO, HALF = 0x3F800000, 0x40000000, 0x3F000000
 MAXN, MINN = 0x7F7FFFFF, 0x00800000  # largest / smallest normal
 SUB = 0x00000001  # smallest subnormal
 NINF, PINF = 0xFF800000, 0x7F800000
 QNAN, SNAN, NEG_NAN = 0x7FC00000, 0x7F800001, 0xFFC12345
+# Operands of the exhaustive fma cross product (the pairs of the other ops come with
+# fp_operands(..., edges=True)).
 EDGES = [0, 0x80000000, ONE, 0xBF800000, TWO, HALF, MAXN, 0xFF7FFFFF, MINN, 0x80800000,
          SUB, 0x807FFFFF, 0x00400000, PINF, NINF, QNAN, SNAN, NEG_NAN, 0x3F800001, 0x33800000,
          0x34000000, 0x4B800000, 0x4B7FFFFF, 0x00800001, 0x7F000000, 0x0C000000]
@@ -112,11 +114,7 @@ def test_fma_hand_computed(a, b, c, expected):
 
 def _pairs(seed: int, n: int):
     rng = np.random.default_rng(seed)
-    a = random_patterns(rng, n)
-    b = random_patterns(rng, n)
-    ea, eb = np.meshgrid(_arr(EDGES), _arr(EDGES))
-    a = np.concatenate([a, ea.ravel()])
-    b = np.concatenate([b, eb.ravel()])
+    a, b = fp_operands(rng, n, 2, edges=True)
     # Exact ties and near-cancellation: b close to a or to -a.
     near = a[:200] ^ _arr(np.random.default_rng(seed + 1).integers(0, 4, 200))
     return np.concatenate([a, a[:200], a[:200]]), np.concatenate([b, near, near ^ 0x80000000])
@@ -147,8 +145,7 @@ def test_add_mul_match_numpy_float32_with_ftz():
 def test_fma_exact():
     rng = np.random.default_rng(21)
     n = 2500
-    a, b = random_patterns(rng, n), random_patterns(rng, n)
-    c = random_patterns(rng, n)
+    a, b, c = fp_operands(rng, n, 3)
     # Addends that cancel most of the product: the hard case for a single rounding.
     with np.errstate(all="ignore"):
         prod = (a.view(np.float32).astype(np.float64) * b.view(np.float32).astype(np.float64))
@@ -213,7 +210,7 @@ def test_min_max(a, b, mn, mx):
 
 def test_min_max_random_against_python():
     rng = np.random.default_rng(31)
-    a, b = random_patterns(rng, 4000), random_patterns(rng, 4000)
+    a, b = fp_operands(rng, 4000, 2)
     gmin, gmax = nx.fmin(a, b), nx.fmax(a, b)
     for x, y, lo, hi in zip(a, b, gmin, gmax, strict=True):
         x, y = ftz(int(x)), ftz(int(y))
@@ -256,9 +253,8 @@ def _cmp_ref(cond: str, x: int, y: int) -> bool:
 @pytest.mark.parametrize("cond", nx.FP_CONDS)
 def test_fcmp(cond):
     rng = np.random.default_rng(41)
-    a, b = random_patterns(rng, 1000), random_patterns(rng, 1000)
-    ea, eb = np.meshgrid(_arr(EDGES), _arr(EDGES))
-    a, b = np.concatenate([a, ea.ravel(), a]), np.concatenate([b, eb.ravel(), a])
+    a, b = fp_operands(rng, 1000, 2, edges=True)
+    a, b = np.concatenate([a, a]), np.concatenate([b, a])
     got = nx.fcmp(cond, a, b)
     assert got.dtype == bool
     want = np.array([_cmp_ref(cond, int(x), int(y)) for x, y in zip(a, b, strict=True)])
@@ -305,7 +301,7 @@ def test_cvt_random_against_python():
             # Python's int -> float is round-to-nearest-even to double, then to float32 via
             # struct; a 32-bit int is exact in double so this is one rounding.
             assert int(g) == bits(float(iv))
-    pats = random_patterns(rng, 5000)
+    pats = fp_operands(rng, 5000, 1)[0]
     for op, lo, hi in (("f2i", -(2**31), 2**31 - 1), ("f2u", 0, 2**32 - 1)):
         got = nx.cvt(op, pats)
         for p, g in zip(pats, got, strict=True):

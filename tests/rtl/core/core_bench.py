@@ -19,7 +19,7 @@ from simtgpu.assembler import assemble
 from simtgpu.isa import FaultCause
 from simtgpu.rtl.configs import RtlConfig, get_rtl_config
 from simtgpu.rtl.core import Core
-from simtgpu.rtl.memory_model import MemoryModel
+from simtgpu.rtlsim.memory_model import MemoryModel
 from simtgpu.sim import GlobalMemory, Iss, KernelFault
 
 PARAM_ADDR = 0x1000

@@ -5,18 +5,17 @@ an ALU loop measured with the performance counters."""
 from __future__ import annotations
 
 import struct
-from pathlib import Path
 
 import numpy as np
 import pytest
 from kernels import ALL_UNITS, LOOP, SHARED_CONFLICTS, chain_program
 from simtgpu.arch.command_queue import Command, CommandOp, Mmio, pack
 from simtgpu.assembler import assemble
-from simtgpu.rtl.verilator_runner import RtlSim
+from simtgpu.assembler.examples import example_asm
+from simtgpu.driver_model.backend_rtl import train
+from simtgpu.rtlsim.verilator_runner import RtlSim
 from simtgpu.sim import GlobalMemory, Iss
-from simtgpu.verification.bench_rtl import ALU_LOOP
 
-ROOT = Path(__file__).resolve().parents[3]
 QUEUE, FENCE, PARAMS, DATA = 0x1000, 0x1800, 0x1900, 0x4000
 
 pytestmark = pytest.mark.slow
@@ -62,7 +61,7 @@ def run_kernel(sim: RtlSim, src: str, kernel: str, grid, block, params, memory: 
 
 @pytest.fixture(scope="module", params=["tiny", "small"])
 def sim(request):
-    with RtlSim(request.param) as s:
+    with RtlSim(request.param, trainer=train) as s:  # the driver's build of the model
         s.mmio_write(Mmio.QUEUE_BASE, QUEUE)
         s.mmio_write(Mmio.QUEUE_ENTRIES, 4)
         s.mmio_write(Mmio.FENCE_ADDR, FENCE)
@@ -81,7 +80,7 @@ def test_vector_add_coalesced(sim):
     a = rng.standard_normal(3 * block).astype(np.float32)
     b = rng.standard_normal(3 * block).astype(np.float32)
     nb = a.nbytes
-    c = run_kernel(sim, (ROOT / "examples/asm/vector_add.s").read_text(), "vector_add", (3,),
+    c = run_kernel(sim, example_asm("vector_add").read_text(), "vector_add", (3,),
                    (block,), [DATA, DATA + nb, DATA + 2 * nb, n],
                    a.tobytes() + b.tobytes() + bytes(nb))
     # per warp: 4 parameter reads, 2 loads and 1 store, each one line transaction
@@ -102,7 +101,7 @@ def test_classify_long_collatz(sim):
     block = sim.cfg.lanes * 2
     grid = -(-n // block)
     nb = 4 * grid * block
-    run_kernel(sim, (ROOT / "examples/asm/divergence.s").read_text(), "classify", (grid,),
+    run_kernel(sim, example_asm("divergence").read_text(), "classify", (grid,),
                (block,), [DATA, DATA + nb, n], vals.tobytes() + bytes(nb - 4 * n + nb))
 
 
@@ -111,7 +110,7 @@ def test_block_sum(sim):
     block = sim.cfg.lanes * sim.cfg.warps
     n = 5 * block - 7
     x = rng.standard_normal(5 * block).astype(np.float32)
-    run_kernel(sim, (ROOT / "examples/asm/reduction.s").read_text(), "block_sum", (5,),
+    run_kernel(sim, example_asm("reduction").read_text(), "block_sum", (5,),
                (block,), [DATA, DATA + x.nbytes, n], x.tobytes() + bytes(32))
 
 
@@ -123,12 +122,8 @@ def test_matmul(sim):
     bx, by = 4, 2
     grid = (-(-n_ // bx), -(-m_ // by))
     pa, pb, pc = DATA, DATA + a.nbytes, DATA + a.nbytes + b.nbytes
-    run_kernel(sim, (ROOT / "examples/asm/matmul.s").read_text(), "matmul", grid, (bx, by),
+    run_kernel(sim, example_asm("matmul").read_text(), "matmul", grid, (bx, by),
                [pa, pb, pc, m_, n_, k_], a.tobytes() + b.tobytes() + bytes(4 * m_ * n_))
-
-
-# the ALU-only loop that `make bench` measures (one definition, in the bench module)
-
 
 
 def test_alu_loop_ipc(sim):
@@ -137,9 +132,10 @@ def test_alu_loop_ipc(sim):
     two trip counts)."""
     warps = min(4, sim.cfg.warps)
     block = warps * sim.cfg.lanes
+    src = example_asm("alu_loop").read_text()
     runs = {}
     for iters in (100, 300):
-        runs[iters] = run_kernel(sim, ALU_LOOP, "alu_loop", (1,), (block,), [DATA, iters],
+        runs[iters] = run_kernel(sim, src, "alu_loop", (1,), (block,), [DATA, iters],
                                  bytes(4 * block))
     c = runs[300]
     ipc = c["INSTRUCTIONS"] / c["CYCLES_LO"]

@@ -5,18 +5,18 @@ and a fault report through the FAULT_* registers compared with the ISS's fault r
 from __future__ import annotations
 
 import struct
-from pathlib import Path
 
 import numpy as np
 import pytest
 from simtgpu.arch.command_queue import Command, CommandOp, Mmio, Status, pack
 from simtgpu.assembler import assemble, assemble_file
+from simtgpu.assembler.examples import example_asm
+from simtgpu.driver_model.backend_rtl import train
 from simtgpu.isa.abi import FaultCause
-from simtgpu.rtl.verilator_runner import RtlSim
+from simtgpu.rtlsim.verilator_runner import RtlSim
 from simtgpu.sim import GlobalMemory, Iss, KernelFault
 from simtgpu.sim import numerics as nx
 
-ROOT = Path(__file__).resolve().parents[3]
 QUEUE, FENCE, PARAMS = 0x1000, 0x1800, 0x1900
 A, B, C = 0x2000, 0x3000, 0x4000
 
@@ -26,7 +26,7 @@ pytestmark = pytest.mark.slow
 @pytest.fixture(scope="module", params=["tiny", pytest.param("small", marks=pytest.mark.regress)])
 def sim(request):
     # small (2 cores) takes about 4 minutes to build whenever the RTL changes.
-    with RtlSim(request.param) as s:
+    with RtlSim(request.param, trainer=train) as s:  # the driver's build of the model
         s.mmio_write(Mmio.QUEUE_BASE, QUEUE)
         s.mmio_write(Mmio.QUEUE_ENTRIES, 4)
         s.mmio_write(Mmio.FENCE_ADDR, FENCE)
@@ -42,7 +42,7 @@ def _submit(sim: RtlSim, cmd: Command) -> tuple[bool, int]:
 
 
 def test_vector_add_matches_iss(sim: RtlSim) -> None:
-    obj = assemble_file(ROOT / "examples/asm/vector_add.s")
+    obj = assemble_file(example_asm("vector_add"))
     kernel = obj.kernel("vector_add")
     code = obj.relocate(0x8000)
     words = list(struct.unpack(f"<{len(code) // 4}I", code))

@@ -25,7 +25,7 @@ from simtgpu.arch.command_queue import (
 )
 from simtgpu.isa.abi import FaultCause
 from simtgpu.rtl.configs import get_rtl_config
-from simtgpu.rtl.harness import SimHarness
+from simtgpu.rtlsim.harness import SimHarness
 from standin_core import FAULT_INSTR, FAULT_MAGIC, HANG_MAGIC, STUCK_MAGIC, StandinCore
 
 QUEUE = 0x1000

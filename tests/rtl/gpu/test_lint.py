@@ -1,4 +1,4 @@
-"""Verilator ``--lint-only -Wall`` of the generated Verilog, with rtl/lint_waivers.vlt.
+"""Verilator ``--lint-only -Wall`` of the generated Verilog, with rtlsim/lint_waivers.vlt.
 
 ``tiny`` (both tops) runs in every test run; ``small`` is marked slow (about 1.5 min);
 ``full`` takes about 12 minutes on two cores (6 to convert, 6 to lint) and runs with the long
@@ -8,7 +8,8 @@ regressions (``-m regress``).
 from __future__ import annotations
 
 import pytest
-from simtgpu.rtl.verilator_runner import harness_verilog, lint_verilog
+from simtgpu.rtlsim.verilator import lint_verilog
+from simtgpu.rtlsim.verilator_runner import harness_verilog
 
 
 @pytest.mark.parametrize("config,top", [

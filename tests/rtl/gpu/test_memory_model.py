@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 from rtlgpu_helpers import RefMemory, run_sim, send, set_request
 from simtgpu.rtl.configs import get_rtl_config
-from simtgpu.rtl.memory_model import MemoryModel
 from simtgpu.rtl.signatures import AtomOp, MemKind
+from simtgpu.rtlsim.memory_model import MemoryModel
 from simtgpu.sim import numerics as nx
 
 

@@ -3,15 +3,12 @@ of the Verilator model, results checked against NumPy, faults reported as on the
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import pytest
+from simtgpu.assembler.examples import example_asm
 from simtgpu.driver_model.device import Device
 from simtgpu.driver_model.errors import DriverError
 from simtgpu.sim import KernelFault
-
-ASM = Path(__file__).resolve().parents[3] / "examples" / "asm"
 
 
 @pytest.fixture(scope="module")
@@ -21,7 +18,7 @@ def dev():
 
 
 def test_vector_add_and_counters(dev):
-    k = dev.load_module(ASM / "vector_add.s").kernel("vector_add")
+    k = dev.load_module(example_asm("vector_add")).kernel("vector_add")
     rng = np.random.default_rng(3)
     n = 37
     a = rng.standard_normal(n).astype(np.float32)
@@ -32,7 +29,7 @@ def test_vector_add_and_counters(dev):
     assert res.backend == "rtl" and res.cycles > 0
     # Same counts as the ISS runs the same launch.
     with Device(backend="iss", config="tiny") as iss:
-        ki = iss.load_module(ASM / "vector_add.s").kernel("vector_add")
+        ki = iss.load_module(example_asm("vector_add")).kernel("vector_add")
         ia, ib, ic = iss.to_device(a), iss.to_device(b), iss.empty(n, np.float32)
         ri = iss.launch(ki, grid=-(-n // 8), block=8, args=(ia, ib, ic, n))
     assert (res.instructions, res.thread_instructions) == (ri.instructions,

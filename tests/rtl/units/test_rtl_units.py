@@ -2,23 +2,22 @@
 
 References are the ISS's own semantic tables (``simtgpu.sim.semantics``) for the integer ops
 and ``simtgpu.sim.numerics`` for FP32 and the SFU, so the RTL units are held to exactly what
-the ISS computes. ``SIMTGPU_LONG=1`` raises the FP bench from 5,000 to 100,000 vectors per op.
+the ISS computes. ``SIMTGPU_LONG=1`` raises the FP bench from 5,000 to 100,000 vectors per op
+(and the multiplier's from 1,500 to 25,000).
 """
 
 from __future__ import annotations
 
-import os
-
 import numpy as np
 import pytest
+from simtgpu.rtl.fpu import FpuOp
 from simtgpu.sim import numerics as nx
 from simtgpu.sim import semantics as sem
-from simtgpu.verification.fp_vectors import FP_SPECIALS, fp_operands, int_operands
+from simtgpu.verification.fp_vectors import fp_operands, int_operands
 from simtgpu.verification.units import build_unit, play
+from units_harness import FPU_REFERENCE, LONG, SEED, fpu_expected
 
-LONG = os.environ.get("SIMTGPU_LONG", "") not in ("", "0")
 FP_VECTORS = 100_000 if LONG else 5_000
-SEED = int(os.environ.get("SIMTGPU_SEED", "20261121"))
 
 
 def _mismatches(what: str, inputs: dict, got: np.ndarray, want: np.ndarray) -> str:
@@ -96,7 +95,7 @@ def test_multiplier_every_op():
 
     bld, unit = build_unit("multiplier")
     rng = np.random.default_rng(SEED + 1)
-    per_op = 1500
+    per_op = 25_000 if LONG else 1500
     ops = list(MulOp)
     n = per_op * len(ops)
     a, b = int_operands(rng, n, 2)
@@ -116,59 +115,44 @@ def test_multiplier_every_op():
 
 # --- FPU: add, sub, mul, fma, min, max, abs, neg, conversions ------------------------------
 
-_FP_REF = {
-    "FADD": (2, nx.fadd), "FSUB": (2, nx.fsub), "FMUL": (2, nx.fmul), "FFMA": (3, nx.ffma),
-    "FMIN": (2, nx.fmin), "FMAX": (2, nx.fmax), "FABS": (1, nx.fabs), "FNEG": (1, nx.fneg),
-    "CVT_I2F": (1, lambda a: nx.cvt("i2f", a)), "CVT_U2F": (1, lambda a: nx.cvt("u2f", a)),
-    "CVT_F2I": (1, lambda a: nx.cvt("f2i", a)), "CVT_F2U": (1, lambda a: nx.cvt("f2u", a)),
-}
-
-
 @pytest.fixture(scope="module")
 def fpu():
     return build_unit("fpu")
 
 
-def test_fpu_ops_are_all_checked():
-    from simtgpu.rtl.fpu import FpuOp
-
-    assert {op.name for op in FpuOp} == set(_FP_REF)
-
-
-@pytest.mark.parametrize("name", list(_FP_REF))
-def test_fpu_bit_exact(fpu, name):
-    from simtgpu.rtl.fpu import FpuOp
-
+@pytest.mark.parametrize("op", list(FpuOp), ids=lambda op: op.name)
+def test_fpu_bit_exact(fpu, op):
     bld, unit = fpu
-    arity, ref = _FP_REF[name]
-    rng = np.random.default_rng(SEED + 100 + list(_FP_REF).index(name))
-    n = FP_VECTORS if name in ("FADD", "FSUB", "FMUL", "FFMA") else max(1000, FP_VECTORS // 5)
-    if name.startswith("CVT_") and name[4] in "IU":
+    arity, ref = FPU_REFERENCE[op]
+    rng = np.random.default_rng(SEED + 100 + list(FpuOp).index(op))
+    n = FP_VECTORS if op in (FpuOp.FADD, FpuOp.FSUB, FpuOp.FMUL, FpuOp.FFMA) \
+        else max(1000, FP_VECTORS // 5)
+    if op in (FpuOp.CVT_I2F, FpuOp.CVT_U2F):
         cols = int_operands(rng, n, 1)
     else:
-        cols = fp_operands(rng, n, arity)
-        if arity >= 2:
-            # Every pair of special values as well.
-            s = FP_SPECIALS
-            pairs = np.array(np.meshgrid(s, s)).reshape(2, -1)
-            cols[0] = np.concatenate([pairs[0], cols[0]]).astype(np.uint32)
-            cols[1] = np.concatenate([pairs[1], cols[1]]).astype(np.uint32)
-            for k in range(2, arity):
-                cols[k] = np.concatenate([s[rng.integers(0, len(s), pairs.shape[1])],
-                                          cols[k]]).astype(np.uint32)
-        if name == "FFMA":
-            # c = -(a*b) rounded: the fused result is the product's rounding error.
-            m = len(cols[0]) // 4
-            cols[2][:m] = nx.fneg(nx.fmul(cols[0][:m], cols[1][:m]))
+        cols = fp_operands(rng, n, arity, edges=True)
     zero = np.zeros(len(cols[0]), dtype=np.uint32)
     full = (cols + [zero, zero, zero])[:3]
-    inputs = {"op": np.full(len(zero), FpuOp[name].value, np.uint32),
+    inputs = {"op": np.full(len(zero), op.value, np.uint32),
               "a": full[0], "b": full[1], "c": full[2]}
     out = play(bld, inputs, ["result"], mode="pipe", latency=unit.latency,
-               run_name=f"units_fpu_{name.lower()}")
+               run_name=f"units_fpu_{op.name.lower()}")
     want = np.asarray(ref(*cols[:arity]), dtype=np.uint32)
     shown = {k: v for k, v in inputs.items() if k in "abc"[:arity]}
-    msg = _mismatches(f"fpu {name}", shown, out["result"], want)
+    msg = _mismatches(f"fpu {op.name}", shown, out["result"], want)
+    assert not msg, msg
+
+
+def test_fpu_mixed_ops(fpu):
+    """A different op in every cycle: results must not leak between the ops in flight."""
+    bld, unit = fpu
+    rng = np.random.default_rng(SEED + 200)
+    a, b, c = fp_operands(rng, FP_VECTORS, 3)
+    ops = [list(FpuOp)[int(k)] for k in rng.integers(0, len(FpuOp), len(a))]
+    inputs = {"op": np.array([op.value for op in ops], np.uint32), "a": a, "b": b, "c": c}
+    out = play(bld, inputs, ["result"], mode="pipe", latency=unit.latency,
+               run_name="units_fpu_mixed")
+    msg = _mismatches("fpu mixed ops", inputs, out["result"], fpu_expected(ops, [a, b, c]))
     assert not msg, msg
 
 
@@ -181,11 +165,8 @@ def test_sfu_bit_exact():
     rng = np.random.default_rng(SEED + 7)
     per_op = 2000 if LONG else 300
     ops = list(SfuOp)
-    cols = []
-    for _ in ops:
-        (x,) = fp_operands(rng, per_op, 1)
-        x[: len(FP_SPECIALS)] = FP_SPECIALS
-        cols.append(x)
+    cols = [fp_operands(rng, per_op, 1, edges=True)[0] for _ in ops]
+    per_op = len(cols[0])
     a = np.concatenate(cols).astype(np.uint32)
     opcol = np.repeat([op.value for op in ops], per_op).astype(np.uint32)
     out = play(bld, {"op": opcol, "a": a}, ["result"], mode="start_done",

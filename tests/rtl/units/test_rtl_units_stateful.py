@@ -15,7 +15,6 @@ and the seed (``SIMTGPU_SEED`` picks another).
 
 from __future__ import annotations
 
-import os
 import random
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
@@ -24,8 +23,8 @@ import pytest
 from simtgpu.isa import GLOBAL_NULL_GUARD, NUM_PREDS, FaultCause
 from simtgpu.verification.toolchain import Build
 from simtgpu.verification.units import build_unit, play
+from units_harness import SEED
 
-SEED = int(os.environ.get("SIMTGPU_SEED", "20261121"))
 M32 = 0xFFFF_FFFF
 
 Vector = dict[str, int]

@@ -3,7 +3,8 @@
 import pytest
 from simtgpu.isa import BY_MNEMONIC, INSTRUCTIONS, Sem
 from simtgpu.rtl.alu import ALU_SEMS, Alu, AluOp, alu_op, op_name
-from units_harness import INT_EDGES, LONG, MASK32, lint, random_words, rng, run_comb
+from simtgpu.verification.fp_vectors import INT_EDGES, int_operands
+from units_harness import LONG, MASK32, lint, rng, run_comb
 
 
 def s32(x: int) -> int:
@@ -80,11 +81,12 @@ def test_reference_spot_values() -> None:
 def test_alu_op(instr) -> None:
     gen = rng(0xA1 + instr.opcode * 16 + (instr.fn or 0))
     n = 5000 if LONG else 150
-    vectors = [(a, b) for a in INT_EDGES for b in INT_EDGES[:8]]
-    vectors += list(zip(random_words(gen, n), random_words(gen, n), strict=True))
+    edges = INT_EDGES.tolist()
+    vectors = [(a, b) for a in edges for b in edges]
+    vectors += list(zip(*(col.tolist() for col in int_operands(gen, n, 2)), strict=True))
     if instr.sem is Sem.CONST:  # the immediate may arrive raw or sign-extended
         vectors += [(0, sext16(b)) for _, b in vectors[-50:]]
-    cs = random_words(gen, len(vectors))
+    (cs,) = (col.tolist() for col in int_operands(gen, len(vectors), 1))
     preds = gen.integers(0, 8, len(vectors))
     dut = Alu()
     op = alu_op(instr)

@@ -2,10 +2,10 @@
 
 import numpy as np
 import pytest
-from fp_vectors import operands
 from simtgpu.isa import INSTRUCTIONS, Sem
 from simtgpu.rtl.fcompare import FCmpCond, FCompare
 from simtgpu.sim import numerics as nx
+from simtgpu.verification.fp_vectors import fp_operands
 from units_harness import LONG, lint, rng, run_comb
 
 
@@ -18,7 +18,7 @@ def test_enum_follows_isa_fn_codes() -> None:
 @pytest.mark.parametrize("cond", list(FCmpCond), ids=lambda c: c.name)
 def test_fcompare(cond) -> None:
     gen = rng(0xC0 + cond.value)
-    a, b = operands(gen, 20000 if LONG else 600, 2)
+    a, b = fp_operands(gen, 20000 if LONG else 600, 2, edges=True)
     # equal pairs and +-0 / subnormal pairs, which must compare equal
     same = gen.integers(0, len(a), 200)
     a = np.concatenate([a, a[same], np.array([0x80000000, 0x00000001, 0x80000005], np.uint32)])

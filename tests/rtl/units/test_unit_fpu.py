@@ -1,47 +1,39 @@
-"""The pipelined FPU, bit for bit against the shared numerics (``simtgpu.sim.numerics``)."""
+"""The pipelined FPU in Amaranth's simulator, bit for bit against the shared numerics
+(``simtgpu.sim.numerics``); the 100,000-vector runs go through Verilator (test_rtl_units.py)."""
 
 import numpy as np
 import pytest
-from fp_vectors import operands
 from simtgpu.isa import INSTRUCTIONS, Sem
 from simtgpu.rtl.alu import op_name
 from simtgpu.rtl.fpu import Fpu, FpuOp
 from simtgpu.sim import numerics as nx
-from units_harness import INT_EDGES, LONG, lint, random_words, rng, run_clocked
+from simtgpu.verification.fp_vectors import INT_EDGES, fp_operands, int_operands
+from units_harness import FPU_REFERENCE, LONG, fpu_expected, lint, rng, run_clocked
 
 # numerics.cvt casts signalling-NaN patterns to float64, which numpy reports as "invalid";
 # the result (NaN -> 0) is what the contract asks for, so the warning is noise here.
 pytestmark = pytest.mark.filterwarnings("ignore:invalid value encountered in cast")
 
-# op -> (arity, reference on uint32 arrays)
-REFERENCE = {
-    FpuOp.FADD: (2, nx.fadd), FpuOp.FSUB: (2, nx.fsub), FpuOp.FMUL: (2, nx.fmul),
-    FpuOp.FFMA: (3, nx.ffma), FpuOp.FMIN: (2, nx.fmin), FpuOp.FMAX: (2, nx.fmax),
-    FpuOp.FABS: (1, nx.fabs), FpuOp.FNEG: (1, nx.fneg),
-    FpuOp.CVT_I2F: (1, lambda a: nx.cvt("i2f", a)), FpuOp.CVT_U2F: (1, lambda a: nx.cvt("u2f", a)),
-    FpuOp.CVT_F2I: (1, lambda a: nx.cvt("f2i", a)), FpuOp.CVT_F2U: (1, lambda a: nx.cvt("f2u", a)),
-}
 ROUNDED = (FpuOp.FADD, FpuOp.FSUB, FpuOp.FMUL, FpuOp.FFMA)
 
 
 def count(op: FpuOp) -> int:
-    """Random vectors per op in the Amaranth simulator (the 100,000-vector long runs go
-    through Verilator: test_unit_long_verilator.py)."""
+    """Random vectors per op in the Amaranth simulator."""
     n = 2000 if op in ROUNDED else 600
     return 5 * n if LONG else n
 
 
 def vectors(op: FpuOp, seed: int) -> list[np.ndarray]:
     gen = rng(seed)
-    arity = REFERENCE[op][0]
+    arity = FPU_REFERENCE[op][0]
     if op in (FpuOp.CVT_I2F, FpuOp.CVT_U2F):
-        ints = np.array(list(INT_EDGES) + random_words(gen, count(op)), dtype=np.uint64)
+        ints = np.concatenate([INT_EDGES, *int_operands(gen, count(op), 1)]).astype(np.uint64)
         # plus exact ties: a 24-bit significand followed by binary 100..0
         sig = gen.integers(1 << 23, 1 << 24, 200, dtype=np.uint64)
         k = gen.integers(1, 9, 200, dtype=np.uint64)
         ties = (sig << k) | (np.uint64(1) << (k - np.uint64(1)))
         return [np.concatenate([ints, ties]).astype(np.uint32)]
-    return operands(gen, count(op), arity)
+    return fp_operands(gen, count(op), arity, edges=True)
 
 
 def run_fpu(ops: FpuOp | list[FpuOp], cols: list[np.ndarray], latency: int = 2) -> np.ndarray:
@@ -71,19 +63,8 @@ def run_fpu(ops: FpuOp | list[FpuOp], cols: list[np.ndarray], latency: int = 2) 
     return got
 
 
-def expected(ops: list[FpuOp], cols: list[np.ndarray]) -> np.ndarray:
-    """numerics results for a mixed stream of ops over three operand columns."""
-    want = np.zeros(len(ops), dtype=np.uint32)
-    codes = np.array([op.value for op in ops])
-    for op, (arity, ref) in REFERENCE.items():
-        sel = codes == op.value
-        if sel.any():
-            want[sel] = np.asarray(ref(*(col[sel] for col in cols[:arity])), dtype=np.uint32)
-    return want
-
-
 def check(op: FpuOp, cols: list[np.ndarray], got: np.ndarray) -> None:
-    want = np.asarray(REFERENCE[op][1](*cols), dtype=np.uint32)
+    want = np.asarray(FPU_REFERENCE[op][1](*cols), dtype=np.uint32)
     bad = np.flatnonzero(got != want)
     if len(bad):
         lines = [f"{op.name}: {len(bad)} of {len(got)} differ from simtgpu.sim.numerics"]
@@ -96,7 +77,7 @@ def check(op: FpuOp, cols: list[np.ndarray], got: np.ndarray) -> None:
 def test_enum_is_derived_from_isa() -> None:
     expected = [op_name(i.mnemonic) for i in INSTRUCTIONS if i.sem in (Sem.FP, Sem.CVT)]
     assert [m.name for m in FpuOp] == expected
-    assert set(REFERENCE) == set(FpuOp)
+    assert set(FPU_REFERENCE) == set(FpuOp)
 
 
 @pytest.mark.parametrize("op", list(FpuOp), ids=lambda o: o.name)
@@ -149,10 +130,10 @@ def test_ffma_rounds_once() -> None:
 def test_other_latencies_and_stalls(latency: int) -> None:
     """Latency 1 and 3 give the same results; ``en=0`` holds every stage."""
     gen = rng(0xFE + latency)
-    cols = operands(gen, 200, 3)
+    cols = fp_operands(gen, 200, 3, edges=True)
     ops = [list(FpuOp)[int(k)] for k in gen.integers(0, len(FpuOp), len(cols[0]))]
     ens = gen.random(len(cols[0])) < 0.7
-    want = expected(ops, cols)
+    want = fpu_expected(ops, cols)
     dut = Fpu(latency)
 
     async def bench(ctx) -> None:

@@ -4,7 +4,8 @@ stalls with ``en=0``."""
 import pytest
 from simtgpu.isa import BY_MNEMONIC
 from simtgpu.rtl.multiplier import MulOp, Multiplier
-from units_harness import INT_EDGES, LONG, MASK32, lint, random_words, rng, run_clocked
+from simtgpu.verification.fp_vectors import INT_EDGES, int_operands
+from units_harness import LONG, MASK32, lint, rng, run_clocked
 
 
 def s32(x: int) -> int:
@@ -22,9 +23,10 @@ def reference(op: MulOp, a: int, b: int) -> int:
 def vectors(seed: int, n: int) -> list[tuple[MulOp, int, int]]:
     gen = rng(seed)
     ops = list(MulOp)
-    out = [(op, a, b) for op in ops for a in INT_EDGES for b in INT_EDGES]
-    for a, b, k in zip(random_words(gen, n), random_words(gen, n), gen.integers(0, 4, n),
-                       strict=True):
+    edges = INT_EDGES.tolist()
+    out = [(op, a, b) for op in ops for a in edges for b in edges]
+    a_col, b_col = (col.tolist() for col in int_operands(gen, n, 2))
+    for a, b, k in zip(a_col, b_col, gen.integers(0, 4, n), strict=True):
         out.append((ops[int(k)], a, b))
     return out
 

