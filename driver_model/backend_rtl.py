@@ -17,9 +17,9 @@ Options (``Device(backend="rtl", config=..., waves="build/run.vcd")``):
 ``max_cycles``
     Cycles ``run_until_idle`` allows before it gives up (the hardware's own watchdog fault
     normally comes first).
-``instruction_budget``
-    Accepted for command-line compatibility with the ISS backend and ignored: the RTL bounds
-    a launch by its cycle watchdog.
+An ISS-only option (``instruction_budget``) is refused with a message: the RTL bounds a launch
+by its cycle watchdog. So is a retire trace (``launch(trace=...)``), which the RTL backend does
+not write yet; the verification suites read the RTL's retire port directly.
 
 The model of a named configuration is built profile-guided, trained by :func:`train` (see
 :mod:`simtgpu.rtlsim.verilator_runner`).
@@ -49,8 +49,11 @@ class RtlBackend(Backend):
 
     def __init__(self, config: GpuConfig, waves: str | Path | None = None,
                  max_cycles: int = 200_000_000, instruction_budget: int | None = None,
-                 sim: RtlSim | None = None, **_: Any):
+                 sim: RtlSim | None = None):
         """``sim``: drive this started model of ``config`` instead of starting one."""
+        if instruction_budget is not None:
+            raise DriverError("the rtl backend has no instruction budget (--budget): a launch "
+                              "is bounded by the hardware's cycle watchdog and max_cycles")
         from simtgpu.rtl.configs import get_rtl_config
         from simtgpu.rtlsim.verilator import VerilatorError
         from simtgpu.rtlsim.verilator_runner import RtlSim
@@ -72,6 +75,12 @@ class RtlBackend(Backend):
         except VerilatorError as e:
             raise DriverError(f"the rtl backend could not start: {e}") from None
         self.waves = wave_path
+
+    def set_trace(self, sink: Any) -> None:
+        if sink is not None:
+            raise DriverError("the rtl backend does not write a retire trace (--trace) yet; "
+                              "the ISS backend does, and the verification suites compare the "
+                              "RTL's retire port with it (docs/verification.md)")
 
     def _call(self, fn, *args):
         try:

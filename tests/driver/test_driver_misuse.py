@@ -103,3 +103,14 @@ def test_one_device_from_two_threads_gives_right_answers() -> None:
             t.join()
         assert not errors, errors
         assert dev.memory_stats().allocations == _driver_blocks(dev)
+
+
+def test_rtl_backend_refuses_iss_only_options_instead_of_ignoring_them() -> None:
+    from simtgpu.driver_model.backend_rtl import RtlBackend
+
+    # refused before any model is built
+    with pytest.raises(DriverError, match="no instruction budget"):
+        Device(backend="rtl", config="tiny", instruction_budget=1000)
+    with pytest.raises(DriverError, match="does not write a retire trace"):
+        RtlBackend.set_trace(object.__new__(RtlBackend), object())
+    RtlBackend.set_trace(object.__new__(RtlBackend), None)  # no trace: nothing to refuse
