@@ -33,7 +33,7 @@ def test_examples_cover_the_list():
 
 
 def test_script_entry_point(capsys):
-    assert example("vector_add").__name__ == "_dsl_example_vector_add"
+    assert example("vector_add").__name__ == "_example_dsl_vector_add"
     from dsl_common import main
 
     assert main("vector_add", example("vector_add").run, 100, ["--size", "100"]) == 0

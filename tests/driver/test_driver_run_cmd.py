@@ -107,7 +107,7 @@ def test_run_bad_specs_are_clear_errors(vadd, capsys, args, msg):
 
 def test_trace_write_error_is_reported_after_the_launch(vadd, capsys):
     # /dev/full refuses every write with ENOSPC (Linux, as CI is)
-    rc, _, err = _run(capsys, vadd, "-k", "vadd", "--grid", "1", "--block", "8", "--arg",
+    rc, _, err = _run(capsys, vadd, "-k", "vector_add", "--grid", "1", "--block", "8", "--arg",
                       "a=f32[8]", "b=f32[8]", "c=f32[8]", "n=i32:8", "--trace", "/dev/full")
     assert rc == 1 and "Traceback" not in err
     assert "trace file /dev/full: No space left on device (the launch ran" in err
@@ -115,7 +115,7 @@ def test_trace_write_error_is_reported_after_the_launch(vadd, capsys):
 
 def test_negative_seed_is_a_usage_error(vadd, capsys):
     with pytest.raises(SystemExit) as info:
-        _run(capsys, vadd, "-k", "vadd", "--seed=-1", "--arg", "a=f32[8]")
+        _run(capsys, vadd, "-k", "vector_add", "--seed=-1", "--arg", "a=f32[8]")
     assert info.value.code == 2
     assert "a seed is a non-negative integer, not -1" in capsys.readouterr().err
 
