@@ -107,8 +107,8 @@ def run_on(backend: str, config: str, n: int, block: int, seed: int) -> np.ndarr
         if res.cycles:
             print(f"RTL: {res.cycles} cycles, {res.instructions / res.cycles:.2f} "
                   f"warp-instructions per cycle over {dev.config.cores} cores")
-        print(f"waveform: {WAVES.relative_to(ROOT)}  (open with: gtkwave {WAVES.relative_to(ROOT)}"
-              f"; see docs/waveforms.md)")
+        shown = WAVES.relative_to(ROOT) if WAVES.is_relative_to(ROOT) else WAVES
+        print(f"waveform: {shown}  (open with: gtkwave {shown}; see docs/waveforms.md)")
     return c if same else None
 
 
