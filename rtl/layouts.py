@@ -56,6 +56,22 @@ def split_signal(layout: data.Layout, name: str) -> data.View:
     return data.View(layout, Cat(*_leaves(layout, name)))
 
 
+def per_warp(layout: data.Layout, warps: int, name: str = "") -> data.View:
+    """``warps`` copies of ``layout`` (an ``ArrayLayout`` over the warp slots) made like
+    :func:`split_signal`: one signal per field and per warp, named ``w<w>_<field>`` for the
+    fields of a ``StructLayout`` (``w0_pc``, ``w0_active``) and ``w<w>_<name>`` otherwise.
+
+    Index it with a constant (``state[w].pc``); a warp picked at run time is read through a
+    ``Switch``, which keeps each field a machine word in simulation."""
+    leaves = []
+    for w in range(warps):
+        if isinstance(layout, data.StructLayout):
+            leaves += [s for f, fld in layout for s in _leaves(fld.shape, f"w{w}_{f}")]
+        else:
+            leaves += _leaves(layout, f"w{w}_{name}")
+    return data.View(data.ArrayLayout(layout, warps), Cat(*leaves))
+
+
 def _leaves(shape, name: str) -> list[Signal]:
     if isinstance(shape, data.StructLayout):
         return [s for f, fld in shape for s in _leaves(fld.shape, f"{name}.{f}")]
@@ -114,6 +130,27 @@ def uop(warps: int, lanes: int) -> data.StructLayout:
 
 
 rr_ex1 = ex1_ex2 = ex2_mem = mem_wb = uop
+
+
+def warp_state(lanes: int) -> data.StructLayout:
+    """What the core keeps per warp slot (:func:`per_warp`): the next fetch address and the
+    SIMT masks (``active``: the lanes on the current path; ``live``: the lanes not exited).
+
+    One-bit flags per warp (member of the block, finished, waiting for a control instruction,
+    held at a barrier) are ``warps``-bit masks instead: they are tested as sets."""
+    return data.StructLayout({"pc": 32, "active": lanes, "live": lanes})
+
+
+def issue_state(regs: int) -> data.StructLayout:
+    """What ``is`` keeps per warp slot besides the scoreboard: ``long``, the registers a late
+    write-back (global load or atomic, ``ldparam``, SFU) will write; ``stores``, the global
+    stores sent and not yet acknowledged (a ``fence`` waits for zero)."""
+    return data.StructLayout({"long": regs, "stores": 8})
+
+
+def bar_arrival() -> data.StructLayout:
+    """Per warp slot: the pc and word of the warp's last ``bar`` (for the deadlock record)."""
+    return data.StructLayout({"bar_pc": 32, "bar_word": 32})
 
 
 def _bits(n: int) -> int:
