@@ -1,6 +1,6 @@
 """The core's own components in the Amaranth simulator, each against a small Python model
 written from its docstring contract (instruction buffers, fault recorder, predicate file,
-late write-back arbitration)."""
+late write-back arbitration, issue selection)."""
 
 from __future__ import annotations
 
@@ -8,9 +8,13 @@ import random
 from collections import deque
 
 from amaranth.sim import Simulator
+from simtgpu.isa import INSTRUCTIONS, Sem
+from simtgpu.isa.instructions import Space
 from simtgpu.rtl.fault_recorder import FaultRecorder
 from simtgpu.rtl.ibuffer import InstrBuffers
-from simtgpu.rtl.isa_consts import FaultCause
+from simtgpu.rtl.isa_consts import FaultCause, iid
+from simtgpu.rtl.isa_consts import Sem as RSem
+from simtgpu.rtl.issue import IssueSelect
 from simtgpu.rtl.late_writeback import LateWriteback
 from simtgpu.rtl.predicate_file import PredicateFile
 
@@ -253,5 +257,126 @@ def test_late_writeback_arbitration():
             if retires:
                 assert (ctx.get(dut.retire.warp), ctx.get(dut.retire.pc),
                         ctx.get(dut.retire.mask)) == (s["warp"], s["pc"], s["active"])
+
+    _run(dut, bench)
+
+
+def _needs(d: dict, regs: int) -> int:
+    """Scoreboard bits of a decoded head, from the ISA's operand rules: registers read or
+    written, then the predicates (guard, predicate sources, predicate destination; pt never)."""
+    bits = 0
+    for idx, used in ((d["rs1"], d["rd_rs1"]), (d["rs2"], d["rd_rs2"]), (d["rs3"], d["rd_rs3"]),
+                      (d["rd"], d["rd_rd"] or d["wr_reg"])):
+        if used:
+            bits |= 1 << idx
+    for idx, used in ((d["guard"], True), (d["rs1"] & 7, d["rd_ps1"]),
+                      (d["rs2"] & 7, d["rd_ps2"]), (d["rs3"] & 7, d["rd_ps3"]),
+                      (d["rd"] & 7, d["wr_pred"])):
+        if used and idx != 7:
+            bits |= 1 << (regs + idx)
+    return bits
+
+
+def test_issue_select_against_model():
+    """Hazard, parked, structural and eligible per warp; the round-robin pick; the barrier
+    hold, long-latency registers and store counts it keeps."""
+    warps, regs = 4, 32
+    dut = IssueSelect(warps, regs)
+    rng = random.Random(17)
+    long_iids = {iid(i.mnemonic) for i in INSTRUCTIONS
+                 if i.sem in (Sem.LOAD, Sem.ATOMIC, Sem.PARAM) and i.space is not Space.SHARED}
+    iids = [iid("fence"), iid("bar"), iid("add"), iid("ldg"), iid("lds"), iid("ldparam"),
+            iid("sfu.rcp")]
+    flags = ("wr_reg", "wr_pred", "rd_rs1", "rd_rs2", "rd_rs3", "rd_ps1", "rd_ps2", "rd_ps3",
+             "rd_rd", "illegal")
+
+    async def bench(ctx):
+        last = warps - 1
+        bar_hold, long, stores = [0] * warps, [0] * warps, [0] * warps
+        for step in range(1500):
+            heads = []
+            for w in range(warps):
+                d = {f: rng.random() < 0.3 for f in flags}
+                d["illegal"] = rng.random() < 0.03
+                d.update(rd=rng.randrange(regs), rs1=rng.randrange(regs), rs2=rng.randrange(regs),
+                         rs3=rng.randrange(regs), guard=rng.choice([7, 7, rng.randrange(7)]),
+                         iid=rng.choice(iids))
+                d["sem"] = RSem.SFU if d["iid"] == iid("sfu.rcp") else RSem.INT
+                pc_fault = rng.random() < 0.03
+                heads.append((d, pc_fault))
+                for k, v in d.items():
+                    ctx.set(getattr(dut.head[w].dec, k), v)
+                ctx.set(dut.head[w].pc_fault, pc_fault)
+            valid = rng.getrandbits(warps)
+            runnable = rng.getrandbits(warps) | rng.getrandbits(warps)
+            pending = [rng.getrandbits(regs + 8) & rng.getrandbits(regs + 8) for _ in range(warps)]
+            sfu_busy, enable = rng.random() < 0.3, rng.random() < 0.8
+            clears = [(rng.random() < 0.5, rng.randrange(warps), rng.randrange(regs),
+                       rng.random() < 0.2) for _ in range(2)]
+            sent, sent_w = rng.random() < 0.3, rng.randrange(warps)
+            acked_w = rng.choice([w for w in range(warps) if stores[w]] or [0])
+            acked = stores[acked_w] > 0 and rng.random() < 0.3
+            release, release_warps = rng.random() < 0.1, rng.getrandbits(warps)
+            reset = rng.random() < 0.01
+            for name, v in (("valid", valid), ("runnable", runnable), ("sfu_busy", sfu_busy),
+                            ("enable", enable), ("store_sent", sent), ("store_sent_warp", sent_w),
+                            ("store_acked", acked), ("store_acked_warp", acked_w),
+                            ("release", release), ("release_warps", release_warps),
+                            ("reset", reset)):
+                ctx.set(getattr(dut, name), v)
+            for w in range(warps):
+                ctx.set(dut.pending[w], pending[w])
+            for i, (en, w, idx, pred) in enumerate(clears):
+                ctx.set(dut.clear[i].en, en)
+                ctx.set(dut.clear[i].warp, w)
+                ctx.set(dut.clear[i].idx, idx)
+                ctx.set(dut.clear[i].pred, pred)
+
+            eligible = []
+            for w, (d, _) in enumerate(heads):
+                has = valid >> w & 1
+                haz_bits = _needs(d, regs) & pending[w]
+                park = (haz_bits & ((1 << regs) - 1) & long[w]) != 0 or (
+                    d["iid"] == iid("fence") and stores[w] != 0)
+                busy = d["sem"] == RSem.SFU and sfu_busy
+                go = not bar_hold[w] and runnable >> w & 1
+                hazard = has and haz_bits != 0 and not park
+                structural = has and busy and not haz_bits and not park and go
+                assert ctx.get(dut.hazard) >> w & 1 == bool(hazard), (step, w)
+                assert ctx.get(dut.parked) >> w & 1 == bool(has and park), (step, w)
+                assert ctx.get(dut.structural) >> w & 1 == bool(structural), (step, w)
+                if has and not haz_bits and not park and not busy and go:
+                    eligible.append(w)
+            assert ctx.get(dut.bar_hold) == sum(b << w for w, b in enumerate(bar_hold))
+            pick = next((w for w in eligible if w > last), eligible[0] if eligible else None)
+            issue = pick is not None and enable
+            assert ctx.get(dut.issue) == issue, step
+            ok = False
+            if issue:
+                d, pc_fault = heads[pick]
+                fault = d["illegal"] or pc_fault
+                ok = not fault
+                assert ctx.get(dut.warp) == pick
+                assert (ctx.get(dut.fault), ctx.get(dut.ok)) == (fault, ok)
+                assert ctx.get(dut.entry.dec.rd) == d["rd"]
+            await ctx.tick()
+
+            for w in range(warps):
+                if ok and pick == w and heads[w][0]["iid"] == iid("bar"):
+                    bar_hold[w] = 1
+                elif (release and release_warps >> w & 1) or reset:
+                    bar_hold[w] = 0
+                for en, cw, idx, pred in clears:
+                    if en and not pred and cw == w:
+                        long[w] &= ~(1 << idx)
+                stores[w] += (sent and sent_w == w) - (acked and acked_w == w)
+            if ok:
+                d = heads[pick][0]
+                if d["wr_reg"] and (d["iid"] in long_iids or d["sem"] == RSem.SFU):
+                    long[pick] |= 1 << d["rd"]
+            if reset:
+                long, stores, last = [0] * warps, [0] * warps, warps - 1
+            elif issue:
+                last = pick
 
     _run(dut, bench)
