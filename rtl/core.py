@@ -49,7 +49,7 @@ from .isa_consts import Sem as RSem
 from .isa_consts import SReg, iid
 from .issue import IssueSelect
 from .late_writeback import LateWriteback
-from .layouts import per_warp, split_signal
+from .layouts import per_warp, port_view, split_signal
 from .lsu import Lsu, LsuOp
 from .multiplier import MulOp, Multiplier
 from .predicate_file import PredicateFile
@@ -272,15 +272,14 @@ class Core(wiring.Component):
 
         # --- id: decode into the instruction buffer ----------------------------------------
         m.d.comb += decoder.word.eq(imem_r.data)
-        id_entry = split_signal(layouts.id_is(), "id_entry")
+        id_entry = port_view(ibuf.entry, layouts.id_is())
         m.d.comb += [id_entry.pc.eq(if_id.pc), id_entry.word.eq(imem_r.data),
                      id_entry.pc_fault.eq(if_pc_fault), id_entry.dec.eq(decoder.dec)]
         # a fetch that arrives behind a control instruction of its warp is dropped: the warp's
         # pc is set again when ex1 resolves the control instruction
         accept = Signal()
         m.d.comb += accept.eq(if_id.valid & ~(ctrl_wait | finished).bit_select(if_id.warp, 1))
-        m.d.comb += [ibuf.push.eq(accept), ibuf.push_warp.eq(if_id.warp),
-                     ibuf.entry.eq(id_entry)]
+        m.d.comb += [ibuf.push.eq(accept), ibuf.push_warp.eq(if_id.warp)]
         stops_fetch = decoder.dec.ctrl & ~decoder.dec.illegal & (decoder.dec.iid != iid("bar"))
         for w in range(W):
             with m.If(accept & (if_id.warp == w) & stops_fetch):
@@ -290,12 +289,13 @@ class Core(wiring.Component):
         stall = Signal()
         lwb_wait = Signal()
         for w in range(W):
-            m.d.comb += iss.head[w].eq(ibuf.head[w])
+            wiring.connect(m, ibuf.head[w], iss.head[w])
         m.d.comb += [iss.valid.eq(ibuf.valid), iss.runnable.eq(member & ~finished),
                      iss.pending.eq(sb.pending), iss.sfu_busy.eq(sfu.busy),
                      iss.enable.eq(can_issue & ~stall & ~lwb_wait), iss.clear.eq(sb.clear),
                      iss.release.eq(bar.release), iss.release_warps.eq(bar.waiting)]
-        is_pick, issued, issue_ok = iss.warp, iss.entry, iss.ok
+        is_pick, issue_ok = iss.warp, iss.ok
+        issued = port_view(iss.entry, layouts.id_is())
         m.d.comb += [ibuf.pop.eq(issue_ok), ibuf.pop_warp.eq(is_pick)]
 
         # scoreboard set at issue
@@ -466,7 +466,8 @@ class Core(wiring.Component):
         # the late write-back
         sfu_stale = Signal()
         m.d.comb += [sfu.ex1.start.eq(leaving & (xd.sem == RSem.SFU)), sfu.ex1.op.eq(xd.fn[:3]),
-                     sfu.ex1.a.eq(x.a), sfu.ex1.warp.eq(x.warp), sfu.ex1.rd.eq(xd.rd),
+                     *[sfu.ex1.a[l].eq(x.a[l]) for l in range(L)],
+                     sfu.ex1.warp.eq(x.warp), sfu.ex1.rd.eq(xd.rd),
                      sfu.ex1.wr.eq(xd.wr_reg), sfu.ex1.pc.eq(x.pc),
                      sfu.ex1.active.eq(x.active), sfu.ex1.exec.eq(x.exec),
                      sfu.ex1.stale.eq(sfu_stale)]
@@ -551,7 +552,8 @@ class Core(wiring.Component):
         m.d.comb += [lw.wb.valid.eq(z.valid), lw.wb.warp.eq(z.warp), lw.wb.pc.eq(z.pc),
                      lw.wb.active.eq(z.active), lw.wb.exec.eq(z.exec),
                      lw.wb.deferred.eq(z.deferred), lw.wb.wr_reg.eq(zd.wr_reg),
-                     lw.wb.wr_pred.eq(zd.wr_pred), lw.wb.rd.eq(zd.rd), lw.wb.values.eq(values),
+                     lw.wb.wr_pred.eq(zd.wr_pred), lw.wb.rd.eq(zd.rd),
+                     *[lw.wb.values[l].eq(values[l]) for l in range(L)],
                      lw.wb.presult.eq(z.presult), lw.block.eq(blk.block_id),
                      sfu.take.eq(lw.sfu_take)]
         bubble_coming = (~is_rr.valid | ~rr_ex1.valid | ~ex1_ex2.valid | ~ex2_mem.valid

@@ -15,6 +15,7 @@ from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
 from . import layouts
+from .layouts import fields_signature, port_view, split_signal
 
 IBUF_DEPTH = 3
 
@@ -47,7 +48,9 @@ class InstrBuffers(wiring.Component):
             raise ValueError(f"depth must be at least 1, not {depth}")
         self.warps, self.depth = warps, depth
         wb = max(1, (warps - 1).bit_length())
-        entry = layouts.id_is()
+        # entries are one port per field (fields_signature): a packed 150-bit port would be
+        # a multi-word vector in simulation, split again by every reader
+        entry = fields_signature(layouts.id_is())
         super().__init__({
             "reset": In(1),
             "push": In(1),
@@ -63,8 +66,9 @@ class InstrBuffers(wiring.Component):
     def elaborate(self, platform) -> Module:
         m = Module()
         depth = self.depth
+        entry = layouts.id_is()
         for w in range(self.warps):
-            mem = Memory(shape=layouts.id_is(), depth=depth, init=[])
+            mem = Memory(shape=entry, depth=depth, init=[])
             m.submodules[f"w{w}_ib"] = mem
             wp, rp = mem.write_port(), mem.read_port(domain="comb")
             count = Signal(range(depth + 1), name=f"w{w}_ibcount")
@@ -72,9 +76,11 @@ class InstrBuffers(wiring.Component):
             tail = Signal(range(depth), name=f"w{w}_ibtail")
             push = self.push & (self.push_warp == w)
             pop = self.pop & (self.pop_warp == w)
+            head_entry = split_signal(entry, f"w{w}_head")
             m.d.comb += [tail.eq((head + count) % depth),
-                         wp.addr.eq(tail), wp.data.eq(self.entry), wp.en.eq(push),
-                         rp.addr.eq(head), self.head[w].eq(rp.data),
+                         wp.addr.eq(tail), wp.data.eq(port_view(self.entry, entry)),
+                         wp.en.eq(push), rp.addr.eq(head), head_entry.eq(rp.data),
+                         port_view(self.head[w], entry).eq(head_entry),
                          self.count[w].eq(count), self.valid[w].eq(count != 0)]
             with m.If(pop):
                 m.d.sync += head.eq((head + 1) % depth)

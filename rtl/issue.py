@@ -20,7 +20,7 @@ from simtgpu.isa.instructions import Space
 from . import layouts
 from .isa_consts import Sem as RSem
 from .isa_consts import iid
-from .layouts import per_warp, split_signal
+from .layouts import fields_signature, per_warp, port_view
 from .scheduler import RoundRobin
 
 
@@ -100,7 +100,7 @@ class IssueSelect(wiring.Component):
             raise ValueError(f"warps must be at least 1, not {warps}")
         self.warps, self.regs = warps, regs
         wb = max(1, (warps - 1).bit_length())
-        entry = layouts.id_is()
+        entry = fields_signature(layouts.id_is())
         super().__init__({
             "reset": In(1),
             "head": In(entry).array(warps),
@@ -134,10 +134,9 @@ class IssueSelect(wiring.Component):
         bar_hold = Signal(W)
         m.d.comb += self.bar_hold.eq(bar_hold)
         eligible = Signal(W)
-        heads = [split_signal(layouts.id_is(), f"w{w}_head") for w in range(W)]
+        heads = [port_view(self.head[w], layouts.id_is()) for w in range(W)]
         for w in range(W):
             h = heads[w]
-            m.d.comb += h.eq(self.head[w])
             has = self.valid[w]
             is_fence = h.dec.iid == iid("fence")
             haz_bits = needs(m, h.dec, regs) & self.pending[w]
@@ -154,7 +153,7 @@ class IssueSelect(wiring.Component):
         m.submodules.rr = rr = RoundRobin(W)
         m.d.comb += rr.request.eq(eligible)
         issue = rr.found & self.enable
-        issued = self.entry
+        issued = port_view(self.entry, layouts.id_is())
         with m.Switch(rr.grant):
             for w in range(W):
                 with m.Case(w):

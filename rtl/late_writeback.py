@@ -11,7 +11,7 @@ Issue stops for a waiting late write-back only when no bubble is already on its 
 reaches ``wb`` in a few cycles (and ``mem`` holding makes one at ``wb``).
 """
 
-from amaranth import Module, Mux
+from amaranth import Cat, Module, Mux
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -28,7 +28,7 @@ def wb_signature(warps: int, lanes: int) -> wiring.Signature:
     return wiring.Signature({
         "valid": Out(1), "warp": Out(wb), "pc": Out(32), "active": Out(lanes),
         "exec": Out(lanes), "deferred": Out(1), "wr_reg": Out(1), "wr_pred": Out(1),
-        "rd": Out(5), "values": Out(data.ArrayLayout(32, lanes)), "presult": Out(lanes),
+        "rd": Out(5), "values": Out(32).array(lanes), "presult": Out(lanes),
     })
 
 
@@ -85,6 +85,7 @@ class LateWriteback(wiring.Component):
     def elaborate(self, platform) -> Module:
         m = Module()
         z, lwb, sfu, rf, rt = self.wb, self.lwb, self.sfu, self.rf, self.retire
+        z_values, sfu_values = Cat(*z.values), Cat(*sfu.values)
         lwb_take = lwb.valid & lwb.ready
         sfu_take = sfu.valid & ~z.valid & ~lwb.valid
         m.d.comb += [lwb.ready.eq(~z.valid), self.sfu_take.eq(sfu_take),
@@ -92,13 +93,13 @@ class LateWriteback(wiring.Component):
 
         with m.If(z.valid & z.wr_reg & ~z.deferred):
             m.d.comb += [rf.we.eq(z.exec), rf.warp.eq(z.warp), rf.rd.eq(z.rd),
-                         rf.data.eq(z.values)]
+                         rf.data.eq(z_values)]
         with m.Elif(lwb_take):
             m.d.comb += [rf.we.eq(Mux(lwb.p.wr, lwb.p.exec, 0)), rf.warp.eq(lwb.p.warp),
                          rf.rd.eq(lwb.p.rd), rf.data.eq(lwb.p.values)]
         with m.Elif(sfu_take):
             m.d.comb += [rf.we.eq(Mux(sfu.wr, sfu.exec, 0)), rf.warp.eq(sfu.warp),
-                         rf.rd.eq(sfu.rd), rf.data.eq(sfu.values)]
+                         rf.rd.eq(sfu.rd), rf.data.eq(sfu_values)]
 
         m.d.comb += self.clear.pred.eq(0)
         with m.If(lwb_take):
@@ -111,7 +112,7 @@ class LateWriteback(wiring.Component):
         with m.If(z.valid & ~z.deferred):
             m.d.comb += [rt.valid.eq(1), rt.warp.eq(z.warp), rt.pc.eq(z.pc),
                          rt.mask.eq(z.active), rt.exec.eq(z.exec),
-                         rt.rd_valid.eq(z.wr_reg), rt.rd.eq(z.rd), rt.values.eq(z.values),
+                         rt.rd_valid.eq(z.wr_reg), rt.rd.eq(z.rd), rt.values.eq(z_values),
                          rt.pd_valid.eq(z.wr_pred), rt.pd.eq(z.rd[:3]),
                          rt.pvalues.eq(z.presult)]
         with m.Elif(lwb_take):
@@ -124,6 +125,6 @@ class LateWriteback(wiring.Component):
         with m.Elif(sfu_take):
             m.d.comb += [rt.valid.eq(~sfu.stale), rt.warp.eq(sfu.warp), rt.pc.eq(sfu.pc),
                          rt.mask.eq(sfu.active), rt.exec.eq(sfu.exec),
-                         rt.rd_valid.eq(sfu.wr), rt.rd.eq(sfu.rd), rt.values.eq(sfu.values)]
+                         rt.rd_valid.eq(sfu.wr), rt.rd.eq(sfu.rd), rt.values.eq(sfu_values)]
         m.d.comb += rt.block.eq(self.block)
         return m

@@ -11,7 +11,8 @@ until ``is`` issues it; later stages carry the parts they still need.
 from __future__ import annotations
 
 from amaranth import Cat, Signal
-from amaranth.lib import data
+from amaranth.lib import data, wiring
+from amaranth.lib.wiring import Out
 
 from .isa_consts import InstrId, Lat, Sem
 
@@ -54,6 +55,37 @@ def split_signal(layout: data.Layout, name: str) -> data.View:
     signal.
     """
     return data.View(layout, Cat(*_leaves(layout, name)))
+
+
+def fields_signature(layout: data.StructLayout) -> wiring.Signature:
+    """The ports' counterpart of :func:`split_signal`: a signature with one member per field
+    of ``layout`` (a sub-signature per struct field, an array of members per array field),
+    from the sender's side. A port ``Out(fields_signature(l))`` is one signal per field in
+    the Verilog where ``Out(l)`` is one packed vector; :func:`port_view` sees it as ``l``."""
+    return wiring.Signature({name: _member(fld.shape) for name, fld in layout})
+
+
+def _member(shape) -> wiring.Member:
+    if isinstance(shape, data.StructLayout):
+        return Out(fields_signature(shape))
+    if isinstance(shape, data.ArrayLayout):
+        inner = _member(shape.elem_shape)
+        return inner.array(shape.length)
+    return Out(shape)
+
+
+def port_view(port, layout: data.StructLayout) -> data.View:
+    """A port made by :func:`fields_signature` seen through a view of ``layout``, so it is
+    read and assigned as a whole (``port_view(p, l).eq(x)``) or by field."""
+    return data.View(layout, Cat(*_port_leaves(port, layout)))
+
+
+def _port_leaves(port, shape) -> list:
+    if isinstance(shape, data.StructLayout):
+        return [s for f, fld in shape for s in _port_leaves(getattr(port, f), fld.shape)]
+    if isinstance(shape, data.ArrayLayout):
+        return [s for i in range(shape.length) for s in _port_leaves(port[i], shape.elem_shape)]
+    return [port]
 
 
 def per_warp(layout: data.Layout, warps: int, name: str = "") -> data.View:

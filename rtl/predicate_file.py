@@ -42,7 +42,7 @@ class PredicateFile(wiring.Component):
         super().__init__({
             "reset": In(1),
             "rwarp": In(wb),
-            "rdata": Out(data.ArrayLayout(PT, lanes)),
+            "rdata": Out(PT).array(lanes),
             "we": In(1),
             "wwarp": In(wb),
             "widx": In(3),
@@ -57,7 +57,7 @@ class PredicateFile(wiring.Component):
         with m.Switch(self.rwarp):
             for w in range(W):
                 with m.Case(w):
-                    m.d.comb += self.rdata.eq(preds[w])
+                    m.d.comb += [self.rdata[l].eq(preds[w][l]) for l in range(L)]
         with m.If(self.reset):
             m.d.sync += preds.eq(0)
         for w in range(W):

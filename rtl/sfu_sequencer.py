@@ -7,7 +7,7 @@ the last pass. One SFU instruction is in flight at a time: ``busy`` from its iss
 result is taken, and ``is`` holds back the next one meanwhile.
 """
 
-from amaranth import Module, Mux, Signal
+from amaranth import Cat, Module, Mux, Signal
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -22,7 +22,7 @@ def sfu_result_signature(warps: int, lanes: int) -> wiring.Signature:
     return wiring.Signature({
         "valid": Out(1), "warp": Out(wb), "rd": Out(5), "wr": Out(1), "pc": Out(32),
         "active": Out(lanes), "exec": Out(lanes), "stale": Out(1),
-        "values": Out(data.ArrayLayout(32, lanes)),
+        "values": Out(32).array(lanes),
     })
 
 
@@ -31,7 +31,7 @@ def sfu_start_signature(warps: int, lanes: int) -> wiring.Signature:
     and what the write-back and retire need."""
     wb = max(1, (warps - 1).bit_length())
     return wiring.Signature({
-        "start": Out(1), "op": Out(3), "a": Out(data.ArrayLayout(32, lanes)),
+        "start": Out(1), "op": Out(3), "a": Out(32).array(lanes),
         "warp": Out(wb), "rd": Out(5), "wr": Out(1), "pc": Out(32), "active": Out(lanes),
         "exec": Out(lanes), "stale": Out(1),
     })
@@ -92,7 +92,8 @@ class SfuSequencer(wiring.Component):
                      self.busy.eq(busy), res.valid.eq(wb_valid), res.warp.eq(meta.warp),
                      res.rd.eq(meta.rd), res.wr.eq(meta.wr), res.pc.eq(meta.pc),
                      res.active.eq(meta.active), res.exec.eq(meta.exec),
-                     res.stale.eq(meta.stale), res.values.eq(values)]
+                     res.stale.eq(meta.stale),
+                     *[res.values[i].eq(values[i]) for i in range(L)]]
         for u in range(S):
             m.d.comb += [sfus[u].start.eq(start | more),
                          sfus[u].op.eq(Mux(start, x.op, op)),
@@ -110,7 +111,7 @@ class SfuSequencer(wiring.Component):
         with m.If(more):
             m.d.sync += pass_.eq(pass_ + 1)
         with m.If(start):
-            m.d.sync += [a.eq(x.a), op.eq(x.op), pass_.eq(0),
+            m.d.sync += [a.eq(Cat(*x.a)), op.eq(x.op), pass_.eq(0),
                          meta.warp.eq(x.warp), meta.rd.eq(x.rd), meta.wr.eq(x.wr),
                          meta.pc.eq(x.pc), meta.active.eq(x.active), meta.exec.eq(x.exec),
                          meta.stale.eq(x.stale)]
