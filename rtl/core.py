@@ -1,8 +1,9 @@
 """The SIMT core: nine stages ``sch if id is rr ex1 ex2 mem wb`` around per-lane units.
 
 Front end (never stalls):
-  ``sch``  picks, round robin, a warp that may fetch: it has no fetch in flight, no control
-           instruction waiting to resolve and room in its two-entry instruction buffer.
+  ``sch``  picks, round robin, a warp that may fetch: no control instruction waiting to
+           resolve and room in its three-entry instruction buffer for this fetch and those
+           in flight.
   ``if``   reads the local instruction memory (synchronous read).
   ``id``   decodes the word (:class:`Decoder`) into the warp's instruction buffer. A control
            instruction (bra ssy sync exit) stops the warp's fetch until ex1 resolves it; bar
@@ -22,6 +23,10 @@ while the SIMT stack unit is busy):
   ``wb``   register and predicate write, scoreboard release, retire port; global load data
            comes back through the same write port in a free ``wb`` slot.
 
+The core holds the block state and the stage registers and wires the units: besides the
+arithmetic ones, :class:`InstrBuffers` (``id`` to ``is``), :class:`IssueSelect` (``is``),
+:class:`PredicateFile` (``rr``/``wb``), :class:`SfuSequencer` (ex1 onwards),
+:class:`LateWriteback` (``wb``), :class:`FaultRecorder` and :class:`StallClassifier`.
 See docs/microarchitecture.md for the full story.
 """
 
@@ -36,27 +41,38 @@ from .alu import ALU_SEMS, Alu, AluOp, alu_op
 from .barrier import Barrier
 from .configs import RtlConfig
 from .decoder import Decoder
+from .fault_recorder import FaultRecorder
 from .fcompare import FCmpCond, FCompare
 from .fpu import Fpu, FpuOp
-from .isa_consts import FaultCause, SReg, iid
+from .ibuffer import InstrBuffers
 from .isa_consts import Sem as RSem
-from .layouts import split_signal
+from .isa_consts import SReg, iid
+from .issue import IssueSelect
+from .late_writeback import LateWriteback
+from .layouts import per_warp, port_view, split_signal
 from .lsu import Lsu, LsuOp
 from .multiplier import MulOp, Multiplier
+from .predicate_file import PredicateFile
 from .regfile import RegFile
 from .scheduler import RoundRobin
 from .scoreboard import Scoreboard
-from .sfu import Sfu
+from .sfu_sequencer import SfuSequencer
 from .signatures import core_signature
 from .simt_stack import SimtOp, SimtStack
 from .stages import Stage
+from .stall_classifier import StallClassifier
 from .warp_unit import WarpUnit
 
-IBUF_DEPTH = 3
 
-
-def _bits(n: int) -> int:
-    return max(1, (n - 1).bit_length())
+def _select(m: Module, index, values: list, width: int, name: str) -> Signal:
+    """``values[index]`` through a ``Switch``: each value stays its own signal in the
+    Verilog instead of an element of a packed array."""
+    out = Signal(width, name=name)
+    with m.Switch(index):
+        for i, v in enumerate(values):
+            with m.Case(i):
+                m.d.comb += out.eq(v)
+    return out
 
 
 class Core(wiring.Component):
@@ -89,7 +105,6 @@ class Core(wiring.Component):
         m = Module()
         cfg = self.cfg
         L, W = cfg.lanes, cfg.warps
-        wb_ = _bits(W)
         vec = data.ArrayLayout(32, L)
         uop = layouts.uop(W, L)
 
@@ -102,20 +117,27 @@ class Core(wiring.Component):
         m.submodules.lsu = lsu = Lsu(W, L, cfg.line_words, cfg.shared_bytes, cfg.memory_bytes,
                                      cfg.tag_bits)
         m.submodules.warp_unit = wu = WarpUnit(L)
+        m.submodules.ibuf = ibuf = InstrBuffers(W)
+        m.submodules.issue = iss = IssueSelect(W, cfg.regs)
+        m.submodules.preds = pf = PredicateFile(W, L)
+        m.submodules.sfu = sfu = SfuSequencer(W, L, cfg.sfus)
+        m.submodules.late_wb = lw = LateWriteback(W, L)
+        m.submodules.faults = fr = FaultRecorder(W, L)
+        m.submodules.stalls = sc = StallClassifier(W)
         alus = [Alu() for _ in range(L)]
         muls = [Multiplier(latency=2) for _ in range(L)]
         fpus = [Fpu(latency=2) for _ in range(L)]
         fcmps = [FCompare() for _ in range(L)]
-        S = cfg.sfus
-        sfus = [Sfu() for _ in range(S)]
         for l in range(L):
             m.submodules[f"alu{l}"] = alus[l]
             m.submodules[f"mul{l}"] = muls[l]
             m.submodules[f"fpu{l}"] = fpus[l]
             m.submodules[f"fcmp{l}"] = fcmps[l]
-        for u in range(S):
-            m.submodules[f"sfu{u}"] = sfus[u]
         wiring.connect(m, wiring.flipped(self.mem), lsu.mem)
+        wiring.connect(m, wiring.flipped(self.fault), fr.fault)
+        wiring.connect(m, wiring.flipped(self.retire), lw.retire)
+        wiring.connect(m, lsu.lwb, lw.lwb)
+        wiring.connect(m, sfu.result, lw.sfu)
 
         m.submodules.imem = imem = Memory(shape=32, depth=cfg.imem_words, init=[])
         imem_w = imem.write_port()
@@ -130,22 +152,10 @@ class Core(wiring.Component):
         cycles = Signal(64)
         m.d.sync += cycles.eq(cycles + 1)
 
-        pc = [Signal(32, name=f"w{w}_pc") for w in range(W)]
-        active = [Signal(L, name=f"w{w}_active") for w in range(W)]
-        live = [Signal(L, name=f"w{w}_live") for w in range(W)]
+        ws = per_warp(layouts.warp_state(L), W)  # w<w>_pc, w<w>_active, w<w>_live
         ctrl_wait = Signal(W)
-        # registers of each warp waiting for a late write-back (a global load or atomic,
-        # ldparam, the SFU): the warp goes on issuing independent instructions, and a head
-        # that needs one of these registers is counted as waiting on memory, not on the
-        # pipeline's scoreboard
-        long_pending = [Signal(cfg.regs, name=f"w{w}_long") for w in range(W)]
-        stores_out = [Signal(8, name=f"w{w}_stores") for w in range(W)]
-        preds = [[Signal(7, name=f"w{w}_l{l}_p") for l in range(L)] for w in range(W)]
 
-        fault_q = Signal()
-        fault_rec = Signal(self.fault.record.shape())
-        m.d.comb += [self.fault.valid.eq(fault_q), self.fault.record.eq(fault_rec)]
-
+        fault_q, fault_rec = fr.fault.valid, fr.fault.record
         running = Signal()
         block_complete = Signal()
         can_issue = running & ~fault_q & ~self.halt
@@ -204,12 +214,11 @@ class Core(wiring.Component):
                     for w in range(W):
                         lanes_live = Cat(((w * L + l) < blk.num_threads) for l in range(L))
                         is_member = w < blk.num_warps
-                        m.d.sync += [pc[w].eq(blk.entry_pc),
-                                     live[w].eq(Mux(is_member, lanes_live, 0)),
-                                     active[w].eq(Mux(is_member, lanes_live, 0)),
+                        m.d.sync += [ws[w].pc.eq(blk.entry_pc),
+                                     ws[w].live.eq(Mux(is_member, lanes_live, 0)),
+                                     ws[w].active.eq(Mux(is_member, lanes_live, 0)),
                                      member[w].eq(is_member)]
-                        for l in range(L):
-                            m.d.sync += preds[w][l].eq(0)
+                    m.d.comb += pf.reset.eq(1)
                     m.d.sync += [finished.eq(0), ctrl_wait.eq(0)]
             with m.State("RUN"):
                 m.d.comb += running.eq(1)
@@ -222,35 +231,26 @@ class Core(wiring.Component):
                 m.d.sync += member.eq(0)
                 m.next = "IDLE"
         with m.If(self.flush):
-            m.d.sync += [member.eq(0), fault_q.eq(0)]
+            m.d.sync += member.eq(0)
         block_reset = fsm.ongoing("INIT") & (init_cnt == 0)
         m.d.comb += [sb.reset.eq(block_reset | self.flush), rf.clear.eq(block_reset),
                      stack.reset.eq(block_reset | self.flush),
                      bar.reset.eq(block_reset | self.flush),
-                     bar.members.eq(member), bar.exited.eq(finished & member)]
+                     bar.members.eq(member), bar.exited.eq(finished & member),
+                     ibuf.reset.eq(block_reset | self.flush),
+                     iss.reset.eq(block_reset | self.flush)]
 
         # --- sch: pick a warp to fetch -----------------------------------------------------
         m.submodules.sch_if = sch_if_st = Stage("sch_if", layouts.sch_if(W))
         m.submodules.if_id = if_id_st = Stage("if_id", layouts.if_id(W))
         sch_if, if_id = sch_if_st.q, if_id_st.q
-        ib_count = [Signal(range(IBUF_DEPTH + 1), name=f"w{w}_ibcount") for w in range(W)]
-        ib_head = [Signal(range(IBUF_DEPTH), name=f"w{w}_ibhead") for w in range(W)]
-        # each warp's buffer is a small RAM (written at the tail, read at the head): a
-        # register per entry would be rewritten every cycle in simulation
-        ib_w = []
-        ib_r = []
-        for w in range(W):
-            ib_mem = Memory(shape=layouts.id_is(), depth=IBUF_DEPTH, init=[])
-            m.submodules[f"w{w}_ib"] = ib_mem
-            ib_w.append(ib_mem.write_port())
-            ib_r.append(ib_mem.read_port(domain="comb"))
         fetchable = Signal(W)
         for w in range(W):
             # fetches in flight count against the buffer, so whatever arrives has a slot
             inflight = ((sch_if.valid & (sch_if.warp == w)).as_unsigned()
                         + (if_id.valid & (if_id.warp == w)).as_unsigned())
             m.d.comb += fetchable[w].eq(member[w] & ~finished[w] & ~ctrl_wait[w]
-                                        & (ib_count[w] + inflight < IBUF_DEPTH))
+                                        & (ibuf.count[w] + inflight < ibuf.depth))
         m.submodules.sch = sch_rr = RoundRobin(W)
         m.d.comb += sch_rr.request.eq(fetchable)
         sch_pick, sch_found = sch_rr.grant, sch_rr.found
@@ -259,7 +259,7 @@ class Core(wiring.Component):
         with m.Switch(sch_pick):
             for w in range(W):
                 with m.Case(w):
-                    m.d.comb += sch_if_st.d.pc.eq(pc[w])
+                    m.d.comb += sch_if_st.d.pc.eq(ws[w].pc)
         m.d.comb += [sch_rr.advance.eq(do_fetch), sch_rr.restart.eq(block_reset)]
 
         # --- if: instruction memory read ----------------------------------------------------
@@ -272,108 +272,38 @@ class Core(wiring.Component):
 
         # --- id: decode into the instruction buffer ----------------------------------------
         m.d.comb += decoder.word.eq(imem_r.data)
-        id_entry = split_signal(layouts.id_is(), "id_entry")
+        id_entry = port_view(ibuf.entry, layouts.id_is())
         m.d.comb += [id_entry.pc.eq(if_id.pc), id_entry.word.eq(imem_r.data),
                      id_entry.pc_fault.eq(if_pc_fault), id_entry.dec.eq(decoder.dec)]
+        # a fetch that arrives behind a control instruction of its warp is dropped: the warp's
+        # pc is set again when ex1 resolves the control instruction
+        accept = Signal()
+        m.d.comb += accept.eq(if_id.valid & ~(ctrl_wait | finished).bit_select(if_id.warp, 1))
+        m.d.comb += [ibuf.push.eq(accept), ibuf.push_warp.eq(if_id.warp)]
+        stops_fetch = decoder.dec.ctrl & ~decoder.dec.illegal & (decoder.dec.iid != iid("bar"))
+        for w in range(W):
+            with m.If(accept & (if_id.warp == w) & stops_fetch):
+                m.d.sync += ctrl_wait[w].eq(1)
 
         # --- is: pick a warp to issue ------------------------------------------------------
-        heads = [split_signal(layouts.id_is(), f"w{w}_head") for w in range(W)]
-        for w in range(W):
-            m.d.comb += [ib_r[w].addr.eq(ib_head[w]), heads[w].eq(ib_r[w].data)]
-
-        nreg = cfg.regs
-
-        def needs(dec) -> Signal:
-            """Scoreboard bits an instruction reads or writes (registers, then predicates).
-
-            Register and predicate masks are built apart from one-bit shifts: a shift of
-            the full-width constant would be a 167-bit vector in the Verilog."""
-            n = Signal(nreg + 8)
-
-            def reg(idx, cond):
-                return Mux(cond, 1 << idx, 0)
-
-            def prd(idx, cond):
-                return Mux(cond & (idx != PT), 1 << idx, 0)
-
-            regs = (reg(dec.rs1, dec.rd_rs1) | reg(dec.rs2, dec.rd_rs2)
-                    | reg(dec.rs3, dec.rd_rs3) | reg(dec.rd, dec.rd_rd | dec.wr_reg))
-            prds = (prd(dec.guard, 1) | prd(dec.rs1[:3], dec.rd_ps1)
-                    | prd(dec.rs2[:3], dec.rd_ps2) | prd(dec.rs3[:3], dec.rd_ps3)
-                    | prd(dec.rd[:3], dec.wr_pred))
-            m.d.comb += n.eq(Cat(regs[:nreg], prds))
-            return n
-
         stall = Signal()
         lwb_wait = Signal()
-        sfu_busy = Signal()  # an SFU instruction is between is and its write-back
-        # a warp that has issued bar issues nothing more until the barrier releases it; its
-        # fetch goes on (bar does not move the pc), so the instructions after the bar are
-        # buffered by the time it is released
-        bar_hold = Signal(W)
-        eligible = Signal(W)
-        hazard = Signal(W)
-        parked = Signal(W)
-        structural = Signal(W)
         for w in range(W):
-            h = heads[w]
-            has = ib_count[w] != 0
-            is_fence = h.dec.iid == iid("fence")
-            haz_bits = needs(h.dec) & sb.pending[w]
-            haz = haz_bits != 0
-            # the hazard is on a register a long-latency instruction will write
-            on_long = (haz_bits[:cfg.regs] & long_pending[w]) != 0
-            park = on_long | (is_fence & (stores_out[w] != 0))
-            busy_unit = (h.dec.sem == RSem.SFU) & sfu_busy
-            # structural: the head would issue but for the busy SFU
-            m.d.comb += [hazard[w].eq(has & haz & ~park), parked[w].eq(has & park),
-                         structural[w].eq(has & busy_unit & ~haz & ~park & ~bar_hold[w]
-                                          & member[w] & ~finished[w])]
-            m.d.comb += eligible[w].eq(has & ~haz & ~park & ~busy_unit & ~bar_hold[w]
-                                       & member[w] & ~finished[w])
-        m.submodules.issue = is_rr_sched = RoundRobin(W)
-        m.d.comb += is_rr_sched.request.eq(eligible)
-        is_pick, is_found = is_rr_sched.grant, is_rr_sched.found
-        do_issue = is_found & can_issue & ~stall & ~lwb_wait
-        issued = split_signal(layouts.id_is(), "issued")
-        with m.Switch(is_pick):
-            for w in range(W):
-                with m.Case(w):
-                    m.d.comb += issued.eq(heads[w])
-        issue_fault = do_issue & (issued.dec.illegal | issued.pc_fault)
-        issue_ok = do_issue & ~issue_fault
-        m.d.comb += [is_rr_sched.advance.eq(do_issue), is_rr_sched.restart.eq(block_reset)]
-
-        # instruction buffer write (id) and pop (is)
-        for w in range(W):
-            # a fetch that arrives behind a control instruction of its warp is dropped: the
-            # warp's pc is set again when ex1 resolves the control instruction
-            push = if_id.valid & (if_id.warp == w) & ~ctrl_wait[w] & ~finished[w]
-            pop = issue_ok & (is_pick == w)
-            tail = Signal(range(IBUF_DEPTH), name=f"w{w}_ibtail")
-            m.d.comb += tail.eq((ib_head[w] + ib_count[w]) % IBUF_DEPTH)
-            m.d.comb += [ib_w[w].addr.eq(tail), ib_w[w].data.eq(id_entry), ib_w[w].en.eq(push)]
-            with m.If(push):
-                with m.If(decoder.dec.ctrl & ~decoder.dec.illegal
-                          & (decoder.dec.iid != iid("bar"))):
-                    m.d.sync += ctrl_wait[w].eq(1)
-            with m.If(pop):
-                m.d.sync += ib_head[w].eq((ib_head[w] + 1) % IBUF_DEPTH)
-            m.d.sync += ib_count[w].eq(ib_count[w] + push - pop)
-            with m.If(block_reset | self.flush):
-                m.d.sync += [ib_count[w].eq(0), ib_head[w].eq(0)]
-
-        def is_long(dec):
-            glob = Cat(dec.iid == iid(i.mnemonic) for i in INSTRUCTIONS
-                       if i.sem in (Sem.LOAD, Sem.ATOMIC, Sem.PARAM)
-                       and i.space is not Space.SHARED).any()
-            return glob | (dec.sem == RSem.SFU)
+            wiring.connect(m, ibuf.head[w], iss.head[w])
+        m.d.comb += [iss.valid.eq(ibuf.valid), iss.runnable.eq(member & ~finished),
+                     iss.pending.eq(sb.pending), iss.sfu_busy.eq(sfu.busy),
+                     iss.enable.eq(can_issue & ~stall & ~lwb_wait), iss.clear.eq(sb.clear),
+                     iss.release.eq(bar.release), iss.release_warps.eq(bar.waiting)]
+        is_pick, issue_ok = iss.warp, iss.ok
+        issued = port_view(iss.entry, layouts.id_is())
+        m.d.comb += [ibuf.pop.eq(issue_ok), ibuf.pop_warp.eq(is_pick)]
 
         # scoreboard set at issue
         m.d.comb += [sb.set.en.eq(issue_ok & (issued.dec.wr_reg | issued.dec.wr_pred)),
                      sb.set.warp.eq(is_pick),
                      sb.set.idx.eq(issued.dec.rd),
-                     sb.set.pred.eq(issued.dec.wr_pred)]
+                     sb.set.pred.eq(issued.dec.wr_pred),
+                     sfu.reserve.eq(issue_ok & (issued.dec.sem == RSem.SFU))]
 
         # register read addresses
         m.d.comb += [rf.ren.eq(~stall),
@@ -395,15 +325,9 @@ class Core(wiring.Component):
         # --- rr: operands, guard, predicates, special registers -----------------------------
         rr = split_signal(uop, "rr")
         d = is_rr.dec
-        wp_preds = [Signal(7, name=f"rr_l{l}_preds") for l in range(L)]
-        r_active = Signal(L)
-        r_live = Signal(L)
-        with m.Switch(is_rr.warp):
-            for w in range(W):
-                with m.Case(w):
-                    m.d.comb += [r_active.eq(active[w]), r_live.eq(live[w])]
-                    for l in range(L):
-                        m.d.comb += wp_preds[l].eq(preds[w][l])
+        m.d.comb += pf.rwarp.eq(is_rr.warp)
+        wp_preds = pf.rdata
+        r_active = _select(m, is_rr.warp, [ws[w].active for w in range(W)], L, "rr_active")
 
         def pread(l, field):
             """A predicate source field (bit 4 negates, bits 2:0 select, 7 = pt)."""
@@ -504,11 +428,7 @@ class Core(wiring.Component):
                 with m.Case(RSem.ICMP, RSem.PLOGIC):
                     m.d.comb += ex1.presult[l].eq(a.pred)
 
-        x_live = Signal(L)
-        with m.Switch(x.warp):
-            for w in range(W):
-                with m.Case(w):
-                    m.d.comb += x_live.eq(live[w])
+        x_live = _select(m, x.warp, [ws[w].live for w in range(W)], L, "x_live")
         simt_ops = {"bra": SimtOp.BRA, "ssy": SimtOp.SSY, "sync": SimtOp.SYNC,
                     "exit": SimtOp.EXIT}
         is_simt = Signal()
@@ -530,66 +450,27 @@ class Core(wiring.Component):
         bar_divergent = leaving & is_bar & (x.active != x_live)
         m.d.comb += [bar.arrive.eq(leaving & is_bar & ~bar_divergent), bar.warp.eq(x.warp)]
 
-        # warp state updates from control resolution and barriers
+        # warp state updates from control resolution, and the pc from fetch
         for w in range(W):
             with m.If(stack.done & (stack.done_warp == w)):
                 m.d.sync += ctrl_wait[w].eq(0)
                 with m.If(stack.finished):
-                    m.d.sync += [finished[w].eq(1), live[w].eq(0), active[w].eq(0)]
+                    m.d.sync += [finished[w].eq(1), ws[w].live.eq(0), ws[w].active.eq(0)]
                 with m.Elif(~stack.fault):
-                    m.d.sync += [pc[w].eq(stack.new_pc), active[w].eq(stack.new_active),
-                                 live[w].eq(stack.new_live)]
-            with m.If(issue_ok & (is_pick == w) & (issued.dec.iid == iid("bar"))):
-                m.d.sync += bar_hold[w].eq(1)
-            with m.Elif((bar.release & bar.waiting[w]) | block_reset | self.flush):
-                m.d.sync += bar_hold[w].eq(0)
+                    m.d.sync += [ws[w].pc.eq(stack.new_pc), ws[w].active.eq(stack.new_active),
+                                 ws[w].live.eq(stack.new_live)]
             with m.If(do_fetch & (sch_pick == w)):
-                m.d.sync += pc[w].eq(pc[w] + 4)
+                m.d.sync += ws[w].pc.eq(ws[w].pc + 4)
 
-        # SFU: the S units take the lanes in L / S passes of SFU_LATENCY cycles, lanes
-        # p*S .. p*S+S-1 in pass p; the first pass starts as the instruction leaves ex1, the
-        # results come back through the late write-back slot after the last pass
-        passes = L // S
-        sfu_start = leaving & (xd.sem == RSem.SFU)
-        sfu_meta = Signal(data.StructLayout(
-            {"warp": wb_, "rd": 5, "wr": 1, "pc": 32, "active": L, "exec": L, "stale": 1}))
-        # an SFU instruction younger than a fault of its warp must not retire: one that starts
-        # after the fault, or as a global access of its warp faults in mem (the only fault
-        # raised with younger instructions of the warp already in flight)
+        # the SFUs start as an SFU instruction leaves ex1; their result comes back through
+        # the late write-back
         sfu_stale = Signal()
-        sfu_wb_valid = Signal()
-        sfu_a = split_signal(vec, "sfu_a")  # the operands, for the passes after the first
-        sfu_op = Signal(3)
-        sfu_pass = Signal(range(passes))
-        sfu_values = split_signal(vec, "sfu_values")
-        sfu_next = Signal()  # a pass is done and another follows
-        m.d.comb += sfu_next.eq(sfus[0].done & (sfu_pass != passes - 1))
-        for u in range(S):
-            m.d.comb += [sfus[u].start.eq(sfu_start | sfu_next),
-                         sfus[u].op.eq(Mux(sfu_start, xd.fn[:3], sfu_op)),
-                         sfus[u].a.eq(x.a[u])]
-            with m.If(~sfu_start):
-                with m.Switch(sfu_pass):
-                    for p_ in range(passes - 1):
-                        with m.Case(p_):
-                            m.d.comb += sfus[u].a.eq(sfu_a[(p_ + 1) * S + u])
-            with m.If(sfus[0].done):
-                with m.Switch(sfu_pass):
-                    for p_ in range(passes):
-                        with m.Case(p_):
-                            m.d.sync += sfu_values[p_ * S + u].eq(sfus[u].result)
-        with m.If(sfu_next):
-            m.d.sync += sfu_pass.eq(sfu_pass + 1)
-        with m.If(sfu_start):
-            m.d.sync += [sfu_a.eq(x.a), sfu_op.eq(xd.fn[:3]), sfu_pass.eq(0),
-                         sfu_meta.warp.eq(x.warp), sfu_meta.rd.eq(xd.rd),
-                         sfu_meta.wr.eq(xd.wr_reg), sfu_meta.pc.eq(x.pc),
-                         sfu_meta.active.eq(x.active), sfu_meta.exec.eq(x.exec),
-                         sfu_meta.stale.eq(sfu_stale)]
-        with m.If(sfus[0].done & ~sfu_next):
-            m.d.sync += sfu_wb_valid.eq(1)
-        with m.If(issue_ok & (issued.dec.sem == RSem.SFU)):
-            m.d.sync += sfu_busy.eq(1)
+        m.d.comb += [sfu.ex1.start.eq(leaving & (xd.sem == RSem.SFU)), sfu.ex1.op.eq(xd.fn[:3]),
+                     *[sfu.ex1.a[l].eq(x.a[l]) for l in range(L)],
+                     sfu.ex1.warp.eq(x.warp), sfu.ex1.rd.eq(xd.rd),
+                     sfu.ex1.wr.eq(xd.wr_reg), sfu.ex1.pc.eq(x.pc),
+                     sfu.ex1.active.eq(x.active), sfu.ex1.exec.eq(x.exec),
+                     sfu.ex1.stale.eq(sfu_stale)]
 
         # --- ex2: multiplier and FPU results -----------------------------------------------
         m.submodules.ex1_ex2 = ex1_ex2_st = Stage("ex1_ex2", uop)
@@ -636,6 +517,9 @@ class Core(wiring.Component):
             return fault_q & (warp == fault_rec.warp)
 
         y_valid = y.valid & ~dead(y.warp)
+        # an SFU instruction younger than a fault of its warp must not retire: one that starts
+        # after the fault, or as a global access of its warp faults in mem (the only fault
+        # raised with younger instructions of the warp already in flight)
         m.d.comb += sfu_stale.eq(dead(x.warp) | (~fault_q & running & lsu.fault & y_valid
                                                   & (y.warp == x.warp)))
         m.d.comb += [lsu.valid.eq(y_valid), lsu.op.eq(lsu_op), lsu.fn.eq(atom_fn),
@@ -650,15 +534,11 @@ class Core(wiring.Component):
         m.d.comb += [mem_wb_st.kill.eq(mem_hold), mem_wb_st.d.eq(y),
                      mem_wb_st.d.deferred.eq(y.deferred | lsu.deferred),
                      mem_wb_st.d.valid.eq(y_valid & ~lsu.fault)]
-
         # outstanding global stores per warp (fences)
-        for w in range(W):
-            inc = lsu.sent & (lsu.sent_warp == w)
-            dec_ = lsu.acked & (lsu.acked_warp == w)
-            ld = lsu.op != LsuOp.STG
-            m.d.sync += stores_out[w].eq(stores_out[w] + (inc & ~ld) - (dec_ & ~lsu.acked_load))
-            with m.If(block_reset | self.flush):
-                m.d.sync += stores_out[w].eq(0)
+        m.d.comb += [iss.store_sent.eq(lsu.sent & (lsu.op == LsuOp.STG)),
+                     iss.store_sent_warp.eq(lsu.sent_warp),
+                     iss.store_acked.eq(lsu.acked & ~lsu.acked_load),
+                     iss.store_acked_warp.eq(lsu.acked_warp)]
 
         # --- wb: register/predicate write, scoreboard release, retire ----------------------
         z = mem_wb
@@ -669,164 +549,64 @@ class Core(wiring.Component):
             m.d.comb += values.eq(lsu.sh_values)
         with m.If(zd.sem == RSem.ATOMIC):
             m.d.comb += values.eq(lsu.atom_values)
-        lwb = lsu.lwb
-        sfu_take = sfu_wb_valid & ~z.valid & ~lwb.valid
-        with m.If(sfu_take):
-            m.d.sync += [sfu_wb_valid.eq(0), sfu_busy.eq(0)]
-        # A late write-back takes a free wb slot. Issue stops for it only when no bubble is
-        # already on its way to wb: bubbles are never squeezed out of the pipeline, so one
-        # between is and mem reaches wb in a few cycles (and mem_hold makes one at wb).
+        m.d.comb += [lw.wb.valid.eq(z.valid), lw.wb.warp.eq(z.warp), lw.wb.pc.eq(z.pc),
+                     lw.wb.active.eq(z.active), lw.wb.exec.eq(z.exec),
+                     lw.wb.deferred.eq(z.deferred), lw.wb.wr_reg.eq(zd.wr_reg),
+                     lw.wb.wr_pred.eq(zd.wr_pred), lw.wb.rd.eq(zd.rd),
+                     *[lw.wb.values[l].eq(values[l]) for l in range(L)],
+                     lw.wb.presult.eq(z.presult), lw.block.eq(blk.block_id),
+                     sfu.take.eq(lw.sfu_take)]
         bubble_coming = (~is_rr.valid | ~rr_ex1.valid | ~ex1_ex2.valid | ~ex2_mem.valid
                          | mem_hold)
-        m.d.comb += [lwb.ready.eq(~z.valid),
-                     lwb_wait.eq((lwb.valid | sfu_wb_valid) & ~bubble_coming)]
-        # long_pending follows the scoreboard: set at issue, cleared where the scoreboard's
-        # bit is (the late write-back, or wb when no lane executed and nothing comes back)
-        long_set = issue_ok & is_long(issued.dec) & issued.dec.wr_reg
-        for w in range(W):
-            set_bits = Mux(long_set & (is_pick == w), 1 << issued.dec.rd, 0)
-            clr = [Mux(c.en & ~c.pred & (c.warp == w), 1 << c.idx, 0) for c in sb.clear]
-            clr_bits = Signal(cfg.regs, name=f"w{w}_long_clr")
-            m.d.comb += clr_bits.eq(clr[0] | clr[1])
-            m.d.sync += long_pending[w].eq((long_pending[w] & ~clr_bits) | set_bits)
-            with m.If(block_reset | self.flush):
-                m.d.sync += long_pending[w].eq(0)
-        wb_reg = z.valid & zd.wr_reg & ~z.deferred
-        with m.If(wb_reg):
-            m.d.comb += [rf.we.eq(z.exec), rf.waddr.eq(rf.addr(z.warp, zd.rd)),
-                         rf.wdata.eq(values)]
-        with m.Elif(lwb.valid & lwb.ready):
-            m.d.comb += [rf.we.eq(Mux(lwb.p.wr, lwb.p.exec, 0)),
-                         rf.waddr.eq(rf.addr(lwb.p.warp, lwb.p.rd)), rf.wdata.eq(lwb.p.values)]
-        with m.Elif(sfu_take):
-            m.d.comb += [rf.we.eq(Mux(sfu_meta.wr, sfu_meta.exec, 0)),
-                         rf.waddr.eq(rf.addr(sfu_meta.warp, sfu_meta.rd)),
-                         rf.wdata.eq(sfu_values)]
-        for w in range(W):
-            with m.If(z.valid & zd.wr_pred & (z.warp == w)):
-                for l in range(L):
-                    with m.If(z.exec[l]):
-                        m.d.sync += preds[w][l].eq(
-                            preds[w][l] & ~(1 << zd.rd[:3]) | (z.presult[l] << zd.rd[:3]))
+        m.d.comb += [lw.bubble_coming.eq(bubble_coming), lwb_wait.eq(lw.wait)]
+        m.d.comb += [rf.we.eq(lw.rf.we), rf.waddr.eq(rf.addr(lw.rf.warp, lw.rf.rd)),
+                     rf.wdata.eq(lw.rf.data)]
+        m.d.comb += [pf.we.eq(z.valid & zd.wr_pred), pf.wwarp.eq(z.warp),
+                     pf.widx.eq(zd.rd[:3]), pf.wmask.eq(z.exec), pf.wdata.eq(z.presult)]
         m.d.comb += [sb.clear[0].en.eq(z.valid & ((zd.wr_reg & ~z.deferred) | zd.wr_pred)),
                      sb.clear[0].warp.eq(z.warp), sb.clear[0].idx.eq(zd.rd),
                      sb.clear[0].pred.eq(zd.wr_pred),
-                     sb.clear[1].pred.eq(0)]
-        with m.If(lwb.valid & lwb.ready):
-            m.d.comb += [sb.clear[1].en.eq(lwb.p.wr), sb.clear[1].warp.eq(lwb.p.warp),
-                         sb.clear[1].idx.eq(lwb.p.rd)]
-        with m.Elif(sfu_take):
-            m.d.comb += [sb.clear[1].en.eq(sfu_meta.wr), sb.clear[1].warp.eq(sfu_meta.warp),
-                         sb.clear[1].idx.eq(sfu_meta.rd)]
-
-        rt = self.retire
-        with m.If(z.valid & ~z.deferred):
-            m.d.comb += [rt.valid.eq(1), rt.warp.eq(z.warp), rt.pc.eq(z.pc),
-                         rt.mask.eq(z.active), rt.exec.eq(z.exec),
-                         rt.rd_valid.eq(zd.wr_reg), rt.rd.eq(zd.rd), rt.values.eq(values),
-                         rt.pd_valid.eq(zd.wr_pred), rt.pd.eq(zd.rd[:3]),
-                         rt.pvalues.eq(z.presult)]
-        with m.Elif(lwb.valid & lwb.ready):
-            # every late write-back is older than any fault of its warp (younger accesses
-            # never reach the LSU once the fault is raised), so it retires, as on the ISS
-            m.d.comb += [rt.valid.eq(1), rt.warp.eq(lwb.p.warp),
-                         rt.pc.eq(lwb.p.pc),
-                         rt.mask.eq(lwb.p.active), rt.exec.eq(lwb.p.exec),
-                         rt.rd_valid.eq(lwb.p.wr), rt.rd.eq(lwb.p.rd),
-                         rt.values.eq(lwb.p.values)]
-        with m.Elif(sfu_take):
-            m.d.comb += [rt.valid.eq(~sfu_meta.stale), rt.warp.eq(sfu_meta.warp),
-                         rt.pc.eq(sfu_meta.pc),
-                         rt.mask.eq(sfu_meta.active), rt.exec.eq(sfu_meta.exec),
-                         rt.rd_valid.eq(sfu_meta.wr), rt.rd.eq(sfu_meta.rd),
-                         rt.values.eq(sfu_values)]
-        m.d.comb += rt.block.eq(blk.block_id)
+                     sb.clear[1].eq(lw.clear)]
 
         # --- faults (the first one is kept until flush) -----------------------------------
-        def fault(cause, warp, lanes_, pc_, word):
-            m.d.sync += [fault_q.eq(1), fault_rec.cause.eq(cause), fault_rec.warp.eq(warp),
-                         fault_rec.lane_mask.eq(lanes_), fault_rec.pc.eq(pc_),
-                         fault_rec.instr.eq(word), fault_rec.block.eq(blk.block_id)]
-
-        issue_active = Signal(L)
-        with m.Switch(is_pick):
-            for w in range(W):
-                with m.Case(w):
-                    m.d.comb += issue_active.eq(active[w])
-        # BARRIER_DEADLOCK names the lowest-numbered waiting warp, counting the one arriving
-        # in this cycle (the deadlock is raised as the last live warp arrives), with its live
-        # mask, the pc of its bar and the bar's word
-        bar_arrived = Signal(W)
-        m.d.comb += bar_arrived.eq(bar.waiting | Mux(bar.arrive, 1 << bar.warp, 0))
-        bar_words = [Signal(32, name=f"w{w}_bar_word") for w in range(W)]
-        bar_pcs = [Signal(32, name=f"w{w}_bar_pc") for w in range(W)]
+        issue_active = _select(m, is_pick, [ws[w].active for w in range(W)], L, "issue_active")
+        m.d.comb += [fr.flush.eq(self.flush), fr.running.eq(running),
+                     fr.block.eq(blk.block_id),
+                     fr.mem.valid.eq(lsu.fault & y.valid), fr.mem.cause.eq(lsu.fault_cause),
+                     fr.mem.warp.eq(y.warp), fr.mem.lanes.eq(lsu.fault_lanes),
+                     fr.mem.pc.eq(y.pc), fr.mem.word.eq(y.word),
+                     fr.ex1.stack.eq(stack.done & stack.fault),
+                     fr.ex1.stack_cause.eq(stack.fault_cause),
+                     fr.ex1.divergent.eq(bar_divergent), fr.ex1.warp.eq(x.warp),
+                     fr.ex1.lanes.eq(x.active), fr.ex1.pc.eq(x.pc), fr.ex1.word.eq(x.word),
+                     fr.bar.arrive.eq(bar.arrive), fr.bar.warp.eq(bar.warp),
+                     fr.bar.waiting.eq(bar.waiting), fr.bar.deadlock.eq(bar.deadlock),
+                     fr.issue.valid.eq(iss.fault), fr.issue.pc_fault.eq(issued.pc_fault),
+                     fr.issue.warp.eq(is_pick), fr.issue.lanes.eq(issue_active),
+                     fr.issue.pc.eq(issued.pc), fr.issue.word.eq(issued.word)]
         for w in range(W):
-            with m.If(bar.arrive & (bar.warp == w)):
-                m.d.sync += [bar_words[w].eq(x.word), bar_pcs[w].eq(x.pc)]
-        bar_first = Signal(wb_)
-        for w in reversed(range(W)):
-            with m.If(bar_arrived[w]):
-                m.d.comb += bar_first.eq(w)
-        bar_first_pc = Signal(32)
-        bar_first_live = Signal(L)
-        bar_first_word = Signal(32)
-        with m.Switch(bar_first):
-            for w in range(W):
-                with m.Case(w):
-                    m.d.comb += [bar_first_pc.eq(bar_pcs[w]), bar_first_live.eq(live[w]),
-                                 bar_first_word.eq(bar_words[w])]
-        # the warp arriving now has not had its bar's pc and word recorded yet
-        with m.If(bar.arrive & (bar.warp == bar_first)):
-            m.d.comb += [bar_first_pc.eq(x.pc), bar_first_word.eq(x.word)]
-        with m.If(~fault_q & running):
-            with m.If(lsu.fault & y.valid):
-                fault(lsu.fault_cause, y.warp, lsu.fault_lanes, y.pc, y.word)
-            with m.Elif(stack.done & stack.fault):
-                fault(stack.fault_cause, x.warp, x.active, x.pc, x.word)
-            with m.Elif(bar_divergent):
-                fault(FaultCause.DIVERGENT_BARRIER, x.warp, x.active, x.pc, x.word)
-            with m.Elif(bar.deadlock):
-                fault(FaultCause.BARRIER_DEADLOCK, bar_first, bar_first_live, bar_first_pc,
-                      bar_first_word)
-            with m.Elif(issue_fault):
-                fault(Mux(issued.pc_fault, FaultCause.PC_OUT_OF_RANGE,
-                          FaultCause.ILLEGAL_INSTRUCTION),
-                      is_pick, issue_active, issued.pc, Mux(issued.pc_fault, 0, issued.word))
+            m.d.comb += fr.live[w].eq(ws[w].live)
 
         # --- completion, status, performance events ---------------------------------------
         pipe_busy = (sch_if.valid | if_id.valid | is_rr.valid | rr_ex1.valid | ex1_ex2.valid
-                     | ex2_mem.valid | mem_wb.valid | sfu_busy)
+                     | ex2_mem.valid | mem_wb.valid | sfu.busy)
         m.d.comb += self.drained.eq(~pipe_busy & lsu.idle & stack.ready)
         all_done = (member != 0) & ((finished & member) == member)
         m.d.comb += block_complete.eq(all_done & self.drained & ~fault_q)
         m.d.comb += self.busy.eq(~fsm.ongoing("IDLE") | pipe_busy | ~lsu.idle)
 
         p = self.perf
-        any_live = (member & ~finished) != 0
         m.d.comb += [p.issued.eq(issue_ok), p.mem_transactions.eq(lsu.transaction),
                      p.divergence.eq(stack.diverged & stack.valid),
                      p.barriers.eq(bar.release)]
-        # Each running cycle without an issue is charged to one reason, first match:
-        # memory (the LSU holds mem, or a global load's data takes the write-back slot),
-        # structural (the SIMT stack unit holds ex1, the SFU's result takes the write-back
-        # slot, or a warp is ready but for the busy SFU), scoreboard, memory (warps parked on
-        # global loads, atomics, ldparam or fences), barrier, idle.
-        with m.If(~issue_ok & running):
-            with m.If(~any_live):
-                m.d.comb += p.stall_idle.eq(1)
-            with m.Elif(mem_hold | lwb.valid):
-                m.d.comb += p.stall_memory.eq(1)
-            with m.Elif(ex1_block | sfu_wb_valid | (structural != 0)):
-                m.d.comb += p.stall_structural.eq(1)
-            with m.Elif(hazard != 0):
-                m.d.comb += p.stall_scoreboard.eq(1)
-            with m.Elif(parked != 0):
-                m.d.comb += p.stall_memory.eq(1)
-            with m.Elif(bar_hold != 0):
-                m.d.comb += p.stall_barrier.eq(1)
-            with m.Else():
-                m.d.comb += p.stall_idle.eq(1)
-        with m.Elif(~running):
-            m.d.comb += p.stall_idle.eq(1)
+        m.d.comb += [sc.issued.eq(issue_ok), sc.running.eq(running),
+                     sc.any_live.eq((member & ~finished) != 0), sc.mem_hold.eq(mem_hold),
+                     sc.lwb_valid.eq(lsu.lwb.valid), sc.ex1_block.eq(ex1_block),
+                     sc.sfu_wb.eq(sfu.result.valid), sc.structural_warps.eq(iss.structural),
+                     sc.hazard.eq(iss.hazard), sc.parked.eq(iss.parked),
+                     sc.bar_hold.eq(iss.bar_hold),
+                     p.stall_idle.eq(sc.stall_idle), p.stall_memory.eq(sc.stall_memory),
+                     p.stall_structural.eq(sc.stall_structural),
+                     p.stall_scoreboard.eq(sc.stall_scoreboard),
+                     p.stall_barrier.eq(sc.stall_barrier)]
         return m
-

@@ -11,7 +11,8 @@ until ``is`` issues it; later stages carry the parts they still need.
 from __future__ import annotations
 
 from amaranth import Cat, Signal
-from amaranth.lib import data
+from amaranth.lib import data, wiring
+from amaranth.lib.wiring import Out
 
 from .isa_consts import InstrId, Lat, Sem
 
@@ -54,6 +55,53 @@ def split_signal(layout: data.Layout, name: str) -> data.View:
     signal.
     """
     return data.View(layout, Cat(*_leaves(layout, name)))
+
+
+def fields_signature(layout: data.StructLayout) -> wiring.Signature:
+    """The ports' counterpart of :func:`split_signal`: a signature with one member per field
+    of ``layout`` (a sub-signature per struct field, an array of members per array field),
+    from the sender's side. A port ``Out(fields_signature(l))`` is one signal per field in
+    the Verilog where ``Out(l)`` is one packed vector; :func:`port_view` sees it as ``l``."""
+    return wiring.Signature({name: _member(fld.shape) for name, fld in layout})
+
+
+def _member(shape) -> wiring.Member:
+    if isinstance(shape, data.StructLayout):
+        return Out(fields_signature(shape))
+    if isinstance(shape, data.ArrayLayout):
+        inner = _member(shape.elem_shape)
+        return inner.array(shape.length)
+    return Out(shape)
+
+
+def port_view(port, layout: data.StructLayout) -> data.View:
+    """A port made by :func:`fields_signature` seen through a view of ``layout``, so it is
+    read and assigned as a whole (``port_view(p, l).eq(x)``) or by field."""
+    return data.View(layout, Cat(*_port_leaves(port, layout)))
+
+
+def _port_leaves(port, shape) -> list:
+    if isinstance(shape, data.StructLayout):
+        return [s for f, fld in shape for s in _port_leaves(getattr(port, f), fld.shape)]
+    if isinstance(shape, data.ArrayLayout):
+        return [s for i in range(shape.length) for s in _port_leaves(port[i], shape.elem_shape)]
+    return [port]
+
+
+def per_warp(layout: data.Layout, warps: int, name: str = "") -> data.View:
+    """``warps`` copies of ``layout`` (an ``ArrayLayout`` over the warp slots) made like
+    :func:`split_signal`: one signal per field and per warp, named ``w<w>_<field>`` for the
+    fields of a ``StructLayout`` (``w0_pc``, ``w0_active``) and ``w<w>_<name>`` otherwise.
+
+    Index it with a constant (``state[w].pc``); a warp picked at run time is read through a
+    ``Switch``, which keeps each field a machine word in simulation."""
+    leaves = []
+    for w in range(warps):
+        if isinstance(layout, data.StructLayout):
+            leaves += [s for f, fld in layout for s in _leaves(fld.shape, f"w{w}_{f}")]
+        else:
+            leaves += _leaves(layout, f"w{w}_{name}")
+    return data.View(data.ArrayLayout(layout, warps), Cat(*leaves))
 
 
 def _leaves(shape, name: str) -> list[Signal]:
@@ -114,6 +162,27 @@ def uop(warps: int, lanes: int) -> data.StructLayout:
 
 
 rr_ex1 = ex1_ex2 = ex2_mem = mem_wb = uop
+
+
+def warp_state(lanes: int) -> data.StructLayout:
+    """What the core keeps per warp slot (:func:`per_warp`): the next fetch address and the
+    SIMT masks (``active``: the lanes on the current path; ``live``: the lanes not exited).
+
+    One-bit flags per warp (member of the block, finished, waiting for a control instruction,
+    held at a barrier) are ``warps``-bit masks instead: they are tested as sets."""
+    return data.StructLayout({"pc": 32, "active": lanes, "live": lanes})
+
+
+def issue_state(regs: int) -> data.StructLayout:
+    """What ``is`` keeps per warp slot besides the scoreboard: ``long``, the registers a late
+    write-back (global load or atomic, ``ldparam``, SFU) will write; ``stores``, the global
+    stores sent and not yet acknowledged (a ``fence`` waits for zero)."""
+    return data.StructLayout({"long": regs, "stores": 8})
+
+
+def bar_arrival() -> data.StructLayout:
+    """Per warp slot: the pc and word of the warp's last ``bar`` (for the deadlock record)."""
+    return data.StructLayout({"bar_pc": 32, "bar_word": 32})
 
 
 def _bits(n: int) -> int:

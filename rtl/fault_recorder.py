@@ -1,0 +1,125 @@
+"""Fault recorder: the core's first fault, kept until ``flush``.
+
+Faults are raised by four stages and units; when several are raised in the same cycle the
+oldest instruction's wins: ``mem`` (the LSU: misaligned or out-of-range access), then ``ex1``
+(a SIMT stack fault, then a divergent ``bar``), then the barrier unit (deadlock or watchdog),
+then ``is`` (illegal instruction, fetch past the code). Once a fault is recorded the core
+fetches and issues nothing more, and later faults are ignored.
+
+A barrier deadlock names the lowest-numbered waiting warp, counting one arriving in this
+cycle (the deadlock is raised as the last live warp arrives), with its live mask and the pc
+and word of its ``bar``, which the recorder notes as each warp arrives.
+"""
+
+from amaranth import Module, Mux, Signal
+from amaranth.lib import wiring
+from amaranth.lib.wiring import In, Out
+
+from . import layouts
+from .isa_consts import FaultCause
+from .signatures import dim3_layout, fault_signature
+
+
+def fault_source_signature(warps: int, lanes: int, **extra) -> wiring.Signature:
+    """A stage's view of its instruction for a fault record (from the stage's side)."""
+    wb = max(1, (warps - 1).bit_length())
+    return wiring.Signature({"warp": Out(wb), "lanes": Out(lanes), "pc": Out(32),
+                             "word": Out(32), **{k: Out(v) for k, v in extra.items()}})
+
+
+class FaultRecorder(wiring.Component):
+    """Parameters
+    ----------
+    warps:
+        Warp slots.
+    lanes:
+        Lanes per warp.
+
+    Ports (each source names its instruction: ``warp``, ``lanes``, ``pc``, ``word``):
+
+    - ``mem``: ``valid`` with ``cause``; ``lanes`` are the faulting lanes.
+    - ``ex1``: ``stack`` (the SIMT stack unit answered with ``stack_cause``) and
+      ``divergent`` (a ``bar`` with ``active != live``); ``lanes`` is the active mask.
+    - ``bar``: ``arrive``/``warp`` (a warp reaches the barrier, with ``ex1``'s pc and word),
+      ``waiting`` (the warps waiting), ``deadlock``; ``live[w]``: warp ``w``'s live lanes.
+    - ``issue``: ``valid`` (an illegal head is picked) and ``pc_fault`` (its fetch was past
+      the code: ``PC_OUT_OF_RANGE`` with word 0, else ``ILLEGAL_INSTRUCTION``).
+
+    Cycle by cycle: while ``running`` and no fault is held, the first source in the order
+    above that raises one is recorded (with ``block``) and ``fault.valid`` rises in the
+    next cycle; the record stays unchanged until ``flush`` clears ``fault.valid`` (a fault
+    raised in the flush cycle is still recorded).
+    """
+
+    def __init__(self, warps: int, lanes: int):
+        if warps < 1:
+            raise ValueError(f"warps must be at least 1, not {warps}")
+        self.warps, self.lanes = warps, lanes
+        wb = max(1, (warps - 1).bit_length())
+        super().__init__({
+            "flush": In(1),
+            "running": In(1),
+            "block": In(dim3_layout()),
+            "mem": In(fault_source_signature(warps, lanes, valid=1, cause=FaultCause)),
+            "ex1": In(fault_source_signature(warps, lanes, stack=1, stack_cause=FaultCause,
+                                             divergent=1)),
+            "bar": In(wiring.Signature({"arrive": Out(1), "warp": Out(wb),
+                                        "waiting": Out(warps), "deadlock": Out(1)})),
+            "live": In(lanes).array(warps),
+            "issue": In(fault_source_signature(warps, lanes, valid=1, pc_fault=1)),
+            "fault": Out(fault_signature(lanes)),
+        })
+
+    def elaborate(self, platform) -> Module:
+        m = Module()
+        W, L = self.warps, self.lanes
+        rec = self.fault.record
+        held = Signal()
+        m.d.comb += self.fault.valid.eq(held)
+        record = Signal(rec.shape())
+        m.d.comb += rec.eq(record)
+
+        def fault(cause, warp, lanes, pc, word):
+            m.d.sync += [held.eq(1), record.cause.eq(cause), record.warp.eq(warp),
+                         record.lane_mask.eq(lanes), record.pc.eq(pc),
+                         record.instr.eq(word), record.block.eq(self.block)]
+
+        ex1, bar = self.ex1, self.bar
+        arrivals = layouts.per_warp(layouts.bar_arrival(), W)
+        for w in range(W):
+            with m.If(bar.arrive & (bar.warp == w)):
+                m.d.sync += [arrivals[w].bar_word.eq(ex1.word), arrivals[w].bar_pc.eq(ex1.pc)]
+        arrived = Signal(W)
+        m.d.comb += arrived.eq(bar.waiting | Mux(bar.arrive, 1 << bar.warp, 0))
+        first = Signal(max(1, (W - 1).bit_length()))
+        for w in reversed(range(W)):
+            with m.If(arrived[w]):
+                m.d.comb += first.eq(w)
+        first_pc, first_live, first_word = Signal(32), Signal(L), Signal(32)
+        with m.Switch(first):
+            for w in range(W):
+                with m.Case(w):
+                    m.d.comb += [first_pc.eq(arrivals[w].bar_pc), first_live.eq(self.live[w]),
+                                 first_word.eq(arrivals[w].bar_word)]
+        # the warp arriving now has not had its bar's pc and word noted yet
+        with m.If(bar.arrive & (bar.warp == first)):
+            m.d.comb += [first_pc.eq(ex1.pc), first_word.eq(ex1.word)]
+
+        with m.If(self.flush):
+            m.d.sync += held.eq(0)
+        with m.If(~held & self.running):
+            with m.If(self.mem.valid):
+                fault(self.mem.cause, self.mem.warp, self.mem.lanes, self.mem.pc,
+                      self.mem.word)
+            with m.Elif(ex1.stack):
+                fault(ex1.stack_cause, ex1.warp, ex1.lanes, ex1.pc, ex1.word)
+            with m.Elif(ex1.divergent):
+                fault(FaultCause.DIVERGENT_BARRIER, ex1.warp, ex1.lanes, ex1.pc, ex1.word)
+            with m.Elif(bar.deadlock):
+                fault(FaultCause.BARRIER_DEADLOCK, first, first_live, first_pc, first_word)
+            with m.Elif(self.issue.valid):
+                iss = self.issue
+                fault(Mux(iss.pc_fault, FaultCause.PC_OUT_OF_RANGE,
+                          FaultCause.ILLEGAL_INSTRUCTION),
+                      iss.warp, iss.lanes, iss.pc, Mux(iss.pc_fault, 0, iss.word))
+        return m

@@ -1,0 +1,90 @@
+"""Per-warp instruction buffers between ``id`` and ``is``.
+
+``id`` appends each decoded instruction to its warp's buffer; ``is`` looks at every warp's
+oldest entry (the head) to choose what issues, and pops the one it issues. ``sch`` fetches
+only for a warp whose buffer has room for the fetch and those already in ``if``/``id``, so a
+push never finds its buffer full.
+
+Each buffer is a small RAM written at the tail and read combinationally at the head: a
+register per entry would be rewritten every cycle in simulation.
+"""
+
+from amaranth import Module, Signal
+from amaranth.lib import wiring
+from amaranth.lib.memory import Memory
+from amaranth.lib.wiring import In, Out
+
+from . import layouts
+from .layouts import fields_signature, port_view, split_signal
+
+IBUF_DEPTH = 3
+
+
+class InstrBuffers(wiring.Component):
+    """``warps`` FIFOs of ``depth`` instruction-buffer entries (``layouts.id_is``).
+
+    Parameters
+    ----------
+    warps:
+        Warp slots.
+    depth:
+        Entries per warp.
+
+    Cycle by cycle:
+
+    - ``push``: ``entry`` is appended to the buffer of ``push_warp`` (never a full one).
+    - ``pop``: the head of ``pop_warp``'s buffer is dropped (never an empty one's). A push
+      and a pop of the same warp in one cycle leave the count unchanged.
+    - ``count[w]``: entries in warp ``w``'s buffer; ``valid[w]``: ``count[w] != 0``.
+    - ``head[w]``: warp ``w``'s oldest entry, combinationally (an entry pushed in a cycle
+      shows from the next one).
+    - ``reset``: every buffer is empty in the next cycle, whatever ``push`` and ``pop`` do.
+    """
+
+    def __init__(self, warps: int, depth: int = IBUF_DEPTH):
+        if warps < 1:
+            raise ValueError(f"warps must be at least 1, not {warps}")
+        if depth < 1:
+            raise ValueError(f"depth must be at least 1, not {depth}")
+        self.warps, self.depth = warps, depth
+        wb = max(1, (warps - 1).bit_length())
+        # entries are one port per field (fields_signature): a packed 150-bit port would be
+        # a multi-word vector in simulation, split again by every reader
+        entry = fields_signature(layouts.id_is())
+        super().__init__({
+            "reset": In(1),
+            "push": In(1),
+            "push_warp": In(wb),
+            "entry": In(entry),
+            "pop": In(1),
+            "pop_warp": In(wb),
+            "count": Out(range(depth + 1)).array(warps),
+            "valid": Out(warps),
+            "head": Out(entry).array(warps),
+        })
+
+    def elaborate(self, platform) -> Module:
+        m = Module()
+        depth = self.depth
+        entry = layouts.id_is()
+        for w in range(self.warps):
+            mem = Memory(shape=entry, depth=depth, init=[])
+            m.submodules[f"w{w}_ib"] = mem
+            wp, rp = mem.write_port(), mem.read_port(domain="comb")
+            count = Signal(range(depth + 1), name=f"w{w}_ibcount")
+            head = Signal(range(depth), name=f"w{w}_ibhead")
+            tail = Signal(range(depth), name=f"w{w}_ibtail")
+            push = self.push & (self.push_warp == w)
+            pop = self.pop & (self.pop_warp == w)
+            head_entry = split_signal(entry, f"w{w}_head")
+            m.d.comb += [tail.eq((head + count) % depth),
+                         wp.addr.eq(tail), wp.data.eq(port_view(self.entry, entry)),
+                         wp.en.eq(push), rp.addr.eq(head), head_entry.eq(rp.data),
+                         port_view(self.head[w], entry).eq(head_entry),
+                         self.count[w].eq(count), self.valid[w].eq(count != 0)]
+            with m.If(pop):
+                m.d.sync += head.eq((head + 1) % depth)
+            m.d.sync += count.eq(count + push - pop)
+            with m.If(self.reset):
+                m.d.sync += [count.eq(0), head.eq(0)]
+        return m

@@ -1,0 +1,186 @@
+"""Issue selection: which warp's buffered head instruction leaves ``is`` this cycle.
+
+A head may issue when none of the registers and predicates it reads or writes is pending in
+the scoreboard (:func:`needs`), it is not a ``fence`` of a warp with global stores
+outstanding, its warp is not held at a barrier, and, for an SFU instruction, the SFU is free.
+Among the warps whose head may issue, a :class:`RoundRobin` picks one.
+
+The unit also keeps the per-warp state that only issue reads (``layouts.issue_state``): the
+registers waiting for a late write-back, so that a head needing one of them counts as
+waiting on memory (``parked``) rather than on the pipeline (``hazard``); the count of
+outstanding global stores; and the barrier hold.
+"""
+
+from amaranth import Cat, Module, Mux, Signal
+from amaranth.lib import data, wiring
+from amaranth.lib.wiring import In, Out
+from simtgpu.isa import INSTRUCTIONS, NUM_PREDS, PT, Sem
+from simtgpu.isa.instructions import Space
+
+from . import layouts
+from .isa_consts import Sem as RSem
+from .isa_consts import iid
+from .layouts import fields_signature, per_warp, port_view
+from .scheduler import RoundRobin
+
+
+def needs(m: Module, dec: data.View, regs: int) -> Signal:
+    """Scoreboard bits an instruction reads or writes (registers, then predicates).
+
+    Register and predicate masks are built apart from one-bit shifts: a shift of the
+    full-width constant would be a 167-bit vector in the Verilog."""
+    n = Signal(regs + NUM_PREDS)
+
+    def reg(idx, cond):
+        return Mux(cond, 1 << idx, 0)
+
+    def prd(idx, cond):
+        return Mux(cond & (idx != PT), 1 << idx, 0)
+
+    regs_ = (reg(dec.rs1, dec.rd_rs1) | reg(dec.rs2, dec.rd_rs2)
+             | reg(dec.rs3, dec.rd_rs3) | reg(dec.rd, dec.rd_rd | dec.wr_reg))
+    prds = (prd(dec.guard, 1) | prd(dec.rs1[:3], dec.rd_ps1)
+            | prd(dec.rs2[:3], dec.rd_ps2) | prd(dec.rs3[:3], dec.rd_ps3)
+            | prd(dec.rd[:3], dec.wr_pred))
+    m.d.comb += n.eq(Cat(regs_[:regs], prds))
+    return n
+
+
+def is_long(dec: data.View):
+    """The instruction's register result comes back through the late write-back: a global
+    load or atomic, ``ldparam``, or an SFU instruction."""
+    glob = Cat(dec.iid == iid(i.mnemonic) for i in INSTRUCTIONS
+               if i.sem in (Sem.LOAD, Sem.ATOMIC, Sem.PARAM)
+               and i.space is not Space.SHARED).any()
+    return glob | (dec.sem == RSem.SFU)
+
+
+def clear_port(warps: int) -> data.StructLayout:
+    """A scoreboard clear port (:class:`Scoreboard`'s ``clear`` elements)."""
+    return data.StructLayout({"en": 1, "warp": max(1, (warps - 1).bit_length()), "idx": 5,
+                              "pred": 1})
+
+
+class IssueSelect(wiring.Component):
+    """Per-warp issue conditions and the round-robin pick of ``is``.
+
+    Parameters
+    ----------
+    warps:
+        Warp slots.
+    regs:
+        Registers per thread (the scoreboard holds ``regs`` register bits, then the
+        predicates).
+
+    Combinationally, in every cycle:
+
+    - ``issue``: a warp is picked (``warp``, its head ``entry``) and ``enable`` is high;
+      ``fault``: that head is illegal or its fetch faulted (it raises the fault instead of
+      issuing); ``ok``: it issues (the caller pops it and sets its scoreboard bit).
+    - per warp with a buffered head (``valid``) that belongs to a running warp
+      (``runnable``): ``hazard`` (it needs a pending bit of a short-latency producer),
+      ``parked`` (it needs a register a late write-back will write, or is a ``fence``
+      with stores outstanding), ``structural`` (it would issue but for the busy SFU);
+      ``bar_hold``: the warps held at a barrier. ``hazard`` and ``parked`` do not look at
+      ``runnable`` or ``bar_hold``.
+
+    At the clock edge:
+
+    - an issued ``bar`` holds its warp until ``release`` with the warp's bit in
+      ``release_warps`` (an issue of bar wins over a release in the same cycle);
+    - an issued long-latency register write (:func:`is_long`) marks its register; a clear
+      port (``clear``, the scoreboard's) unmarks it;
+    - ``store_sent``/``store_acked`` count a warp's outstanding global stores up and down;
+    - ``reset`` (a block starts, or flush) drops all of this and makes warp 0 the next
+      pick; it wins over everything but a bar issued in the same cycle.
+    """
+
+    def __init__(self, warps: int, regs: int = 32):
+        if warps < 1:
+            raise ValueError(f"warps must be at least 1, not {warps}")
+        self.warps, self.regs = warps, regs
+        wb = max(1, (warps - 1).bit_length())
+        entry = fields_signature(layouts.id_is())
+        super().__init__({
+            "reset": In(1),
+            "head": In(entry).array(warps),
+            "valid": In(warps),
+            "runnable": In(warps),
+            "pending": In(data.ArrayLayout(regs + NUM_PREDS, warps)),
+            "sfu_busy": In(1),
+            "enable": In(1),
+            "clear": In(data.ArrayLayout(clear_port(warps), 2)),
+            "store_sent": In(1),
+            "store_sent_warp": In(wb),
+            "store_acked": In(1),
+            "store_acked_warp": In(wb),
+            "release": In(1),
+            "release_warps": In(warps),
+            "issue": Out(1),
+            "ok": Out(1),
+            "fault": Out(1),
+            "warp": Out(wb),
+            "entry": Out(entry),
+            "hazard": Out(warps),
+            "parked": Out(warps),
+            "structural": Out(warps),
+            "bar_hold": Out(warps),
+        })
+
+    def elaborate(self, platform) -> Module:
+        m = Module()
+        W, regs = self.warps, self.regs
+        state = per_warp(layouts.issue_state(regs), W)
+        bar_hold = Signal(W)
+        m.d.comb += self.bar_hold.eq(bar_hold)
+        eligible = Signal(W)
+        heads = [port_view(self.head[w], layouts.id_is()) for w in range(W)]
+        for w in range(W):
+            h = heads[w]
+            has = self.valid[w]
+            is_fence = h.dec.iid == iid("fence")
+            haz_bits = needs(m, h.dec, regs) & self.pending[w]
+            haz = haz_bits != 0
+            # the hazard is on a register a long-latency instruction will write
+            on_long = (haz_bits[:regs] & state[w].long) != 0
+            park = on_long | (is_fence & (state[w].stores != 0))
+            busy_unit = (h.dec.sem == RSem.SFU) & self.sfu_busy
+            go = ~bar_hold[w] & self.runnable[w]
+            m.d.comb += [self.hazard[w].eq(has & haz & ~park), self.parked[w].eq(has & park),
+                         self.structural[w].eq(has & busy_unit & ~haz & ~park & go),
+                         eligible[w].eq(has & ~haz & ~park & ~busy_unit & go)]
+
+        m.submodules.rr = rr = RoundRobin(W)
+        m.d.comb += rr.request.eq(eligible)
+        issue = rr.found & self.enable
+        issued = port_view(self.entry, layouts.id_is())
+        with m.Switch(rr.grant):
+            for w in range(W):
+                with m.Case(w):
+                    m.d.comb += issued.eq(heads[w])
+        fault = issue & (issued.dec.illegal | issued.pc_fault)
+        ok = issue & ~fault
+        m.d.comb += [self.issue.eq(issue), self.fault.eq(fault), self.ok.eq(ok),
+                     self.warp.eq(rr.grant),
+                     rr.advance.eq(issue), rr.restart.eq(self.reset)]
+
+        long_set = ok & is_long(issued.dec) & issued.dec.wr_reg
+        for w in range(W):
+            picked = ok & (rr.grant == w)
+            with m.If(picked & (issued.dec.iid == iid("bar"))):
+                m.d.sync += bar_hold[w].eq(1)
+            with m.Elif((self.release & self.release_warps[w]) | self.reset):
+                m.d.sync += bar_hold[w].eq(0)
+
+            set_bits = Mux(long_set & (rr.grant == w), 1 << issued.dec.rd, 0)
+            clr = [Mux(c.en & ~c.pred & (c.warp == w), 1 << c.idx, 0) for c in self.clear]
+            clr_bits = Signal(regs, name=f"w{w}_long_clr")
+            m.d.comb += clr_bits.eq(clr[0] | clr[1])
+            m.d.sync += state[w].long.eq((state[w].long & ~clr_bits) | set_bits)
+
+            inc = self.store_sent & (self.store_sent_warp == w)
+            dec_ = self.store_acked & (self.store_acked_warp == w)
+            m.d.sync += state[w].stores.eq(state[w].stores + inc - dec_)
+            with m.If(self.reset):
+                m.d.sync += [state[w].long.eq(0), state[w].stores.eq(0)]
+        return m

@@ -1,0 +1,382 @@
+"""The core's own components in the Amaranth simulator, each against a small Python model
+written from its docstring contract (instruction buffers, fault recorder, predicate file,
+late write-back arbitration, issue selection)."""
+
+from __future__ import annotations
+
+import random
+from collections import deque
+
+from amaranth.sim import Simulator
+from simtgpu.isa import INSTRUCTIONS, Sem
+from simtgpu.isa.instructions import Space
+from simtgpu.rtl.fault_recorder import FaultRecorder
+from simtgpu.rtl.ibuffer import InstrBuffers
+from simtgpu.rtl.isa_consts import FaultCause, iid
+from simtgpu.rtl.isa_consts import Sem as RSem
+from simtgpu.rtl.issue import IssueSelect
+from simtgpu.rtl.late_writeback import LateWriteback
+from simtgpu.rtl.predicate_file import PredicateFile
+
+
+def _run(dut, bench) -> None:
+    sim = Simulator(dut)
+    sim.add_clock(1e-6, if_exists=True)
+    sim.add_testbench(bench)
+    sim.run()
+
+
+def test_instruction_buffers_against_fifo_model():
+    warps, depth = 3, 3
+    dut = InstrBuffers(warps, depth)
+    rng = random.Random(11)
+
+    async def bench(ctx):
+        model = [deque() for _ in range(warps)]
+        for _ in range(800):
+            for w in range(warps):
+                assert ctx.get(dut.count[w]) == len(model[w])
+                assert ctx.get(dut.valid) >> w & 1 == (len(model[w]) != 0)
+                if model[w]:
+                    pc, word = model[w][0]
+                    assert ctx.get(dut.head[w].pc) == pc
+                    assert ctx.get(dut.head[w].word) == word
+            room = [w for w in range(warps) if len(model[w]) < depth]
+            full = [w for w in range(warps) if model[w]]
+            push = bool(room) and rng.random() < 0.6
+            pop = bool(full) and rng.random() < 0.6
+            reset = rng.random() < 0.02
+            pw = rng.choice(room) if push else rng.randrange(warps)
+            qw = rng.choice(full) if pop else rng.randrange(warps)
+            entry = (rng.getrandbits(32), rng.getrandbits(32))
+            ctx.set(dut.push, push)
+            ctx.set(dut.push_warp, pw)
+            ctx.set(dut.entry.pc, entry[0])
+            ctx.set(dut.entry.word, entry[1])
+            ctx.set(dut.pop, pop)
+            ctx.set(dut.pop_warp, qw)
+            ctx.set(dut.reset, reset)
+            await ctx.tick()
+            if pop:
+                model[qw].popleft()
+            if push:
+                model[pw].append(entry)
+            if reset:
+                model = [deque() for _ in range(warps)]
+
+    _run(dut, bench)
+
+
+def test_fault_recorder_priority_and_hold():
+    """Random simultaneous fault sources: the first one (mem, stack, divergent bar, barrier
+    deadlock, issue) is recorded, held until flush, and the deadlock names the lowest
+    waiting warp with the pc and word of its bar."""
+    warps, lanes = 4, 8
+    dut = FaultRecorder(warps, lanes)
+    rng = random.Random(3)
+    mem_causes = [FaultCause.OUT_OF_RANGE, FaultCause.MISALIGNED]
+    stack_causes = [FaultCause.STACK_OVERFLOW, FaultCause.STACK_UNDERFLOW]
+
+    async def bench(ctx):
+        held, record = False, None
+        bar_at = [(0, 0)] * warps  # pc and word of each warp's last bar
+        live = [rng.getrandbits(lanes) for _ in range(warps)]
+        for w in range(warps):
+            ctx.set(dut.live[w], live[w])
+        block = (5, 6, 7)
+        ctx.set(dut.block.x, block[0])
+        ctx.set(dut.block.y, block[1])
+        ctx.set(dut.block.z, block[2])
+        for step in range(1500):
+            assert ctx.get(dut.fault.valid) == held
+            if held:
+                rec = dut.fault.record
+                got = (ctx.get(rec.cause).value, ctx.get(rec.warp), ctx.get(rec.lane_mask),
+                       ctx.get(rec.pc), ctx.get(rec.instr))
+                assert got == record, step
+                assert (ctx.get(rec.block.x), ctx.get(rec.block.y),
+                        ctx.get(rec.block.z)) == block
+
+            def src(port):
+                v = dict(warp=rng.randrange(warps), lanes=rng.getrandbits(lanes),
+                         pc=rng.getrandbits(32), word=rng.getrandbits(32))
+                for k, val in v.items():
+                    ctx.set(getattr(port, k), val)
+                return v
+
+            mem, ex1, iss = src(dut.mem), src(dut.ex1), src(dut.issue)
+            raise_ = {k: rng.random() < 0.15 for k in
+                      ("mem", "stack", "divergent", "deadlock", "issue")}
+            mem_cause, stack_cause = rng.choice(mem_causes), rng.choice(stack_causes)
+            pc_fault = rng.random() < 0.5
+            arrive = rng.random() < 0.3
+            arrive_warp = rng.randrange(warps)
+            waiting = rng.getrandbits(warps)
+            running = rng.random() < 0.9
+            flush = rng.random() < 0.05
+            ctx.set(dut.mem.valid, raise_["mem"])
+            ctx.set(dut.mem.cause, mem_cause)
+            ctx.set(dut.ex1.stack, raise_["stack"])
+            ctx.set(dut.ex1.stack_cause, stack_cause)
+            ctx.set(dut.ex1.divergent, raise_["divergent"])
+            ctx.set(dut.bar.deadlock, raise_["deadlock"])
+            ctx.set(dut.bar.arrive, arrive)
+            ctx.set(dut.bar.warp, arrive_warp)
+            ctx.set(dut.bar.waiting, waiting)
+            ctx.set(dut.issue.valid, raise_["issue"])
+            ctx.set(dut.issue.pc_fault, pc_fault)
+            ctx.set(dut.running, running)
+            ctx.set(dut.flush, flush)
+            await ctx.tick()
+
+            new = None
+            if raise_["mem"]:
+                new = (mem_cause, mem["warp"], mem["lanes"], mem["pc"], mem["word"])
+            elif raise_["stack"]:
+                new = (stack_cause, ex1["warp"], ex1["lanes"], ex1["pc"], ex1["word"])
+            elif raise_["divergent"]:
+                new = (FaultCause.DIVERGENT_BARRIER, ex1["warp"], ex1["lanes"], ex1["pc"],
+                       ex1["word"])
+            elif raise_["deadlock"]:
+                arrived = waiting | (1 << arrive_warp if arrive else 0)
+                first = next((w for w in range(warps) if arrived >> w & 1), 0)
+                pc, word = ((ex1["pc"], ex1["word"]) if arrive and arrive_warp == first
+                            else bar_at[first])
+                new = (FaultCause.BARRIER_DEADLOCK, first, live[first], pc, word)
+            elif raise_["issue"]:
+                new = ((FaultCause.PC_OUT_OF_RANGE, iss["warp"], iss["lanes"], iss["pc"], 0)
+                       if pc_fault else
+                       (FaultCause.ILLEGAL_INSTRUCTION, iss["warp"], iss["lanes"], iss["pc"],
+                        iss["word"]))
+            was_held = held
+            if flush:
+                held = False
+            if not was_held and running and new is not None:
+                held, record = True, (new[0].value, *new[1:])
+            if arrive:
+                bar_at[arrive_warp] = (ex1["pc"], ex1["word"])
+
+    _run(dut, bench)
+
+
+def test_predicate_file_against_model():
+    warps, lanes = 3, 4
+    dut = PredicateFile(warps, lanes)
+    rng = random.Random(8)
+
+    async def bench(ctx):
+        model = [[0] * lanes for _ in range(warps)]
+        for _ in range(600):
+            rw = rng.randrange(warps)
+            ctx.set(dut.rwarp, rw)
+            for l in range(lanes):
+                assert ctx.get(dut.rdata[l]) == model[rw][l]
+            we, ww, idx = rng.random() < 0.7, rng.randrange(warps), rng.randrange(7)
+            mask, bits, reset = rng.getrandbits(lanes), rng.getrandbits(lanes), rng.random() < 0.03
+            ctx.set(dut.we, we)
+            ctx.set(dut.wwarp, ww)
+            ctx.set(dut.widx, idx)
+            ctx.set(dut.wmask, mask)
+            ctx.set(dut.wdata, bits)
+            ctx.set(dut.reset, reset)
+            await ctx.tick()
+            written = {}
+            if we:
+                for l in range(lanes):
+                    if mask >> l & 1:
+                        p = model[ww][l] & ~(1 << idx)
+                        written[l] = p | (bits >> l & 1) << idx
+            if reset:
+                model = [[0] * lanes for _ in range(warps)]
+            for l, v in written.items():
+                model[ww][l] = v
+
+    _run(dut, bench)
+
+
+def test_late_writeback_arbitration():
+    """wb first, then the LSU's late write-back, then the SFU; ``wait`` without a bubble."""
+    warps, lanes = 4, 4
+    dut = LateWriteback(warps, lanes)
+    rng = random.Random(21)
+
+    async def bench(ctx):
+        for step in range(400):
+            wb_valid, deferred = rng.random() < 0.5, rng.random() < 0.3
+            wr_reg, wr_pred = rng.random() < 0.7, rng.random() < 0.3
+            lwb_valid, lwb_wr = rng.random() < 0.5, rng.random() < 0.8
+            sfu_valid, sfu_wr, stale = rng.random() < 0.5, rng.random() < 0.8, rng.random() < 0.2
+            bubble = rng.random() < 0.5
+            src = {n: dict(warp=rng.randrange(warps), rd=rng.randrange(32),
+                           exec=rng.getrandbits(lanes), pc=rng.getrandbits(32),
+                           active=rng.getrandbits(lanes),
+                           values=[rng.getrandbits(32) for _ in range(lanes)])
+                   for n in ("wb", "lwb", "sfu")}
+            ports = {"wb": dut.wb, "lwb": dut.lwb.p, "sfu": dut.sfu}
+            for n, port in ports.items():
+                for k, v in src[n].items():
+                    if k == "values":
+                        for l in range(lanes):
+                            ctx.set(port.values[l], v[l])
+                    else:
+                        ctx.set(getattr(port, k), v)
+            ctx.set(dut.wb.valid, wb_valid)
+            ctx.set(dut.wb.deferred, deferred)
+            ctx.set(dut.wb.wr_reg, wr_reg)
+            ctx.set(dut.wb.wr_pred, wr_pred)
+            ctx.set(dut.lwb.valid, lwb_valid)
+            ctx.set(dut.lwb.p.wr, lwb_wr)
+            ctx.set(dut.sfu.valid, sfu_valid)
+            ctx.set(dut.sfu.wr, sfu_wr)
+            ctx.set(dut.sfu.stale, stale)
+            ctx.set(dut.bubble_coming, bubble)
+
+            if wb_valid and not deferred:
+                who, writes, retires = "wb", wr_reg, True
+            elif wb_valid:
+                who, writes, retires = None, False, False
+            elif lwb_valid:
+                who, writes, retires = "lwb", lwb_wr, True
+            elif sfu_valid:
+                who, writes, retires = "sfu", sfu_wr, not stale
+            else:
+                who, writes, retires = None, False, False
+            assert ctx.get(dut.lwb.ready) == (not wb_valid)
+            assert ctx.get(dut.sfu_take) == (who == "sfu")
+            assert ctx.get(dut.wait) == ((lwb_valid or sfu_valid) and not bubble)
+            s = src[who] if who else None
+            assert ctx.get(dut.rf.we) == (s["exec"] if writes else 0), step
+            if writes:
+                assert (ctx.get(dut.rf.warp), ctx.get(dut.rf.rd)) == (s["warp"], s["rd"])
+                assert [ctx.get(dut.rf.data[l]) for l in range(lanes)] == s["values"]
+            late = who in ("lwb", "sfu")
+            assert ctx.get(dut.clear.en) == (late and writes)
+            if late and writes:
+                assert (ctx.get(dut.clear.warp), ctx.get(dut.clear.idx)) == (s["warp"], s["rd"])
+            assert ctx.get(dut.retire.valid) == retires
+            if retires:
+                assert (ctx.get(dut.retire.warp), ctx.get(dut.retire.pc),
+                        ctx.get(dut.retire.mask)) == (s["warp"], s["pc"], s["active"])
+
+    _run(dut, bench)
+
+
+def _needs(d: dict, regs: int) -> int:
+    """Scoreboard bits of a decoded head, from the ISA's operand rules: registers read or
+    written, then the predicates (guard, predicate sources, predicate destination; pt never)."""
+    bits = 0
+    for idx, used in ((d["rs1"], d["rd_rs1"]), (d["rs2"], d["rd_rs2"]), (d["rs3"], d["rd_rs3"]),
+                      (d["rd"], d["rd_rd"] or d["wr_reg"])):
+        if used:
+            bits |= 1 << idx
+    for idx, used in ((d["guard"], True), (d["rs1"] & 7, d["rd_ps1"]),
+                      (d["rs2"] & 7, d["rd_ps2"]), (d["rs3"] & 7, d["rd_ps3"]),
+                      (d["rd"] & 7, d["wr_pred"])):
+        if used and idx != 7:
+            bits |= 1 << (regs + idx)
+    return bits
+
+
+def test_issue_select_against_model():
+    """Hazard, parked, structural and eligible per warp; the round-robin pick; the barrier
+    hold, long-latency registers and store counts it keeps."""
+    warps, regs = 4, 32
+    dut = IssueSelect(warps, regs)
+    rng = random.Random(17)
+    long_iids = {iid(i.mnemonic) for i in INSTRUCTIONS
+                 if i.sem in (Sem.LOAD, Sem.ATOMIC, Sem.PARAM) and i.space is not Space.SHARED}
+    iids = [iid("fence"), iid("bar"), iid("add"), iid("ldg"), iid("lds"), iid("ldparam"),
+            iid("sfu.rcp")]
+    flags = ("wr_reg", "wr_pred", "rd_rs1", "rd_rs2", "rd_rs3", "rd_ps1", "rd_ps2", "rd_ps3",
+             "rd_rd", "illegal")
+
+    async def bench(ctx):
+        last = warps - 1
+        bar_hold, long, stores = [0] * warps, [0] * warps, [0] * warps
+        for step in range(1500):
+            heads = []
+            for w in range(warps):
+                d = {f: rng.random() < 0.3 for f in flags}
+                d["illegal"] = rng.random() < 0.03
+                d.update(rd=rng.randrange(regs), rs1=rng.randrange(regs), rs2=rng.randrange(regs),
+                         rs3=rng.randrange(regs), guard=rng.choice([7, 7, rng.randrange(7)]),
+                         iid=rng.choice(iids))
+                d["sem"] = RSem.SFU if d["iid"] == iid("sfu.rcp") else RSem.INT
+                pc_fault = rng.random() < 0.03
+                heads.append((d, pc_fault))
+                for k, v in d.items():
+                    ctx.set(getattr(dut.head[w].dec, k), v)
+                ctx.set(dut.head[w].pc_fault, pc_fault)
+            valid = rng.getrandbits(warps)
+            runnable = rng.getrandbits(warps) | rng.getrandbits(warps)
+            pending = [rng.getrandbits(regs + 8) & rng.getrandbits(regs + 8) for _ in range(warps)]
+            sfu_busy, enable = rng.random() < 0.3, rng.random() < 0.8
+            clears = [(rng.random() < 0.5, rng.randrange(warps), rng.randrange(regs),
+                       rng.random() < 0.2) for _ in range(2)]
+            sent, sent_w = rng.random() < 0.3, rng.randrange(warps)
+            acked_w = rng.choice([w for w in range(warps) if stores[w]] or [0])
+            acked = stores[acked_w] > 0 and rng.random() < 0.3
+            release, release_warps = rng.random() < 0.1, rng.getrandbits(warps)
+            reset = rng.random() < 0.01
+            for name, v in (("valid", valid), ("runnable", runnable), ("sfu_busy", sfu_busy),
+                            ("enable", enable), ("store_sent", sent), ("store_sent_warp", sent_w),
+                            ("store_acked", acked), ("store_acked_warp", acked_w),
+                            ("release", release), ("release_warps", release_warps),
+                            ("reset", reset)):
+                ctx.set(getattr(dut, name), v)
+            for w in range(warps):
+                ctx.set(dut.pending[w], pending[w])
+            for i, (en, w, idx, pred) in enumerate(clears):
+                ctx.set(dut.clear[i].en, en)
+                ctx.set(dut.clear[i].warp, w)
+                ctx.set(dut.clear[i].idx, idx)
+                ctx.set(dut.clear[i].pred, pred)
+
+            eligible = []
+            for w, (d, _) in enumerate(heads):
+                has = valid >> w & 1
+                haz_bits = _needs(d, regs) & pending[w]
+                park = (haz_bits & ((1 << regs) - 1) & long[w]) != 0 or (
+                    d["iid"] == iid("fence") and stores[w] != 0)
+                busy = d["sem"] == RSem.SFU and sfu_busy
+                go = not bar_hold[w] and runnable >> w & 1
+                hazard = has and haz_bits != 0 and not park
+                structural = has and busy and not haz_bits and not park and go
+                assert ctx.get(dut.hazard) >> w & 1 == bool(hazard), (step, w)
+                assert ctx.get(dut.parked) >> w & 1 == bool(has and park), (step, w)
+                assert ctx.get(dut.structural) >> w & 1 == bool(structural), (step, w)
+                if has and not haz_bits and not park and not busy and go:
+                    eligible.append(w)
+            assert ctx.get(dut.bar_hold) == sum(b << w for w, b in enumerate(bar_hold))
+            pick = next((w for w in eligible if w > last), eligible[0] if eligible else None)
+            issue = pick is not None and enable
+            assert ctx.get(dut.issue) == issue, step
+            ok = False
+            if issue:
+                d, pc_fault = heads[pick]
+                fault = d["illegal"] or pc_fault
+                ok = not fault
+                assert ctx.get(dut.warp) == pick
+                assert (ctx.get(dut.fault), ctx.get(dut.ok)) == (fault, ok)
+                assert ctx.get(dut.entry.dec.rd) == d["rd"]
+            await ctx.tick()
+
+            for w in range(warps):
+                if ok and pick == w and heads[w][0]["iid"] == iid("bar"):
+                    bar_hold[w] = 1
+                elif (release and release_warps >> w & 1) or reset:
+                    bar_hold[w] = 0
+                for en, cw, idx, pred in clears:
+                    if en and not pred and cw == w:
+                        long[w] &= ~(1 << idx)
+                stores[w] += (sent and sent_w == w) - (acked and acked_w == w)
+            if ok:
+                d = heads[pick][0]
+                if d["wr_reg"] and (d["iid"] in long_iids or d["sem"] == RSem.SFU):
+                    long[pick] |= 1 << d["rd"]
+            if reset:
+                long, stores, last = [0] * warps, [0] * warps, warps - 1
+            elif issue:
+                last = pick
+
+    _run(dut, bench)
