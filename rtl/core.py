@@ -33,7 +33,7 @@ See docs/microarchitecture.md for the full story.
 from amaranth import Cat, Module, Mux, Signal
 from amaranth.lib import data, wiring
 from amaranth.lib.memory import Memory
-from simtgpu.isa import INSTRUCTIONS, PT, Sem
+from simtgpu.isa import INSTRUCTIONS, PT, SIMT_OPS, Sem
 from simtgpu.isa.instructions import Space
 
 from . import layouts
@@ -45,8 +45,8 @@ from .fault_recorder import FaultRecorder
 from .fcompare import FCmpCond, FCompare
 from .fpu import Fpu, FpuOp
 from .ibuffer import InstrBuffers
+from .isa_consts import BARRIER_OPS, SReg, iid
 from .isa_consts import Sem as RSem
-from .isa_consts import SReg, iid
 from .issue import IssueSelect
 from .late_writeback import LateWriteback
 from .layouts import per_warp, port_view, split_signal
@@ -280,7 +280,9 @@ class Core(wiring.Component):
         accept = Signal()
         m.d.comb += accept.eq(if_id.valid & ~(ctrl_wait | finished).bit_select(if_id.warp, 1))
         m.d.comb += [ibuf.push.eq(accept), ibuf.push_warp.eq(if_id.warp)]
-        stops_fetch = decoder.dec.ctrl & ~decoder.dec.illegal & (decoder.dec.iid != iid("bar"))
+        # a SIMT-stack op moves the pc: the warp's fetch waits for it (a barrier does not)
+        stops_fetch = decoder.dec.ctrl & ~decoder.dec.illegal & ~Cat(
+            decoder.dec.iid == iid(name) for name in BARRIER_OPS).any()
         for w in range(W):
             with m.If(accept & (if_id.warp == w) & stops_fetch):
                 m.d.sync += ctrl_wait[w].eq(1)
@@ -429,16 +431,15 @@ class Core(wiring.Component):
                     m.d.comb += ex1.presult[l].eq(a.pred)
 
         x_live = _select(m, x.warp, [ws[w].live for w in range(W)], L, "x_live")
-        simt_ops = {"bra": SimtOp.BRA, "ssy": SimtOp.SSY, "sync": SimtOp.SYNC,
-                    "exit": SimtOp.EXIT}
         is_simt = Signal()
         is_bar = Signal()
         with m.Switch(xd.iid):
-            for name, sop in simt_ops.items():
+            for name in sorted(SIMT_OPS):
                 with m.Case(iid(name)):
-                    m.d.comb += [is_simt.eq(1), stack.op.eq(sop)]
-            with m.Case(iid("bar")):
-                m.d.comb += is_bar.eq(1)
+                    m.d.comb += [is_simt.eq(1), stack.op.eq(SimtOp[name.upper()])]
+            for name in BARRIER_OPS:
+                with m.Case(iid(name)):
+                    m.d.comb += is_bar.eq(1)
         mem_hold = Signal()
         ex1_block = x.valid & is_simt & ~stack.ready
         m.d.comb += stall.eq(mem_hold | ex1_block)

@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping
 
 from amaranth import unsigned
 from amaranth.lib import enum
-from simtgpu.isa import BY_ENCODING, INSTRUCTIONS
+from simtgpu.isa import BY_ENCODING, INSTRUCTIONS, SETS_PC, SIMT_OPS
 from simtgpu.isa import FaultCause as _IsaFaultCause
 from simtgpu.isa import Lat as _IsaLat
 from simtgpu.isa import Sem as _IsaSem
@@ -95,6 +95,10 @@ FaultCause = make_enum("FaultCause", {c.name: c.value for c in _IsaFaultCause}, 
 """``isa.abi.FaultCause`` as a 4-bit Amaranth enum (fault records, the FAULT_CAUSE register)."""
 SReg = make_enum("SReg", {s.name: s.value for s in _IsaSReg}, __name__, RS1.width)
 """Special register index, as the ``rs1`` field of ``s2r`` holds it."""
+
+BARRIER_OPS: tuple[str, ...] = tuple(sorted(SETS_PC - SIMT_OPS))
+"""Instructions that decide the next pc without the SIMT stack (``bar``): they hold the warp's
+issue, not its fetch."""
 
 IID_BY_ENCODING: dict[tuple[int, int | None], int] = {
     (i.opcode, i.fn): n for n, i in enumerate(INSTRUCTIONS)}

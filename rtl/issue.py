@@ -18,8 +18,8 @@ from simtgpu.isa import INSTRUCTIONS, NUM_PREDS, PT, Sem
 from simtgpu.isa.instructions import Space
 
 from . import layouts
+from .isa_consts import BARRIER_OPS, iid
 from .isa_consts import Sem as RSem
-from .isa_consts import iid
 from .layouts import fields_signature, per_warp, port_view
 from .scheduler import RoundRobin
 
@@ -167,7 +167,7 @@ class IssueSelect(wiring.Component):
         long_set = ok & is_long(issued.dec) & issued.dec.wr_reg
         for w in range(W):
             picked = ok & (rr.grant == w)
-            with m.If(picked & (issued.dec.iid == iid("bar"))):
+            with m.If(picked & Cat(issued.dec.iid == iid(n) for n in BARRIER_OPS).any()):
                 m.d.sync += bar_hold[w].eq(1)
             with m.Elif((self.release & self.release_warps[w]) | self.reset):
                 m.d.sync += bar_hold[w].eq(0)
