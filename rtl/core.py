@@ -118,7 +118,7 @@ class Core(wiring.Component):
                                      cfg.tag_bits)
         m.submodules.warp_unit = wu = WarpUnit(L)
         m.submodules.ibuf = ibuf = InstrBuffers(W)
-        m.submodules.issue = iss = IssueSelect(W, cfg.regs)
+        m.submodules.issue_select = iss = IssueSelect(W, cfg.regs)
         m.submodules.preds = pf = PredicateFile(W, L)
         m.submodules.sfu = sfu = SfuSequencer(W, L, cfg.sfus)
         m.submodules.late_wb = lw = LateWriteback(W, L)
