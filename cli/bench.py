@@ -276,8 +276,8 @@ def render_rtl(rows: list[dict], info: dict[str, str]) -> str:
         "the launch from doorbell to fence; CPU time is the Verilator process's own. Results "
         "are checked against NumPy. Each kernel runs 3 times; the figures are those of the "
         "median run. The model is built with Verilator `-O3 --x-assign fast --x-initial fast "
-        "--noassert` and g++ (`-O3` for the per-cycle code, `-O2` for the rest) with "
-        "profile-guided optimisation (the build trains the model "
+        "--noassert` and g++ `-O2` with profile-guided optimisation (plain builds use `-O3` "
+        "for the per-cycle code; the build trains the model "
         "on the issue-rate kernels below, not on these two; `SIMTGPU_RTL_PGO=0` builds "
         "without), single-threaded (`--threads 2` was no faster on this machine).", "",
         f"Machine: {info['cpu']}, `nproc` = {info['nproc']}; commit {info['commit']}, "

