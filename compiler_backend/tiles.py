@@ -26,6 +26,8 @@ from .dtypes import dtype_of_type, to_ir_type
 from .errors import CompileError
 from .ir import F32, I1, I32, Type, Value
 
+INT32_MAX = 2**31 - 1
+
 
 def _is_pow2(n: int) -> bool:
     return n > 0 and n & (n - 1) == 0
@@ -629,27 +631,55 @@ class Lowering:
                 return self.b("fmul", x, self.const(1.0 / c, F32))
         return self.b("fmul", x, self.b("rcp", y))
 
-    def is_nonneg(self, v: Value, depth: int = 0) -> bool:
+    def is_nonneg(self, v: Value) -> bool:
         """A conservative proof that ``v`` (i32) is never negative."""
+        return self.nonneg_bound(v) is not None
+
+    def nonneg_bound(self, v: Value, depth: int = 0) -> int | None:
+        """An inclusive upper bound of ``v`` (i32) when it is provably in [0, INT32_MAX].
+
+        Bounds, not signs, are propagated so that ``add`` and ``mul`` of non-negative values
+        are proved non-negative only when they cannot wrap past 2**31 - 1.
+        """
         op = v.owner
         if depth > 12 or not isinstance(op, ir.Op):
-            return False
+            return None
         n = op.name
+        bounds = [self.nonneg_bound(o, depth + 1) for o in op.operands] if n != "const" else []
+        known = [b for b in bounds if b is not None]
         if n == "const":
-            return op.attrs["value"] >= 0
-        if n == "sreg":
-            return not op.attrs["name"].startswith("clock")
-        if n in ("add", "mul", "min", "max", "or", "xor"):
-            return all(self.is_nonneg(o, depth + 1) for o in op.operands)
-        if n in ("shr",):
-            return True
-        if n == "and":
-            return any(self.is_nonneg(o, depth + 1) for o in op.operands)
-        if n in ("shl", "sra"):
-            return self.is_nonneg(op.operands[0], depth + 1) and n == "sra"
-        if n == "select":
-            return all(self.is_nonneg(o, depth + 1) for o in op.operands[1:])
-        return False
+            bound = op.attrs["value"] if op.attrs["value"] >= 0 else None
+        elif n == "sreg":
+            # every special register but the clock is a 16-bit count or index (MAX_GRID_DIM)
+            bound = None if op.attrs["name"].startswith("clock") else 0xFFFF
+        elif n in ("add", "mul", "min", "max", "or", "xor", "select"):
+            if n == "select":
+                bounds, known = bounds[1:], [b for b in bounds[1:] if b is not None]
+            if len(known) != len(bounds):
+                return None
+            if n == "add":
+                bound = sum(known)
+            elif n == "mul":
+                bound = math.prod(known)
+            elif n == "min":
+                bound = min(known)
+            elif n in ("or", "xor"):
+                bound = (1 << max(known).bit_length()) - 1
+            else:
+                bound = max(known)
+        elif n in ("shr", "sra"):
+            k = ir.const_value(op.operands[1])
+            if bounds[0] is not None:
+                bound = bounds[0] >> k if k is not None and 0 <= k <= 31 else bounds[0]
+            elif n == "shr" and k is not None and 1 <= k <= 31:
+                bound = 0xFFFFFFFF >> k
+            else:
+                return None
+        elif n == "and":
+            bound = min(known) if known else None
+        else:
+            return None
+        return bound if bound is not None and bound <= INT32_MAX else None
 
     def idiv(self, op: str, x: Value, y: Value) -> Value:
         d = ir.const_value(y)
