@@ -36,7 +36,7 @@ QUEUE_ENTRIES = 64
 MAX_QUEUE_ENTRIES = 4096
 
 DEVICE_ID = 0x53475055  # 'SGPU' read as a big-endian string: 0x53 'S', 0x47 'G', ...
-VERSION_MAJOR = 1
+VERSION_MAJOR = 2  # 2: w13/w14 carry the launched module's code range (were reserved)
 VERSION_MINOR = 0
 VERSION = (VERSION_MAJOR << 16) | VERSION_MINOR
 
@@ -169,8 +169,8 @@ RECORD_FIELDS: tuple[RecordField, ...] = (
     RecordField("fence", 1, "value written to the fence word when this command completes",
                 launch=False),
     RecordField("entry_pc", 2, "absolute instruction-memory byte address of the kernel's first "
-                "instruction (module base + kernel entry); must lie inside the loaded code "
-                "(below the end of the highest instruction-memory word ever written)", align=4),
+                "instruction (module base + kernel entry); must lie in the code range "
+                "[code base, code end)", align=4),
     RecordField("grid", 3, "blocks in the grid", count=3, width=16, nonzero=True),
     RecordField("block", 6, "threads per block; the product is at most warps per core x lanes",
                 count=3, width=16, nonzero=True),
@@ -182,7 +182,13 @@ RECORD_FIELDS: tuple[RecordField, ...] = (
                 "the launch's dynamic bytes; at most the per-core shared memory"),
     RecordField("regs", 12, "registers per thread the kernel uses (from the object file); "
                 "informational for the device (every thread has 32)"),
-    RecordField("reserved", 13, "must be 0", count=3, width=0, launch=False),
+    RecordField("code_base", 13, "absolute instruction-memory byte address of the launched "
+                "module's first instruction: a warp whose pc leaves [code base, code end) "
+                "faults `PC_OUT_OF_RANGE`", align=4),
+    RecordField("code_end", 14, "one past the module's last instruction byte; at most the end "
+                "of the loaded code (the highest instruction-memory word ever written)",
+                align=4, nonzero=True),
+    RecordField("reserved", 15, "must be 0", width=0, launch=False),
 )
 """The command record, word by word: pack/unpack, the RTL host interface's decoding,
 :func:`launch_problem` and the table in docs/command-queue.md are all derived from it."""
@@ -214,6 +220,8 @@ class Command:
     param_size: int = 0
     shared_bytes: int = 0
     regs: int = 0
+    code_base: int = 0
+    code_end: int = 0
 
     @property
     def block_threads(self) -> int:
@@ -276,9 +284,9 @@ def launch_problem(cmd: Command, config: GpuConfig, code_limit: int) -> str | No
     :data:`RECORD_FIELDS` (non-zero grid and block dimensions, grid dimensions and the
     parameter size within their 16-bit fields, aligned entry pc and parameter block), the
     block within one core's warp slots, the shared bytes within one core's shared memory and
-    the entry pc inside the loaded code. The driver checks them before it queues a launch,
-    the ISS backend when it consumes a record, and the RTL host interface builds the same
-    checks in hardware.
+    the code range inside the loaded code with the entry pc in it. The driver checks them
+    before it queues a launch, the ISS backend when it consumes a record, and the RTL host
+    interface builds the same checks in hardware.
     """
     if cmd.opcode != CommandOp.LAUNCH:
         return None
@@ -300,8 +308,12 @@ def launch_problem(cmd: Command, config: GpuConfig, code_limit: int) -> str | No
         return (f"{cmd.shared_bytes} bytes of shared memory exceed the "
                 f"{config.shared_bytes_per_core} bytes per core of configuration "
                 f"'{config.name}'")
-    if cmd.entry_pc >= code_limit:
-        return f"entry pc {cmd.entry_pc:#x} is past the loaded code (which ends at {code_limit:#x})"
+    if cmd.code_end > code_limit:
+        return (f"code end {cmd.code_end:#x} is past the loaded code (which ends at "
+                f"{code_limit:#x})")
+    if not cmd.code_base <= cmd.entry_pc < cmd.code_end:
+        return (f"entry pc {cmd.entry_pc:#x} is outside the code range [{cmd.code_base:#x}, "
+                f"{cmd.code_end:#x})")
     return None
 
 

@@ -207,8 +207,9 @@ class IssBackend(Backend):
         """Run one grid on the ISS; False (with the fault registers set) if it faulted."""
         try:
             stats = self.iss.launch(
-                bytes(self.imem[:self._imem_high]), cmd.entry_pc, cmd.grid, cmd.block,
-                cmd.param_addr, cmd.param_size, cmd.shared_bytes, trace=self._trace)
+                bytes(self.imem[:cmd.code_end]), cmd.entry_pc, cmd.grid, cmd.block,
+                cmd.param_addr, cmd.param_size, cmd.shared_bytes, trace=self._trace,
+                code_start=cmd.code_base)
         except KernelFault as fault:
             self._record_fault(fault.record)
             return False

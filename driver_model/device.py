@@ -441,8 +441,10 @@ class Device:
             raise DriverError(f"launch of {kernel.name}: shared_bytes must be a non-negative "
                               f"multiple of 4, not {shared_bytes!r}")
         params = pack_args(kernel, args, self)
+        module = kernel.module
         record = Command(CommandOp.LAUNCH, 0, kernel.entry_pc, g, b, 0, len(params),
-                         kernel.info.shared_bytes + int(shared_bytes), kernel.info.regs)
+                         kernel.info.shared_bytes + int(shared_bytes), kernel.info.regs,
+                         module.code_base, module.code_base + len(module.obj.code))
         # The device's own rules, before anything is allocated or queued. The parameter
         # block's address comes from the heap below, which aligns it to 256 bytes.
         problem = cq.launch_problem(record, self.config, self._code_limit())

@@ -267,8 +267,8 @@ class Core(wiring.Component):
         m.d.comb += [imem_r.addr.eq(sch_if.pc[2:]), imem_r.en.eq(1)]
         m.d.comb += if_id_st.d.eq(sch_if)
         if_pc_fault = Signal()
-        m.d.sync += if_pc_fault.eq((sch_if.pc >= imem_bytes) | (sch_if.pc >= self.code_limit)
-                                   | (sch_if.pc[:2] != 0))
+        m.d.sync += if_pc_fault.eq((sch_if.pc >= imem_bytes) | (sch_if.pc < self.code_base)
+                                   | (sch_if.pc >= self.code_end) | (sch_if.pc[:2] != 0))
 
         # --- id: decode into the instruction buffer ----------------------------------------
         m.d.comb += decoder.word.eq(imem_r.data)

@@ -129,7 +129,7 @@ class Gpu(wiring.Component):
                 core.imem.we.eq(host.imem.we),
                 core.imem.addr.eq(host.imem.addr),
                 core.imem.data.eq(host.imem.data),
-                core.code_limit.eq(host.code_limit),
+                core.code_base.eq(host.code_base), core.code_end.eq(host.code_end),
                 core.start.eq(host.core_start),
                 core.halt.eq(host.core_halt),
                 core.flush.eq(host.core_flush),

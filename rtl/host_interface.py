@@ -86,8 +86,11 @@ class HostInterface(wiring.Component):
     imem_bd: ``In(imem_write_signature(imem_addr_bits))``
         Backdoor instruction-memory writes (simulation harness), one word per cycle.
     code_limit: ``Out(32)``
-        One past the highest instruction-memory byte ever written: the cores fault at it, and
-        a LAUNCH record whose entry pc is at or past it is refused.
+        One past the highest instruction-memory byte ever written: a LAUNCH record whose code
+        range ends past it is refused.
+    code_base, code_end: ``Out(32)``
+        The running launch's code range (record words w13/w14, held while it runs): the cores
+        fault ``PC_OUT_OF_RANGE`` at a pc outside ``[code_base, code_end)``.
     launch, disp_start, disp_abort, disp_done:
         The dispatcher's launch, start and abort pulses, and its done pulse.
     core_fault: ``In(fault_signature(lanes)).array(cores)``
@@ -112,6 +115,8 @@ class HostInterface(wiring.Component):
             "imem": Out(imem_write_signature(cfg.imem_addr_bits)),
             "imem_bd": In(imem_write_signature(cfg.imem_addr_bits)),
             "code_limit": Out(32),
+            "code_base": Out(32),
+            "code_end": Out(32),
             "launch": Out(launch_layout()),
             "disp_start": Out(1),
             "disp_abort": Out(1),
@@ -287,13 +292,17 @@ class HostInterface(wiring.Component):
         m.d.comb += threads.eq(small[0] * small[1] * small[2])
         # The product is taken over truncated dimensions, so each must fit on its own first.
         launch_bad += [b > max_threads for b in block]
+        code_base, code_end = fld["code_base"][0], fld["code_end"][0]
         launch_bad += [threads > max_threads, shared_bytes > cfg.shared_bytes,
-                       entry_pc >= code_limit]
+                       code_end > code_limit, entry_pc < code_base, entry_pc >= code_end]
         record_bad.append(op > max(CommandOp).value)
         bad = Signal()
         is_launch = op == CommandOp.LAUNCH
         m.d.comb += bad.eq(Cat(*record_bad).any() | (is_launch & Cat(*launch_bad).any()))
 
+        # the record words are written only while a record is fetched, so they hold the
+        # running launch's range until it ends
+        m.d.comb += [self.code_base.eq(code_base), self.code_end.eq(code_end)]
         lt = self.launch
         m.d.comb += [
             lt.entry_pc.eq(entry_pc),

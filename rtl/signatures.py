@@ -251,8 +251,8 @@ def core_signature(cfg: RtlConfig) -> wiring.Signature:
     ``imem``: instruction-memory writes in. ``perf``: event increments out.
     ``start``: one-cycle pulse when a launch starts (before its first block is offered).
     ``halt``: while high the core schedules no new instruction; instructions in flight finish.
-    ``code_limit``: one past the highest instruction-memory byte ever written (the host's
-    high-water mark); fetch faults ``PC_OUT_OF_RANGE`` at a pc at or past it.
+    ``code_base``, ``code_end``: the running launch's code range (its module's code, from the
+    command record); fetch faults ``PC_OUT_OF_RANGE`` at a pc outside it.
     ``flush``: one-cycle pulse, only given while ``drained`` is high: drop every resident
     block and warp and clear ``fault``; the core is empty the next cycle.
     ``busy``: a block is resident or anything is in flight.
@@ -265,7 +265,8 @@ def core_signature(cfg: RtlConfig) -> wiring.Signature:
         "fault": Out(fault_signature(cfg.lanes)),
         "retire": Out(retire_signature(cfg.lanes)),
         "imem": In(imem_write_signature(cfg.imem_addr_bits)),
-        "code_limit": In(32),
+        "code_base": In(32),
+        "code_end": In(32),
         "perf": Out(perf_layout()),
         "start": In(1),
         "halt": In(1),

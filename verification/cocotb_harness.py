@@ -148,7 +148,8 @@ async def run_launch(h: Harness, job: dict, launch: dict, previous_end: int) -> 
     fence_addr = qbase + entries * cq.RECORD_BYTES
     fence = launch["index"] + 1
     cmd = Command(CommandOp.LAUNCH, fence, launch["entry"], launch["grid"], launch["block"],
-                  launch["param_addr"], len(pb), launch["shared_bytes"], 32)
+                  launch["param_addr"], len(pb), launch["shared_bytes"], 32, 0,
+                  len(launch["code"]))
     ring = bytearray(entries * cq.RECORD_BYTES + lb)
     ring[0:cq.RECORD_BYTES] = cq.pack(cmd)
     await h.write_lines(qbase, bytes(ring))

@@ -159,7 +159,7 @@ class HostDriver(uvm_driver):
             qbase = self.job["queue_base"]
             index += 1
             cmd = Command(CommandOp.LAUNCH, index, ln.entry, ln.grid, ln.block, PARAM_ADDR,
-                          len(ln.param_bytes), ln.shared_bytes, 32)
+                          len(ln.param_bytes), ln.shared_bytes, 32, 0, len(ln.code))
             ring = bytearray(4 * cq.RECORD_BYTES + h.line_bytes)
             ring[:cq.RECORD_BYTES] = cq.pack(cmd)
             await h.write_lines(qbase, bytes(ring))

@@ -19,12 +19,15 @@ from simtgpu.isa import FaultCause
 QBASE, FENCE, PARAMS, CTR = 0x2000, 0x3000, 0x3100, 0x3200
 
 
+CODE = assemble(COUNT).code
+
+
 def _setup(entries: int = 4, backend: type[IssBackend] = IssBackend) -> IssBackend:
     b = backend(CONFIGS["tiny"])
     b.mmio_write(Mmio.QUEUE_BASE, QBASE)
     b.mmio_write(Mmio.QUEUE_ENTRIES, entries)
     b.mmio_write(Mmio.FENCE_ADDR, FENCE)
-    b.load_code(0, assemble(COUNT).code)
+    b.load_code(0, CODE)
     return b
 
 
@@ -35,7 +38,8 @@ def _push(b: IssBackend, cmd: Command) -> None:
 
 
 def _launch(fence: int, threads: int = 4) -> Command:
-    return Command(CommandOp.LAUNCH, fence, 0, (1, 1, 1), (threads, 1, 1), PARAMS, 8, 0, 4)
+    return Command(CommandOp.LAUNCH, fence, 0, (1, 1, 1), (threads, 1, 1), PARAMS, 8, 0, 4, 0,
+                   len(CODE))
 
 
 def _word(b: IssBackend, addr: int) -> int:
@@ -45,7 +49,7 @@ def _word(b: IssBackend, addr: int) -> int:
 def test_identity_and_capabilities():
     b = IssBackend(CONFIGS["small"])
     assert b.mmio_read(Mmio.ID) == 0x53475055
-    assert b.mmio_read(Mmio.VERSION) == 1 << 16
+    assert b.mmio_read(Mmio.VERSION) == 2 << 16  # 2.0: w13/w14 carry the code range
     cfg = CONFIGS["small"]
     assert [b.mmio_read(r) for r in (Mmio.CAP_CORES, Mmio.CAP_WARPS, Mmio.CAP_LANES,
                                      Mmio.CAP_SHARED_BYTES, Mmio.CAP_MEM_BYTES,
@@ -114,7 +118,8 @@ def test_bad_record_stops_queue_until_cleared():
 @pytest.mark.parametrize("change, why", [
     (dict(block=(9, 1, 1)), "9 threads"),  # tiny allows 8 threads per block
     (dict(param_size=0x10000), "param size 65536 exceeds 65532"),  # the field is 16 bits
-    (dict(entry_pc=len(assemble(COUNT).code)), "past the loaded code"),
+    (dict(entry_pc=len(CODE)), "outside the code range"),
+    (dict(code_end=len(CODE) + 4), f"code end {len(CODE) + 4:#x} is past the loaded code"),
 ])
 def test_device_refuses_launch_over_its_capabilities(change, why):
     b = _setup()
@@ -129,7 +134,8 @@ def test_device_refuses_launch_over_its_capabilities(change, why):
 def test_kernel_fault_registers():
     b = _setup()
     b.write(PARAMS, struct.pack("<Ii", 0x0FFC, 1))  # counter in the null guard
-    _push(b, Command(CommandOp.LAUNCH, 1, 0, (1, 2, 1), (3, 1, 1), PARAMS, 8, 0, 4))
+    _push(b, Command(CommandOp.LAUNCH, 1, 0, (1, 2, 1), (3, 1, 1), PARAMS, 8, 0, 4, 0,
+                     len(CODE)))
     b.run_until_idle()
     assert b.mmio_read(Mmio.STATUS) == Status.FAULT
     assert b.mmio_read(Mmio.FAULT_CAUSE) == FaultCause.OUT_OF_RANGE
@@ -137,7 +143,7 @@ def test_kernel_fault_registers():
     assert b.mmio_read(Mmio.FAULT_LANES) == 0b111
     assert (b.mmio_read(Mmio.FAULT_BLOCK_X), b.mmio_read(Mmio.FAULT_BLOCK_Y)) == (0, 0)
     word = b.mmio_read(Mmio.FAULT_INSTR)
-    assert word == int(np.frombuffer(assemble(COUNT).code, "<u4")[2])
+    assert word == int(np.frombuffer(CODE, "<u4")[2])
     assert _word(b, FENCE) == 0
 
 

@@ -20,18 +20,19 @@ u32 = st.integers(0, 0xFFFF_FFFF)
 dims = st.tuples(u32, u32, u32)
 
 
-@given(st.sampled_from(list(CommandOp)), u32, u32, dims, dims, u32, u32, u32, u32)
-def test_pack_unpack_round_trip(op, fence, pc, grid, block, pa, ps, sh, regs):
-    cmd = Command(op, fence, pc, grid, block, pa, ps, sh, regs)
+@given(st.sampled_from(list(CommandOp)), u32, u32, dims, dims, u32, u32, u32, u32, u32, u32)
+def test_pack_unpack_round_trip(op, fence, pc, grid, block, pa, ps, sh, regs, cb, ce):
+    cmd = Command(op, fence, pc, grid, block, pa, ps, sh, regs, cb, ce)
     raw = cq.pack(cmd)
     assert len(raw) == cq.RECORD_BYTES == 64
     assert cq.unpack(raw) == cmd
 
 
 def test_record_word_layout_by_hand():
-    cmd = Command(CommandOp.LAUNCH, 7, 0x40, (3, 2, 1), (32, 4, 1), 0x2000, 12, 1024, 20)
+    cmd = Command(CommandOp.LAUNCH, 7, 0x40, (3, 2, 1), (32, 4, 1), 0x2000, 12, 1024, 20, 0x20,
+                  0x80)
     words = struct.unpack("<16I", cq.pack(cmd))
-    assert words == (1, 7, 0x40, 3, 2, 1, 32, 4, 1, 0x2000, 12, 1024, 20, 0, 0, 0)
+    assert words == (1, 7, 0x40, 3, 2, 1, 32, 4, 1, 0x2000, 12, 1024, 20, 0x20, 0x80, 0)
 
 
 def test_unpack_refuses_bad_records():
@@ -58,7 +59,7 @@ def test_field_table_by_hand():
     want = {"opcode": (0, 1, 32), "fence": (1, 1, 32), "entry_pc": (2, 1, 32),
             "grid": (3, 3, 16), "block": (6, 3, 16), "param_addr": (9, 1, 32),
             "param_size": (10, 1, 16), "shared_bytes": (11, 1, 32), "regs": (12, 1, 32),
-            "reserved": (13, 3, 0)}
+            "code_base": (13, 1, 32), "code_end": (14, 1, 32), "reserved": (15, 1, 0)}
     assert {f.name: (f.word, f.count, f.width) for f in cq.RECORD_FIELDS} == want
     assert cq.MAX_GRID_DIM == 65535 and cq.MAX_PARAM_BYTES == 65532
 
@@ -75,7 +76,7 @@ def test_each_field_lands_in_its_own_words(f):
 
 
 def test_unpack_refuses_each_reserved_word():
-    for i in (13, 14, 15):
+    for i in (15,):
         words = [int(CommandOp.NOP), 1] + [0] * 14
         words[i] = 1 << 31
         with pytest.raises(cq.RecordError, match=f"w{i} \\(reserved\\) is not zero"):
@@ -84,7 +85,8 @@ def test_unpack_refuses_each_reserved_word():
 
 TINY = get_config("tiny")  # 2 warps x 4 lanes = 8 threads, 4096 shared bytes per core
 CODE_END = 0x100
-OK = Command(CommandOp.LAUNCH, 1, 0xFC, (65535, 1, 1), (2, 4, 1), 0x1000, 65532, 4096, 9)
+OK = Command(CommandOp.LAUNCH, 1, 0xFC, (65535, 1, 1), (2, 4, 1), 0x1000, 65532, 4096, 9,
+             0xF8, CODE_END)
 
 
 @pytest.mark.parametrize("change, why", [
@@ -95,8 +97,12 @@ OK = Command(CommandOp.LAUNCH, 1, 0xFC, (65535, 1, 1), (2, 4, 1), 0x1000, 65532,
     (dict(block=(3, 3, 1)), "9 threads; configuration 'tiny' allows at most 8"),
     (dict(block=(2, 2, 2 + 1)), "12 threads"),
     (dict(entry_pc=0x42), "entry pc 66 is not a multiple of 4"),
-    (dict(entry_pc=CODE_END), "entry pc 0x100 is past the loaded code"),
-    (dict(entry_pc=1 << 20), "past the loaded code"),
+    (dict(entry_pc=CODE_END), r"entry pc 0x100 is outside the code range \[0xf8, 0x100\)"),
+    (dict(entry_pc=0xF4), r"entry pc 0xf4 is outside the code range"),
+    (dict(entry_pc=1 << 20), "outside the code range"),
+    (dict(code_end=CODE_END + 4), "code end 0x104 is past the loaded code"),
+    (dict(code_end=0), "code end 0 is zero"),
+    (dict(code_base=0xFA), "code base 250 is not a multiple of 4"),
     (dict(param_addr=0x1002), "param addr 4098 is not a multiple of 4"),
     (dict(param_size=6), "param size 6 is not a multiple of 4"),
     (dict(param_size=65536), "param size 65536 exceeds 65532"),
@@ -126,7 +132,7 @@ def test_record_table_in_docs_is_current(capsys):
     # The table is derived, not typed: every field's word range and rule is in it.
     assert "| w3..w5 | grid x, y, z | 15:0 | 1..65535 | LAUNCH |" in table
     assert "| w10 | param size | 15:0 | at most 65532, multiple of 4 | LAUNCH |" in table
-    assert "| w13..w15 | reserved | none | 0 | all |" in table
+    assert "| w15 | reserved | none | 0 | all |" in table
 
 
 def test_mmio_map_fixed_offsets():

@@ -344,7 +344,7 @@ def test_first_launch_record_as_docs_show_it():
     assert (dev.queue_base, dev.fence_addr, a.ptr, b.ptr, c.ptr) == (
         0x1000, 0x2000, 0x2100, 0x3100, 0x4100)
     words = np.frombuffer(dev.backend.read(dev.queue_base, 64), "<u4").tolist()
-    assert words == [1, 1, 0, 16, 1, 1, 64, 1, 1, 0x5100, 16, 0, 11, 0, 0, 0]
+    assert words == [1, 1, 0, 16, 1, 1, 64, 1, 1, 0x5100, 16, 0, 11, 0, 0x4C, 0]
     assert np.frombuffer(dev.backend.read(0x5100, 16), "<u4").tolist() == [
         0x2100, 0x3100, 0x4100, 1000]
     assert dev.backend.read(0x2000, 4) == (1).to_bytes(4, "little")

@@ -50,13 +50,13 @@ class CoreBench(Elaboratable):
         m.d.comb += [mq.valid.eq(rq.valid), rq.ready.eq(mq.ready)]
         for name in ("kind", "addr", "wdata", "be", "atom_op", "atom_b", "atom_c", "tag"):
             m.d.comb += getattr(mq.p, name).eq(getattr(rq.p, name))
-        # the code limit is the high-water mark of instruction-memory writes, as the host
-        # interface keeps it
+        # the code range is all the code loaded: from 0 to the high-water mark of
+        # instruction-memory writes (one program per bench)
         limit = Signal(32)
         end = (c.imem.addr + 1) << 2
         with m.If(c.imem.we & (end > limit)):
             m.d.sync += limit.eq(end)
-        m.d.comb += c.code_limit.eq(limit)
+        m.d.comb += [c.code_base.eq(0), c.code_end.eq(limit)]
         rs, ms = c.mem.resp, mm.bus.resp
         m.d.comb += [rs.valid.eq(ms.valid), ms.ready.eq(rs.ready), rs.p.rdata.eq(ms.p.rdata),
                      rs.p.tag.eq(ms.p.tag)]

@@ -45,7 +45,7 @@ def run_kernel(sim: RtlSim, src: str, kernel: str, grid, block, params, memory: 
     head = sim.mmio_read(Mmio.HEAD)
     sim.write(QUEUE + 64 * (head % 4), pack(Command(
         CommandOp.LAUNCH, 0x100 + head, k.entry, grid, block, PARAMS, len(pbytes),
-        k.shared_bytes, k.regs)))
+        k.shared_bytes, k.regs, 0, len(code))))
     sim.mmio_write(Mmio.DOORBELL, (head + 1) % 4)
     done, cycles = sim.run(max_cycles=max_cycles)
     assert done, f"no completion after {cycles} cycles"

@@ -71,7 +71,8 @@ def test_vector_add_matches_iss(sim: RtlSim) -> None:
     sim.write(FENCE, b"\0" * 4)
     sim.mmio_write(Mmio.CONTROL, 2)  # RESET_COUNTERS
     done, cycles = _submit(sim, Command(CommandOp.LAUNCH, 0x600D, kernel.entry, (grid, 1, 1),
-                                        (block, 1, 1), PARAMS, len(params), 0, kernel.regs))
+                                        (block, 1, 1), PARAMS, len(params), 0, kernel.regs,
+                                        0, len(code)))
     assert done, f"no completion after {cycles} cycles"
     assert sim.mmio_read(Mmio.STATUS) == 0
     assert sim.mmio_read(Mmio.HEAD) == 1
@@ -109,7 +110,8 @@ def test_out_of_range_store_reports_fault(sim: RtlSim) -> None:
     sim.load_imem(0x100, words)  # somewhere else in imem: the PC is absolute
     sim.write(FENCE, b"\0" * 4)
     done, _ = _submit(sim, Command(CommandOp.LAUNCH, 0xBAD, 0x400 + kernel.entry, (1, 1, 1),
-                                   (8, 1, 1), PARAMS, 0, 0, kernel.regs))
+                                   (8, 1, 1), PARAMS, 0, 0, kernel.regs, 0x400,
+                                   0x400 + len(code)))
     assert done
     assert sim.mmio_read(Mmio.STATUS) == Status.FAULT
     assert sim.mmio_read(Mmio.FAULT_CAUSE) == FaultCause.OUT_OF_RANGE == rec.cause

@@ -105,7 +105,8 @@ class Host:
 
 
 def _launch(fence: int, grid=(3, 2, 1), block=(4, 1, 1), params=PARAMS) -> Command:
-    return Command(CommandOp.LAUNCH, fence, ENTRY, grid, block, params, 8, 0, 8)
+    return Command(CommandOp.LAUNCH, fence, ENTRY, grid, block, params, 8, 0, 8, ENTRY,
+                   ENTRY + 4)
 
 
 def _run(h: SimHarness, body) -> None:
@@ -296,7 +297,7 @@ _DIRECTED = [
     ("nop_ignores_launch_words", _words(Command(CommandOp.NOP, 1, ENTRY + 2, (0, 1 << 16, 1),
                                                 (99, 0, 1), 2, 7, 1 << 20)), False),
     ("opcode", _words(_OK, w0=3), True),
-    ("reserved", _words(Command(CommandOp.NOP, 1), w14=1 << 31), True),
+    ("reserved", _words(Command(CommandOp.NOP, 1), w15=1 << 31), True),
     ("grid_zero", _words(replace(_OK, grid=(1, 0, 1))), True),
     ("grid_width", _words(replace(_OK, grid=(1 << 16, 1, 1))), True),
     ("block_zero", _words(replace(_OK, block=(4, 1, 0))), True),
@@ -304,6 +305,11 @@ _DIRECTED = [
     ("threads", _words(replace(_OK, block=(3, 3, 1))), True),
     ("entry_align", _words(replace(_OK, entry_pc=ENTRY + 2)), True),
     ("entry_past_code", _words(replace(_OK, entry_pc=ENTRY + 4)), True),
+    ("entry_below_code", _words(replace(_OK, entry_pc=ENTRY - 4)), True),
+    ("code_end_past_loaded", _words(replace(_OK, code_end=ENTRY + 8)), True),
+    ("code_end_zero", _words(replace(_OK, code_base=0, entry_pc=0, code_end=0)), True),
+    ("code_base_align", _words(replace(_OK, code_base=ENTRY - 2)), True),
+    ("code_from_zero", _words(replace(_OK, code_base=0)), False),
     ("param_addr_align", _words(replace(_OK, param_addr=PARAMS + 2)), True),
     ("param_size_align", _words(replace(_OK, param_size=6)), True),
     ("param_size_width", _words(replace(_OK, param_size=0x10000)), True),

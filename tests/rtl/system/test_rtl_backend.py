@@ -58,3 +58,51 @@ def test_waves_must_be_vcd():
     with pytest.raises(DriverError, match="VCD"):
         Device(backend="rtl", config="tiny", waves="build/x.fst")
 
+
+
+NO_EXIT = """
+        .kernel no_exit
+        .param  p, ptr
+""" + "        nop\n" * 16 + "        .end\n"
+STORES_42 = """
+        .kernel stores_42
+        .param  p, ptr
+        ldparam r1, p
+        movi    r2, 42
+        stg     [r1], r2
+        exit
+        .end
+"""
+JUMPS_BACK = """
+        .kernel jumps_back
+        .param  p, ptr
+        bra     -64
+        exit
+        .end
+"""
+
+
+def _leave_module(d: Device) -> list[tuple[str, int, int]]:
+    """A kernel without `exit` loaded just before one that stores 42, and a kernel that
+    branches back before its module: each must fault when its pc leaves its module."""
+    first, second = d.load_module(NO_EXIT), d.load_module(STORES_42)
+    assert second.code_base == first.code_base + len(first.obj.code)  # it would fall in
+    back = d.load_module(JUMPS_BACK)
+    out = d.to_device(np.zeros(1, np.int32))
+    seen = []
+    for module, name in ((first, "no_exit"), (back, "jumps_back")):
+        with pytest.raises(KernelFault) as info:
+            d.launch(module.kernel(name), grid=1, block=4, args=(out,))
+        # pcs relative to the module: the devices may have loaded other modules before
+        seen.append((info.value.record.cause.name, info.value.record.pc - module.code_base,
+                     int(out.to_host()[0])))
+    return seen
+
+
+def test_a_kernel_cannot_leave_its_module(dev):
+    with Device(backend="iss", config="tiny") as iss:
+        want = _leave_module(iss)
+    assert want == [("PC_OUT_OF_RANGE", 0x40, 0),  # the word after the 16 nops
+                    ("PC_OUT_OF_RANGE", -64, 0)]  # 64 bytes before the module
+    assert _leave_module(dev) == want
+    test_vector_add_and_counters(dev)  # the device works on
