@@ -21,6 +21,7 @@ from simtgpu.errors import SourceError, SourceLocation
 from . import ir, language
 from .errors import CompileError
 from .ir import F32, I1, I32, Type
+from .loops import LoopLowering, has_jump
 from .tiles import Lowering, Tile
 
 
@@ -102,7 +103,7 @@ _PY_CALLS_OK = {builtins.float, builtins.int, builtins.min, builtins.max, builti
                 builtins.tuple, builtins.list}
 
 
-class AstToIr:
+class AstToIr(LoopLowering):
     """Walks one kernel's AST and emits IR through a :class:`Lowering`."""
 
     def __init__(self, src: KernelSource, arg_types: dict[str, Type], constexprs: dict,
@@ -377,6 +378,10 @@ class AstToIr:
             if not static:
                 raise self.error(it, "tl.static_range needs compile-time bounds "
                                  "(tl.constexpr or literals)")
+        if has_jump(node.body):
+            self.for_with_jumps(node, var, args, fobj is language.static_range)
+            return
+        if fobj is language.static_range:
             for i in builtins.range(*args):
                 self.env[var] = i
                 self.block(node.body)
