@@ -22,6 +22,7 @@ from . import ir, language
 from .errors import CompileError
 from .ir import F32, I1, I32, Type
 from .loops import LoopLowering, has_jump
+from .methods import tensor_attribute
 from .tiles import Lowering, Tile
 
 
@@ -486,8 +487,9 @@ class AstToIr(LoopLowering):
                 return obj.shape
             if node.attr == "to":
                 return obj.to
-            if node.attr == "T":
-                raise self.error(node, "transpose (.T) is not supported")
+            m = tensor_attribute(obj, node.attr)
+            if m is not None:
+                return m
             raise self.error(node, f"tensors have no attribute '{node.attr}'")
         try:
             v = getattr(obj, node.attr)

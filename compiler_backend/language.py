@@ -184,9 +184,14 @@ def broadcast_to(ctx: Lowering, x, shape) -> Tile:
 
 @builtin
 def expand_dims(ctx: Lowering, x: Tile, axis) -> Tile:
-    a = _int(axis, "axis")
-    key = [slice(None)] * len(x.shape)
-    key.insert(a, None)
+    """A size-1 axis inserted at ``axis`` (a negative axis counts from the end of the
+    result; a tuple inserts several)."""
+    x = ctx.to_tile(x)
+    axes = axis if isinstance(axis, tuple | list) else (axis,)
+    n = len(x.shape) + len(axes)
+    key: list = [slice(None)] * len(x.shape)
+    for a in sorted(_int(a, "axis") % n for a in axes):
+        key.insert(a, None)
     return ctx.subscript(x, tuple(key))
 
 
@@ -740,6 +745,22 @@ class range:  # noqa: N801, A001
 
     def __init__(self, *args, **kwargs):
         self.args = args
+
+
+# --- shape operations, scans and the reductions with a combine function (own modules) -------
+from . import shapes as _shapes  # noqa: E402 - they use the helpers above
+
+trans = builtin(_shapes.trans)
+permute = builtin(_shapes.permute)
+reshape = builtin(_shapes.reshape)
+view = builtin(_shapes.view)
+ravel = builtin(_shapes.ravel)
+join = builtin(_shapes.join)
+split = builtin(_shapes.split)
+interleave = builtin(_shapes.interleave)
+cat = builtin(_shapes.cat)
+flip = builtin(_shapes.flip)
+gather = builtin(_shapes.gather)
 
 
 THREAD_LEVEL_NAMES = frozenset({"thread_id", "block_dim", "lane_id", "warp_id", "shfl_down",
