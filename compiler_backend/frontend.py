@@ -115,6 +115,7 @@ class AstToIr(LoopLowering):
         self.fn = fn
         self.ctx = Lowering(fn, threads, warp_size)
         self.ctx.thread_level = self._uses_thread_intrinsics()
+        self.ctx.frontend = self  # builtins that call @jit functions (tl.reduce) inline here
         self.env: dict[str, object] = {}
         self.node: ast.AST | None = None
         self.calls: tuple[str, ...] = (src.name,)  # the @jit functions being expanded

@@ -762,6 +762,15 @@ cat = builtin(_shapes.cat)
 flip = builtin(_shapes.flip)
 gather = builtin(_shapes.gather)
 
+from . import scans as _scans  # noqa: E402
+
+reduce = builtin(_scans.reduce)
+associative_scan = builtin(_scans.associative_scan)
+cumsum = builtin(_scans.cumsum)
+cumprod = builtin(_scans.cumprod)
+sort = builtin(_scans.sort)
+histogram = builtin(_scans.histogram)
+
 
 THREAD_LEVEL_NAMES = frozenset({"thread_id", "block_dim", "lane_id", "warp_id", "shfl_down",
                                 "shfl_up", "shfl_xor", "shfl_idx", "vote_any", "vote_all",
