@@ -229,3 +229,33 @@ def test_loop_errors_point_at_the_source(tmp_path, body, line, col, message):
     err = e.value
     assert message in str(err)
     assert (err.loc.line, err.loc.col) == (line, col), str(err)
+
+
+@triton.jit
+def k_search(x_ptr, y_ptr, n, key):
+    # per thread: the first index >= its start whose value equals key, or -1; the loop ends
+    # by return (thread-level kernel: lanes leave the loop one by one)
+    i = tl.program_id(0) * tl.block_dim(0) + tl.thread_id(0)
+    if i >= n:
+        return
+    j = i
+    while j < n:
+        if tl.load(x_ptr + j) == key:
+            tl.store(y_ptr + i, j)
+            return
+        j += 1
+    tl.store(y_ptr + i, -1)
+
+
+def test_while_left_by_return(iss_device):
+    x = np.random.default_rng(3).integers(0, 6, 70).astype(np.int32)
+    y = np.full(70, -7, np.int32)
+    k_search[(3,)](x, y, 70, 4, block=(32, 1, 1))
+    want = [next((j for j in range(i, 70) if x[j] == 4), -1) for i in range(70)]
+    assert y.tolist() == want
+
+
+@needs_ptxas
+def test_while_left_by_return_passes_ptxas(tmp_path):
+    test_loops_pass_ptxas(tmp_path, k_search, dict(x_ptr=IP, y_ptr=IP, n=I, key=I), {},
+                          (32, 1, 1))
