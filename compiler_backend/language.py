@@ -755,6 +755,7 @@ permute = builtin(_shapes.permute)
 reshape = builtin(_shapes.reshape)
 view = builtin(_shapes.view)
 ravel = builtin(_shapes.ravel)
+broadcast = builtin(_shapes.broadcast)
 join = builtin(_shapes.join)
 split = builtin(_shapes.split)
 interleave = builtin(_shapes.interleave)
@@ -770,6 +771,7 @@ cumsum = builtin(_scans.cumsum)
 cumprod = builtin(_scans.cumprod)
 sort = builtin(_scans.sort)
 histogram = builtin(_scans.histogram)
+xor_sum = builtin(_scans.xor_sum)
 
 
 THREAD_LEVEL_NAMES = frozenset({"thread_id", "block_dim", "lane_id", "warp_id", "shfl_down",

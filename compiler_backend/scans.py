@@ -225,6 +225,28 @@ def cumprod(ctx: Lowering, input, axis=0, reverse: bool = False):
     return _builtin_scan(ctx, input, axis, reverse, "mul")
 
 
+def xor_sum(ctx: Lowering, input, axis=None, keep_dims: bool = False):
+    """The xor of the (integer) elements along ``axis`` (all axes for None)."""
+    ts, _ = _operands(ctx, input)
+    t = ts[0]
+    if t.type != I32:
+        raise CompileError("tl.xor_sum needs integers")
+    if t.is_scalar:
+        return t
+    flat, a = _flat_axis(ctx, [t], axis)
+
+    def combine(x: list[Value], y: list[Value]) -> list[Value]:
+        return [ctx.b("xor", x[0], y[0])]
+
+    r = _walk_lines(ctx, flat, a, combine, scan=False, reverse=False)[0]
+    if keep_dims:
+        from .language import expand_dims
+
+        return (expand_dims.__wrapped__(ctx, r, (a,)) if axis is not None
+                else ctx.broadcast_to(r, (1,) * len(t.shape)))
+    return r
+
+
 def sort(ctx: Lowering, x, dim=None, descending: bool = False) -> Tile:
     """Sort along ``dim`` (the last axis; Triton supports only that one): each element's
     place is the number of elements before it in the order, ties kept in index order (a

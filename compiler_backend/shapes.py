@@ -1,5 +1,5 @@
 """Shape operations of the kernel language (``tl.trans``, ``permute``, ``reshape``, ``view``,
-``ravel``, ``join``, ``split``, ``interleave``, ``cat``, ``flip``, ``gather``).
+``ravel``, ``broadcast``, ``join``, ``split``, ``interleave``, ``cat``, ``flip``, ``gather``).
 
 Every one is an index remapping: the result is a lazy tile whose element at index ``idx``
 is an element of the input at an index computed from ``idx`` with shifts, masks and xors
@@ -125,6 +125,13 @@ def ravel(ctx: Lowering, input, can_reorder: bool = False) -> Tile:
     """The tile as 1-D, row-major."""
     t = _tile(ctx, input)
     return reshape(ctx, t, (t.numel,))
+
+
+def broadcast(ctx: Lowering, input, other) -> tuple[Tile, Tile]:
+    """Both tiles broadcast to their common shape (NumPy rules)."""
+    a, b = _tile(ctx, input), _tile(ctx, other)
+    shape = ctx.broadcast_shape(a.shape, b.shape)
+    return ctx.broadcast_to(a, shape), ctx.broadcast_to(b, shape)
 
 
 def _coord(ctx: Lowering, shape: tuple[int, ...], axis: int) -> Tile:

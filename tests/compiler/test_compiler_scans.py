@@ -110,13 +110,20 @@ def k_int_scan(x_ptr, o_ptr, BLOCK: tl.constexpr):
     tl.store(o_ptr + offs, tl.cumsum(x, 0))
     tl.store(o_ptr + BLOCK + offs, tl.sort(x, descending=True))
     tl.store(o_ptr + 2 * BLOCK, tl.reduce(x, 0, _add, keep_dims=True).sum())
+    a, b = tl.broadcast(tl.reshape(x, (BLOCK // 8, 8)), (tl.arange(0, 8) % 3)[None, :])
+    tl.store(o_ptr + 2 * BLOCK + 1, tl.xor_sum(a + b))
+    tl.store(o_ptr + 2 * BLOCK + 2 + tl.arange(0, BLOCK // 8), tl.xor_sum(a * b, axis=1))
 
 
-@pytest.mark.parametrize("block", [8, 256])
+@pytest.mark.parametrize("block", [8, 64])
 def test_int32_scan_sort_and_reduce(iss_device, block):
     x = np.random.default_rng(block).integers(-(2**31), 2**31 - 1, block).astype(np.int32)
-    o = np.zeros(2 * block + 1, np.int32)
+    o = np.zeros(3 * block + 2, np.int32)
     k_int_scan[(1,)](x, o, BLOCK=block)
+    a, b = np.broadcast_arrays(x.reshape(-1, 8), np.arange(8, dtype=np.int32)[None, :] % 3)
+    assert o[2 * block + 1] == np.bitwise_xor.reduce((a + b).ravel())
+    assert np.array_equal(o[2 * block + 2:2 * block + 2 + block // 8],
+                          np.bitwise_xor.reduce(a * b, axis=1))
     assert np.array_equal(o[:block], np.cumsum(x, dtype=np.int32))
     assert np.array_equal(o[block:2 * block], np.sort(x)[::-1])
     assert o[2 * block] == x.sum(dtype=np.int32)
