@@ -259,3 +259,20 @@ def test_while_left_by_return(iss_device):
 def test_while_left_by_return_passes_ptxas(tmp_path):
     test_loops_pass_ptxas(tmp_path, k_search, dict(x_ptr=IP, y_ptr=IP, n=I, key=I), {},
                           (32, 1, 1))
+
+
+def test_while_ir_prints_and_verifies():
+    from simtgpu.compiler_backend.frontend import lower_kernel
+
+    fn = lower_kernel(k_blocks_sum.fn, dict(x_ptr=IP, out_ptr=IP, n=I), dict(BLOCK=64), 32, 8)
+    ir.verify(fn)
+    text = ir.print_function(fn)
+    assert " while " in text and "} do {" in text
+    loop = next(op for op in fn.walk() if op.name == "while")
+    cond = loop.regions[0]
+    good = cond.terminator.operands
+    cond.terminator.operands = [cond.args[0]]  # an i32 where the i1 test goes
+    with pytest.raises(ir.IRError, match="yields"):
+        ir.verify(fn)
+    cond.terminator.operands = good
+    ir.verify(fn)
