@@ -271,7 +271,7 @@ class LoopLowering:
         c = test()
         test_node = getattr(node, "test", None) or getattr(node, "iter", None)
         if not isinstance(c, Tile):
-            if isinstance(c, Tile | list | tuple | dict | str) or c is None:
+            if isinstance(c, list | tuple | dict | str) or c is None:
                 raise self.error(test_node, "a while condition must be a scalar")
             return self.ctx.const(bool(c), I1)
         if not c.is_scalar:
