@@ -21,7 +21,7 @@ from simtgpu.errors import SourceError, SourceLocation
 from . import ir, language
 from .errors import CompileError
 from .ir import F32, I1, I32, Type
-from .loops import LoopLowering, has_jump
+from .loops import LoopLowering, _assigned_names, _Return, has_jump
 from .methods import tensor_attribute
 from .tiles import Lowering, Tile
 
@@ -86,10 +86,6 @@ def _is_constexpr_annotation(ann: ast.AST, g: dict) -> bool:
     if isinstance(ann, ast.Constant) and isinstance(ann.value, str):
         return ann.value.endswith("constexpr")
     return False
-
-
-class _Return(Exception):
-    """Unwinds the statements after a ``return`` in the current region."""
 
 
 _BINOPS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
@@ -672,28 +668,6 @@ def _load_form(target: ast.expr) -> ast.expr:
     if isinstance(target, ast.Subscript):
         return ast.copy_location(ast.Subscript(target.value, target.slice, ast.Load()), target)
     return target
-
-
-def _assigned_names(stmts: list[ast.stmt]) -> list[str]:
-    out: list[str] = []
-
-    def add_target(t):
-        if isinstance(t, ast.Name):
-            out.append(t.id)
-        elif isinstance(t, ast.Tuple | ast.List):
-            for e in t.elts:
-                add_target(e)
-
-    for s in stmts:
-        for n in ast.walk(s):
-            if isinstance(n, ast.Assign):
-                for t in n.targets:
-                    add_target(t)
-            elif isinstance(n, ast.AugAssign | ast.AnnAssign):
-                add_target(n.target)
-            elif isinstance(n, ast.For):
-                add_target(n.target)
-    return list(dict.fromkeys(out))
 
 
 def lower_kernel(fn, arg_types: dict[str, Type], constexprs: dict, threads: int,

@@ -15,6 +15,7 @@ import builtins
 import math
 
 from . import dtypes, ir
+from .cexpr import _int, _shape, constexpr  # noqa: F401 - tl.constexpr is a language name
 from .dtypes import (  # noqa: F401 - tl.float32, tl.pointer_type ... are language names
     _DTYPES,
     dtype_of_type,
@@ -32,16 +33,6 @@ from .tiles import Coords, Lowering, Tile, _GivenCoords
 
 tensor = Tile
 dtype = dtypes.dtype  # an assignment: builtins below take a parameter of the same name
-
-
-class constexpr:  # noqa: N801
-    """Annotation for compile-time parameters (``BLOCK: tl.constexpr``)."""
-
-    def __init__(self, value=None):
-        self.value = value
-
-    def __repr__(self) -> str:
-        return f"constexpr({self.value!r})"
 
 
 def builtin(fn):
@@ -64,27 +55,6 @@ def _builtin_named(name: str, doc: str, fn):
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = doc
     return builtin(fn)
-
-
-def _int(x, what: str) -> int:
-    if isinstance(x, constexpr):
-        x = x.value
-    if isinstance(x, bool) or not isinstance(x, int):
-        raise CompileError(f"{what} must be a compile-time integer (tl.constexpr), "
-                           f"not {type(x).__name__ if not isinstance(x, Tile) else 'a tensor'}")
-    return x
-
-
-def _shape(shape) -> tuple[int, ...]:
-    if isinstance(shape, int | constexpr):
-        shape = (shape,)
-    if not isinstance(shape, tuple | list):
-        raise CompileError("a shape must be a tuple of compile-time integers")
-    out = tuple(_int(s, "a shape dimension") for s in shape)
-    for s in out:
-        if s <= 0 or s & (s - 1):
-            raise CompileError(f"tile dimensions must be powers of two, not {s}")
-    return out
 
 
 # --- program and thread ids --------------------------------------------------------------

@@ -22,6 +22,33 @@ from .ir import I1, I32
 from .tiles import Tile
 
 _names = itertools.count()
+_MISSING = object()
+
+
+class _Return(Exception):
+    """Unwinds the statements after a ``return`` in the current region."""
+
+
+def _assigned_names(stmts: list[ast.stmt]) -> list[str]:
+    out: list[str] = []
+
+    def add_target(t):
+        if isinstance(t, ast.Name):
+            out.append(t.id)
+        elif isinstance(t, ast.Tuple | ast.List):
+            for e in t.elts:
+                add_target(e)
+
+    for s in stmts:
+        for n in ast.walk(s):
+            if isinstance(n, ast.Assign):
+                for t in n.targets:
+                    add_target(t)
+            elif isinstance(n, ast.AugAssign | ast.AnnAssign):
+                add_target(n.target)
+            elif isinstance(n, ast.For):
+                add_target(n.target)
+    return list(dict.fromkeys(out))
 
 
 def has_jump(stmts: list[ast.stmt]) -> bool:
@@ -182,8 +209,6 @@ class LoopLowering:
         """Lower a loop to the IR ``while`` op: ``test()`` is evaluated in the condition
         region (skipped once ``brk`` is set), ``body`` in the body region; names the body
         reassigns are carried, as in ``for`` loops."""
-        from .frontend import _MISSING, _assigned_names
-
         ctx = self.ctx
         self.env.update(extra)
         assigned = list(dict.fromkeys(list(extra) + _assigned_names(body)))
@@ -234,7 +259,7 @@ class LoopLowering:
                 prologue()
             try:
                 self.block(body)
-            except _return_exc():
+            except _Return:
                 pass
         finally:
             self.depth -= 1
@@ -280,9 +305,3 @@ class LoopLowering:
         if c.type.is_ptr:
             raise self.error(test_node, "a while condition cannot be a pointer")
         return self.ctx.cast(c, I1).scalar
-
-
-def _return_exc():
-    from .frontend import _Return
-
-    return _Return

@@ -22,6 +22,7 @@ from __future__ import annotations
 import builtins
 
 from . import ir
+from .cexpr import _int, _shape
 from .errors import CompileError
 from .ir import F32, I1, I32, Type, Value
 from .tiles import Coords, Lowering, Tile, _log2
@@ -43,8 +44,6 @@ def _operands(ctx: Lowering, input) -> tuple[list[Tile], bool]:
 
 
 def _axis(shape: tuple[int, ...], axis) -> int:
-    from .language import _int
-
     a = _int(axis, "axis")
     if not -len(shape) <= a < len(shape):
         raise CompileError(f"axis {axis} is out of range for shape {list(shape)}")
@@ -167,6 +166,15 @@ def _flat_axis(ctx: Lowering, ts: list[Tile], axis):
     return ts, _axis(ts[0].shape, axis)
 
 
+def _keep_dims(ctx: Lowering, r: Tile, shape: tuple[int, ...], axis, a: int) -> Tile:
+    """A reduction result with the reduced axis (all axes for ``axis=None``) kept as 1."""
+    if axis is None:
+        return ctx.broadcast_to(r, (1,) * len(shape))
+    key: list = [slice(None)] * len(r.shape)
+    key.insert(a, None)
+    return ctx.subscript(r, tuple(key))
+
+
 def reduce(ctx: Lowering, input, axis, combine_fn, keep_dims: bool = False):
     """Reduce along ``axis`` (all axes for None) with the ``@jit`` function ``combine_fn``,
     from the first element to the last (see the module docstring)."""
@@ -178,11 +186,7 @@ def reduce(ctx: Lowering, input, axis, combine_fn, keep_dims: bool = False):
     rs = _walk_lines(ctx, flat, a, _jit_combine(ctx, combine_fn, [t.type for t in ts]),
                      scan=False, reverse=False)
     if keep_dims:
-        from .language import expand_dims
-
-        axes = tuple(range(len(shape))) if axis is None else (a,)
-        rs = [expand_dims.__wrapped__(ctx, r, axes) if axis is not None
-              else ctx.broadcast_to(r, (1,) * len(shape)) for r in rs]
+        rs = [_keep_dims(ctx, r, shape, axis, a) for r in rs]
     return tuple(rs) if many else rs[0]
 
 
@@ -239,12 +243,7 @@ def xor_sum(ctx: Lowering, input, axis=None, keep_dims: bool = False):
         return [ctx.b("xor", x[0], y[0])]
 
     r = _walk_lines(ctx, flat, a, combine, scan=False, reverse=False)[0]
-    if keep_dims:
-        from .language import expand_dims
-
-        return (expand_dims.__wrapped__(ctx, r, (a,)) if axis is not None
-                else ctx.broadcast_to(r, (1,) * len(t.shape)))
-    return r
+    return _keep_dims(ctx, r, t.shape, axis, a) if keep_dims else r
 
 
 def sort(ctx: Lowering, x, dim=None, descending: bool = False) -> Tile:
@@ -303,8 +302,6 @@ def sort(ctx: Lowering, x, dim=None, descending: bool = False) -> Tile:
 def histogram(ctx: Lowering, input, num_bins, mask=None) -> Tile:
     """Counts of the values ``0 .. num_bins - 1`` in ``input`` (int32); values outside that
     range, and elements where ``mask`` is false, are not counted. Shared-memory atomics."""
-    from .language import _int, _shape
-
     nb = _int(num_bins, "num_bins")
     _shape((nb,))
     t = ctx.cast(ctx.to_tile(input), I32)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import builtins
 
+from .cexpr import _int, _shape
 from .errors import CompileError
 from .ir import I1, I32, Value
 from .tiles import Coords, Lowering, Tile, _GivenCoords, _log2
@@ -27,8 +28,6 @@ def _tile(ctx: Lowering, x) -> Tile:
 
 
 def _dims(t: Tile, dims, what: str) -> tuple[int, ...]:
-    from .language import _int
-
     if len(dims) == 1 and isinstance(dims[0], tuple | list):
         dims = tuple(dims[0])
     out = tuple(_int(d, what) % builtins.max(1, len(t.shape)) for d in dims)
@@ -82,8 +81,6 @@ def _split_flat(ctx: Lowering, flat: Value, shape: tuple[int, ...]) -> list[Valu
 def reshape(ctx: Lowering, input, *shape, can_reorder: bool = False) -> Tile:
     """The same elements in row-major order under a new shape (``can_reorder`` is
     accepted; the order is always kept)."""
-    from .language import _shape
-
     t = _tile(ctx, input)
     if len(shape) == 1 and isinstance(shape[0], tuple | list):
         shape = tuple(shape[0])
@@ -193,8 +190,6 @@ def cat(ctx: Lowering, input, other, can_reorder: bool = False, dim: int = 0) ->
     """``input`` followed by ``other`` along axis ``dim`` (0 by default, as Triton's); both
     must have the same shape so that the result's length stays a power of two. Triton
     requires ``can_reorder=True`` and may reorder; this one never does."""
-    from .language import _int
-
     ta, tb = _tile(ctx, input), _tile(ctx, other)
     if ta.shape != tb.shape or not ta.shape:
         raise CompileError(f"tl.cat needs two tiles of one shape, got {list(ta.shape)} and "
@@ -214,8 +209,6 @@ def cat(ctx: Lowering, input, other, can_reorder: bool = False, dim: int = 0) ->
 
 def flip(ctx: Lowering, x, dim=None) -> Tile:
     """``x`` reversed along ``dim`` (the last axis by default, as Triton's)."""
-    from .language import _int
-
     t = _tile(ctx, x)
     if t.is_scalar:
         return t
@@ -235,8 +228,6 @@ def gather(ctx: Lowering, src, index, axis) -> Tile:
     result has ``index``'s shape, which equals ``src``'s except along ``axis``. Index
     values are taken modulo the axis length (Triton leaves out-of-range indices
     undefined)."""
-    from .language import _int
-
     s, ix = _tile(ctx, src), ctx.cast(_tile(ctx, index), I32)
     a = _int(axis, "axis") % builtins.max(1, len(s.shape))
     if len(ix.shape) != len(s.shape) or any(
