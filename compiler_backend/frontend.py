@@ -21,6 +21,8 @@ from simtgpu.errors import SourceError, SourceLocation
 from . import ir, language
 from .errors import CompileError
 from .ir import F32, I1, I32, Type
+from .loops import LoopLowering, _assigned_names, _Return, has_jump
+from .methods import tensor_attribute
 from .tiles import Lowering, Tile
 
 
@@ -86,10 +88,6 @@ def _is_constexpr_annotation(ann: ast.AST, g: dict) -> bool:
     return False
 
 
-class _Return(Exception):
-    """Unwinds the statements after a ``return`` in the current region."""
-
-
 _BINOPS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
            ast.Div: operator.truediv, ast.FloorDiv: operator.floordiv, ast.Mod: operator.mod,
            ast.BitAnd: operator.and_, ast.BitOr: operator.or_, ast.BitXor: operator.xor,
@@ -102,7 +100,7 @@ _PY_CALLS_OK = {builtins.float, builtins.int, builtins.min, builtins.max, builti
                 builtins.tuple, builtins.list}
 
 
-class AstToIr:
+class AstToIr(LoopLowering):
     """Walks one kernel's AST and emits IR through a :class:`Lowering`."""
 
     def __init__(self, src: KernelSource, arg_types: dict[str, Type], constexprs: dict,
@@ -113,6 +111,7 @@ class AstToIr:
         self.fn = fn
         self.ctx = Lowering(fn, threads, warp_size)
         self.ctx.thread_level = self._uses_thread_intrinsics()
+        self.ctx.frontend = self  # builtins that call @jit functions (tl.reduce) inline here
         self.env: dict[str, object] = {}
         self.node: ast.AST | None = None
         self.calls: tuple[str, ...] = (src.name,)  # the @jit functions being expanded
@@ -377,6 +376,10 @@ class AstToIr:
             if not static:
                 raise self.error(it, "tl.static_range needs compile-time bounds "
                                  "(tl.constexpr or literals)")
+        if has_jump(node.body):
+            self.for_with_jumps(node, var, args, fobj is language.static_range)
+            return
+        if fobj is language.static_range:
             for i in builtins.range(*args):
                 self.env[var] = i
                 self.block(node.body)
@@ -481,8 +484,9 @@ class AstToIr:
                 return obj.shape
             if node.attr == "to":
                 return obj.to
-            if node.attr == "T":
-                raise self.error(node, "transpose (.T) is not supported")
+            m = tensor_attribute(obj, node.attr)
+            if m is not None:
+                return m
             raise self.error(node, f"tensors have no attribute '{node.attr}'")
         try:
             v = getattr(obj, node.attr)
@@ -664,28 +668,6 @@ def _load_form(target: ast.expr) -> ast.expr:
     if isinstance(target, ast.Subscript):
         return ast.copy_location(ast.Subscript(target.value, target.slice, ast.Load()), target)
     return target
-
-
-def _assigned_names(stmts: list[ast.stmt]) -> list[str]:
-    out: list[str] = []
-
-    def add_target(t):
-        if isinstance(t, ast.Name):
-            out.append(t.id)
-        elif isinstance(t, ast.Tuple | ast.List):
-            for e in t.elts:
-                add_target(e)
-
-    for s in stmts:
-        for n in ast.walk(s):
-            if isinstance(n, ast.Assign):
-                for t in n.targets:
-                    add_target(t)
-            elif isinstance(n, ast.AugAssign | ast.AnnAssign):
-                add_target(n.target)
-            elif isinstance(n, ast.For):
-                add_target(n.target)
-    return list(dict.fromkeys(out))
 
 
 def lower_kernel(fn, arg_types: dict[str, Type], constexprs: dict, threads: int,

@@ -2,9 +2,12 @@
 
 Both front ends (tile programs and thread-level kernels) lower into this IR, every pass maps
 IR to IR, and both code generators (this ISA and PTX) read it. Control flow is structured:
-``for`` and ``if`` ops own their regions, and regions end with ``yield``. That keeps
-reconvergence explicit (each ``if``/``for`` is one ssy/sync bracket on the ISA) and makes
-loop passes simple.
+``for``, ``if`` and ``while`` ops own their regions, and regions end with ``yield``. That
+keeps reconvergence explicit (each ``if``/``for``/``while`` is one ssy/sync bracket on the
+ISA) and makes loop passes simple. ``while(inits) { ^(args): ... yield test } do { ^(args):
+... yield next }`` evaluates its condition region on the carried values before every
+iteration (as MLIR's ``scf.while`` with the values passed through unchanged); its results
+are the carried values when the test fails.
 
 Types: ``i1`` (predicates), ``i32``, ``f32`` and pointers to 32-bit elements in the global or
 shared address space (``ptr<f32,global>``). A pointer is a byte address; ``gep`` adds an
@@ -85,7 +88,7 @@ PURE_OPS = frozenset(
     + ("const", "sreg", "ffma", "icmp", "fcmp", "not", "select", "gep", "ptradd", "smem")
 )
 SIDE_EFFECT_OPS = frozenset(("store", "atomic", "barrier", "exit", "fence", "vote", "shfl",
-                             "load", "for", "if", "yield"))
+                             "load", "for", "if", "while", "yield"))
 ALL_OPS = PURE_OPS | SIDE_EFFECT_OPS  # the IR's op list: verifier and code generators use it
 
 
@@ -104,7 +107,8 @@ def check_op_table(table: Mapping[str, object], owner: str) -> None:
 
 
 class Op:
-    """One operation. ``regions`` holds the nested blocks of ``for`` (body) and ``if``."""
+    """One operation. ``regions`` holds the nested blocks of ``for`` (body), ``if`` (then,
+    else) and ``while`` (condition, body)."""
 
     __slots__ = ("name", "operands", "results", "attrs", "regions", "parent", "loc")
 
@@ -282,7 +286,7 @@ class Printer:
             lines.append(text + " {")
             for i, r in enumerate(op.regions):
                 if i:
-                    lines.append(f"{pad}}} else {{")
+                    lines.append(f"{pad}}} {'do' if op.name == 'while' else 'else'} {{")
                 self.block(r, lines, depth + 1)
             lines.append(f"{pad}}}")
         else:
@@ -344,19 +348,24 @@ def verify(fn: Function) -> None:
             check_types(op)
             if op.name == "yield":
                 if i != len(b.ops) - 1 or expect_yield is None:
-                    fail(op, "yield must be the last op of a for/if region")
+                    fail(op, "yield must be the last op of a for/if/while region")
                 got = [v.type for v in op.operands]
                 if got != expect_yield:
                     fail(op, f"yields ({', '.join(map(str, got))}) but the region expects "
                              f"({', '.join(map(str, expect_yield))})")
-            for r in op.regions:
-                check_block(r, local, [x.type for x in op.results]
-                            if op.name in ("for", "if") else None)
+            for k, r in enumerate(op.regions):
+                if op.name == "while" and k == 0:
+                    want: list[Type] | None = [I1]  # the condition region yields the test
+                elif op.name in ("for", "if", "while"):
+                    want = [x.type for x in op.results]
+                else:
+                    want = None
+                check_block(r, local, want)
             for v in op.results:
                 define(op, v)
                 local.add(v.id)
         if expect_yield is not None and b.terminator is None:
-            raise IRError("a for/if region does not end with yield")
+            raise IRError("a for/if/while region does not end with yield")
 
     def check_types(op: Op) -> None:
         ts = [v.type for v in op.operands]
@@ -411,6 +420,14 @@ def verify(fn: Function) -> None:
         if op.name == "if":
             if len(ts) != 1 or ts[0] != I1 or len(op.regions) != 2:
                 fail(op, "if needs one i1 condition and two regions")
+        if op.name == "while":
+            if len(op.regions) != 2:
+                fail(op, "while has a condition region and a body region")
+            if [r.type for r in op.results] != ts:
+                fail(op, "results must match the carried values")
+            for r in op.regions:
+                if [a.type for a in r.args] != ts:
+                    fail(op, "both regions take the carried values as arguments")
         if op.name not in ("for", "if", "const", "smem") and op.name in PURE_OPS | {
                 "load", "atomic", "shfl", "vote", "sreg"}:
             want_res = result_types(op.name, op.operands, op.attrs)

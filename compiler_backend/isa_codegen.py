@@ -439,16 +439,56 @@ class ISel:
             self.emit("sync")
             self.emit("label", Label(done))
 
-    def op_yield(self, op: Op) -> None:
-        pass  # handled by the owner (for/if) after its region
+    def op_while(self, op: Op) -> None:
+        """A rotated loop with one copy of the test: ``bra TEST; BODY: body; TEST: test;
+        @p bra BODY``, bracketed by ``ssy DONE ... sync`` unless the test is uniform."""
+        cond_b, body = op.regions
+        for res, ca, ba in zip(op.results, cond_b.args, body.args, strict=True):
+            self.alias[res.id] = ba
+            self.alias[ca.id] = ba
+        self.pmove(list(zip(body.args, op.operands, strict=True)))
+        self.code.append(MI("group", group=[]))
+        self.scopes.append({"cache": {}, "loop": True, "ph": len(self.code) - 1})
+        test = cond_b.terminator.operands[0]
+        uniform = test in self.uni
+        done, test_l, body_l = (self.label("L_done"), self.label("L_test"),
+                                self.label("L_body"))
+        if not uniform:
+            self.emit("ssy", Label(done))
+        self.emit("bra", Label(test_l))
+        start = len(self.code)
+        self.emit("label", Label(body_l))
+        self.scopes.append({"cache": {}, "loop": False})
+        self.block(body)
+        self.coalesce_yield(body, body.terminator, start, list(body.args))
+        self.scopes.pop()
+        self.emit("label", Label(test_l))
+        self.scopes.append({"cache": {}, "loop": False})
+        self.block(cond_b)
+        g, neg = self.guard_of(test)
+        self.scopes.pop()
+        if g is not None:
+            self.emit("bra", Label(body_l), guard=g, gneg=neg)
+        elif not neg:
+            self.emit("bra", Label(body_l))  # always true: only a return leaves the loop
+        self.loops.append((start, len(self.code) - 1))
+        self.scopes.pop()
+        if not uniform:
+            self.emit("sync")
+            self.emit("label", Label(done))
 
-    def coalesce_yield(self, body: ir.Block, y: Op, start: int) -> None:
+    def op_yield(self, op: Op) -> None:
+        pass  # handled by the owner (for/if/while) after its region
+
+    def coalesce_yield(self, body: ir.Block, y: Op, start: int,
+                       args: list[Value] | None = None) -> None:
         """Yield moves for a loop body; a yielded value computed in the body whose last use
         is the yield and that is written after the last read of its carried value takes
-        that value's register directly (no move)."""
+        that value's register directly (no move). ``args`` are the carried block arguments
+        (a ``for`` body's after its induction variable)."""
         pairs = []
         yielded = {self.v(v).id for v in y.operands}
-        for arg, val in zip(body.args[1:], y.operands, strict=True):
+        for arg, val in zip(body.args[1:] if args is None else args, y.operands, strict=True):
             val = self.v(val)
             if arg.id not in yielded and self.can_coalesce(arg, val, start):
                 self.rename(val, arg)
@@ -553,6 +593,7 @@ _EMITTERS: dict[str, Callable[[ISel, Op], None]] = {
     "vote": ISel.op_vote, "barrier": ISel.op_barrier, "fence": ISel.op_fence,
     "exit": ISel.op_exit, "load": ISel.op_load, "store": ISel.op_store,
     "atomic": ISel.op_atomic, "for": ISel.op_for, "if": ISel.op_if, "yield": ISel.op_yield,
+    "while": ISel.op_while,
 }
 ir.check_op_table(_EMITTERS, "the ISA code generator")
 

@@ -15,6 +15,7 @@ import builtins
 import math
 
 from . import dtypes, ir
+from .cexpr import _int, _shape, constexpr  # noqa: F401 - tl.constexpr is a language name
 from .dtypes import (  # noqa: F401 - tl.float32, tl.pointer_type ... are language names
     _DTYPES,
     dtype_of_type,
@@ -32,16 +33,6 @@ from .tiles import Coords, Lowering, Tile, _GivenCoords
 
 tensor = Tile
 dtype = dtypes.dtype  # an assignment: builtins below take a parameter of the same name
-
-
-class constexpr:  # noqa: N801
-    """Annotation for compile-time parameters (``BLOCK: tl.constexpr``)."""
-
-    def __init__(self, value=None):
-        self.value = value
-
-    def __repr__(self) -> str:
-        return f"constexpr({self.value!r})"
 
 
 def builtin(fn):
@@ -64,27 +55,6 @@ def _builtin_named(name: str, doc: str, fn):
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = doc
     return builtin(fn)
-
-
-def _int(x, what: str) -> int:
-    if isinstance(x, constexpr):
-        x = x.value
-    if isinstance(x, bool) or not isinstance(x, int):
-        raise CompileError(f"{what} must be a compile-time integer (tl.constexpr), "
-                           f"not {type(x).__name__ if not isinstance(x, Tile) else 'a tensor'}")
-    return x
-
-
-def _shape(shape) -> tuple[int, ...]:
-    if isinstance(shape, int | constexpr):
-        shape = (shape,)
-    if not isinstance(shape, tuple | list):
-        raise CompileError("a shape must be a tuple of compile-time integers")
-    out = tuple(_int(s, "a shape dimension") for s in shape)
-    for s in out:
-        if s <= 0 or s & (s - 1):
-            raise CompileError(f"tile dimensions must be powers of two, not {s}")
-    return out
 
 
 # --- program and thread ids --------------------------------------------------------------
@@ -184,9 +154,14 @@ def broadcast_to(ctx: Lowering, x, shape) -> Tile:
 
 @builtin
 def expand_dims(ctx: Lowering, x: Tile, axis) -> Tile:
-    a = _int(axis, "axis")
-    key = [slice(None)] * len(x.shape)
-    key.insert(a, None)
+    """A size-1 axis inserted at ``axis`` (a negative axis counts from the end of the
+    result; a tuple inserts several)."""
+    x = ctx.to_tile(x)
+    axes = axis if isinstance(axis, tuple | list) else (axis,)
+    n = len(x.shape) + len(axes)
+    key: list = [slice(None)] * len(x.shape)
+    for a in sorted(_int(a, "axis") % n for a in axes):
+        key.insert(a, None)
     return ctx.subscript(x, tuple(key))
 
 
@@ -740,6 +715,33 @@ class range:  # noqa: N801, A001
 
     def __init__(self, *args, **kwargs):
         self.args = args
+
+
+# --- shape operations, scans and the reductions with a combine function (own modules) -------
+from . import shapes as _shapes  # noqa: E402 - they use the helpers above
+
+trans = builtin(_shapes.trans)
+permute = builtin(_shapes.permute)
+reshape = builtin(_shapes.reshape)
+view = builtin(_shapes.view)
+ravel = builtin(_shapes.ravel)
+broadcast = builtin(_shapes.broadcast)
+join = builtin(_shapes.join)
+split = builtin(_shapes.split)
+interleave = builtin(_shapes.interleave)
+cat = builtin(_shapes.cat)
+flip = builtin(_shapes.flip)
+gather = builtin(_shapes.gather)
+
+from . import scans as _scans  # noqa: E402
+
+reduce = builtin(_scans.reduce)
+associative_scan = builtin(_scans.associative_scan)
+cumsum = builtin(_scans.cumsum)
+cumprod = builtin(_scans.cumprod)
+sort = builtin(_scans.sort)
+histogram = builtin(_scans.histogram)
+xor_sum = builtin(_scans.xor_sum)
 
 
 THREAD_LEVEL_NAMES = frozenset({"thread_id", "block_dim", "lane_id", "warp_id", "shfl_down",

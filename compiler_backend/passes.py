@@ -246,9 +246,10 @@ def dce(fn: Function) -> Function:
 def licm(fn: Function) -> Function:
     """Loop-invariant code motion.
 
-    Guarantees: a pure op inside a ``for`` body whose operands are all defined outside the
-    loop moves to just before the loop (outermost first, repeatedly). Pure ops never fault,
-    so this is safe even for loops that run zero times. Loads stay where they are.
+    Guarantees: a pure op inside a ``for`` body (or a ``while``'s condition or body) whose
+    operands are all defined outside the loop moves to just before the loop (outermost
+    first, repeatedly). Pure ops never fault, so this is safe even for loops that run zero
+    times. Loads stay where they are.
     """
 
     def visit(block: Block) -> None:
@@ -257,7 +258,7 @@ def licm(fn: Function) -> Function:
             op = block.ops[i]
             for r in op.regions:
                 visit(r)
-            if op.name == "for":
+            if op.name in ("for", "while"):
                 hoisted = _hoist(op)
                 for h in hoisted:
                     h.parent = block
@@ -267,20 +268,21 @@ def licm(fn: Function) -> Function:
 
     def _hoist(loop: Op) -> list[Op]:
         inside: set[int] = set()
-        for o in loop.regions[0].walk():
-            inside.update(r.id for r in o.results)
-        inside.update(a.id for a in loop.regions[0].args)
+        for region in loop.regions:  # a for's body; a while's condition and body
+            for o in region.walk():
+                inside.update(r.id for r in o.results)
+            inside.update(a.id for a in region.args)
         out: list[Op] = []
-        body = loop.regions[0]
-        keep = []
-        for o in body.ops:
-            if o.pure and not o.regions and all(v.id not in inside for v in o.operands):
-                out.append(o)
-                for r in o.results:
-                    inside.discard(r.id)
-            else:
-                keep.append(o)
-        body.ops = keep
+        for body in loop.regions:
+            keep = []
+            for o in body.ops:
+                if o.pure and not o.regions and all(v.id not in inside for v in o.operands):
+                    out.append(o)
+                    for r in o.results:
+                        inside.discard(r.id)
+                else:
+                    keep.append(o)
+            body.ops = keep
         return out
 
     visit(fn.body)

@@ -361,6 +361,22 @@ class PtxGen:
         self.emit(f"bra {loop_l}", p)
         self.lines.append(f"{exit_l}:")
 
+    def op_while(self, op: Op) -> None:
+        """Rotated as on the ISA: ``bra TEST; BODY: body; TEST: test; @p bra BODY``."""
+        cond_b, body = op.regions
+        for res, ca, ba in zip(op.results, cond_b.args, body.args, strict=True):
+            self.alias[res.id] = ba
+            self.alias[ca.id] = ba
+        self.moves(list(body.args), list(op.operands))
+        test_l, body_l = self.label("L_test"), self.label("L_body")
+        self.emit(f"bra {test_l}")
+        self.lines.append(f"{body_l}:")
+        self.block(body)
+        self.moves(list(body.args), list(body.terminator.operands))
+        self.lines.append(f"{test_l}:")
+        self.block(cond_b)
+        self.emit(f"bra {body_l}", self.r(cond_b.terminator.operands[0]))
+
     def op_if(self, op: Op) -> None:
         c = self.r(op.operands[0])
         then_b, else_b = op.regions
@@ -388,7 +404,7 @@ _EMITTERS: dict[str, Callable[[PtxGen, Op], None]] = {
     "load": PtxGen.op_load, "store": PtxGen.op_store, "atomic": PtxGen.op_atomic,
     "shfl": PtxGen.op_shfl, "vote": PtxGen.op_vote, "barrier": PtxGen.op_barrier,
     "fence": PtxGen.op_fence, "exit": PtxGen.op_exit, "for": PtxGen.op_for,
-    "if": PtxGen.op_if, "yield": PtxGen.op_yield,
+    "if": PtxGen.op_if, "yield": PtxGen.op_yield, "while": PtxGen.op_while,
 }
 ir.check_op_table(_EMITTERS, "the PTX code generator")
 

@@ -38,18 +38,30 @@ def uniformity(fn: Function) -> Uniformity:
     under one mask reads one word for every lane); an ``if`` result whose condition and
     both yielded values are uniform; a loop's induction variable when its bounds and step
     are uniform, and a carried value and its loop result when, in addition, its initial
-    and yielded values are. Carried values start uniform and are lowered until nothing
+    and yielded values are; for a ``while`` loop the same with the loop's test in place of
+    the bounds. Carried values start uniform and are lowered until nothing
     changes, so none is reported uniform unless it is in every iteration. Anything else
     (thread and lane ids, the clock, shuffles, atomics) is not uniform.
     """
-    carried = {a.id: True for op in fn.walk() if op.name == "for"
-               for a in op.regions[0].args}
+    carried = {a.id: True for op in fn.walk() if op.name in ("for", "while")
+               for r in op.regions for a in r.args}
     while True:
         uniform = {p.value.id for p in fn.params} | {k for k, u in carried.items() if u}
         for op in fn.walk():
             uniform.update(r.id for r in _uniform_results(op, uniform, carried))
         changed = False
         for op in fn.walk():
+            if op.name == "while":
+                cond, body = op.regions
+                test = cond.terminator.operands[0].id in uniform
+                for i, init in enumerate(op.operands):
+                    u = test and init.id in uniform and \
+                        body.terminator.operands[i].id in uniform
+                    for arg in (cond.args[i], body.args[i]):
+                        if carried[arg.id] != u:
+                            carried[arg.id] = u
+                            changed = True
+                continue
             if op.name != "for":
                 continue
             body = op.regions[0]
@@ -75,6 +87,9 @@ def _uniform_results(op: Op, uniform: set[int], carried: dict[int, bool]) -> lis
                 if cond and all(y.operands[i].id in uniform for y in ys)]
     if n == "for":
         return [r for r, a in zip(op.results, op.regions[0].args[1:], strict=True)
+                if carried[a.id]]
+    if n == "while":
+        return [r for r, a in zip(op.results, op.regions[1].args, strict=True)
                 if carried[a.id]]
     if n in ("const", "smem", "vote"):
         ok = True

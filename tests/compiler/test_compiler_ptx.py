@@ -40,6 +40,9 @@ KERNELS = [
                                      stride_ak=I, stride_bk=I, stride_bn=I, stride_cm=I,
                                      stride_cn=I),
      dict(BLOCK_SIZE_M=16, BLOCK_SIZE_N=16, BLOCK_SIZE_K=16, GROUP_SIZE_M=4), None),
+    ("compaction", "compact_kernel", dict(x_ptr=F, out_ptr=F, count_ptr=IP, last_ptr=F,
+                                          n_cols=I, threshold=F32, cap=I),
+     dict(BLOCK=32), None),
 ]
 
 

@@ -10,7 +10,15 @@ from compiler_helpers import current_device, example
 def test_examples_on_rtl():
     with current_device("rtl"):
         for name, size in (("vector_add", 45), ("softmax", 41), ("matmul", 8),
-                           ("histogram", 70)):
+                           ("histogram", 70), ("compaction", 77)):
             ok, detail, stats = example(name).run(size, seed=2)
             assert ok, f"{name}: {detail}"
             assert stats.instructions > 0
+        # a divergent while loop with break and continue (per-thread trip counts)
+        import numpy as np
+        from test_compiler_loops import _collatz, k_collatz
+
+        x = np.arange(1, 90, dtype=np.int32)
+        y = np.zeros_like(x)
+        k_collatz[(3,)](x, y, len(x), LIMIT=40, block=(32, 1, 1))
+        assert y.tolist() == [_collatz(int(v), 40) for v in x]

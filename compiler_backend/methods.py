@@ -1,0 +1,36 @@
+"""Tensor methods: ``x.T``, ``x.reshape(...)``, ``x.sum(axis)`` ... as in Triton, where many
+``tl.*`` functions are also members of ``tl.tensor`` taking the tensor as first argument."""
+
+from __future__ import annotations
+
+from . import language
+from .tiles import Tile
+
+METHOD_NAMES = frozenset({
+    "trans", "permute", "reshape", "view", "ravel", "expand_dims", "broadcast_to", "split",
+    "flip", "sum", "max", "min", "argmax", "argmin", "reduce", "associative_scan", "cumsum",
+    "cumprod", "sort", "histogram", "gather", "abs", "exp", "exp2", "log", "log2", "sqrt",
+    "rsqrt", "sin", "cos", "sigmoid", "xor_sum", "broadcast",
+})
+
+
+class BoundMethod:
+    """``x.name``: calling it calls ``tl.name(x, ...)`` (a builtin, so ``_ctx`` is passed)."""
+
+    _simtgpu_builtin = True
+
+    def __init__(self, fn, tile: Tile):
+        self.fn = fn
+        self.tile = tile
+        self.__name__ = fn.__name__
+
+    def __call__(self, *args, _ctx=None, **kwargs):
+        return self.fn(self.tile, *args, _ctx=_ctx, **kwargs)
+
+
+def tensor_attribute(t: Tile, name: str):
+    """The value of attribute ``name`` of a tensor (a bound method, or ``.T``), or None."""
+    if name == "T":
+        return language.trans(t, _ctx=t.ctx)
+    fn = getattr(language, name, None) if name in METHOD_NAMES else None
+    return BoundMethod(fn, t) if fn is not None else None
