@@ -258,7 +258,11 @@ def store(ctx: Lowering, pointer, value, mask=None, cache_modifier="", eviction_
                            f"of shape {list(p.shape)}")
     m = _mask_tile(ctx, mask, p.shape)
     tiles = [p, v] + ([m] if m is not None else [])
-    _each(ctx, tiles, lambda vs: ctx.b.op("store", list(vs)))
+    # a tile smaller than the block (or a scalar) is held by several threads: the first
+    # ``owners`` threads hold one copy each, and a code generator may mask off the rest
+    n = math.prod(p.shape)
+    attrs = {"owners": n} if not ctx.thread_level and n < ctx.T else {}
+    _each(ctx, tiles, lambda vs: ctx.b.op("store", list(vs), dict(attrs)))
 
 
 def _each(ctx: Lowering, tiles: list[Tile], emit) -> list:
