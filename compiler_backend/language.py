@@ -28,6 +28,7 @@ from .dtypes import (  # noqa: F401 - tl.float32, tl.pointer_type ... are langua
 )
 from .errors import CompileError
 from .ir import F32, I1, I32, Type, Value
+from .reductions import reduce_axis_shuffle
 from .tiles import Coords, Lowering, Tile, _GivenCoords
 
 tensor = Tile
@@ -525,7 +526,13 @@ def _reduce_all(ctx: Lowering, t: Tile, kind: str, with_index: bool):
 
 
 def _reduce_axis(ctx: Lowering, t: Tile, axis: int, kind: str, with_index: bool) -> Tile:
-    """Reduction along one axis of a 2-D (or larger) tile: exchange through shared memory."""
+    """Reduction along one axis of a 2-D (or larger) tile: by warp shuffles where the layout
+    allows (reductions.py, which defines the order), else through shared memory."""
+    if not with_index:
+        r = reduce_axis_shuffle(ctx, t, axis,
+                                lambda a, b: _combine(ctx, kind, t.type, a, b))
+        if r is not None:
+            return r
     ctx.scratch_barrier()
     src = ctx.via_shared(t.materialize(), barrier_first=False)
     out_shape = t.shape[:axis] + t.shape[axis + 1:]
