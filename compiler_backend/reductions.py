@@ -14,27 +14,64 @@ output element is combined in this order, which is the definition a NumPy model 
 
 Where no warp bit is reduced and the result already sits in its output layout (``axis=0``:
 thread ``t`` owns column ``t % N`` in every slot) there is no shared memory at all;
-``axis=1`` results move to the output layout through shared memory (one load each).
+``axis=1`` results move to the output layout through shared memory (one load each). The
+path is chosen by an instruction estimate (:func:`uses_shuffles`); the other is the
+shared-memory exchange, where each output element is a sequential chain in index order.
 """
 
 from __future__ import annotations
 
 import builtins
+import math
 
 from . import ir
 from .ir import Function, Op
 from .tiles import Coords, Lowering, Tile, _log2
 
 
+def _bits(shape: tuple[int, int], axis: int, T: int, W: int):
+    M, N = shape
+    lt, lw = _log2(T), _log2(W)
+    lo, hi = (0, _log2(N)) if axis == 1 else (_log2(N), _log2(M * N))
+    return lt, lw, lo, hi
+
+
+def uses_shuffles(shape: tuple[int, ...], axis: int, T: int, W: int) -> bool:
+    """Whether ``tl.sum``/``max``/``min`` along ``axis`` of a tile of ``shape`` on ``T``
+    threads in warps of ``W`` takes the shuffle path (else: the shared-memory exchange,
+    each output element a sequential chain in index order).
+
+    The shuffle path is taken where its estimated instructions per thread are fewer: a
+    butterfly costs three per step (constant, shuffle, combine) and runs once per slot
+    group, while the exchange stores every slot once and loads each reduced element with
+    its address (three per element). Rows spread over the lanes of a warp, several per
+    thread, are cheaper to exchange; columns almost always reduce in the thread's own slots.
+    """
+    if len(shape) != 2 or math.prod(shape) < T:
+        return False
+    lt, lw, lo, hi = _bits(shape, axis, T, W)
+    slots = math.prod(shape) // T
+    s_bits = builtins.max(hi, lt) - builtins.max(lo, lt)
+    groups = slots >> s_bits
+    lane_steps = builtins.max(0, builtins.min(hi, lw) - lo)
+    warps = 1 << builtins.max(0, builtins.min(hi, lt) - builtins.max(lo, lw))
+    n_out = builtins.max(1, math.prod(shape) // shape[axis] // T)
+    exchange = not (axis == 0 and warps == 1)
+    shuffle = (slots - groups) + 3 * groups * lane_steps + (
+        groups + 1 + n_out * (3 * warps - 1) if exchange else 0)
+    shared = slots + 1 + n_out * (3 * shape[axis] - 1)
+    return shuffle < shared
+
+
 def reduce_axis_shuffle(ctx: Lowering, t: Tile, axis: int, combine) -> Tile | None:
     """``t`` (2-D, at least one element per thread) reduced along ``axis`` in the order of
-    the module docstring, or None where that layout does not apply (the caller falls back to
-    the shared-memory reduction). ``combine(a, b)`` emits one combination."""
-    if len(t.shape) != 2 or t.numel < ctx.T:
+    the module docstring, or None where :func:`uses_shuffles` says the shared-memory
+    reduction is cheaper (the caller falls back to it). ``combine(a, b)`` emits one
+    combination."""
+    if not uses_shuffles(t.shape, axis, ctx.T, ctx.W):
         return None
     M, N = t.shape
-    lt, lw = _log2(ctx.T), _log2(ctx.W)
-    lo, hi = (0, _log2(N)) if axis == 1 else (_log2(N), _log2(M * N))
+    lt, lw, lo, hi = _bits(t.shape, axis, ctx.T, ctx.W)
     slots = t.materialize().slots
     # 1. slots: the reduced slot bits [s_lo, s_hi) of the slot index
     s_lo, s_hi = builtins.max(lo, lt) - lt, builtins.max(hi, lt) - lt

@@ -10,6 +10,7 @@ import simtgpu.compiler_backend as triton
 import simtgpu.compiler_backend.language as tl
 from simtgpu.compiler_backend import ir
 from simtgpu.compiler_backend.compiler import Target, compile_function
+from simtgpu.compiler_backend.reductions import uses_shuffles
 from test_compiler_ptx import PTXAS, needs_ptxas
 
 
@@ -74,9 +75,36 @@ def test_axis_sum_is_the_documented_order(iss_device, m, n, warps, axis):
         -1, 2, (m, n)).astype(np.float32)  # magnitudes apart: the order shows in the bits
     out = np.zeros(m if axis == 1 else n, np.float32)
     _axis_sum[(1,)](x, out, M=m, N=n, AXIS=axis, num_warps=warps)
-    want = model_sum(x, axis, warps * lanes, lanes)
+    T = warps * lanes
+    if uses_shuffles((m, n), axis, T, lanes):
+        want = model_sum(x, axis, T, lanes)
+    else:  # the shared-memory exchange: a sequential chain in index order
+        want = x[:, 0] if axis == 1 else x[0]
+        for k in range(1, x.shape[axis]):
+            want = want + (x[:, k] if axis == 1 else x[k])
     assert out.tobytes() == want.tobytes()
     assert np.allclose(out, x.astype(np.float64).sum(axis=axis), rtol=1e-3, atol=1e-2)
+
+
+@pytest.mark.parametrize("m, n", [(8, 32), (32, 8), (16, 16)])
+@pytest.mark.parametrize("axis", [0, 1])
+def test_the_chosen_path_is_never_slower_on_the_iss(iss_device, monkeypatch, m, n, axis):
+    import simtgpu.compiler_backend.language as lang
+
+    x = np.ones((m, n), np.float32)
+    counts = []
+    for shuffles in (False, True):
+        if not shuffles:
+            monkeypatch.setattr(lang, "reduce_axis_shuffle", lambda *a, **k: None)
+        else:
+            monkeypatch.undo()
+        _axis_sum.cache.clear()
+        out = np.zeros(m if axis == 1 else n, np.float32)
+        counts.append(_axis_sum[(1,)](x, out, M=m, N=n, AXIS=axis, num_warps=4).instructions)
+        assert np.all(out == x.shape[axis])
+    assert counts[1] <= counts[0]
+    if axis == 0:  # columns: fewer instructions
+        assert counts[1] < counts[0]
 
 
 def test_the_model_sees_the_order():
