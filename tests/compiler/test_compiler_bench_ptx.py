@@ -40,7 +40,8 @@ def test_sass_and_ptxas_figures_from_saved_samples():
 
 def test_table_from_saved_figures():
     case = b.CASES[0]
-    rows = [b.Row(case, b.Sass(50, 20, 0, 1, [10]), b.Sass(100, 30, 4, 2, [20, 5])),
+    rows = [b.Row(case, b.Sass(50, 20, 0, 1, [10]), b.Sass(100, 30, 4, 2, [20, 5]),
+                  triton_aligned=b.Sass(25, 16, 0, 3)),
             b.Row(b.CASES[-1], b.Sass(9, 8, 0, 0), None, "no Triton form")]
     text = b.render(rows, {"commit": "abc", "date": "today"}, "3.9.0")
     assert "| vector_add | BLOCK_SIZE=1024 | 50 / 100 | 0.50 | 20 / 30 | 0 / 4 | 1 / 2 | " \
@@ -48,6 +49,8 @@ def test_table_from_saved_figures():
     assert "| transpose | TILE=32, BLOCK_ROWS=8 | 9 / - | - |" in text
     assert "Geometric mean of the SASS instruction ratio over 1 kernels: **0.50**" in text
     assert "transpose: no Triton form." in text
+    assert "| vector_add | 50 / 25 | 2.00 | 20 / 16 | 1 / 3 | 10 / - |" in text
+    assert "Geometric mean against aligned Triton: **2.00**" in text
 
 
 def test_without_triton_the_part_says_what_to_install(monkeypatch, capsys):
