@@ -367,8 +367,9 @@ def _emit(name: str, body: str, output: Path | None, part: str) -> None:
     print(f"wrote section '{name}' of {output}", flush=True)
 
 
-def _other_parts(parts: list[str], output: Path | None) -> None:
-    """Measure and write the sections that other tools provide."""
+def _other_parts(parts: list[str], output: Path | None, explicit: bool = True) -> None:
+    """Measure and write the sections that other tools provide; the ptx part, which needs
+    Triton, is skipped with a note when it was not asked for by name (``explicit``)."""
     info = machine()
     if "rtl" in parts:
         from simtgpu.verification.bench_rtl import bench_rtl
@@ -384,9 +385,21 @@ def _other_parts(parts: list[str], output: Path | None) -> None:
         _emit("compiler-quality",
               render_compiler(cbench.figures(), cbench.compile_times(), info), output,
               "compiler")
+    if "ptx" in parts:
+        from simtgpu.compiler_backend import bench_ptx
+
+        try:
+            rows = bench_ptx.rows()
+        except bench_ptx.BenchUnavailable as e:
+            if not explicit:
+                print(f"skipped part ptx: {e}", file=sys.stderr)
+                return
+            raise
+        _emit("compiler-ptx", bench_ptx.render(rows, info, bench_ptx.triton_version()),
+              output, "ptx")
 
 
-PARTS = ("iss", "rtl", "ipc", "compiler")
+PARTS = ("iss", "rtl", "ipc", "compiler", "ptx")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -405,7 +418,8 @@ def main(argv: list[str] | None = None) -> int:
                    "docs/performance.md; `make bench-docs` updates that one)")
     p.add_argument("--part", choices=PARTS, action="append",
                    help="measure only this part (repeatable; default all): iss throughput, "
-                   "rtl throughput, rtl issue rate (ipc), compiler code quality")
+                   "rtl throughput, rtl issue rate (ipc), compiler code quality, "
+                   "compiler's PTX against Triton's (ptx; needs the bench extra)")
     args = p.parse_args(argv)
     parts = args.part or list(PARTS)
     if args.runs < 1 or args.scale <= 0:
@@ -417,7 +431,7 @@ def main(argv: list[str] | None = None) -> int:
     results = []
     try:
         if "iss" not in parts:
-            _other_parts(parts, output)
+            _other_parts(parts, output, explicit=args.part is not None)
             return 0
         for workload in args.only or list(WORKLOADS):
             for warp in args.warp or sorted(WARP_CONFIGS):
@@ -431,7 +445,7 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     _emit(SECTION, render(results, args.runs, machine()), output, "")
     try:
-        _other_parts(parts, output)
+        _other_parts(parts, output, explicit=args.part is not None)
     except SimtgpuError as e:
         print(e.render(), file=sys.stderr)
         return 1

@@ -47,6 +47,9 @@ def register(subparsers: Any) -> None:
                    help="lanes per warp for the isa target (default: the config's)")
     p.add_argument("--config", default="small", help="GPU configuration for the isa target")
     p.add_argument("--arch", default="sm_90", help="PTX target (sm_80 or sm_90)")
+    p.add_argument("--no-fp-fusion", dest="fp_fusion", action="store_false",
+                   help="keep multiplies and adds separate (no fused multiply-add "
+                   "contraction; Triton's enable_fp_fusion=False)")
     p.set_defaults(func=run)
 
 
@@ -156,7 +159,8 @@ def run(args: argparse.Namespace) -> int:
             raise CompileCommandError(f"--block {args.block}: expected X[,Y[,Z]], each at "
                                       "least 1")
         block = tuple(dims + [1] * (3 - len(dims)))
-    ck = compile_function(k.fn, types, defines, target, args.num_warps, block)
+    ck = compile_function(k.fn, types, defines, target, args.num_warps, block,
+                          enable_fp_fusion=args.fp_fusion)
     text = ck.ir_text if args.emit == "ir" else ck.code
     out = args.output
     if out is None:

@@ -83,8 +83,10 @@ def type_of_arg(value) -> Type:
 
 def compile_function(fn, arg_types: dict[str, Type], constexprs: dict, target: Target,
                      num_warps: int = 4, block: tuple[int, int, int] | None = None,
-                     name: str | None = None, optimize: bool = True) -> CompiledKernel:
-    """Compile the Python kernel ``fn`` for ``target``."""
+                     name: str | None = None, optimize: bool = True,
+                     enable_fp_fusion: bool = True) -> CompiledKernel:
+    """Compile the Python kernel ``fn`` for ``target``; ``enable_fp_fusion`` contracts a
+    multiply feeding an add into one fused multiply-add (as in Triton)."""
     t0 = time.perf_counter()
     if block is None:
         block = (num_warps * target.warp_size, 1, 1)
@@ -93,7 +95,7 @@ def compile_function(fn, arg_types: dict[str, Type], constexprs: dict, target: T
     f.meta["block"] = tuple(block)
     ir.verify(f)
     if optimize:
-        passes.optimize(f, verify=False)
+        passes.optimize(f, verify=False, fp_fusion=enable_fp_fusion)
         ir.verify(f)
     ir_text = ir.print_function(f)
     stats: dict = {}

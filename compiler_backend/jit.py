@@ -53,7 +53,8 @@ def next_power_of_2(n: int) -> int:
 cdiv._simtgpu_host = True  # type: ignore[attr-defined]
 next_power_of_2._simtgpu_host = True  # type: ignore[attr-defined]
 
-_LAUNCH_OPTIONS = ("num_warps", "num_stages", "num_ctas", "block", "target_device")
+_LAUNCH_OPTIONS = ("num_warps", "num_stages", "num_ctas", "block", "target_device",
+                   "enable_fp_fusion")
 
 
 def device_target(dev) -> Target:
@@ -117,13 +118,15 @@ class JITFunction:
         return runtime, cexpr, options
 
     def compile(self, target: Target, arg_types: dict, constexprs: dict, num_warps: int = 4,
-                block: tuple[int, int, int] | None = None) -> CompiledKernel:
+                block: tuple[int, int, int] | None = None,
+                enable_fp_fusion: bool = True) -> CompiledKernel:
         key = (tuple((k, str(v)) for k, v in arg_types.items()),
                tuple(sorted((k, repr(v)) for k, v in constexprs.items())), target,
-               num_warps, block)
+               num_warps, block, enable_fp_fusion)
         hit = self.cache.get(key)
         if hit is None:
-            hit = compile_function(self.fn, arg_types, constexprs, target, num_warps, block)
+            hit = compile_function(self.fn, arg_types, constexprs, target, num_warps, block,
+                                   enable_fp_fusion=enable_fp_fusion)
             self.cache[key] = hit
         return hit
 
@@ -142,7 +145,8 @@ class JITFunction:
         block = options.get("block")
         if block is not None:
             block = tuple(block) + (1,) * (3 - len(tuple(block)))
-        ck = self.compile(target, arg_types, cexpr, num_warps, block)
+        ck = self.compile(target, arg_types, cexpr, num_warps, block,
+                          bool(options.get("enable_fp_fusion", True)))
         if callable(grid):
             grid = grid({**cexpr, **runtime, **options})
         if isinstance(grid, int):

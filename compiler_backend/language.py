@@ -29,6 +29,7 @@ from .dtypes import (  # noqa: F401 - tl.float32, tl.pointer_type ... are langua
 )
 from .errors import CompileError
 from .ir import F32, I1, I32, Type, Value
+from .reductions import reduce_axis_shuffle
 from .tiles import Coords, Lowering, Tile, _GivenCoords
 
 tensor = Tile
@@ -233,7 +234,11 @@ def store(ctx: Lowering, pointer, value, mask=None, cache_modifier="", eviction_
                            f"of shape {list(p.shape)}")
     m = _mask_tile(ctx, mask, p.shape)
     tiles = [p, v] + ([m] if m is not None else [])
-    _each(ctx, tiles, lambda vs: ctx.b.op("store", list(vs)))
+    # a tile smaller than the block (or a scalar) is held by several threads: the first
+    # ``owners`` threads hold one copy each, and a code generator may mask off the rest
+    n = math.prod(p.shape)
+    attrs = {"owners": n} if not ctx.thread_level and n < ctx.T else {}
+    _each(ctx, tiles, lambda vs: ctx.b.op("store", list(vs), dict(attrs)))
 
 
 def _each(ctx: Lowering, tiles: list[Tile], emit) -> list:
@@ -496,7 +501,13 @@ def _reduce_all(ctx: Lowering, t: Tile, kind: str, with_index: bool):
 
 
 def _reduce_axis(ctx: Lowering, t: Tile, axis: int, kind: str, with_index: bool) -> Tile:
-    """Reduction along one axis of a 2-D (or larger) tile: exchange through shared memory."""
+    """Reduction along one axis of a 2-D (or larger) tile: by warp shuffles where the layout
+    allows (reductions.py, which defines the order), else through shared memory."""
+    if not with_index:
+        r = reduce_axis_shuffle(ctx, t, axis,
+                                lambda a, b: _combine(ctx, kind, t.type, a, b))
+        if r is not None:
+            return r
     ctx.scratch_barrier()
     src = ctx.via_shared(t.materialize(), barrier_first=False)
     out_shape = t.shape[:axis] + t.shape[axis + 1:]

@@ -508,13 +508,21 @@ def _leaves(t) -> list:
     return _leaves(t[1]) + _leaves(t[2])
 
 
-PIPELINE = (constant_fold, strength_reduce, constant_fold, cse, licm, loop_strength_reduce,
-            constant_fold, cse, dce)
+from .fma import contract_fma  # noqa: E402 - the contraction pass has a module of its own
+from .reductions import drop_repeated_barriers  # noqa: E402
+
+# contract_fma runs after cse (a product merged with a twin has two uses and stays) and
+# before licm (a fused op in a loop is no longer invariant, its multiply stays inside)
+PIPELINE = (constant_fold, strength_reduce, constant_fold, cse, contract_fma, licm,
+            loop_strength_reduce, constant_fold, cse, dce, drop_repeated_barriers)
 
 
-def optimize(fn: Function, verify: bool = False) -> Function:
-    """Run the standard pipeline (verifying between passes when ``verify``)."""
+def optimize(fn: Function, verify: bool = False, fp_fusion: bool = True) -> Function:
+    """Run the standard pipeline (verifying between passes when ``verify``); without
+    ``fp_fusion`` multiplies and adds are not contracted (Triton's ``enable_fp_fusion``)."""
     for p in PIPELINE:
+        if p is contract_fma and not fp_fusion:
+            continue
         fn = p(fn)
         if verify:
             ir.verify(fn)

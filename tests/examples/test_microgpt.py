@@ -202,10 +202,10 @@ def test_every_kernel_compiles_to_ptx_that_ptxas_accepts(trained, monkeypatch, t
     seen = {}
     original = JITFunction.compile
 
-    def record(self, target, arg_types, constexprs, num_warps=4, block=None):
+    def record(self, target, arg_types, constexprs, num_warps=4, block=None, *options):
         seen[(self.fn.__name__, repr(constexprs), block)] = (self.fn, arg_types, constexprs,
                                                              num_warps, block)
-        return original(self, target, arg_types, constexprs, num_warps, block)
+        return original(self, target, arg_types, constexprs, num_warps, block, *options)
 
     monkeypatch.setattr(JITFunction, "compile", record)
     params, s = trained
