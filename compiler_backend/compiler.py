@@ -10,7 +10,7 @@ import numpy as np
 from . import ir, passes
 from .errors import CompileError
 from .frontend import KernelSource, lower_kernel
-from .ir import F32, I32, Type
+from .ir import F32, I32, U32, Type
 
 
 @dataclass(frozen=True)
@@ -32,7 +32,7 @@ class CompiledKernel:
     target: Target
     ir_text: str
     code: str  # assembly text (isa) or PTX text
-    params: list[tuple[str, str]]  # (name, kind): kind is ptr | i32 | f32
+    params: list[tuple[str, str]]  # (name, kind): kind is ptr | i32 | u32 | f32
     shared_bytes: int
     threads: int
     block: tuple[int, int, int]
@@ -49,8 +49,8 @@ class CompiledKernel:
 
 
 _TYPE_NAMES = {"*fp32": ir.ptr("f32"), "*f32": ir.ptr("f32"), "*i32": ir.ptr("i32"),
-               "*int32": ir.ptr("i32"), "*u32": ir.ptr("i32"), "fp32": F32, "f32": F32,
-               "i32": I32, "int32": I32, "u32": I32}
+               "*int32": ir.ptr("i32"), "*u32": ir.ptr("u32"), "*uint32": ir.ptr("u32"),
+               "fp32": F32, "f32": F32, "i32": I32, "int32": I32, "u32": U32, "uint32": U32}
 
 
 def parse_type(text: str) -> Type:
@@ -69,11 +69,15 @@ def type_of_arg(value) -> Type:
         dt = np.dtype(value.dtype)
         if dt == np.float32:
             return ir.ptr("f32")
-        if dt in (np.dtype(np.int32), np.dtype(np.uint32)):
+        if dt == np.dtype(np.int32):
             return ir.ptr("i32")
+        if dt == np.dtype(np.uint32):
+            return ir.ptr("u32")  # unsigned: comparisons, >>, //, %, float conversion
         raise TypeError(f"arrays of {dt} are not supported (float32, int32, uint32)")
     if isinstance(value, bool | np.bool_):
         return I32
+    if isinstance(value, np.unsignedinteger):
+        return U32
     if isinstance(value, int | np.integer):
         return I32
     if isinstance(value, float | np.floating):

@@ -198,7 +198,7 @@ def launch_compiled(dev, ck: CompiledKernel, grid, runtime: dict, owner=None):
             pass
         elif kind == "f32":
             v = float(v)
-        elif kind == "i32":
+        elif kind in ("i32", "u32"):
             v = int(v)
         call_args.append(v)
     if ck.target.kind == "ptx":

@@ -280,6 +280,9 @@ def _atomic(ctx: Lowering, op: str, pointer, val, mask) -> Tile:
     v = ctx.cast(ctx.to_tile(val, like=Tile(ctx, (), elem, slots=[ctx.const(0, elem)])), elem)
     if elem == F32 and op not in ("add", "exch"):
         raise CompileError(f"atomic {op} is only defined on int32")
+    if elem.unsigned and op in ("min", "max"):
+        raise CompileError(f"atomic_{op} on uint32 is not supported: this ISA's atomic "
+                           f"{op} compares signed (use an int32 array)")
     if elem == F32 and op == "add":
         op = "fadd"
     m = _mask_tile(ctx, mask, ctx.broadcast_shape(p.shape, v.shape))
@@ -324,7 +327,7 @@ def where(ctx: Lowering, condition, x, y) -> Tile:
             raise CompileError("tl.where on pointers needs two pointers of the same type")
         t = xt.type
     return ctx.mapn([c, xt, yt], t, lambda cv, a, b: ctx.b(
-        "select", cv, ctx.to_type(a, t), ctx.to_type(b, t)))
+        "select", cv, ctx.to_type(a, t, xt.type), ctx.to_type(b, t, yt.type)))
 
 
 def _float_unary(ctx: Lowering, x, f) -> Tile:
@@ -383,6 +386,8 @@ def abs(ctx: Lowering, x) -> Tile:  # noqa: A001 - the Triton name
     t = ctx.to_tile(x)
     if t.type == F32:
         return ctx.map1(t, F32, lambda v: ctx.b("fabs", v))
+    if t.type.unsigned:
+        return t
     t = ctx.cast(t, I32)
     return ctx.map1(t, I32, lambda v: ctx.b("max", v, ctx.b("sub", ctx.const(0), v)))
 
@@ -393,8 +398,9 @@ def _minmax(ctx: Lowering, name: str, x, y) -> Tile:
     t = ctx.common_type(xt, yt)
     if t == I1:
         t = I32
-    op = ("f" + name) if t == F32 else name
-    return ctx.mapn([xt, yt], t, lambda a, b: ctx.b(op, ctx.to_type(a, t), ctx.to_type(b, t)))
+    op = ("f" + name) if t == F32 else name + ("u" if t.unsigned else "")
+    return ctx.mapn([xt, yt], t, lambda a, b: ctx.b(op, ctx.to_type(a, t, xt.type),
+                                                     ctx.to_type(b, t, yt.type)))
 
 
 @builtin
@@ -431,6 +437,8 @@ def _combine(ctx: Lowering, kind: str, t: Type, a: Value, b: Value) -> Value:
     name = {"sum": "add", "max": "max", "min": "min"}[kind]
     if t == F32:
         name = "f" + name
+    elif t.unsigned and kind != "sum":
+        name += "u"
     return ctx.b(name, a, b)
 
 
@@ -457,7 +465,8 @@ def _argcombine(ctx: Lowering, kind: str, t: Type, av: Value, ai: Value, bv: Val
                 bi: Value) -> tuple[Value, Value]:
     """Pick (value, index): the larger (smaller) value, the lower index on a tie."""
     cmp = "fcmp" if t == F32 else "icmp"
-    better = ctx.b.op(cmp, [bv, av], {"cond": "gt" if kind == "max" else "lt"}).result
+    u = "u" if t.unsigned else ""
+    better = ctx.b.op(cmp, [bv, av], {"cond": ("gt" if kind == "max" else "lt") + u}).result
     tie = ctx.b.op(cmp, [bv, av], {"cond": "eq"}).result
     lower = ctx.b.op("icmp", [bi, ai], {"cond": "lt"}).result
     take = ctx.b("or", better, ctx.b("and", tie, lower))
@@ -517,7 +526,7 @@ def _reduce_all(ctx: Lowering, t: Tile, kind: str, with_index: bool):
         ctx.scratch_dirty = True
     if with_index:
         return ctx.scalar(idx)
-    return ctx.scalar(acc)
+    return Tile(ctx, (), ty, slots=[acc])
 
 
 def _reduce_axis(ctx: Lowering, t: Tile, axis: int, kind: str, with_index: bool) -> Tile:
