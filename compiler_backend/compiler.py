@@ -38,6 +38,7 @@ class CompiledKernel:
     block: tuple[int, int, int]
     compile_ms: float
     stats: dict = field(default_factory=dict)
+    asserts: list = field(default_factory=list)  # (SourceLocation, message) per device_assert
 
     def object_file(self):
         """The assembled object (isa target)."""
@@ -124,4 +125,4 @@ def compile_function(fn, arg_types: dict[str, Type], constexprs: dict, target: T
     ms = (time.perf_counter() - t0) * 1000
     return CompiledKernel(f.name, target, ir_text, code,
                           [(p.name, param_kind(p.type)) for p in f.params], f.shared_bytes,
-                          threads, block, ms, stats)
+                          threads, block, ms, stats, list(f.meta.get("asserts", [])))

@@ -16,11 +16,12 @@ import operator
 import textwrap
 from dataclasses import dataclass
 
-from simtgpu.errors import SourceError, SourceLocation
+from simtgpu.errors import SourceLocation
 
 from . import ir, language
-from .errors import CompileError
+from .errors import CompileError, KernelError
 from .ir import F32, I1, I32, Type
+from .libmath import Namespace
 from .tiles import Lowering, Tile
 
 
@@ -86,6 +87,29 @@ def _is_constexpr_annotation(ann: ast.AST, g: dict) -> bool:
     return False
 
 
+_WHAT = {
+    "While": "a while loop", "Break": "break", "Continue": "continue",
+    "With": "a with statement", "AsyncWith": "an async with statement",
+    "Try": "a try statement", "TryStar": "a try statement", "Raise": "a raise statement",
+    "Delete": "a del statement", "Global": "a global declaration",
+    "Nonlocal": "a nonlocal declaration", "Import": "an import", "ImportFrom": "an import",
+    "FunctionDef": "a nested function definition", "AsyncFunctionDef": "an async function",
+    "ClassDef": "a class definition", "AsyncFor": "an async for loop",
+    "Match": "a match statement", "TypeAlias": "a type alias",
+    "ListComp": "a list comprehension", "SetComp": "a set comprehension",
+    "DictComp": "a dict comprehension", "GeneratorExp": "a generator expression",
+    "Lambda": "a lambda", "Dict": "a dict literal", "Set": "a set literal",
+    "JoinedStr": "an f-string", "FormattedValue": "an f-string", "Await": "await",
+    "Yield": "yield", "YieldFrom": "yield from", "NamedExpr": "an assignment expression (:=)",
+    "Starred": "a starred expression",
+}
+
+
+def describe(node: ast.AST) -> str:
+    """What the user wrote, in words ("a while loop"), for messages."""
+    return _WHAT.get(type(node).__name__, f"this construct ({type(node).__name__})")
+
+
 class _Return(Exception):
     """Unwinds the statements after a ``return`` in the current region."""
 
@@ -123,13 +147,13 @@ class AstToIr:
                 if pname in src.defaults:
                     self.env[pname] = src.defaults[pname]
                 else:
-                    raise SourceError(src.loc(src.tree),
+                    raise KernelError(src.loc(src.tree),
                                       f"constexpr parameter '{pname}' needs a value "
                                       f"(pass {pname}=... or -D {pname}=...)")
             else:
                 t = arg_types.get(pname)
                 if t is None:
-                    raise SourceError(src.loc(src.tree), f"no type for parameter '{pname}'")
+                    raise KernelError(src.loc(src.tree), f"no type for parameter '{pname}'")
                 v = ir.Value(t, None, pname)
                 fn.params.append(ir.Param(pname, t, v))
                 self.env[pname] = Tile(self.ctx, (), t, slots=[v])
@@ -141,8 +165,8 @@ class AstToIr:
         return False
 
     # --- errors ------------------------------------------------------------------------------
-    def error(self, node: ast.AST | None, msg: str) -> SourceError:
-        return SourceError(self.src.loc(node or self.node), msg)
+    def error(self, node: ast.AST | None, msg: str) -> KernelError:
+        return KernelError(self.src.loc(node or self.node), msg)
 
     # --- entry ---------------------------------------------------------------------------------
     def generate(self) -> ir.Function:
@@ -164,7 +188,7 @@ class AstToIr:
         self.ctx.b.loc = self.src.loc(node)
         meth = getattr(self, "stmt_" + type(node).__name__, None)
         if meth is None:
-            raise self.error(node, f"unsupported statement '{type(node).__name__}' in a kernel")
+            raise self.error(node, f"{describe(node)} is not supported in a kernel")
         try:
             meth(node)
         except CompileError as e:
@@ -452,7 +476,7 @@ class AstToIr:
         self.node = node
         meth = getattr(self, "expr_" + type(node).__name__, None)
         if meth is None:
-            raise self.error(node, f"unsupported expression '{type(node).__name__}' in a kernel")
+            raise self.error(node, f"{describe(node)} is not supported in a kernel")
         try:
             return meth(node)
         except CompileError as e:
@@ -475,7 +499,7 @@ class AstToIr:
         obj = self.expr(node.value)
         self.node = node
         if isinstance(obj, Tile):
-            if node.attr == "dtype":
+            if node.attr in ("dtype", "type"):  # ptr.type.element_ty, as in Triton
                 return obj.dtype
             if node.attr == "shape":
                 return obj.shape
@@ -486,7 +510,9 @@ class AstToIr:
             raise self.error(node, f"tensors have no attribute '{node.attr}'")
         try:
             v = getattr(obj, node.attr)
-        except AttributeError:
+        except AttributeError as e:
+            if isinstance(obj, Namespace):  # tl.math.foo: the namespace's own message
+                raise self.error(node, str(e)) from None
             raise self.error(node, f"'{getattr(obj, '__name__', type(obj).__name__)}' has no "
                              f"attribute '{node.attr}'") from None
         return v.value if isinstance(v, language.constexpr) else v

@@ -9,6 +9,7 @@ DeviceArrays are used in place.
 
 from __future__ import annotations
 
+import functools
 import threading
 from typing import Any
 
@@ -16,6 +17,7 @@ import numpy as np
 from simtgpu.errors import SimtgpuError
 
 from .compiler import CompiledKernel, Target, compile_function, type_of_arg
+from .debug_ops import assertion_from_fault
 from .frontend import KernelSource
 
 _state = threading.local()
@@ -86,7 +88,8 @@ class JITFunction:
                           f"{self.__name__}[grid](...)")
 
     def __getitem__(self, grid) -> Any:
-        return lambda *args, **kwargs: self.run(*args, grid=grid, **kwargs)
+        # a partial adds no Python frame between the user's call and run()
+        return functools.partial(self.run, grid=grid)
 
     def bind(self, args: tuple, kwargs: dict) -> tuple[dict, dict, dict]:
         """Split a call into runtime arguments, constexprs and launch options."""
@@ -128,6 +131,15 @@ class JITFunction:
         return hit
 
     def run(self, *args, grid, **kwargs):
+        """Compile (cached) and launch. A compile error, launch error or kernel fault is
+        raised here with the compiler's and driver's frames trimmed from its traceback:
+        what the user sees is their call, and the error's text names the kernel's place."""
+        try:
+            return self._run(args, kwargs, grid)
+        except SimtgpuError as e:
+            raise e.with_traceback(None) from None
+
+    def _run(self, args, kwargs, grid):
         runtime, cexpr, options = self.bind(args, kwargs)
         dev = get_device()
         target = device_target(dev)
@@ -204,8 +216,16 @@ def launch_compiled(dev, ck: CompiledKernel, grid, runtime: dict, owner=None):
     if ck.target.kind == "ptx":
         result = dev.backend.launch_ptx(mod, grid, ck.block, call_args, ck.shared_bytes)
     else:
-        result = dev.launch(mod.kernel(ck.name), grid=grid, block=ck.block,
-                            args=tuple(call_args))
+        try:
+            result = dev.launch(mod.kernel(ck.name), grid=grid, block=ck.block,
+                                args=tuple(call_args))
+        except SimtgpuError as fault:
+            failed = assertion_from_fault(fault, ck.asserts, ck.target.warp_size)
+            if failed is None:
+                raise
+            for _, d in copies:
+                dev.free(d)
+            raise failed from None
     for host, d in copies:
         host[...] = d.to_host().reshape(host.shape)
         dev.free(d)

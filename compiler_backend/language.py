@@ -12,7 +12,7 @@ scalar per thread instead of one tile per program.
 from __future__ import annotations
 
 import builtins
-import math
+import math as _pymath
 
 from . import dtypes, ir
 from .dtypes import (  # noqa: F401 - tl.float32, tl.pointer_type ... are language names
@@ -200,12 +200,6 @@ def max_contiguous(ctx: Lowering, x, values):
     return x
 
 
-@builtin
-def static_assert(ctx: Lowering, cond, msg: str = "") -> None:
-    if not cond:
-        raise CompileError(f"static_assert failed: {msg}")
-
-
 # --- memory -------------------------------------------------------------------------------------
 def _ptr_tile(pointer) -> Tile:
     if not isinstance(pointer, Tile) or not pointer.type.is_ptr:
@@ -377,11 +371,6 @@ def sigmoid(ctx: Lowering, x) -> Tile:
 
 
 @builtin
-def fdiv(ctx: Lowering, x, y, ieee_rounding=False) -> Tile:
-    return ctx.binary("/", x, y)
-
-
-@builtin
 def abs(ctx: Lowering, x) -> Tile:  # noqa: A001 - the Triton name
     t = ctx.to_tile(x)
     if t.type == F32:
@@ -429,8 +418,8 @@ def cdiv(ctx: Lowering, x, div) -> Tile | int:
 
 
 # --- reductions ----------------------------------------------------------------------------------
-_IDENTITY = {("sum", F32): 0.0, ("sum", I32): 0, ("max", F32): -math.inf,
-             ("max", I32): -(1 << 31), ("min", F32): math.inf, ("min", I32): (1 << 31) - 1}
+_IDENTITY = {("sum", F32): 0.0, ("sum", I32): 0, ("max", F32): -_pymath.inf,
+             ("max", I32): -(1 << 31), ("min", F32): _pymath.inf, ("min", I32): (1 << 31) - 1}
 
 
 def _combine(ctx: Lowering, kind: str, t: Type, a: Value, b: Value) -> Value:
@@ -755,5 +744,36 @@ THREAD_LEVEL_NAMES = frozenset({"thread_id", "block_dim", "lane_id", "warp_id", 
                                 "shfl_up", "shfl_xor", "shfl_idx", "vote_any", "vote_all",
                                 "vote_ballot", "linear_thread_id", "shared_array"})
 
-__all__ = [n for n in dir() if not n.startswith("_") and n not in ("annotations", "math",
-                                                                    "dataclass", "ir")]
+# tl.math, the checks and the functions that need the builtins above (modules of their own)
+from .debug_ops import (  # noqa: E402, F401 - language names
+    assume,
+    device_assert,
+    device_print,
+    static_assert,
+    static_print,
+)
+from .libmath import (  # noqa: E402, F401 - language names
+    PropagateNan,
+    ceil,
+    clamp,
+    div_rn,
+    erf,
+    expm1,
+    extra,
+    fdiv,
+    floor,
+    isinf,
+    isnan,
+    log1p,
+    math,
+    pow,
+    sqrt_rn,
+    tanh,
+    trunc,
+    umulhi,
+)
+
+__all__ = [n for n in dir() if not n.startswith("_") and n not in (
+    "annotations", "builtins", "dataclass", "ir", "builtin", "dtype_of_type", "to_ir_type",
+    "Lowering", "Coords", "LN2", "LOG2E", "CompileError", "Type", "Value", "F32", "I1", "I32",
+    "THREAD_LEVEL_NAMES", "SharedArray", "dtypes")]

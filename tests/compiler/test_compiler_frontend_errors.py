@@ -135,7 +135,7 @@ CASES = [
     (k_recursive, "recursive", "recursive call (k_recursive -> k_recursive)"),
     (k_mutual, "mutual", "recursive call (k_mutual -> helper_a -> helper_b -> helper_a)"),
     (k_undefined, "undefined", "name 'undefined_thing' is not defined"),
-    (k_while, "while", "unsupported statement 'While'"),
+    (k_while, "while", "a while loop is not supported"),
     (k_shapes, "shapes", "do not broadcast"),
     (k_not_constexpr, "constexpr", "compile-time integer"),
     (k_tile_if, "tile_if", "must be a scalar"),
