@@ -772,6 +772,7 @@ from .libmath import (  # noqa: E402, F401 - language names
     trunc,
     umulhi,
 )
+from .stdlib import add, cast, constexpr_function, max_constancy, swizzle2d  # noqa: E402, F401
 
 __all__ = [n for n in dir() if not n.startswith("_") and n not in (
     "annotations", "builtins", "dataclass", "ir", "builtin", "dtype_of_type", "to_ir_type",

@@ -109,3 +109,21 @@ def test_pointer_element_type(iss_device, tmp_path):
     x = np.zeros(8, np.float32)
     kern[(1,)](x, np.zeros(1, np.uint32))
     assert (x == 2).all()
+
+
+def test_device_assert_ptx_assembles(tmp_path):
+    import shutil
+    import subprocess
+    from pathlib import Path
+
+    from simtgpu.compiler_backend import Target, compile_function, parse_type
+
+    ptxas = shutil.which("ptxas") or "/usr/local/bin/ptxas"
+    if not Path(ptxas).exists():
+        pytest.skip("ptxas not installed")
+    types = {"x_ptr": parse_type("*i32"), "y_ptr": parse_type("*i32"), "n": parse_type("i32")}
+    ck = compile_function(k_assert.fn, types, {"BLOCK": 128}, Target.ptx("sm_90"))
+    assert "ld.shared" in ck.code
+    (tmp_path / "k.ptx").write_text(ck.code)
+    subprocess.run([ptxas, "-arch=sm_90", str(tmp_path / "k.ptx"), "-o",
+                    str(tmp_path / "k.cubin")], check=True, capture_output=True)
