@@ -20,8 +20,8 @@ from simtgpu.errors import SimtgpuError, SourceLocation
 from . import ir
 from .errors import CompileError
 from .ir import I1
-from .language import Tile, _each, builtin
-from .tiles import Lowering
+from .lang_base import _each, builtin
+from .tiles import Lowering, Tile
 
 ASSERT_BASE = 0x4000_0000
 ASSERT_STRIDE = 0x20_0000

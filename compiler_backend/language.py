@@ -28,51 +28,20 @@ from .dtypes import (  # noqa: F401 - tl.float32, tl.pointer_type ... are langua
 )
 from .errors import CompileError
 from .ir import F32, I1, I32, Type, Value
+from .lang_base import (  # noqa: F401 - constexpr and the helpers are language names too
+    LN2,
+    LOG2E,
+    _builtin_named,
+    _each,
+    _int,
+    _minmax,
+    builtin,
+    constexpr,
+)
 from .tiles import Coords, Lowering, Tile, _GivenCoords
 
 tensor = Tile
 dtype = dtypes.dtype  # an assignment: builtins below take a parameter of the same name
-
-
-class constexpr:  # noqa: N801
-    """Annotation for compile-time parameters (``BLOCK: tl.constexpr``)."""
-
-    def __init__(self, value=None):
-        self.value = value
-
-    def __repr__(self) -> str:
-        return f"constexpr({self.value!r})"
-
-
-def builtin(fn):
-    """Mark a language function: the front end calls it with ``_ctx`` set."""
-
-    def wrapper(*args, _ctx: Lowering | None = None, **kwargs):
-        if _ctx is None:
-            raise CompileError(f"tl.{fn.__name__} can only be called inside a @jit kernel")
-        return fn(_ctx, *args, **kwargs)
-
-    wrapper.__name__ = fn.__name__
-    wrapper.__doc__ = fn.__doc__
-    wrapper.__wrapped__ = fn
-    wrapper._simtgpu_builtin = True
-    return wrapper
-
-
-def _builtin_named(name: str, doc: str, fn):
-    """``fn`` as the builtin ``tl.<name>``: for families of builtins made by one factory."""
-    fn.__name__ = fn.__qualname__ = name
-    fn.__doc__ = doc
-    return builtin(fn)
-
-
-def _int(x, what: str) -> int:
-    if isinstance(x, constexpr):
-        x = x.value
-    if isinstance(x, bool) or not isinstance(x, int):
-        raise CompileError(f"{what} must be a compile-time integer (tl.constexpr), "
-                           f"not {type(x).__name__ if not isinstance(x, Tile) else 'a tensor'}")
-    return x
 
 
 def _shape(shape) -> tuple[int, ...]:
@@ -255,19 +224,6 @@ def store(ctx: Lowering, pointer, value, mask=None, cache_modifier="", eviction_
     _each(ctx, tiles, lambda vs: ctx.b.op("store", list(vs)))
 
 
-def _each(ctx: Lowering, tiles: list[Tile], emit) -> list:
-    """Run ``emit`` once per slot of the broadcast shape of ``tiles`` (side effects)."""
-    shape: tuple[int, ...] = ()
-    for t in tiles:
-        shape = ctx.broadcast_shape(shape, t.shape)
-    bt = [ctx.broadcast_to(t, shape) for t in tiles]
-    out = []
-    for s in builtins.range(ctx.nslots(shape)):
-        c = Coords(ctx, shape, s)
-        out.append(emit([t.at(c) for t in bt]))
-    return out
-
-
 def _atomic(ctx: Lowering, op: str, pointer, val, mask) -> Tile:
     p = _ptr_tile(pointer)
     elem = p.type.pointee
@@ -329,8 +285,6 @@ def _float_unary(ctx: Lowering, x, f) -> Tile:
     return ctx.map1(t, F32, f)
 
 
-LOG2E = 1.4426950408889634
-LN2 = 0.6931471805599453
 
 
 @builtin
@@ -379,17 +333,6 @@ def abs(ctx: Lowering, x) -> Tile:  # noqa: A001 - the Triton name
         return t
     t = ctx.cast(t, I32)
     return ctx.map1(t, I32, lambda v: ctx.b("max", v, ctx.b("sub", ctx.const(0), v)))
-
-
-def _minmax(ctx: Lowering, name: str, x, y) -> Tile:
-    xt = ctx.to_tile(x, like=y if isinstance(y, Tile) else None)
-    yt = ctx.to_tile(y, like=xt)
-    t = ctx.common_type(xt, yt)
-    if t == I1:
-        t = I32
-    op = ("f" + name) if t == F32 else name + ("u" if t.unsigned else "")
-    return ctx.mapn([xt, yt], t, lambda a, b: ctx.b(op, ctx.to_type(a, t, xt.type),
-                                                     ctx.to_type(b, t, yt.type)))
 
 
 @builtin
@@ -753,19 +696,20 @@ from .debug_ops import (  # noqa: E402, F401 - language names
     static_print,
 )
 from .libmath import (  # noqa: E402, F401 - language names
+    LIBDEVICE_NAMES,
+    MATH_NAMES,
+    Namespace,
     PropagateNan,
     ceil,
     clamp,
     div_rn,
     erf,
     expm1,
-    extra,
     fdiv,
     floor,
     isinf,
     isnan,
     log1p,
-    math,
     pow,
     sqrt_rn,
     tanh,
@@ -774,7 +718,15 @@ from .libmath import (  # noqa: E402, F401 - language names
 )
 from .stdlib import add, cast, constexpr_function, max_constancy, swizzle2d  # noqa: E402, F401
 
+math = Namespace("tl.math", {n: globals()[n] for n in MATH_NAMES + LIBDEVICE_NAMES})
+"""Triton's ``tl.math`` namespace (an unknown name is a compile error at its place)."""
+_libdevice = Namespace("tl.extra.libdevice", {n: globals()[n]
+                                              for n in MATH_NAMES + LIBDEVICE_NAMES})
+extra = Namespace("tl.extra", {"libdevice": _libdevice,
+                               "cuda": Namespace("tl.extra.cuda", {"libdevice": _libdevice})})
+
 __all__ = [n for n in dir() if not n.startswith("_") and n not in (
     "annotations", "builtins", "dataclass", "ir", "builtin", "dtype_of_type", "to_ir_type",
     "Lowering", "Coords", "LN2", "LOG2E", "CompileError", "Type", "Value", "F32", "I1", "I32",
-    "THREAD_LEVEL_NAMES", "SharedArray", "dtypes")]
+    "THREAD_LEVEL_NAMES", "SharedArray", "dtypes", "Namespace", "MATH_NAMES",
+    "LIBDEVICE_NAMES")]

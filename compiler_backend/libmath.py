@@ -13,11 +13,10 @@ import enum
 
 import numpy as np
 
-from . import language as _lang
 from .errors import CompileError
 from .ir import F32, I1, I32, Value
-from .language import LN2, LOG2E, Tile, builtin
-from .tiles import Lowering
+from .lang_base import LN2, LOG2E, _builtin_named, _minmax, builtin, constexpr
+from .tiles import Lowering, Tile
 
 _TWO23 = 8388608.0  # from 2**23 on, every float32 is an integer
 _LOG2E_LO = LOG2E - float(np.float32(LOG2E))  # the part of log2(e) below float32 precision
@@ -133,7 +132,7 @@ def _ops_builtin(name: str, doc: str, method: str):
         ops = _Ops(ctx)
         return _map_f32(ctx, (x,), getattr(ops, method))
 
-    return _lang._builtin_named(name, doc, fn)
+    return _builtin_named(name, doc, fn)
 
 
 floor = _ops_builtin("floor", "Largest integer <= x (exact; -0.0, inf and NaN kept).", "floor")
@@ -239,7 +238,7 @@ def sqrt_rn(ctx: Lowering, x) -> Tile:
 @builtin
 def fdiv(ctx: Lowering, x, y, ieee_rounding=False) -> Tile:
     """x / y: fast (x * rcp(y)), or rounded to nearest with ``ieee_rounding=True``."""
-    if isinstance(ieee_rounding, _lang.constexpr):
+    if isinstance(ieee_rounding, constexpr):
         ieee_rounding = ieee_rounding.value
     if ieee_rounding:
         return div_rn.__wrapped__(ctx, x, y)
@@ -261,8 +260,8 @@ def umulhi(ctx: Lowering, x, y) -> Tile:
 @builtin
 def clamp(ctx: Lowering, x, min, max, propagate_nan=PropagateNan.NONE) -> Tile:  # noqa: A002
     """min(max(x, min), max); with ``propagate_nan=PropagateNan.ALL`` a NaN x stays NaN."""
-    lo = _lang._minmax(ctx, "max", x, min)
-    r = _lang._minmax(ctx, "min", lo, max)
+    lo = _minmax(ctx, "max", x, min)
+    r = _minmax(ctx, "min", lo, max)
     if propagate_nan == PropagateNan.ALL and r.type == F32:
         xt = _f32(ctx, x)
         r = ctx.mapn([xt, r], F32, lambda a, b: ctx.b(  # ordered a == a fails only on NaN
@@ -275,7 +274,7 @@ def _float_pred(name: str, doc: str, test):
         ops = _Ops(ctx)
         return ctx.mapn([_f32(ctx, x)], I1, lambda v: test(ops, v))
 
-    return _lang._builtin_named(name, doc, fn)
+    return _builtin_named(name, doc, fn)
 
 
 isnan = _float_pred("isnan", "True where x is NaN.", lambda o, v: o("not", o.cmp("eq", v, v)))
@@ -309,15 +308,5 @@ MATH_NAMES = ("umulhi", "exp", "exp2", "fma", "log", "log2", "cos", "rsqrt", "si
 
 LIBDEVICE_NAMES = ("tanh", "pow", "log1p", "expm1", "trunc", "isnan", "isinf", "clamp")
 """libdevice-style functions beyond Triton's ``tl.math`` (also under ``tl.math`` here, as
-Triton 2.x kernels call them there)."""
-
-
-def _member(name: str):
-    return globals().get(name) or getattr(_lang, name)
-
-
-math = Namespace("tl.math", {n: _member(n) for n in MATH_NAMES + LIBDEVICE_NAMES})
-libdevice = Namespace("tl.extra.libdevice", {n: _member(n) for n in MATH_NAMES
-                                             + LIBDEVICE_NAMES})
-extra = Namespace("tl.extra", {"libdevice": libdevice,
-                               "cuda": Namespace("tl.extra.cuda", {"libdevice": libdevice})})
+Triton 2.x kernels call them there). language.py builds ``tl.math`` and ``tl.extra`` from
+these two lists."""

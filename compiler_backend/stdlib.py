@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import operator
 
-from .language import Tile, _minmax, builtin
-from .tiles import Lowering
+from .lang_base import _minmax, builtin
+from .tiles import Lowering, Tile
 
 
 @builtin
