@@ -55,10 +55,11 @@ _TYPE_NAMES = {"*fp32": ir.ptr("f32"), "*f32": ir.ptr("f32"), "*i32": ir.ptr("i3
 
 
 def parse_type(text: str) -> Type:
-    """Triton-style signature type names: ``*fp32``, ``*i32``, ``i32``, ``fp32``."""
+    """Triton-style signature type names: ``*fp32``, ``*i32``, ``*u32``, ``i32``, ``u32``,
+    ``fp32``."""
     t = _TYPE_NAMES.get(text.strip())
     if t is None:
-        raise ValueError(f"unknown parameter type '{text}' (use *fp32, *i32, i32, fp32)")
+        raise ValueError(f"unknown parameter type '{text}' (use *fp32, *i32, *u32, i32, u32, fp32)")
     return t
 
 
