@@ -22,6 +22,9 @@ def test_every_missing_name_has_a_reason_and_present_names_are_real():
         if present:
             assert hasattr(tl, name), name
         else:
+            if name in triton_names.ERROR_ONLY:
+                assert name in tl.__all__  # defined, to say why it cannot be used
+                continue
             assert name in triton_names.REASONS, f"{name}: give a reason in REASONS"
             assert not hasattr(tl, name) or name not in tl.__all__
     assert len(set(triton_names.TRITON_LANGUAGE_ALL)) == len(triton_names.TRITON_LANGUAGE_ALL)
