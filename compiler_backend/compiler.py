@@ -39,6 +39,7 @@ class CompiledKernel:
     compile_ms: float
     stats: dict = field(default_factory=dict)
     asserts: list = field(default_factory=list)  # (SourceLocation, message) per device_assert
+    prints: list = field(default_factory=list)  # (prefix, value kinds, hex) per device_print
 
     def object_file(self):
         """The assembled object (isa target)."""
@@ -126,4 +127,5 @@ def compile_function(fn, arg_types: dict[str, Type], constexprs: dict, target: T
     ms = (time.perf_counter() - t0) * 1000
     return CompiledKernel(f.name, target, ir_text, code,
                           [(p.name, param_kind(p.type)) for p in f.params], f.shared_bytes,
-                          threads, block, ms, stats, list(f.meta.get("asserts", [])))
+                          threads, block, ms, stats, list(f.meta.get("asserts", [])),
+                          list(f.meta.get("prints", [])))

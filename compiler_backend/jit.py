@@ -17,7 +17,7 @@ import numpy as np
 from simtgpu.errors import SimtgpuError
 
 from .compiler import CompiledKernel, Target, compile_function, type_of_arg
-from .debug_ops import assertion_from_fault
+from .debug_ops import PRINT_BUFFER_WORDS, PRINT_PARAMS, assertion_from_fault, format_prints
 from .frontend import KernelSource
 
 _state = threading.local()
@@ -198,6 +198,10 @@ def launch_compiled(dev, ck: CompiledKernel, grid, runtime: dict, owner=None):
     mod = _module_for(dev, ck)
     call_args = []
     copies: list[tuple[np.ndarray, Any]] = []
+    print_buf = None
+    if ck.prints:  # tl.device_print: one buffer behind both hidden parameters
+        print_buf = dev.to_device(np.zeros(PRINT_BUFFER_WORDS, np.int32))
+        runtime = {**runtime, PRINT_PARAMS[0]: print_buf, PRINT_PARAMS[1]: print_buf}
     for name, kind in ck.params:
         v = runtime[name]
         if isinstance(v, np.ndarray):
@@ -223,12 +227,16 @@ def launch_compiled(dev, ck: CompiledKernel, grid, runtime: dict, owner=None):
             failed = assertion_from_fault(fault, ck.asserts, ck.target.warp_size)
             if failed is None:
                 raise
-            for _, d in copies:
+            for d in [d for _, d in copies] + ([print_buf] if print_buf is not None else []):
                 dev.free(d)
             raise failed from None
     for host, d in copies:
         host[...] = d.to_host().reshape(host.shape)
         dev.free(d)
+    if print_buf is not None:
+        for line in format_prints(print_buf.to_host(), ck.prints):
+            print(line)
+        dev.free(print_buf)
     if owner is not None:
         owner.last_launch = result
     return result

@@ -91,12 +91,36 @@ def test_device_assert_passes_and_fails_with_a_report(iss_device):
     assert "block (1,0,0)" in msg and "thread 5 " in msg
 
 
-def test_device_print_is_a_clear_compile_error(iss_device, tmp_path):
-    kern, _ = generated_kernel(tmp_path, "dprint", (
-        "def kern(x_ptr):\n"
-        "    tl.device_print('x', tl.load(x_ptr))\n"))
-    e = _launch_error(kern, np.zeros(1, np.float32))
-    assert isinstance(e, SourceError) and "device_print is not supported" in str(e)
+@triton.jit
+def k_print(x_ptr, n, BLOCK: tl.constexpr):
+    pid = tl.program_id(0)
+    offs = pid * BLOCK + tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs, mask=offs < n, other=0.0)
+    tl.device_print("x", x, offs)
+    tl.device_print("pid", pid)
+
+
+def test_device_print_prints_every_element_after_the_launch(iss_device, capsys):
+    x = np.arange(16, dtype=np.float32) * 0.5
+    k_print[(2,)](x, 16, BLOCK=8)
+    lines = capsys.readouterr().out.splitlines()
+    want = [f"pid ({p}, 0, 0) idx ({i}) x: {float(x[8 * p + i])!r}, {8 * p + i}"
+            for p in range(2) for i in range(8)]
+    assert [ln for ln in lines if " x: " in ln] == want
+    assert [ln for ln in lines if " pid: " in ln] == ["pid (0, 0, 0) idx (0) pid: 0",
+                                                      "pid (1, 0, 0) idx (0) pid: 1"]
+
+
+@triton.jit
+def k_print_threads(x_ptr):
+    t = tl.thread_id(0)
+    tl.device_print("t", t * 2)
+
+
+def test_device_print_in_a_thread_level_kernel(iss_device, capsys):
+    k_print_threads[(1,)](np.zeros(1, np.float32), block=(4, 1, 1))
+    assert capsys.readouterr().out.splitlines() == [
+        f"pid (0, 0, 0) idx ({t}) t: {2 * t}" for t in range(4)]
 
 
 def test_pointer_element_type(iss_device, tmp_path):
@@ -111,7 +135,7 @@ def test_pointer_element_type(iss_device, tmp_path):
     assert (x == 2).all()
 
 
-def test_device_assert_ptx_assembles(tmp_path):
+def test_device_assert_and_print_ptx_assemble(tmp_path):
     import shutil
     import subprocess
     from pathlib import Path
@@ -124,6 +148,11 @@ def test_device_assert_ptx_assembles(tmp_path):
     types = {"x_ptr": parse_type("*i32"), "y_ptr": parse_type("*i32"), "n": parse_type("i32")}
     ck = compile_function(k_assert.fn, types, {"BLOCK": 128}, Target.ptx("sm_90"))
     assert "ld.shared" in ck.code
-    (tmp_path / "k.ptx").write_text(ck.code)
-    subprocess.run([ptxas, "-arch=sm_90", str(tmp_path / "k.ptx"), "-o",
-                    str(tmp_path / "k.cubin")], check=True, capture_output=True)
+    del types["y_ptr"]
+    types["x_ptr"] = parse_type("*fp32")
+    printing = compile_function(k_print.fn, types, {"BLOCK": 128}, Target.ptx("sm_90"))
+    assert "atom.global.add" in printing.code
+    for i, code in enumerate((ck.code, printing.code)):
+        (tmp_path / f"k{i}.ptx").write_text(code)
+        subprocess.run([ptxas, "-arch=sm_90", str(tmp_path / f"k{i}.ptx"), "-o",
+                        str(tmp_path / f"k{i}.cubin")], check=True, capture_output=True)
