@@ -10,7 +10,7 @@ import numpy as np
 from . import ir, passes
 from .errors import CompileError
 from .frontend import KernelSource, lower_kernel
-from .ir import F32, I32, Type
+from .ir import F32, I32, U32, Type
 
 
 @dataclass(frozen=True)
@@ -32,12 +32,14 @@ class CompiledKernel:
     target: Target
     ir_text: str
     code: str  # assembly text (isa) or PTX text
-    params: list[tuple[str, str]]  # (name, kind): kind is ptr | i32 | f32
+    params: list[tuple[str, str]]  # (name, kind): kind is ptr | i32 | u32 | f32
     shared_bytes: int
     threads: int
     block: tuple[int, int, int]
     compile_ms: float
     stats: dict = field(default_factory=dict)
+    asserts: list = field(default_factory=list)  # (SourceLocation, message) per device_assert
+    prints: list = field(default_factory=list)  # (prefix, value kinds, hex) per device_print
 
     def object_file(self):
         """The assembled object (isa target)."""
@@ -49,15 +51,16 @@ class CompiledKernel:
 
 
 _TYPE_NAMES = {"*fp32": ir.ptr("f32"), "*f32": ir.ptr("f32"), "*i32": ir.ptr("i32"),
-               "*int32": ir.ptr("i32"), "*u32": ir.ptr("i32"), "fp32": F32, "f32": F32,
-               "i32": I32, "int32": I32, "u32": I32}
+               "*int32": ir.ptr("i32"), "*u32": ir.ptr("u32"), "*uint32": ir.ptr("u32"),
+               "fp32": F32, "f32": F32, "i32": I32, "int32": I32, "u32": U32, "uint32": U32}
 
 
 def parse_type(text: str) -> Type:
-    """Triton-style signature type names: ``*fp32``, ``*i32``, ``i32``, ``fp32``."""
+    """Triton-style signature type names: ``*fp32``, ``*i32``, ``*u32``, ``i32``, ``u32``,
+    ``fp32``."""
     t = _TYPE_NAMES.get(text.strip())
     if t is None:
-        raise ValueError(f"unknown parameter type '{text}' (use *fp32, *i32, i32, fp32)")
+        raise ValueError(f"unknown parameter type '{text}' (use *fp32, *i32, *u32, i32, u32, fp32)")
     return t
 
 
@@ -69,11 +72,15 @@ def type_of_arg(value) -> Type:
         dt = np.dtype(value.dtype)
         if dt == np.float32:
             return ir.ptr("f32")
-        if dt in (np.dtype(np.int32), np.dtype(np.uint32)):
+        if dt == np.dtype(np.int32):
             return ir.ptr("i32")
+        if dt == np.dtype(np.uint32):
+            return ir.ptr("u32")  # unsigned: comparisons, >>, //, %, float conversion
         raise TypeError(f"arrays of {dt} are not supported (float32, int32, uint32)")
     if isinstance(value, bool | np.bool_):
         return I32
+    if isinstance(value, np.unsignedinteger):
+        return U32
     if isinstance(value, int | np.integer):
         return I32
     if isinstance(value, float | np.floating):
@@ -122,4 +129,5 @@ def compile_function(fn, arg_types: dict[str, Type], constexprs: dict, target: T
     ms = (time.perf_counter() - t0) * 1000
     return CompiledKernel(f.name, target, ir_text, code,
                           [(p.name, param_kind(p.type)) for p in f.params], f.shared_bytes,
-                          threads, block, ms, stats)
+                          threads, block, ms, stats, list(f.meta.get("asserts", [])),
+                          list(f.meta.get("prints", [])))

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .errors import CompileError
-from .ir import F32, I1, I32, Type
+from .ir import F32, I1, I32, U32, Type
 
 
 @dataclass(frozen=True)
@@ -24,21 +24,35 @@ class dtype:  # noqa: N801 - the Triton spelling
 float32 = dtype("float32", F32)
 int32 = dtype("int32", I32)
 int1 = dtype("int1", I1)
-uint32 = dtype("uint32", I32)
+uint32 = dtype("uint32", U32)
 fp32 = float32
 _DTYPES = {"float32": float32, "fp32": float32, "int32": int32, "i32": int32, "int1": int1,
-           "i1": int1, "uint32": uint32}
+           "i1": int1, "uint32": uint32, "u32": uint32}
 
 
 def dtype_of_type(t: Type):
     if t.is_ptr:
-        return pointer_type(_DTYPES[t.elem if t.elem != "f32" else "float32"])
+        return pointer_type(dtype_of_type(t.pointee))
+    if t.unsigned:
+        return uint32
     return {F32: float32, I32: int32, I1: int1}[t]
 
 
 @dataclass(frozen=True)
 class pointer_type:  # noqa: N801
+    """A pointer's language type: ``ptr.type.element_ty`` (or ``ptr.dtype.element_ty``)."""
+
     element_ty: dtype
+
+    @property
+    def name(self) -> str:
+        return f"pointer<{self.element_ty.name}>"
+
+    def is_ptr(self) -> bool:
+        return True
+
+    def __repr__(self) -> str:
+        return f"pointer<{self.element_ty!r}>"
 
 
 def to_ir_type(d) -> Type:
@@ -46,4 +60,5 @@ def to_ir_type(d) -> Type:
         return d.type
     if isinstance(d, str) and d in _DTYPES:
         return _DTYPES[d].type
-    raise CompileError(f"{d!r} is not a supported dtype (tl.float32, tl.int32, tl.int1)")
+    raise CompileError(f"{d!r} is not a supported dtype (tl.float32, tl.int32, tl.uint32, "
+                       "tl.int1)")

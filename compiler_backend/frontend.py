@@ -16,11 +16,12 @@ import operator
 import textwrap
 from dataclasses import dataclass
 
-from simtgpu.errors import SourceError, SourceLocation
+from simtgpu.errors import SourceLocation
 
 from . import ir, language
-from .errors import CompileError
+from .errors import CompileError, KernelError
 from .ir import F32, I1, I32, Type
+from .libmath import Namespace
 from .loops import LoopLowering, _assigned_names, _Return, has_jump
 from .methods import tensor_attribute
 from .tiles import Lowering, Tile
@@ -88,6 +89,29 @@ def _is_constexpr_annotation(ann: ast.AST, g: dict) -> bool:
     return False
 
 
+_WHAT = {
+    "While": "a while loop", "Break": "break", "Continue": "continue",
+    "With": "a with statement", "AsyncWith": "an async with statement",
+    "Try": "a try statement", "TryStar": "a try statement", "Raise": "a raise statement",
+    "Delete": "a del statement", "Global": "a global declaration",
+    "Nonlocal": "a nonlocal declaration", "Import": "an import", "ImportFrom": "an import",
+    "FunctionDef": "a nested function definition", "AsyncFunctionDef": "an async function",
+    "ClassDef": "a class definition", "AsyncFor": "an async for loop",
+    "Match": "a match statement", "TypeAlias": "a type alias",
+    "ListComp": "a list comprehension", "SetComp": "a set comprehension",
+    "DictComp": "a dict comprehension", "GeneratorExp": "a generator expression",
+    "Lambda": "a lambda", "Dict": "a dict literal", "Set": "a set literal",
+    "JoinedStr": "an f-string", "FormattedValue": "an f-string", "Await": "await",
+    "Yield": "yield", "YieldFrom": "yield from", "NamedExpr": "an assignment expression (:=)",
+    "Starred": "a starred expression",
+}
+
+
+def describe(node: ast.AST) -> str:
+    """What the user wrote, in words ("a while loop"), for messages."""
+    return _WHAT.get(type(node).__name__, f"this construct ({type(node).__name__})")
+
+
 _BINOPS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
            ast.Div: operator.truediv, ast.FloorDiv: operator.floordiv, ast.Mod: operator.mod,
            ast.BitAnd: operator.and_, ast.BitOr: operator.or_, ast.BitXor: operator.xor,
@@ -122,13 +146,13 @@ class AstToIr(LoopLowering):
                 if pname in src.defaults:
                     self.env[pname] = src.defaults[pname]
                 else:
-                    raise SourceError(src.loc(src.tree),
+                    raise KernelError(src.loc(src.tree),
                                       f"constexpr parameter '{pname}' needs a value "
                                       f"(pass {pname}=... or -D {pname}=...)")
             else:
                 t = arg_types.get(pname)
                 if t is None:
-                    raise SourceError(src.loc(src.tree), f"no type for parameter '{pname}'")
+                    raise KernelError(src.loc(src.tree), f"no type for parameter '{pname}'")
                 v = ir.Value(t, None, pname)
                 fn.params.append(ir.Param(pname, t, v))
                 self.env[pname] = Tile(self.ctx, (), t, slots=[v])
@@ -140,8 +164,8 @@ class AstToIr(LoopLowering):
         return False
 
     # --- errors ------------------------------------------------------------------------------
-    def error(self, node: ast.AST | None, msg: str) -> SourceError:
-        return SourceError(self.src.loc(node or self.node), msg)
+    def error(self, node: ast.AST | None, msg: str) -> KernelError:
+        return KernelError(self.src.loc(node or self.node), msg)
 
     # --- entry ---------------------------------------------------------------------------------
     def generate(self) -> ir.Function:
@@ -163,7 +187,7 @@ class AstToIr(LoopLowering):
         self.ctx.b.loc = self.src.loc(node)
         meth = getattr(self, "stmt_" + type(node).__name__, None)
         if meth is None:
-            raise self.error(node, f"unsupported statement '{type(node).__name__}' in a kernel")
+            raise self.error(node, f"{describe(node)} is not supported in a kernel")
         try:
             meth(node)
         except CompileError as e:
@@ -455,7 +479,7 @@ class AstToIr(LoopLowering):
         self.node = node
         meth = getattr(self, "expr_" + type(node).__name__, None)
         if meth is None:
-            raise self.error(node, f"unsupported expression '{type(node).__name__}' in a kernel")
+            raise self.error(node, f"{describe(node)} is not supported in a kernel")
         try:
             return meth(node)
         except CompileError as e:
@@ -478,7 +502,7 @@ class AstToIr(LoopLowering):
         obj = self.expr(node.value)
         self.node = node
         if isinstance(obj, Tile):
-            if node.attr == "dtype":
+            if node.attr in ("dtype", "type"):  # ptr.type.element_ty, as in Triton
                 return obj.dtype
             if node.attr == "shape":
                 return obj.shape
@@ -490,7 +514,9 @@ class AstToIr(LoopLowering):
             raise self.error(node, f"tensors have no attribute '{node.attr}'")
         try:
             v = getattr(obj, node.attr)
-        except AttributeError:
+        except AttributeError as e:
+            if isinstance(obj, Namespace):  # tl.math.foo: the namespace's own message
+                raise self.error(node, str(e)) from None
             raise self.error(node, f"'{getattr(obj, '__name__', type(obj).__name__)}' has no "
                              f"attribute '{node.attr}'") from None
         return v.value if isinstance(v, language.constexpr) else v

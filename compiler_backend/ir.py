@@ -11,7 +11,9 @@ are the carried values when the test fails.
 
 Types: ``i1`` (predicates), ``i32``, ``f32`` and pointers to 32-bit elements in the global or
 shared address space (``ptr<f32,global>``). A pointer is a byte address; ``gep`` adds an
-element index.
+element index. Integers are signless, as in MLIR: the ops say how bits are read (``sra`` or
+``shr``, ``lt`` or ``ltu``, ``i2f`` or ``u2f``). ``u32`` is ``i32`` with the front end's note
+that the language value is unsigned; it takes no part in type equality.
 """
 
 from __future__ import annotations
@@ -32,11 +34,14 @@ class Type:
     kind: str  # "i1" | "i32" | "f32" | "ptr"
     elem: str | None = None  # pointee for ptr: "f32" | "i32"
     space: str | None = None  # "global" | "shared" for ptr
+    # the language type is uint32 (an i32, or a pointer to i32): a front-end annotation that
+    # picks unsigned ops; the IR is signless, so it is left out of == and hash
+    unsigned: bool = field(default=False, compare=False)
 
     def __str__(self) -> str:
         if self.kind == "ptr":
-            return f"ptr<{self.elem},{self.space}>"
-        return self.kind
+            return f"ptr<{'u32' if self.unsigned else self.elem},{self.space}>"
+        return "u32" if self.unsigned else self.kind
 
     @property
     def is_ptr(self) -> bool:
@@ -45,15 +50,27 @@ class Type:
     @property
     def pointee(self) -> Type:
         assert self.is_ptr
-        return F32 if self.elem == "f32" else I32
+        if self.elem == "f32":
+            return F32
+        return U32 if self.unsigned else I32
+
+    def with_unsigned(self, unsigned: bool) -> Type:
+        """This type with the unsigned annotation set or cleared (i32 and pointers to i32)."""
+        if unsigned == self.unsigned:
+            return self
+        return Type(self.kind, self.elem, self.space, unsigned)
 
 
 I1 = Type("i1")
 I32 = Type("i32")
+U32 = Type("i32", unsigned=True)
 F32 = Type("f32")
 
 
 def ptr(elem: str, space: str = "global") -> Type:
+    """A pointer to ``elem`` ("f32", "i32", or "u32": i32 elements read as unsigned)."""
+    if elem == "u32":
+        return Type("ptr", "i32", space, unsigned=True)
     return Type("ptr", elem, space)
 
 

@@ -833,7 +833,7 @@ def param_kind(t: ir.Type) -> str:
         return "ptr"
     if t == F32:
         return "f32"
-    return "i32"
+    return "u32" if t.unsigned else "i32"
 
 
 @dataclass

@@ -9,6 +9,7 @@ DeviceArrays are used in place.
 
 from __future__ import annotations
 
+import functools
 import threading
 from typing import Any
 
@@ -16,6 +17,7 @@ import numpy as np
 from simtgpu.errors import SimtgpuError
 
 from .compiler import CompiledKernel, Target, compile_function, type_of_arg
+from .debug_ops import PRINT_BUFFER_WORDS, PRINT_PARAMS, assertion_from_fault, format_prints
 from .frontend import KernelSource
 
 _state = threading.local()
@@ -87,7 +89,8 @@ class JITFunction:
                           f"{self.__name__}[grid](...)")
 
     def __getitem__(self, grid) -> Any:
-        return lambda *args, **kwargs: self.run(*args, grid=grid, **kwargs)
+        # a partial adds no Python frame between the user's call and run()
+        return functools.partial(self.run, grid=grid)
 
     def bind(self, args: tuple, kwargs: dict) -> tuple[dict, dict, dict]:
         """Split a call into runtime arguments, constexprs and launch options."""
@@ -131,6 +134,15 @@ class JITFunction:
         return hit
 
     def run(self, *args, grid, **kwargs):
+        """Compile (cached) and launch. A compile error, launch error or kernel fault is
+        raised here with the compiler's and driver's frames trimmed from its traceback:
+        what the user sees is their call, and the error's text names the kernel's place."""
+        try:
+            return self._run(args, kwargs, grid)
+        except SimtgpuError as e:
+            raise e.with_traceback(None) from None
+
+    def _run(self, args, kwargs, grid):
         runtime, cexpr, options = self.bind(args, kwargs)
         dev = get_device()
         target = device_target(dev)
@@ -190,6 +202,10 @@ def launch_compiled(dev, ck: CompiledKernel, grid, runtime: dict, owner=None):
     mod = _module_for(dev, ck)
     call_args = []
     copies: list[tuple[np.ndarray, Any]] = []
+    print_buf = None
+    if ck.prints:  # tl.device_print: one buffer behind both hidden parameters
+        print_buf = dev.to_device(np.zeros(PRINT_BUFFER_WORDS, np.int32))
+        runtime = {**runtime, PRINT_PARAMS[0]: print_buf, PRINT_PARAMS[1]: print_buf}
     for name, kind in ck.params:
         v = runtime[name]
         if isinstance(v, np.ndarray):
@@ -202,17 +218,29 @@ def launch_compiled(dev, ck: CompiledKernel, grid, runtime: dict, owner=None):
             pass
         elif kind == "f32":
             v = float(v)
-        elif kind == "i32":
+        elif kind in ("i32", "u32"):
             v = int(v)
         call_args.append(v)
     if ck.target.kind == "ptx":
         result = dev.backend.launch_ptx(mod, grid, ck.block, call_args, ck.shared_bytes)
     else:
-        result = dev.launch(mod.kernel(ck.name), grid=grid, block=ck.block,
-                            args=tuple(call_args))
+        try:
+            result = dev.launch(mod.kernel(ck.name), grid=grid, block=ck.block,
+                                args=tuple(call_args))
+        except SimtgpuError as fault:
+            failed = assertion_from_fault(fault, ck.asserts, ck.target.warp_size)
+            if failed is None:
+                raise
+            for d in [d for _, d in copies] + ([print_buf] if print_buf is not None else []):
+                dev.free(d)
+            raise failed from None
     for host, d in copies:
         host[...] = d.to_host().reshape(host.shape)
         dev.free(d)
+    if print_buf is not None:
+        for line in format_prints(print_buf.to_host(), ck.prints):
+            print(line)
+        dev.free(print_buf)
     if owner is not None:
         owner.last_launch = result
     return result

@@ -12,10 +12,9 @@ scalar per thread instead of one tile per program.
 from __future__ import annotations
 
 import builtins
-import math
+import math as _pymath
 
 from . import dtypes, ir
-from .cexpr import _int, _shape, constexpr  # noqa: F401 - tl.constexpr is a language name
 from .dtypes import (  # noqa: F401 - tl.float32, tl.pointer_type ... are language names
     _DTYPES,
     dtype_of_type,
@@ -29,6 +28,17 @@ from .dtypes import (  # noqa: F401 - tl.float32, tl.pointer_type ... are langua
 )
 from .errors import CompileError
 from .ir import F32, I1, I32, Type, Value
+from .lang_base import (  # noqa: F401 - constexpr and the helpers are language names too
+    LN2,
+    LOG2E,
+    _builtin_named,
+    _each,
+    _int,
+    _minmax,
+    _shape,
+    builtin,
+    constexpr,
+)
 from .reductions import reduce_axis_shuffle
 from .tiles import Coords, Lowering, Tile, _GivenCoords
 
@@ -36,26 +46,6 @@ tensor = Tile
 dtype = dtypes.dtype  # an assignment: builtins below take a parameter of the same name
 
 
-def builtin(fn):
-    """Mark a language function: the front end calls it with ``_ctx`` set."""
-
-    def wrapper(*args, _ctx: Lowering | None = None, **kwargs):
-        if _ctx is None:
-            raise CompileError(f"tl.{fn.__name__} can only be called inside a @jit kernel")
-        return fn(_ctx, *args, **kwargs)
-
-    wrapper.__name__ = fn.__name__
-    wrapper.__doc__ = fn.__doc__
-    wrapper.__wrapped__ = fn
-    wrapper._simtgpu_builtin = True
-    return wrapper
-
-
-def _builtin_named(name: str, doc: str, fn):
-    """``fn`` as the builtin ``tl.<name>``: for families of builtins made by one factory."""
-    fn.__name__ = fn.__qualname__ = name
-    fn.__doc__ = doc
-    return builtin(fn)
 
 
 # --- program and thread ids --------------------------------------------------------------
@@ -176,12 +166,6 @@ def max_contiguous(ctx: Lowering, x, values):
     return x
 
 
-@builtin
-def static_assert(ctx: Lowering, cond, msg: str = "") -> None:
-    if not cond:
-        raise CompileError(f"static_assert failed: {msg}")
-
-
 # --- memory -------------------------------------------------------------------------------------
 def _ptr_tile(pointer) -> Tile:
     if not isinstance(pointer, Tile) or not pointer.type.is_ptr:
@@ -236,22 +220,9 @@ def store(ctx: Lowering, pointer, value, mask=None, cache_modifier="", eviction_
     tiles = [p, v] + ([m] if m is not None else [])
     # a tile smaller than the block (or a scalar) is held by several threads: the first
     # ``owners`` threads hold one copy each, and a code generator may mask off the rest
-    n = math.prod(p.shape)
+    n = _pymath.prod(p.shape)
     attrs = {"owners": n} if not ctx.thread_level and n < ctx.T else {}
     _each(ctx, tiles, lambda vs: ctx.b.op("store", list(vs), dict(attrs)))
-
-
-def _each(ctx: Lowering, tiles: list[Tile], emit) -> list:
-    """Run ``emit`` once per slot of the broadcast shape of ``tiles`` (side effects)."""
-    shape: tuple[int, ...] = ()
-    for t in tiles:
-        shape = ctx.broadcast_shape(shape, t.shape)
-    bt = [ctx.broadcast_to(t, shape) for t in tiles]
-    out = []
-    for s in builtins.range(ctx.nslots(shape)):
-        c = Coords(ctx, shape, s)
-        out.append(emit([t.at(c) for t in bt]))
-    return out
 
 
 def _atomic(ctx: Lowering, op: str, pointer, val, mask) -> Tile:
@@ -260,6 +231,9 @@ def _atomic(ctx: Lowering, op: str, pointer, val, mask) -> Tile:
     v = ctx.cast(ctx.to_tile(val, like=Tile(ctx, (), elem, slots=[ctx.const(0, elem)])), elem)
     if elem == F32 and op not in ("add", "exch"):
         raise CompileError(f"atomic {op} is only defined on int32")
+    if elem.unsigned and op in ("min", "max"):
+        raise CompileError(f"atomic_{op} on uint32 is not supported: this ISA's atomic "
+                           f"{op} compares signed (use an int32 array)")
     if elem == F32 and op == "add":
         op = "fadd"
     m = _mask_tile(ctx, mask, ctx.broadcast_shape(p.shape, v.shape))
@@ -304,7 +278,7 @@ def where(ctx: Lowering, condition, x, y) -> Tile:
             raise CompileError("tl.where on pointers needs two pointers of the same type")
         t = xt.type
     return ctx.mapn([c, xt, yt], t, lambda cv, a, b: ctx.b(
-        "select", cv, ctx.to_type(a, t), ctx.to_type(b, t)))
+        "select", cv, ctx.to_type(a, t, xt.type), ctx.to_type(b, t, yt.type)))
 
 
 def _float_unary(ctx: Lowering, x, f) -> Tile:
@@ -312,8 +286,6 @@ def _float_unary(ctx: Lowering, x, f) -> Tile:
     return ctx.map1(t, F32, f)
 
 
-LOG2E = 1.4426950408889634
-LN2 = 0.6931471805599453
 
 
 @builtin
@@ -354,27 +326,14 @@ def sigmoid(ctx: Lowering, x) -> Tile:
 
 
 @builtin
-def fdiv(ctx: Lowering, x, y, ieee_rounding=False) -> Tile:
-    return ctx.binary("/", x, y)
-
-
-@builtin
 def abs(ctx: Lowering, x) -> Tile:  # noqa: A001 - the Triton name
     t = ctx.to_tile(x)
     if t.type == F32:
         return ctx.map1(t, F32, lambda v: ctx.b("fabs", v))
+    if t.type.unsigned:
+        return t
     t = ctx.cast(t, I32)
     return ctx.map1(t, I32, lambda v: ctx.b("max", v, ctx.b("sub", ctx.const(0), v)))
-
-
-def _minmax(ctx: Lowering, name: str, x, y) -> Tile:
-    xt = ctx.to_tile(x, like=y if isinstance(y, Tile) else None)
-    yt = ctx.to_tile(y, like=xt)
-    t = ctx.common_type(xt, yt)
-    if t == I1:
-        t = I32
-    op = ("f" + name) if t == F32 else name
-    return ctx.mapn([xt, yt], t, lambda a, b: ctx.b(op, ctx.to_type(a, t), ctx.to_type(b, t)))
 
 
 @builtin
@@ -403,14 +362,16 @@ def cdiv(ctx: Lowering, x, div) -> Tile | int:
 
 
 # --- reductions ----------------------------------------------------------------------------------
-_IDENTITY = {("sum", F32): 0.0, ("sum", I32): 0, ("max", F32): -math.inf,
-             ("max", I32): -(1 << 31), ("min", F32): math.inf, ("min", I32): (1 << 31) - 1}
+_IDENTITY = {("sum", F32): 0.0, ("sum", I32): 0, ("max", F32): -_pymath.inf,
+             ("max", I32): -(1 << 31), ("min", F32): _pymath.inf, ("min", I32): (1 << 31) - 1}
 
 
 def _combine(ctx: Lowering, kind: str, t: Type, a: Value, b: Value) -> Value:
     name = {"sum": "add", "max": "max", "min": "min"}[kind]
     if t == F32:
         name = "f" + name
+    elif t.unsigned and kind != "sum":
+        name += "u"
     return ctx.b(name, a, b)
 
 
@@ -437,7 +398,8 @@ def _argcombine(ctx: Lowering, kind: str, t: Type, av: Value, ai: Value, bv: Val
                 bi: Value) -> tuple[Value, Value]:
     """Pick (value, index): the larger (smaller) value, the lower index on a tie."""
     cmp = "fcmp" if t == F32 else "icmp"
-    better = ctx.b.op(cmp, [bv, av], {"cond": "gt" if kind == "max" else "lt"}).result
+    u = "u" if t.unsigned else ""
+    better = ctx.b.op(cmp, [bv, av], {"cond": ("gt" if kind == "max" else "lt") + u}).result
     tie = ctx.b.op(cmp, [bv, av], {"cond": "eq"}).result
     lower = ctx.b.op("icmp", [bi, ai], {"cond": "lt"}).result
     take = ctx.b("or", better, ctx.b("and", tie, lower))
@@ -497,7 +459,7 @@ def _reduce_all(ctx: Lowering, t: Tile, kind: str, with_index: bool):
         ctx.scratch_dirty = True
     if with_index:
         return ctx.scalar(idx)
-    return ctx.scalar(acc)
+    return Tile(ctx, (), ty, slots=[acc])
 
 
 def _reduce_axis(ctx: Lowering, t: Tile, axis: int, kind: str, with_index: bool) -> Tile:
@@ -759,5 +721,46 @@ THREAD_LEVEL_NAMES = frozenset({"thread_id", "block_dim", "lane_id", "warp_id", 
                                 "shfl_up", "shfl_xor", "shfl_idx", "vote_any", "vote_all",
                                 "vote_ballot", "linear_thread_id", "shared_array"})
 
-__all__ = [n for n in dir() if not n.startswith("_") and n not in ("annotations", "math",
-                                                                    "dataclass", "ir")]
+# tl.math, the checks and the functions that need the builtins above (modules of their own)
+from .debug_ops import (  # noqa: E402, F401 - language names
+    assume,
+    device_assert,
+    device_print,
+    static_assert,
+    static_print,
+)
+from .libmath import (  # noqa: E402, F401 - language names
+    LIBDEVICE_NAMES,
+    MATH_NAMES,
+    Namespace,
+    PropagateNan,
+    ceil,
+    clamp,
+    div_rn,
+    erf,
+    expm1,
+    fdiv,
+    floor,
+    isinf,
+    isnan,
+    log1p,
+    pow,
+    sqrt_rn,
+    tanh,
+    trunc,
+    umulhi,
+)
+from .stdlib import add, cast, constexpr_function, max_constancy, swizzle2d  # noqa: E402, F401
+
+math = Namespace("tl.math", {n: globals()[n] for n in MATH_NAMES + LIBDEVICE_NAMES})
+"""Triton's ``tl.math`` namespace (an unknown name is a compile error at its place)."""
+_libdevice = Namespace("tl.extra.libdevice", {n: globals()[n]
+                                              for n in MATH_NAMES + LIBDEVICE_NAMES})
+extra = Namespace("tl.extra", {"libdevice": _libdevice,
+                               "cuda": Namespace("tl.extra.cuda", {"libdevice": _libdevice})})
+
+__all__ = [n for n in dir() if not n.startswith("_") and n not in (
+    "annotations", "builtins", "dataclass", "ir", "builtin", "dtype_of_type", "to_ir_type",
+    "Lowering", "Coords", "LN2", "LOG2E", "CompileError", "Type", "Value", "F32", "I1", "I32",
+    "THREAD_LEVEL_NAMES", "SharedArray", "dtypes", "Namespace", "MATH_NAMES",
+    "LIBDEVICE_NAMES")]

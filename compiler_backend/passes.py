@@ -7,6 +7,9 @@ from __future__ import annotations
 import struct
 
 import numpy as np
+from simtgpu.sim import numerics as nx
+from simtgpu.sim.numerics import f32_to_bits
+from simtgpu.sim.semantics import ICMP_OPS, INT_OPS, MUL_OPS
 
 from . import ir
 from .ir import F32, I1, I32, Block, Function, Op, Value, const_value
@@ -17,12 +20,6 @@ MASK32 = 0xFFFFFFFF
 def _s32(x: int) -> int:
     x &= MASK32
     return x - (1 << 32) if x >= 1 << 31 else x
-
-
-def _ftz(x: np.float32) -> np.float32:
-    if x != 0 and abs(x) < np.float32(1.1754944e-38):
-        return np.float32(0.0) * np.sign(x)
-    return x
 
 
 def _replace_uses(fn: Function, mapping: dict[int, Value]) -> None:
@@ -36,61 +33,76 @@ def _replace_uses(fn: Function, mapping: dict[int, Value]) -> None:
             op.operands[i] = v
 
 
-def _fold_int(name: str, a: int, b: int) -> int | None:
-    ua, ub = a & MASK32, b & MASK32
-    r = {
-        "add": lambda: a + b, "sub": lambda: a - b, "mul": lambda: a * b,
-        "and": lambda: a & b, "or": lambda: a | b, "xor": lambda: a ^ b,
-        "shl": lambda: ua << (ub & 31), "shr": lambda: ua >> (ub & 31),
-        "sra": lambda: _s32(a) >> (ub & 31), "min": lambda: min(_s32(a), _s32(b)),
-        "max": lambda: max(_s32(a), _s32(b)), "minu": lambda: min(ua, ub),
-        "maxu": lambda: max(ua, ub), "mulhi": lambda: (_s32(a) * _s32(b)) >> 32,
-        "mulhu": lambda: (ua * ub) >> 32,
-    }.get(name)
-    return None if r is None else _s32(r())
+def _reg(c: int | float | bool) -> np.ndarray:
+    """An IR constant as the 32-bit register pattern the ISA holds (one-element uint32 array;
+    float constants round to float32 first, as the code generators emit them)."""
+    if isinstance(c, float):
+        return f32_to_bits(np.array([c], np.float32))
+    return np.array([int(c) & MASK32], np.uint32)
 
 
-_ICMP = {"eq": lambda a, b: a == b, "ne": lambda a, b: a != b, "lt": lambda a, b: a < b,
-         "le": lambda a, b: a <= b, "gt": lambda a, b: a > b, "ge": lambda a, b: a >= b}
+def _from_reg(bits: np.ndarray, t) -> int | float | bool:
+    """A register pattern back as an IR constant of type ``t``."""
+    b = int(np.asarray(bits).reshape(-1)[0])
+    if t == F32:
+        return float(np.array([b], np.uint32).view(np.float32)[0])
+    if t == I1:
+        return bool(b)
+    return _s32(b)
+
+
+# IR op -> the function the ISS executes for it (sim/semantics.py, sim/numerics.py), each on
+# register patterns; the special-function ops are not folded (PTX's .approx ops differ).
+_INT_FOLD = {**INT_OPS, **{n: MUL_OPS[n] for n in ("mul", "mulhi", "mulhu")}}
+_FLOAT_FOLD = {"fadd": nx.fadd, "fsub": nx.fsub, "fmul": nx.fmul, "ffma": nx.ffma,
+               "fmin": nx.fmin, "fmax": nx.fmax, "fneg": nx.fneg, "fabs": nx.fabs}
+FOLDABLE_OPS = frozenset(ir.INT_BINARY) | frozenset(_FLOAT_FOLD) | frozenset(ir.CASTS) | {
+    "icmp", "fcmp", "select", "not"}
+"""The ops :func:`constant_fold` evaluates; a property test checks each against the ISS."""
+
+
+def _fold_int(name: str, a: int, b: int) -> int:
+    """The i32 result of the integer op ``name`` on two constants (as the ISS computes it)."""
+    with np.errstate(all="ignore"):
+        return _from_reg(_INT_FOLD[name](_reg(a), _reg(b)), I32)
 
 
 def _fold(op: Op) -> object | None:
-    """The constant an op evaluates to when its operands are constant, else None."""
+    """The constant an op evaluates to when its operands are constant, else None: computed
+    by the functions the ISS runs for the same instruction, on the same bit patterns."""
     cs = [const_value(v) for v in op.operands]
-    if op.name in ir.PURE_OPS and op.operands and all(c is not None for c in cs):
-        n = op.name
-        if n in ir.INT_BINARY and op.results[0].type == I32:
-            return _fold_int(n, cs[0], cs[1])
-        if n in ("and", "or", "xor") and op.results[0].type == I1:
-            return {"and": cs[0] and cs[1], "or": cs[0] or cs[1], "xor": cs[0] != cs[1]}[n]
-        if n == "not":
-            return not cs[0]
+    if op.name not in ir.PURE_OPS or not op.operands or any(c is None for c in cs):
+        return None
+    n = op.name
+    t = op.results[0].type
+    if n in ("and", "or", "xor") and t == I1:
+        return {"and": cs[0] and cs[1], "or": cs[0] or cs[1], "xor": cs[0] != cs[1]}[n]
+    if n == "not":
+        return not cs[0]
+    if n == "select":
+        return cs[1] if cs[0] else cs[2]
+    regs = [_reg(c) for c in cs]
+    with np.errstate(all="ignore"):
+        if n in _INT_FOLD and t == I32:
+            return _from_reg(_INT_FOLD[n](*regs), I32)
         if n == "icmp":
-            c = op.attrs["cond"]
-            a, b = cs
-            if c.endswith("u"):
-                a, b, c = a & MASK32, b & MASK32, c[:-1]
-            return _ICMP[c](a, b)
-        if n == "select":
-            return cs[1] if cs[0] else cs[2]
-        if n in ("fadd", "fsub", "fmul"):
-            a, b = np.float32(_ftz(np.float32(cs[0]))), np.float32(_ftz(np.float32(cs[1])))
-            with np.errstate(all="ignore"):
-                r = {"fadd": a + b, "fsub": a - b, "fmul": a * b}[n]
-            return float(_ftz(np.float32(r)))
-        if n == "fneg":
-            return -cs[0]
-        if n == "i2f":
-            return float(np.float32(cs[0]))
+            return _from_reg(ICMP_OPS[op.attrs["cond"]](*regs), I1)
+        if n == "fcmp":
+            return _from_reg(nx.fcmp(op.attrs["cond"], *regs), I1)
+        if n in _FLOAT_FOLD:
+            return _from_reg(_FLOAT_FOLD[n](*regs), F32)
+        if n in ir.CASTS:
+            return _from_reg(nx.cvt(n, regs[0]), t)
     return None
 
 
 def constant_fold(fn: Function) -> Function:
     """Fold ops with constant operands and simple identities.
 
-    Guarantees: integer results wrap to 32 bits exactly as the ISA does; float folding uses
-    float32 round-to-nearest-even with flush-to-zero (the ISA/PTX .ftz meaning), so folded
-    and unfolded code agree bit for bit; special-function ops are never folded. Identities
+    Guarantees: a folded constant is what the ISS computes for the op on the same operands,
+    bit for bit: folding calls the ISS's own functions (sim/semantics.py for integers,
+    sim/numerics.py for float32 with RNE, flush-to-zero and the canonical NaN 0x7fffffff);
+    special-function ops are never folded (PTX's approximations differ from this ISA's). Identities
     removed: x+0, x-0, x*1, x*0 (integers), x<<0, x>>0, x|0, x^0, x&-1, select on a constant
     condition, gep by 0, and i1 and/or with a constant.
     """

@@ -124,8 +124,9 @@ class PtxGen:
                 ".version 8.0", f".target {self.arch}", ".address_size 64", "",
                 f".visible .entry {name}(", ",\n".join(params), ")", "{"]
         decl = [f"\t.reg .{_REG_TYPE[c]} %{c}<{self.counts[c] + 1}>;" for c in _REG_TYPE]
-        if fn.shared_bytes:
-            decl.append(f"\t.shared .align 4 .b8 smem[{fn.shared_bytes}];")
+        if fn.shared_bytes or any(op.name == "smem" for op in fn.walk()):
+            # (a device_assert addresses shared memory even in a kernel that has none)
+            decl.append(f"\t.shared .align 4 .b8 smem[{max(fn.shared_bytes, 4)}];")
         return "\n".join(head + decl + self.lines + ["}", ""])
 
     def block(self, b: ir.Block) -> None:

@@ -22,9 +22,9 @@ from __future__ import annotations
 import builtins
 
 from . import ir
-from .cexpr import _int, _shape
 from .errors import CompileError
 from .ir import F32, I1, I32, Type, Value
+from .lang_base import _int, _shape
 from .tiles import Coords, Lowering, Tile, _log2
 
 

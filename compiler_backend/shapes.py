@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import builtins
 
-from .cexpr import _int, _shape
 from .errors import CompileError
 from .ir import I1, I32, Value
+from .lang_base import _int, _shape
 from .tiles import Coords, Lowering, Tile, _GivenCoords, _log2
 
 

@@ -24,7 +24,7 @@ from simtgpu.isa import IMM_MAX, NUM_REGS
 from . import ir
 from .dtypes import dtype_of_type, to_ir_type
 from .errors import CompileError
-from .ir import F32, I1, I32, Type, Value
+from .ir import F32, I1, I32, U32, Type, Value
 
 INT32_MAX = 2**31 - 1
 
@@ -243,8 +243,12 @@ class Tile:
     def __getitem__(self, key):
         return self.ctx.subscript(self, key)
 
-    def to(self, dtype, bitcast: bool = False) -> Tile:
-        return self.ctx.cast(self, to_ir_type(dtype))
+    def to(self, dtype, fp_downcast_rounding=None, bitcast: bool = False) -> Tile:
+        t = to_ir_type(dtype)
+        if bitcast and (t == F32) != (self.type == F32):
+            raise CompileError("bitcast between float32 and integers is not supported "
+                               "(int32 <-> uint32 bitcasts are)")
+        return self.ctx.cast(self, t)
 
 
 class Lowering:
@@ -514,9 +518,12 @@ class Lowering:
         return flat if flat is not None else self.const(0)
 
     # --- arithmetic ----------------------------------------------------------------------------
-    def to_type(self, v: Value, t: Type) -> Value:
+    def to_type(self, v: Value, t: Type, src: Type | None = None) -> Value:
+        """``v`` converted to ``t``; ``src`` is the language type ``v`` holds (its tile's
+        type), which decides signed or unsigned conversion (IR values are signless)."""
         if v.type == t:
             return v
+        src_unsigned = (src if src is not None else v.type).unsigned
         b = self.b
         if v.type == I1:
             one = self.const(1.0, F32) if t == F32 else self.const(1, I32)
@@ -527,21 +534,28 @@ class Lowering:
                 return b.op("fcmp", [v, self.const(0.0, F32)], {"cond": "ne"}).result
             return b.op("icmp", [v, self.const(0)], {"cond": "ne"}).result
         if v.type == I32 and t == F32:
-            return b("i2f", v)
+            return b("u2f" if src_unsigned else "i2f", v)
         if v.type == F32 and t == I32:
-            return b("f2i", v)
+            return b("f2u" if t.unsigned else "f2i", v)
         raise CompileError(f"cannot convert {v.type} to {t}")
 
     def cast(self, t: Tile, to: Type) -> Tile:
         if t.type == to:
-            return t
+            if t.type.unsigned == to.unsigned:
+                return t
+            return self.map1(t, to, lambda v: v)  # int32 <-> uint32: the same bits
         if t.type.is_ptr or to.is_ptr:
             raise CompileError("pointer casts are not supported")
-        return self.map1(t, to, lambda v: self.to_type(v, to))
+        src = t.type
+        return self.map1(t, to, lambda v: self.to_type(v, to, src))
+
+    def _typed_scalar(self, v: Value, rtype: Type) -> Tile:
+        # the tile's type carries the unsigned note, which the IR value may lack
+        return Tile(self, (), rtype if rtype == v.type else v.type, slots=[v])
 
     def map1(self, t: Tile, rtype: Type, f: Callable[[Value], Value]) -> Tile:
         if t.is_scalar:
-            return self.scalar(f(t.scalar))
+            return self._typed_scalar(f(t.scalar), rtype)
         return Tile(self, t.shape, rtype, fn=lambda c: f(t.at(c)), deps=(t,))
 
     def mapn(self, tiles: list[Tile], rtype: Type, f: Callable[..., Value]) -> Tile:
@@ -549,16 +563,18 @@ class Lowering:
         for t in tiles:
             shape = self.broadcast_shape(shape, t.shape)
         if shape == ():
-            return self.scalar(f(*[t.scalar for t in tiles]))
+            return self._typed_scalar(f(*[t.scalar for t in tiles]), rtype)
         bt = [self.broadcast_to(t, shape) for t in tiles]
         return Tile(self, shape, rtype, fn=lambda c: f(*[t.at(c) for t in bt]),
                     deps=tuple(bt))
 
     def common_type(self, a: Tile, b: Tile) -> Type:
+        """The type both operands convert to: float32 over integers, and (as in C and
+        Triton) uint32 over int32 and bool."""
         if F32 in (a.type, b.type):
             return F32
         if I32 in (a.type, b.type):
-            return I32
+            return U32 if a.type.unsigned or b.type.unsigned else I32
         return I1
 
     _INT_OPS = {"+": "add", "-": "sub", "*": "mul", "&": "and", "|": "or", "^": "xor",
@@ -573,17 +589,20 @@ class Lowering:
         b = self.to_tile(b, like=a)
         if a.type.is_ptr or b.type.is_ptr:
             return self.pointer_arith(op, a, b)
+        sa, sb = a.type, b.type
         if op in self._CMP:
             t = self.common_type(a, b)
             if t == I1:
                 t = I32
             cond = self._CMP[op]
+            if t.unsigned and cond not in ("eq", "ne"):
+                cond += "u"
             name = "fcmp" if t == F32 else "icmp"
             return self.mapn([a, b], I1, lambda x, y: self.b.op(
-                name, [self.to_type(x, t), self.to_type(y, t)], {"cond": cond}).result)
+                name, [self.to_type(x, t, sa), self.to_type(y, t, sb)], {"cond": cond}).result)
         if op == "/":
             return self.mapn([a, b], F32, lambda x, y: self.fdiv(
-                self.to_type(x, F32), self.to_type(y, F32)))
+                self.to_type(x, F32, sa), self.to_type(y, F32, sb)))
         t = self.common_type(a, b)
         if op in ("&", "|", "^") and t == I1:
             name = {"&": "and", "|": "or", "^": "xor"}[op]
@@ -594,15 +613,18 @@ class Lowering:
             if op in self._FLOAT_OPS:
                 name = self._FLOAT_OPS[op]
                 return self.mapn([a, b], F32, lambda x, y: self.b(
-                    name, self.to_type(x, F32), self.to_type(y, F32)))
+                    name, self.to_type(x, F32, sa), self.to_type(y, F32, sb)))
             if op == "%":
                 raise CompileError("floating-point % is not supported")
             raise CompileError(f"operator {op} is not defined on float32")
         if op in ("//", "%"):
-            return self.mapn([a, b], I32, lambda x, y: self.idiv(
+            div = self.udiv if t.unsigned else self.idiv
+            return self.mapn([a, b], t, lambda x, y: div(
                 op, self.to_type(x, I32), self.to_type(y, I32)))
         name = self._INT_OPS[op]
-        return self.mapn([a, b], I32, lambda x, y: self.b(
+        if name == "sra" and t.unsigned:
+            name = "shr"  # a logical shift for unsigned values
+        return self.mapn([a, b], t, lambda x, y: self.b(
             name, self.to_type(x, I32), self.to_type(y, I32)))
 
     def pointer_arith(self, op: str, a: Tile, b: Tile) -> Tile:
@@ -757,18 +779,60 @@ class Lowering:
             return q
         return b("sub", x, b("mul", q, y))
 
+    def udiv(self, op: str, x: Value, y: Value) -> Value:
+        """Unsigned ``//`` and ``%`` (uint32), exact for every pair of operands; a zero
+        divisor gives what NVIDIA GPUs give (``x // 0`` is 0xffffffff, ``x % 0`` is x).
+
+        By a constant: a shift or mask for powers of two, a compare for divisors of 2**31
+        and more, else the multiply-high sequence of Granlund and Montgomery (1994) for all
+        32-bit dividends. By a run-time value: :meth:`udiv_runtime` on ``x >> 1`` (below
+        2**31), doubled and corrected by one step."""
+        b = self.b
+
+        def cmp(cond: str, u: Value, v: Value) -> Value:
+            return b.op("icmp", [u, v], {"cond": cond}).result
+
+        d = ir.const_value(y)
+        if d is not None and d != 0:
+            d &= 0xFFFFFFFF
+            if _is_pow2(d):
+                k = _log2(d)
+                if op == "%":
+                    return b("and", x, self.const(d - 1))
+                return b("shr", x, self.const(k)) if k else x
+            if d >= 1 << 31:
+                q = b("select", cmp("geu", x, y), self.const(1), self.const(0))
+            else:
+                ell = (d - 1).bit_length()  # 2**(ell-1) < d < 2**ell
+                m = ((1 << 32) * ((1 << ell) - d)) // d + 1
+                t1 = b("mulhu", x, self.const(m))
+                q = b("shr", b("add", t1, b("shr", b("sub", x, t1), self.const(1))),
+                      self.const(ell - 1))
+        else:
+            zero, one = self.const(0), self.const(1)
+            big = cmp("lt", y, zero)  # y >= 2**31: the quotient is 0 or 1
+            ys = b("select", b("or", big, cmp("eq", y, zero)), one, y)
+            q = b("shl", self.udiv_runtime(b("shr", x, one), ys), one)
+            r = b("sub", x, b("mul", q, ys))
+            q = b("select", cmp("geu", r, ys), b("add", q, one), q)
+            q = b("select", big, b("select", cmp("geu", x, y), one, zero), q)
+            q = b("select", cmp("eq", y, zero), self.const(-1), q)
+        if op == "//":
+            return q
+        return b("sub", x, b("mul", q, y))
+
     def unary(self, op: str, a: Tile) -> Tile:
         if op == "-":
             if a.type == F32:
                 return self.map1(a, F32, lambda v: self.b("fneg", v))
             if a.type == I1:
                 a = self.cast(a, I32)
-            return self.map1(a, I32, lambda v: self.b("sub", self.const(0), v))
+            return self.map1(a, a.type, lambda v: self.b("sub", self.const(0), v))
         if op == "~":
             if a.type == I1:
                 return self.map1(a, I1, lambda v: self.b("not", v))
             if a.type == I32:
-                return self.map1(a, I32, lambda v: self.b("xor", v, self.const(-1)))
+                return self.map1(a, a.type, lambda v: self.b("xor", v, self.const(-1)))
             raise CompileError(f"~ is not defined on {a.type}")
         if op == "not":
             return self.map1(self.cast(a, I1), I1, lambda v: self.b("not", v))

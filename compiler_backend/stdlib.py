@@ -1,0 +1,58 @@
+"""Small ``triton.language`` names that are compositions of other builtins: ``tl.add``,
+``tl.cast``, ``tl.max_constancy``, ``tl.swizzle2d`` and ``tl.constexpr_function``."""
+
+from __future__ import annotations
+
+import operator
+
+from .lang_base import _minmax, builtin
+from .tiles import Lowering, Tile
+
+
+@builtin
+def add(ctx: Lowering, x, y, sanitize_overflow: bool = True) -> Tile:
+    """x + y (integers wrap, as they do on the GPU)."""
+    return ctx.binary("+", x, y)
+
+
+@builtin
+def cast(ctx: Lowering, input, dtype, fp_downcast_rounding=None, bitcast: bool = False
+         ) -> Tile:
+    """``input.to(dtype)``."""
+    return ctx.to_tile(input).to(dtype, bitcast=bitcast)
+
+
+@builtin
+def max_constancy(ctx: Lowering, input, values):
+    """A hint (runs of equal values); accepted, and not needed by this code generator."""
+    return input
+
+
+_PY = {"+": operator.add, "-": operator.sub, "*": operator.mul, "//": operator.floordiv,
+       "%": operator.mod}
+
+
+def _arith(ctx: Lowering, op: str, a, b):
+    """``a op b``: in Python when both are compile-time values, else on tensors."""
+    if isinstance(a, Tile) or isinstance(b, Tile):
+        return ctx.binary(op, a, b)
+    return _PY[op](a, b)
+
+
+@builtin
+def swizzle2d(ctx: Lowering, i, j, size_i, size_j, size_g) -> tuple:
+    """Triton's grouped ordering of a (size_i, size_j) grid: row-major within groups of
+    ``size_g`` rows, so neighbouring programs share operand tiles."""
+    ij = _arith(ctx, "+", _arith(ctx, "*", i, size_j), j)
+    size_gj = _arith(ctx, "*", size_g, size_j)
+    off_i = _arith(ctx, "*", _arith(ctx, "//", ij, size_gj), size_g)
+    rows = _arith(ctx, "-", size_i, off_i)
+    g = _minmax(ctx, "min", rows, size_g) if isinstance(rows, Tile) else min(rows, size_g)
+    ij = _arith(ctx, "%", ij, size_gj)
+    return _arith(ctx, "+", off_i, _arith(ctx, "%", ij, g)), _arith(ctx, "//", ij, g)
+
+
+def constexpr_function(fn):
+    """Mark a Python function as callable on compile-time values inside kernels."""
+    fn._simtgpu_host = True
+    return fn
