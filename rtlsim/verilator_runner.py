@@ -43,10 +43,11 @@ import subprocess
 import tempfile
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 
 import simtgpu.rtl
-from simtgpu.arch.config import GpuConfig
+from simtgpu.arch.config import GpuConfig, MemoryConfig
 from simtgpu.errors import SimtgpuError
 from simtgpu.rtl.configs import RtlConfig, get_rtl_config
 
@@ -253,7 +254,9 @@ class RtlSim:
     Parameters
     ----------
     config:
-        The configuration whose model is built (or reused) and started.
+        The configuration whose model is built (or reused) and started. Its memory setting
+        (``cfg.memory``) is programmed at start: the model itself is built with ``ideal``
+        timing, so every setting of a configuration shares one build.
     trace:
         Build the model with VCD tracing (see :meth:`trace`).
     trainer:
@@ -266,12 +269,26 @@ class RtlSim:
     def __init__(self, config: str | GpuConfig | RtlConfig, *, trace: bool = False,
                  trainer: Trainer | None = None, exe: Path | None = None):
         self.cfg = get_rtl_config(config)
-        self.exe = exe or build_harness(self.cfg, trace=trace, trainer=trainer)
+        build_cfg = self.cfg.with_(memory=None) if self.cfg.gpu.memory is not None else self.cfg
+        if build_cfg.mem_queue_depth < self.cfg.mem_queue_depth:
+            build_cfg = replace(build_cfg, mem_queue_depth=self.cfg.mem_queue_depth)
+        self.exe = exe or build_harness(build_cfg, trace=trace, trainer=trainer)
         # $SIMTGPU_RTL_PREFIX runs the model under a tool (valgrind, perf record, gdb -batch);
         # not the training run of a build, which only happens to start while it is set
         prefix = [] if exe else shlex.split(os.environ.get("SIMTGPU_RTL_PREFIX", ""))
         self.proc = subprocess.Popen([*prefix, str(self.exe)], stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE, text=True, bufsize=1)
+        if self.cfg.gpu.memory is not None:
+            self.set_memory_timing(self.cfg.gpu.memory)
+
+    def set_memory_timing(self, memory: MemoryConfig) -> None:
+        """Reprogram the DRAM model (docs/memory-system.md); only while the GPU is idle."""
+        limit = memory.inflight_limit
+        if limit > self.cfg.mem_queue_depth:
+            raise RtlSimError(f"memory setting {memory.name!r} allows {limit} requests in "
+                              f"flight; this model's queue holds {self.cfg.mem_queue_depth}")
+        self._cmd(f"MEMT {memory.latency:x} {memory.cycles_per_line(self.cfg.line_bytes):x} "
+                  f"{limit:x}")
 
     def _cmd(self, line: str) -> str:
         if self.proc.poll() is not None:

@@ -56,7 +56,7 @@ class Harness:
 
     async def reset(self) -> None:
         d = self.dut
-        for name in ("mmio__we", "mmio__re", "mem_bd__we", "imem_bd__we"):
+        for name in ("mmio__we", "mmio__re", "mem_bd__we", "imem_bd__we", "mem_timing__we"):
             getattr(d, name).value = 0
         d.rst.value = 1
         await self.tick(4)
