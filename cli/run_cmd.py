@@ -195,6 +195,9 @@ def run(args: argparse.Namespace) -> int:
             print(f"{name}{_index_text(index)} = {view}")
     if args.stats:
         print(res.report())
+        timing = getattr(dev.backend.config, "memory_timing", None)
+        if args.backend == "rtl" and timing is not None:
+            print(f"  device memory        {timing.describe(4 * dev.config.lanes)}")
     return 0
 
 
