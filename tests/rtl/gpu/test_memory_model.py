@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from rtlgpu_helpers import RefMemory, run_sim, send, set_request
 from simtgpu.arch.config import ConfigError, MemoryConfig, get_config, memory_settings
-from simtgpu.rtl.configs import get_rtl_config
+from simtgpu.rtl.configs import RtlConfigError, get_rtl_config
 from simtgpu.rtl.signatures import AtomOp, MemKind
 from simtgpu.rtlsim.dram_model import DramTiming
 from simtgpu.rtlsim.memory_model import MemoryModel
@@ -258,3 +258,9 @@ def test_memory_settings_named() -> None:
         small.with_memory("fast")
     with pytest.raises(ConfigError, match="bytes_per_cycle must be a power of two"):
         MemoryConfig("x", 10, 12)
+    deep = small.with_memory(MemoryConfig("deep", 10, 0, 500))
+    assert get_rtl_config(deep).mem_queue_depth == 500  # sized for its own setting
+    with pytest.raises(RtlConfigError, match="mem_queue_depth"):
+        get_rtl_config(deep, mem_queue_depth=64)
+    with pytest.raises(ConfigError, match="must be below"):
+        small.with_memory(MemoryConfig("slow", 4096, 1, 1024))
