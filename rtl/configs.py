@@ -218,6 +218,23 @@ class RtlConfig:
     def sim_memory_lines(self) -> int:
         return self.sim_memory_bytes // self.line_bytes
 
+    def for_build(self) -> RtlConfig:
+        """The configuration a simulation model of this one is built from: the memory setting
+        reset to ``ideal`` (the harness's DRAM timing is programmed at run time, so every
+        setting shares one build), the DRAM model's queue still deep enough for this one."""
+        if self.gpu.memory is None:
+            return self
+        base = self.with_(memory=None)
+        if base.mem_queue_depth < self.mem_queue_depth:
+            base = replace(base, mem_queue_depth=self.mem_queue_depth)
+        return base
+
+    def timing_command(self) -> tuple[int, int, int]:
+        """``(latency, cycles_per_line, max_inflight)`` of the memory setting: what the
+        harness's ``mem_timing`` port is loaded with."""
+        m = self.memory
+        return m.latency, m.cycles_per_line(self.line_bytes), m.inflight_limit
+
     def with_(self, **changes) -> RtlConfig:
         """A copy with RTL parameters or :class:`GpuConfig` fields changed (tests use this)."""
         gpu_names = {f.name for f in fields(GpuConfig)}

@@ -259,6 +259,8 @@ int main(int argc, char** argv) {
                 uint32_t lat, cpl, inflight;
                 if (!(in >> std::hex >> lat >> cpl >> inflight))
                     throw std::runtime_error("MEMT needs latency, cycles per line, in flight");
+                if (lat == 0 || cpl == 0 || inflight == 0)
+                    throw std::runtime_error("MEMT values must be at least 1");
                 top->mem_timing___05Flatency = lat;
                 top->mem_timing___05Fcycles_per_line = cpl;
                 top->mem_timing___05Fmax_inflight = inflight;

@@ -43,7 +43,6 @@ import subprocess
 import tempfile
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import replace
 from pathlib import Path
 
 import simtgpu.rtl
@@ -269,10 +268,7 @@ class RtlSim:
     def __init__(self, config: str | GpuConfig | RtlConfig, *, trace: bool = False,
                  trainer: Trainer | None = None, exe: Path | None = None):
         self.cfg = get_rtl_config(config)
-        build_cfg = self.cfg.with_(memory=None) if self.cfg.gpu.memory is not None else self.cfg
-        if build_cfg.mem_queue_depth < self.cfg.mem_queue_depth:
-            build_cfg = replace(build_cfg, mem_queue_depth=self.cfg.mem_queue_depth)
-        self.exe = exe or build_harness(build_cfg, trace=trace, trainer=trainer)
+        self.exe = exe or build_harness(self.cfg.for_build(), trace=trace, trainer=trainer)
         # $SIMTGPU_RTL_PREFIX runs the model under a tool (valgrind, perf record, gdb -batch);
         # not the training run of a build, which only happens to start while it is set
         prefix = [] if exe else shlex.split(os.environ.get("SIMTGPU_RTL_PREFIX", ""))
