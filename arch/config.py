@@ -5,11 +5,15 @@ launches against, so a kernel that launches on ``small`` under the ISS launches 
 ``small`` RTL build too. It lives below both the driver and the RTL::
 
     from simtgpu.arch.config import CONFIGS, GpuConfig
+
+Device-memory timing is a :class:`MemoryConfig`, chosen by name per configuration
+(:func:`memory_settings`: ``ideal``, ``vortex``, ``realistic``; docs/memory-system.md). Only the
+RTL harness's DRAM model uses it; the ISS is functional and ignores it.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from simtgpu.errors import SimtgpuError
 from simtgpu.isa.abi import GLOBAL_NULL_GUARD, NUM_REGS, RECONVERGENCE_STACK_DEPTH
@@ -27,6 +31,81 @@ class ConfigError(SimtgpuError):
 
 def _is_pow2(x: int) -> bool:
     return x > 0 and (x & (x - 1)) == 0
+
+
+MEMORY_SETTINGS = ("ideal", "vortex", "realistic")
+"""The named device-memory settings every configuration has (:func:`memory_settings`)."""
+
+MAX_MEM_WAIT = 1 << 14
+"""Bound on ``latency + max_inflight * cycles_per_line``: the longest a request can wait in the
+DRAM model, kept below half the model's 16-bit modular clock."""
+
+
+@dataclass(frozen=True)
+class MemoryConfig:
+    """Timing of the device memory (DRAM) behind the GPU's one memory port.
+
+    The RTL harness's DRAM model (rtlsim/memory_model.py, docs/memory-system.md) serves
+    requests in arrival order over one data channel: a request starts its transfer when the
+    channel is free, occupies it for ``line_bytes / bytes_per_cycle`` cycles, and its response
+    is due ``latency`` cycles after its transfer started. At most ``max_inflight`` requests are
+    accepted and not yet answered; at that limit the port stops accepting (back-pressure onto
+    the interconnect and the cores).
+
+    Parameters
+    ----------
+    name:
+        The setting's name (``ideal``, ``vortex``, ``realistic`` or a user's own).
+    latency:
+        Cycles from the start of a request's transfer to its response (the unloaded latency;
+        the model answers no sooner than 2 cycles after acceptance).
+    bytes_per_cycle:
+        Peak bandwidth, a power of two; 0 means one line per cycle, the port's own limit
+        (a value of a line or more is the same).
+    max_inflight:
+        Requests accepted and not yet answered; 0 means ``latency + 3``, the response buffer
+        of the fixed-latency memory that ``ideal`` keeps.
+    """
+
+    name: str
+    latency: int
+    bytes_per_cycle: int = 0
+    max_inflight: int = 0
+
+    def __post_init__(self) -> None:
+        problems = []
+        if not 1 <= self.latency <= 4096:
+            problems.append(f"latency must be from 1 to 4096 cycles, not {self.latency}")
+        if self.bytes_per_cycle and not _is_pow2(self.bytes_per_cycle):
+            problems.append("bytes_per_cycle must be a power of two (or 0: one line per cycle), "
+                            f"not {self.bytes_per_cycle}")
+        if not 0 <= self.max_inflight <= 1024:
+            problems.append(f"max_inflight must be from 1 to 1024 (or 0: latency + 3), "
+                            f"not {self.max_inflight}")
+        if problems:
+            raise ConfigError(f"memory setting {self.name!r}: " + "; ".join(problems))
+
+    @property
+    def inflight_limit(self) -> int:
+        """Requests in flight at most (``max_inflight``, or ``latency + 3`` for 0)."""
+        return self.max_inflight or self.latency + 3
+
+    def cycles_per_line(self, line_bytes: int) -> int:
+        """Cycles one line's transfer occupies the channel (at least 1: one request per
+        cycle is the port's own limit)."""
+        if not self.bytes_per_cycle:
+            return 1
+        return max(1, line_bytes // self.bytes_per_cycle)
+
+    def peak_bytes_per_cycle(self, line_bytes: int) -> float:
+        """The bandwidth the model can deliver with lines of ``line_bytes``."""
+        return line_bytes / self.cycles_per_line(line_bytes)
+
+    def describe(self, line_bytes: int) -> str:
+        """One line for reports: ``realistic: 100 cycles, 16 B/cycle, 64 in flight``."""
+        return (f"{self.name}: {self.latency} cycles, "
+                f"{self.peak_bytes_per_cycle(line_bytes):g} B/cycle, "
+                f"{self.inflight_limit} in flight")
 
 
 @dataclass(frozen=True)
@@ -52,11 +131,15 @@ class GpuConfig:
         Device (global) memory size. Addresses below ``GLOBAL_NULL_GUARD`` fault, so the
         usable heap is ``[GLOBAL_NULL_GUARD, memory_bytes)``.
     mem_latency:
-        Cycles from a global request to its response in the RTL memory model.
+        Cycles from a global request to its response in the RTL memory model's ``ideal``
+        setting (fixed latency, a line per cycle).
     stack_depth:
         Reconvergence-stack entries per warp.
     imem_bytes:
         Instruction memory size; the sum of the loaded modules' code must fit.
+    memory:
+        Device-memory timing of the RTL harness; None is the ``ideal`` setting (see
+        :func:`memory_settings`, :meth:`with_memory`). The ISS ignores it.
     """
 
     name: str
@@ -69,6 +152,7 @@ class GpuConfig:
     mem_latency: int = 8
     stack_depth: int = RECONVERGENCE_STACK_DEPTH
     imem_bytes: int = 16 * KIB
+    memory: MemoryConfig | None = None
 
     def __post_init__(self) -> None:
         problems = []
@@ -92,8 +176,30 @@ class GpuConfig:
             problems.append(f"stack_depth must be at least 1, not {self.stack_depth}")
         if not _is_pow2(self.imem_bytes) or self.imem_bytes < 64:
             problems.append(f"imem_bytes must be a power of two >= 64, not {self.imem_bytes}")
+        if self.memory is not None:
+            cpl = self.memory.cycles_per_line(4 * self.lanes)
+            wait = self.memory.latency + self.memory.inflight_limit * cpl
+            if wait >= MAX_MEM_WAIT:
+                problems.append(f"memory setting {self.memory.name!r}: latency + max_inflight x "
+                                f"cycles per line must be below {MAX_MEM_WAIT}, not {wait}")
         if problems:
             raise ConfigError(f"configuration {self.name!r}: " + "; ".join(problems))
+
+    @property
+    def memory_timing(self) -> MemoryConfig:
+        """The device-memory timing in force (``ideal`` when ``memory`` is None)."""
+        return self.memory if self.memory is not None else memory_settings(self)["ideal"]
+
+    def with_memory(self, memory: str | MemoryConfig | None) -> GpuConfig:
+        """This configuration with device-memory timing ``memory`` (a setting's name from
+        :func:`memory_settings`, a :class:`MemoryConfig`, or None for ``ideal``)."""
+        if isinstance(memory, str):
+            settings = memory_settings(self)
+            if memory not in settings:
+                raise ConfigError(f"unknown memory setting {memory!r}; known: "
+                                  f"{', '.join(settings)}")
+            memory = None if memory == "ideal" else settings[memory]
+        return replace(self, memory=memory)
 
     @property
     def max_threads_per_block(self) -> int:
@@ -116,6 +222,34 @@ CONFIGS: dict[str, GpuConfig] = {
                   memory_bytes=64 * MIB, mem_latency=20, imem_bytes=64 * KIB),
     )
 }
+
+
+_REALISTIC = {
+    # name: (latency, bytes per cycle, requests in flight). The in-flight bound covers the
+    # bandwidth-delay product (latency x bandwidth / line bytes: tiny 25 lines, small 50,
+    # full 100), so a stream can reach the peak bandwidth.
+    "tiny": (50, 8, 32),
+    "small": (100, 16, 64),
+    "full": (200, 64, 128),
+}
+
+
+def memory_settings(config: GpuConfig) -> dict[str, MemoryConfig]:
+    """The named device-memory settings of ``config``.
+
+    ``ideal``: fixed ``mem_latency``, a line per cycle, a response buffer of latency + 3
+    (the memory every figure before docs/memory-system.md was measured with).
+    ``vortex``: 24-cycle memory, a line per cycle, 32 in flight (Vortex's RTL-simulation
+    memory latency). ``realistic``: DRAM-like latency and a bandwidth cap of half a line per
+    cycle: ``small`` 100 cycles and 16 B/cycle, ``full`` 200 and 64, ``tiny`` 50 and 8;
+    configurations of a user's own take ``small``'s latency and half a line per cycle."""
+    line = 4 * config.lanes
+    lat, bw, inflight = _REALISTIC.get(config.name, (100, max(1, line // 2), 64))
+    return {
+        "ideal": MemoryConfig("ideal", config.mem_latency),
+        "vortex": MemoryConfig("vortex", 24, 0, 32),
+        "realistic": MemoryConfig("realistic", lat, bw, inflight),
+    }
 
 
 def get_config(config: str | GpuConfig) -> GpuConfig:

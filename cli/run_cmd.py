@@ -15,7 +15,7 @@ import time
 from typing import Any
 
 import numpy as np
-from simtgpu.arch.config import CONFIGS
+from simtgpu.arch.config import CONFIGS, MEMORY_SETTINGS
 from simtgpu.driver_model.argspec import ArgSpec, parse_arg, parse_print
 from simtgpu.driver_model.errors import DriverError
 
@@ -40,6 +40,9 @@ def register(subparsers: Any) -> None:
     p.add_argument("--trace", metavar="FILE", help="write the retire trace (JSON lines)")
     p.add_argument("--waves", metavar="FILE.vcd",
                    help="with --backend rtl: dump a waveform of the run (docs/waveforms.md)")
+    p.add_argument("--memory", choices=MEMORY_SETTINGS, default=None,
+                   help="with --backend rtl: device-memory timing of the DRAM model (default "
+                   "ideal; docs/memory-system.md)")
     p.add_argument("--stats", action="store_true", help="print the launch statistics")
     p.add_argument("--seed", type=_seed, default=0, help="seed for :rand initialisers")
     p.add_argument("--budget", type=int, default=None, metavar="N",
@@ -148,6 +151,11 @@ def run(args: argparse.Namespace) -> int:
         if args.backend != "rtl":
             raise DriverError("--waves needs --backend rtl (only the RTL has signals to dump)")
         options["waves"] = args.waves
+    if args.memory:
+        if args.backend != "rtl":
+            raise DriverError("--memory needs --backend rtl (the ISS is functional: it has no "
+                              "memory timing)")
+        options["memory"] = args.memory
     dev = Device(backend=args.backend, config=args.config, **options)
     mod = dev.load_module(args.module)
     kernel = mod.kernel(args.kernel)
@@ -187,6 +195,9 @@ def run(args: argparse.Namespace) -> int:
             print(f"{name}{_index_text(index)} = {view}")
     if args.stats:
         print(res.report())
+        timing = getattr(dev.backend.config, "memory_timing", None)
+        if args.backend == "rtl" and timing is not None:
+            print(f"  device memory        {timing.describe(4 * dev.config.lanes)}")
     return 0
 
 

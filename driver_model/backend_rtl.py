@@ -14,6 +14,10 @@ Options (``Device(backend="rtl", config=..., waves="build/run.vcd")``):
 ``waves``
     Write a waveform of everything the model does from start-up on (VCD; the model is then
     built with tracing, a separate cached build).
+``memory``
+    Device-memory timing of the DRAM model: a setting's name (``ideal``, the default;
+    ``vortex``; ``realistic``) or a :class:`~simtgpu.arch.config.MemoryConfig`
+    (docs/memory-system.md). Every setting runs on the same model build.
 ``max_cycles``
     Cycles ``run_until_idle`` allows before it gives up (the hardware's own watchdog fault
     normally comes first).
@@ -31,7 +35,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from simtgpu.arch.command_queue import Mmio
-from simtgpu.arch.config import GpuConfig
+from simtgpu.arch.config import ConfigError, GpuConfig, MemoryConfig
 
 from .backend import Backend
 from .errors import DriverError
@@ -49,8 +53,9 @@ class RtlBackend(Backend):
 
     def __init__(self, config: GpuConfig, waves: str | Path | None = None,
                  max_cycles: int = 200_000_000, instruction_budget: int | None = None,
-                 sim: RtlSim | None = None):
-        """``sim``: drive this started model of ``config`` instead of starting one."""
+                 sim: RtlSim | None = None, memory: str | MemoryConfig | None = None):
+        """``sim``: drive this started model of ``config`` instead of starting one;
+        ``memory``: the device-memory setting (see the module docstring)."""
         if instruction_budget is not None:
             raise DriverError("the rtl backend has no instruction budget (--budget): a launch "
                               "is bounded by the hardware's cycle watchdog and max_cycles")
@@ -58,6 +63,11 @@ class RtlBackend(Backend):
         from simtgpu.rtlsim.verilator import VerilatorError
         from simtgpu.rtlsim.verilator_runner import RtlSim
 
+        if memory is not None:
+            try:
+                config = config.with_memory(memory)
+            except ConfigError as e:
+                raise DriverError(str(e)) from None
         self.config = config
         self.max_cycles = max_cycles
         self.cycles = 0
@@ -69,6 +79,8 @@ class RtlBackend(Backend):
         try:
             self.sim = sim or RtlSim(get_rtl_config(config), trace=wave_path is not None,
                                      trainer=train)
+            if sim is not None and memory is not None:
+                sim.set_memory_timing(config.memory_timing)
             if wave_path is not None:
                 wave_path.parent.mkdir(parents=True, exist_ok=True)
                 self.sim.trace(wave_path)

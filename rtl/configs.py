@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, fields, replace
 
-from simtgpu.arch.config import CONFIGS, GpuConfig
+from simtgpu.arch.config import CONFIGS, GpuConfig, MemoryConfig, memory_settings
 from simtgpu.errors import SimtgpuError
 
 __all__ = ["RTL_CONFIGS", "RtlConfig", "RtlConfigError", "get_rtl_config"]
@@ -65,6 +65,11 @@ class RtlConfig:
         Special-function units per core (a divisor of ``lanes``). A warp's SFU instruction
         goes through them in ``lanes / sfus`` passes. Defaults to ``lanes / 4`` (at least
         one): SFU instructions are rare, and each unit is as large as several FPUs.
+    mem_queue_depth:
+        Entries of the simulation DRAM model's response queue: the most requests in flight
+        that any timing programmed at run time may allow. Defaults to the largest of the
+        configuration's named memory settings (:func:`simtgpu.arch.config.memory_settings`)
+        and its own ``memory``.
     """
 
     gpu: GpuConfig
@@ -75,8 +80,13 @@ class RtlConfig:
     drain_timeout_cycles: int = 1 << 16
     sim_memory_bytes: int = 0  # 0 = gpu.memory_bytes
     sfus: int = 0  # 0 = max(1, lanes // 4)
+    mem_queue_depth: int = 0  # 0 = the largest in-flight limit of the memory settings
 
     def __post_init__(self) -> None:
+        if self.mem_queue_depth == 0:
+            limits = [m.inflight_limit for m in memory_settings(self.gpu).values()]
+            object.__setattr__(self, "mem_queue_depth",
+                               max(*limits, self.gpu.memory_timing.inflight_limit))
         if self.line_words == 0:
             object.__setattr__(self, "line_words", self.gpu.lanes)
         if self.sim_memory_bytes == 0:
@@ -112,6 +122,10 @@ class RtlConfig:
                 or self.sim_memory_bytes > self.gpu.memory_bytes):
             problems.append("sim_memory_bytes must be a power of two no larger than memory_bytes "
                             f"({self.gpu.memory_bytes:#x}), not {self.sim_memory_bytes:#x}")
+        if self.gpu.memory_timing.inflight_limit > self.mem_queue_depth:
+            problems.append(f"mem_queue_depth ({self.mem_queue_depth}) must hold the memory "
+                            f"setting's {self.gpu.memory_timing.inflight_limit} requests in "
+                            "flight")
         if problems:
             raise RtlConfigError(f"RTL configuration {self.gpu.name!r}: " + "; ".join(problems))
 
@@ -149,6 +163,11 @@ class RtlConfig:
     @property
     def mem_latency(self) -> int:
         return self.gpu.mem_latency
+
+    @property
+    def memory(self) -> MemoryConfig:
+        """Device-memory timing of the harness's DRAM model (``gpu.memory_timing``)."""
+        return self.gpu.memory_timing
 
     @property
     def stack_depth(self) -> int:
@@ -199,6 +218,23 @@ class RtlConfig:
     def sim_memory_lines(self) -> int:
         return self.sim_memory_bytes // self.line_bytes
 
+    def for_build(self) -> RtlConfig:
+        """The configuration a simulation model of this one is built from: the memory setting
+        reset to ``ideal`` (the harness's DRAM timing is programmed at run time, so every
+        setting shares one build), the DRAM model's queue still deep enough for this one."""
+        if self.gpu.memory is None:
+            return self
+        base = self.with_(memory=None)
+        if base.mem_queue_depth < self.mem_queue_depth:
+            base = replace(base, mem_queue_depth=self.mem_queue_depth)
+        return base
+
+    def timing_command(self) -> tuple[int, int, int]:
+        """``(latency, cycles_per_line, max_inflight)`` of the memory setting: what the
+        harness's ``mem_timing`` port is loaded with."""
+        m = self.memory
+        return m.latency, m.cycles_per_line(self.line_bytes), m.inflight_limit
+
     def with_(self, **changes) -> RtlConfig:
         """A copy with RTL parameters or :class:`GpuConfig` fields changed (tests use this)."""
         gpu_names = {f.name for f in fields(GpuConfig)}
@@ -210,6 +246,8 @@ class RtlConfig:
         if gpu_changes and "sim_memory_bytes" not in rtl_changes \
                 and self.sim_memory_bytes == self.gpu.memory_bytes:
             rtl_changes["sim_memory_bytes"] = 0
+        if gpu_changes and "mem_queue_depth" not in rtl_changes:
+            rtl_changes["mem_queue_depth"] = 0
         return replace(self, gpu=gpu, **rtl_changes)
 
 

@@ -14,6 +14,10 @@ Ports (Verilog names in brackets; the top module is ``harness``):
   ``mem_bd__rdata``]: one device-memory line per cycle, read data one cycle after the address.
 * ``imem_bd`` [``imem_bd__addr`` (word index), ``imem_bd__data``, ``imem_bd__we``]: one
   instruction word per cycle into every core (and the host's shadow copy).
+* ``mem_timing`` [``mem_timing__we``, ``mem_timing__latency``,
+  ``mem_timing__cycles_per_line``, ``mem_timing__max_inflight``]: reprograms the DRAM model's
+  timing (:func:`simtgpu.rtlsim.memory_model.timing_signature`); leave ``we`` low to keep the
+  configuration's own setting.
 * ``done``: the command queue is empty and idle, or a fault stopped it. ``fault``, ``busy``.
 * ``retire__<i>__*``: retire port of core ``i``.
 * ``clk``, ``rst``: the clock, and the synchronous reset (hold it for at least two cycles).
@@ -33,7 +37,7 @@ from amaranth.lib.wiring import In, Out
 from simtgpu.rtl.configs import RtlConfig
 from simtgpu.rtl.gpu import CoreFactory, Gpu
 
-from .memory_model import MemoryModel, backdoor_signature
+from .memory_model import MemoryModel, backdoor_signature, timing_signature
 
 __all__ = ["SimHarness"]
 
@@ -67,6 +71,7 @@ class SimHarness(wiring.Component):
         super().__init__({
             "mmio": gpu["mmio"],
             "mem_bd": In(backdoor_signature(cfg.line_words, cfg.sim_memory_lines)),
+            "mem_timing": In(timing_signature(self.memory.queue_depth)),
             **{name: gpu[name] for name in ("imem_bd", "retire")},
             "done": Out(1),
             **{name: gpu[name] for name in ("busy", "fault")},
@@ -87,6 +92,7 @@ class SimHarness(wiring.Component):
         wiring.connect(m, gpu.mem, mem.bus)
         wiring.connect(m, wiring.flipped(self.mmio), gpu.mmio)
         wiring.connect(m, wiring.flipped(self.mem_bd), mem.bd)
+        wiring.connect(m, wiring.flipped(self.mem_timing), mem.timing)
         wiring.connect(m, wiring.flipped(self.imem_bd), gpu.imem_bd)
         for i in range(self.cfg.cores):
             wiring.connect(m, gpu.retire[i], wiring.flipped(self.retire[i]))

@@ -1,12 +1,20 @@
-"""Simulation memory behind the GPU's external port.
+"""Simulation memory behind the GPU's external port: storage plus a DRAM timing model.
 
 One line-wide ``Memory`` (``line_words`` 32-bit words per row, byte write enables) serves the
-external memory port with a fixed latency: a response becomes valid ``latency`` cycles after
-its request was accepted (at least 2: one cycle to read the array, one to queue the answer),
-later only if the initiator holds ``resp.ready`` low. Requests are executed one at a time in
-arrival order, so responses are in request order and an atomic's read-modify-write can never
-interleave with another access. An ATOMIC takes two cycles (read, then write), so the request
-after it waits one cycle.
+external memory port. Requests are executed one at a time in arrival order, so responses are
+in request order and an atomic's read-modify-write can never interleave with another access.
+An ATOMIC takes two cycles (read, then write), so the request after it waits one cycle.
+
+Timing (docs/memory-system.md; the Python reference is :class:`simtgpu.rtlsim.dram_model.
+DramTiming`): one data channel moves a line in ``cycles_per_line`` cycles. An accepted request
+starts its transfer when the channel is free (at once, if it is idle), and its response is due
+``latency`` cycles after that start (at least 2 cycles after acceptance: one to read the
+array, one to queue the answer), later only if the initiator holds ``resp.ready`` low. Every
+accepted request holds a response-queue entry until its response is taken; with
+``max_inflight`` entries held, ``req.ready`` is low. The three values are registers, set at
+reset from the configuration's memory setting and reloaded through the ``timing`` port, so one
+model build serves every setting. With ``cycles_per_line`` 1 and ``max_inflight`` latency + 3
+(the ``ideal`` setting) it is the fixed-latency memory this model always was.
 
 A backdoor port (``bd``) reads and writes whole lines without bus cycles; the harness uses it
 to load and dump memory images. Use it only while the GPU is idle: it does not take part in the
@@ -25,7 +33,22 @@ from simtgpu.rtl.signatures import AtomOp, MemKind, mem_port_signature
 
 from .sim_ram import SimRam
 
-__all__ = ["MemoryModel", "backdoor_signature"]
+__all__ = ["MemoryModel", "backdoor_signature", "timing_signature"]
+
+LATENCY_BITS = 13  # up to 4096 cycles (MemoryConfig's bound)
+CPL_BITS = 8
+
+
+def timing_signature(queue_depth: int) -> wiring.Signature:
+    """DRAM timing, seen from the tester: while ``we`` is high the model loads ``latency``,
+    ``cycles_per_line`` (at least 1) and ``max_inflight`` (1 to ``queue_depth``) at the next
+    clock edge. Change it only while the memory is idle."""
+    return wiring.Signature({
+        "we": Out(1),
+        "latency": Out(LATENCY_BITS),
+        "cycles_per_line": Out(CPL_BITS),
+        "max_inflight": Out(range(queue_depth + 1)),
+    })
 
 
 def backdoor_signature(line_words: int, lines: int) -> wiring.Signature:
@@ -66,8 +89,10 @@ class MemoryModel(wiring.Component):
     Parameters
     ----------
     cfg:
-        Build configuration: ``line_words``, ``sim_memory_bytes``, ``mem_latency`` and the
-        external tag width.
+        Build configuration: ``line_words``, ``sim_memory_bytes``, the memory setting
+        (``cfg.memory``: the timing at reset), ``mem_queue_depth`` and the external tag width.
+    latency:
+        Overrides the reset latency of ``cfg.memory`` (tests).
     fpu:
         ``(component, fadd_op, latency)`` of the pipelined FP unit used by ``atom.fadd``; by
         default the units' ``Fpu`` from ``rtl/fpu.py``. Without one (``fadd_supported`` is
@@ -81,15 +106,21 @@ class MemoryModel(wiring.Component):
     -------
     bus: ``In(mem_port_signature(line_words, ext_tag_bits))``
     bd: ``In(backdoor_signature(line_words, lines))``
+    timing: ``In(timing_signature(mem_queue_depth))``
     """
 
     def __init__(self, cfg: RtlConfig, *, latency: int | None = None, fpu=None,
                  storage: str = "amaranth"):
         self.cfg = cfg
         self.lines = cfg.sim_memory_lines
-        self.latency = cfg.mem_latency if latency is None else latency
-        if self.latency < 1:
-            raise ValueError(f"latency must be at least 1, not {self.latency}")
+        timing = cfg.memory
+        self.latency = timing.latency if latency is None else latency
+        if not 1 <= self.latency < 1 << LATENCY_BITS:
+            raise ValueError(f"latency must be from 1 to {(1 << LATENCY_BITS) - 1}, "
+                             f"not {self.latency}")
+        self.cycles_per_line = timing.cycles_per_line(cfg.line_bytes)
+        self.max_inflight = timing.max_inflight or self.latency + 3
+        self.queue_depth = max(cfg.mem_queue_depth, self.max_inflight)
         if storage not in ("amaranth", "verilog"):
             raise ValueError(f"storage must be 'amaranth' or 'verilog', not {storage!r}")
         self.storage = storage
@@ -98,6 +129,7 @@ class MemoryModel(wiring.Component):
         super().__init__({
             "bus": In(mem_port_signature(cfg.line_words, cfg.ext_tag_bits)),
             "bd": In(backdoor_signature(cfg.line_words, self.lines)),
+            "timing": In(timing_signature(self.queue_depth)),
         })
         # Created here rather than in elaborate() so that tests can reach the array through
         # the Amaranth simulator (``ctx.set(model.mem.data[i], ...)``) as a backdoor. Verilog
@@ -145,8 +177,16 @@ class MemoryModel(wiring.Component):
         now = Signal(16)
         m.d.sync += now.eq(now + 1)
 
-        # Response queue: (line, tag, due time). Deep enough for every request in flight.
-        depth = self.latency + 3
+        # Timing registers, reloaded through the timing port.
+        t_latency = Signal(LATENCY_BITS, init=self.latency)
+        t_cpl = Signal(CPL_BITS, init=self.cycles_per_line)
+        t_limit = Signal(range(self.queue_depth + 1), init=self.max_inflight)
+        with m.If(self.timing.we):
+            m.d.sync += [t_latency.eq(self.timing.latency), t_cpl.eq(self.timing.cycles_per_line),
+                         t_limit.eq(self.timing.max_inflight)]
+
+        # Response queue: (line, tag, due time); an entry for every request in flight.
+        depth = self.queue_depth
         entry = data.StructLayout({
             "rdata": unsigned(32 * lw), "tag": unsigned(tag_bits), "due": unsigned(16)})
         m.submodules.rq = rq = SyncFIFO(width=entry.size, depth=depth)
@@ -168,12 +208,20 @@ class MemoryModel(wiring.Component):
         s1_hold = Signal()  # an atom.fadd whose sum is not out of the FPU yet
         m.d.comb += s1_atomic.eq(s1_valid & (s1_kind == MemKind.ATOMIC))
         space = Signal()
-        m.d.comb += space.eq(rq.level + s1_valid < depth)
+        m.d.comb += space.eq(rq.level + s1_valid < t_limit)
         # One access at a time through stage 1 for atomics: the next request could read the
         # line that the atomic writes at the end of stage 1.
         m.d.comb += req.ready.eq(space & ~s1_atomic)
         fire = Signal()
         m.d.comb += fire.eq(req.valid & req.ready)
+
+        # The data channel: `busy` cycles until it can start the next transfer. A request
+        # accepted now starts in `busy` cycles and occupies it for t_cpl cycles.
+        busy = Signal(16)
+        with m.If(fire):
+            m.d.sync += busy.eq(busy + t_cpl - 1)
+        with m.Elif(busy != 0):
+            m.d.sync += busy.eq(busy - 1)
 
         req_line = Signal(line_idx_bits)
         m.d.comb += [
@@ -191,7 +239,7 @@ class MemoryModel(wiring.Component):
                 s1_op.eq(req.payload.atom_op),
                 s1_b.eq(req.payload.atom_b),
                 s1_c.eq(req.payload.atom_c),
-                s1_due.eq(now + self.latency),
+                s1_due.eq(now + busy + t_latency),
             ]
 
         # Atomic read-modify-write on the word read in stage 1.

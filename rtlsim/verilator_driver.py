@@ -18,6 +18,8 @@ Commands (numbers in hex, without ``0x``):
 ``STEP n``                   clock ``n`` cycles; reply ``ok``
 ``CYCLES``                   reply the total cycle count
 ``TRACE path``               start a VCD trace (builds made with ``trace=True``); ``ok``
+``MEMT lat cpl inflight``    reprogram the DRAM model's timing (latency, cycles per line,
+                             requests in flight; one cycle); reply ``ok``
 ``Q``                        finish the trace and exit
 ===========================  ================================================================
 
@@ -252,6 +254,19 @@ int main(int argc, char** argv) {
                 uint64_t n;
                 in >> std::hex >> n;
                 for (uint64_t i = 0; i < n; i++) tick();
+                reply << "ok";
+            } else if (cmd == "MEMT") {
+                uint32_t lat, cpl, inflight;
+                if (!(in >> std::hex >> lat >> cpl >> inflight))
+                    throw std::runtime_error("MEMT needs latency, cycles per line, in flight");
+                if (lat == 0 || cpl == 0 || inflight == 0)
+                    throw std::runtime_error("MEMT values must be at least 1");
+                top->mem_timing___05Flatency = lat;
+                top->mem_timing___05Fcycles_per_line = cpl;
+                top->mem_timing___05Fmax_inflight = inflight;
+                top->mem_timing___05Fwe = 1;
+                tick();
+                top->mem_timing___05Fwe = 0;
                 reply << "ok";
             } else if (cmd == "CYCLES") {
                 reply << std::hex << cycles;

@@ -46,7 +46,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 
 import simtgpu.rtl
-from simtgpu.arch.config import GpuConfig
+from simtgpu.arch.config import GpuConfig, MemoryConfig
 from simtgpu.errors import SimtgpuError
 from simtgpu.rtl.configs import RtlConfig, get_rtl_config
 
@@ -253,7 +253,9 @@ class RtlSim:
     Parameters
     ----------
     config:
-        The configuration whose model is built (or reused) and started.
+        The configuration whose model is built (or reused) and started. Its memory setting
+        (``cfg.memory``) is programmed at start: the model itself is built with ``ideal``
+        timing, so every setting of a configuration shares one build.
     trace:
         Build the model with VCD tracing (see :meth:`trace`).
     trainer:
@@ -266,12 +268,23 @@ class RtlSim:
     def __init__(self, config: str | GpuConfig | RtlConfig, *, trace: bool = False,
                  trainer: Trainer | None = None, exe: Path | None = None):
         self.cfg = get_rtl_config(config)
-        self.exe = exe or build_harness(self.cfg, trace=trace, trainer=trainer)
+        self.exe = exe or build_harness(self.cfg.for_build(), trace=trace, trainer=trainer)
         # $SIMTGPU_RTL_PREFIX runs the model under a tool (valgrind, perf record, gdb -batch);
         # not the training run of a build, which only happens to start while it is set
         prefix = [] if exe else shlex.split(os.environ.get("SIMTGPU_RTL_PREFIX", ""))
         self.proc = subprocess.Popen([*prefix, str(self.exe)], stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE, text=True, bufsize=1)
+        if self.cfg.gpu.memory is not None:
+            self.set_memory_timing(self.cfg.gpu.memory)
+
+    def set_memory_timing(self, memory: MemoryConfig) -> None:
+        """Reprogram the DRAM model (docs/memory-system.md); only while the GPU is idle."""
+        limit = memory.inflight_limit
+        if limit > self.cfg.mem_queue_depth:
+            raise RtlSimError(f"memory setting {memory.name!r} allows {limit} requests in "
+                              f"flight; this model's queue holds {self.cfg.mem_queue_depth}")
+        self._cmd(f"MEMT {memory.latency:x} {memory.cycles_per_line(self.cfg.line_bytes):x} "
+                  f"{limit:x}")
 
     def _cmd(self, line: str) -> str:
         if self.proc.poll() is not None:

@@ -43,6 +43,7 @@ class Harness:
         self.cores = job["cores"]
         self.line_words = job["line_words"]
         self.line_bytes = 4 * self.line_words
+        self.memory_timing = job.get("memory_timing")
         self.cycle = 0
         self.retire = []
         for i in range(self.cores):
@@ -56,12 +57,20 @@ class Harness:
 
     async def reset(self) -> None:
         d = self.dut
-        for name in ("mmio__we", "mmio__re", "mem_bd__we", "imem_bd__we"):
+        for name in ("mmio__we", "mmio__re", "mem_bd__we", "imem_bd__we", "mem_timing__we"):
             getattr(d, name).value = 0
         d.rst.value = 1
         await self.tick(4)
         d.rst.value = 0
         await self.tick(2)
+        if self.memory_timing is not None:  # the DRAM model's setting (docs/memory-system.md)
+            lat, cpl, inflight = self.memory_timing
+            d.mem_timing__latency.value = lat
+            d.mem_timing__cycles_per_line.value = cpl
+            d.mem_timing__max_inflight.value = inflight
+            d.mem_timing__we.value = 1
+            await self.tick()
+            d.mem_timing__we.value = 0
 
     async def mmio(self, addr: int, wdata: int | None = None, limit: int = 10_000) -> int:
         d = self.dut

@@ -40,10 +40,11 @@ def rtl_config(name: str, **changes) -> RtlConfig:
 
 
 def build_harness(cfg: RtlConfig, waves: str | None = None) -> Build:
-    """The Verilator build of the simulation harness for ``cfg`` (cached)."""
+    """The Verilator build of the simulation harness for ``cfg`` (cached); every memory
+    setting of a configuration shares it (the bench programs the DRAM timing at reset)."""
     from simtgpu.rtlsim.verilog_export import generate_verilog
 
-    text = generate_verilog(cfg, "harness")
+    text = generate_verilog(cfg.for_build(), "harness")
     return build(f"harness_{cfg.name}", text, "harness", waves=waves)
 
 
@@ -88,7 +89,8 @@ def run_rtl(cfg: RtlConfig, launches: list[KernelLaunch], run_name: str,
             "max_cycles": max_cycles,
         })
     job = {"lanes": cfg.lanes, "cores": cfg.cores, "line_words": cfg.line_words,
-           "queue_base": queue_base, "launches": jobs}
+           "queue_base": queue_base, "launches": jobs,
+           "memory_timing": cfg.timing_command() if cfg.gpu.memory is not None else None}
     results = _run_job(bld, "simtgpu.verification.cocotb_harness", job, "results.pkl",
                        run_name)
     runs = []

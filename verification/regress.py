@@ -15,6 +15,8 @@ import sys
 import time
 from dataclasses import dataclass, field
 
+from simtgpu.arch.config import MEMORY_SETTINGS
+
 from .coverage import CoverageModel
 from .launch import run_iss
 from .random_programs import random_launch
@@ -33,11 +35,14 @@ class RegressResult:
 
 def run_random(config: str, seed: int, count: int, batch: int = 25,
                coverage: CoverageModel | None = None, iss_only: bool = False,
-               run_name: str | None = None) -> RegressResult:
-    """Programs ``seed .. seed+count-1`` for configuration ``config``."""
+               run_name: str | None = None, memory: str | None = None) -> RegressResult:
+    """Programs ``seed .. seed+count-1`` for configuration ``config``, with the DRAM model at
+    setting ``memory`` (default ``ideal``; docs/memory-system.md)."""
     from .harness import check_launches, rtl_config
 
     cfg = rtl_config(config)
+    if memory is not None:
+        cfg = cfg.with_(memory=cfg.gpu.with_memory(memory).memory)
     res = RegressResult()
     t0 = time.perf_counter()
     for first in range(seed, seed + count, batch):
@@ -77,12 +82,16 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--iss-only", action="store_true",
                    help="run only the ISS (generator validity and coverage)")
     p.add_argument("--coverage", metavar="FILE.md", help="write the coverage report here")
+    p.add_argument("--memory", choices=MEMORY_SETTINGS, default=None,
+                   help="DRAM-model setting of the RTL runs (default ideal; "
+                   "docs/memory-system.md)")
     args = p.parse_args(argv)
     configs = args.config or ["tiny", "small"]
     cov = CoverageModel()
     bad = 0
     for config in configs:
-        r = run_random(config, args.seed, args.count, args.batch, cov, args.iss_only)
+        r = run_random(config, args.seed, args.count, args.batch, cov, args.iss_only,
+                       memory=args.memory)
         rate = f", {r.rtl_cycles:,} RTL cycles" if r.rtl_cycles else ""
         print(f"{config}: {r.programs} programs, {r.warp_instructions} warp-instructions, "
               f"{len(r.failures)} failures, {r.seconds:.1f} s{rate}")

@@ -18,6 +18,7 @@ SIGNATURES = {
     "matmul": ("matmul.s", ["a ptr", "b ptr", "c ptr", "m i32", "n i32", "k i32"]),
     "sgemm_tiled": ("sgemm_tiled.s", ["a ptr", "b ptr", "c ptr", "m i32", "n i32", "k i32"]),
     "alu_loop": ("alu_loop.s", ["out ptr", "iters i32"]),
+    "gather": ("gather.s", ["src ptr", "idx ptr", "out ptr", "n i32"]),
 }
 
 
@@ -151,3 +152,16 @@ def test_alu_loop(iters: int) -> None:
     tid = np.arange(block)
     want = iters * tid + (1 ^ tid if iters % 2 else 1) + (4 | tid)
     assert gpu.get(pout, np.int32, block).tolist() == want.tolist()
+
+
+def test_gather() -> None:
+    n = 45  # not a multiple of the block: the guard must hold off the tail
+    src = RNG.integers(0, 1 << 31, 4096, dtype=np.int64).astype(np.uint32)
+    idx = RNG.integers(0, 4096, n).astype(np.int32)
+    gpu = Gpu(warp_size=8)
+    psrc, pidx = gpu.put(src), gpu.put(idx)
+    pout = gpu.put(np.full(n + 3, 0xDEADBEEF, np.uint32))
+    gpu.launch("gather.s", "gather", (-(-n // 16), 1, 1), (16, 1, 1), psrc, pidx, pout, n)
+    got = gpu.get(pout, np.uint32, n + 3)
+    assert got[:n].tolist() == src[idx].tolist()
+    assert got[n:].tolist() == [0xDEADBEEF] * 3

@@ -154,6 +154,14 @@ def test_waves_needs_the_rtl_backend(vadd, capsys):
     assert "--waves needs --backend rtl" in err
 
 
+def test_memory_needs_rtl(vadd, capsys):
+    rc, _, err = _run(capsys, vadd, "-k", "vector_add", "--grid", "1", "--block", "4",
+                      "--arg", "a=f32[4]:ones", "b=f32[4]:ones", "c=f32[4]", "n=i32:4",
+                      "--memory", "realistic")
+    assert rc == 1
+    assert "--memory needs --backend rtl" in err
+
+
 def test_long_launch_reports_progress_and_stops_at_the_budget(tmp_path, capsys, monkeypatch):
     import functools
 

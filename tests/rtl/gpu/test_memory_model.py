@@ -1,5 +1,6 @@
 """Memory model: fixed latency, in-order responses, byte enables, atomics against a reference,
-and the backdoor port."""
+the backdoor port, and the DRAM timing (latency, bandwidth cap, back-pressure at the in-flight
+limit) cycle by cycle against rtlsim/dram_model.py."""
 
 from __future__ import annotations
 
@@ -8,8 +9,10 @@ import random
 import numpy as np
 import pytest
 from rtlgpu_helpers import RefMemory, run_sim, send, set_request
-from simtgpu.rtl.configs import get_rtl_config
+from simtgpu.arch.config import ConfigError, MemoryConfig, get_config, memory_settings
+from simtgpu.rtl.configs import RtlConfigError, get_rtl_config
 from simtgpu.rtl.signatures import AtomOp, MemKind
+from simtgpu.rtlsim.dram_model import DramTiming
 from simtgpu.rtlsim.memory_model import MemoryModel
 from simtgpu.sim import numerics as nx
 
@@ -138,3 +141,126 @@ def test_reference_fadd_is_numerics() -> None:
     assert ref.atomic(0, AtomOp.FADD, 0x40000000, 0) == 0x3F800000
     assert ref.words[0] == int(nx.fadd(np.uint32(0x3F800000), np.uint32(0x40000000)))
     assert ref.words[0] == 0x40400000
+
+
+# --- DRAM timing: the RTL against the reference of rtlsim/dram_model.py, cycle by cycle ------
+
+def _timed_cfg(memory: MemoryConfig, name: str = "tiny"):
+    return get_rtl_config(name, sim_memory_bytes=4096).with_(memory=memory)
+
+
+def _drive_timing(dut, cfg, requests, ready_p: float, seed: int, program=None):
+    """Offer ``requests`` ((kind, gap before it)) and take responses with probability
+    ``ready_p`` per cycle, checking ``req.ready`` and ``resp.valid`` against
+    :class:`DramTiming` every cycle; returns (accept cycles, response cycles)."""
+    rng = random.Random(seed)
+    memory = program or cfg.memory
+    model = DramTiming.from_config(memory, cfg.line_bytes)
+    lw = cfg.line_words
+    accepted, answered = [], []
+
+    async def tb(ctx):
+        if program is not None:
+            ctx.set(dut.timing.latency, program.latency)
+            ctx.set(dut.timing.cycles_per_line, program.cycles_per_line(cfg.line_bytes))
+            ctx.set(dut.timing.max_inflight, program.inflight_limit)
+            ctx.set(dut.timing.we, 1)
+            await ctx.tick()
+            ctx.set(dut.timing.we, 0)
+        i, gap = 0, requests[0][1] if requests else 0
+        t = 0
+        while len(answered) < len(requests):
+            offer = i < len(requests) and gap == 0
+            kind = requests[i][0] if offer else MemKind.READ
+            set_request(ctx, dut.bus.req.payload, kind, 64 * (i % 8), tag=i & 0xFF,
+                        op=AtomOp.ADD, b=1, line_words=lw)
+            ctx.set(dut.bus.req.valid, offer)
+            take = rng.random() < ready_p
+            ctx.set(dut.bus.resp.ready, take)
+            ready, valid = ctx.get(dut.bus.req.ready), ctx.get(dut.bus.resp.valid)
+            assert ready == model.req_ready(), f"cycle {t}: req.ready {ready}"
+            assert valid == model.resp_valid(), f"cycle {t}: resp.valid {valid}"
+            fire, got = offer and ready, valid and take
+            if got:
+                assert ctx.get(dut.bus.resp.payload.tag) == len(answered) & 0xFF
+                answered.append(t)
+            model.clock(fire, kind == MemKind.ATOMIC, got)
+            if fire:
+                accepted.append(t)
+                i += 1
+                gap = requests[i][1] if i < len(requests) else 0
+            elif not offer:
+                gap -= 1
+            await ctx.tick()
+            t += 1
+            assert t < 20000, "the memory model stopped answering"
+
+    run_sim(dut, tb)
+    return accepted, answered
+
+
+@pytest.mark.parametrize("memory,ready_p,seed", [
+    (MemoryConfig("ideal", 4), 0.8, 1),
+    (MemoryConfig("vortexlike", 24, 0, 8), 0.9, 2),
+    (MemoryConfig("bw", 30, 4, 12), 1.0, 3),     # 16 B lines at 4 B/cycle: 4 cycles each
+    (MemoryConfig("bw-bp", 9, 8, 5), 0.5, 4),    # back-pressure and a bandwidth cap
+])
+def test_dram_timing_matches_reference(memory: MemoryConfig, ready_p: float, seed: int) -> None:
+    cfg = _timed_cfg(memory)
+    rng = random.Random(seed)
+    kinds = [MemKind.READ, MemKind.READ, MemKind.WRITE, MemKind.ATOMIC]
+    requests = [(rng.choice(kinds), rng.choice([0, 0, 0, 1, 5])) for _ in range(120)]
+    accepted, answered = _drive_timing(MemoryModel(cfg), cfg, requests, ready_p, seed)
+    assert len(answered) == len(requests)
+    assert all(b - a >= 2 for a, b in zip(accepted, answered, strict=True))
+
+
+def test_dram_latency_bandwidth_and_backpressure_closed_form() -> None:
+    """Hand-computed: a back-to-back read stream at 30 cycles and 4 cycles per line is
+    answered at 30, 34, 38, ... from the first acceptance; with 5 in flight the port stops
+    accepting after 5 requests until the first response is taken."""
+    memory = MemoryConfig("bw", 30, 4, 5)
+    cfg = _timed_cfg(memory)
+    assert memory.cycles_per_line(cfg.line_bytes) == 4
+    reqs = [(MemKind.READ, 0)] * 12
+    accepted, answered = _drive_timing(MemoryModel(cfg), cfg, reqs, 1.0, 0)
+    assert answered[:5] == [30 + 4 * i for i in range(5)]
+    # The 6th request waits for the first response (cycle 30) to free an entry.
+    assert accepted[:5] == [0, 1, 2, 3, 4] and accepted[5] == 31
+    # From then on the channel and the in-flight bound interleave; every response keeps
+    # the 4-cycle spacing of the channel or more.
+    assert all(b - a >= 4 for a, b in zip(answered, answered[1:], strict=False))
+    assert DramTiming(30, 4, 5).stream(12) == answered
+
+
+def test_dram_timing_port_reprograms() -> None:
+    """One model built with ideal timing, reprogrammed at run time, behaves as the new
+    setting (this is how one Verilator build serves every setting)."""
+    cfg = get_rtl_config("tiny", sim_memory_bytes=4096)
+    target = MemoryConfig("realistic-ish", 20, 8, 6)
+    reqs = [(MemKind.READ, 0)] * 20
+    _, answered = _drive_timing(MemoryModel(cfg), cfg, reqs, 1.0, 0, program=target)
+    # The tb spends one cycle programming, so cycle 0 is the first cycle after it.
+    assert answered[0] == 20 and answered[1] == 22
+
+
+def test_memory_settings_named() -> None:
+    small = get_config("small")
+    s = memory_settings(small)
+    assert (s["ideal"].latency, s["ideal"].inflight_limit) == (small.mem_latency,
+                                                               small.mem_latency + 3)
+    assert s["realistic"].latency == 100
+    assert s["realistic"].peak_bytes_per_cycle(4 * small.lanes) == 16
+    assert memory_settings(get_config("full"))["realistic"].peak_bytes_per_cycle(128) == 64
+    assert s["vortex"].latency == 24
+    assert small.with_memory("ideal") == small
+    with pytest.raises(ConfigError, match="unknown memory setting 'fast'"):
+        small.with_memory("fast")
+    with pytest.raises(ConfigError, match="bytes_per_cycle must be a power of two"):
+        MemoryConfig("x", 10, 12)
+    deep = small.with_memory(MemoryConfig("deep", 10, 0, 500))
+    assert get_rtl_config(deep).mem_queue_depth == 500  # sized for its own setting
+    with pytest.raises(RtlConfigError, match="mem_queue_depth"):
+        get_rtl_config(deep, mem_queue_depth=64)
+    with pytest.raises(ConfigError, match="must be below"):
+        small.with_memory(MemoryConfig("slow", 4096, 1, 1024))

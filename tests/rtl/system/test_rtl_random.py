@@ -45,3 +45,15 @@ def test_regress(request, config):
           f"{res.seconds:.0f} s")
     assert not res.failures, f"{len(res.failures)} of {n} programs differ:\n" + \
         "\n".join(res.failures[:10])
+
+
+@pytest.mark.parametrize("memory", ["realistic"])
+def test_random_programs_slow_memory(memory):
+    """Step-and-compare with the DRAM model at a DRAM-like setting on ``tiny`` (same model
+    build; the timing is programmed at reset): long latency, the bandwidth cap and
+    back-pressure at the in-flight limit must not change what any program computes."""
+    res = run_random("tiny", RANDOM_SEED + 5000, BATCH, batch=BATCH, memory=memory,
+                     run_name=f"random_tiny_{memory}")
+    assert res.programs == BATCH
+    assert not res.failures, f"{len(res.failures)} of {BATCH} programs differ:\n" + \
+        "\n".join(res.failures[:5])

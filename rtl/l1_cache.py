@@ -1,0 +1,331 @@
+"""L1 data cache: a non-blocking, write-through, no-write-allocate cache for global memory.
+
+It sits on a memory port (:func:`simtgpu.rtl.signatures.mem_port_signature`): ``up`` faces
+the LSU, ``down`` the interconnect, and it keeps the port's contract on both sides (one
+response per request, in request order), so it can be put between any initiator and memory.
+
+::
+
+    up.req --> lookup (tags, valid bits) --hit----------------------+
+                  |                                                 v
+                  +--miss--> MSHR (merge same line) --> down queue --> down.req
+                  +--write / atomic (write-through, bypass) -->-+
+    up.resp <-- reorder buffer (in request order) <-- fills / acks <-- down.resp
+
+Payloads are zero while their ``valid`` is low (so a bench can compare every cycle).
+
+Policy, and why:
+
+* **Write-through, no write-allocate.** GPU L1s are not coherent with each other: a store
+  must reach the shared level (L2/DRAM) to be seen by other cores, and a line written by one
+  lane is rarely read back by the same core, so allocating it would only evict useful lines.
+  A store that hits updates the cached copy (byte enables) so the core reads its own writes.
+* **Atomics bypass** the cache and are performed below it (the memory executes them); a
+  cached copy of the line is invalidated, so the core's next read fetches the new value.
+* **Non-blocking.** A read miss takes an MSHR (miss-status holding register) and sends one
+  line read down; later reads of the same line merge into that MSHR (no second request), and
+  hits and other misses go on meanwhile. Responses still leave in request order, through a
+  reorder buffer of ``rob_depth`` entries (the requests in flight through the cache).
+* A store or atomic to a line with a pending miss waits until the fill arrives (the fill
+  was read before the store reached memory, so it would put stale data in the cache). A
+  cycle in which a fill arrives accepts no new request (the fill owns the arrays).
+* ``invalidate`` clears every line (and accepts no request in that cycle): what a kernel
+  boundary or an acquiring ``fence`` needs, since the cache is not coherent.
+* Replacement: the lowest invalid way of the set, else a per-set round-robin pointer.
+
+The contract above is what the unit bench (tests/rtl/units/test_l1_cache.py) holds the RTL
+to, cycle by cycle, with a Python model written from it. Tags and data live in
+``amaranth.lib.memory.Memory`` arrays, one per way, with asynchronous read ports (distributed
+RAM on an FPGA; a single-cycle lookup keeps the first version simple); valid bits are
+flip-flops so that ``invalidate`` takes one cycle.
+"""
+
+from __future__ import annotations
+
+from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal, unsigned
+from amaranth.lib import data, wiring
+from amaranth.lib.fifo import SyncFIFO
+from amaranth.lib.memory import Memory
+from amaranth.lib.wiring import In, Out
+
+from .signatures import MemKind, mem_port_signature, mem_request_layout
+
+__all__ = ["L1Cache"]
+
+
+def _pow2(x: int) -> bool:
+    return x > 0 and x & (x - 1) == 0
+
+
+def _bits(n: int) -> int:
+    return max(1, (n - 1).bit_length())
+
+
+class L1Cache(wiring.Component):
+    """Non-blocking write-through L1 data cache.
+
+    Parameters
+    ----------
+    line_words:
+        32-bit words per line (the memory port's line), a power of two.
+    size_bytes:
+        Capacity; ``size_bytes / (4 * line_words * ways)`` sets, a power of two.
+    ways:
+        Associativity, a power of two.
+    mshrs:
+        Distinct lines with a read miss outstanding at once.
+    rob_depth:
+        Requests in flight through the cache (accepted, response not yet delivered), a
+        power of two.
+    tag_bits:
+        Tag width of the memory port (both sides).
+
+    Members
+    -------
+    up: ``In(mem_port_signature(line_words, tag_bits))``
+    down: ``Out(mem_port_signature(line_words, tag_bits))``
+    invalidate: ``In(1)``
+        Clear every line.
+    hit, miss, merge, mshr_full: ``Out(1)``
+        Strobes: a read accepted as a hit, as a new miss, merged into a pending miss; a read
+        held back because every MSHR is busy.
+    idle: ``Out(1)``
+        Nothing in flight.
+    """
+
+    def __init__(self, *, line_words: int = 8, size_bytes: int = 4096, ways: int = 2,
+                 mshrs: int = 4, rob_depth: int = 8, tag_bits: int = 8):
+        problems = []
+        if not (_pow2(line_words) and line_words <= 32):
+            problems.append(f"line_words must be a power of two up to 32, not {line_words}")
+        if not _pow2(ways):
+            problems.append(f"ways must be a power of two, not {ways}")
+        line_bytes = 4 * line_words
+        sets = size_bytes // (line_bytes * max(ways, 1))
+        if not _pow2(sets) or sets * line_bytes * ways != size_bytes:
+            problems.append(f"size_bytes must be a power-of-two number of sets of {ways} ways "
+                            f"of {line_bytes}-byte lines, not {size_bytes}")
+        if not 1 <= mshrs <= 16:
+            problems.append(f"mshrs must be from 1 to 16, not {mshrs}")
+        if not (_pow2(rob_depth) and 2 <= rob_depth <= 64):
+            problems.append(f"rob_depth must be a power of two from 2 to 64, not {rob_depth}")
+        if problems:
+            raise ValueError("L1Cache: " + "; ".join(problems))
+        self.line_words = line_words
+        self.line_bytes = line_bytes
+        self.size_bytes = size_bytes
+        self.ways = ways
+        self.sets = sets
+        self.mshrs = mshrs
+        self.rob_depth = rob_depth
+        self.tag_bits = tag_bits
+        self.offset_bits = (line_bytes - 1).bit_length()
+        self.set_bits = (sets - 1).bit_length()
+        self.line_tag_bits = 32 - self.offset_bits - self.set_bits
+        super().__init__({
+            "up": In(mem_port_signature(line_words, tag_bits)),
+            "down": Out(mem_port_signature(line_words, tag_bits)),
+            "invalidate": In(1),
+            "hit": Out(1),
+            "miss": Out(1),
+            "merge": Out(1),
+            "mshr_full": Out(1),
+            "idle": Out(1),
+        })
+
+    def elaborate(self, platform) -> Module:
+        m = Module()
+        lw, ways, sets = self.line_words, self.ways, self.sets
+        width = 32 * lw
+        ob, sb, tb = self.offset_bits, self.set_bits, self.line_tag_bits
+        nm, rd = self.mshrs, self.rob_depth
+        mbits, rbits = _bits(nm), _bits(rd)
+
+        req, resp = self.up.req, self.up.resp
+        dreq, dresp = self.down.req, self.down.resp
+        p = req.payload
+        line = Signal(32 - ob)
+        set_idx = Signal(max(1, sb))
+        tag = Signal(tb)
+        m.d.comb += [line.eq(p.addr[ob:]), tag.eq(p.addr[ob + sb:])]
+        if sb:
+            m.d.comb += set_idx.eq(p.addr[ob:ob + sb])
+
+        # --- arrays ---------------------------------------------------------------------
+        valid = [Signal(sets, name=f"valid{w}") for w in range(ways)]
+        tag_rd, data_rd, tag_wr, data_wr = [], [], [], []
+        for w in range(ways):
+            tmem = Memory(shape=unsigned(tb), depth=sets, init=[])
+            dmem = Memory(shape=unsigned(width), depth=sets, init=[])
+            m.submodules[f"tags{w}"] = tmem
+            m.submodules[f"data{w}"] = dmem
+            tag_rd.append(tmem.read_port(domain="comb"))
+            data_rd.append(dmem.read_port(domain="comb"))
+            tag_wr.append(tmem.write_port())
+            data_wr.append(dmem.write_port(granularity=8))
+        way_hit = Signal(ways)
+        for w in range(ways):
+            m.d.comb += [
+                tag_rd[w].addr.eq(set_idx), data_rd[w].addr.eq(set_idx),
+                way_hit[w].eq(valid[w].bit_select(set_idx, 1) & (tag_rd[w].data == tag)),
+            ]
+        hit = Signal()
+        hit_data = Signal(width)
+        hit_way = Signal(_bits(ways))
+        m.d.comb += hit.eq(way_hit.any())
+        for w in reversed(range(ways)):
+            with m.If(way_hit[w]):
+                m.d.comb += [hit_data.eq(data_rd[w].data), hit_way.eq(w)]
+
+        # --- MSHRs ----------------------------------------------------------------------
+        mshr_valid = Signal(nm)
+        mshr_line = Array(Signal(32 - ob, name=f"mshr_line{i}") for i in range(nm))
+        pend = Signal()
+        pend_idx = Signal(mbits)
+        free = Signal()
+        free_idx = Signal(mbits)
+        for i in reversed(range(nm)):
+            with m.If(mshr_valid[i] & (mshr_line[i] == line)):
+                m.d.comb += [pend.eq(1), pend_idx.eq(i)]
+            with m.If(~mshr_valid[i]):
+                m.d.comb += [free.eq(1), free_idx.eq(i)]
+
+        # --- reorder buffer -------------------------------------------------------------
+        rob_valid = Signal(rd)
+        rob_ready = Signal(rd)
+        rob_wait = Array(Signal(mbits, name=f"rob_wait{i}") for i in range(rd))  # MSHR
+        rob_fill = Signal(rd)  # waiting on an MSHR's fill (else on a pass-through ack)
+        rob_data = Array(Signal(width, name=f"rob_data{i}") for i in range(rd))
+        rob_tag = Array(Signal(self.tag_bits, name=f"rob_tag{i}") for i in range(rd))
+        head = Signal(rbits)
+        tail = Signal(rbits)
+        count = Signal(range(rd + 1))
+
+        # Downstream requests, and what each response is for (the memory answers in order).
+        dq_layout = mem_request_layout(lw, self.tag_bits)
+        route_layout = data.StructLayout({
+            "fill": unsigned(1), "mshr": unsigned(mbits), "rob": unsigned(rbits)})
+        m.submodules.dq = dq = SyncFIFO(width=dq_layout.size, depth=rd)
+        m.submodules.route = route = SyncFIFO(width=route_layout.size, depth=rd)
+        dq_head = Signal(dq_layout)
+        route_head = Signal(route_layout)
+        m.d.comb += [
+            dq_head.eq(dq.r_data), route_head.eq(route.r_data),
+            dreq.valid.eq(dq.r_rdy),
+            dreq.payload.eq(Mux(dq.r_rdy, dq_head.as_value(), 0)),
+            dq.r_en.eq(dreq.valid & dreq.ready),
+            dresp.ready.eq(1),
+            route.r_en.eq(dresp.valid),
+        ]
+
+        # --- fills and acknowledgements from below --------------------------------------
+        fill = Signal()
+        m.d.comb += fill.eq(dresp.valid & route_head.fill)
+        fill_line = Signal(32 - ob)
+        fill_set = Signal(max(1, sb))
+        m.d.comb += fill_line.eq(mshr_line[route_head.mshr])
+        if sb:
+            m.d.comb += fill_set.eq(fill_line[:sb])
+        # Victim: the lowest invalid way, else the set's round-robin pointer.
+        rr = Array(Signal(_bits(ways), name=f"rr{i}") for i in range(sets))
+        victim = Signal(_bits(ways))
+        any_invalid = Signal()
+        m.d.comb += victim.eq(rr[fill_set])
+        for w in reversed(range(ways)):
+            with m.If(~valid[w].bit_select(fill_set, 1)):
+                m.d.comb += [victim.eq(w), any_invalid.eq(1)]
+        with m.If(fill):
+            m.d.sync += mshr_valid.bit_select(route_head.mshr, 1).eq(0)
+            if ways > 1:
+                with m.If(~any_invalid):
+                    m.d.sync += rr[fill_set].eq(rr[fill_set] + 1)
+            for i in range(rd):
+                with m.If(rob_valid[i] & ~rob_ready[i] & rob_fill[i]
+                          & (rob_wait[i] == route_head.mshr)):
+                    m.d.sync += [rob_ready[i].eq(1), rob_data[i].eq(dresp.payload.rdata)]
+        with m.Elif(dresp.valid):
+            m.d.sync += [rob_ready.bit_select(route_head.rob, 1).eq(1),
+                         rob_data[route_head.rob].eq(dresp.payload.rdata)]
+
+        # --- accepting a request ----------------------------------------------------------
+        is_read = Signal()
+        is_write = Signal()
+        is_atomic = Signal()
+        m.d.comb += [is_read.eq(p.kind == MemKind.READ), is_write.eq(p.kind == MemKind.WRITE),
+                     is_atomic.eq(p.kind == MemKind.ATOMIC)]
+        room = Signal()
+        m.d.comb += room.eq((count != rd) & ~fill & ~self.invalidate)
+        new_miss = Signal()
+        m.d.comb += new_miss.eq(is_read & ~hit & ~pend)
+        can = Signal()
+        m.d.comb += can.eq(room & Mux(is_read, hit | pend | free, ~pend))
+        m.d.comb += req.ready.eq(can)
+        fire = Signal()
+        m.d.comb += fire.eq(req.valid & req.ready)
+        m.d.comb += [
+            self.hit.eq(fire & is_read & hit),
+            self.miss.eq(fire & new_miss),
+            self.merge.eq(fire & is_read & ~hit & pend),
+            self.mshr_full.eq(req.valid & room & new_miss & ~free),
+        ]
+
+        send = Signal()  # the request goes down (a new miss, a store or an atomic)
+        m.d.comb += send.eq(fire & (new_miss | ~is_read))
+        dq_entry = Signal(dq_layout)
+        r_entry = Signal(route_layout)
+        m.d.comb += [
+            dq_entry.eq(p),
+            dq_entry.addr.eq(Mux(new_miss, Cat(Const(0, ob), line), p.addr)),
+            dq.w_data.eq(dq_entry.as_value()), dq.w_en.eq(send),
+            r_entry.fill.eq(new_miss), r_entry.mshr.eq(free_idx), r_entry.rob.eq(tail),
+            route.w_data.eq(r_entry.as_value()), route.w_en.eq(send),
+        ]
+
+        # Array writes: a fill (no request is accepted in its cycle) or a store that hits.
+        for w in range(ways):
+            with m.If(fill & (victim == w)):
+                m.d.comb += [
+                    tag_wr[w].addr.eq(fill_set), tag_wr[w].data.eq(fill_line[sb:]),
+                    tag_wr[w].en.eq(1),
+                    data_wr[w].addr.eq(fill_set), data_wr[w].data.eq(dresp.payload.rdata),
+                    data_wr[w].en.eq(-1),
+                ]
+                m.d.sync += valid[w].bit_select(fill_set, 1).eq(1)
+            with m.If(fire & is_write & way_hit[w]):
+                m.d.comb += [data_wr[w].addr.eq(set_idx), data_wr[w].data.eq(p.wdata.as_value()),
+                             data_wr[w].en.eq(p.be)]
+            with m.If(fire & is_atomic & way_hit[w]):
+                m.d.sync += valid[w].bit_select(set_idx, 1).eq(0)
+        with m.If(self.invalidate):
+            m.d.sync += [v.eq(0) for v in valid]
+
+        with m.If(fire):
+            m.d.sync += [
+                rob_valid.bit_select(tail, 1).eq(1),
+                rob_ready.bit_select(tail, 1).eq(is_read & hit),
+                rob_fill.bit_select(tail, 1).eq(is_read),
+                rob_wait[tail].eq(Mux(pend, pend_idx, free_idx)),
+                rob_data[tail].eq(hit_data),
+                rob_tag[tail].eq(p.tag),
+                tail.eq(tail + 1),
+            ]
+            with m.If(new_miss):
+                m.d.sync += [mshr_valid.bit_select(free_idx, 1).eq(1),
+                             mshr_line[free_idx].eq(line)]
+
+        # --- responses up, in request order ---------------------------------------------
+        m.d.comb += [
+            resp.valid.eq(rob_valid.bit_select(head, 1) & rob_ready.bit_select(head, 1)),
+            resp.payload.rdata.eq(Mux(resp.valid, rob_data[head], 0)),
+            resp.payload.tag.eq(Mux(resp.valid, rob_tag[head], 0)),
+        ]
+        retire = Signal()
+        m.d.comb += retire.eq(resp.valid & resp.ready)
+        with m.If(retire):
+            m.d.sync += [rob_valid.bit_select(head, 1).eq(0), head.eq(head + 1)]
+        with m.If(fire & ~retire):
+            m.d.sync += count.eq(count + 1)
+        with m.Elif(retire & ~fire):
+            m.d.sync += count.eq(count - 1)
+        m.d.comb += self.idle.eq((count == 0) & ~dq.r_rdy)
+        return m
