@@ -25,6 +25,7 @@ classification) and ``w<w>_wait`` (each warp's :class:`~simtgpu.rtl.warp_wait.Wa
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -654,10 +655,18 @@ def write_gtkw(dump: Dump, out: str | Path | None = None) -> Path:
     out = Path(out) if out else dump.path.with_suffix(".gtkw")
     filt = write_wait_filter(out.with_name(out.stem + ".wait.txt"))
     flags = {"bin": "@28", "dec": "@24", "hex": "@22", "wait": "@2024"}
+    # open on about 200 cycles from the first fetch
+    edges = dump.edges()
+    fetch = dump.series(f"core0.{STAGE_SIGNALS['if']}.valid")
+    first = next((t for t, v in fetch if v), edges[0] if edges else 0)
+    period = edges[1] - edges[0] if len(edges) > 1 else 1
+    start = max(0, first - 5 * period)
+    zoom = -math.log2(max(1e-9, 200 * period / 5))  # measured: z shows 10 * 2**(-z-1) units
     lines = ["[*] simtgpu pipeline layout (simtgpu waves layout)",
-             f'[dumpfile] "{dump.path.resolve()}"', "[timestart] 0",
-             "[size] 1600 1000", "[pos] -1 -1", "[sst_width] 260", "[signals_width] 320",
-             "[sst_expanded] 1", "[sst_vpaned_height] 300"]
+             f'[dumpfile] "{dump.path.resolve()}"', f"[timestart] {start}",
+             "[size] 1600 1000", "[pos] -1 -1", f"*{zoom:.6f} -1",
+             "[sst_width] 260", "[signals_width] 320", "[sst_expanded] 1",
+             "[sst_vpaned_height] 300"]
     for group, sigs in layout_signals(dump):
         lines.append("@200")
         lines.append(f"-{group}")
@@ -665,7 +674,8 @@ def write_gtkw(dump: Dump, out: str | Path | None = None) -> Path:
             if fmt == "wait":
                 lines.append(f"^1 {filt.resolve()}")
             lines.append(flags[fmt])
-            lines.append(name)
+            width = dump.width(name)
+            lines.append(name + (f"[{width - 1}:0]" if width > 1 else ""))  # GTKWave's name
     lines.append("[pattern_trace] 1")
     lines.append("[pattern_trace] 0")
     out.write_text("\n".join(lines) + "\n")
