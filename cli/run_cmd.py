@@ -37,13 +37,15 @@ def register(subparsers: Any) -> None:
                    help="GPU configuration (default small)")
     p.add_argument("--print", dest="prints", action="append", default=[], metavar="NAME[SLICE]",
                    help="print an array argument after the run, e.g. c[:8] (repeatable)")
-    p.add_argument("--trace", metavar="FILE", help="write the retire trace (JSON lines)")
-    p.add_argument("--waves", metavar="FILE.vcd",
-                   help="with --backend rtl: dump a waveform of the run (docs/waveforms.md)")
+    p.add_argument("--trace", metavar="FILE",
+                   help="write the retire trace (JSON lines, docs/trace-format.md; ISS or RTL)")
+    p.add_argument("--waves", metavar="FILE.fst|FILE.vcd",
+                   help="with --backend rtl: dump a waveform of the run, FST or (named *.vcd) "
+                        "VCD (docs/waveforms.md)")
     p.add_argument("--stats", action="store_true", help="print the launch statistics")
     p.add_argument("--seed", type=_seed, default=0, help="seed for :rand initialisers")
     p.add_argument("--budget", type=int, default=None, metavar="N",
-                   help="instruction budget of the launch (ISS watchdog)")
+                   help="instruction budget of the launch (ISS watchdog; the RTL refuses it)")
     p.set_defaults(func=run)
 
 
