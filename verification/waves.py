@@ -30,6 +30,7 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from simtgpu.errors import SimtgpuError
 
@@ -79,8 +80,8 @@ class Dump:
 
     path: Path
     timescale: str
-    vars: dict  # full name -> pywellen Var
-    wave: object
+    vars: dict[str, Any]  # full name -> pywellen.Var
+    wave: Any  # pywellen.Waveform
     changes: dict[str, list[tuple[int, int]]] = field(default_factory=dict)
     _edges: list[int] | None = None
 
@@ -483,12 +484,12 @@ def konata_records(pipe: Pipeline) -> list[Record]:  # noqa: C901 - one pass, st
         if issued is not None and id(issued) not in placed:
             squash(issued, i)
         back = new_back
-        # late write-backs retire when the port shows them (wb's own retire is above)
+        # the port shows a late write-back in a cycle in which wb retires nothing of its own
         r = pipe.retire[i]
-        if r is not None and late:
+        wb_retires = back["wb"] is not None and not pipe.deferred[i]
+        if r is not None and late and not wb_retires:
             match = next((x for x in late if (x.warp, x.pc) == r), None)
-            if match is not None and (back["wb"] is None or (back["wb"].warp, back["wb"].pc) != r
-                                      or pipe.deferred[i]):
+            if match is not None:
                 late.remove(match)
                 match.end, match.retired = i + 1, True
         # front end: id takes what if held; if takes a new fetch
