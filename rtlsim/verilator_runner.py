@@ -227,8 +227,10 @@ def build_harness(config: str | GpuConfig | RtlConfig, *, trace: str | bool | No
              f"{SPEED_MAKEFLAGS[pgo]} {rules}").encode()
     main_cpp = driver_cpp(cfg.cores, cfg.lanes)
     key = _digest(text, main_cpp.encode(), flags)
-    kind = f"-trace{'' if fmt == 'fst' else '-' + fmt}{'-all' if fmt and not rules else ''}"
-    out_dir = build_dir() / "verilator" / f"{cfg.name}{kind if fmt else ''}-{key}"
+    kind = ""  # build folder: small-<key>, small-trace-<key> (FST), small-trace-vcd-all-<key>
+    if fmt:
+        kind = f"-trace{'' if fmt == 'fst' else '-' + fmt}{'' if rules else '-all'}"
+    out_dir = build_dir() / "verilator" / f"{cfg.name}{kind}-{key}"
     exe = out_dir / "Vharness_run"
     if exe.exists():
         return exe
@@ -265,7 +267,7 @@ def build_harness(config: str | GpuConfig | RtlConfig, *, trace: str | bool | No
             shutil.rmtree(out_dir)
         work.rename(out_dir)
         (out_dir / "exe.tmp").replace(exe)
-        _prune(out_dir.parent, f"{cfg.name}{kind if fmt else ''}-")
+        _prune(out_dir.parent, f"{cfg.name}{kind}-")
     return exe
 
 
