@@ -685,17 +685,25 @@ def write_gtkw(dump: Dump, out: str | Path | None = None) -> Path:
 
 def write_surfer(dump: Dump, out: str | Path | None = None) -> Path:
     """A Surfer command file next to the dump (``x.fst`` -> ``x.surfer.txt``; open with
-    ``surfer x.fst -c x.surfer.txt``): the same signals, with a divider per group."""
+    ``surfer x.fst -c x.surfer.txt``): the same signals, with a divider per group. Verilator
+    names struct fields with dots (``mem_wb.valid`` is one variable of scope ``core0``), so
+    each is added by its name within its scope (``scope_select``, ``variable_add_from_scope``),
+    not by a dotted path that Surfer would split at the last dot."""
     out = Path(out) if out else dump.path.with_name(dump.path.stem + ".surfer.txt")
     lines = []
+    scope = None
     for group, sigs in layout_signals(dump):
         lines.append(f"divider_add {group}")
-        for name, _ in sigs:
-            lines.append(f"variable_add {name}")
+        for full, _ in sigs:
+            name = dump.vars[full].name
+            where = full[:-len(name) - 1]
+            if where != scope:
+                lines.append(f"scope_select {where}")
+                scope = where
+            lines.append(f"variable_add_from_scope {name}")
     lines.append("zoom_fit")
     out.write_text("\n".join(lines) + "\n")
     return out
-
 
 if __name__ == "__main__":  # the old entry point: the same as `simtgpu waves ...`
     import sys

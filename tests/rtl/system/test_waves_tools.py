@@ -175,9 +175,15 @@ def test_viewer_layouts_name_signals_of_the_dump(run, tmp_path):
         m = re.fullmatch(r"(.*?)(?:\[(\d+):0\])?", name)
         assert m.group(1) in dump.vars, name
         assert dump.width(m.group(1)) == (int(m.group(2)) + 1 if m.group(2) else 1), name
-    commands = [ln.split(" ", 1)[1] for ln in surfer.read_text().splitlines()
-                if ln.startswith("variable_add ")]
-    assert commands == [re.sub(r"\[\d+:0\]$", "", n) for n in shown]
+    added, scope = [], None
+    for ln in surfer.read_text().splitlines():
+        cmd, _, arg = ln.partition(" ")
+        assert cmd in ("divider_add", "scope_select", "variable_add_from_scope", "zoom_fit")
+        if cmd == "scope_select":
+            scope = arg
+        elif cmd == "variable_add_from_scope":
+            added.append(f"{scope}.{arg}")
+    assert added == [re.sub(r"\[\d+:0\]$", "", n) for n in shown]
     groups = [g for g, _ in layout_signals(dump)]
     assert groups[1:10] == [f"core0 {s}" for s in STAGES]
     assert {"core0 warp 0", "core0 warp 1", "core0 stalls"} <= set(groups)
