@@ -246,9 +246,14 @@ def plot_signals(dump: Dump, signals: Sequence[str], out: str | Path,
                              sharex=True, squeeze=False)
     for ax, name in zip(axes[:, 0], signals, strict=True):
         width = dump.width(name)
+        full = dump.find(name)
         vals = dump.sample(name, times)[sel]
-        if width == 1:
-            ax.step(xs, vals, where="post", color="tab:blue")
+        if full.rsplit(".", 1)[-1] == "clk":  # sampled once a cycle: draw the edges instead
+            ax.step([x + h for x in xs for h in (0, 0.5)] + [xs[-1] + 1],
+                    [v for _ in xs for v in (1, 0)] + [1], where="post", color="tab:blue")
+            ax.set_ylim(-0.2, 1.2)
+        elif width == 1:
+            ax.step(xs + [xs[-1] + 1], vals + vals[-1:], where="post", color="tab:blue")
             ax.set_ylim(-0.2, 1.2)
         else:
             start = 0
@@ -257,13 +262,16 @@ def plot_signals(dump: Dump, signals: Sequence[str], out: str | Path,
                     ax.fill_between([xs[start], xs[i - 1] + 1], 0, 1, color="tab:green",
                                     alpha=0.15)
                     ax.plot([xs[start], xs[start]], [0, 1], color="tab:green", lw=0.6)
-                    if (i - start) > len(xs) / 60:
-                        ax.text((xs[start] + xs[i - 1] + 1) / 2, 0.5, f"{vals[start]:x}",
-                                ha="center", va="center", fontsize=7)
+                    v = vals[start]
+                    text = (WAIT_NAMES[v] if full.endswith("_wait") and v < len(WAIT_NAMES)
+                            else f"{v:x}")
+                    if (i - start) > len(xs) * max(2, len(text)) / 110:  # room for the text
+                        ax.text((xs[start] + xs[i - 1] + 1) / 2, 0.5, text, ha="center",
+                                va="center", fontsize=7)
                     start = i
             ax.set_ylim(0, 1)
         ax.set_yticks([])
-        short = ".".join(dump.find(name).split(".")[-2:])
+        short = ".".join(full.split(".")[-2:])
         ax.set_ylabel(short, rotation=0, ha="right", fontsize=8)
     axes[-1, 0].set_xlabel("cycle")
     fig.suptitle(f"{dump.path.name}: cycles {c0}..{c1}", fontsize=9)
