@@ -342,8 +342,8 @@ def pipeline(dump: Dump, core: int = 0) -> Pipeline:
 
 WARP_COLOURS = "tab10"
 REASON_COLOURS = {"issue": "#222222", "ready": "#969696", "idle": "#eeeeee",
-                  "fetch": "#a6cee3", "memory": "#e31a1c", "hazard": "#fdbf6f",
-                  "scoreboard": "#fdbf6f", "sfu": "#6a3d9a", "structural": "#6a3d9a",
+                  "fetch": "#a6cee3", "memory": "#8b0000", "hazard": "#ffd92f",
+                  "scoreboard": "#ffd92f", "sfu": "#6a3d9a", "structural": "#6a3d9a",
                   "barrier": "#b15928"}
 """Colours of the stall and wait reasons (``issue``: it issued)."""
 
