@@ -203,7 +203,11 @@ def _int(value) -> int:
 
 def open_dump(path: str | Path) -> Dump:
     """Open an FST or VCD file (the variables are read now, value changes when asked for)."""
-    import pywellen
+    try:
+        import pywellen
+    except ImportError:
+        raise WaveError("reading waveforms needs pywellen: pip install pywellen (it comes "
+                        "with simtgpu's dev extra)") from None
 
     path = Path(path)
     if not path.exists():
