@@ -93,7 +93,7 @@ class RtlBackend(Backend):
     def set_trace(self, sink: Any) -> None:
         """Start logging the retire ports for ``sink``; None writes what was logged to the
         previous sink as trace lines and stops."""
-        if self._trace is not None:
+        if getattr(self, "_trace", None) is not None:
             self._finish_trace()
         if sink is None:
             return
