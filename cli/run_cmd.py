@@ -137,7 +137,6 @@ class ProgressReport:
 
 def run(args: argparse.Namespace) -> int:
     from simtgpu.driver_model.device import Device
-    from simtgpu.sim import KernelFault
 
     specs = [parse_arg(t) for t in args.args]
     prints = [parse_print(t) for t in args.prints]
@@ -151,6 +150,16 @@ def run(args: argparse.Namespace) -> int:
             raise DriverError("--waves needs --backend rtl (only the RTL has signals to dump)")
         options["waves"] = args.waves
     dev = Device(backend=args.backend, config=args.config, **options)
+    try:
+        return _run_on(dev, args, specs, prints, grid, block)
+    finally:
+        dev.close()  # the RTL model finishes its waveform as it exits
+
+
+def _run_on(dev: Any, args: argparse.Namespace, specs: list[ArgSpec], prints: list,
+            grid: tuple[int, ...], block: tuple[int, ...]) -> int:
+    from simtgpu.sim import KernelFault
+
     mod = dev.load_module(args.module)
     kernel = mod.kernel(args.kernel)
     iss = getattr(dev.backend, "iss", None)
