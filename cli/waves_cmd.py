@@ -59,7 +59,7 @@ def info(args: argparse.Namespace) -> int:
     cfg = d.config()
     cycles, _ = d.cycles()
     span = f"cycles {cycles[0]}..{cycles[-1]}" if cycles else "no clock edges"
-    anonymous = sum("$" in n for n in d.vars)
+    anonymous = sum("$" in n.rsplit(".", 1)[-1] for n in d.vars)  # not $rootio.* (Verilator)
     print(f"{d.path}: {d.path.stat().st_size:,} bytes, {len(d.vars):,} variables "
           f"({anonymous} anonymous), timescale {d.timescale}, {span}")
     print(f"configuration: {cfg.cores} core(s), {cfg.warps} warps x {cfg.lanes} lanes")
