@@ -5,7 +5,8 @@
    model of the GPU, fed through the same command queue), with a ragged problem size so the
    last block has threads past the end;
 3. compare each with NumPy and the RTL's memory with the ISS's, exiting 1 on a mismatch;
-4. leave a waveform of the RTL run under build/ and print its path.
+4. leave a waveform of the RTL run under build/demo/ (FST) with a GTKWave save file and a
+   Surfer command file that open the pipeline, and print how to open each.
 
 The first RTL run on a machine builds the Verilator model (a few minutes); later runs reuse it.
 """
@@ -26,7 +27,7 @@ from simtgpu.errors import SimtgpuError
 ROOT = Path(__file__).resolve().parents[1]
 KERNEL = EXAMPLES_ASM / "vector_add.s"
 
-WAVES = ROOT / "build" / "demo" / "vector_add.vcd"
+WAVES = ROOT / "build" / "demo" / "vector_add.fst"
 
 # backend name -> extra step run after that backend's launch (args: device, result).
 EXTRA_STEPS: dict[str, Callable[..., None]] = {}
@@ -107,9 +108,27 @@ def run_on(backend: str, config: str, n: int, block: int, seed: int) -> np.ndarr
         if res.cycles:
             print(f"RTL: {res.cycles} cycles, {res.instructions / res.cycles:.2f} "
                   f"warp-instructions per cycle over {dev.config.cores} cores")
-        shown = WAVES.relative_to(ROOT) if WAVES.is_relative_to(ROOT) else WAVES
-        print(f"waveform: {shown}  (open with: gtkwave {shown}; see docs/waveforms.md)")
+        dev.close()  # the model finishes the waveform file as it exits
+        _show_waves()
     return c if same else None
+
+
+def _show_waves() -> None:
+    """Write the viewer layouts next to the waveform and say how to open it."""
+    from simtgpu.verification.waves import open_dump, write_gtkw, write_surfer
+
+    def rel(p: Path) -> Path:
+        return p.relative_to(ROOT) if p.is_relative_to(ROOT) else p
+
+    dump = open_dump(WAVES)
+    gtkw, surfer = write_gtkw(dump), write_surfer(dump)
+    w = rel(WAVES)
+    print(f"waveform: {w}  ({WAVES.stat().st_size:,} bytes, {len(dump.vars):,} signals; "
+          "docs/waveforms.md)")
+    print(f"  GTKWave:  gtkwave {w} {rel(gtkw)}")
+    print(f"  Surfer:   surfer {w} -c {rel(surfer)}")
+    print(f"  pipeline: simtgpu waves pipeline {w} -o {rel(WAVES.with_suffix('.png'))} "
+          f"--konata {rel(WAVES.with_suffix('.kanata'))}")
 
 
 def main(argv: list[str] | None = None) -> int:

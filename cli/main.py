@@ -21,6 +21,7 @@ COMMAND_MODULES = (
     "simtgpu.cli.rtl_cmd",  # rtl
     "simtgpu.cli.compile_cmd",  # compile
     "simtgpu.cli.arch_cmd",  # command-queue
+    "simtgpu.cli.waves_cmd",  # waves
 )
 
 

@@ -37,16 +37,18 @@ def register(subparsers: Any) -> None:
                    help="GPU configuration (default small)")
     p.add_argument("--print", dest="prints", action="append", default=[], metavar="NAME[SLICE]",
                    help="print an array argument after the run, e.g. c[:8] (repeatable)")
-    p.add_argument("--trace", metavar="FILE", help="write the retire trace (JSON lines)")
-    p.add_argument("--waves", metavar="FILE.vcd",
-                   help="with --backend rtl: dump a waveform of the run (docs/waveforms.md)")
+    p.add_argument("--trace", metavar="FILE",
+                   help="write the retire trace (JSON lines, docs/trace-format.md; ISS or RTL)")
+    p.add_argument("--waves", metavar="FILE.fst|FILE.vcd",
+                   help="with --backend rtl: dump a waveform of the run, FST or (named *.vcd) "
+                        "VCD (docs/waveforms.md)")
     p.add_argument("--memory", choices=MEMORY_SETTINGS, default=None,
                    help="with --backend rtl: device-memory timing of the DRAM model (default "
                    "ideal; docs/memory-system.md)")
     p.add_argument("--stats", action="store_true", help="print the launch statistics")
     p.add_argument("--seed", type=_seed, default=0, help="seed for :rand initialisers")
     p.add_argument("--budget", type=int, default=None, metavar="N",
-                   help="instruction budget of the launch (ISS watchdog)")
+                   help="instruction budget of the launch (ISS watchdog; the RTL refuses it)")
     p.set_defaults(func=run)
 
 
@@ -138,7 +140,6 @@ class ProgressReport:
 
 def run(args: argparse.Namespace) -> int:
     from simtgpu.driver_model.device import Device
-    from simtgpu.sim import KernelFault
 
     specs = [parse_arg(t) for t in args.args]
     prints = [parse_print(t) for t in args.prints]
@@ -157,6 +158,16 @@ def run(args: argparse.Namespace) -> int:
                               "memory timing)")
         options["memory"] = args.memory
     dev = Device(backend=args.backend, config=args.config, **options)
+    try:
+        return _run_on(dev, args, specs, prints, grid, block)
+    finally:
+        dev.close()  # the RTL model finishes its waveform as it exits
+
+
+def _run_on(dev: Any, args: argparse.Namespace, specs: list[ArgSpec], prints: list,
+            grid: tuple[int, ...], block: tuple[int, ...]) -> int:
+    from simtgpu.sim import KernelFault
+
     mod = dev.load_module(args.module)
     kernel = mod.kernel(args.kernel)
     iss = getattr(dev.backend, "iss", None)

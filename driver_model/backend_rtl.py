@@ -9,11 +9,12 @@ read through the memory backdoor (what a DMA engine would do); ``run_until_idle`
 model until STATUS.BUSY falls (queue drained or faulted). Performance counters and fault
 records are the hardware's own registers.
 
-Options (``Device(backend="rtl", config=..., waves="build/run.vcd")``):
+Options (``Device(backend="rtl", config=..., waves="build/run.fst")``):
 
 ``waves``
-    Write a waveform of everything the model does from start-up on (VCD; the model is then
-    built with tracing, a separate cached build).
+    Write a waveform of everything the model does from start-up on: FST, or VCD for a file
+    named ``*.vcd`` (the model is then built with tracing, a separate cached build per
+    format; docs/waveforms.md).
 ``memory``
     Device-memory timing of the DRAM model: a setting's name (``ideal``, the default;
     ``vortex``; ``realistic``) or a :class:`~simtgpu.arch.config.MemoryConfig`
@@ -22,8 +23,11 @@ Options (``Device(backend="rtl", config=..., waves="build/run.vcd")``):
     Cycles ``run_until_idle`` allows before it gives up (the hardware's own watchdog fault
     normally comes first).
 An ISS-only option (``instruction_budget``) is refused with a message: the RTL bounds a launch
-by its cycle watchdog. So is a retire trace (``launch(trace=...)``), which the RTL backend does
-not write yet; the verification suites read the RTL's retire port directly.
+by its cycle watchdog.
+
+A retire trace (``launch(trace=...)``, ``simtgpu run --trace``) is read from the hardware's
+retire ports: the model logs every sample while the launch runs, and each becomes a line of
+docs/trace-format.md, in retire order (``mem`` is null: memory writes are not on the port).
 
 The model of a named configuration is built profile-guided, trained by :func:`train` (see
 :mod:`simtgpu.rtlsim.verilator_runner`).
@@ -31,11 +35,14 @@ The model of a named configuration is built profile-guided, trained by :func:`tr
 
 from __future__ import annotations
 
+import os
+import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from simtgpu.arch.command_queue import Mmio
 from simtgpu.arch.config import ConfigError, GpuConfig, MemoryConfig
+from simtgpu.errors import SimtgpuError
 
 from .backend import Backend
 from .errors import DriverError
@@ -72,13 +79,20 @@ class RtlBackend(Backend):
         self.max_cycles = max_cycles
         self.cycles = 0
         self._error = VerilatorError
+        from simtgpu.rtlsim.trace_config import wave_format
+
         wave_path = Path(waves) if waves else None
-        if wave_path is not None and wave_path.suffix.lower() != ".vcd":
-            raise DriverError(f"--waves {wave_path}: the RTL backend writes VCD; name the file "
-                              "*.vcd (FST: see docs/waveforms.md)")
+        fmt = None
+        if wave_path is not None:
+            try:
+                fmt = wave_format(wave_path)
+            except SimtgpuError as e:
+                raise DriverError(f"--waves: {e}") from None
+        self._trace: Any = None
+        self._retire_file: Path | None = None
+        self._imem: dict[int, int] = {}  # word address -> instruction word (for `op`)
         try:
-            self.sim = sim or RtlSim(get_rtl_config(config), trace=wave_path is not None,
-                                     trainer=train)
+            self.sim = sim or RtlSim(get_rtl_config(config), trace=fmt, trainer=train)
             if sim is not None and memory is not None:
                 sim.set_memory_timing(config.memory_timing)
             if wave_path is not None:
@@ -89,10 +103,45 @@ class RtlBackend(Backend):
         self.waves = wave_path
 
     def set_trace(self, sink: Any) -> None:
-        if sink is not None:
-            raise DriverError("the rtl backend does not write a retire trace (--trace) yet; "
-                              "the ISS backend does, and the verification suites compare the "
-                              "RTL's retire port with it (docs/verification.md)")
+        """Start logging the retire ports for ``sink``; None writes what was logged to the
+        previous sink as trace lines and stops."""
+        if getattr(self, "_trace", None) is not None:
+            self._finish_trace()
+        if sink is None:
+            return
+        from simtgpu.rtlsim.verilator_runner import build_dir
+
+        build_dir().mkdir(parents=True, exist_ok=True)
+        fd, name = tempfile.mkstemp(prefix="retire-", suffix=".log", dir=build_dir())
+        os.close(fd)
+        self._retire_file = Path(name)
+        self._call(self.sim.retire_log, self._retire_file)
+        self._trace = sink
+
+    def _finish_trace(self) -> None:
+        from simtgpu.isa.encoding import EncodingError, decode
+        from simtgpu.sim.trace import format_line, from_retire_port
+
+        sink, path = self._trace, self._retire_file
+        self._trace = self._retire_file = None
+        try:
+            self._call(self.sim.retire_log, None)
+            lanes = self.config.lanes
+            seq = 0
+            with open(path) as log:
+                for text in log:
+                    f = [int(x, 16) for x in text.split()]
+                    core, rec = f[0], f[2:]
+                    port = (*rec[:9], *rec[12:12 + lanes], *rec[9:12])
+                    line = from_retire_port(port, lanes)
+                    try:
+                        op = decode(self._imem.get(line["pc"] // 4, 0)).mnemonic
+                    except EncodingError:
+                        op = None
+                    sink.write(format_line({"seq": seq, "core": core, **line, "op": op}))
+                    seq += 1
+        finally:
+            path.unlink(missing_ok=True)
 
     def _call(self, fn, *args):
         try:
@@ -117,6 +166,8 @@ class RtlBackend(Backend):
         if base % 4 or len(code) % 4:
             raise ValueError("instruction memory is loaded in whole, aligned words")
         super().load_code(base, code)
+        for i in range(0, len(code), 4):
+            self._imem[(base + i) // 4] = int.from_bytes(code[i:i + 4], "little")
 
     def run_until_idle(self) -> None:
         left = self.max_cycles
@@ -134,6 +185,8 @@ class RtlBackend(Backend):
                           f"(STATUS {status:#x}); the hardware watchdog did not stop it")
 
     def close(self) -> None:
+        if getattr(self, "_trace", None) is not None:
+            self._finish_trace()
         sim = getattr(self, "sim", None)
         if sim is not None:
             sim.close()

@@ -62,6 +62,7 @@ from .simt_stack import SimtOp, SimtStack
 from .stages import Stage
 from .stall_classifier import StallClassifier
 from .warp_unit import WarpUnit
+from .warp_wait import WarpWait, WarpWaits
 
 
 def _select(m: Module, index, values: list, width: int, name: str) -> Signal:
@@ -124,6 +125,7 @@ class Core(wiring.Component):
         m.submodules.late_wb = lw = LateWriteback(W, L)
         m.submodules.faults = fr = FaultRecorder(W, L)
         m.submodules.stalls = sc = StallClassifier(W)
+        m.submodules.warp_waits = wwait = WarpWaits(W)
         alus = [Alu() for _ in range(L)]
         muls = [Multiplier(latency=2) for _ in range(L)]
         fpus = [Fpu(latency=2) for _ in range(L)]
@@ -610,4 +612,11 @@ class Core(wiring.Component):
                      p.stall_structural.eq(sc.stall_structural),
                      p.stall_scoreboard.eq(sc.stall_scoreboard),
                      p.stall_barrier.eq(sc.stall_barrier)]
+        # why each warp did not issue, named per warp for waveforms (w<w>_wait)
+        m.d.comb += [wwait.runnable.eq(member & ~finished), wwait.valid.eq(ibuf.valid),
+                     wwait.issued.eq(issue_ok), wwait.warp.eq(is_pick),
+                     wwait.hazard.eq(iss.hazard), wwait.parked.eq(iss.parked),
+                     wwait.structural.eq(iss.structural), wwait.bar_hold.eq(iss.bar_hold)]
+        for w in range(W):
+            m.d.comb += Signal(WarpWait, name=f"w{w}_wait").eq(wwait.wait[w])
         return m

@@ -51,8 +51,9 @@ from simtgpu.errors import SimtgpuError
 from simtgpu.rtl.configs import RtlConfig, get_rtl_config
 
 from . import harness, memory_model, sim_ram, verilog_export
+from .trace_config import trace_all, trace_args, trace_rules
 from .verilator import WAIVERS, VerilatorError, verilator_env, verilator_exe
-from .verilator_driver import DRIVER_CPP
+from .verilator_driver import driver_cpp
 
 __all__ = ["RtlSim", "RtlSimError", "Trainer", "build_harness", "harness_verilog",
            "run_on_rtl"]
@@ -163,7 +164,18 @@ per simulated cycle at ``-O3`` than at ``-O2``; a profile-guided one gains nothi
 (38,053 against 38,052), so it keeps the shorter ``-O2`` compile (docs/performance.md)."""
 
 
-def _pgo_wanted(cfg: RtlConfig, trace: bool, trainer: Trainer | None) -> bool:
+def _trace_format(trace: str | bool | None) -> str | None:
+    """``"fst"``, ``"vcd"`` or None from a ``trace`` argument (True means FST)."""
+    if trace is True:
+        return "fst"
+    if trace in (None, False):
+        return None
+    if trace not in ("fst", "vcd"):
+        raise RtlSimError(f"trace must be 'fst', 'vcd' or None, not {trace!r}")
+    return trace
+
+
+def _pgo_wanted(cfg: RtlConfig, trace: str | None, trainer: Trainer | None) -> bool:
     """Profile-guided g++ builds (the C++ is compiled twice) when there is a trainer, for the
     named configurations the driver launches, unless ``$SIMTGPU_RTL_PGO=0``. The driver's
     trainer knows only the named configurations; waveform builds are left plain."""
@@ -199,18 +211,26 @@ def _pgo_rebuild(cfg: RtlConfig, work: Path, env: dict[str, str], cflags: str,
                f"profile-guided rebuild of {cfg.name}")
 
 
-def build_harness(config: str | GpuConfig | RtlConfig, *, trace: bool = False,
+def build_harness(config: str | GpuConfig | RtlConfig, *, trace: str | bool | None = None,
                   trainer: Trainer | None = None) -> Path:
     """Build (or reuse) the Verilator model of the harness; returns the executable.
+    ``trace``: ``"fst"`` or ``"vcd"`` compiles that waveform format in (True: FST), with the
+    rules of :mod:`.trace_config` (only named signals, each once).
     ``trainer``: build it profile-guided, trained by this (see :func:`_pgo_wanted`)."""
     cfg = get_rtl_config(config)
+    fmt = _trace_format(trace)
     verilog = harness_verilog(cfg)
     text = verilog.read_bytes()
-    pgo = _pgo_wanted(cfg, trace, trainer)
-    flags = (f"LINE_WORDS={cfg.line_words} trace={trace} pgo={pgo} {SPEED_FLAGS} "
-             f"{SPEED_MAKEFLAGS[pgo]}").encode()
-    key = _digest(text, DRIVER_CPP.encode(), flags)
-    out_dir = build_dir() / "verilator" / f"{cfg.name}{'-trace' if trace else ''}-{key}"
+    pgo = _pgo_wanted(cfg, fmt, trainer)
+    rules = trace_rules() if fmt and not trace_all() else ""
+    flags = (f"LINE_WORDS={cfg.line_words} trace={fmt} pgo={pgo} {SPEED_FLAGS} "
+             f"{SPEED_MAKEFLAGS[pgo]} {rules}").encode()
+    main_cpp = driver_cpp(cfg.cores, cfg.lanes)
+    key = _digest(text, main_cpp.encode(), flags)
+    kind = ""  # build folder: small-<key>, small-trace-<key> (FST), small-trace-vcd-all-<key>
+    if fmt:
+        kind = f"-trace{'' if fmt == 'fst' else '-' + fmt}{'' if rules else '-all'}"
+    out_dir = build_dir() / "verilator" / f"{cfg.name}{kind}-{key}"
     exe = out_dir / "Vharness_run"
     if exe.exists():
         return exe
@@ -220,15 +240,20 @@ def build_harness(config: str | GpuConfig | RtlConfig, *, trace: bool = False,
         work = Path(tempfile.mkdtemp(prefix=out_dir.name + ".", dir=out_dir.parent))
         cflags = f"-DLINE_WORDS={cfg.line_words}"
         (work / "harness.v").write_bytes(text)
-        (work / "main.cpp").write_text(DRIVER_CPP)
+        (work / "main.cpp").write_text(main_cpp)
+        tracing: list[str] = []
+        if fmt:
+            vlt = None
+            if rules:
+                vlt = work / "trace.vlt"
+                vlt.write_text(rules)
+            tracing = trace_args(fmt, vlt)  # control files go before the Verilog
         cmd = [verilator_exe(), "--cc", "--exe", "--build", "-j", str(os.cpu_count() or 1),
                "--top-module", "harness", "-Wno-fatal", "-Wno-lint", "-Wno-style",
                *SPEED_FLAGS,
                "--Mdir", str(work / "obj"), "-o", str(work / "Vharness_run"),
                "-CFLAGS", cflags,
-               str(WAIVERS), str(work / "harness.v"), str(work / "main.cpp")]
-        if trace:
-            cmd.append("--trace")
+               str(WAIVERS), *tracing, str(work / "harness.v"), str(work / "main.cpp")]
         if pgo:
             cmd += ["-CFLAGS", "-fprofile-generate", "-LDFLAGS", "-fprofile-generate"]
         env = verilator_env()
@@ -242,7 +267,7 @@ def build_harness(config: str | GpuConfig | RtlConfig, *, trace: bool = False,
             shutil.rmtree(out_dir)
         work.rename(out_dir)
         (out_dir / "exe.tmp").replace(exe)
-        _prune(out_dir.parent, f"{cfg.name}{'-trace' if trace else ''}-")
+        _prune(out_dir.parent, f"{cfg.name}{kind}-")
     return exe
 
 
@@ -257,7 +282,8 @@ class RtlSim:
         (``cfg.memory``) is programmed at start: the model itself is built with ``ideal``
         timing, so every setting of a configuration shares one build.
     trace:
-        Build the model with VCD tracing (see :meth:`trace`).
+        Build the model with waveform tracing, ``"fst"`` or ``"vcd"`` (True: FST; see
+        :meth:`trace`).
     trainer:
         Passed to :func:`build_harness`: a profile-guided build, trained by it.
     exe:
@@ -265,7 +291,7 @@ class RtlSim:
         build, while it trains); ``$SIMTGPU_RTL_PREFIX`` is not applied to it.
     """
 
-    def __init__(self, config: str | GpuConfig | RtlConfig, *, trace: bool = False,
+    def __init__(self, config: str | GpuConfig | RtlConfig, *, trace: str | bool | None = None,
                  trainer: Trainer | None = None, exe: Path | None = None):
         self.cfg = get_rtl_config(config)
         self.exe = exe or build_harness(self.cfg.for_build(), trace=trace, trainer=trainer)
@@ -355,8 +381,13 @@ class RtlSim:
         return int(self._cmd("CYCLES"), 16)
 
     def trace(self, path: str | Path) -> None:
-        """Start writing a VCD (the model must be built with ``trace=True``)."""
+        """Start writing the waveform, in the format the model was built for."""
         self._cmd(f"TRACE {Path(path).resolve()}")
+
+    def retire_log(self, path: str | Path | None) -> None:
+        """Log every retire-port sample to ``path`` from now on (None: stop); the line
+        format is in :mod:`.verilator_driver`."""
+        self._cmd(f"RETIRE {Path(path).resolve()}" if path is not None else "RETIRE")
 
     def close(self) -> None:
         if self.proc.poll() is None:

@@ -10,6 +10,7 @@ tracing is still far slower than running without it, but not by the cost of a JS
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TextIO
 
 import numpy as np
@@ -64,6 +65,37 @@ def emit(stream: TextIO, seq: int, w: Wave, op, g, mask: np.ndarray, ex: np.ndar
         seq += 1
     stream.write("".join(lines))
     return seq
+
+
+def from_retire_port(rec: Sequence[int], lanes: int) -> dict:
+    """A retire-port sample ``(bx, by, bz, warp, pc, mask, exec, rd_valid, rd, values...,
+    pd_valid, pd, pvalues)`` as trace keys: register values of executing lanes only, no
+    write for ``r0``/``pt``, predicate bits outside ``exec`` cleared."""
+    bx, by, bz, warp, pc, mask, ex, rd_valid, rd = rec[:9]
+    values = rec[9:9 + lanes]
+    pd_valid, pd, pvalues = rec[9 + lanes:12 + lanes]
+    has_rd = bool(rd_valid) and rd != 0
+    has_pd = bool(pd_valid) and pd != PT
+    return {
+        "block": [bx, by, bz], "warp": warp, "pc": pc, "mask": mask, "exec": ex,
+        "rd": rd if has_rd else None,
+        "values": [int(values[lane]) for lane in range(lanes) if ex >> lane & 1]
+        if has_rd else None,
+        "pd": pd if has_pd else None,
+        "pvalues": (pvalues & ex) if has_pd else None,
+    }
+
+
+KEYS = ("seq", "core", "block", "warp", "pc", "mask", "exec", "op", "rd", "values", "pd",
+        "pvalues", "mem")
+"""Every line's keys, in the order they are written."""
+
+
+def format_line(line: dict) -> str:
+    """One trace line as JSON, keys in :data:`KEYS` order (missing ones null), with a newline."""
+    import json
+
+    return json.dumps({k: line.get(k) for k in KEYS}) + "\n"
 
 
 def read_trace(stream: TextIO) -> list[dict]:

@@ -9,10 +9,9 @@ went wrong where.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 import numpy as np
 from simtgpu.assembler import disassemble_word
+from simtgpu.sim.trace import from_retire_port as retire_to_trace
 from simtgpu.sim.trace import per_warp
 
 from .launch import KernelLaunch
@@ -22,25 +21,6 @@ __all__ = ["Mismatch", "compare_memory", "compare_traces", "program_order", "ret
 
 class Mismatch(str):
     """A description of the first difference (a str, so it prints as itself)."""
-
-
-def retire_to_trace(rec: Sequence[int], lanes: int) -> dict:
-    """A retire-port sample ``(bx, by, bz, warp, pc, mask, exec, rd_valid, rd, values...,
-    pd_valid, pd, pvalues)`` as a trace dict: register values of executing lanes only, no
-    write for ``r0``/``pt``, predicate bits outside ``exec`` cleared."""
-    bx, by, bz, warp, pc, mask, ex, rd_valid, rd = rec[:9]
-    values = rec[9:9 + lanes]
-    pd_valid, pd, pvalues = rec[9 + lanes:12 + lanes]
-    has_rd = bool(rd_valid) and rd != 0
-    has_pd = bool(pd_valid) and pd != 7
-    return {
-        "block": [bx, by, bz], "warp": warp, "pc": pc, "mask": mask, "exec": ex,
-        "rd": rd if has_rd else None,
-        "values": [int(values[lane]) for lane in range(lanes) if ex >> lane & 1]
-        if has_rd else None,
-        "pd": pd if has_pd else None,
-        "pvalues": (pvalues & ex) if has_pd else None,
-    }
 
 
 def _disasm(launch: KernelLaunch, pc: int) -> str:

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from simtgpu.errors import SimtgpuError
+from simtgpu.rtlsim.trace_config import trace_all, trace_args, trace_rules
 from simtgpu.rtlsim.verilator import VerilatorError, verilator_env, verilator_exe
 
 __all__ = [
@@ -108,15 +109,18 @@ def build(name: str, verilog: str, toplevel: str, *, waves: str | None = None,
     _apply_env()
     args = ["-Wno-fatal", "-Wno-lint", "-Wno-style", "-O2", "--x-assign", "fast",
             "--x-initial", "fast", "-CFLAGS", "-O1", *_coroutine_flags(timing)]
-    if waves == "fst":
-        args += ["--trace-fst", "--trace-structs"]
-    elif waves == "vcd":
-        args += ["--trace-structs"]
+    rules = ""
+    if waves in ("fst", "vcd"):
+        # only named signals, each once (rtlsim/trace_config.py); the rules file is written
+        # into the build folder below, its text is part of the hash
+        rules = "" if trace_all() else trace_rules()
+        args += [a for a in trace_args(waves, None) if a != "--trace"]
     elif waves is not None:
         raise VerilatorError(f"waves must be fst, vcd or None, not {waves!r}")
     args += list(extra_args)
     h = hashlib.sha256()
     h.update(verilog.encode())
+    h.update(rules.encode())
     for src in extra_sources:
         h.update(Path(src).read_bytes())
     h.update(repr((args, toplevel, _BUILD_RECIPE, _verilator_version())).encode())
@@ -141,9 +145,13 @@ def build(name: str, verilog: str, toplevel: str, *, waves: str | None = None,
         # GPU makes a symbol table whose constructor alone takes minutes to compile.
         vlt = directory / "public.vlt"
         vlt.write_text(f'`verilator_config\npublic_flat_rw -module "{toplevel}" -var "*"\n')
+        sources = [vlt]
+        if rules:
+            sources.append(directory / "trace.vlt")
+            sources[-1].write_text(rules)
         log = directory / "build.log"
         try:
-            runner.build(sources=[src, vlt, *extra_sources], hdl_toplevel=toplevel,
+            runner.build(sources=[*sources, src, *extra_sources], hdl_toplevel=toplevel,
                          build_dir=directory, build_args=args, waves=waves is not None,
                          timescale=("1ns", "1ps"), always=True, log_file=log)
         except (SystemExit, subprocess.CalledProcessError, RuntimeError) as e:

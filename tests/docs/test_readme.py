@@ -52,7 +52,9 @@ def test_every_tool_command_runs_as_printed(tmp_path, monkeypatch) -> None:
         assert rc == 0, f"README.md:{line}: {cmd}\nexit status {rc}\n{out}"
         ran += 1
     assert ran >= 8
-    assert (tmp_path / "build" / "run.vcd").stat().st_size > 0  # the RTL run's waveform
+    assert (tmp_path / "build" / "run.fst").stat().st_size > 0  # the RTL run's waveform
+    assert (tmp_path / "build" / "run.jsonl").stat().st_size > 0  # and its retire trace
+    assert (tmp_path / "build" / "run.kanata").read_text().startswith("Kanata")
 
 
 def test_every_make_target_shown_exists() -> None:
