@@ -33,10 +33,11 @@ from pathlib import Path
 import numpy as np
 from simtgpu.assembler.examples import example_asm
 from simtgpu.errors import SimtgpuError
+from simtgpu.paths import cache_dir
 
 ROOT = Path(__file__).resolve().parents[1]
 PERF_DOC = ROOT / "docs" / "performance.md"
-BENCH_OUT = ROOT / "build" / "performance.md"
+BENCH_OUT = cache_dir() / "performance.md"
 """Where ``make bench`` writes unless told otherwise: a copy of docs/performance.md with the
 measured sections replaced (``make bench-docs`` updates the tracked page itself)."""
 SECTION = "iss-throughput"
@@ -413,7 +414,8 @@ def main(argv: list[str] | None = None) -> int:
     output = None if args.no_write else (args.output or BENCH_OUT)
     if output == BENCH_OUT and not output.exists():
         output.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(PERF_DOC, output)
+        if PERF_DOC.exists():  # (an installed package has no docs/: start a fresh page)
+            shutil.copyfile(PERF_DOC, output)
     results = []
     try:
         if "iss" not in parts:

@@ -5,7 +5,8 @@
    model of the GPU, fed through the same command queue), with a ragged problem size so the
    last block has threads past the end;
 3. compare each with NumPy and the RTL's memory with the ISS's, exiting 1 on a mismatch;
-4. leave a waveform of the RTL run under build/ and print its path.
+4. leave a waveform of the RTL run under build/ (simtgpu.paths.cache_dir outside a checkout)
+   and print its path.
 
 The first RTL run on a machine builds the Verilator model (a few minutes); later runs reuse it.
 """
@@ -22,11 +23,12 @@ import numpy as np
 from simtgpu.assembler import ObjectFile, assemble_file, disassemble_word
 from simtgpu.assembler.examples import EXAMPLES_ASM
 from simtgpu.errors import SimtgpuError
+from simtgpu.paths import cache_dir
 
 ROOT = Path(__file__).resolve().parents[1]
 KERNEL = EXAMPLES_ASM / "vector_add.s"
 
-WAVES = ROOT / "build" / "demo" / "vector_add.vcd"
+WAVES = cache_dir() / "demo" / "vector_add.vcd"
 
 # backend name -> extra step run after that backend's launch (args: device, result).
 EXTRA_STEPS: dict[str, Callable[..., None]] = {}

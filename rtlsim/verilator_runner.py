@@ -6,7 +6,8 @@ The model of a named configuration is built profile-guided when its user passes 
 launches, compiled again from the profile, for twice the compile time (gain:
 docs/performance.md). ``SIMTGPU_RTL_PGO=0`` skips it.
 
-Builds are cached: the harness Verilog under ``build/verilog/<config>-<hash of hardware
+Builds are cached (in :func:`simtgpu.paths.cache_dir`, ``build/`` of a source checkout): the
+harness Verilog under ``build/verilog/<config>-<hash of hardware
 sources>.v`` and the Verilator model under ``build/verilator/<config>-<hash of Verilog +
 driver>/``, so only a change to the RTL (or the driver program) rebuilds. Two processes
 building the same model wait on a lock instead of racing.
@@ -48,6 +49,7 @@ from pathlib import Path
 import simtgpu.rtl
 from simtgpu.arch.config import GpuConfig
 from simtgpu.errors import SimtgpuError
+from simtgpu.paths import cache_dir
 from simtgpu.rtl.configs import RtlConfig, get_rtl_config
 
 from . import harness, memory_model, sim_ram, verilog_export
@@ -56,9 +58,6 @@ from .verilator_driver import DRIVER_CPP
 
 __all__ = ["RtlSim", "RtlSimError", "Trainer", "build_harness", "harness_verilog",
            "run_on_rtl"]
-
-REPO_DIR = Path(__file__).resolve().parent.parent
-
 
 class RtlSimError(VerilatorError):
     """A build failed, or the simulation refused a command."""
@@ -70,9 +69,8 @@ build, given the instrumented model (its results should be checked)."""
 
 
 def build_dir() -> Path:
-    """``$SIMTGPU_BUILD_DIR`` or ``build/`` at the repository root."""
-    env = os.environ.get("SIMTGPU_BUILD_DIR")
-    return Path(env) if env else REPO_DIR / "build"
+    """Where models are cached: :func:`simtgpu.paths.cache_dir`."""
+    return cache_dir()
 
 
 def _hardware_sources() -> bytes:

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from simtgpu.errors import SimtgpuError
+from simtgpu.paths import cache_dir
 from simtgpu.rtlsim.verilator import VerilatorError, verilator_env, verilator_exe
 
 __all__ = [
@@ -37,7 +38,7 @@ __all__ = [
 ]
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
-BUILD_ROOT = REPO_ROOT / "build"
+BUILD_ROOT = cache_dir()  # build/ of a source checkout (simtgpu.paths)
 VERILATOR_BUILDS = BUILD_ROOT / "verilator"
 WAVES_DIR = BUILD_ROOT / "waves"
 
