@@ -41,6 +41,7 @@ import re
 import shlex
 import shutil
 import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -53,6 +54,7 @@ from simtgpu.paths import cache_dir
 from simtgpu.rtl.configs import RtlConfig, get_rtl_config
 
 from . import harness, memory_model, sim_ram, verilog_export
+from .build_progress import BuildProgress
 from .verilator import WAIVERS, VerilatorError, verilator_env, verilator_exe
 from .verilator_driver import DRIVER_CPP
 
@@ -96,15 +98,22 @@ def _digest(*parts: bytes) -> str:
 
 
 class _Lock:
-    """An exclusive file lock (blocks until free)."""
+    """An exclusive file lock (blocks until free; ``on_wait()`` is called first when another
+    process holds it)."""
 
-    def __init__(self, path: Path):
+    def __init__(self, path: Path, on_wait: Callable[[], None] | None = None):
         path.parent.mkdir(parents=True, exist_ok=True)
         self.path = path
+        self.on_wait = on_wait
 
     def __enter__(self):
         self.f = open(self.path, "w")  # noqa: SIM115 (held for the with block)
-        fcntl.flock(self.f, fcntl.LOCK_EX)
+        try:
+            fcntl.flock(self.f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            if self.on_wait is not None:
+                self.on_wait()
+            fcntl.flock(self.f, fcntl.LOCK_EX)
         return self
 
     def __exit__(self, *exc):
@@ -130,12 +139,16 @@ def _prune(folder: Path, prefix: str, suffix: str = "", keep: int = 3) -> None:
             old.unlink(missing_ok=True)
 
 
+def _verilog_path(cfg: RtlConfig, top: str) -> Path:
+    key = _digest(_HARDWARE_SOURCES, repr(cfg).encode(), top.encode())
+    return build_dir() / "verilog" / f"{top}-{cfg.name}-{key}.v"
+
+
 def harness_verilog(config: str | GpuConfig | RtlConfig, top: str = "harness") -> Path:
     """Path of the Verilog of ``top`` for ``config``, generated unless a copy made from the same
     hardware sources exists."""
     cfg = get_rtl_config(config)
-    key = _digest(_HARDWARE_SOURCES, repr(cfg).encode(), top.encode())
-    out = build_dir() / "verilog" / f"{top}-{cfg.name}-{key}.v"
+    out = _verilog_path(cfg, top)
     if out.exists():
         return out
     with _Lock(out.with_suffix(".lock")):
@@ -174,27 +187,37 @@ def _pgo_wanted(cfg: RtlConfig, trace: bool, trainer: Trainer | None) -> bool:
 
 
 def _run_build(cmd: list[str], env: dict[str, str], work: Path, what: str) -> None:
-    """Run one step of a model build; on failure keep its output in ``work/build.log``."""
-    res = subprocess.run(cmd, env=env, capture_output=True, text=True)
+    """Run one step of a model build, its command and output appended to ``work/build.log``
+    (kept with the model); a failure quotes the end of the output."""
+    log = work / "build.log"
+    with open(log, "a") as fh:
+        fh.write(f"### {what}\n$ {shlex.join(cmd)}\n")
+        fh.flush()
+        res = subprocess.run(cmd, env=env, stdout=fh, stderr=subprocess.STDOUT, text=True)
     if res.returncode != 0:
-        log = work / "build.log"
-        log.write_text(res.stdout + res.stderr)
-        raise RtlSimError(f"{what} failed; log in {log}:\n" + (res.stderr or res.stdout)[-3000:])
+        tail = log.read_text(errors="replace")[-3000:]
+        raise RtlSimError(f"{what} failed; log in {log}:\n{tail}")
+
+
+def _make(work: Path, *args: str) -> list[str]:
+    """The command that compiles the verilated C++ in ``work/obj``."""
+    return ["make", "-C", str(work / "obj"), "-f", "Vharness.mk", "-j", str(os.cpu_count() or 1),
+            *args]
 
 
 def _pgo_rebuild(cfg: RtlConfig, work: Path, env: dict[str, str], cflags: str,
-                 trainer: Trainer) -> None:
+                 trainer: Trainer, progress: BuildProgress) -> None:
     """Run ``trainer`` on the instrumented model in ``work``, then compile it again from the
     profile."""
-    with RtlSim(cfg, exe=work / "Vharness_run") as sim:
+    with progress.stage("profile training"), RtlSim(cfg, exe=work / "Vharness_run") as sim:
         trainer(sim)
     obj = work / "obj"
     for f in [*obj.glob("*.o"), *obj.glob("*.a"), work / "Vharness_run"]:
         f.unlink(missing_ok=True)
     use = f"{cflags} -fprofile-use -fprofile-correction -Wno-missing-profile"
-    _run_build(["make", "-C", str(obj), "-f", "Vharness.mk", "-j", str(os.cpu_count() or 1),
-                f"VM_USER_CFLAGS={use}", "VM_USER_LDLIBS="], env, work,
-               f"profile-guided rebuild of {cfg.name}")
+    with progress.stage("profile-guided recompile"):
+        _run_build(_make(work, f"VM_USER_CFLAGS={use}", "VM_USER_LDLIBS="), env, work,
+                   f"profile-guided rebuild of {cfg.name}")
 
 
 def build_harness(config: str | GpuConfig | RtlConfig, *, trace: bool = False,
@@ -202,25 +225,47 @@ def build_harness(config: str | GpuConfig | RtlConfig, *, trace: bool = False,
     """Build (or reuse) the Verilator model of the harness; returns the executable.
     ``trainer``: build it profile-guided, trained by this (see :func:`_pgo_wanted`)."""
     cfg = get_rtl_config(config)
-    verilog = harness_verilog(cfg)
-    text = verilog.read_bytes()
     pgo = _pgo_wanted(cfg, trace, trainer)
+    name = f"rtl model {cfg.name}{' (traced)' if trace else ''}"
+    kind = ("profile-guided: C++ compiled, trained, compiled again" if pgo
+            else "with waveform tracing" if trace else "plain")
+    stages = 4 if pgo else 2
+    progress = None
+    if not _verilog_path(cfg, "harness").exists():  # a new design: the model is built too
+        progress = BuildProgress(name, stages + 1)
+        progress.say(f"building the Verilator model ({kind}, {stages + 1} stages, minutes)")
+        with progress.stage("Verilog export"):
+            verilog = harness_verilog(cfg)
+    else:
+        verilog = harness_verilog(cfg)
+    text = verilog.read_bytes()
     flags = (f"LINE_WORDS={cfg.line_words} trace={trace} pgo={pgo} {SPEED_FLAGS} "
              f"{SPEED_MAKEFLAGS[pgo]}").encode()
     key = _digest(text, DRIVER_CPP.encode(), flags)
     out_dir = build_dir() / "verilator" / f"{cfg.name}{'-trace' if trace else ''}-{key}"
     exe = out_dir / "Vharness_run"
     if exe.exists():
+        if progress is not None:
+            progress.finish(str(exe))
         return exe
-    with _Lock(out_dir.with_suffix(".lock")):
+
+    def waiting() -> None:
+        print(f"{name}: another process is building it; waiting for it", file=sys.stderr,
+              flush=True)
+
+    with _Lock(out_dir.with_suffix(".lock"), on_wait=waiting):
         if exe.exists():
             return exe
         work = Path(tempfile.mkdtemp(prefix=out_dir.name + ".", dir=out_dir.parent))
+        if progress is None:
+            progress = BuildProgress(name, stages)
+            progress.say(f"building the Verilator model ({kind}, {stages} stages, minutes)")
+        progress.say(f"log: {work / 'build.log'}")
         cflags = f"-DLINE_WORDS={cfg.line_words}"
         (work / "harness.v").write_bytes(text)
         (work / "main.cpp").write_text(DRIVER_CPP)
-        cmd = [verilator_exe(), "--cc", "--exe", "--build", "-j", str(os.cpu_count() or 1),
-               "--top-module", "harness", "-Wno-fatal", "-Wno-lint", "-Wno-style",
+        cmd = [verilator_exe(), "--cc", "--exe", "--top-module", "harness",
+               "-Wno-fatal", "-Wno-lint", "-Wno-style",
                *SPEED_FLAGS,
                "--Mdir", str(work / "obj"), "-o", str(work / "Vharness_run"),
                "-CFLAGS", cflags,
@@ -231,9 +276,12 @@ def build_harness(config: str | GpuConfig | RtlConfig, *, trace: bool = False,
             cmd += ["-CFLAGS", "-fprofile-generate", "-LDFLAGS", "-fprofile-generate"]
         env = verilator_env()
         env["MAKEFLAGS"] += " " + SPEED_MAKEFLAGS[pgo]
-        _run_build(cmd, env, work, f"verilator build of {cfg.name}")
+        with progress.stage("verilate"):
+            _run_build(cmd, env, work, f"verilating {cfg.name}")
+        with progress.stage("C++ compile" + (" (instrumented)" if pgo else "")):
+            _run_build(_make(work), env, work, f"C++ compile of {cfg.name}")
         if pgo:
-            _pgo_rebuild(cfg, work, env, cflags, trainer)
+            _pgo_rebuild(cfg, work, env, cflags, trainer, progress)
         (work / "Vharness_run").replace(work / "exe.tmp")
         shutil.rmtree(work / "obj", ignore_errors=True)  # keep the cache small
         if out_dir.exists():
@@ -241,6 +289,7 @@ def build_harness(config: str | GpuConfig | RtlConfig, *, trace: bool = False,
         work.rename(out_dir)
         (out_dir / "exe.tmp").replace(exe)
         _prune(out_dir.parent, f"{cfg.name}{'-trace' if trace else ''}-")
+        progress.finish(f"{exe} (log: {out_dir / 'build.log'})")
     return exe
 
 
