@@ -15,16 +15,16 @@ help:  ## this list
 setup:  ## create .venv and install everything (idempotent; every target runs it)
 	@bash scripts/setup.sh
 
-demo: setup  ## assemble a kernel, run it on the ISS and the RTL, write a waveform
+demo: setup  ## assemble a kernel, run it on the ISS and the RTL, write a waveform, build the RTL models
 	@$(PY) -m simtgpu.cli.demo
 
 test: setup  ## the whole regression (what CI runs)
 	@$(PY) -m pytest -q -n $(JOBS) tests
 
-bench: setup  ## measure throughput; results in build/performance.md
+bench: setup  ## measure throughput; tables and PNGs in build/ (performance.md)
 	@$(PY) -m simtgpu.cli.bench
 
-bench-docs: setup  ## measure throughput into the tracked docs/performance.md
+bench-docs: setup  ## measure throughput into the tracked docs/performance.md and its PNGs
 	@$(PY) -m simtgpu.cli.bench --output docs/performance.md
 
 regress: setup  ## long random RTL regression, with progress: make regress N=2000 SEED=1

@@ -79,14 +79,15 @@ def test_a_clean_run_passes(capsys):
 def test_rtl_reproduce_command_regenerates_the_program(monkeypatch, capsys):
     """The RTL path's command (verification.harness.reproduce_command) names the seed and
     configuration that regenerate exactly the failing program."""
+    captured = []
+    monkeypatch.setattr(regress, "run_iss", lambda ln, *a, **k: captured.append(ln)
+                        or real_run_iss(ln, *a, **k))
     for config in ("tiny", "small"):
         cfg = rtl_config(config)
         failing = random_launch(TARGET, cfg.lanes, cfg.warps)
         args = _argv(reproduce_command(cfg, failing))
         assert "--iss-only" not in args
-        captured = []
-        monkeypatch.setattr(regress, "run_iss", lambda ln, *a, **k: captured.append(ln)
-                            or real_run_iss(ln, *a, **k))
+        captured.clear()
         assert regress.main([*args, "--iss-only"]) == 0
         capsys.readouterr()
         assert [ln.code for ln in captured] == [failing.code]
