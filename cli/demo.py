@@ -6,9 +6,12 @@
    last block has threads past the end;
 3. compare each with NumPy and the RTL's memory with the ISS's, exiting 1 on a mismatch;
 4. leave a waveform of the RTL run under build/ (simtgpu.paths.cache_dir outside a checkout)
-   and print its path.
+   and print its path;
+5. leave behind both Verilator models of the configuration: the traced one of ``--waves`` and
+   the untraced, profile-guided one that ``simtgpu run --backend rtl`` uses, and name them.
 
-The first RTL run on a machine builds the Verilator model (a few minutes); later runs reuse it.
+The first RTL run on a machine builds the models (minutes, each stage reported on stderr);
+later runs reuse them.
 """
 
 from __future__ import annotations
@@ -109,9 +112,29 @@ def run_on(backend: str, config: str, n: int, block: int, seed: int) -> np.ndarr
         if res.cycles:
             print(f"RTL: {res.cycles} cycles, {res.instructions / res.cycles:.2f} "
                   f"warp-instructions per cycle over {dev.config.cores} cores")
-        shown = WAVES.relative_to(ROOT) if WAVES.is_relative_to(ROOT) else WAVES
+        shown = _shown(WAVES)
         print(f"waveform: {shown}  (open with: gtkwave {shown}; see docs/waveforms.md)")
     return c if same else None
+
+
+def prepare_models(config: str) -> None:
+    """Build (or reuse) the untraced, profile-guided model of ``config`` that ``simtgpu run
+    --backend rtl`` starts, so that the next command does not build for minutes; name both
+    models the demo leaves."""
+    from simtgpu.driver_model.backend_rtl import train
+    from simtgpu.rtlsim.verilator_runner import build_harness
+
+    print("\n(building or reusing the untraced, profile-guided model that `simtgpu run "
+          "--backend rtl` uses ...)", flush=True)
+    fast = build_harness(config, trainer=train)
+    traced = build_harness(config, trace=True)
+    print(f"Verilator models of '{config}' ready for the next commands:\n"
+          f"  {_shown(fast)}  (simtgpu run --backend rtl --config {config})\n"
+          f"  {_shown(traced)}  (the same with --waves)")
+
+
+def _shown(path: Path) -> Path:
+    return path.relative_to(ROOT) if path.is_relative_to(ROOT) else path
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -139,6 +162,8 @@ def main(argv: list[str] | None = None) -> int:
             same = np.array_equal(results["iss"].view(np.uint32), results["rtl"].view(np.uint32))
             print("\nRTL memory matches the ISS" if same else "\nRTL memory DIFFERS from the ISS")
             ok = same
+        if ok and "rtl" in results:
+            prepare_models(args.config)
     except SimtgpuError as e:
         print(e.render(), file=sys.stderr)
         return 1

@@ -8,6 +8,7 @@ targets that the README names must each be one that ``make help`` lists (``make 
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 from pathlib import Path
@@ -53,6 +54,9 @@ def test_every_tool_command_runs_as_printed(tmp_path, monkeypatch) -> None:
         ran += 1
     assert ran >= 8
     assert (tmp_path / "build" / "run.vcd").stat().st_size > 0  # the RTL run's waveform
+    stats = json.loads((tmp_path / "build" / "stats.json").read_text())
+    assert stats["backend"] == "rtl" and stats["cycles"] > 0 and stats["timeline"]["samples"]
+    assert (tmp_path / "build" / "stats.png").read_bytes()[:4] == b"\x89PNG"
 
 
 def test_every_make_target_shown_exists() -> None:
