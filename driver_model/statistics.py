@@ -35,8 +35,7 @@ SCHEMA = "simtgpu.launch-statistics/1"
 STALLS = ("scoreboard", "memory", "barrier", "structural", "idle")
 """The stall reasons of the performance counters (``STALL_<REASON>``), in report order."""
 
-_SAMPLED = (Mmio.CYCLES_LO, Mmio.CYCLES_HI, Mmio.INSTRUCTIONS,
-            *(Mmio[f"STALL_{s.upper()}"] for s in STALLS))
+_SAMPLED = (Mmio.INSTRUCTIONS, *(Mmio[f"STALL_{s.upper()}"] for s in STALLS))
 
 
 @dataclass
@@ -56,8 +55,15 @@ class CounterTimeline:
 
     def snapshot(self, backend: Any) -> None:
         """Read the counters now (a few MMIO reads) and keep them."""
+        # the clock runs on while registers are read: high, low, high again; if the high
+        # word moved, the low word wrapped in between and is read again
+        hi = backend.mmio_read(Mmio.CYCLES_HI)
+        lo = backend.mmio_read(Mmio.CYCLES_LO)
+        if backend.mmio_read(Mmio.CYCLES_HI) != hi:
+            hi = backend.mmio_read(Mmio.CYCLES_HI)
+            lo = backend.mmio_read(Mmio.CYCLES_LO)
+        cycles = hi << 32 | lo
         v = {m: backend.mmio_read(m) for m in _SAMPLED}
-        cycles = v[Mmio.CYCLES_HI] << 32 | v[Mmio.CYCLES_LO]
         self.samples.append((cycles, v[Mmio.INSTRUCTIONS],
                              {s: v[Mmio[f"STALL_{s.upper()}"]] for s in STALLS}))
         if len(self.samples) > self.max_samples:

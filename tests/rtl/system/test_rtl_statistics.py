@@ -8,6 +8,7 @@ import json
 
 import numpy as np
 import pytest
+from simtgpu.arch.command_queue import Mmio
 from simtgpu.assembler.examples import example_asm
 from simtgpu.cli.main import main
 from simtgpu.driver_model.device import Device
@@ -63,11 +64,10 @@ def test_ipc_shares_and_timeline(dev):
 def test_timeline_merges_when_long():
     tl = CounterTimeline(interval=1, max_samples=4)
 
-    class Fake:  # counters that grow by one instruction per read
+    class Fake:  # counters that grow by one instruction per snapshot
         n = 0
 
         def mmio_read(self, reg):
-            from simtgpu.arch.command_queue import Mmio
             if reg == Mmio.CYCLES_LO:
                 self.n += 1
                 return self.n * 10
@@ -79,6 +79,27 @@ def test_timeline_merges_when_long():
     assert len(tl.samples) <= 4 and tl.interval > 1
     assert tl.samples[0][0] == 10 and tl.samples[-1][0] == 90  # first and last kept
     assert sum(x["instructions"] for x in tl.intervals()) == 8
+
+
+def test_cycle_count_read_across_a_wrap_of_the_low_word():
+    """CYCLES is read as high, low, high: a low word that wraps between the reads is read
+    again, so a snapshot is never 2**32 cycles off."""
+    class Wrapping:  # the clock advances 8 cycles per register read, from just below 2**32
+        t = (1 << 32) - 12
+
+        def mmio_read(self, reg):
+            self.t += 8
+            if reg == Mmio.CYCLES_LO:
+                return self.t & 0xFFFFFFFF
+            return self.t >> 32 if reg == Mmio.CYCLES_HI else 0
+
+    for start in range(-40, 8):
+        dev = Wrapping()
+        dev.t += start
+        tl = CounterTimeline()
+        tl.snapshot(dev)
+        cycles = tl.samples[0][0]
+        assert abs(cycles - dev.t) < 64, (start, cycles, dev.t)
 
 
 def test_cli_json_on_rtl_matches_a_direct_launch(dev, capsys, tmp_path):
