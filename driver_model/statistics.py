@@ -129,8 +129,9 @@ def launch_statistics(res: LaunchResult, config: GpuConfig,
         "notes": [],
     }
     if not timed:
-        out["notes"].append(f"the {res.backend} backend is functional: it has no cycles, so "
-                            "no IPC, stalls or timeline")
+        why = " (the ISS is functional)" if res.backend == "iss" else ""
+        out["notes"].append(f"the {res.backend} backend counts no cycles{why}, so no IPC, "
+                            "stalls or timeline")
     else:
         out["notes"].append("the performance counters are GPU-wide (summed over the cores): "
                             "ipc_per_core is the average over the cores")
