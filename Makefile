@@ -15,20 +15,22 @@ help:  ## this list
 setup:  ## create .venv and install everything (idempotent; every target runs it)
 	@bash scripts/setup.sh
 
-demo: setup  ## assemble a kernel, run it on the ISS and the RTL, write a waveform
+demo: setup  ## assemble a kernel, run it on the ISS and the RTL, write a waveform, build the RTL models
 	@$(PY) -m simtgpu.cli.demo
 
 test: setup  ## the whole regression (what CI runs)
 	@$(PY) -m pytest -q -n $(JOBS) tests
 
-bench: setup  ## measure throughput; results in build/performance.md
+bench: setup  ## measure throughput; tables and PNGs in build/ (performance.md)
 	@$(PY) -m simtgpu.cli.bench
 
-bench-docs: setup  ## measure throughput into the tracked docs/performance.md
+bench-docs: setup  ## measure throughput into the tracked docs/performance.md and its PNGs
 	@$(PY) -m simtgpu.cli.bench --output docs/performance.md
 
-regress: setup  ## long random RTL regression: make regress N=2000 SEED=1
-	@$(PY) -m pytest -q -n $(JOBS) tests/rtl -m regress --regress-n=$(N) --regress-seed=$(SEED)
+regress: setup  ## long random RTL regression, with progress: make regress N=2000 SEED=1
+	@mkdir -p build
+	@$(PY) -m simtgpu.verification.regress --count $(N) --seed $(SEED) --jobs $(JOBS) \
+		--batch 50 --coverage build/coverage_regress.md
 
 fuzz: setup  ## every fuzz target on FUZZ_N inputs (default 100,000): make fuzz SEED=1
 	@echo "fuzz: $(FUZZ_N) inputs per target, seed $(SEED) (make fuzz SEED=$(SEED) repeats it)"

@@ -5,6 +5,10 @@ warp sizes 8 (configuration ``small``) and 32 (``full``), each a few times, chec
 result against NumPy, and reports the median thread-instructions per second together with
 the command that reproduces each figure and the machine it ran on.
 
+Each section's figures are also drawn as a PNG next to the page it writes
+(``perf-<section>.png``: docs/ for ``make bench-docs``, build/ for ``make bench``), linked from
+the section; drawing needs matplotlib (the ``plot`` extra) and is skipped with a note without.
+
 docs/performance.md is assembled from sections, each between marker comments and owned by
 one tool. :func:`write_section` replaces one section and leaves the others alone, so other
 tools (RTL throughput, compiler quality) add theirs the same way::
@@ -33,10 +37,11 @@ from pathlib import Path
 import numpy as np
 from simtgpu.assembler.examples import example_asm
 from simtgpu.errors import SimtgpuError
+from simtgpu.paths import cache_dir
 
 ROOT = Path(__file__).resolve().parents[1]
 PERF_DOC = ROOT / "docs" / "performance.md"
-BENCH_OUT = ROOT / "build" / "performance.md"
+BENCH_OUT = cache_dir() / "performance.md"
 """Where ``make bench`` writes unless told otherwise: a copy of docs/performance.md with the
 measured sections replaced (``make bench-docs`` updates the tracked page itself)."""
 SECTION = "iss-throughput"
@@ -406,14 +411,98 @@ def render_compiler(figs: list, times: dict[str, float], info: dict[str, str]) -
     return "\n".join(lines)
 
 
-def _emit(name: str, body: str, output: Path | None, part: str) -> None:
-    """Write section ``name`` into ``output``, or print it when ``output`` is None."""
+def _emit(name: str, body: str, output: Path | None, part: str,
+          chart: Callable[[Path], None] | None = None) -> None:
+    """Write section ``name`` into ``output``, or print it when ``output`` is None; with
+    ``chart``, also draw ``perf-<name>.png`` beside ``output`` and link it from the section."""
     if output is None:
         print(body)
         return
+    if chart is not None:
+        png = output.parent / f"perf-{name}.png"
+        if _draw(chart, png):
+            body += f"\n\n![{name}]({png.name})"
+            print(f"wrote {png}", flush=True)
     owner = "make bench (simtgpu.cli.bench" + (f" --part {part})" if part else ")")
     write_section(name, body, output, owner=owner)
     print(f"wrote section '{name}' of {output}", flush=True)
+
+
+# -- charts ----------------------------------------------------------------------------------
+def _draw(chart: Callable[[Path], None], png: Path) -> bool:
+    """Run ``chart(png)``; False (with a note) where matplotlib is not installed."""
+    try:
+        import matplotlib
+    except ImportError:
+        print(f"(no {png.name}: drawing needs matplotlib, pip install 'simtgpu[plot]')")
+        return False
+    matplotlib.use("Agg")
+    png.parent.mkdir(parents=True, exist_ok=True)
+    chart(png)
+    return True
+
+
+def _bars(png: Path, title: str, groups: list[str], series: dict[str, list[float]],
+          ylabel: str, target: float | None = None, target_label: str = "",
+          fmt: str = "{:.1f}") -> None:
+    """Grouped bars: one group per entry of ``groups``, one bar per series, values written
+    on the bars, an optional dashed target line."""
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    x = np.arange(len(groups))
+    width = 0.8 / max(len(series), 1)
+    fig, ax = plt.subplots(figsize=(max(6.0, 1.6 * len(groups) + 2), 3.8))
+    for i, (label, values) in enumerate(series.items()):
+        bars = ax.bar(x + (i - (len(series) - 1) / 2) * width, values, width, label=label)
+        ax.bar_label(bars, [fmt.format(v) for v in values], fontsize=8, padding=2)
+    if target is not None:
+        ax.axhline(target, ls="--", color="black", lw=0.8, label=target_label)
+    ax.set_xticks(x, groups, fontsize=8)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title, fontsize=10)
+    ax.margins(y=0.15)
+    if len(series) > 1 or target is not None:
+        ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(png, dpi=110)
+    plt.close(fig)
+
+
+def _chart_iss(results: list[Measurement]) -> Callable[[Path], None]:
+    kernels = list(dict.fromkeys(r.workload for r in results))
+    warps = sorted({r.warp for r in results})
+    rate = {(r.workload, r.warp): r.rate / 1e6 for r in results}
+    series = {f"warp size {w}": [rate.get((k, w), 0.0) for k in kernels] for w in warps}
+    return lambda png: _bars(png, "ISS throughput (median of the runs; shared machine)",
+                             kernels, series, "M thread-instructions / s",
+                             TARGET / 1e6, f"target at warp size 32: {TARGET / 1e6:.0f} M/s")
+
+
+def _chart_rtl(rows: list[dict]) -> Callable[[Path], None]:
+    names = [r["kernel"] for r in rows]
+    series = {"k cycles / s": [r["cycles_per_s"] / 1e3 for r in rows],
+              "k thread-instructions / s": [r["thread_instructions_per_s"] / 1e3
+                                            for r in rows]}
+    return lambda png: _bars(png, "RTL simulation throughput (Verilator, configuration small)",
+                             names, series, "thousands per second", 200.0,
+                             "target: 200 k cycles/s", fmt="{:,.0f}")
+
+
+def _chart_ipc(rows: list[dict]) -> Callable[[Path], None]:
+    names = [r["what"] for r in rows]
+    series = {"warp-instr / cycle / core": [r["ipc"] for r in rows]}
+    return lambda png: _bars(png, "RTL issue rate (configuration small; cycle counts)",
+                             [n if len(n) < 28 else n[:26] + "..." for n in names], series,
+                             "warp-instructions / cycle / core", fmt="{:.3f}")
+
+
+def _chart_compiler(figs: list) -> Callable[[Path], None]:
+    names = [f.kernel for f in figs]
+    series = {"hand-written": [f.hand_instructions for f in figs],
+              "compiled": [f.compiled_instructions for f in figs]}
+    return lambda png: _bars(png, "Compiler code quality: dynamic warp-instructions on the ISS",
+                             names, series, "warp-instructions", fmt="{:,.0f}")
 
 
 def _other_parts(parts: list[str], output: Path | None, explicit: bool = True) -> None:
@@ -423,11 +512,13 @@ def _other_parts(parts: list[str], output: Path | None, explicit: bool = True) -
     if "rtl" in parts:
         from simtgpu.verification.bench_rtl import bench_rtl
 
-        _emit("rtl-throughput", render_rtl(bench_rtl("small"), info), output, "rtl")
+        rows = bench_rtl("small")
+        _emit("rtl-throughput", render_rtl(rows, info), output, "rtl", _chart_rtl(rows))
     if "ipc" in parts:
         from simtgpu.verification.bench_rtl import bench_ipc
 
-        _emit("rtl-ipc", render_ipc(bench_ipc("small"), info), output, "ipc")
+        rows = bench_ipc("small")
+        _emit("rtl-ipc", render_ipc(rows, info), output, "ipc", _chart_ipc(rows))
     if "memory" in parts:
         from simtgpu.verification.bench_rtl import bench_memory
 
@@ -435,9 +526,9 @@ def _other_parts(parts: list[str], output: Path | None, explicit: bool = True) -
     if "compiler" in parts:
         from simtgpu.compiler_backend import bench as cbench
 
-        _emit("compiler-quality",
-              render_compiler(cbench.figures(), cbench.compile_times(), info), output,
-              "compiler")
+        figs = cbench.figures()
+        _emit("compiler-quality", render_compiler(figs, cbench.compile_times(), info), output,
+              "compiler", _chart_compiler(figs))
     if "ptx" in parts:
         from simtgpu.compiler_backend import bench_ptx
 
@@ -481,7 +572,8 @@ def main(argv: list[str] | None = None) -> int:
     output = None if args.no_write else (args.output or BENCH_OUT)
     if output == BENCH_OUT and not output.exists():
         output.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(PERF_DOC, output)
+        if PERF_DOC.exists():  # (an installed package has no docs/: start a fresh page)
+            shutil.copyfile(PERF_DOC, output)
     results = []
     try:
         if "iss" not in parts:
@@ -497,7 +589,7 @@ def main(argv: list[str] | None = None) -> int:
     except SimtgpuError as e:
         print(e.render(), file=sys.stderr)
         return 1
-    _emit(SECTION, render(results, args.runs, machine()), output, "")
+    _emit(SECTION, render(results, args.runs, machine()), output, "", _chart_iss(results))
     try:
         _other_parts(parts, output, explicit=args.part is not None)
     except SimtgpuError as e:

@@ -5,10 +5,14 @@
    model of the GPU, fed through the same command queue), with a ragged problem size so the
    last block has threads past the end;
 3. compare each with NumPy and the RTL's memory with the ISS's, exiting 1 on a mismatch;
-4. leave a waveform of the RTL run under build/demo/ (FST) with a GTKWave save file and a
-   Surfer command file that open the pipeline, and print how to open each.
+4. leave a waveform of the RTL run under build/demo/ (FST; simtgpu.paths.cache_dir outside
+   a checkout) with a GTKWave save file and a Surfer command file that open the pipeline, and
+   print how to open each;
+5. leave behind both Verilator models of the configuration: the traced one of ``--waves`` and
+   the untraced, profile-guided one that ``simtgpu run --backend rtl`` uses, and name them.
 
-The first RTL run on a machine builds the Verilator model (a few minutes); later runs reuse it.
+The first RTL run on a machine builds the models (minutes, each stage reported on stderr);
+later runs reuse them.
 """
 
 from __future__ import annotations
@@ -23,11 +27,12 @@ import numpy as np
 from simtgpu.assembler import ObjectFile, assemble_file, disassemble_word
 from simtgpu.assembler.examples import EXAMPLES_ASM
 from simtgpu.errors import SimtgpuError
+from simtgpu.paths import cache_dir
 
 ROOT = Path(__file__).resolve().parents[1]
 KERNEL = EXAMPLES_ASM / "vector_add.s"
 
-WAVES = ROOT / "build" / "demo" / "vector_add.fst"
+WAVES = cache_dir() / "demo" / "vector_add.fst"
 
 # backend name -> extra step run after that backend's launch (args: device, result).
 EXTRA_STEPS: dict[str, Callable[..., None]] = {}
@@ -117,18 +122,35 @@ def _show_waves() -> None:
     """Write the viewer layouts next to the waveform and say how to open it."""
     from simtgpu.verification.waves import open_dump, write_gtkw, write_surfer
 
-    def rel(p: Path) -> Path:
-        return p.relative_to(ROOT) if p.is_relative_to(ROOT) else p
-
     dump = open_dump(WAVES)
     gtkw, surfer = write_gtkw(dump), write_surfer(dump)
-    w = rel(WAVES)
+    w = _shown(WAVES)
     print(f"waveform: {w}  ({WAVES.stat().st_size:,} bytes, {len(dump.vars):,} signals; "
           "docs/waveforms.md)")
-    print(f"  GTKWave:  gtkwave {w} {rel(gtkw)}")
-    print(f"  Surfer:   surfer {w} -c {rel(surfer)}")
-    print(f"  pipeline: simtgpu waves pipeline {w} -o {rel(WAVES.with_suffix('.png'))} "
-          f"--konata {rel(WAVES.with_suffix('.kanata'))}")
+    print(f"  GTKWave:  gtkwave {w} {_shown(gtkw)}")
+    print(f"  Surfer:   surfer {w} -c {_shown(surfer)}")
+    print(f"  pipeline: simtgpu waves pipeline {w} -o {_shown(WAVES.with_suffix('.png'))} "
+          f"--konata {_shown(WAVES.with_suffix('.kanata'))}")
+
+
+def prepare_models(config: str) -> None:
+    """Build (or reuse) the untraced, profile-guided model of ``config`` that ``simtgpu run
+    --backend rtl`` starts, so that the next command does not build for minutes; name both
+    models the demo leaves."""
+    from simtgpu.driver_model.backend_rtl import train
+    from simtgpu.rtlsim.verilator_runner import build_harness
+
+    print("\n(building or reusing the untraced, profile-guided model that `simtgpu run "
+          "--backend rtl` uses ...)", flush=True)
+    fast = build_harness(config, trainer=train)
+    traced = build_harness(config, trace=True)
+    print(f"Verilator models of '{config}' ready for the next commands:\n"
+          f"  {_shown(fast)}  (simtgpu run --backend rtl --config {config})\n"
+          f"  {_shown(traced)}  (the same with --waves)")
+
+
+def _shown(path: Path) -> Path:
+    return path.relative_to(ROOT) if path.is_relative_to(ROOT) else path
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -156,6 +178,8 @@ def main(argv: list[str] | None = None) -> int:
             same = np.array_equal(results["iss"].view(np.uint32), results["rtl"].view(np.uint32))
             print("\nRTL memory matches the ISS" if same else "\nRTL memory DIFFERS from the ISS")
             ok = same
+        if ok and "rtl" in results:
+            prepare_models(args.config)
     except SimtgpuError as e:
         print(e.render(), file=sys.stderr)
         return 1

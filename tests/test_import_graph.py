@@ -91,7 +91,10 @@ def _graph() -> dict[str, set[str]]:
 
 
 def _part(module: str) -> str:
-    return module.split(".")[1] if module.count(".") else "errors"
+    """The part a module belongs to; the modules of simtgpu_pkg/ itself (``simtgpu.errors``,
+    ``simtgpu.paths``) are the base part, named "errors"."""
+    part = module.split(".")[1] if module.count(".") else "errors"
+    return "errors" if (ROOT / "simtgpu_pkg" / f"{part}.py").is_file() else part
 
 
 def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:

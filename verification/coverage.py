@@ -29,7 +29,12 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 import numpy as np
-from cocotb_coverage.coverage import CoverCross, CoverPoint, coverage_db, coverage_section
+
+try:
+    from cocotb_coverage.coverage import CoverCross, CoverPoint, coverage_db, coverage_section
+except ImportError as e:  # a plain install: the benches' packages are the 'verify' extra
+    raise ImportError(f"{e}: simtgpu's verification needs the 'verify' extra: "
+                      "pip install 'simtgpu[verify]'") from None
 from simtgpu.isa import INSTRUCTIONS, Sem, decode
 
 from .launch import KernelLaunch

@@ -4,16 +4,23 @@
     python -m simtgpu.verification.regress --config small --seed 7 --count 1   # one seed again
     python -m simtgpu.verification.regress --iss-only --count 400 --coverage docs/coverage.md
 
-Program ``i`` of a run uses seed ``seed + i``; a failure prints its seed and the command that
-reruns exactly that program (add ``SIMTGPU_WAVES=fst`` for a waveform under build/waves/).
+Program ``i`` of a run uses seed ``seed + i``; a failure prints its seed and the one-line
+command that reruns exactly that program (with ``SIMTGPU_WAVES=fst``: a waveform under
+build/waves/). While it runs, each finished batch prints one line on stderr: programs done,
+mismatches so far, rate and time left; at the end a summary lists every failing seed with
+its command. ``make regress`` runs this (the configurations in parallel with ``--jobs``).
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
+from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
+from typing import TextIO
 
 from simtgpu.arch.config import MEMORY_SETTINGS
 
@@ -21,7 +28,8 @@ from .coverage import CoverageModel
 from .launch import run_iss
 from .random_programs import random_launch
 
-__all__ = ["RegressResult", "main", "run_random"]
+__all__ = ["BatchProgress", "RegressResult", "iss_reproduce_command", "main", "run_random",
+           "summary"]
 
 
 @dataclass
@@ -33,11 +41,42 @@ class RegressResult:
     seconds: float = 0.0
 
 
+class BatchProgress:
+    """One line per finished batch on ``stream`` (stderr): programs done of the total,
+    mismatches so far, programs per second and the time left at that rate."""
+
+    def __init__(self, label: str, total: int, stream: TextIO | None = None):
+        self.label, self.total = label, total
+        self.stream = stream if stream is not None else sys.stderr
+        self.t0 = time.monotonic()
+
+    def __call__(self, done: int, mismatches: int) -> None:
+        elapsed = max(time.monotonic() - self.t0, 1e-9)
+        rate = done / elapsed
+        left = (self.total - done) / rate if rate > 0 else 0.0
+        print(f"{self.label}: {done:,}/{self.total:,} programs, {mismatches} mismatch"
+              f"{'' if mismatches == 1 else 'es'}, {rate:.1f} programs/s, "
+              f"{_duration(elapsed)} so far, about {_duration(left)} left",
+              file=self.stream, flush=True)
+
+
+def _duration(s: float) -> str:
+    return f"{s:.0f} s" if s < 120 else f"{s / 60:.0f} min"
+
+
+def iss_reproduce_command(config: str, seed: int) -> str:
+    """The one-line command that reruns the random program ``seed`` on the ISS alone."""
+    return (f".venv/bin/python -m simtgpu.verification.regress --iss-only --config {config} "
+            f"--seed {seed} --count 1")
+
+
 def run_random(config: str, seed: int, count: int, batch: int = 25,
                coverage: CoverageModel | None = None, iss_only: bool = False,
-               run_name: str | None = None, memory: str | None = None) -> RegressResult:
+               run_name: str | None = None, memory: str | None = None,
+               progress: Callable[[int, int], None] | None = None) -> RegressResult:
     """Programs ``seed .. seed+count-1`` for configuration ``config``, with the DRAM model at
-    setting ``memory`` (default ``ideal``; docs/memory-system.md)."""
+    setting ``memory`` (default ``ideal``; docs/memory-system.md); ``progress(programs
+    done, failures so far)`` is called after each batch."""
     from .harness import check_launches, rtl_config
 
     cfg = rtl_config(config)
@@ -53,7 +92,9 @@ def run_random(config: str, seed: int, count: int, batch: int = 25,
                 gold = run_iss(ln, cfg.lanes, cfg.sim_memory_bytes, cfg.stack_depth, cfg.cores)
                 if gold.fault is not None:
                     res.failures.append(f"seed {ln.seed}: the ISS faulted on a random program "
-                                        f"({gold.fault}); the generator made an invalid one")
+                                        f"({gold.fault}); the generator made an invalid one"
+                                        f"\n  reproduce: "
+                                        f"{iss_reproduce_command(config, ln.seed)}")
                 if coverage is not None:
                     coverage.sample(ln, gold.trace, cfg.lanes)
                 res.warp_instructions += len(gold.trace)
@@ -67,8 +108,42 @@ def run_random(config: str, seed: int, count: int, batch: int = 25,
                 if coverage is not None:  # the ISS trace is in program order per warp
                     coverage.sample(ln, gold.trace, cfg.lanes)
         res.programs += len(launches)
+        if progress is not None:
+            progress(res.programs, len(res.failures))
     res.seconds = time.perf_counter() - t0
     return res
+
+
+def _run_config(config: str, seed: int, count: int, batch: int, iss_only: bool,
+                coverage: CoverageModel | None = None,
+                memory: str | None = None) -> tuple[RegressResult, str]:
+    """One configuration's share of a regression (in a worker process when parallel): its
+    result and its coverage report."""
+    cov = coverage if coverage is not None else CoverageModel(f"regress_{config}")
+    label = f"regress {config}{' (ISS only)' if iss_only else ''}"
+    res = run_random(config, seed, count, batch, cov, iss_only,
+                     run_name=f"regress_{config}", memory=memory,
+                     progress=BatchProgress(label, count))
+    return res, cov.report(f"Functional coverage of the random regression ({config})")
+
+
+def summary(results: dict[str, RegressResult], seed: int) -> str:
+    """The end-of-run report: per configuration and in total, then every failure with the
+    command that reruns it."""
+    lines = ["", f"== regression summary (seed {seed}) =="]
+    for config, r in results.items():
+        rate = f", {r.rtl_cycles:,} RTL cycles" if r.rtl_cycles else ""
+        lines.append(f"{config}: {r.programs:,} programs, {r.warp_instructions:,} "
+                     f"warp-instructions, {len(r.failures)} failures, {r.seconds:.1f} s{rate}")
+    total = sum(r.programs for r in results.values())
+    bad = sum(len(r.failures) for r in results.values())
+    lines.append(f"total: {total:,} programs, {bad} failures")
+    for config, r in results.items():
+        for f in r.failures:
+            lines.append(f"FAIL [{config}] {f}")
+    lines.append("PASS" if not bad else f"FAILED: {bad} program(s); each 'reproduce:' line "
+                 "above reruns one alone")
+    return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -85,24 +160,43 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--memory", choices=MEMORY_SETTINGS, default=None,
                    help="DRAM-model setting of the RTL runs (default ideal; "
                    "docs/memory-system.md)")
+    p.add_argument("--jobs", "-j", default="1",
+                   help="configurations run in parallel processes (a number or 'auto'; "
+                   "default 1, which also merges their coverage into one report)")
     args = p.parse_args(argv)
     configs = args.config or ["tiny", "small"]
-    cov = CoverageModel()
-    bad = 0
-    for config in configs:
-        r = run_random(config, args.seed, args.count, args.batch, cov, args.iss_only,
-                       memory=args.memory)
-        rate = f", {r.rtl_cycles:,} RTL cycles" if r.rtl_cycles else ""
-        print(f"{config}: {r.programs} programs, {r.warp_instructions} warp-instructions, "
-              f"{len(r.failures)} failures, {r.seconds:.1f} s{rate}")
-        for f in r.failures:
-            print(f)
-        bad += len(r.failures)
-    print(cov.report("Functional coverage of the random regression"))
+    if args.count < 1:
+        p.error("--count must be at least 1")
+    try:
+        jobs = (os.cpu_count() or 1) if args.jobs == "auto" else int(args.jobs)
+    except ValueError:
+        p.error(f"--jobs takes a number or 'auto', not {args.jobs!r}")
+    jobs = max(1, min(jobs, len(configs)))
+    print(f"regress: {args.count:,} random programs per configuration ({', '.join(configs)}), "
+          f"seeds {args.seed}..{args.seed + args.count - 1}"
+          f"{', ISS only' if args.iss_only else ', RTL against the ISS'}; progress per batch "
+          f"of {args.batch} on stderr", flush=True)
+    results: dict[str, RegressResult] = {}
+    reports: list[str] = []
+    if jobs == 1:
+        cov = CoverageModel()
+        for config in configs:
+            results[config], _ = _run_config(config, args.seed, args.count, args.batch,
+                                             args.iss_only, cov, args.memory)
+        reports.append(cov.report("Functional coverage of the random regression"))
+    else:
+        with ProcessPoolExecutor(jobs) as pool:
+            futures = {c: pool.submit(_run_config, c, args.seed, args.count, args.batch,
+                                      args.iss_only, None, args.memory) for c in configs}
+            for config, fut in futures.items():
+                results[config], report = fut.result()
+                reports.append(report)
+    print("\n\n".join(reports))
     if args.coverage:
         with open(args.coverage, "w") as fh:
-            fh.write(cov.report("Functional coverage of the random regression") + "\n")
-    return 1 if bad else 0
+            fh.write("\n\n".join(reports) + "\n")
+    print(summary(results, args.seed))
+    return 1 if any(r.failures for r in results.values()) else 0
 
 
 if __name__ == "__main__":

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from simtgpu.errors import SimtgpuError
+from simtgpu.paths import cache_dir
 from simtgpu.rtlsim.trace_config import trace_all, trace_args, trace_rules
 from simtgpu.rtlsim.verilator import VerilatorError, verilator_env, verilator_exe
 
@@ -38,7 +39,7 @@ __all__ = [
 ]
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
-BUILD_ROOT = REPO_ROOT / "build"
+BUILD_ROOT = cache_dir()  # build/ of a source checkout (simtgpu.paths)
 VERILATOR_BUILDS = BUILD_ROOT / "verilator"
 WAVES_DIR = BUILD_ROOT / "waves"
 

@@ -8,6 +8,7 @@ targets that the README names must each be one that ``make help`` lists (``make 
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 from pathlib import Path
@@ -55,6 +56,9 @@ def test_every_tool_command_runs_as_printed(tmp_path, monkeypatch) -> None:
     assert (tmp_path / "build" / "run.fst").stat().st_size > 0  # the RTL run's waveform
     assert (tmp_path / "build" / "run.jsonl").stat().st_size > 0  # and its retire trace
     assert (tmp_path / "build" / "run.kanata").read_text().startswith("Kanata")
+    stats = json.loads((tmp_path / "build" / "stats.json").read_text())
+    assert stats["backend"] == "rtl" and stats["cycles"] > 0 and stats["timeline"]["samples"]
+    assert (tmp_path / "build" / "stats.png").read_bytes()[:4] == b"\x89PNG"
 
 
 def test_every_make_target_shown_exists() -> None:

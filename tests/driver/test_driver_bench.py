@@ -34,6 +34,9 @@ def test_small_bench_run_writes_a_checked_section(tmp_path, capsys):
     assert "`python -m simtgpu.cli.bench --only vector_add --warp 8 --runs 2 --scale 0.01`" \
         in row[0]
     assert "nproc" in body and "median of 2 runs" in body
+    png = tmp_path / "perf-iss-throughput.png"  # the table drawn, beside the page, linked
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 5000
+    assert body.endswith("![iss-throughput](perf-iss-throughput.png)")
 
 
 def test_compiler_part_writes_the_quality_table(tmp_path, capsys):
@@ -46,6 +49,7 @@ def test_compiler_part_writes_the_quality_table(tmp_path, capsys):
     for r in rows:  # hand-written and compiled counts are real, and their ratio is theirs
         hand, compiled, ratio = (r.split("|")[i].strip().replace(",", "") for i in (3, 4, 5))
         assert int(hand) > 0 and abs(int(compiled) / int(hand) - float(ratio)) < 0.01
+    assert (tmp_path / "perf-compiler-quality.png").read_bytes()[:4] == b"\x89PNG"
 
 
 def test_no_write_prints_every_part_and_writes_nothing(tmp_path, capsys):
@@ -53,6 +57,7 @@ def test_no_write_prints_every_part_and_writes_nothing(tmp_path, capsys):
     doc.write_text("# Performance\n")
     assert bench.main(["--part", "compiler", "--no-write", "--output", str(doc)]) == 0
     assert doc.read_text() == "# Performance\n"
+    assert not list(tmp_path.glob("*.png"))
     assert "| vector_add |" in capsys.readouterr().out
 
 

@@ -1,0 +1,267 @@
+"""Launch statistics for people: IPC, where the scheduler's slots went, and how that changed
+over the launch; as text (``simtgpu run --stats``), as JSON (``--json``, ``--stats-json``;
+schema in docs/statistics.md) and as a picture (``--plot``).
+
+Every figure comes from the device's own performance counters (the deltas in
+:attr:`LaunchResult.counters <simtgpu.driver_model.launch.LaunchResult>`), so the ISS and the
+RTL report through the same code. The counters are GPU-wide (the hardware sums its cores), so
+per-core figures are averages over the cores. Each core's scheduler, every cycle of a launch,
+either issues or charges the cycle to exactly one stall reason: the shares are of those
+scheduler slots (issued warp-instructions plus stall slots). The ISS is functional: it
+counts instructions but has no cycles and no stalls, and says so.
+
+On the RTL, :class:`CounterTimeline` samples the counters while the launch runs (it reads
+registers between stretches of simulated cycles, which does not change the launch's cycle
+count), giving the issue rate and the stall shares over time.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from simtgpu.arch.command_queue import Mmio
+from simtgpu.arch.config import GpuConfig
+
+from .errors import DriverError
+from .launch import LaunchResult
+
+__all__ = ["SCHEMA", "STALLS", "CounterTimeline", "launch_statistics", "plot_statistics",
+           "render_statistics", "write_statistics_json"]
+
+SCHEMA = "simtgpu.launch-statistics/1"
+STALLS = ("scoreboard", "memory", "barrier", "structural", "idle")
+"""The stall reasons of the performance counters (``STALL_<REASON>``), in report order."""
+
+_SAMPLED = (Mmio.INSTRUCTIONS, *(Mmio[f"STALL_{s.upper()}"] for s in STALLS))
+
+
+@dataclass
+class CounterTimeline:
+    """Counter snapshots taken every ``interval`` cycles while a launch runs on a backend
+    that can stop its clock (the RTL). Past ``max_samples`` snapshots the interval doubles
+    and every other snapshot is dropped: snapshots are cumulative, so dropping one merges
+    two intervals exactly.
+
+    ``samples`` holds ``(cycles, instructions, {stall: count})`` snapshots, absolute
+    counter values; :meth:`intervals` gives their differences.
+    """
+
+    interval: int = 16
+    max_samples: int = 256
+    samples: list[tuple[int, int, dict[str, int]]] = field(default_factory=list)
+
+    def snapshot(self, backend: Any) -> None:
+        """Read the counters now (a few MMIO reads) and keep them."""
+        # the clock runs on while registers are read: high, low, high again; if the high
+        # word moved, the low word wrapped in between and is read again
+        hi = backend.mmio_read(Mmio.CYCLES_HI)
+        lo = backend.mmio_read(Mmio.CYCLES_LO)
+        if backend.mmio_read(Mmio.CYCLES_HI) != hi:
+            hi = backend.mmio_read(Mmio.CYCLES_HI)
+            lo = backend.mmio_read(Mmio.CYCLES_LO)
+        cycles = hi << 32 | lo
+        v = {m: backend.mmio_read(m) for m in _SAMPLED}
+        self.samples.append((cycles, v[Mmio.INSTRUCTIONS],
+                             {s: v[Mmio[f"STALL_{s.upper()}"]] for s in STALLS}))
+        if len(self.samples) > self.max_samples:
+            self.samples = self.samples[::2] if len(self.samples) % 2 else \
+                [*self.samples[:-1:2], self.samples[-1]]
+            self.interval *= 2
+
+    def intervals(self) -> list[dict[str, Any]]:
+        """Per stretch between two snapshots: its end cycle (from the first snapshot), its
+        length, instructions and stall slots (counters wrap modulo 2**32)."""
+        out = []
+        if not self.samples:
+            return out
+        c0 = self.samples[0][0]
+        for (ca, ia, sa), (cb, ib, sb) in zip(self.samples, self.samples[1:], strict=False):
+            if cb == ca:
+                continue
+            out.append({"end_cycle": cb - c0, "cycles": cb - ca,
+                        "instructions": (ib - ia) & 0xFFFFFFFF,
+                        "stalls": {s: (sb[s] - sa[s]) & 0xFFFFFFFF for s in STALLS}})
+        return out
+
+
+def _pct(part: float, whole: float) -> float | None:
+    return round(100.0 * part / whole, 2) if whole else None
+
+
+def launch_statistics(res: LaunchResult, config: GpuConfig,
+                      timeline: CounterTimeline | None = None) -> dict[str, Any]:
+    """The statistics of one launch as a JSON-ready dict (schema: docs/statistics.md)."""
+    c = res.counters
+    timed = res.cycles > 0
+    stalls = {s: c.get(f"stall_{s}", 0) for s in STALLS} if timed else None
+    slots = res.instructions + sum(stalls.values()) if stalls is not None else 0
+    shares = None
+    if stalls is not None and slots:
+        shares = {"issue": _pct(res.instructions, slots)}
+        shares.update({s: _pct(n, slots) for s, n in stalls.items()})
+    cores = config.cores
+    out: dict[str, Any] = {
+        "schema": SCHEMA,
+        "kernel": res.kernel,
+        "backend": res.backend,
+        "config": {"name": config.name, "cores": cores, "warps_per_core": config.warps_per_core,
+                   "lanes": config.lanes},
+        "grid": list(res.grid),
+        "block": list(res.block),
+        "warp_instructions": res.instructions,
+        "thread_instructions": res.thread_instructions,
+        "cycles": res.cycles if timed else None,
+        "ipc": round(res.instructions / res.cycles, 4) if timed else None,
+        "ipc_per_core": round(res.instructions / res.cycles / cores, 4) if timed else None,
+        "scheduler_slots": slots if timed else None,
+        "stalls": stalls,
+        "shares_percent": shares,
+        "divergence_events": res.divergence_events,
+        "mem_transactions": c.get("mem_transactions", 0) if timed else None,
+        "barriers": c.get("barriers", 0),
+        "wall_s": round(res.wall_s, 6),
+        "counters": dict(c),
+        "per_opcode": dict(res.per_opcode),
+        "timeline": None,
+        "notes": [],
+    }
+    if not timed:
+        why = " (the ISS is functional)" if res.backend == "iss" else ""
+        out["notes"].append(f"the {res.backend} backend counts no cycles{why}, so no IPC, "
+                            "stalls or timeline")
+    else:
+        out["notes"].append("the performance counters are GPU-wide (summed over the cores): "
+                            "ipc_per_core is the average over the cores")
+    if timeline is not None and timed:
+        out["timeline"] = {"interval_cycles": timeline.interval,
+                           "samples": timeline.intervals()}
+    return out
+
+
+def render_statistics(stats: dict[str, Any]) -> str:
+    """The IPC and stall-share lines of ``simtgpu run --stats`` (after the launch report)."""
+    cfg = stats["config"]
+    if stats["cycles"] is None:
+        return f"  IPC, stall shares     n/a: {stats['notes'][0]}"
+    lines = [f"  IPC (GPU)            {stats['ipc']:.3f} warp-instructions/cycle "
+             f"over {cfg['cores']} core{'s' if cfg['cores'] != 1 else ''}",
+             f"  IPC per core         {stats['ipc_per_core']:.3f} (average; the counters are "
+             "GPU-wide)",
+             f"  scheduler slots      {stats['scheduler_slots']:,} (issue + stall, all cores)"]
+    shares = stats["shares_percent"] or {}
+    for name, pct in shares.items():
+        n = stats["warp_instructions"] if name == "issue" else stats["stalls"][name]
+        label = "issued" if name == "issue" else f"stall {name}"
+        lines.append(f"    {label:<18} {pct:6.2f} %  ({n:,})")
+    return "\n".join(lines)
+
+
+def write_statistics_json(stats: dict[str, Any], path: str | Path) -> None:
+    """Write ``stats`` as JSON to ``path`` (``-``: stdout)."""
+    text = json.dumps(stats, indent=2) + "\n"
+    if str(path) == "-":
+        print(text, end="")
+        return
+    try:
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        Path(path).write_text(text)
+    except OSError as e:
+        raise DriverError(f"--stats-json {path}: {e.strerror}") from None
+
+
+_COLOURS = {"issue": "#2ca02c", "scoreboard": "#ff7f0e", "memory": "#1f77b4",
+            "barrier": "#9467bd", "structural": "#d62728", "idle": "#7f7f7f"}
+
+
+def plot_statistics(stats: dict[str, Any], path: str | Path) -> str:
+    """Draw the statistics into a PNG at ``path``; returns a sentence saying what is drawn.
+
+    With cycles (RTL): the scheduler slots of the launch split into issue and the stall
+    reasons, and, from the timeline, the issue rate and the shares over time. Without (ISS):
+    the instruction mix, the only thing a functional simulator measures per launch."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        raise DriverError("--plot needs matplotlib: pip install 'simtgpu[plot]'") from None
+    cfg = stats["config"]
+    cores = f"{cfg['cores']} core{'s' if cfg['cores'] != 1 else ''}"
+    title = (f"{stats['kernel']} on {stats['backend']} ({cfg['name']}: {cores}, "
+             f"{cfg['warps_per_core']} warps x {cfg['lanes']} lanes)")
+    if stats["cycles"] is None:
+        ops = sorted(stats["per_opcode"].items(), key=lambda kv: -kv[1])
+        fig, ax = plt.subplots(figsize=(8, 0.3 * max(len(ops), 4) + 1.5))
+        ax.barh([k for k, _ in ops][::-1], [v for _, v in ops][::-1], color="#1f77b4")
+        ax.set_xlabel("warp-instructions")
+        ax.set_title(f"{title}\ninstruction mix (the ISS has no cycles: no stalls or IPC)",
+                     fontsize=10)
+        what = "the instruction mix per opcode (the ISS has no cycles, so no stalls)"
+    else:
+        samples = (stats["timeline"] or {}).get("samples") or []
+        fig, axes = plt.subplots(3 if samples else 1, 1, figsize=(9, 8 if samples else 2.6),
+                                 squeeze=False, gridspec_kw={"height_ratios": [1, 2, 2][
+                                     :3 if samples else 1]})
+        ax = axes[0][0]
+        left = 0.0
+        for name, pct in stats["shares_percent"].items():
+            ax.barh([cores if cfg["cores"] == 1 else f"all {cores}"], [pct], left=left,
+                    color=_COLOURS[name],
+                    label=("issued" if name == "issue" else name))
+            if pct >= 4:
+                ax.text(left + pct / 2, 0, f"{pct:.0f}%", ha="center", va="center",
+                        fontsize=8, color="white")
+            left += pct
+        ax.set_xlim(0, 100)
+        ax.set_xlabel("share of scheduler slots (%)")
+        ax.legend(ncol=6, fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.45))
+        ax.set_title(f"{title}\n{stats['cycles']:,} cycles, IPC {stats['ipc']:.3f} "
+                     f"({stats['ipc_per_core']:.3f} per core); counters are GPU-wide",
+                     fontsize=10)
+        what = "the stall breakdown of all cores (the counters are GPU-wide)"
+        if samples:  # one bar per sampled stretch, as wide as its cycles
+            ends = [s["end_cycle"] for s in samples]
+            widths = [s["cycles"] for s in samples]
+            starts = [e - w for e, w in zip(ends, widths, strict=True)]
+            ipc = [s["instructions"] / s["cycles"] for s in samples]
+            ax1 = axes[1][0]
+            ax1.bar(starts, ipc, width=widths, align="edge", color=_COLOURS["issue"],
+                    edgecolor="white", linewidth=0.3)
+            ax1.axhline(stats["ipc"], ls="--", color="black", lw=0.8,
+                        label=f"launch average {stats['ipc']:.3f}")
+            ax1.set_ylabel("warp-instr / cycle (GPU)")
+            ax1.set_ylim(0, max(cfg["cores"], max(ipc) * 1.1))
+            ax1.legend(fontsize=8)
+            ax1.set_title(f"issue rate over time ({len(samples)} stretches of about "
+                          f"{sum(widths) / len(widths):.0f} cycles between counter reads)",
+                          fontsize=10)
+            ax2 = axes[2][0]
+            bottom = [0.0] * len(samples)
+            for name in ("issue", *STALLS):
+                row = []
+                for s in samples:
+                    total = s["instructions"] + sum(s["stalls"].values())
+                    n = s["instructions"] if name == "issue" else s["stalls"][name]
+                    row.append(100.0 * n / total if total else 0.0)
+                ax2.bar(starts, row, width=widths, bottom=bottom, align="edge",
+                        color=_COLOURS[name], linewidth=0)
+                bottom = [b + r for b, r in zip(bottom, row, strict=True)]
+            ax2.set_ylim(0, 100)
+            ax2.set_xlim(0, ends[-1])
+            ax1.set_xlim(0, ends[-1])
+            ax2.set_xlabel("cycle of the launch")
+            ax2.set_ylabel("share of slots (%)")
+            ax2.set_title("scheduler slots over time", fontsize=10)
+            what += "; the issue rate and the slot shares over time"
+    fig.tight_layout()
+    try:
+        fig.savefig(path, dpi=110)
+    except OSError as e:
+        raise DriverError(f"--plot {path}: {e.strerror}") from None
+    finally:
+        plt.close(fig)
+    return what
