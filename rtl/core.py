@@ -63,6 +63,11 @@ from .stages import Stage
 from .stall_classifier import StallClassifier
 from .warp_unit import WarpUnit
 
+ABSENT_INSTRUCTIONS: frozenset[str] = frozenset(
+    i.mnemonic for i in INSTRUCTIONS if i.sem in (Sem.HALF, Sem.MMA))
+"""ISA instructions this core has no unit for yet (half precision, mma): they decode as
+illegal, so a program that uses them faults on the RTL instead of retiring wrong values."""
+
 
 def _select(m: Module, index, values: list, width: int, name: str) -> Signal:
     """``values[index]`` through a ``Switch``: each value stays its own signal in the
@@ -109,7 +114,7 @@ class Core(wiring.Component):
         uop = layouts.uop(W, L)
 
         # --- units ----------------------------------------------------------------------
-        m.submodules.decoder = decoder = Decoder()
+        m.submodules.decoder = decoder = Decoder(absent=ABSENT_INSTRUCTIONS)
         m.submodules.regfile = rf = RegFile(W, L, cfg.regs)
         m.submodules.scoreboard = sb = Scoreboard(W, cfg.regs, clear_ports=2)
         m.submodules.stack = stack = SimtStack(W, L, cfg.stack_depth)

@@ -203,3 +203,10 @@ def test_mma_order_and_error(fmt, shape):
                 assert err <= Fraction(float(bound[t, i, j])), (t, i, j)
                 worst = max(worst, float(err / Fraction(float(bound[t, i, j]))))
     assert worst < 1.0
+
+
+def test_mma_accuracy_measurement_runs():
+    from simtgpu.sim.mma_accuracy import measure
+
+    r = measure("f16", 8, 2, dist="uniform")
+    assert r["outputs"] == 2 * 8 * 4 and 0 <= r["bound_ratio"] < 1 and r["max_ulp"] < 4
