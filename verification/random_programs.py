@@ -52,6 +52,7 @@ _MUL = ["mul", "mulhi", "mulhu"]
 _FP2 = ["fadd", "fsub", "fmul", "fmin", "fmax"]
 _FP1 = ["fabs", "fneg"]
 _CVT = [i.mnemonic for i in INSTRUCTIONS if i.sem is Sem.CVT]
+_HCVT = [i.mnemonic for i in INSTRUCTIONS if i.sem is Sem.HALF and i.family == "hcvt"]
 _SFU = [i.mnemonic for i in INSTRUCTIONS if i.sem is Sem.SFU]
 _ICMP = [i.mnemonic for i in INSTRUCTIONS if i.sem is Sem.ICMP]
 _FCMP = [i.mnemonic for i in INSTRUCTIONS if i.sem is Sem.FCMP]
@@ -73,6 +74,7 @@ class GenOptions:
     atomics: bool = True
     fp: bool = True
     shuffles: bool = True
+    half: bool = True  # fp16/bf16 conversions in place of half the int/float conversions
     max_blocks: int = 3
 
 
@@ -91,6 +93,9 @@ class RandomProgram:
 class _Gen:
     def __init__(self, seed: int, lanes: int, warps: int, opts: GenOptions):
         self.r = random.Random(seed)
+        # a second stream decides the half-precision forms, so the main stream (and with it
+        # every program generated before they existed) stays the same
+        self.hr = random.Random(seed ^ 0x16F16)
         self.lanes = lanes
         self.opts = opts
         r = self.r
@@ -217,7 +222,14 @@ class _Gen:
             self.emit(f"{r.choice(_FP1)} {self.d()}, {self.d()}", self.guard())
 
     def s_cvt(self, depth: int, in_loop: bool) -> None:
-        self.emit(f"{self.r.choice(_CVT)} {self.d()}, {self.d()}", self.guard())
+        op, dst, src = self.r.choice(_CVT), self.d(), self.d()
+        guard = self.guard()
+        if self.opts.half and self.opts.fp and self.hr.random() < 0.5:
+            self.features.add("half")
+            op = self.hr.choice(_HCVT)
+            if op.endswith("2"):  # the packing forms read a second register
+                src += f", {self.hr.choice(DATA)}"
+        self.emit(f"{op} {dst}, {src}", guard)
 
     def s_sfu(self, depth: int, in_loop: bool) -> None:
         self.features.add("sfu")

@@ -77,7 +77,7 @@ def test_absent_instructions_decode_as_illegal():
 
     dut = Decoder(absent=ABSENT_INSTRUCTIONS)
     sim = Simulator(dut)
-    words = {m: encode(m, {"rd": 4, "rs1": 8}) for m in ("hcvt.f2h", "mma.f16", "add")}
+    words = {m: encode(m, {"rd": 4, "rs1": 8}) for m in ("hcvt.f2h", "hadd2.f16", "mma.f16", "add")}
 
     async def bench(ctx):
         for name, word in words.items():

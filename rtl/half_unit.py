@@ -1,0 +1,140 @@
+"""Half-precision unit of one lane (ex1 -> ex2): the ``hcvt.*`` conversions between FP32 and
+fp16/bf16.
+
+Bit-exact with ``simtgpu.sim.numerics`` (``hcvt``): widening is exact (an fp16 subnormal is
+normalised with a leading-zero count, a bf16 pattern moves up 16 bits), narrowing rounds once
+to nearest even with subnormals kept and overflow to infinity, and every NaN result is
+canonical (``0x7fffffff`` widened, ``0x7fff`` narrowed). The op enum :data:`HalfOp` is
+generated from the isa table (``Sem.HALF``); the packed arithmetic (``hadd2`` ... ``hfma2``)
+is not built yet, see :data:`HALF_UNIT_OPS` and docs/tensor-core.md.
+
+Same timing as the FPU: operands in rr, the result two enabled cycles later (ex2).
+"""
+
+from amaranth import Cat, Const, Module, Mux, Signal
+from amaranth.lib import wiring
+from amaranth.lib.wiring import In, Out
+from simtgpu.isa import Sem
+from simtgpu.isa.instructions import HCVT_OPS
+
+from .fp_utils import CANONICAL_NAN, lzc
+from .isa_consts import isa_op_enum
+
+__all__ = ["HALF_UNIT_OPS", "HalfOp", "HalfUnit"]
+
+HalfOp = isa_op_enum("HalfOp", (Sem.HALF,), __name__)
+"""Operation of the :class:`HalfUnit`: ``HCVT_HL2F`` ... and the packed arithmetic."""
+
+HALF_UNIT_OPS: frozenset[str] = frozenset(f"hcvt.{op}" for op in HCVT_OPS)
+"""The ``Sem.HALF`` mnemonics this unit carries out."""
+
+_FIELDS = {"f16": (5, 10), "bf16": (8, 7)}
+HALF_NAN = 0x7FFF
+LATENCY = 2
+
+
+def widen(m: Module, h, fmt: str, name: str) -> Signal:
+    """FP32 pattern of the 16-bit ``h`` in ``fmt``, exact; NaN -> 0x7fffffff."""
+    out = Signal(32, name=f"{name}_f32")
+    if fmt == "bf16":
+        nan = (h[7:15] == 0xFF) & (h[:7] != 0)
+        m.d.comb += out.eq(Mux(nan, CANONICAL_NAN, Cat(Const(0, 16), h)))
+        return out
+    sign, exp, man = h[15], h[10:15], h[:10]
+    zero, lz = lzc(man)  # leading zeros of the 10-bit mantissa
+    p = Signal(4, name=f"{name}_msb")  # position of the subnormal's leading one
+    m.d.comb += p.eq(9 - lz)
+    sub_exp = Signal(8, name=f"{name}_sexp")
+    m.d.comb += sub_exp.eq(p + 103)  # 2^(p - 24) biased by 127
+    up_by = Signal(5, name=f"{name}_upby")
+    m.d.comb += up_by.eq(23 - p)
+    sub_man = Signal(23, name=f"{name}_sman")
+    m.d.comb += sub_man.eq((man << up_by)[:23])
+    with m.If(exp == 0x1F):
+        m.d.comb += out.eq(Mux(man != 0, CANONICAL_NAN, Cat(Const(0, 23), Const(0xFF, 8), sign)))
+    with m.Elif(exp == 0):
+        m.d.comb += out.eq(Mux(zero, Cat(Const(0, 31), sign), Cat(sub_man, sub_exp, sign)))
+    with m.Else():
+        m.d.comb += out.eq(Cat(Const(0, 13), man, exp + 112, sign))
+    return out
+
+
+def narrow(m: Module, a, fmt: str, name: str) -> Signal:
+    """16-bit ``fmt`` pattern of the FP32 ``a``: RNE, subnormals kept, overflow to infinity,
+    NaN -> 0x7fff (the integer rounding of ``numerics._round_half``)."""
+    ebits, mbits = _FIELDS[fmt]
+    emin = 2 - (1 << (ebits - 1))
+    inf = ((1 << ebits) - 1) << mbits
+    sign, exp, man = a[31], a[23:31], a[:23]
+    out = Signal(16, name=f"{name}_h")
+    sig = Signal(24, name=f"{name}_sig")
+    m.d.comb += sig.eq(Cat(man, exp != 0))
+    e = Signal(range(-127, 129), name=f"{name}_e")  # unbiased exponent (subnormal: -126)
+    m.d.comb += e.eq(Mux(exp == 0, -126, exp - 127))
+    below = Signal(range(0, 256), name=f"{name}_below")  # how far below emin
+    m.d.comb += below.eq(Mux(e < emin, emin - e, 0))
+    shift = Signal(6, name=f"{name}_shift")
+    m.d.comb += shift.eq(Mux(below > 30 - (23 - mbits), 30, (23 - mbits) + below))
+    shift_m1 = Signal(5, name=f"{name}_shm1")
+    m.d.comb += shift_m1.eq(shift - 1)
+    q = Signal(25, name=f"{name}_q")
+    rem = Signal(24, name=f"{name}_rem")
+    half = Signal(32, name=f"{name}_half")
+    mask = Signal(32, name=f"{name}_mask")
+    m.d.comb += [q.eq(sig >> shift), mask.eq((Const(1, 33) << shift) - 1),
+                 rem.eq(sig & mask), half.eq(Const(1, 32) << shift_m1)]
+    up = (rem > half) | ((rem == half) & q[0])
+    biased = Signal(range(0, 1 << 20), name=f"{name}_enc")
+    m.d.comb += biased.eq((Mux(e > emin, e - emin, 0) << mbits) + q + up)
+    with m.If((exp == 0xFF) & (man != 0)):
+        m.d.comb += out.eq(HALF_NAN)
+    with m.Elif((exp == 0xFF) | (biased >= inf)):
+        m.d.comb += out.eq(Cat(Const(inf, 15), sign))
+    with m.Else():
+        m.d.comb += out.eq(Cat(biased[:15], sign))
+    return out
+
+
+class HalfUnit(wiring.Component):
+    """Pipelined half-precision conversions of one lane, one operation per enabled cycle.
+
+    Attributes
+    ----------
+    en : In(1)
+        Advance the pipeline this cycle; every stage holds while 0.
+    op : In(HalfOp)
+        Operation (one of :data:`HALF_UNIT_OPS`; the others give 0).
+    a, b : In(32)
+        Operands (``b`` only for the packing conversions ``f2h2``/``f2b2``).
+    result : Out(32)
+        Result bits of the operation presented two enabled cycles earlier.
+    """
+
+    en: In(1)
+    op: In(HalfOp)
+    a: In(32)
+    b: In(32)
+    result: Out(32)
+
+    def elaborate(self, platform) -> Module:
+        m = Module()
+        a, b = self.a, self.b
+        word = Signal(32)
+        f16_lo, f16_hi = widen(m, a[:16], "f16", "hl"), widen(m, a[16:], "f16", "hh")
+        bf_lo, bf_hi = widen(m, a[:16], "bf16", "bl"), widen(m, a[16:], "bf16", "bh")
+        h_a, h_b = narrow(m, a, "f16", "ha"), narrow(m, b, "f16", "hb")
+        b_a, b_b = narrow(m, a, "bf16", "ba"), narrow(m, b, "bf16", "bb")
+        with m.Switch(self.op):
+            for op, value in ((HalfOp.HCVT_HL2F, f16_lo), (HalfOp.HCVT_HH2F, f16_hi),
+                              (HalfOp.HCVT_BL2F, bf_lo), (HalfOp.HCVT_BH2F, bf_hi),
+                              (HalfOp.HCVT_F2H, h_a), (HalfOp.HCVT_F2B, b_a),
+                              (HalfOp.HCVT_F2H2, Cat(h_a, h_b)),
+                              (HalfOp.HCVT_F2B2, Cat(b_a, b_b))):
+                with m.Case(op):
+                    m.d.comb += word.eq(value)
+        s1 = Signal(32)
+        s2 = Signal(32)
+        with m.If(self.en):
+            m.d.sync += [s1.eq(word), s2.eq(s1)]
+        m.d.comb += self.result.eq(s2)
+        return m

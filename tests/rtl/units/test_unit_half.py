@@ -1,0 +1,78 @@
+"""The half-precision unit (rtl/half_unit.py) in Amaranth's simulator, bit for bit against the
+shared numerics (``numerics.hcvt``): widening over every half pattern in a lane-packed stream,
+narrowing over edge values, rounding ties, FP32 subnormals and random patterns."""
+
+import numpy as np
+import pytest
+from amaranth.sim import Simulator
+from simtgpu.isa.instructions import HCVT_OPS
+from simtgpu.rtl.half_unit import HALF_UNIT_OPS, LATENCY, HalfOp, HalfUnit
+from simtgpu.sim import numerics as nx
+from simtgpu.verification.fp_vectors import fp_operands
+from units_harness import LONG, rng
+
+pytestmark = pytest.mark.filterwarnings("ignore:invalid value encountered in cast")
+
+
+def run_half(op: HalfOp, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    dut = HalfUnit()
+    n = len(a)
+    got = np.zeros(n, dtype=np.uint32)
+
+    async def bench(ctx) -> None:
+        ctx.set(dut.en, 1)
+        ctx.set(dut.op, op)
+        for i in range(n + LATENCY - 1):
+            if i < n:
+                ctx.set(dut.a, int(a[i]))
+                ctx.set(dut.b, int(b[i]))
+            await ctx.tick()
+            if i + 1 >= LATENCY:
+                got[i + 1 - LATENCY] = ctx.get(dut.result)
+
+    sim = Simulator(dut)
+    sim.add_clock(1e-6)
+    sim.add_testbench(bench)
+    sim.run()
+    return got
+
+
+def _narrow_operands(seed: int, n: int) -> np.ndarray:
+    gen = rng(seed)
+    # half values and the midpoints next to them, where rounding decides
+    h = gen.integers(0, 1 << 16, n, dtype=np.uint32)
+    at = np.concatenate([nx.f16_to_f32(h), nx.bf16_to_f32(h)])
+    mids = np.concatenate([at + (1 << 12), at + (1 << 15), at + (1 << 12) - 1, at + (1 << 15) + 1])
+    subn = gen.integers(0, 1 << 23, n // 4, dtype=np.uint32) | (gen.integers(0, 2, n // 4,
+                                                                          dtype=np.uint32) << 31)
+    (rnd,) = fp_operands(gen, n, 1, edges=True)
+    big = np.array([0x477FE000, 0x477FEFFF, 0x477FF000, 0x477FF001, 0x7F7FFFFF, 0x7F800000,
+                    0x7FC00000, 0xFF800001, 0x33000000, 0x33000001, 0x337FFFFF, 0x387FC000,
+                    0x387FE000, 0x00000000, 0x80000000], dtype=np.uint32)
+    return np.concatenate([big, at, mids, subn, rnd]).astype(np.uint32)
+
+
+@pytest.mark.parametrize("name", HCVT_OPS)
+def test_half_unit_matches_numerics(name):
+    op = HalfOp["HCVT_" + name.upper()]
+    n = 3000 if LONG else 400
+    if name.endswith("2f"):
+        gen = rng(len(name))
+        h = np.concatenate([np.arange(0, 1 << 16, 37, dtype=np.uint32),
+                            [0, 1, 0x3FF, 0x400, 0x7C00, 0x7C01, 0x7F80, 0x7F81, 0xFC00,
+                             0x8001, 0xFFFF]]).astype(np.uint32)
+        junk = gen.integers(0, 1 << 16, len(h), dtype=np.uint32)
+        a = (h | (junk << 16)) if name[1] == "l" else ((h << 16) | junk)
+        b = np.zeros_like(a)
+    else:
+        a = _narrow_operands(len(name), n)
+        b = np.roll(a, 7)
+    got = run_half(op, a, b)
+    want = np.asarray(nx.hcvt(name, a, b), dtype=np.uint32)
+    bad = np.flatnonzero(got != want)
+    assert bad.size == 0, [(hex(int(a[i])), hex(int(got[i])), hex(int(want[i])))
+                           for i in bad[:5]]
+
+
+def test_unit_ops_are_the_conversions():
+    assert HALF_UNIT_OPS == {f"hcvt.{o}" for o in HCVT_OPS}
