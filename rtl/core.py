@@ -67,7 +67,7 @@ from .warp_unit import WarpUnit
 ABSENT_INSTRUCTIONS: frozenset[str] = frozenset(
     i.mnemonic for i in INSTRUCTIONS
     if i.sem is Sem.MMA or (i.sem is Sem.HALF and i.mnemonic not in HALF_UNIT_OPS))
-"""ISA instructions this core has no unit for yet (packed half arithmetic, mma): they decode
+"""ISA instructions this core has no unit for yet (packed bf16 arithmetic, mma): they decode
 as illegal, so a program that uses them faults on the RTL instead of retiring wrong values."""
 
 
@@ -398,7 +398,8 @@ class Core(wiring.Component):
                          fpus[l].en.eq(~stall), fpus[l].op.eq(fpu_op),
                          fpus[l].a.eq(rr.a[l]), fpus[l].b.eq(rr.b[l]), fpus[l].c.eq(rr.c[l]),
                          halfs[l].en.eq(~stall), halfs[l].op.eq(half_op),
-                         halfs[l].a.eq(rr.a[l]), halfs[l].b.eq(rr.b[l])]
+                         halfs[l].a.eq(rr.a[l]), halfs[l].b.eq(rr.b[l]),
+                         halfs[l].c.eq(rr.c[l])]
 
         m.submodules.rr_ex1 = rr_ex1_st = Stage("rr_ex1", uop)
         rr_ex1 = rr_ex1_st.q

@@ -11,11 +11,11 @@ is not built yet, see :data:`HALF_UNIT_OPS` and docs/tensor-core.md.
 Same timing as the FPU: operands in rr, the result two enabled cycles later (ex2).
 """
 
-from amaranth import Cat, Const, Module, Mux, Signal
+from amaranth import Cat, Const, Module, Mux, Signal, signed
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 from simtgpu.isa import Sem
-from simtgpu.isa.instructions import HCVT_OPS
+from simtgpu.isa.instructions import HALF2_OPS, HCVT_OPS
 
 from .fp_utils import CANONICAL_NAN, lzc
 from .isa_consts import isa_op_enum
@@ -25,8 +25,9 @@ __all__ = ["HALF_UNIT_OPS", "HalfOp", "HalfUnit"]
 HalfOp = isa_op_enum("HalfOp", (Sem.HALF,), __name__)
 """Operation of the :class:`HalfUnit`: ``HCVT_HL2F`` ... and the packed arithmetic."""
 
-HALF_UNIT_OPS: frozenset[str] = frozenset(f"hcvt.{op}" for op in HCVT_OPS)
-"""The ``Sem.HALF`` mnemonics this unit carries out."""
+HALF_UNIT_OPS: frozenset[str] = frozenset(
+    [f"hcvt.{op}" for op in HCVT_OPS] + [f"{op}.f16" for op in (*HALF2_OPS, "hfma2")])
+"""The ``Sem.HALF`` mnemonics this unit carries out (the bf16 arithmetic is not built yet)."""
 
 _FIELDS = {"f16": (5, 10), "bf16": (8, 7)}
 HALF_NAN = 0x7FFF
@@ -95,6 +96,73 @@ def narrow(m: Module, a, fmt: str, name: str) -> Signal:
     return out
 
 
+def fma16(m: Module, x, y, z, name: str) -> Signal:
+    """fp16 ``x * y + z`` rounded once (RNE), subnormals kept, NaN -> 0x7fff.
+
+    Exact in fixed point: every fp16 value is an integer multiple of 2^-24, so the product
+    is a multiple of 2^-48 below 2^32 and the addend one below 2^16; both fit an 82-bit
+    integer in units of 2^-48, their sum is exact, and one rounding step makes the result.
+    """
+    def unpack(v, tag):
+        e = v[10:15]
+        sig = Signal(11, name=f"{name}_{tag}_sig")
+        ex = Signal(5, name=f"{name}_{tag}_e")  # exponent, 1 for subnormals
+        m.d.comb += [sig.eq(Cat(v[:10], e != 0)), ex.eq(Mux(e == 0, 1, e))]
+        nan = (e == 0x1F) & (v[:10] != 0)
+        inf = (e == 0x1F) & (v[:10] == 0)
+        zero = (e == 0) & (v[:10] == 0)
+        return v[15], sig, ex, nan, inf, zero
+
+    sx, gx, ex, nx_, ix, zx = unpack(x, "x")
+    sy, gy, ey, ny, iy, zy = unpack(y, "y")
+    sz, gz, ez, nz, iz, zz = unpack(z, "z")
+    sp = sx ^ sy
+    pshift = Signal(6, name=f"{name}_pshift")
+    zshift = Signal(6, name=f"{name}_zshift")
+    m.d.comb += [pshift.eq(ex + ey - 2), zshift.eq(ez + 23)]
+    pmag = Signal(82, name=f"{name}_pmag")
+    zmag = Signal(82, name=f"{name}_zmag")
+    m.d.comb += [pmag.eq((gx * gy) << pshift), zmag.eq(gz << zshift)]
+    total = Signal(signed(84), name=f"{name}_sum")
+    m.d.comb += total.eq(Mux(sp, -pmag, pmag) + Mux(sz, -zmag, zmag))
+    sign = Signal(name=f"{name}_sign")
+    mag = Signal(82, name=f"{name}_mag")
+    m.d.comb += [sign.eq(total < 0), mag.eq(Mux(total < 0, -total, total))]
+    is_zero, lz = lzc(mag)  # 82 bits padded to 128: the leading one is at 81 - lz
+    k = Signal(range(-64, 128), name=f"{name}_k")
+    m.d.comb += k.eq(81 - lz)
+    e = Signal(range(-128, 128), name=f"{name}_e")  # exponent of the leading one
+    m.d.comb += e.eq(k - 48)
+    lsb = Signal(7, name=f"{name}_lsb")  # kept LSB: 10 below the leading one, >= 2^-24
+    m.d.comb += lsb.eq(Mux(k - 10 > 24, k - 10, 24))
+    lsb_m1 = Signal(7, name=f"{name}_lsbm1")
+    m.d.comb += lsb_m1.eq(lsb - 1)
+    q = Signal(82, name=f"{name}_q")
+    rem = Signal(82, name=f"{name}_rem")
+    half = Signal(82, name=f"{name}_half")
+    m.d.comb += [q.eq(mag >> lsb), rem.eq(mag & ((Const(1, 83) << lsb) - 1)),
+                 half.eq(Const(1, 82) << lsb_m1)]
+    up = (rem > half) | ((rem == half) & q[0])
+    enc = Signal(range(0, 1 << 20), name=f"{name}_enc")
+    m.d.comb += enc.eq((Mux(e > -14, e + 14, 0) << 10) + q + up)
+    out = Signal(16, name=f"{name}_out")
+    prod_inf = ix | iy
+    nan = nx_ | ny | nz | (ix & zy) | (iy & zx) | (prod_inf & iz & (sp != sz))
+    with m.If(nan):
+        m.d.comb += out.eq(HALF_NAN)
+    with m.Elif(prod_inf):
+        m.d.comb += out.eq(Cat(Const(0x7C00, 15), sp))
+    with m.Elif(iz):
+        m.d.comb += out.eq(Cat(Const(0x7C00, 15), sz))
+    with m.Elif(is_zero):
+        m.d.comb += out.eq(Cat(Const(0, 15), sp & sz))
+    with m.Elif(enc >= 0x7C00):
+        m.d.comb += out.eq(Cat(Const(0x7C00, 15), sign))
+    with m.Else():
+        m.d.comb += out.eq(Cat(enc[:15], sign))
+    return out
+
+
 class HalfUnit(wiring.Component):
     """Pipelined half-precision conversions of one lane, one operation per enabled cycle.
 
@@ -104,8 +172,9 @@ class HalfUnit(wiring.Component):
         Advance the pipeline this cycle; every stage holds while 0.
     op : In(HalfOp)
         Operation (one of :data:`HALF_UNIT_OPS`; the others give 0).
-    a, b : In(32)
-        Operands (``b`` only for the packing conversions ``f2h2``/``f2b2``).
+    a, b, c : In(32)
+        Operands (``b`` for the packing conversions and the packed arithmetic, ``c`` for
+        ``hfma2``).
     result : Out(32)
         Result bits of the operation presented two enabled cycles earlier.
     """
@@ -114,6 +183,7 @@ class HalfUnit(wiring.Component):
     op: In(HalfOp)
     a: In(32)
     b: In(32)
+    c: In(32)
     result: Out(32)
 
     def elaborate(self, platform) -> Module:
@@ -124,7 +194,25 @@ class HalfUnit(wiring.Component):
         bf_lo, bf_hi = widen(m, a[:16], "bf16", "bl"), widen(m, a[16:], "bf16", "bh")
         h_a, h_b = narrow(m, a, "f16", "ha"), narrow(m, b, "f16", "hb")
         b_a, b_b = narrow(m, a, "bf16", "ba"), narrow(m, b, "bf16", "bb")
+        # the packed fp16 arithmetic: one fused x * y + z per half
+        one, neg_zero = Const(0x3C00, 16), Const(0x8000, 16)
+        x, y, z = Signal(32), Signal(32), Signal(32)
         with m.Switch(self.op):
+            with m.Case(HalfOp.HADD2_F16):
+                m.d.comb += [x.eq(a), y.eq(Cat(one, one)), z.eq(b)]
+            with m.Case(HalfOp.HSUB2_F16):
+                m.d.comb += [x.eq(a), y.eq(Cat(one, one)), z.eq(b ^ 0x80008000)]
+            with m.Case(HalfOp.HMUL2_F16):
+                m.d.comb += [x.eq(a), y.eq(b), z.eq(Cat(neg_zero, neg_zero))]
+            with m.Default():
+                m.d.comb += [x.eq(a), y.eq(b), z.eq(self.c)]
+        m.submodules.lo = m_lo = Module()
+        m.submodules.hi = m_hi = Module()
+        arith = Cat(fma16(m_lo, x[:16], y[:16], z[:16], "lo"),
+                    fma16(m_hi, x[16:], y[16:], z[16:], "hi"))
+        with m.Switch(self.op):
+            with m.Case(HalfOp.HADD2_F16, HalfOp.HSUB2_F16, HalfOp.HMUL2_F16, HalfOp.HFMA2_F16):
+                m.d.comb += word.eq(arith)
             for op, value in ((HalfOp.HCVT_HL2F, f16_lo), (HalfOp.HCVT_HH2F, f16_hi),
                               (HalfOp.HCVT_BL2F, bf_lo), (HalfOp.HCVT_BH2F, bf_hi),
                               (HalfOp.HCVT_F2H, h_a), (HalfOp.HCVT_F2B, b_a),

@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 from simtgpu.isa import INSTRUCTIONS, Sem
+from simtgpu.isa.instructions import HALF2_OPS
 
 from .fp_vectors import fp_operands, int_operands
 from .launch import KernelLaunch, launch_from_asm
@@ -53,9 +54,10 @@ _FP2 = ["fadd", "fsub", "fmul", "fmin", "fmax"]
 _FP1 = ["fabs", "fneg"]
 _CVT = [i.mnemonic for i in INSTRUCTIONS if i.sem is Sem.CVT]
 _HCVT = [i.mnemonic for i in INSTRUCTIONS if i.sem is Sem.HALF and i.family == "hcvt"]
+_HALF2 = [f"{op}.f16" for op in HALF2_OPS]
 NOT_GENERATED: frozenset[str] = frozenset(
-    i.mnemonic for i in INSTRUCTIONS
-    if i.sem is Sem.MMA or (i.sem is Sem.HALF and i.mnemonic not in _HCVT))
+    i.mnemonic for i in INSTRUCTIONS if i.sem is Sem.MMA or (
+        i.sem is Sem.HALF and i.mnemonic not in (*_HCVT, *_HALF2, "hfma2.f16")))
 """Instructions the generator leaves out: those the RTL core does not execute yet
 (``rtl.core.ABSENT_INSTRUCTIONS``, checked equal by tests/rtl/system)."""
 _SFU = [i.mnemonic for i in INSTRUCTIONS if i.sem is Sem.SFU]
@@ -219,10 +221,18 @@ class _Gen:
     def s_fp(self, depth: int, in_loop: bool) -> None:
         r = self.r
         k = r.random()
+        # packed fp16 in place of a quarter of the FP32 forms (second stream, see s_cvt)
+        half = self.opts.half and k < 0.85 and self.hr.random() < 0.25
+        if half:
+            self.features.add("half")
         if k < 0.6:
-            self.emit(f"{r.choice(_FP2)} {self.d()}, {self.d()}, {self.d()}", self.guard())
+            op = r.choice(_FP2)  # drawn either way: the main stream stays the same
+            if half:
+                op = self.hr.choice(_HALF2)
+            self.emit(f"{op} {self.d()}, {self.d()}, {self.d()}", self.guard())
         elif k < 0.85:
-            self.emit(f"ffma {self.d()}, {self.d()}, {self.d()}, {self.d()}", self.guard())
+            op = "hfma2.f16" if half else "ffma"
+            self.emit(f"{op} {self.d()}, {self.d()}, {self.d()}, {self.d()}", self.guard())
         else:
             self.emit(f"{r.choice(_FP1)} {self.d()}, {self.d()}", self.guard())
 

@@ -5,7 +5,7 @@ narrowing over edge values, rounding ties, FP32 subnormals and random patterns."
 import numpy as np
 import pytest
 from amaranth.sim import Simulator
-from simtgpu.isa.instructions import HCVT_OPS
+from simtgpu.isa.instructions import HALF2_OPS, HCVT_OPS
 from simtgpu.rtl.half_unit import HALF_UNIT_OPS, LATENCY, HalfOp, HalfUnit
 from simtgpu.sim import numerics as nx
 from simtgpu.verification.fp_vectors import fp_operands
@@ -14,7 +14,8 @@ from units_harness import LONG, rng
 pytestmark = pytest.mark.filterwarnings("ignore:invalid value encountered in cast")
 
 
-def run_half(op: HalfOp, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+def run_half(op: HalfOp, a: np.ndarray, b: np.ndarray, c: np.ndarray | None = None
+             ) -> np.ndarray:
     dut = HalfUnit()
     n = len(a)
     got = np.zeros(n, dtype=np.uint32)
@@ -26,6 +27,8 @@ def run_half(op: HalfOp, a: np.ndarray, b: np.ndarray) -> np.ndarray:
             if i < n:
                 ctx.set(dut.a, int(a[i]))
                 ctx.set(dut.b, int(b[i]))
+                if c is not None:
+                    ctx.set(dut.c, int(c[i]))
             await ctx.tick()
             if i + 1 >= LATENCY:
                 got[i + 1 - LATENCY] = ctx.get(dut.result)
@@ -74,5 +77,39 @@ def test_half_unit_matches_numerics(name):
                            for i in bad[:5]]
 
 
-def test_unit_ops_are_the_conversions():
-    assert HALF_UNIT_OPS == {f"hcvt.{o}" for o in HCVT_OPS}
+EDGE16 = np.array([0, 1, 2, 0x3FF, 0x400, 0x401, 0x3C00, 0x3C01, 0x3BFF, 0x7BFF, 0x7BFE,
+                   0x7C00, 0x7C01, 0x7E00, 0x5BFF, 0x0200], dtype=np.uint32)
+EDGE16 = np.concatenate([EDGE16, EDGE16 | 0x8000])
+
+
+def _arith_operands(seed: int, n: int) -> list[np.ndarray]:
+    gen = rng(seed)
+    cols = []
+    for _ in range(3):
+        lo = np.concatenate([gen.choice(EDGE16, n // 4), gen.integers(0, 1 << 16, n,
+                                                                      dtype=np.uint32)])
+        hi = np.concatenate([gen.integers(0, 1 << 16, n // 4, dtype=np.uint32),
+                             gen.choice(EDGE16, n)])
+        cols.append(lo | (hi << 16))
+    # near-cancellation: c close to -(a * b), the cases where the rounding decides
+    prod = np.asarray(nx.half2("hmul2", "f16", cols[0], cols[1]))
+    cols[2][: n // 2] = (prod[: n // 2] ^ 0x80008000) ^ gen.integers(0, 4, n // 2,
+                                                                     dtype=np.uint32)
+    return cols
+
+
+@pytest.mark.parametrize("name", [*HALF2_OPS, "hfma2"])
+def test_half_unit_fp16_arithmetic(name):
+    op = HalfOp[f"{name.upper()}_F16"]
+    a, b, c = _arith_operands(len(name) * 7, 3000 if LONG else 500)
+    got = run_half(op, a, b, c)
+    want = np.asarray(nx.hfma2("f16", a, b, c) if name == "hfma2"
+                      else nx.half2(name, "f16", a, b), dtype=np.uint32)
+    bad = np.flatnonzero(got != want)
+    assert bad.size == 0, [(hex(int(a[i])), hex(int(b[i])), hex(int(c[i])), hex(int(got[i])),
+                            hex(int(want[i]))) for i in bad[:5]]
+
+
+def test_unit_ops():
+    assert HALF_UNIT_OPS == {f"hcvt.{o}" for o in HCVT_OPS} | {
+        f"{o}.f16" for o in (*HALF2_OPS, "hfma2")}
