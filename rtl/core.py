@@ -67,7 +67,7 @@ from .warp_unit import WarpUnit
 ABSENT_INSTRUCTIONS: frozenset[str] = frozenset(
     i.mnemonic for i in INSTRUCTIONS
     if i.sem is Sem.MMA or (i.sem is Sem.HALF and i.mnemonic not in HALF_UNIT_OPS))
-"""ISA instructions this core has no unit for yet (packed bf16 arithmetic, mma): they decode
+"""ISA instructions this core has no unit for yet (mma, until the matrix unit): they decode
 as illegal, so a program that uses them faults on the RTL instead of retiring wrong values."""
 
 

@@ -26,10 +26,13 @@ HalfOp = isa_op_enum("HalfOp", (Sem.HALF,), __name__)
 """Operation of the :class:`HalfUnit`: ``HCVT_HL2F`` ... and the packed arithmetic."""
 
 HALF_UNIT_OPS: frozenset[str] = frozenset(
-    [f"hcvt.{op}" for op in HCVT_OPS] + [f"{op}.f16" for op in (*HALF2_OPS, "hfma2")])
-"""The ``Sem.HALF`` mnemonics this unit carries out (the bf16 arithmetic is not built yet)."""
+    [f"hcvt.{op}" for op in HCVT_OPS]
+    + [f"{op}.{fmt}" for op in (*HALF2_OPS, "hfma2") for fmt in ("f16", "bf16")])
+"""The ``Sem.HALF`` mnemonics this unit carries out: all of them."""
 
 _FIELDS = {"f16": (5, 10), "bf16": (8, 7)}
+_F16_OPS = tuple(HalfOp[f"{op.upper()}_F16"] for op in (*HALF2_OPS, "hfma2"))
+_BF16_OPS = tuple(HalfOp[f"{op.upper()}_BF16"] for op in (*HALF2_OPS, "hfma2"))
 HALF_NAN = 0x7FFF
 LATENCY = 2
 
@@ -194,25 +197,29 @@ class HalfUnit(wiring.Component):
         bf_lo, bf_hi = widen(m, a[:16], "bf16", "bl"), widen(m, a[16:], "bf16", "bh")
         h_a, h_b = narrow(m, a, "f16", "ha"), narrow(m, b, "f16", "hb")
         b_a, b_b = narrow(m, a, "bf16", "ba"), narrow(m, b, "bf16", "bb")
-        # the packed fp16 arithmetic: one fused x * y + z per half
-        one, neg_zero = Const(0x3C00, 16), Const(0x8000, 16)
+        # the packed arithmetic: one fused x * y + z per half and format
+        one = Signal(16)
+        m.d.comb += one.eq(Mux(self.op.as_value().matches(*_BF16_OPS), 0x3F80, 0x3C00))
         x, y, z = Signal(32), Signal(32), Signal(32)
         with m.Switch(self.op):
-            with m.Case(HalfOp.HADD2_F16):
+            with m.Case(HalfOp.HADD2_F16, HalfOp.HADD2_BF16):
                 m.d.comb += [x.eq(a), y.eq(Cat(one, one)), z.eq(b)]
-            with m.Case(HalfOp.HSUB2_F16):
+            with m.Case(HalfOp.HSUB2_F16, HalfOp.HSUB2_BF16):
                 m.d.comb += [x.eq(a), y.eq(Cat(one, one)), z.eq(b ^ 0x80008000)]
-            with m.Case(HalfOp.HMUL2_F16):
-                m.d.comb += [x.eq(a), y.eq(b), z.eq(Cat(neg_zero, neg_zero))]
+            with m.Case(HalfOp.HMUL2_F16, HalfOp.HMUL2_BF16):
+                m.d.comb += [x.eq(a), y.eq(b), z.eq(0x80008000)]
             with m.Default():
                 m.d.comb += [x.eq(a), y.eq(b), z.eq(self.c)]
-        m.submodules.lo = m_lo = Module()
-        m.submodules.hi = m_hi = Module()
-        arith = Cat(fma16(m_lo, x[:16], y[:16], z[:16], "lo"),
-                    fma16(m_hi, x[16:], y[16:], z[16:], "hi"))
+        parts = {}
+        for fmt, fn in (("f16", fma16), ("bf16", fma_bf16)):
+            for half, sl in (("lo", slice(0, 16)), ("hi", slice(16, 32))):
+                m.submodules[f"{fmt}_{half}"] = sub = Module()
+                parts[fmt, half] = fn(sub, x[sl], y[sl], z[sl], f"{fmt}_{half}")
         with m.Switch(self.op):
-            with m.Case(HalfOp.HADD2_F16, HalfOp.HSUB2_F16, HalfOp.HMUL2_F16, HalfOp.HFMA2_F16):
-                m.d.comb += word.eq(arith)
+            with m.Case(*_F16_OPS):
+                m.d.comb += word.eq(Cat(parts["f16", "lo"], parts["f16", "hi"]))
+            with m.Case(*_BF16_OPS):
+                m.d.comb += word.eq(Cat(parts["bf16", "lo"], parts["bf16", "hi"]))
             for op, value in ((HalfOp.HCVT_HL2F, f16_lo), (HalfOp.HCVT_HH2F, f16_hi),
                               (HalfOp.HCVT_BL2F, bf_lo), (HalfOp.HCVT_BH2F, bf_hi),
                               (HalfOp.HCVT_F2H, h_a), (HalfOp.HCVT_F2B, b_a),
@@ -226,3 +233,98 @@ class HalfUnit(wiring.Component):
             m.d.sync += [s1.eq(word), s2.eq(s1)]
         m.d.comb += self.result.eq(s2)
         return m
+
+
+def fma_bf16(m: Module, x, y, z, name: str, gap: int = 20) -> Signal:
+    """bf16 ``x * y + z`` rounded once (RNE), subnormals kept, NaN -> 0x7fff.
+
+    bf16's exponent range makes an exact fixed-point sum hundreds of bits wide, so the two
+    terms are aligned instead: the one whose LSB weighs more (the *big* term; a zero term is
+    never big) sits ``gap`` bits up a window, the other is shifted into place, and what it
+    loses below the window's bit 0 is jammed into that bit (sticky). A term shifted that far
+    lies wholly below the big term's LSB by at least ``gap - 16`` bits, so the sum cannot
+    cancel into it and the sticky bit decides the rounding exactly as the lost bits would.
+    """
+    def unpack(v, tag):
+        e = v[7:15]
+        sig = Signal(8, name=f"{name}_{tag}_sig")
+        m.d.comb += sig.eq(Cat(v[:7], e != 0))
+        ex = Signal(8, name=f"{name}_{tag}_e")
+        m.d.comb += ex.eq(Mux(e == 0, 1, e))
+        return v[15], sig, ex, (e == 0xFF) & (v[:7] != 0), (e == 0xFF) & (v[:7] == 0), sig == 0
+
+    sx, gx, ex, nx_, ix, zx = unpack(x, "x")
+    sy, gy, ey, ny, iy, zy = unpack(y, "y")
+    sz, gz, ez, nz, iz, zz = unpack(z, "z")
+    sp = sx ^ sy
+    prod = Signal(16, name=f"{name}_prod")
+    m.d.comb += prod.eq(gx * gy)
+    lp = Signal(signed(11), name=f"{name}_lp")  # weight (log2) of the product's LSB
+    lz = Signal(signed(11), name=f"{name}_lz")  # of the addend's LSB
+    m.d.comb += [lp.eq(ex + ey - 268), lz.eq(ez - 134)]
+    z_big = Signal(name=f"{name}_zbig")
+    m.d.comb += z_big.eq(~zz & ((lz >= lp) | (prod == 0)))
+    big = Signal(16, name=f"{name}_big")
+    small = Signal(16, name=f"{name}_small")
+    lbig = Signal(signed(11), name=f"{name}_lbig")
+    diff = Signal(11, name=f"{name}_diff")
+    m.d.comb += [big.eq(Mux(z_big, gz, prod)), small.eq(Mux(z_big, prod, gz)),
+                 lbig.eq(Mux(z_big, lz, lp)), diff.eq(Mux(z_big, lz - lp, lp - lz))]
+    width = 16 + gap + 2
+    wbig = Signal(width, name=f"{name}_wbig")
+    wsmall = Signal(width, name=f"{name}_wsmall")
+    m.d.comb += wbig.eq(big << gap)
+    up_by = Signal(range(gap + 1), name=f"{name}_upby")
+    down_by = Signal(6, name=f"{name}_downby")
+    m.d.comb += [up_by.eq(Mux(diff <= gap, gap - diff, 0)),
+                 down_by.eq(Mux(diff <= gap, 0, Mux(diff - gap > 31, 31, diff - gap)))]
+    lost = (small & ((Const(1, 33) << down_by) - 1)) != 0
+    m.d.comb += wsmall.eq(Mux(diff <= gap, small << up_by, (small >> down_by) | lost))
+    s_big = Mux(z_big, sz, sp)
+    s_small = Mux(z_big, sp, sz)
+    total = Signal(signed(width + 2), name=f"{name}_sum")
+    m.d.comb += total.eq(Mux(s_big, -wbig, wbig) + Mux(s_small, -wsmall, wsmall))
+    sign = Signal(name=f"{name}_sign")
+    mag = Signal(width + 1, name=f"{name}_mag")
+    m.d.comb += [sign.eq(total < 0), mag.eq(Mux(total < 0, -total, total))]
+    is_zero, lz_cnt = lzc(mag)
+    k = Signal(signed(8), name=f"{name}_k")  # leading one's bit in the window
+    m.d.comb += k.eq(len(mag) - 1 - lz_cnt)
+    base = Signal(signed(11), name=f"{name}_base")  # weight of window bit 0
+    m.d.comb += base.eq(lbig - gap)
+    e = Signal(signed(12), name=f"{name}_e")  # weight of the leading one
+    m.d.comb += e.eq(k + base)
+    lsb = Signal(signed(12), name=f"{name}_lsb")  # window bit of the kept LSB
+    m.d.comb += lsb.eq(Mux(e - 7 > -133, k - 7, -133 - base))
+    sh = Signal(6, name=f"{name}_sh")
+    m.d.comb += sh.eq(Mux(lsb > width + 2, width + 2, Mux(lsb < 0, 0, lsb)))
+    sh_m1 = Signal(6, name=f"{name}_shm1")
+    m.d.comb += sh_m1.eq(sh - 1)
+    q = Signal(width + 1, name=f"{name}_q")
+    rem = Signal(width + 1, name=f"{name}_rem")
+    half = Signal(width + 3, name=f"{name}_half")
+    m.d.comb += [q.eq(mag >> sh), rem.eq(mag & ((Const(1, width + 4) << sh) - 1)),
+                 half.eq(Mux(sh == 0, 0, Const(1, width + 3) << sh_m1))]
+    up = (sh != 0) & ((rem > half) | ((rem == half) & q[0]))
+    # a kept LSB below the window (lsb < 0) happens only for results far above the
+    # subnormal range, where the window holds the exact sum and no rounding is needed
+    shifted = Signal(width + 1, name=f"{name}_shifted")
+    m.d.comb += shifted.eq(Mux(lsb < 0, mag << (-lsb)[:4], q + up))
+    enc = Signal(range(0, 1 << 24), name=f"{name}_enc")
+    m.d.comb += enc.eq((Mux(e > -126, e + 126, 0) << 7) + shifted)
+    out = Signal(16, name=f"{name}_out")
+    prod_inf = ix | iy
+    nan = nx_ | ny | nz | (ix & zy) | (iy & zx) | (prod_inf & iz & (sp != sz))
+    with m.If(nan):
+        m.d.comb += out.eq(HALF_NAN)
+    with m.Elif(prod_inf):
+        m.d.comb += out.eq(Cat(Const(0x7F80, 15), sp))
+    with m.Elif(iz):
+        m.d.comb += out.eq(Cat(Const(0x7F80, 15), sz))
+    with m.Elif(is_zero):
+        m.d.comb += out.eq(Cat(Const(0, 15), sp & sz))
+    with m.Elif(enc >= 0x7F80):
+        m.d.comb += out.eq(Cat(Const(0x7F80, 15), sign))
+    with m.Else():
+        m.d.comb += out.eq(Cat(enc[:15], sign))
+    return out

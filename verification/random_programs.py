@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 from simtgpu.isa import INSTRUCTIONS, Sem
-from simtgpu.isa.instructions import HALF2_OPS
+from simtgpu.isa.instructions import HALF2_OPS, HALF_FORMATS
 
 from .fp_vectors import fp_operands, int_operands
 from .launch import KernelLaunch, launch_from_asm
@@ -54,10 +54,9 @@ _FP2 = ["fadd", "fsub", "fmul", "fmin", "fmax"]
 _FP1 = ["fabs", "fneg"]
 _CVT = [i.mnemonic for i in INSTRUCTIONS if i.sem is Sem.CVT]
 _HCVT = [i.mnemonic for i in INSTRUCTIONS if i.sem is Sem.HALF and i.family == "hcvt"]
-_HALF2 = [f"{op}.f16" for op in HALF2_OPS]
+_HALF2 = [f"{op}.{fmt}" for op in HALF2_OPS for fmt in HALF_FORMATS]
 NOT_GENERATED: frozenset[str] = frozenset(
-    i.mnemonic for i in INSTRUCTIONS if i.sem is Sem.MMA or (
-        i.sem is Sem.HALF and i.mnemonic not in (*_HCVT, *_HALF2, "hfma2.f16")))
+    i.mnemonic for i in INSTRUCTIONS if i.sem is Sem.MMA)
 """Instructions the generator leaves out: those the RTL core does not execute yet
 (``rtl.core.ABSENT_INSTRUCTIONS``, checked equal by tests/rtl/system)."""
 _SFU = [i.mnemonic for i in INSTRUCTIONS if i.sem is Sem.SFU]
@@ -231,7 +230,7 @@ class _Gen:
                 op = self.hr.choice(_HALF2)
             self.emit(f"{op} {self.d()}, {self.d()}, {self.d()}", self.guard())
         elif k < 0.85:
-            op = "hfma2.f16" if half else "ffma"
+            op = self.hr.choice(["hfma2.f16", "hfma2.bf16"]) if half else "ffma"
             self.emit(f"{op} {self.d()}, {self.d()}, {self.d()}, {self.d()}", self.guard())
         else:
             self.emit(f"{r.choice(_FP1)} {self.d()}, {self.d()}", self.guard())

@@ -80,31 +80,41 @@ def test_half_unit_matches_numerics(name):
 EDGE16 = np.array([0, 1, 2, 0x3FF, 0x400, 0x401, 0x3C00, 0x3C01, 0x3BFF, 0x7BFF, 0x7BFE,
                    0x7C00, 0x7C01, 0x7E00, 0x5BFF, 0x0200], dtype=np.uint32)
 EDGE16 = np.concatenate([EDGE16, EDGE16 | 0x8000])
+EDGEBF = np.array([0, 1, 2, 0x7F, 0x80, 0x81, 0x3F80, 0x3F81, 0x3F7F, 0x7F7F, 0x7F7E,
+                   0x7F80, 0x7F81, 0x7FC0, 0x0040, 0x4000, 0x0100, 0x1000], dtype=np.uint32)
+EDGEBF = np.concatenate([EDGEBF, EDGEBF | 0x8000])
 
 
-def _arith_operands(seed: int, n: int) -> list[np.ndarray]:
+def _arith_operands(seed: int, n: int, fmt: str = "f16") -> list[np.ndarray]:
     gen = rng(seed)
+    edges = EDGE16 if fmt == "f16" else EDGEBF
     cols = []
     for _ in range(3):
-        lo = np.concatenate([gen.choice(EDGE16, n // 4), gen.integers(0, 1 << 16, n,
+        lo = np.concatenate([gen.choice(edges, n // 4), gen.integers(0, 1 << 16, n,
                                                                       dtype=np.uint32)])
         hi = np.concatenate([gen.integers(0, 1 << 16, n // 4, dtype=np.uint32),
-                             gen.choice(EDGE16, n)])
+                             gen.choice(edges, n)])
         cols.append(lo | (hi << 16))
     # near-cancellation: c close to -(a * b), the cases where the rounding decides
-    prod = np.asarray(nx.half2("hmul2", "f16", cols[0], cols[1]))
+    prod = np.asarray(nx.half2("hmul2", fmt, cols[0], cols[1]))
     cols[2][: n // 2] = (prod[: n // 2] ^ 0x80008000) ^ gen.integers(0, 4, n // 2,
                                                                      dtype=np.uint32)
     return cols
 
 
+@pytest.mark.parametrize("fmt", ["f16", "bf16"])
 @pytest.mark.parametrize("name", [*HALF2_OPS, "hfma2"])
-def test_half_unit_fp16_arithmetic(name):
-    op = HalfOp[f"{name.upper()}_F16"]
-    a, b, c = _arith_operands(len(name) * 7, 3000 if LONG else 500)
+def test_half_unit_arithmetic(name, fmt):
+    op = HalfOp[f"{name.upper()}_{fmt.upper()}"]
+    a, b, c = _arith_operands(len(name) * 7 + len(fmt), 3000 if LONG else 500, fmt)
+    if fmt == "bf16":  # sums of terms whose exponents differ a lot: the aligned path
+        gen = rng(99)
+        far = gen.integers(0, 1 << 32, 300, dtype=np.uint32)
+        a, b = np.concatenate([a, far]), np.concatenate([b, far ^ 0x3F003F00])
+        c = np.concatenate([c, gen.integers(0, 1 << 32, 300, dtype=np.uint32)])
     got = run_half(op, a, b, c)
-    want = np.asarray(nx.hfma2("f16", a, b, c) if name == "hfma2"
-                      else nx.half2(name, "f16", a, b), dtype=np.uint32)
+    want = np.asarray(nx.hfma2(fmt, a, b, c) if name == "hfma2"
+                      else nx.half2(name, fmt, a, b), dtype=np.uint32)
     bad = np.flatnonzero(got != want)
     assert bad.size == 0, [(hex(int(a[i])), hex(int(b[i])), hex(int(c[i])), hex(int(got[i])),
                             hex(int(want[i]))) for i in bad[:5]]
@@ -112,4 +122,4 @@ def test_half_unit_fp16_arithmetic(name):
 
 def test_unit_ops():
     assert HALF_UNIT_OPS == {f"hcvt.{o}" for o in HCVT_OPS} | {
-        f"{o}.f16" for o in (*HALF2_OPS, "hfma2")}
+        f"{o}.{f}" for o in (*HALF2_OPS, "hfma2") for f in ("f16", "bf16")}
