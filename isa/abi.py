@@ -142,6 +142,7 @@ class FaultCause(IntEnum):
     STACK_UNDERFLOW = 7
     WATCHDOG = 8
     PC_OUT_OF_RANGE = 9
+    DIVERGENT_MMA = 10
 
 
 FAULT_DOCS: dict[FaultCause, str] = {
@@ -156,6 +157,8 @@ FAULT_DOCS: dict[FaultCause, str] = {
     FaultCause.STACK_UNDERFLOW: "sync executed with an empty reconvergence stack",
     FaultCause.WATCHDOG: "the kernel ran past its instruction or cycle budget",
     FaultCause.PC_OUT_OF_RANGE: "the PC left the module's code",
+    FaultCause.DIVERGENT_MMA: "mma executed without every lane of the warp (it needs all of "
+    "them, active and guarded in)",
 }
 
 RECONVERGENCE_STACK_DEPTH = 16

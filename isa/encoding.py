@@ -52,6 +52,10 @@ def encode(instr: Instr | str, fields: dict[str, int], pred: int = PT, pneg: boo
         if not f.min <= value <= f.max:
             raise EncodingError(f"{name} value {value} out of range {f.min}..{f.max}")
         word = f.insert(word, value)
+    for op in instr.operands:
+        if op.align > 1 and values.get(op.fields[0], 0) % op.align:
+            raise EncodingError(f"register r{values[op.fields[0]]} must be a "
+                                f"multiple of {op.align} (first of a fragment group)")
     return word
 
 
@@ -112,6 +116,8 @@ def decode(word: int) -> Decoded:
             raise EncodingError(f"illegal instruction 0x{word:08x} (predicate field > 7)")
         if op.kind is Kind.PRED_SRC and not pred_src_valid(get[op.fields[0]]):
             raise EncodingError(f"illegal instruction 0x{word:08x} (bad predicate source)")
+        if op.align > 1 and get[op.fields[0]] % op.align:
+            raise EncodingError(f"illegal instruction 0x{word:08x} (misaligned register group)")
         if op.kind is Kind.SREG and get[op.fields[0]] not in _SREG_VALUES:
             raise EncodingError(f"illegal instruction 0x{word:08x} (no special register "
                                 f"{get[op.fields[0]]})")

@@ -31,6 +31,8 @@ class Sem(Enum):
     PLOGIC = "plogic"  # predicate logic
     SELECT = "select"  # per-lane select by predicate
     FP = "fp"  # FP32 arithmetic
+    HALF = "half"  # fp16/bf16 conversions and packed half2 arithmetic
+    MMA = "mma"  # warp-level matrix multiply-accumulate (the matrix unit)
     FCMP = "fcmp"  # FP32 compare into a predicate
     CVT = "cvt"  # int <-> float conversions
     SFU = "sfu"  # special functions
@@ -53,6 +55,7 @@ class Lat(Enum):
     ALU = "alu"  # ready after execute-1
     LONG = "long"  # ready after execute-2: multiplier, FPU, conversions
     SFU = "sfu"  # multi-cycle special-function unit
+    MMA = "mma"  # multi-cycle matrix unit; writes a group of registers
     MEM = "mem"  # produced in the memory stage; global accesses park the warp
     CTRL = "ctrl"  # writes no register
 
@@ -142,6 +145,11 @@ MEM_R = Operand(Kind.MEM_REG, ("rs1",))
 SREG = Operand(Kind.SREG, ("rs1",))
 LABEL = Operand(Kind.LABEL, ("off21",))
 PARAM = Operand(Kind.PARAM, ("imm11",))
+# mma fragments: the first register of an aligned group (sizes in isa/mma.py)
+MMA_D = Operand(Kind.REG, ("rd",), "dst", frag="d", align=4)
+MMA_A = Operand(Kind.REG, ("rs1",), frag="a", align=4)
+MMA_B = Operand(Kind.REG, ("rs2",), frag="b", align=4)
+MMA_C = Operand(Kind.REG, ("rs3",), frag="c", align=4)
 
 R, R4, I, S, U, B = (FORMATS[n] for n in ("R", "R4", "I", "S", "U", "B"))
 
@@ -156,6 +164,12 @@ ATOMIC_OPS = ("add", "min", "max", "exch", "fadd")
 CVT_OPS = ("i2f", "u2f", "f2i", "f2u")
 SFU_OPS = ("rcp", "rsqrt", "sqrt", "exp2", "log2", "sin", "cos")
 SHFL_MODES = ("idx", "up", "down", "xor")
+HALF_FORMATS = ("f16", "bf16")
+"""The 16-bit float formats: IEEE binary16 and bfloat16 (8-bit exponent, 7-bit mantissa)."""
+HCVT_OPS = ("hl2f", "hh2f", "bl2f", "bh2f", "f2h", "f2b", "f2h2", "f2b2")
+"""Half conversions (fn order): h = fp16, b = bf16, l/h = low/high half of the register."""
+HALF2_OPS = ("hadd2", "hsub2", "hmul2")
+"""Packed two-way half arithmetic (register-register); ``hfma2`` has its own opcodes."""
 
 _COND_MEANING = {
     "eq": "a == b", "ne": "a != b", "lt": "a < b", "le": "a <= b", "gt": "a > b",
@@ -264,6 +278,31 @@ def _table() -> list[Instr]:
         add(f"cvt.{name}", 0x49, R, (RD, RS1), Sem.CVT, Lat.LONG, f"convert {name}", meaning,
             fn=fn)
 
+    # --- half precision: conversions and packed half2 ------------------------------------
+    hcvt_meaning = {
+        "hl2f": ("fp16 low half to FP32", "d = f32(f16 a[15:0]), exact; NaN -> 0x7fffffff"),
+        "hh2f": ("fp16 high half to FP32", "d = f32(f16 a[31:16]), exact; NaN -> 0x7fffffff"),
+        "bl2f": ("bf16 low half to FP32", "d = f32(bf16 a[15:0]), exact; NaN -> 0x7fffffff"),
+        "bh2f": ("bf16 high half to FP32", "d = f32(bf16 a[31:16]), exact; NaN -> 0x7fffffff"),
+        "f2h": ("FP32 to fp16, low half", "d = {0, f16(a)}, RNE; NaN -> 0x7fff"),
+        "f2b": ("FP32 to bf16, low half", "d = {0, bf16(a)}, RNE; NaN -> 0x7fff"),
+        "f2h2": ("two FP32 to packed fp16", "d = {f16(b), f16(a)}: a low, b high; RNE"),
+        "f2b2": ("two FP32 to packed bf16", "d = {bf16(b), bf16(a)}: a low, b high; RNE"),
+    }
+    for fn, name in enumerate(HCVT_OPS):
+        summary, meaning = hcvt_meaning[name]
+        ops = (RD, RS1, RS2) if name.endswith("2") else (RD, RS1)
+        add(f"hcvt.{name}", OPC_FP + 0xA, R, ops, Sem.HALF, Lat.LONG, summary, meaning, fn=fn)
+    for fn, (fmt, name) in enumerate((f, n) for f in HALF_FORMATS for n in HALF2_OPS):
+        sym = {"hadd2": "+", "hsub2": "-", "hmul2": "*"}[name]
+        add(f"{name}.{fmt}", OPC_FP + 0xB, R, (RD, RS1, RS2), Sem.HALF, Lat.LONG,
+            f"packed {fmt} {name[1:-1]}",
+            f"d.lo = a.lo {sym} b.lo; d.hi = a.hi {sym} b.hi ({fmt}, RNE)", fn=fn)
+    for i, fmt in enumerate(HALF_FORMATS):
+        add(f"hfma2.{fmt}", OPC_FP + 0xC + i, R4, (RD, RS1, RS2, RS3), Sem.HALF, Lat.LONG,
+            f"packed {fmt} fused multiply-add",
+            f"d.lo = a.lo * b.lo + c.lo; d.hi likewise ({fmt}, one rounding, RNE)")
+
     # --- special functions ----------------------------------------------------------------
     for fn, name in enumerate(SFU_OPS):
         meaning = {"rcp": "1 / a", "rsqrt": "1 / sqrt(a)", "sqrt": "sqrt(a)",
@@ -308,6 +347,12 @@ def _table() -> list[Instr]:
         "pd = every active lane has p", fn=1)
     add("vote.ballot", OPC_WARP + 1, R, (RD, PS1), Sem.VOTE, Lat.ALU, "vote ballot",
         "d = bit mask of the active lanes that have p", fn=2)
+    for i, fmt in enumerate(HALF_FORMATS):
+        add(f"mma.{fmt}", OPC_WARP + 2 + i, R4, (MMA_D, MMA_A, MMA_B, MMA_C), Sem.MMA, Lat.MMA,
+            f"warp matrix multiply-accumulate ({fmt} in, FP32 accumulate)",
+            "D = A x B + C over the whole warp; rd, rs1, rs2, rs3 are the first registers "
+            "(multiples of 4) of the D, A, B, C fragment groups (docs/tensor-core.md); "
+            "every lane of the warp must execute it")
     return t
 
 
@@ -336,6 +381,7 @@ def _check_table() -> None:
         if i.sem is Sem.BARRIER:
             assert i.flow is Flow.BARRIER, f"{i.mnemonic}: a barrier parks the warp"
         for op in i.operands:
+            assert (op.frag is not None) == (i.sem is Sem.MMA), f"{i.mnemonic}: fragment"
             for f in op.fields:
                 assert i.fmt.has(f), f"{i.mnemonic}: operand field {f} not in {i.fmt.name}"
 

@@ -38,7 +38,8 @@ SEM_TITLES: dict[Sem, str] = {
     Sem.SELECT: "Select", Sem.FP: "FP32 arithmetic", Sem.FCMP: "FP32 compare",
     Sem.CVT: "Conversions", Sem.SFU: "Special functions", Sem.LOAD: "Loads",
     Sem.STORE: "Stores", Sem.ATOMIC: "Atomics", Sem.SHUFFLE: "Warp shuffles",
-    Sem.VOTE: "Warp votes",
+    Sem.VOTE: "Warp votes", Sem.HALF: "Half precision (fp16, bf16)",
+    Sem.MMA: "Matrix multiply-accumulate",
 }
 
 LAT_DOCS: dict[Lat, str] = {
@@ -47,6 +48,7 @@ LAT_DOCS: dict[Lat, str] = {
     Lat.SFU: "multi-cycle special-function unit",
     Lat.MEM: "result produced by the memory stage; global accesses park the warp",
     Lat.CTRL: "writes no register",
+    Lat.MMA: "multi-cycle matrix unit; writes a group of registers (docs/tensor-core.md)",
 }
 
 FLOW_DOCS: dict[Flow, str] = {

@@ -54,6 +54,9 @@ class Operand:
     ``role`` is ``"dst"`` or ``"src"`` so the scoreboard and the compiler know what is
     written and what is read; ``reads_old`` marks a destination whose old value is read too
     (``lli`` keeps the upper half of ``rd``).
+    ``frag`` names the matrix fragment (``"a"``, ``"b"``, ``"c"``, ``"d"``) of an ``mma``
+    register operand: the register is the first of a group (its size depends on the warp
+    width, see :mod:`simtgpu.isa.mma`) and its number must be a multiple of ``align``.
     """
 
     kind: Kind
@@ -61,6 +64,8 @@ class Operand:
     role: str = "src"
     signed: bool = True
     reads_old: bool = False
+    frag: str | None = None
+    align: int = 1
 
     @property
     def is_dst(self) -> bool:

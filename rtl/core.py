@@ -44,6 +44,7 @@ from .decoder import Decoder
 from .fault_recorder import FaultRecorder
 from .fcompare import FCmpCond, FCompare
 from .fpu import Fpu, FpuOp
+from .half_unit import HALF_UNIT_OPS, HalfOp, HalfUnit
 from .ibuffer import InstrBuffers
 from .isa_consts import BARRIER_OPS, SReg, iid
 from .isa_consts import Sem as RSem
@@ -63,6 +64,12 @@ from .stages import Stage
 from .stall_classifier import StallClassifier
 from .warp_unit import WarpUnit
 from .warp_wait import WarpWait, WarpWaits
+
+ABSENT_INSTRUCTIONS: frozenset[str] = frozenset(
+    i.mnemonic for i in INSTRUCTIONS
+    if i.sem is Sem.MMA or (i.sem is Sem.HALF and i.mnemonic not in HALF_UNIT_OPS))
+"""ISA instructions this core has no unit for yet (mma, until the matrix unit): they decode
+as illegal, so a program that uses them faults on the RTL instead of retiring wrong values."""
 
 
 def _select(m: Module, index, values: list, width: int, name: str) -> Signal:
@@ -110,7 +117,7 @@ class Core(wiring.Component):
         uop = layouts.uop(W, L)
 
         # --- units ----------------------------------------------------------------------
-        m.submodules.decoder = decoder = Decoder()
+        m.submodules.decoder = decoder = Decoder(absent=ABSENT_INSTRUCTIONS)
         m.submodules.regfile = rf = RegFile(W, L, cfg.regs)
         m.submodules.scoreboard = sb = Scoreboard(W, cfg.regs, clear_ports=2)
         m.submodules.stack = stack = SimtStack(W, L, cfg.stack_depth)
@@ -130,7 +137,9 @@ class Core(wiring.Component):
         muls = [Multiplier(latency=2) for _ in range(L)]
         fpus = [Fpu(latency=2) for _ in range(L)]
         fcmps = [FCompare() for _ in range(L)]
+        halfs = [HalfUnit() for _ in range(L)]
         for l in range(L):
+            m.submodules[f"half{l}"] = halfs[l]
             m.submodules[f"alu{l}"] = alus[l]
             m.submodules[f"mul{l}"] = muls[l]
             m.submodules[f"fpu{l}"] = fpus[l]
@@ -373,6 +382,7 @@ class Core(wiring.Component):
         # multiplier and FPU take their operands in rr (two stages: ex1, ex2)
         mul_op = Signal(MulOp)
         fpu_op = Signal(FpuOp)
+        half_op = Signal(HalfOp)
         with m.Switch(d.iid):
             for ins in INSTRUCTIONS:
                 if ins.sem is Sem.MUL:
@@ -381,11 +391,17 @@ class Core(wiring.Component):
                 if ins.sem in (Sem.FP, Sem.CVT):
                     with m.Case(iid(ins.mnemonic)):
                         m.d.comb += fpu_op.eq(FpuOp[ins.mnemonic.upper().replace(".", "_")])
+                if ins.mnemonic in HALF_UNIT_OPS:
+                    with m.Case(iid(ins.mnemonic)):
+                        m.d.comb += half_op.eq(HalfOp[ins.mnemonic.upper().replace(".", "_")])
         for l in range(L):
             m.d.comb += [muls[l].en.eq(~stall), muls[l].op.eq(mul_op),
                          muls[l].a.eq(rr.a[l]), muls[l].b.eq(rr.b[l]),
                          fpus[l].en.eq(~stall), fpus[l].op.eq(fpu_op),
-                         fpus[l].a.eq(rr.a[l]), fpus[l].b.eq(rr.b[l]), fpus[l].c.eq(rr.c[l])]
+                         fpus[l].a.eq(rr.a[l]), fpus[l].b.eq(rr.b[l]), fpus[l].c.eq(rr.c[l]),
+                         halfs[l].en.eq(~stall), halfs[l].op.eq(half_op),
+                         halfs[l].a.eq(rr.a[l]), halfs[l].b.eq(rr.b[l]),
+                         halfs[l].c.eq(rr.c[l])]
 
         m.submodules.rr_ex1 = rr_ex1_st = Stage("rr_ex1", uop)
         rr_ex1 = rr_ex1_st.q
@@ -487,6 +503,8 @@ class Core(wiring.Component):
                     m.d.comb += ex2.result[l].eq(muls[l].result)
                 with m.Case(RSem.FP, RSem.CVT):
                     m.d.comb += ex2.result[l].eq(fpus[l].result)
+                with m.Case(RSem.HALF):
+                    m.d.comb += ex2.result[l].eq(halfs[l].result)
 
         # --- mem: LSU ------------------------------------------------------------------------
         m.submodules.ex2_mem = ex2_mem_st = Stage("ex2_mem", uop)

@@ -4,7 +4,8 @@ One ``Case`` per row of ``isa.INSTRUCTIONS`` sets the control word (:data:`DECOD
 registers and predicates are read and written, how the immediate is formed, the semantic and
 latency class. Anything that ``isa.decode`` would reject (reserved opcode or function code,
 non-zero unused bits, predicate field > 7, bad predicate source, undefined special
-register) sets ``illegal``.
+register, misaligned register group) sets ``illegal``; so do the instructions a core names
+as ``absent`` (it has no unit for them), so they fault instead of retiring a wrong value.
 """
 
 
@@ -85,10 +86,24 @@ def _static(instr: Instr) -> dict:
 
 
 class Decoder(wiring.Component):
-    """Combinational decoder: ``word`` in, :data:`DECODED` control word out."""
+    """Combinational decoder: ``word`` in, :data:`DECODED` control word out.
+
+    Parameters
+    ----------
+    absent : frozenset of str
+        Mnemonics of valid instructions this core does not implement; they decode as
+        ``illegal`` (an ILLEGAL_INSTRUCTION fault when executed).
+    """
 
     word: In(32)
     dec: Out(DECODED)
+
+    def __init__(self, absent: frozenset[str] = frozenset()) -> None:
+        unknown = set(absent) - {i.mnemonic for i in INSTRUCTIONS}
+        if unknown:
+            raise ValueError(f"absent names no instruction: {', '.join(sorted(unknown))}")
+        self._absent = frozenset(absent)
+        super().__init__()
 
     def elaborate(self, platform) -> Module:
         m = Module()
@@ -160,6 +175,11 @@ class Decoder(wiring.Component):
             if op.kind is Kind.SREG:
                 value = field(w, _SRC_FIELDS[op.fields[0]])
                 bad.append(~_any([value == s.value for s in SReg]))
+            if op.align > 1:
+                reg = field(w, {"rd": RD, **_SRC_FIELDS}[op.fields[0]])
+                bad.append(reg[:(op.align - 1).bit_length()] != 0)
+        if instr.mnemonic in self._absent:
+            bad = [Const(1)]
         m.d.comb += d.illegal.eq(_any(bad))
 
 

@@ -19,7 +19,14 @@ from __future__ import annotations
 
 import numpy as np
 from simtgpu.errors import SimtgpuError
-from simtgpu.isa.instructions import CVT_OPS, FP_CONDS, SFU_OPS
+from simtgpu.isa.instructions import (
+    CVT_OPS,
+    FP_CONDS,
+    HALF2_OPS,
+    HALF_FORMATS,
+    HCVT_OPS,
+    SFU_OPS,
+)
 
 from .sfu_algo import (
     SFU_LATENCY,
@@ -35,6 +42,8 @@ __all__ = [
     "SFU_TRIG_ABS_ERR", "SFU_TRIG_ABS_ERR_SLOPE", "SFU_TRIG_MAX_X",
     "NumericsError", "bits_to_f32", "cvt", "f32_to_bits", "fabs", "fadd", "fcmp", "ffma",
     "fmax", "fmin", "fmul", "fneg", "fsub", "ftz", "is_nan", "sfu", "sfu_error_bound",
+    "HALF_CANONICAL_NAN", "HALF_FORMATS", "HCVT_OPS", "HALF2_OPS", "bf16_to_f32", "f16_to_f32",
+    "f32_to_bf16", "f32_to_f16", "half2", "half_to_f64", "hcvt", "hfma2", "mma", "mma_error_bound",
 ]
 
 CANONICAL_NAN = 0x7FFFFFFF
@@ -145,7 +154,14 @@ def ffma(a: object, b: object, c: object) -> np.ndarray:
     a, b, c = _ftz(_u32(a, "a")), _ftz(_u32(b, "b")), _ftz(_u32(c, "c"))
     with np.errstate(all="ignore"):
         p = _f(a).astype(np.float64) * _f(b).astype(np.float64)
-        q = _f(c).astype(np.float64)
+        r = _sum_round_odd(p, _f(c).astype(np.float64)).astype(np.float32)
+    return _out(_finish(r))
+
+
+def _sum_round_odd(p: np.ndarray, q: np.ndarray) -> np.ndarray:
+    """float64 ``p + q`` rounded to odd (exact sums stay exact), for a second rounding to a
+    format with at most 51 significant bits that then equals rounding the exact sum once."""
+    with np.errstate(all="ignore"):
         s = p + q
         bb = s - p
         e = (p - (s - bb)) + (q - bb)  # TwoSum: s + e == p + q exactly when s is finite
@@ -154,9 +170,7 @@ def ffma(a: object, b: object, c: object) -> np.ndarray:
         # Toward the exact value: magnitude grows when e has the sign of s.
         up = (e > 0) == (s > 0)
         step = np.where(up, np.uint64(1), np.uint64(0xFFFFFFFFFFFFFFFF))  # +1 or -1 (mod 2^64)
-        sbits = np.where(fix, sbits + step, sbits)
-        r = sbits.view(np.float64).astype(np.float32)
-    return _out(_finish(r))
+        return np.where(fix, sbits + step, sbits).view(np.float64)
 
 
 def _order_key(a: np.ndarray) -> np.ndarray:
@@ -275,3 +289,203 @@ def sfu_error_bound(op: str, a: object) -> np.ndarray:
         e = np.floor(np.log2(np.where(ref > 0, ref, 1.0)))
     ulp = np.exp2(np.maximum(e, -126) - 23)
     return _out(np.where(ref < 2.0**-126, 2.0**-126, SFU_MAX_ULP[op] * ulp))
+
+
+# --- half precision: fp16 and bf16 ------------------------------------------------------
+# Half values are uint16 bit patterns. Conversions and half2 arithmetic keep subnormals (no
+# flushing: PTX's f16/bf16 instructions without .ftz); results round to nearest even, and
+# every NaN result is the canonical 0x7fff. The matrix multiply-accumulate (mma) works in
+# FP32 through fmul and fadd above, so it follows the FP32 rules (FTZ, 0x7fffffff).
+
+HALF_CANONICAL_NAN = 0x7FFF
+_HALF_FIELDS = {"f16": (5, 10), "bf16": (8, 7)}  # exponent bits, mantissa bits
+
+
+def _half_fmt(fmt: str) -> tuple[int, int]:
+    if fmt not in _HALF_FIELDS:
+        raise NumericsError(f"unknown half format {fmt!r}; expected one of "
+                            f"{', '.join(HALF_FORMATS)}")
+    return _HALF_FIELDS[fmt]
+
+
+def _u16(a: object, what: str = "operand") -> np.ndarray:
+    """Half operand as uint16 patterns (ints taken modulo 2**16)."""
+    arr = np.asarray(a)
+    if arr.dtype == np.uint16:
+        return arr
+    return (_u32(arr, what) & np.uint32(0xFFFF)).astype(np.uint16)
+
+
+def half_to_f64(fmt: str, h: object) -> np.ndarray:
+    """float64 values of half patterns ``h`` (exact; subnormals kept, NaNs stay NaN)."""
+    _half_fmt(fmt)
+    h = _u16(h)
+    with np.errstate(invalid="ignore"):  # signalling NaN patterns
+        if fmt == "f16":
+            return _out(h.view(np.float16).astype(np.float64))
+        return _out((h.astype(np.uint32) << np.uint32(16)).view(np.float32).astype(np.float64))
+
+
+def _round_half(x: np.ndarray, fmt: str) -> np.ndarray:
+    """float64 ``x`` rounded once to ``fmt``, nearest even, subnormals kept, overflow to the
+    signed infinity, NaN -> 0x7fff. Integer arithmetic on the float64 fields, so the rounding
+    is direct (never through float32) and identical on every machine."""
+    ebits, mbits = _half_fmt(fmt)
+    bits = np.asarray(x, dtype=np.float64).view(np.uint64)
+    sign = ((bits >> np.uint64(63)) << np.uint64(15)).astype(np.int64)
+    ex = ((bits >> np.uint64(52)) & np.uint64(0x7FF)).astype(np.int64)
+    man = (bits & np.uint64((1 << 52) - 1)).astype(np.int64)
+    sig = np.where(ex > 0, man | (1 << 52), man)
+    e = np.where(ex > 0, ex - 1023, -1022)  # x = sig * 2**(e - 52)
+    emin = 2 - (1 << (ebits - 1))  # exponent of the smallest normal
+    shift = np.minimum((52 - mbits) + np.maximum(emin - e, 0), 62)
+    q = sig >> shift
+    rem = sig & ((np.int64(1) << shift) - 1)
+    half = np.int64(1) << (shift - 1)
+    q = q + ((rem > half) | ((rem == half) & ((q & 1) == 1)))
+    # normal: exponent field e - emin + 1, and q carries the hidden bit (a carry out of the
+    # significand moves into the exponent); subnormal: q alone (q == 2**mbits is the min normal)
+    enc = np.minimum((np.maximum(e - emin, 0) << mbits) + q, ((1 << ebits) - 1) << mbits)
+    r = np.where(np.isnan(np.asarray(x, dtype=np.float64)), HALF_CANONICAL_NAN, sign | enc)
+    return r.astype(np.uint16)
+
+
+def f32_to_f16(a: object) -> np.ndarray:
+    """FP32 patterns to fp16 patterns: RNE, overflow to infinity, NaN -> 0x7fff (PTX
+    ``cvt.rn.f16.f32``); FP32 subnormals are below fp16's range and round to a signed zero."""
+    with np.errstate(invalid="ignore"):
+        return _out(_round_half(_f(_u32(a)).astype(np.float64), "f16"))
+
+
+def f32_to_bf16(a: object) -> np.ndarray:
+    """FP32 patterns to bf16 patterns: RNE, subnormals kept (not flushed), overflow to
+    infinity, NaN -> 0x7fff (PTX ``cvt.rn.bf16.f32``)."""
+    with np.errstate(invalid="ignore"):
+        return _out(_round_half(_f(_u32(a)).astype(np.float64), "bf16"))
+
+
+def _half_to_f32_bits(fmt: str, h: np.ndarray) -> np.ndarray:
+    with np.errstate(invalid="ignore"):
+        v = np.asarray(half_to_f64(fmt, h)).astype(np.float32)
+    return np.where(np.isnan(v), _U_NAN, v.view(np.uint32))
+
+
+def f16_to_f32(h: object) -> np.ndarray:
+    """fp16 patterns to FP32 patterns, exact (fp16 subnormals are FP32 normals); NaN ->
+    0x7fffffff (PTX ``cvt.f32.f16``)."""
+    return _out(_half_to_f32_bits("f16", _u16(h)))
+
+
+def bf16_to_f32(h: object) -> np.ndarray:
+    """bf16 patterns to FP32 patterns, exact: the pattern shifted up 16 bits (a bf16
+    subnormal stays an FP32 subnormal, which FP32 arithmetic then reads as zero); NaN ->
+    0x7fffffff (PTX ``cvt.f32.bf16``)."""
+    return _out(_half_to_f32_bits("bf16", _u16(h)))
+
+
+_U16 = np.uint32(0xFFFF)
+_SH16 = np.uint32(16)
+
+
+def hcvt(op: str, a: object, b: object = 0) -> np.ndarray:
+    """The ``hcvt.*`` conversions on register patterns (uint32 in, uint32 out).
+
+    ``hl2f``/``hh2f`` (``bl2f``/``bh2f``) read the fp16 (bf16) in the low/high half of
+    ``a``; ``f2h``/``f2b`` write the low half and zero the high half; ``f2h2``/``f2b2`` pack
+    ``a`` into the low half and ``b`` into the high half.
+    """
+    if op not in HCVT_OPS:
+        raise NumericsError(f"hcvt: unknown conversion {op!r}; expected one of "
+                            f"{', '.join(HCVT_OPS)}")
+    a = _u32(a, "a")
+    if op.endswith("2f"):
+        fmt = "f16" if op[0] == "h" else "bf16"
+        h = (a >> _SH16) if op[1] == "h" else (a & _U16)
+        return _out(_half_to_f32_bits(fmt, h.astype(np.uint16)))
+    narrow = f32_to_f16 if op[2] == "h" else f32_to_bf16
+    lo = np.asarray(narrow(a)).astype(np.uint32)
+    if op.endswith("2"):
+        return _out(lo | (np.asarray(narrow(_u32(b, "b"))).astype(np.uint32) << _SH16))
+    return _out(lo)
+
+
+def _halves(fmt: str, r: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    return (np.asarray(half_to_f64(fmt, (r & _U16).astype(np.uint16))),
+            np.asarray(half_to_f64(fmt, (r >> _SH16).astype(np.uint16))))
+
+
+def _pack(fmt: str, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    return _out(_round_half(lo, fmt).astype(np.uint32)
+                | (_round_half(hi, fmt).astype(np.uint32) << _SH16))
+
+
+def half2(op: str, fmt: str, a: object, b: object) -> np.ndarray:
+    """Packed ``hadd2``/``hsub2``/``hmul2`` on both halves of ``a`` and ``b`` in ``fmt``:
+    each half is the exact result rounded once (RNE), subnormals kept, NaN -> 0x7fff."""
+    if op not in HALF2_OPS:
+        raise NumericsError(f"half2: unknown operation {op!r}; expected one of "
+                            f"{', '.join(HALF2_OPS)}")
+    _half_fmt(fmt)
+    (al, ah), (bl, bh) = _halves(fmt, _u32(a, "a")), _halves(fmt, _u32(b, "b"))
+    with np.errstate(all="ignore"):
+        if op == "hmul2":  # 11- or 8-bit significands: the float64 product is exact
+            return _pack(fmt, al * bl, ah * bh)
+        if op == "hsub2":
+            bl, bh = -bl, -bh
+        return _pack(fmt, _sum_round_odd(al, bl), _sum_round_odd(ah, bh))
+
+
+def hfma2(fmt: str, a: object, b: object, c: object) -> np.ndarray:
+    """Packed ``hfma2``: each half ``a * b + c`` rounded once (RNE) in ``fmt``, subnormals
+    kept, NaN -> 0x7fff. The float64 product is exact; the sum is rounded to odd and then to
+    ``fmt``, which equals one rounding of the exact value."""
+    _half_fmt(fmt)
+    (al, ah), (bl, bh), (cl, ch) = (_halves(fmt, _u32(x, n))
+                                    for x, n in ((a, "a"), (b, "b"), (c, "c")))
+    with np.errstate(all="ignore"):
+        return _pack(fmt, _sum_round_odd(al * bl, cl), _sum_round_odd(ah * bh, ch))
+
+
+def mma(fmt: str, a: object, b: object, c: object) -> np.ndarray:
+    """``D = A x B + C`` of the matrix unit, bit-exact with rtl/matrix_unit.py.
+
+    ``a`` (..., m, k) and ``b`` (..., k, n) hold ``fmt`` patterns, ``c`` (..., m, n) FP32
+    patterns; leading dimensions batch. The order of operations is fixed so that every
+    implementation agrees bit for bit:
+
+    1. every element of A and B is converted to FP32 exactly;
+    2. each product ``A[i, j] * B[j, l]`` is an FP32 ``fmul`` (exact for fp16; for bf16
+       rounded, with FP32's FTZ);
+    3. the k products are summed by a balanced binary tree of FP32 ``fadd`` (pairs
+       (0, 1), (2, 3), ... then pairs of those sums, ...);
+    4. ``D = fadd(sum, C)``.
+    """
+    _half_fmt(fmt)
+    a, b, c = _u16(a, "a"), _u16(b, "b"), _u32(c, "c")
+    k = a.shape[-1]
+    if a.ndim < 2 or b.shape[-2] != k or k & (k - 1):
+        raise NumericsError(f"mma: shapes {a.shape} x {b.shape} do not chain, or k is not a "
+                            "power of two")
+    fa = _half_to_f32_bits(fmt, a)[..., :, None, :]  # (..., m, 1, k)
+    fb = np.swapaxes(_half_to_f32_bits(fmt, b), -1, -2)[..., None, :, :]  # (..., 1, n, k)
+    p = np.asarray(fmul(fa, fb))
+    while p.shape[-1] > 1:
+        p = np.asarray(fadd(p[..., 0::2], p[..., 1::2]))
+    return _out(np.asarray(fadd(p[..., 0], c)))
+
+
+def mma_error_bound(fmt: str, a: object, b: object, c: object) -> np.ndarray:
+    """Bound on |mma(fmt, a, b, c) - exact A x B + C| (float64 per element) for results that
+    stay in FP32's normal range: ``gamma_d * (sum |A B| + |C|)`` with ``d`` the roundings on
+    the longest path (log2 k adds + the C add, + the product for bf16) and
+    ``gamma_d = d u / (1 - d u)``, ``u = 2**-24``; plus 2**-126 per rounding for flushes."""
+    _half_fmt(fmt)
+    a, b, c = _u16(a, "a"), _u16(b, "b"), _u32(c, "c")
+    k = a.shape[-1]
+    depth = k.bit_length() - 1 + 1 + (fmt == "bf16")
+    u = 2.0 ** -24
+    gamma = depth * u / (1 - depth * u)
+    with np.errstate(invalid="ignore"):
+        mag = np.abs(np.asarray(half_to_f64(fmt, a))) @ np.abs(np.asarray(half_to_f64(fmt, b)))
+        cv = np.abs(_f(_ftz(c)).astype(np.float64))
+    return _out(gamma * (mag + cv) + (k + 1) * 2.0 ** -126)

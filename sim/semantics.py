@@ -16,6 +16,7 @@ import numpy as np
 from simtgpu.isa import GLOBAL_NULL_GUARD, FaultCause, Sem
 from simtgpu.isa import INSTRUCTIONS as _ALL
 from simtgpu.isa import SETS_PC as SETS_PC  # the ISS's callers read it here
+from simtgpu.isa.mma import mma_shape
 
 from .wave import DIV, DONE, RUN, SYNC, WAIT, Fault, Wave, mask_bits
 
@@ -162,6 +163,65 @@ def fcmp(w: Wave, op, g, ex) -> None:
 def unary_nx(w: Wave, op, g, ex) -> None:
     """cvt.* and sfu.*: d = f(a) through the shared numerics."""
     w.write_reg(op.rd, g, ex, np.asarray(op.fn(w.R[op.rs1, g]), dtype=U32))
+
+
+# --- matrix multiply-accumulate ---------------------------------------------------------
+_MMA_MAPS: dict[int, tuple] = {}
+
+
+def _mma_maps(lanes: int) -> tuple:
+    """Gather/scatter indices of the fragment layout (isa/mma.py) at this warp width:
+    (shape, A's (reg, half, lane) per (row, col), B's likewise, C's (reg, lane) per
+    (row, col) and C's (row, col) per (reg, lane))."""
+    maps = _MMA_MAPS.get(lanes)
+    if maps is None:
+        s = mma_shape(lanes)
+        a_src = np.zeros((3, s.m, s.k), np.int64)
+        b_src = np.zeros((3, s.k, s.n), np.int64)
+        c_src = np.zeros((2, s.m, s.n), np.int64)
+        c_dst = np.zeros((2, s.regs_c, lanes), np.int64)
+        for ln in range(lanes):
+            for h in (0, 1):
+                for r in range(s.regs_a):
+                    i, j = s.a_pos(r, h, ln)
+                    a_src[:, i, j] = (r, h, ln)
+                for r in range(s.regs_b):
+                    i, j = s.b_pos(r, h, ln)
+                    b_src[:, i, j] = (r, h, ln)
+            for r in range(s.regs_c):
+                i, j = s.c_pos(r, ln)
+                c_src[:, i, j] = (r, ln)
+                c_dst[:, r, ln] = (i, j)
+        maps = _MMA_MAPS[lanes] = (s, a_src, b_src, c_src, c_dst)
+    return maps
+
+
+def _gather(regs: np.ndarray, src: np.ndarray) -> np.ndarray:
+    """(warps, rows, cols) halves from registers (reg, warps, lanes) by (reg, half, lane)."""
+    v = regs[src[0], :, src[2]] >> (U32(16) * src[1].astype(U32))[..., None]
+    return np.moveaxis(v & U32(0xFFFF), -1, 0).astype(np.uint16)
+
+
+def mma(w: Wave, op, g, ex) -> None:
+    """D = A x B + C for each warp of the group, fragments per isa/mma.py, numerics
+    ``nx.mma``; the whole warp must execute it (like PTX ``mma.sync.aligned``)."""
+    from . import numerics as nx
+
+    partial = ~ex.all(axis=1)
+    if partial.any():
+        gi = w.indices(g)
+        k = int(np.argmax(partial))
+        raise Fault(FaultCause.DIVERGENT_MMA, int(gi[k]), ex[k].copy(),
+                    f"{op.mnemonic} with executing lanes 0x{mask_bits(ex[k]):x} of "
+                    f"{w.W}")
+    s, a_src, b_src, c_src, c_dst = _mma_maps(w.W)
+    a = _gather(w.R[op.rs1:op.rs1 + s.regs_a, g], a_src)
+    b = _gather(w.R[op.rs2:op.rs2 + s.regs_b, g], b_src)
+    c = np.moveaxis(w.R[op.rs3:op.rs3 + s.regs_c, g][c_src[0], :, c_src[1]], -1, 0)
+    d = np.asarray(nx.mma(op.name, a, b, c), dtype=U32)
+    # all sources are read before any destination is written (groups may overlap)
+    for r in reversed(range(s.regs_c)):
+        w.write_reg(op.rd + r, g, ex, d[:, c_dst[0, r], c_dst[1, r]])
 
 
 # --- special registers and parameters ---------------------------------------------------
@@ -574,7 +634,8 @@ def barrier_resolve(w: Wave) -> None:
 # --- the dispatch table -----------------------------------------------------------------
 HANDLERS: dict[Sem, Callable] = {
     Sem.INT: int_rr, Sem.INT_IMM: int_imm, Sem.CONST: const, Sem.MUL: mul, Sem.ICMP: icmp,
-    Sem.PLOGIC: plogic, Sem.SELECT: select, Sem.FP: fp, Sem.FCMP: fcmp, Sem.CVT: unary_nx,
+    Sem.PLOGIC: plogic, Sem.SELECT: select, Sem.FP: fp, Sem.HALF: fp, Sem.MMA: mma,
+    Sem.FCMP: fcmp, Sem.CVT: unary_nx,
     Sem.SFU: unary_nx, Sem.LOAD: load, Sem.STORE: store, Sem.ATOMIC: atomic, Sem.FENCE: fence,
     Sem.BARRIER: bar, Sem.SHUFFLE: shuffle, Sem.VOTE: vote, Sem.SREG: sreg, Sem.PARAM: param,
 }
@@ -604,10 +665,20 @@ def bind(op) -> None:
         op.fn = ICMP_OPS[op.name]
     elif instr.sem is Sem.PLOGIC:
         op.fn = PLOGIC_OPS[m]
-    elif instr.sem in (Sem.FP, Sem.FCMP, Sem.CVT, Sem.SFU, Sem.ATOMIC):
+    elif instr.sem in (Sem.FP, Sem.HALF, Sem.FCMP, Sem.CVT, Sem.SFU, Sem.ATOMIC):
         from . import numerics as nx
 
-        if instr.sem is Sem.FP:
+        fam = instr.family
+        if instr.sem is Sem.HALF and fam == "hcvt":
+            hop = op.name
+            op.fn = lambda a, b=0: nx.hcvt(hop, a, b)
+        elif instr.sem is Sem.HALF and fam == "hfma2":
+            hfmt = op.name
+            op.fn = lambda a, b, c: nx.hfma2(hfmt, a, b, c)
+        elif instr.sem is Sem.HALF:
+            hfmt = op.name
+            op.fn = lambda a, b: nx.half2(fam, hfmt, a, b)
+        elif instr.sem is Sem.FP:
             op.fn = getattr(nx, m)
         elif instr.sem is Sem.FCMP:
             cond = op.name

@@ -38,10 +38,12 @@ except ImportError as e:  # a plain install: the benches' packages are the 'veri
 from simtgpu.isa import INSTRUCTIONS, Sem, decode
 
 from .launch import KernelLaunch
+from .random_programs import NOT_GENERATED
 
 __all__ = ["CoverageModel"]
 
-MNEMONICS = [i.mnemonic for i in INSTRUCTIONS]
+MNEMONICS = [i.mnemonic for i in INSTRUCTIONS if i.mnemonic not in NOT_GENERATED]
+"""The opcode bins: every instruction the random programs can use on the RTL."""
 INT_CLASSES = ["zero", "one", "minus_one", "int_min", "int_max", "small", "large"]
 FP_CLASSES = ["+0", "-0", "+inf", "-inf", "nan", "denormal", "normal"]
 HAZARD_DISTANCES = [str(d) for d in range(10)] + ["10+"]
@@ -54,14 +56,16 @@ MAX_DEGREE = 8
 _SEM_CLASS = {
     Sem.INT: "alu", Sem.INT_IMM: "alu", Sem.CONST: "alu", Sem.ICMP: "alu", Sem.SELECT: "alu",
     Sem.PLOGIC: "alu", Sem.MUL: "mul", Sem.FP: "fp", Sem.FCMP: "fp", Sem.CVT: "fp",
-    Sem.SFU: "sfu", Sem.LOAD: "memory", Sem.STORE: "memory", Sem.ATOMIC: "atomic",
+    Sem.HALF: "fp", Sem.MMA: "fp", Sem.SFU: "sfu", Sem.LOAD: "memory", Sem.STORE: "memory",
+    Sem.ATOMIC: "atomic",
     Sem.SHUFFLE: "warp_op", Sem.VOTE: "warp_op", Sem.SREG: "control", Sem.PARAM: "control",
     Sem.CONTROL: "control", Sem.FENCE: "control", Sem.BARRIER: "control",
     Sem.BRANCH: "branch",
 }
 _PRODUCER = {
     Sem.INT: "alu", Sem.INT_IMM: "alu", Sem.CONST: "alu", Sem.SELECT: "alu", Sem.MUL: "mul",
-    Sem.FP: "fp", Sem.CVT: "fp", Sem.SFU: "sfu", Sem.LOAD: "load", Sem.ATOMIC: "atomic",
+    Sem.FP: "fp", Sem.CVT: "fp", Sem.HALF: "fp", Sem.MMA: "fp", Sem.SFU: "sfu",
+    Sem.LOAD: "load", Sem.ATOMIC: "atomic",
     Sem.SHUFFLE: "warp_op", Sem.VOTE: "warp_op", Sem.SREG: "special", Sem.PARAM: "special",
 }
 _FP_SRC = (Sem.FP, Sem.FCMP, Sem.SFU)

@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 from simtgpu.isa import INSTRUCTIONS, Sem
+from simtgpu.isa.instructions import HALF2_OPS, HALF_FORMATS
 
 from .fp_vectors import fp_operands, int_operands
 from .launch import KernelLaunch, launch_from_asm
@@ -52,6 +53,12 @@ _MUL = ["mul", "mulhi", "mulhu"]
 _FP2 = ["fadd", "fsub", "fmul", "fmin", "fmax"]
 _FP1 = ["fabs", "fneg"]
 _CVT = [i.mnemonic for i in INSTRUCTIONS if i.sem is Sem.CVT]
+_HCVT = [i.mnemonic for i in INSTRUCTIONS if i.sem is Sem.HALF and i.family == "hcvt"]
+_HALF2 = [f"{op}.{fmt}" for op in HALF2_OPS for fmt in HALF_FORMATS]
+NOT_GENERATED: frozenset[str] = frozenset(
+    i.mnemonic for i in INSTRUCTIONS if i.sem is Sem.MMA)
+"""Instructions the generator leaves out: those the RTL core does not execute yet
+(``rtl.core.ABSENT_INSTRUCTIONS``, checked equal by tests/rtl/system)."""
 _SFU = [i.mnemonic for i in INSTRUCTIONS if i.sem is Sem.SFU]
 _ICMP = [i.mnemonic for i in INSTRUCTIONS if i.sem is Sem.ICMP]
 _FCMP = [i.mnemonic for i in INSTRUCTIONS if i.sem is Sem.FCMP]
@@ -73,6 +80,7 @@ class GenOptions:
     atomics: bool = True
     fp: bool = True
     shuffles: bool = True
+    half: bool = True  # fp16/bf16 conversions in place of half the int/float conversions
     max_blocks: int = 3
 
 
@@ -91,6 +99,9 @@ class RandomProgram:
 class _Gen:
     def __init__(self, seed: int, lanes: int, warps: int, opts: GenOptions):
         self.r = random.Random(seed)
+        # a second stream decides the half-precision forms, so the main stream (and with it
+        # every program generated before they existed) stays the same
+        self.hr = random.Random(seed ^ 0x16F16)
         self.lanes = lanes
         self.opts = opts
         r = self.r
@@ -209,15 +220,30 @@ class _Gen:
     def s_fp(self, depth: int, in_loop: bool) -> None:
         r = self.r
         k = r.random()
+        # packed fp16 in place of a quarter of the FP32 forms (second stream, see s_cvt)
+        half = self.opts.half and k < 0.85 and self.hr.random() < 0.25
+        if half:
+            self.features.add("half")
         if k < 0.6:
-            self.emit(f"{r.choice(_FP2)} {self.d()}, {self.d()}, {self.d()}", self.guard())
+            op = r.choice(_FP2)  # drawn either way: the main stream stays the same
+            if half:
+                op = self.hr.choice(_HALF2)
+            self.emit(f"{op} {self.d()}, {self.d()}, {self.d()}", self.guard())
         elif k < 0.85:
-            self.emit(f"ffma {self.d()}, {self.d()}, {self.d()}, {self.d()}", self.guard())
+            op = self.hr.choice(["hfma2.f16", "hfma2.bf16"]) if half else "ffma"
+            self.emit(f"{op} {self.d()}, {self.d()}, {self.d()}, {self.d()}", self.guard())
         else:
             self.emit(f"{r.choice(_FP1)} {self.d()}, {self.d()}", self.guard())
 
     def s_cvt(self, depth: int, in_loop: bool) -> None:
-        self.emit(f"{self.r.choice(_CVT)} {self.d()}, {self.d()}", self.guard())
+        op, dst, src = self.r.choice(_CVT), self.d(), self.d()
+        guard = self.guard()
+        if self.opts.half and self.opts.fp and self.hr.random() < 0.5:
+            self.features.add("half")
+            op = self.hr.choice(_HCVT)
+            if op.endswith("2"):  # the packing forms read a second register
+                src += f", {self.hr.choice(DATA)}"
+        self.emit(f"{op} {dst}, {src}", guard)
 
     def s_sfu(self, depth: int, in_loop: bool) -> None:
         self.features.add("sfu")

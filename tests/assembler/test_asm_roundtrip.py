@@ -23,7 +23,7 @@ def operand_fields(draw, instr):
         k = op.kind
         f = op.fields[0]
         if k is Kind.REG:
-            fields[f] = draw(st.integers(0, 31))
+            fields[f] = draw(st.integers(0, 31 // op.align)) * op.align
         elif k is Kind.PRED:
             fields[f] = draw(st.integers(0, 7))
         elif k is Kind.PRED_SRC:
@@ -75,6 +75,7 @@ def test_each_instruction_is_covered() -> None:
                     fields["simm"] = -8
                 elif f not in fields:
                     fields[f] = 3 if op.kind is not Kind.PRED_SRC else 0x12
+                    fields[f] -= fields[f] % op.align  # mma fragment groups: r0
         word = encode(instr, fields, pred=2, pneg=True)
         text = disassemble_word(word)
         assert text.startswith(f"@!p2 {instr.mnemonic}")

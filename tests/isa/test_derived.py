@@ -18,6 +18,7 @@ from simtgpu.rtl import decoder, isa_consts
 from simtgpu.rtl.alu import ALU_SEMS, AluOp
 from simtgpu.rtl.fcompare import FCmpCond
 from simtgpu.rtl.fpu import FpuOp
+from simtgpu.rtl.half_unit import HalfOp
 from simtgpu.rtl.multiplier import MulOp
 from simtgpu.rtl.sfu import SfuOp
 from simtgpu.rtl.simt_stack import SimtOp
@@ -118,7 +119,8 @@ def test_the_decoder_knows_every_immediate_field():
 # --- the RTL enums -----------------------------------------------------------------------
 
 @pytest.mark.parametrize(("enum", "sems"), [
-    (AluOp, ALU_SEMS), (FpuOp, (Sem.FP, Sem.CVT)), (MulOp, (Sem.MUL,))])
+    (AluOp, ALU_SEMS), (FpuOp, (Sem.FP, Sem.CVT)), (MulOp, (Sem.MUL,)),
+    (HalfOp, (Sem.HALF,))])
 def test_unit_operation_enums_list_their_instructions(enum, sems):
     expected = [isa_consts.op_name(i.mnemonic) for i in INSTRUCTIONS if i.sem in sems]
     assert [m.name for m in enum] == expected

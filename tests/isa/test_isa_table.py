@@ -74,6 +74,8 @@ def test_every_instruction_round_trips_random_fields(instr):
                 fields[op.fields[0]] = rng.choice([0, 16]) | rng.randint(0, 7)
             if op.kind is isa.Kind.SREG:
                 fields[op.fields[0]] = int(rng.choice(list(isa.SReg)))
+            if op.align > 1:
+                fields[op.fields[0]] -= fields[op.fields[0]] % op.align
         pred, pneg = rng.randint(0, 7), rng.random() < 0.5
         word = encode(instr, fields, pred=pred, pneg=pneg)
         d = decode(word)

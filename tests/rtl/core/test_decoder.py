@@ -69,3 +69,22 @@ def test_decoder_matches_isa_decode():
     sim.add_testbench(bench)
     sim.run()
     assert checked["valid"] >= len(INSTRUCTIONS) * 6 and checked["illegal"] > 100
+
+
+def test_absent_instructions_decode_as_illegal():
+    from simtgpu.isa import BY_MNEMONIC, encode
+    from simtgpu.rtl.core import ABSENT_INSTRUCTIONS
+
+    dut = Decoder(absent=ABSENT_INSTRUCTIONS)
+    sim = Simulator(dut)
+    words = {m: encode(m, {"rd": 4, "rs1": 8}) for m in ("hcvt.f2h", "hadd2.f16", "mma.f16", "add")}
+
+    async def bench(ctx):
+        for name, word in words.items():
+            ctx.set(dut.word, word)
+            assert ctx.get(dut.dec.illegal) == int(name in ABSENT_INSTRUCTIONS), name
+
+    sim.add_testbench(bench)
+    sim.run()
+    assert "mma.f16" in ABSENT_INSTRUCTIONS and BY_MNEMONIC["add"].mnemonic not in \
+        ABSENT_INSTRUCTIONS

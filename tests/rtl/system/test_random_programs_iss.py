@@ -51,3 +51,10 @@ def test_coverage_of_random_programs_on_the_iss():
     assert cov.percent("hazard_distance") == 100.0, cov.holes("hazard_distance")
     assert cov.percent("divergence_depth") >= 80.0, cov.holes("divergence_depth")
     assert cov.percent("mask") == 100.0, cov.holes("mask")
+
+
+def test_generator_leaves_out_exactly_what_the_rtl_lacks():
+    from simtgpu.rtl.core import ABSENT_INSTRUCTIONS
+    from simtgpu.verification.random_programs import NOT_GENERATED
+
+    assert NOT_GENERATED == ABSENT_INSTRUCTIONS

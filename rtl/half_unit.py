@@ -1,0 +1,330 @@
+"""Half-precision unit of one lane (ex1 -> ex2): the ``hcvt.*`` conversions between FP32 and
+fp16/bf16.
+
+Bit-exact with ``simtgpu.sim.numerics`` (``hcvt``): widening is exact (an fp16 subnormal is
+normalised with a leading-zero count, a bf16 pattern moves up 16 bits), narrowing rounds once
+to nearest even with subnormals kept and overflow to infinity, and every NaN result is
+canonical (``0x7fffffff`` widened, ``0x7fff`` narrowed). The op enum :data:`HalfOp` is
+generated from the isa table (``Sem.HALF``); the packed arithmetic (``hadd2`` ... ``hfma2``)
+is not built yet, see :data:`HALF_UNIT_OPS` and docs/tensor-core.md.
+
+Same timing as the FPU: operands in rr, the result two enabled cycles later (ex2).
+"""
+
+from amaranth import Cat, Const, Module, Mux, Signal, signed
+from amaranth.lib import wiring
+from amaranth.lib.wiring import In, Out
+from simtgpu.isa import Sem
+from simtgpu.isa.instructions import HALF2_OPS, HCVT_OPS
+
+from .fp_utils import CANONICAL_NAN, lzc
+from .isa_consts import isa_op_enum
+
+__all__ = ["HALF_UNIT_OPS", "HalfOp", "HalfUnit"]
+
+HalfOp = isa_op_enum("HalfOp", (Sem.HALF,), __name__)
+"""Operation of the :class:`HalfUnit`: ``HCVT_HL2F`` ... and the packed arithmetic."""
+
+HALF_UNIT_OPS: frozenset[str] = frozenset(
+    [f"hcvt.{op}" for op in HCVT_OPS]
+    + [f"{op}.{fmt}" for op in (*HALF2_OPS, "hfma2") for fmt in ("f16", "bf16")])
+"""The ``Sem.HALF`` mnemonics this unit carries out: all of them."""
+
+_FIELDS = {"f16": (5, 10), "bf16": (8, 7)}
+_F16_OPS = tuple(HalfOp[f"{op.upper()}_F16"] for op in (*HALF2_OPS, "hfma2"))
+_BF16_OPS = tuple(HalfOp[f"{op.upper()}_BF16"] for op in (*HALF2_OPS, "hfma2"))
+HALF_NAN = 0x7FFF
+LATENCY = 2
+
+
+def widen(m: Module, h, fmt: str, name: str) -> Signal:
+    """FP32 pattern of the 16-bit ``h`` in ``fmt``, exact; NaN -> 0x7fffffff."""
+    out = Signal(32, name=f"{name}_f32")
+    if fmt == "bf16":
+        nan = (h[7:15] == 0xFF) & (h[:7] != 0)
+        m.d.comb += out.eq(Mux(nan, CANONICAL_NAN, Cat(Const(0, 16), h)))
+        return out
+    sign, exp, man = h[15], h[10:15], h[:10]
+    zero, lz = lzc(man)  # leading zeros of the 10-bit mantissa
+    p = Signal(4, name=f"{name}_msb")  # position of the subnormal's leading one
+    m.d.comb += p.eq(9 - lz)
+    sub_exp = Signal(8, name=f"{name}_sexp")
+    m.d.comb += sub_exp.eq(p + 103)  # 2^(p - 24) biased by 127
+    up_by = Signal(5, name=f"{name}_upby")
+    m.d.comb += up_by.eq(23 - p)
+    sub_man = Signal(23, name=f"{name}_sman")
+    m.d.comb += sub_man.eq((man << up_by)[:23])
+    with m.If(exp == 0x1F):
+        m.d.comb += out.eq(Mux(man != 0, CANONICAL_NAN, Cat(Const(0, 23), Const(0xFF, 8), sign)))
+    with m.Elif(exp == 0):
+        m.d.comb += out.eq(Mux(zero, Cat(Const(0, 31), sign), Cat(sub_man, sub_exp, sign)))
+    with m.Else():
+        m.d.comb += out.eq(Cat(Const(0, 13), man, exp + 112, sign))
+    return out
+
+
+def narrow(m: Module, a, fmt: str, name: str) -> Signal:
+    """16-bit ``fmt`` pattern of the FP32 ``a``: RNE, subnormals kept, overflow to infinity,
+    NaN -> 0x7fff (the integer rounding of ``numerics._round_half``)."""
+    ebits, mbits = _FIELDS[fmt]
+    emin = 2 - (1 << (ebits - 1))
+    inf = ((1 << ebits) - 1) << mbits
+    sign, exp, man = a[31], a[23:31], a[:23]
+    out = Signal(16, name=f"{name}_h")
+    sig = Signal(24, name=f"{name}_sig")
+    m.d.comb += sig.eq(Cat(man, exp != 0))
+    e = Signal(range(-127, 129), name=f"{name}_e")  # unbiased exponent (subnormal: -126)
+    m.d.comb += e.eq(Mux(exp == 0, -126, exp - 127))
+    below = Signal(range(0, 256), name=f"{name}_below")  # how far below emin
+    m.d.comb += below.eq(Mux(e < emin, emin - e, 0))
+    shift = Signal(6, name=f"{name}_shift")
+    m.d.comb += shift.eq(Mux(below > 30 - (23 - mbits), 30, (23 - mbits) + below))
+    shift_m1 = Signal(5, name=f"{name}_shm1")
+    m.d.comb += shift_m1.eq(shift - 1)
+    q = Signal(25, name=f"{name}_q")
+    rem = Signal(24, name=f"{name}_rem")
+    half = Signal(32, name=f"{name}_half")
+    mask = Signal(32, name=f"{name}_mask")
+    m.d.comb += [q.eq(sig >> shift), mask.eq((Const(1, 33) << shift) - 1),
+                 rem.eq(sig & mask), half.eq(Const(1, 32) << shift_m1)]
+    up = (rem > half) | ((rem == half) & q[0])
+    biased = Signal(range(0, 1 << 20), name=f"{name}_enc")
+    m.d.comb += biased.eq((Mux(e > emin, e - emin, 0) << mbits) + q + up)
+    with m.If((exp == 0xFF) & (man != 0)):
+        m.d.comb += out.eq(HALF_NAN)
+    with m.Elif((exp == 0xFF) | (biased >= inf)):
+        m.d.comb += out.eq(Cat(Const(inf, 15), sign))
+    with m.Else():
+        m.d.comb += out.eq(Cat(biased[:15], sign))
+    return out
+
+
+def fma16(m: Module, x, y, z, name: str) -> Signal:
+    """fp16 ``x * y + z`` rounded once (RNE), subnormals kept, NaN -> 0x7fff.
+
+    Exact in fixed point: every fp16 value is an integer multiple of 2^-24, so the product
+    is a multiple of 2^-48 below 2^32 and the addend one below 2^16; both fit an 82-bit
+    integer in units of 2^-48, their sum is exact, and one rounding step makes the result.
+    """
+    def unpack(v, tag):
+        e = v[10:15]
+        sig = Signal(11, name=f"{name}_{tag}_sig")
+        ex = Signal(5, name=f"{name}_{tag}_e")  # exponent, 1 for subnormals
+        m.d.comb += [sig.eq(Cat(v[:10], e != 0)), ex.eq(Mux(e == 0, 1, e))]
+        nan = (e == 0x1F) & (v[:10] != 0)
+        inf = (e == 0x1F) & (v[:10] == 0)
+        zero = (e == 0) & (v[:10] == 0)
+        return v[15], sig, ex, nan, inf, zero
+
+    sx, gx, ex, nx_, ix, zx = unpack(x, "x")
+    sy, gy, ey, ny, iy, zy = unpack(y, "y")
+    sz, gz, ez, nz, iz, zz = unpack(z, "z")
+    sp = sx ^ sy
+    pshift = Signal(6, name=f"{name}_pshift")
+    zshift = Signal(6, name=f"{name}_zshift")
+    m.d.comb += [pshift.eq(ex + ey - 2), zshift.eq(ez + 23)]
+    pmag = Signal(82, name=f"{name}_pmag")
+    zmag = Signal(82, name=f"{name}_zmag")
+    m.d.comb += [pmag.eq((gx * gy) << pshift), zmag.eq(gz << zshift)]
+    total = Signal(signed(84), name=f"{name}_sum")
+    m.d.comb += total.eq(Mux(sp, -pmag, pmag) + Mux(sz, -zmag, zmag))
+    sign = Signal(name=f"{name}_sign")
+    mag = Signal(82, name=f"{name}_mag")
+    m.d.comb += [sign.eq(total < 0), mag.eq(Mux(total < 0, -total, total))]
+    is_zero, lz = lzc(mag)  # 82 bits padded to 128: the leading one is at 81 - lz
+    k = Signal(range(-64, 128), name=f"{name}_k")
+    m.d.comb += k.eq(81 - lz)
+    e = Signal(range(-128, 128), name=f"{name}_e")  # exponent of the leading one
+    m.d.comb += e.eq(k - 48)
+    lsb = Signal(7, name=f"{name}_lsb")  # kept LSB: 10 below the leading one, >= 2^-24
+    m.d.comb += lsb.eq(Mux(k - 10 > 24, k - 10, 24))
+    lsb_m1 = Signal(7, name=f"{name}_lsbm1")
+    m.d.comb += lsb_m1.eq(lsb - 1)
+    q = Signal(82, name=f"{name}_q")
+    rem = Signal(82, name=f"{name}_rem")
+    half = Signal(82, name=f"{name}_half")
+    m.d.comb += [q.eq(mag >> lsb), rem.eq(mag & ((Const(1, 83) << lsb) - 1)),
+                 half.eq(Const(1, 82) << lsb_m1)]
+    up = (rem > half) | ((rem == half) & q[0])
+    enc = Signal(range(0, 1 << 20), name=f"{name}_enc")
+    m.d.comb += enc.eq((Mux(e > -14, e + 14, 0) << 10) + q + up)
+    out = Signal(16, name=f"{name}_out")
+    prod_inf = ix | iy
+    nan = nx_ | ny | nz | (ix & zy) | (iy & zx) | (prod_inf & iz & (sp != sz))
+    with m.If(nan):
+        m.d.comb += out.eq(HALF_NAN)
+    with m.Elif(prod_inf):
+        m.d.comb += out.eq(Cat(Const(0x7C00, 15), sp))
+    with m.Elif(iz):
+        m.d.comb += out.eq(Cat(Const(0x7C00, 15), sz))
+    with m.Elif(is_zero):
+        m.d.comb += out.eq(Cat(Const(0, 15), sp & sz))
+    with m.Elif(enc >= 0x7C00):
+        m.d.comb += out.eq(Cat(Const(0x7C00, 15), sign))
+    with m.Else():
+        m.d.comb += out.eq(Cat(enc[:15], sign))
+    return out
+
+
+class HalfUnit(wiring.Component):
+    """Pipelined half-precision conversions of one lane, one operation per enabled cycle.
+
+    Attributes
+    ----------
+    en : In(1)
+        Advance the pipeline this cycle; every stage holds while 0.
+    op : In(HalfOp)
+        Operation (one of :data:`HALF_UNIT_OPS`; the others give 0).
+    a, b, c : In(32)
+        Operands (``b`` for the packing conversions and the packed arithmetic, ``c`` for
+        ``hfma2``).
+    result : Out(32)
+        Result bits of the operation presented two enabled cycles earlier.
+    """
+
+    en: In(1)
+    op: In(HalfOp)
+    a: In(32)
+    b: In(32)
+    c: In(32)
+    result: Out(32)
+
+    def elaborate(self, platform) -> Module:
+        m = Module()
+        a, b = self.a, self.b
+        word = Signal(32)
+        f16_lo, f16_hi = widen(m, a[:16], "f16", "hl"), widen(m, a[16:], "f16", "hh")
+        bf_lo, bf_hi = widen(m, a[:16], "bf16", "bl"), widen(m, a[16:], "bf16", "bh")
+        h_a, h_b = narrow(m, a, "f16", "ha"), narrow(m, b, "f16", "hb")
+        b_a, b_b = narrow(m, a, "bf16", "ba"), narrow(m, b, "bf16", "bb")
+        # the packed arithmetic: one fused x * y + z per half and format
+        one = Signal(16)
+        m.d.comb += one.eq(Mux(self.op.as_value().matches(*_BF16_OPS), 0x3F80, 0x3C00))
+        x, y, z = Signal(32), Signal(32), Signal(32)
+        with m.Switch(self.op):
+            with m.Case(HalfOp.HADD2_F16, HalfOp.HADD2_BF16):
+                m.d.comb += [x.eq(a), y.eq(Cat(one, one)), z.eq(b)]
+            with m.Case(HalfOp.HSUB2_F16, HalfOp.HSUB2_BF16):
+                m.d.comb += [x.eq(a), y.eq(Cat(one, one)), z.eq(b ^ 0x80008000)]
+            with m.Case(HalfOp.HMUL2_F16, HalfOp.HMUL2_BF16):
+                m.d.comb += [x.eq(a), y.eq(b), z.eq(0x80008000)]
+            with m.Default():
+                m.d.comb += [x.eq(a), y.eq(b), z.eq(self.c)]
+        parts = {}
+        for fmt, fn in (("f16", fma16), ("bf16", fma_bf16)):
+            for half, sl in (("lo", slice(0, 16)), ("hi", slice(16, 32))):
+                m.submodules[f"{fmt}_{half}"] = sub = Module()
+                parts[fmt, half] = fn(sub, x[sl], y[sl], z[sl], f"{fmt}_{half}")
+        with m.Switch(self.op):
+            with m.Case(*_F16_OPS):
+                m.d.comb += word.eq(Cat(parts["f16", "lo"], parts["f16", "hi"]))
+            with m.Case(*_BF16_OPS):
+                m.d.comb += word.eq(Cat(parts["bf16", "lo"], parts["bf16", "hi"]))
+            for op, value in ((HalfOp.HCVT_HL2F, f16_lo), (HalfOp.HCVT_HH2F, f16_hi),
+                              (HalfOp.HCVT_BL2F, bf_lo), (HalfOp.HCVT_BH2F, bf_hi),
+                              (HalfOp.HCVT_F2H, h_a), (HalfOp.HCVT_F2B, b_a),
+                              (HalfOp.HCVT_F2H2, Cat(h_a, h_b)),
+                              (HalfOp.HCVT_F2B2, Cat(b_a, b_b))):
+                with m.Case(op):
+                    m.d.comb += word.eq(value)
+        s1 = Signal(32)
+        s2 = Signal(32)
+        with m.If(self.en):
+            m.d.sync += [s1.eq(word), s2.eq(s1)]
+        m.d.comb += self.result.eq(s2)
+        return m
+
+
+def fma_bf16(m: Module, x, y, z, name: str, gap: int = 20) -> Signal:
+    """bf16 ``x * y + z`` rounded once (RNE), subnormals kept, NaN -> 0x7fff.
+
+    bf16's exponent range makes an exact fixed-point sum hundreds of bits wide, so the two
+    terms are aligned instead: the one whose LSB weighs more (the *big* term; a zero term is
+    never big) sits ``gap`` bits up a window, the other is shifted into place, and what it
+    loses below the window's bit 0 is jammed into that bit (sticky). A term shifted that far
+    lies wholly below the big term's LSB by at least ``gap - 16`` bits, so the sum cannot
+    cancel into it and the sticky bit decides the rounding exactly as the lost bits would.
+    """
+    def unpack(v, tag):
+        e = v[7:15]
+        sig = Signal(8, name=f"{name}_{tag}_sig")
+        m.d.comb += sig.eq(Cat(v[:7], e != 0))
+        ex = Signal(8, name=f"{name}_{tag}_e")
+        m.d.comb += ex.eq(Mux(e == 0, 1, e))
+        return v[15], sig, ex, (e == 0xFF) & (v[:7] != 0), (e == 0xFF) & (v[:7] == 0), sig == 0
+
+    sx, gx, ex, nx_, ix, zx = unpack(x, "x")
+    sy, gy, ey, ny, iy, zy = unpack(y, "y")
+    sz, gz, ez, nz, iz, zz = unpack(z, "z")
+    sp = sx ^ sy
+    prod = Signal(16, name=f"{name}_prod")
+    m.d.comb += prod.eq(gx * gy)
+    lp = Signal(signed(11), name=f"{name}_lp")  # weight (log2) of the product's LSB
+    lz = Signal(signed(11), name=f"{name}_lz")  # of the addend's LSB
+    m.d.comb += [lp.eq(ex + ey - 268), lz.eq(ez - 134)]
+    z_big = Signal(name=f"{name}_zbig")
+    m.d.comb += z_big.eq(~zz & ((lz >= lp) | (prod == 0)))
+    big = Signal(16, name=f"{name}_big")
+    small = Signal(16, name=f"{name}_small")
+    lbig = Signal(signed(11), name=f"{name}_lbig")
+    diff = Signal(11, name=f"{name}_diff")
+    m.d.comb += [big.eq(Mux(z_big, gz, prod)), small.eq(Mux(z_big, prod, gz)),
+                 lbig.eq(Mux(z_big, lz, lp)), diff.eq(Mux(z_big, lz - lp, lp - lz))]
+    width = 16 + gap + 2
+    wbig = Signal(width, name=f"{name}_wbig")
+    wsmall = Signal(width, name=f"{name}_wsmall")
+    m.d.comb += wbig.eq(big << gap)
+    up_by = Signal(range(gap + 1), name=f"{name}_upby")
+    down_by = Signal(6, name=f"{name}_downby")
+    m.d.comb += [up_by.eq(Mux(diff <= gap, gap - diff, 0)),
+                 down_by.eq(Mux(diff <= gap, 0, Mux(diff - gap > 31, 31, diff - gap)))]
+    lost = (small & ((Const(1, 33) << down_by) - 1)) != 0
+    m.d.comb += wsmall.eq(Mux(diff <= gap, small << up_by, (small >> down_by) | lost))
+    s_big = Mux(z_big, sz, sp)
+    s_small = Mux(z_big, sp, sz)
+    total = Signal(signed(width + 2), name=f"{name}_sum")
+    m.d.comb += total.eq(Mux(s_big, -wbig, wbig) + Mux(s_small, -wsmall, wsmall))
+    sign = Signal(name=f"{name}_sign")
+    mag = Signal(width + 1, name=f"{name}_mag")
+    m.d.comb += [sign.eq(total < 0), mag.eq(Mux(total < 0, -total, total))]
+    is_zero, lz_cnt = lzc(mag)
+    k = Signal(signed(8), name=f"{name}_k")  # leading one's bit in the window
+    m.d.comb += k.eq(len(mag) - 1 - lz_cnt)
+    base = Signal(signed(11), name=f"{name}_base")  # weight of window bit 0
+    m.d.comb += base.eq(lbig - gap)
+    e = Signal(signed(12), name=f"{name}_e")  # weight of the leading one
+    m.d.comb += e.eq(k + base)
+    lsb = Signal(signed(12), name=f"{name}_lsb")  # window bit of the kept LSB
+    m.d.comb += lsb.eq(Mux(e - 7 > -133, k - 7, -133 - base))
+    sh = Signal(6, name=f"{name}_sh")
+    m.d.comb += sh.eq(Mux(lsb > width + 2, width + 2, Mux(lsb < 0, 0, lsb)))
+    sh_m1 = Signal(6, name=f"{name}_shm1")
+    m.d.comb += sh_m1.eq(sh - 1)
+    q = Signal(width + 1, name=f"{name}_q")
+    rem = Signal(width + 1, name=f"{name}_rem")
+    half = Signal(width + 3, name=f"{name}_half")
+    m.d.comb += [q.eq(mag >> sh), rem.eq(mag & ((Const(1, width + 4) << sh) - 1)),
+                 half.eq(Mux(sh == 0, 0, Const(1, width + 3) << sh_m1))]
+    up = (sh != 0) & ((rem > half) | ((rem == half) & q[0]))
+    # a kept LSB below the window (lsb < 0) happens only for results far above the
+    # subnormal range, where the window holds the exact sum and no rounding is needed
+    shifted = Signal(width + 1, name=f"{name}_shifted")
+    m.d.comb += shifted.eq(Mux(lsb < 0, mag << (-lsb)[:4], q + up))
+    enc = Signal(range(0, 1 << 24), name=f"{name}_enc")
+    m.d.comb += enc.eq((Mux(e > -126, e + 126, 0) << 7) + shifted)
+    out = Signal(16, name=f"{name}_out")
+    prod_inf = ix | iy
+    nan = nx_ | ny | nz | (ix & zy) | (iy & zx) | (prod_inf & iz & (sp != sz))
+    with m.If(nan):
+        m.d.comb += out.eq(HALF_NAN)
+    with m.Elif(prod_inf):
+        m.d.comb += out.eq(Cat(Const(0x7F80, 15), sp))
+    with m.Elif(iz):
+        m.d.comb += out.eq(Cat(Const(0x7F80, 15), sz))
+    with m.Elif(is_zero):
+        m.d.comb += out.eq(Cat(Const(0, 15), sp & sz))
+    with m.Elif(enc >= 0x7F80):
+        m.d.comb += out.eq(Cat(Const(0x7F80, 15), sign))
+    with m.Else():
+        m.d.comb += out.eq(Cat(enc[:15], sign))
+    return out
