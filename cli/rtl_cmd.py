@@ -25,8 +25,9 @@ def register(subparsers: Any) -> None:
         "model with backdoor ports) of a named configuration.")
     p.add_argument("--config", default="small", choices=sorted(CONFIGS),
                    help="GPU configuration (default small)")
-    p.add_argument("--top", default="gpu", choices=("gpu", "harness"),
-                   help="gpu: the GPU alone; harness: GPU + simulation memory (default gpu)")
+    p.add_argument("--top", default="gpu", choices=("gpu", "harness", "core"),
+                   help="gpu: the GPU alone; harness: GPU + simulation memory; core: one "
+                   "SIMT core (default gpu)")
     p.add_argument("-o", "--output", required=True, metavar="FILE.v", help="Verilog file")
     p.add_argument("--lint", action="store_true",
                    help="then run verilator --lint-only -Wall with rtlsim/lint_waivers.vlt")
