@@ -126,7 +126,8 @@ def render(res, command: str, info: dict[str, str]) -> str:
     design = "core 0's" if res.top == "core" else "the GPU's"
     if res.flow == "ecp5":
         lines += [
-            f"yosys `synth_ecp5 -noflatten -noabc9` (YoWASP build) on {design} Verilog "
+            "yosys `synth_ecp5 -noflatten` (YoWASP build; LUTs mapped by `abc -lut 4`) on "
+            f"{design} Verilog "
             f"({res.verilog_lines:,} lines, {res.verilog_bytes / 1e6:.1f} MB), then "
             "`flatten` and nextpnr-ecp5 `--85k --out-of-context` (LFE5U-85F, no I/O pins) "
             f"with a {res.target_mhz:g} MHz clock constraint. Tool time: {times}.", "",

@@ -252,9 +252,15 @@ def critical_path(report: dict, top: str, units: Iterable[str] = ()) -> list[Pat
 
 
 # -- the flow --------------------------------------------------------------------------------
+# synth_ecp5 up to its LUT mapping, then ABC (not ABC9: yosys 0.70's ABC9 fails an internal
+# assertion when it reintegrates the LSU's netlist of an unflattened design), then the rest
 ECP5_SCRIPT = """\
 read_verilog {verilog}
-synth_ecp5 -top {top} -noflatten -noabc9
+synth_ecp5 -top {top} -noflatten -run :map_luts
+techmap -map +/lattice/latches_map.v
+abc -lut 4
+clean
+synth_ecp5 -top {top} -noflatten -run map_cells:
 tee -q -o stat.json stat -json
 flatten
 opt_clean -purge
