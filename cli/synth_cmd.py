@@ -151,7 +151,7 @@ def render(res, command: str, info: dict[str, str]) -> str:
             lines += ["", "Larger than the LFE5U-85F: not placed and routed."]
     else:
         lines += [
-            "Larger than an ECP5-85F, so only yosys' generic synthesis (`synth -noflatten "
+            "Larger than an ECP5-85F, so only yosys' generic synthesis (`synth "
             "-run begin:fine`: word-level cells after coarse optimisation, memories kept as "
             f"`$mem_v2`) on {design} Verilog ({res.verilog_lines:,} lines, "
             f"{res.verilog_bytes / 1e6:.1f} MB). Tool time: {times}.", "",

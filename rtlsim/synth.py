@@ -269,7 +269,7 @@ write_json netlist.json
 """
 GENERIC_SCRIPT = """\
 read_verilog {verilog}
-synth -top {top} -noflatten -run begin:fine
+synth -top {top} -run begin:fine
 tee -q -o stat.json stat -json
 """
 
