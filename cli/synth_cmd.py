@@ -45,6 +45,9 @@ def register(subparsers: Any) -> None:
     p.add_argument("--seed", type=int, default=1, help="nextpnr placer seed (default 1)")
     p.add_argument("--workdir", type=Path, default=None,
                    help="where the Verilog, logs and reports go (default build/synth/CONFIG)")
+    p.add_argument("--report-only", action="store_true",
+                   help="run no tool: report the figures of the last run in the work directory "
+                   "(as far as it got)")
     p.add_argument("--no-write", action="store_true",
                    help="print the table only; write no docs section")
     p.add_argument("--output", type=Path, default=None,
@@ -55,14 +58,19 @@ def register(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from simtgpu.cli.bench import BENCH_OUT, PERF_DOC, machine, write_section
-    from simtgpu.rtlsim.synth import synthesize
+    from simtgpu.rtlsim.synth import load_result, synthesize
 
     if args.freq <= 0:
         raise SystemExit("simtgpu synth: --freq must be positive")
     tag = args.config + ("-core" if args.top == "core" else "")
     workdir = args.workdir or ROOT / "build" / "synth" / tag
-    res = synthesize(args.config, workdir, args.freq, args.flow, args.seed,
-                     progress=lambda s: print(s, flush=True), top=args.top)
+    if args.report_only:
+        flow = args.flow if args.flow != "auto" else (
+            "ecp5" if (workdir / "netlist.json").exists() else "generic")
+        res = load_result(args.config, args.top, workdir, flow)
+    else:
+        res = synthesize(args.config, workdir, args.freq, args.flow, args.seed,
+                         progress=lambda s: print(s, flush=True), top=args.top)
     command = f"simtgpu synth --config {args.config}"
     if args.top != "gpu":
         command += f" --top {args.top}"
@@ -84,15 +92,33 @@ def run(args: argparse.Namespace) -> int:
 
 
 # -- report ----------------------------------------------------------------------------------
+_COPY = re.compile(r"^(core|alu|mul|fpu|fcmp|lane|bank|tid|sfu|w)\d+(?=_|$)")
+
+
+def _generic_name(path: str) -> str:
+    """``core0.alu3`` -> ``core*.alu*``: per-core, per-lane, per-bank, per-warp copies as one."""
+    return ".".join(_COPY.sub(lambda m: m.group(1) + "*", p) for p in path.split("."))
+
+
 def group_units(units: list[tuple[str, dict[str, int]]]) -> list[tuple[str, int, dict]]:
     """Units two levels deep (``core0.lsu``, ``host``), per-lane and per-core copies summed:
     ``core*.alu*`` stands for every ALU of every core. Returns (name, copies, cells)."""
     groups: dict[str, tuple[int, dict[str, int]]] = {}
+    totals = dict(units)
     for path, cells in units:
         parts = path.split(".")
-        if len(parts) > 2 or (len(parts) == 1 and re.fullmatch(r"core\d+", parts[0])):
+        if len(parts) > 2:
             continue
-        name = ".".join(re.sub(r"(?<=[a-z_])\d+$", "*", p) for p in parts)
+        if len(parts) == 1 and re.fullmatch(r"core\d+", parts[0]):
+            # the core's own logic: its total less its units'
+            own = dict(cells)
+            for sub, sub_cells in totals.items():
+                if sub.startswith(path + ".") and sub.count(".") == 1:
+                    for k, v in sub_cells.items():
+                        own[k] = own.get(k, 0) - v
+            path, cells = path + ".(own logic)", own
+            parts = path.split(".", 1)
+        name = _generic_name(".".join(parts))
         n, acc = groups.get(name, (0, {}))
         for k, v in cells.items():
             acc[k] = acc.get(k, 0) + v
@@ -116,12 +142,12 @@ def _path_summary(res) -> list[str]:
 
 def render(res, command: str, info: dict[str, str]) -> str:
     from simtgpu.rtl.configs import get_rtl_config
-    from simtgpu.rtlsim.synth import ECP5_85F
+    from simtgpu.rtlsim.synth import ECP5_85F, fits_ecp5
 
     cfg = get_rtl_config(res.config)
-    shape = (f"{'one core' if res.top == 'core' else f'{cfg.cores} cores'} x {cfg.warps} "
-             f"warps x {cfg.lanes} lanes")
-    times = ", ".join(f"{k} {v:.0f} s" for k, v in res.stage_seconds.items())
+    cores = "one core" if res.top == "core" or cfg.cores == 1 else f"{cfg.cores} cores"
+    shape = f"{cores} x {cfg.warps} warps x {cfg.lanes} lanes"
+    times = ", ".join(f"{k} {v:.0f} s" for k, v in res.stage_seconds.items()) or "not recorded"
     lines = [f"## Synthesis: `{res.config}` ({shape})", ""]
     design = "core 0's" if res.top == "core" else "the GPU's"
     if res.flow == "ecp5":
@@ -129,8 +155,9 @@ def render(res, command: str, info: dict[str, str]) -> str:
             "yosys `synth_ecp5 -noflatten` (YoWASP build; LUTs mapped by `abc -lut 4`) on "
             f"{design} Verilog "
             f"({res.verilog_lines:,} lines, {res.verilog_bytes / 1e6:.1f} MB), then "
-            "`flatten` and nextpnr-ecp5 `--85k --out-of-context` (LFE5U-85F, no I/O pins) "
-            f"with a {res.target_mhz:g} MHz clock constraint. Tool time: {times}.", "",
+            "`flatten` and nextpnr-ecp5 `--85k --out-of-context` (LFE5U-85F, no I/O pins)"
+            + (f" with a {res.target_mhz:g} MHz clock constraint" if res.target_mhz else "")
+            + f". Tool time: {times}.", "",
             f"Commit {info['commit']}, {info['date']}. Command: `{command}`.", "",
             "| resource | used | LFE5U-85F | share |", "| --- | ---: | ---: | ---: |"]
         for k in COLUMNS:
@@ -147,6 +174,8 @@ def render(res, command: str, info: dict[str, str]) -> str:
                       "(flattened net names mapped back to the Amaranth hierarchy):", "",
                       "| # | unit | stage | nets | ns |", "| ---: | --- | --- | ---: | ---: |",
                       *_path_summary(res)]
+        elif fits_ecp5(res.cells):
+            lines += ["", "Not placed and routed in this run (no nextpnr report)."]
         else:
             lines += ["", "Larger than the LFE5U-85F: not placed and routed."]
     else:
@@ -184,6 +213,6 @@ def _group_memories(mems: list[tuple[str, str]]) -> list[tuple[str, str]]:
     """Per-lane, per-bank and per-core memories that became the same thing, as one row."""
     groups: dict[tuple[str, str], int] = {}
     for mem, what in mems:
-        key = (".".join(re.sub(r"(?<=[a-z_])\d+$", "*", p) for p in mem.split(".")), what)
+        key = (_generic_name(mem), what)
         groups[key] = groups.get(key, 0) + 1
     return [(f"{m} ({n})" if n > 1 else m, w) for (m, w), n in sorted(groups.items())]

@@ -29,7 +29,7 @@ from pathlib import Path
 
 from simtgpu.errors import SimtgpuError
 
-__all__ = ["ECP5_85F", "SynthError", "SynthResult", "run_yosys", "synthesize",
+__all__ = ["ECP5_85F", "SynthError", "SynthResult", "load_result", "run_yosys", "synthesize",
            "synthesize_verilog", "unit_stage"]
 
 # LFE5U-85F resources (Lattice FPGA-DS-02012, table 1.1)
@@ -339,9 +339,42 @@ def synthesize_verilog(name: str, text: str, top: str, workdir: Path, freq_mhz: 
     result = _synth_stage(name, top, workdir, vfile, flow, progress, stage)
     result.verilog_lines, result.verilog_bytes = text.count("\n"), len(text)
     result.stage_seconds = times
+    (workdir / "times.json").write_text(json.dumps(times))
     if result.flow == "ecp5" and place:
         _pnr_stage(result, name, top, workdir, freq_mhz, seed, progress, stage)
+        (workdir / "times.json").write_text(json.dumps(times))
     return result
+
+
+def load_result(name: str, top: str, workdir: Path, flow: str = "ecp5") -> SynthResult:
+    """The figures of an earlier run in ``workdir`` (Verilog, yosys log and statistics, and
+    nextpnr's report when it got that far), without running any tool again."""
+    try:
+        text = (workdir / f"{top}.v").read_text()
+        stat = json.loads((workdir / "stat.json").read_text())
+        log = (workdir / "yosys.log").read_text(errors="replace")
+    except (OSError, ValueError) as e:
+        raise SynthError(f"{workdir}: no finished synthesis run to report ({e})") from None
+    cells, units = hierarchy_totals(stat, top)
+    res = SynthResult(name, flow, cells, units, memory_mapping(log, top),
+                      verilog_lines=text.count("\n"), verilog_bytes=len(text), top=top)
+    times = workdir / "times.json"
+    if times.exists():
+        res.stage_seconds = json.loads(times.read_text())
+    report = workdir / "report.json"
+    if flow == "ecp5" and report.exists():
+        _read_report(res, json.loads(report.read_text()), top)
+    return res
+
+
+def _read_report(result: SynthResult, report: dict, top: str) -> None:
+    fmax = report.get("fmax", {})
+    clk = next((v for k, v in fmax.items() if "clk" in k), None) or next(iter(fmax.values()),
+                                                                         None)
+    if clk:
+        result.target_mhz = float(clk.get("constraint", 0.0))
+        result.fmax_mhz = float(clk["achieved"])
+    result.path = critical_path(report, top, [u for u, _ in result.units])
 
 
 def _synth_stage(name, top, workdir, vfile, flow, progress, stage) -> SynthResult:
@@ -368,10 +401,5 @@ def _pnr_stage(result, name, top, workdir, freq_mhz, seed, progress, stage) -> N
           "--report", "report.json", "--detailed-timing-report"],
          workdir / "nextpnr.log", "nextpnr-ecp5")
     stage("nextpnr", t)
-    report = json.loads((workdir / "report.json").read_text())
-    fmax = report.get("fmax", {})
-    clk = next((v for k, v in fmax.items() if "clk" in k), None) or next(iter(fmax.values()),
-                                                                         None)
     result.target_mhz = freq_mhz
-    result.fmax_mhz = float(clk["achieved"]) if clk else None
-    result.path = critical_path(report, top, [u for u, _ in result.units])
+    _read_report(result, json.loads((workdir / "report.json").read_text()), top)
