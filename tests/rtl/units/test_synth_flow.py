@@ -25,6 +25,9 @@ def test_shared_memory_banks_become_block_ram(tmp_path) -> None:
     assert res.cells["DP16KD"] == 4
     assert res.cells.get("TRELLIS_FF", 0) < 4 * 256  # far fewer than one per RAM bit
     assert res.fmax_mhz is None and set(res.stage_seconds) == {"yosys"}
+    # --report-only reads the same figures back from the work directory
+    again = synth.load_result("shared", "shared", tmp_path)
+    assert (again.cells, again.units, again.memories) == (res.cells, res.units, res.memories)
 
 
 class _Registered(wiring.Component):
