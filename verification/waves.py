@@ -716,10 +716,3 @@ def write_surfer(dump: Dump, out: str | Path | None = None) -> Path:
     lines.append("zoom_fit")
     out.write_text("\n".join(lines) + "\n")
     return out
-
-if __name__ == "__main__":  # the old entry point: the same as `simtgpu waves ...`
-    import sys
-
-    from simtgpu.cli.main import main
-
-    sys.exit(main(["waves", *sys.argv[1:]]))

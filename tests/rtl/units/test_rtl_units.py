@@ -194,6 +194,8 @@ def _random_word(rng: np.random.Generator, instr) -> int | None:
                 continue
             fields[f.name] = int(rng.integers(0, 1 << f.width))
         for op in instr.operands:
+            if op.align > 1:  # the first register of an aligned group (mma fragments)
+                fields[op.fields[0]] -= fields[op.fields[0]] % op.align
             if op.kind.value == "sreg":
                 fields[op.fields[0]] = int(rng.choice([int(s) for s in SReg]))
             if op.kind.value == "pred":
