@@ -447,21 +447,7 @@ class AstToIr(LoopLowering):
         finally:
             self.depth -= 1
             ctx.loop_depth -= 1
-        yields = []
-        for n, t in zip(carried, inits, strict=True):
-            v = self.env.get(n, _MISSING)
-            if v is _MISSING:
-                raise self.error(node, f"'{n}' is deleted in the loop")
-            if isinstance(v, Tile):
-                if v.type != t.type or (v.shape != t.shape and not v.is_scalar):
-                    raise self.error(node, f"loop-carried '{n}' starts as {t.type} "
-                                     f"{list(t.shape)} but becomes {v.type} {list(v.shape)}; "
-                                     "give it its final type and shape before the loop "
-                                     "(e.g. tl.zeros(shape, dtype))")
-            elif isinstance(v, float) and t.type != F32:
-                raise self.error(node, f"loop-carried '{n}' starts as {t.type} but becomes "
-                                 "a float")
-            yields += self.as_tile(v, t.shape, t.type).materialize().slots
+        yields = self.loop_yields(node, carried, inits)
         body.append(ir.Op("yield", yields, []))
         ctx.b.block = parent
         op = ctx.b.op("for", [b.scalar for b in bounds] + init_slots,

@@ -127,6 +127,26 @@ def rewrite(stmts: list[ast.stmt], flags: _Flags, error) -> list[ast.stmt]:
 class LoopLowering:
     """The ``while``/``break``/``continue`` part of the front end (mixed into ``AstToIr``)."""
 
+    def loop_yields(self, node: ast.stmt, carried: list[str], inits: list[Tile]) -> list:
+        """The slots a loop body yields for its carried names, each of which must keep the
+        type and shape it had before the loop."""
+        yields = []
+        for n, t in zip(carried, inits, strict=True):
+            v = self.env.get(n, _MISSING)
+            if v is _MISSING:
+                raise self.error(node, f"'{n}' is deleted in the loop")
+            if isinstance(v, Tile):
+                if v.type != t.type or (v.shape != t.shape and not v.is_scalar):
+                    raise self.error(node, f"loop-carried '{n}' starts as {t.type} "
+                                     f"{list(t.shape)} but becomes {v.type} {list(v.shape)}; "
+                                     "give it its final type and shape before the loop "
+                                     "(e.g. tl.zeros(shape, dtype))")
+            elif isinstance(v, float) and t.type != ir.F32:
+                raise self.error(node, f"loop-carried '{n}' starts as {t.type} but becomes "
+                                 "a float")
+            yields += self.as_tile(v, t.shape, t.type).materialize().slots
+        return yields
+
     def stmt_Break(self, node: ast.Break) -> None:
         raise self.error(node, "'break' outside a loop")
 
@@ -264,21 +284,7 @@ class LoopLowering:
         finally:
             self.depth -= 1
             ctx.loop_depth -= 1
-        yields = []
-        for n, t in zip(carried, inits, strict=True):
-            v = self.env.get(n, _MISSING)
-            if v is _MISSING:
-                raise self.error(node, f"'{n}' is deleted in the loop")
-            if isinstance(v, Tile):
-                if v.type != t.type or (v.shape != t.shape and not v.is_scalar):
-                    raise self.error(node, f"loop-carried '{n}' starts as {t.type} "
-                                     f"{list(t.shape)} but becomes {v.type} {list(v.shape)}; "
-                                     "give it its final type and shape before the loop "
-                                     "(e.g. tl.zeros(shape, dtype))")
-            elif isinstance(v, float) and t.type != ir.F32:
-                raise self.error(node, f"loop-carried '{n}' starts as {t.type} but becomes "
-                                 "a float")
-            yields += self.as_tile(v, t.shape, t.type).materialize().slots
+        yields = self.loop_yields(node, carried, inits)
         body_b.append(ir.Op("yield", yields, []))
         ctx.b.block = parent
         op = ctx.b.op("while", init_slots, types=types, regions=[cond_b, body_b])
