@@ -3,7 +3,6 @@ loops in tile programs, per-thread divergent loops in thread-level kernels, ``fo
 that break (lowered to ``while``) or only continue, unrolled loops that break, and the
 errors for what is not supported."""
 
-import subprocess
 
 import numpy as np
 import pytest
@@ -13,7 +12,7 @@ from compiler_helpers import generated_kernel
 from simtgpu.compiler_backend import ir
 from simtgpu.compiler_backend.compiler import Target, compile_function
 from simtgpu.errors import SourceError
-from test_compiler_ptx import PTXAS, needs_ptxas
+from test_compiler_ptx import needs_ptxas, ptxas_errors
 
 
 @triton.jit
@@ -198,11 +197,7 @@ LOOP_KERNELS = [
                          ids=[k[0].__name__ for k in LOOP_KERNELS])
 def test_loops_pass_ptxas(tmp_path, kern, types, cexpr, block):
     text = compile_function(kern.fn, types, cexpr, Target.ptx("sm_90"), 4, block).code
-    src = tmp_path / "k.ptx"
-    src.write_text(text)
-    r = subprocess.run([PTXAS, "-arch=sm_90", str(src), "-o", str(tmp_path / "k.cubin")],
-                       capture_output=True, text=True, timeout=120)
-    assert r.returncode == 0, r.stderr
+    assert not (err := ptxas_errors(tmp_path, text)), err
 
 
 def test_uniform_while_has_no_reconvergence_bracket():

@@ -14,6 +14,15 @@ PTXAS = shutil.which("ptxas") or ("/usr/local/bin/ptxas"
                                   if shutil.os.path.exists("/usr/local/bin/ptxas") else None)
 needs_ptxas = pytest.mark.skipif(PTXAS is None, reason="ptxas not found (NVIDIA CUDA toolkit)")
 
+
+def ptxas_errors(tmp_path, text: str, arch: str = "sm_90") -> str:
+    """Assemble ``text`` with ptxas; its error output ("" when it accepts the PTX)."""
+    src = tmp_path / "k.ptx"
+    src.write_text(text)
+    r = subprocess.run([PTXAS, f"-arch={arch}", str(src), "-o", str(tmp_path / "k.cubin")],
+                       capture_output=True, text=True, timeout=120)
+    return "" if r.returncode == 0 else r.stderr or f"ptxas exit status {r.returncode}"
+
 F = ir.ptr("f32")
 IP = ir.ptr("i32")
 I = ir.I32  # noqa: E741
