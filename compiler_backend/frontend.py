@@ -418,25 +418,14 @@ class AstToIr(LoopLowering):
         bounds = [ctx.cast(ctx.to_tile(a), I32) for a in args]
         if not all(t.is_scalar for t in bounds):
             raise self.error(node.iter, "range bounds must be scalars")
-        assigned = _assigned_names(node.body)
-        carried = [n for n in assigned if n in self.env and n != var
-                   and (isinstance(self.env[n], Tile) or isinstance(self.env[n], int | float)
-                        and not isinstance(self.env[n], bool))]
-        inits: list[Tile] = []
-        for n in carried:
-            v = self.env[n]
-            t = v if isinstance(v, Tile) else ctx.to_tile(v)
-            inits.append(t.materialize())
-        init_slots = [s for t in inits for s in t.slots]
+        carried = self.carry([n for n in _assigned_names(node.body) if n != var])
+        init_slots = [s for c in carried for s in c.slots]
         body = ir.Block([I32] + [s.type for s in init_slots])
         pre = dict(self.env)
         parent = ctx.b.block
         ctx.b.block = body
         self.env[var] = Tile(ctx, (), I32, slots=[body.args[0]])
-        k = 1
-        for n, t in zip(carried, inits, strict=True):
-            self.env[n] = Tile(ctx, t.shape, t.type, slots=body.args[k:k + len(t.slots)])
-            k += len(t.slots)
+        self.bind_carried(carried, body.args[1:])
         ctx.scratch_dirty = True
         self.depth += 1
         ctx.loop_depth += 1
@@ -447,7 +436,7 @@ class AstToIr(LoopLowering):
         finally:
             self.depth -= 1
             ctx.loop_depth -= 1
-        yields = self.loop_yields(node, carried, inits)
+        yields = self.loop_yields(node, carried)
         body.append(ir.Op("yield", yields, []))
         ctx.b.block = parent
         op = ctx.b.op("for", [b.scalar for b in bounds] + init_slots,
@@ -455,10 +444,7 @@ class AstToIr(LoopLowering):
         op.attrs["step_sign"] = -1 if isinstance(step, int) and step < 0 else 1
         ctx.scratch_dirty = True
         self.env = pre  # names assigned in the body but not carried keep their old values
-        k = 0
-        for n, t in zip(carried, inits, strict=True):
-            self.env[n] = Tile(ctx, t.shape, t.type, slots=op.results[k:k + len(t.slots)])
-            k += len(t.slots)
+        self.bind_carried(carried, op.results)
 
     # --- expressions -----------------------------------------------------------------------------
     def expr(self, node: ast.expr):

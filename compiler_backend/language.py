@@ -14,6 +14,7 @@ from __future__ import annotations
 import builtins
 import math as _pymath
 
+from . import block_ptr as _block_ptr
 from . import dtypes, ir
 from .dtypes import (  # noqa: F401 - tl.float32, tl.pointer_type ... are language names
     _DTYPES,
@@ -187,7 +188,13 @@ def _mask_tile(ctx: Lowering, mask, shape) -> Tile | None:
 @builtin
 def load(ctx: Lowering, pointer, mask=None, other=None, cache_modifier="",
          eviction_policy="", volatile=False, boundary_check=(), padding_option="") -> Tile:
-    """Masked load: lanes where ``mask`` is false get ``other`` (0 if not given)."""
+    """Masked load: lanes where ``mask`` is false get ``other`` (0 if not given); a block
+    pointer is read with ``boundary_check`` and ``padding_option`` (block_ptr.py)."""
+    if isinstance(pointer, _block_ptr.BlockPointer):
+        pointer, mask, other = _block_ptr.block_access(ctx, pointer, "load", mask, other,
+                                                       boundary_check, padding_option)
+    else:
+        _block_ptr.check_plain_access("load", boundary_check, padding_option)
     p = _ptr_tile(pointer)
     elem = p.type.pointee
     m = _mask_tile(ctx, mask, p.shape)
@@ -209,7 +216,13 @@ def load(ctx: Lowering, pointer, mask=None, other=None, cache_modifier="",
 @builtin
 def store(ctx: Lowering, pointer, value, mask=None, cache_modifier="", eviction_policy="",
           boundary_check=()) -> None:
-    """Masked store: only lanes where ``mask`` is true write."""
+    """Masked store: only lanes where ``mask`` is true write; a block pointer is written
+    with ``boundary_check`` (block_ptr.py)."""
+    if isinstance(pointer, _block_ptr.BlockPointer):
+        pointer, mask, _ = _block_ptr.block_access(ctx, pointer, "store", mask, None,
+                                                   boundary_check, "")
+    else:
+        _block_ptr.check_plain_access("store", boundary_check, "")
     p = _ptr_tile(pointer)
     elem = p.type.pointee
     v = ctx.cast(ctx.to_tile(value, like=Tile(ctx, (), elem, slots=[ctx.const(0, elem)])), elem)
@@ -750,6 +763,13 @@ from .libmath import (  # noqa: E402, F401 - language names
     trunc,
     umulhi,
 )
+
+tensor_descriptor = _block_ptr.tensor_descriptor
+make_block_ptr = builtin(_block_ptr.make_block_ptr)
+advance = builtin(_block_ptr.advance)
+make_tensor_descriptor = builtin(_block_ptr.make_tensor_descriptor)
+load_tensor_descriptor = _block_ptr.load_tensor_descriptor
+store_tensor_descriptor = _block_ptr.store_tensor_descriptor
 from .stdlib import add, cast, constexpr_function, max_constancy, swizzle2d  # noqa: E402, F401
 
 math = Namespace("tl.math", {n: globals()[n] for n in MATH_NAMES + LIBDEVICE_NAMES})

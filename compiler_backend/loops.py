@@ -18,6 +18,7 @@ import builtins
 import itertools
 
 from . import ir
+from .errors import CompileError
 from .ir import I1, I32
 from .tiles import Tile
 
@@ -124,17 +125,64 @@ def rewrite(stmts: list[ast.stmt], flags: _Flags, error) -> list[ast.stmt]:
     return out
 
 
+def _carriable(v) -> bool:
+    return (isinstance(v, Tile) or getattr(v, "_simtgpu_carry", False)
+            or isinstance(v, int | float) and not isinstance(v, bool))
+
+
+class Carried:
+    """A name a loop carries: a tile, a Python number (made a tile), or a compile-time
+    object holding run-time scalars (a block pointer: ``carry_parts``/``with_parts``)."""
+
+    def __init__(self, ctx, name: str, v):
+        self.name = name
+        self.obj = v if getattr(v, "_simtgpu_carry", False) else None
+        parts = v.carry_parts() if self.obj is not None else [
+            v if isinstance(v, Tile) else ctx.to_tile(v)]
+        self.tiles = [t.materialize() for t in parts]
+        self.slots = [s for t in self.tiles for s in t.slots]
+
+    def rebuild(self, ctx, values: list) -> object:
+        """The value of the name inside or after the loop, from its slots' new values."""
+        out, k = [], 0
+        for t in self.tiles:
+            out.append(Tile(ctx, t.shape, t.type, slots=values[k:k + len(t.slots)]))
+            k += len(t.slots)
+        return self.obj.with_parts(out) if self.obj is not None else out[0]
+
+
 class LoopLowering:
     """The ``while``/``break``/``continue`` part of the front end (mixed into ``AstToIr``)."""
 
-    def loop_yields(self, node: ast.stmt, carried: list[str], inits: list[Tile]) -> list:
+    def carry(self, names: list[str]) -> list[Carried]:
+        """The names among ``names`` that a loop carries, with their values before it."""
+        return [Carried(self.ctx, n, self.env[n]) for n in names
+                if n in self.env and _carriable(self.env[n])]
+
+    def bind_carried(self, carried: list[Carried], values: list) -> None:
+        k = 0
+        for c in carried:
+            self.env[c.name] = c.rebuild(self.ctx, values[k:k + len(c.slots)])
+            k += len(c.slots)
+
+    def loop_yields(self, node: ast.stmt, carried: list[Carried]) -> list:
         """The slots a loop body yields for its carried names, each of which must keep the
         type and shape it had before the loop."""
         yields = []
-        for n, t in zip(carried, inits, strict=True):
+        for c in carried:
+            n = c.name
             v = self.env.get(n, _MISSING)
             if v is _MISSING:
                 raise self.error(node, f"'{n}' is deleted in the loop")
+            if c.obj is not None:
+                try:
+                    c.obj.check_carried(v, n)
+                except CompileError as e:
+                    raise self.error(node, str(e)) from None
+                for part, t in zip(v.carry_parts(), c.tiles, strict=True):
+                    yields += self.as_tile(part, t.shape, t.type).materialize().slots
+                continue
+            t = c.tiles[0]
             if isinstance(v, Tile):
                 if v.type != t.type or (v.shape != t.shape and not v.is_scalar):
                     raise self.error(node, f"loop-carried '{n}' starts as {t.type} "
@@ -232,24 +280,15 @@ class LoopLowering:
         ctx = self.ctx
         self.env.update(extra)
         assigned = list(dict.fromkeys(list(extra) + _assigned_names(body)))
-        carried = [n for n in assigned if n in self.env
-                   and (isinstance(self.env[n], Tile) or isinstance(self.env[n], int | float)
-                        and not isinstance(self.env[n], bool))]
-        inits: list[Tile] = []
-        for n in carried:
-            v = self.env[n]
-            inits.append((v if isinstance(v, Tile) else ctx.to_tile(v)).materialize())
-        init_slots = [s for t in inits for s in t.slots]
+        carried = self.carry(assigned)
+        init_slots = [s for c in carried for s in c.slots]
         types = [s.type for s in init_slots]
         cond_b, body_b = ir.Block(types), ir.Block(types)
         pre = dict(self.env)
         parent = ctx.b.block
 
         def bind(block: ir.Block) -> None:
-            k = 0
-            for n, t in zip(carried, inits, strict=True):
-                self.env[n] = Tile(ctx, t.shape, t.type, slots=block.args[k:k + len(t.slots)])
-                k += len(t.slots)
+            self.bind_carried(carried, block.args)
 
         self.depth += 1
         ctx.loop_depth += 1
@@ -284,16 +323,13 @@ class LoopLowering:
         finally:
             self.depth -= 1
             ctx.loop_depth -= 1
-        yields = self.loop_yields(node, carried, inits)
+        yields = self.loop_yields(node, carried)
         body_b.append(ir.Op("yield", yields, []))
         ctx.b.block = parent
         op = ctx.b.op("while", init_slots, types=types, regions=[cond_b, body_b])
         ctx.scratch_dirty = True
         self.env = pre
-        k = 0
-        for n, t in zip(carried, inits, strict=True):
-            self.env[n] = Tile(ctx, t.shape, t.type, slots=op.results[k:k + len(t.slots)])
-            k += len(t.slots)
+        self.bind_carried(carried, op.results)
         for n in extra:
             if n.startswith("@"):
                 self.env.pop(n, None)
