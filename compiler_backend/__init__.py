@@ -18,8 +18,10 @@ See docs/compiler.md.
 """
 
 from . import language
+from .autotune import Config, autotune, heuristics
 from .compiler import CompiledKernel, Target, compile_function, parse_type
 from .jit import JITFunction, LaunchError, cdiv, get_device, jit, next_power_of_2, set_device
 
-__all__ = ["CompiledKernel", "JITFunction", "LaunchError", "Target", "cdiv", "compile_function",
-           "get_device", "jit", "language", "next_power_of_2", "parse_type", "set_device"]
+__all__ = ["CompiledKernel", "Config", "JITFunction", "LaunchError", "Target", "autotune",
+           "cdiv", "compile_function", "get_device", "heuristics", "jit", "language",
+           "next_power_of_2", "parse_type", "set_device"]

@@ -65,7 +65,34 @@ def device_target(dev) -> Target:
     return Target("isa", dev.config.lanes)
 
 
-class JITFunction:
+class KernelInterface:
+    """``kernel[grid](...)``, shared by ``@jit`` kernels and the ``@autotune`` and
+    ``@heuristics`` wrappers (autotune.py) around them."""
+
+    __name__: str
+
+    def __call__(self, *args, **kwargs):
+        raise LaunchError(f"{self.__name__} is a kernel: launch it as "
+                          f"{self.__name__}[grid](...)")
+
+    def __getitem__(self, grid) -> Any:
+        # a partial adds no Python frame between the user's call and run()
+        return functools.partial(self.run, grid=grid)
+
+    def run(self, *args, grid, **kwargs):
+        """Compile (cached) and launch. A compile error, launch error or kernel fault is
+        raised here with the compiler's and driver's frames trimmed from its traceback:
+        what the user sees is their call, and the error's text names the kernel's place."""
+        try:
+            return self._run(args, kwargs, grid)
+        except SimtgpuError as e:
+            raise e.with_traceback(None) from None
+
+    def _run(self, args: tuple, kwargs: dict, grid):
+        raise NotImplementedError
+
+
+class JITFunction(KernelInterface):
     """A kernel written in the DSL; index it with a grid to launch it."""
 
     _simtgpu_jit = True  # how the front end knows a @jit helper without importing this module
@@ -83,14 +110,6 @@ class JITFunction:
         if self._src is None:
             self._src = KernelSource.from_function(self.fn)
         return self._src
-
-    def __call__(self, *args, **kwargs):
-        raise LaunchError(f"{self.__name__} is a kernel: launch it as "
-                          f"{self.__name__}[grid](...)")
-
-    def __getitem__(self, grid) -> Any:
-        # a partial adds no Python frame between the user's call and run()
-        return functools.partial(self.run, grid=grid)
 
     def bind(self, args: tuple, kwargs: dict) -> tuple[dict, dict, dict]:
         """Split a call into runtime arguments, constexprs and launch options."""
@@ -132,15 +151,6 @@ class JITFunction:
                                    enable_fp_fusion=enable_fp_fusion)
             self.cache[key] = hit
         return hit
-
-    def run(self, *args, grid, **kwargs):
-        """Compile (cached) and launch. A compile error, launch error or kernel fault is
-        raised here with the compiler's and driver's frames trimmed from its traceback:
-        what the user sees is their call, and the error's text names the kernel's place."""
-        try:
-            return self._run(args, kwargs, grid)
-        except SimtgpuError as e:
-            raise e.with_traceback(None) from None
 
     def _run(self, args, kwargs, grid):
         runtime, cexpr, options = self.bind(args, kwargs)
