@@ -43,10 +43,10 @@ class Config:
         return {**self.kwargs, **{k: v for k, v in opts.items() if v is not None}}
 
     def __str__(self) -> str:
-        parts = [f"{k}: {v}" for k, v in self.kwargs.items()]
-        parts += [f"num_warps: {self.num_warps}", f"num_ctas: {self.num_ctas}",
-                  f"num_stages: {self.num_stages}", f"maxnreg: {self.maxnreg}"]
-        return ", ".join(parts)
+        opts = {"num_warps": self.num_warps, "num_ctas": self.num_ctas,
+                "num_stages": self.num_stages, "maxnreg": self.maxnreg}
+        return ", ".join([f"{k}: {v}" for k, v in self.kwargs.items()]
+                         + [f"{k}: {v}" for k, v in opts.items() if v is not None])
 
     __repr__ = __str__
 
@@ -220,6 +220,8 @@ class Autotuner(_Wrapper):
                              key=lambda r: r.wall_s)
         except SimtgpuError as e:
             self.config_errors[config] = e
+            if self.post_hook is not None:
+                self.post_hook(named, e)
             return math.inf
         finally:
             for n, v in saved.items():

@@ -97,17 +97,18 @@ class BlockPointer:
         return BlockPointer(self.ctx, self.base, self.shape, self.strides, tuple(parts),
                             self.block_shape, self.order)
 
-    def check_carried(self, other, name: str) -> None:
-        """``other`` (the value at the end of a loop body) must be this pointer moved."""
+    def check_carried(self, other, name: str, where: str = "the loop") -> None:
+        """``other`` (the value at the end of a loop body, or in the other branch of an
+        ``if``) must be this pointer, possibly moved."""
         if not isinstance(other, BlockPointer):
-            raise CompileError(f"loop-carried '{name}' starts as a block pointer but becomes "
-                               f"{type(other).__name__}")
+            raise CompileError(f"'{name}' is a block pointer before {where} and "
+                               f"{type(other).__name__} after it")
         if other.block_shape != self.block_shape or not (
                 other.base is self.base and all(map(_same, other.shape, self.shape))
                 and all(map(_same, other.strides, self.strides))):
-            raise CompileError(f"loop-carried block pointer '{name}' gets another base, "
-                               "shape, strides or block shape in the loop; only tl.advance "
-                               "may change it there (make a new one after the loop)")
+            raise CompileError(f"block pointer '{name}' gets another base, shape, strides or "
+                               f"block shape in {where}; only tl.advance may change it there "
+                               "(make a new one after it)")
 
     # --- access ------------------------------------------------------------------------------
     def _coord(self, d: int) -> Tile:

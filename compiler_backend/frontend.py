@@ -305,6 +305,23 @@ class AstToIr(LoopLowering):
                 if tv is ev or (type(tv) is type(ev) and tv == ev):
                     merged.append((n, tv))
                     continue
+                if getattr(tv, "_simtgpu_carry", False):  # a block pointer: merge its parts
+                    tv.check_carried(ev, n, "the branches of a run-time 'if'")
+                    parts = []
+                    self.ctx.b.block = tb  # constant offsets become values in their branch
+                    tparts = tv.carry_parts()
+                    self.ctx.b.block = eb
+                    for tp, ep in zip(tparts, ev.carry_parts(), strict=True):
+                        shape, ty = self.merge_type(n, [tp, ep], node)
+                        self.ctx.b.block = tb
+                        ts = self.as_tile(tp, shape, ty).materialize().slots
+                        self.ctx.b.block = eb
+                        es = self.as_tile(ep, shape, ty).materialize().slots
+                        parts.append((shape, ty, len(ts)))
+                        yields_t += ts
+                        yields_e += es
+                    merged.append((n, _Parts(tv, parts)))
+                    continue
                 if not (isinstance(tv, int | float) and isinstance(ev, int | float)):
                     raise self.error(node, f"'{n}' gets different compile-time values in the "
                                      "branches of a run-time 'if'")
@@ -326,7 +343,13 @@ class AstToIr(LoopLowering):
                 del self.env[n]
         i = 0
         for n, v in merged:
-            if isinstance(v, tuple) and len(v) == 3 and isinstance(v[1], Type):
+            if isinstance(v, _Parts):
+                tiles = []
+                for shape, ty, k in v.parts:
+                    tiles.append(Tile(self.ctx, shape, ty, slots=op.results[i:i + k]))
+                    i += k
+                self.env[n] = v.obj.with_parts(tiles)
+            elif isinstance(v, tuple) and len(v) == 3 and isinstance(v[1], Type):
                 shape, ty, k = v
                 self.env[n] = Tile(self.ctx, shape, ty, slots=op.results[i:i + k])
                 i += k
@@ -658,6 +681,15 @@ class AstToIr(LoopLowering):
 
 
 _MISSING = object()
+
+
+@dataclass
+class _Parts:
+    """A compile-time object with run-time parts (a block pointer) merged after an ``if``:
+    the shape, type and slot count of each part among the ``if``'s results."""
+
+    obj: object
+    parts: list[tuple[tuple[int, ...], Type, int]]
 
 
 def _load_form(target: ast.expr) -> ast.expr:

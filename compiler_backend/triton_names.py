@@ -35,10 +35,6 @@ REASONS: dict[str, str] = {
     **{n: _TYPES for n in ("bfloat16", "float16", "float64", "float8e4b15", "float8e4nv",
                            "float8e4b8", "float8e5", "float8e5b16", "int8", "int16", "int64",
                            "uint8", "uint16", "uint64")},
-    **{n: _NOT_YET.format("tensor descriptors") for n in (
-        "load_tensor_descriptor", "store_tensor_descriptor", "make_tensor_descriptor",
-        "tensor_descriptor")},
-    **{n: _NOT_YET.format("block pointers") for n in ("make_block_ptr", "advance")},
     **{n: _NOT_YET.format("shape operations") for n in (
         "broadcast", "cat", "flip", "interleave", "join", "permute", "ravel", "reshape",
         "split", "trans", "view", "slice")},

@@ -155,6 +155,24 @@ def test_block_ptr_carried_by_a_while_loop(iss_device):
     assert np.array_equal(out, want.reshape(5, 8).sum(0))
 
 
+@triton.jit
+def advance_if(x_ptr, n, far):
+    """A block pointer advanced in one branch of a run-time if (its offsets are merged)."""
+    p = tl.make_block_ptr(x_ptr, (n,), (1,), (0,), (8,), (0,))
+    if far > 0:
+        p = tl.advance(p, (far,))
+    tl.store(p, tl.arange(0, 8) + 1, boundary_check=(0,))
+
+
+@pytest.mark.parametrize("n, far", [(16, 0), (16, 5), (12, 7)])
+def test_block_ptr_advanced_in_one_branch(iss_device, n, far):
+    x = np.zeros(n, np.int32)
+    advance_if[(1,)](x, n, far)
+    want = np.zeros(n + 8, np.int32)
+    want[far:far + 8] = np.arange(1, 9)
+    assert np.array_equal(x, want[:n])
+
+
 @needs_ptxas
 def test_block_ptr_and_descriptor_ptx_pass_ptxas(tmp_path):
     ints = {n: I for n in ("M", "N", "K", "sam", "sak", "sbk", "sbn", "scm", "scn")}
@@ -165,6 +183,7 @@ def test_block_ptr_and_descriptor_ptx_pass_ptxas(tmp_path):
         (window, dict(x_ptr=P, o_ptr=P, y_ptr=P, R=I, C=I, r0=I, c0=I),
          dict(BR=16, BC=16, CHECK=(0, 1), PAD="nan")),
         (ragged_sum, dict(x_ptr=IP, out_ptr=IP, n=I), dict(B=128)),
+        (advance_if, dict(x_ptr=IP, n=I, far=I), {}),
     ]
     for kern, types, consts in cases:
         text = compile_function(kern.fn, types, consts, Target.ptx("sm_90"), 4).code

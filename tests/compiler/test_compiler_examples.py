@@ -14,6 +14,7 @@ SIZES = {
     "histogram": [7, 300, 1001],
     "transpose": [1, 9, 16, 21],
     "matmul": [1, 8, 13],
+    "matmul_autotune": [1, 13],
     "compaction": [1, 77, 1000],
 }
 CASES = [(name, size) for name, sizes in SIZES.items() for size in sizes]
