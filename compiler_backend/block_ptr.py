@@ -21,6 +21,8 @@ its base, shape and strides must stay those it entered the loop with.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from .errors import CompileError
 from .ir import F32, I1, I32
 from .lang_base import _int, _shape, builtin
@@ -65,28 +67,36 @@ def _same(a, b) -> bool:
     return a is b or (isinstance(a, int) and isinstance(b, int) and a == b)
 
 
-class BlockPointer:
-    """What ``tl.make_block_ptr`` returns: a window of ``block_shape`` elements into an
-    array; ``tl.advance`` moves it, ``tl.load``/``tl.store`` access it."""
+@dataclass(eq=False, repr=False)  # fields hold tiles: compare by identity
+class _Window:
+    """An array (``base``, ``shape``, ``strides`` in elements: Python ints or int32 scalar
+    tiles) read and written in ``block_shape`` blocks."""
 
-    _simtgpu_carry = True  # the front end carries it through loops (carry_parts/with_parts)
-
-    def __init__(self, ctx: Lowering, base: Tile, shape: tuple, strides: tuple,
-                 offsets: tuple, block_shape: tuple[int, ...], order: tuple[int, ...]):
-        self.ctx = ctx
-        self.base = base
-        self.shape = shape
-        self.strides = strides
-        self.offsets = offsets
-        self.block_shape = block_shape
-        self.order = order
+    ctx: Lowering
+    base: Tile
+    shape: tuple
+    strides: tuple
+    block_shape: tuple[int, ...]
 
     @property
     def dtype(self):
         return self.base.dtype.element_ty
 
     def __repr__(self) -> str:
-        return f"block_ptr<{self.base.type.pointee}, {list(self.block_shape)}>"
+        return f"{self.kind}<{self.base.type.pointee}, {list(self.block_shape)}>"
+
+
+@dataclass(eq=False, repr=False)
+class BlockPointer(_Window):
+    """What ``tl.make_block_ptr`` returns: a window of ``block_shape`` elements into an
+    array, its first element at ``offsets``; ``tl.advance`` moves it, ``tl.load``/
+    ``tl.store`` access it."""
+
+    _simtgpu_carry = True  # the front end carries it through loops (carry_parts/with_parts)
+    kind = "block_ptr"
+
+    offsets: tuple
+    order: tuple[int, ...]
 
     # --- loops carry the offsets -------------------------------------------------------------
     def carry_parts(self) -> list[Tile]:
@@ -94,8 +104,8 @@ class BlockPointer:
         return [o if isinstance(o, Tile) else self.ctx.to_tile(o) for o in self.offsets]
 
     def with_parts(self, parts: list[Tile]) -> BlockPointer:
-        return BlockPointer(self.ctx, self.base, self.shape, self.strides, tuple(parts),
-                            self.block_shape, self.order)
+        return BlockPointer(self.ctx, self.base, self.shape, self.strides, self.block_shape,
+                            tuple(parts), self.order)
 
     def check_carried(self, other, name: str, where: str = "the loop") -> None:
         """``other`` (the value at the end of a loop body, or in the other branch of an
@@ -180,8 +190,8 @@ def make_block_ptr(ctx: Lowering, base, shape, strides, offsets, block_shape, or
         raise CompileError("a block pointer needs at least one dimension")
     n = len(bs)
     return BlockPointer(ctx, b, _scalars(ctx, shape, n, "shape"),
-                        _scalars(ctx, strides, n, "strides"),
-                        _scalars(ctx, offsets, n, "offsets"), bs, _order(order, n))
+                        _scalars(ctx, strides, n, "strides"), bs,
+                        _scalars(ctx, offsets, n, "offsets"), _order(order, n))
 
 
 def advance(ctx: Lowering, base, offsets) -> BlockPointer:
@@ -231,31 +241,19 @@ def check_plain_access(kind: str, boundary_check, padding_option) -> None:
 
 
 # --- tensor descriptors ---------------------------------------------------------------------
-class tensor_descriptor:  # noqa: N801 - Triton's name for the type
+@dataclass(eq=False, repr=False)
+class tensor_descriptor(_Window):  # noqa: N801 - Triton's name for the type
     """What ``tl.make_tensor_descriptor`` returns: ``desc.load(offsets)`` reads a
     ``block_shape`` block at ``offsets`` (elements outside the array read as 0) and
     ``desc.store(offsets, value)`` writes one (elements outside are not written)."""
 
-    def __init__(self, ctx: Lowering, base: Tile, shape: tuple, strides: tuple,
-                 block_shape: tuple[int, ...]):
-        self.ctx = ctx
-        self.base = base
-        self.shape = shape
-        self.strides = strides
-        self.block_shape = block_shape
-
-    @property
-    def dtype(self):
-        return self.base.dtype.element_ty
-
-    def __repr__(self) -> str:
-        return f"tensor_descriptor<{self.base.type.pointee}, {list(self.block_shape)}>"
+    kind = "tensor_descriptor"
 
     def _block(self, offsets) -> BlockPointer:
         n = len(self.block_shape)
-        return BlockPointer(self.ctx, self.base, self.shape, self.strides,
+        return BlockPointer(self.ctx, self.base, self.shape, self.strides, self.block_shape,
                             _scalars(self.ctx, offsets, n, "descriptor offsets"),
-                            self.block_shape, tuple(reversed(range(n))))
+                            tuple(reversed(range(n))))
 
     def load(self, offsets, _ctx: Lowering | None = None) -> Tile:
         return load_tensor_descriptor.__wrapped__(self.ctx, self, offsets)

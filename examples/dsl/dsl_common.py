@@ -54,3 +54,15 @@ def close(got: np.ndarray, want: np.ndarray, rtol: float = 1e-5, atol: float = 1
     bad = int(np.count_nonzero(~(err <= tol)))
     worst = float(err.max()) if err.size else 0.0
     return bad == 0, f"{got.size} values, max abs error {worst:.3g}, {bad} outside tolerance"
+
+
+def check_matmul(matmul, size: int, seed: int):
+    """The matmul examples' run(): ``matmul(a, b) -> (c, stats)`` on random float32
+    operands of ragged sizes (size x size-1 @ size-1 x size+3) against NumPy."""
+    rng = np.random.default_rng(seed)
+    M, N, K = size, size + 3, size - 1 if size > 1 else 1
+    a = rng.standard_normal((M, K)).astype(np.float32)
+    b = rng.standard_normal((K, N)).astype(np.float32)
+    c, stats = matmul(a, b)
+    ok, detail = close(c, a.astype(np.float64) @ b.astype(np.float64), rtol=1e-4, atol=1e-4)
+    return ok, f"{M}x{K} @ {K}x{N}: {detail}", stats

@@ -7,7 +7,7 @@ import sys
 import numpy as np
 import simtgpu.compiler_backend as triton
 import simtgpu.compiler_backend.language as tl
-from dsl_common import close, main
+from dsl_common import check_matmul, main
 
 
 @triton.jit
@@ -70,13 +70,7 @@ def matmul(a: np.ndarray, b: np.ndarray, block: int = 8):
 
 
 def run(size: int, seed: int = 0):
-    rng = np.random.default_rng(seed)
-    M, N, K = size, size + 3, size - 1 if size > 1 else 1
-    a = rng.standard_normal((M, K)).astype(np.float32)
-    b = rng.standard_normal((K, N)).astype(np.float32)
-    c, stats = matmul(a, b)
-    ok, detail = close(c, a.astype(np.float64) @ b.astype(np.float64), rtol=1e-4, atol=1e-4)
-    return ok, f"{M}x{K} @ {K}x{N}: {detail}", stats
+    return check_matmul(matmul, size, seed)
 
 
 if __name__ == "__main__":

@@ -37,6 +37,18 @@ def generated_kernel(tmp_path: Path, stem: str, definition: str):
     return module.kern, src
 
 
+def compile_error(tmp_path: Path, stem: str, definition: str, types: dict):
+    """The ``SourceError`` that compiling the generated kernel ``definition`` (see
+    :func:`generated_kernel`) for this ISA raises; the test fails when it compiles."""
+    from simtgpu.compiler_backend.compiler import Target, compile_function
+    from simtgpu.errors import SourceError
+
+    kern, _ = generated_kernel(tmp_path, stem, definition)
+    with pytest.raises(SourceError) as e:
+        compile_function(kern.fn, types, {}, Target("isa", 8), 4)
+    return e.value
+
+
 def regress_seeds(request) -> range:
     """The seeds of a long random run: ``pytest -m regress tests/compiler --regress-n N
     --regress-seed S``."""

@@ -7,22 +7,16 @@ import numpy as np
 import pytest
 import simtgpu.compiler_backend as triton
 import simtgpu.compiler_backend.language as tl
+from compiler_helpers import example
 from simtgpu.compiler_backend.autotune import measure
 from simtgpu.compiler_backend.jit import LaunchError
 
-CONFIGS = [triton.Config({"BLOCK": 64}), triton.Config({"BLOCK": 8}, num_warps=1)]
+CONFIGS = [triton.Config({"BLOCK_SIZE": 64}), triton.Config({"BLOCK_SIZE": 8}, num_warps=1)]
+add = example("vector_add").add_kernel  # (x_ptr, y_ptr, output_ptr, n_elements, BLOCK_SIZE)
 
 
-@triton.jit
-def add(x_ptr, y_ptr, o_ptr, n, BLOCK: tl.constexpr):
-    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    m = offs < n
-    tl.store(o_ptr + offs, tl.load(x_ptr + offs, mask=m) + tl.load(y_ptr + offs, mask=m),
-             mask=m)
-
-
-def _grid(n):
-    return lambda meta: (triton.cdiv(n, meta["BLOCK"]),)
+def _grid(n, name="BLOCK_SIZE"):
+    return lambda meta: (triton.cdiv(n, meta[name]),)
 
 
 def _own_measures(dev, n):
@@ -37,7 +31,8 @@ def _own_measures(dev, n):
 
 def test_autotune_picks_the_config_with_fewer_instructions_per_key(iss_device):
     calls = []
-    tuned = triton.autotune(CONFIGS, key=["n"], pre_hook=lambda args: calls.append(args["n"]))(
+    tuned = triton.autotune(CONFIGS, key=["n_elements"],
+                            pre_hook=lambda args: calls.append(args["n_elements"]))(
         add)
     seen = {}
     for n in (8, 1000, 8):
@@ -108,25 +103,25 @@ def test_reset_to_zero_and_restore_value(iss_device):
     x = np.arange(40, dtype=np.int32)
     acc = np.zeros(1, np.int32)
     k = triton.autotune(cfgs, key=["n"], reset_to_zero=["acc_ptr"])(accumulate)
-    k[_grid(40)](x, acc, 40)
+    k[_grid(40, "BLOCK")](x, acc, 40)
     assert acc[0] == x.sum()  # not three times: benchmark runs were cleared
     y = np.arange(40, dtype=np.int32)
     k2 = triton.autotune(cfgs, key=["n"], restore_value=["x_ptr"])(bump)
-    k2[_grid(40)](y, 40)
+    k2[_grid(40, "BLOCK")](y, 40)
     assert np.array_equal(y, np.arange(40) + 1)  # bumped once, not three times
 
 
 def test_prune_configs_by(iss_device):
-    cfgs = [triton.Config({"BLOCK": b}) for b in (8, 16, 32, 64)]
+    cfgs = [triton.Config({"BLOCK_SIZE": b}) for b in (8, 16, 32, 64)]
     seen = []
 
     def early(configs, named):
         seen.append(len(configs))
-        return [c for c in configs if c.kwargs["BLOCK"] >= 16]
+        return [c for c in configs if c.kwargs["BLOCK_SIZE"] >= 16]
 
-    k = triton.autotune(cfgs, key=["n"], prune_configs_by={
+    k = triton.autotune(cfgs, key=["n_elements"], prune_configs_by={
         "early_config_prune": early,
-        "perf_model": lambda **kw: -kw["BLOCK"], "top_k": 1})(add)
+        "perf_model": lambda **kw: -kw["BLOCK_SIZE"], "top_k": 1})(add)
     x = np.ones(100, np.float32)
     o = np.zeros(100, np.float32)
     k[_grid(100)](x, x, o, 100)
@@ -135,20 +130,20 @@ def test_prune_configs_by(iss_device):
 
 
 def test_autotune_misuse_is_refused():
-    with pytest.raises(LaunchError, match=r"test_compiler_autotune.py:\d+: triton.autotune "
-                       "key names 'm', which is not a parameter of add"):
+    with pytest.raises(LaunchError, match=r"vector_add.py:\d+: triton.autotune "
+                       "key names 'm', which is not a parameter of add_kernel"):
         triton.autotune(CONFIGS, key=["m"])(add)
     with pytest.raises(LaunchError, match="prune_configs_by takes"):
-        triton.autotune(CONFIGS, key=["n"], prune_configs_by={"topk": 2})(add)
+        triton.autotune(CONFIGS, key=["n_elements"], prune_configs_by={"topk": 2})(add)
     with pytest.raises(LaunchError, match="custom do_bench is not supported"):
-        triton.autotune(CONFIGS, key=["n"], do_bench=lambda f: 0.0)
+        triton.autotune(CONFIGS, key=["n_elements"], do_bench=lambda f: 0.0)
     with pytest.raises(LaunchError, match="decorates a @triton.jit kernel"):
-        triton.autotune(CONFIGS, key=["n"])(lambda x: x)
-    with pytest.raises(LaunchError, match="not a parameter of add"):
+        triton.autotune(CONFIGS, key=["n_elements"])(lambda x: x)
+    with pytest.raises(LaunchError, match="not a parameter of add_kernel"):
         triton.heuristics({"BLOK": lambda a: 8})(add)
-    k = triton.autotune(CONFIGS, key=["n"])(add)
+    k = triton.autotune(CONFIGS, key=["n_elements"])(add)
     x = np.ones(8, np.float32)
-    with pytest.raises(LaunchError, match=r"\['BLOCK'\] are set by the autotuner"):
-        k[(1,)](x, x, x, 8, BLOCK=8)
-    with pytest.raises(LaunchError, match="launch it as add\\[grid\\]"):
+    with pytest.raises(LaunchError, match=r"\['BLOCK_SIZE'\] are set by the autotuner"):
+        k[(1,)](x, x, x, 8, BLOCK_SIZE=8)
+    with pytest.raises(LaunchError, match="launch it as add_kernel\\[grid\\]"):
         k(x, x, x, 8)

@@ -3,12 +3,13 @@
 One test, so that a parallel run builds the Verilator model in one worker only."""
 
 import pytest
+import simtgpu.compiler_backend as triton
 from compiler_helpers import current_device, example
 
 
 @pytest.mark.slow
 def test_examples_on_rtl():
-    with current_device("rtl"):
+    with current_device("rtl") as dev:
         for name, size in (("vector_add", 45), ("softmax", 41), ("matmul", 8),
                            ("histogram", 70), ("compaction", 77)):
             ok, detail, stats = example(name).run(size, seed=2)
@@ -22,3 +23,14 @@ def test_examples_on_rtl():
         y = np.zeros_like(x)
         k_collatz[(3,)](x, y, len(x), LIMIT=40, block=(32, 1, 1))
         assert y.tolist() == [_collatz(int(v), 40) for v in x]
+        # autotuning measures cycles on the RTL: it keeps the config with fewer cycles
+        from test_compiler_autotune import CONFIGS, _grid, _own_measures, add
+
+        tuned = triton.autotune(CONFIGS, key=["n"])(add)
+        xs = np.arange(64, dtype=np.float32)
+        o = np.zeros(64, np.float32)
+        tuned[_grid(64)](xs, xs, o, 64)
+        assert np.array_equal(o, xs + xs)
+        own = _own_measures(dev, 64)
+        assert [tuned.configs_timings[c] for c in CONFIGS] == own
+        assert tuned.best_config is CONFIGS[int(np.argmin(own))]
