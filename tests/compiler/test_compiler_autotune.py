@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import simtgpu.compiler_backend as triton
 import simtgpu.compiler_backend.language as tl
-from compiler_helpers import example
+from compiler_helpers import current_device, example
 from simtgpu.compiler_backend.autotune import measure
 from simtgpu.compiler_backend.jit import LaunchError
 
@@ -147,3 +147,16 @@ def test_autotune_misuse_is_refused():
         k[(1,)](x, x, x, 8, BLOCK_SIZE=8)
     with pytest.raises(LaunchError, match="launch it as add_kernel\\[grid\\]"):
         k(x, x, x, 8)
+
+
+def test_autotune_on_cuda_measures_time():
+    with current_device("cuda") as dev:
+        tuned = triton.autotune(CONFIGS, key=["n_elements"])(add)
+        x = np.arange(4096, dtype=np.float32)
+        o = np.zeros_like(x)
+        tuned[_grid(x.size)](x, x, o, x.size)
+        assert np.array_equal(o, x + x)
+        times = [tuned.configs_timings[c] for c in CONFIGS]
+        assert all(0 < t < 1 for t in times), times
+        assert tuned.best_config is CONFIGS[int(np.argmin(times))]
+        assert measure(dev, tuned[_grid(x.size)](x, x, o, x.size)) > 0
