@@ -167,10 +167,8 @@ class Autotuner(_Wrapper):
         out: list = []
         for k in self.keys:
             v = named.get(k)
-            out.append((tuple(v.shape), str(v.dtype)) if hasattr(v, "dtype")
-                       and hasattr(v, "shape") else v)
-        out += [str(v.dtype) for v in named.values() if hasattr(v, "dtype")
-                and hasattr(v, "shape")]
+            out.append((tuple(v.shape), str(v.dtype)) if _is_array(v) else v)
+        out += [str(v.dtype) for v in named.values() if _is_array(v)]
         return tuple(out)
 
     def prune_configs(self, named: dict) -> list[Config]:
@@ -253,6 +251,11 @@ class Autotuner(_Wrapper):
         if tuned:
             self._reset(named)
         return self._launch(config, args, kwargs, grid)
+
+
+def _is_array(v) -> bool:
+    """A NumPy array or a DeviceArray (not a NumPy scalar such as ``np.uint32(5)``)."""
+    return isinstance(v, np.ndarray) or hasattr(v, "to_host")
 
 
 def _copy(v):

@@ -21,6 +21,7 @@ its base, shape and strides must stay those it entered the loop with.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from .errors import CompileError
@@ -291,11 +292,9 @@ def _desc(desc) -> tensor_descriptor:
     return desc
 
 
-def _load_store():
-    # the plain tl.load/tl.store live in language.py, which imports this module
-    from .language import load, store
-
-    return load.__wrapped__, store.__wrapped__
+MEMORY_OPS: dict[str, Callable] = {}
+"""``tl.load`` and ``tl.store`` (unwrapped), registered by language.py: it imports this
+module, so this module cannot import it."""
 
 
 @builtin
@@ -303,8 +302,8 @@ def load_tensor_descriptor(ctx: Lowering, desc, offsets) -> Tile:
     """``desc.load(offsets)``: the block at ``offsets``, zeros outside the array."""
     d = _desc(desc)
     n = len(d.block_shape)
-    return _load_store()[0](ctx, d._block(offsets), boundary_check=tuple(range(n)),
-                            padding_option="zero")
+    return MEMORY_OPS["load"](ctx, d._block(offsets), boundary_check=tuple(range(n)),
+                              padding_option="zero")
 
 
 @builtin
@@ -316,7 +315,7 @@ def store_tensor_descriptor(ctx: Lowering, desc, offsets, value) -> None:
     if isinstance(v, Tile) and v.shape != d.block_shape:
         raise CompileError(f"storing a value of shape {list(v.shape)} through a descriptor "
                            f"of block shape {list(d.block_shape)}")
-    _load_store()[1](ctx, d._block(offsets), v, boundary_check=tuple(range(n)))
+    MEMORY_OPS["store"](ctx, d._block(offsets), v, boundary_check=tuple(range(n)))
 
 
 __all__ = ["BlockPointer", "advance", "block_access", "check_plain_access",

@@ -764,6 +764,7 @@ from .libmath import (  # noqa: E402, F401 - language names
     umulhi,
 )
 
+_block_ptr.MEMORY_OPS.update(load=load.__wrapped__, store=store.__wrapped__)
 tensor_descriptor = _block_ptr.tensor_descriptor
 make_block_ptr = builtin(_block_ptr.make_block_ptr)
 advance = builtin(_block_ptr.advance)

@@ -53,6 +53,9 @@ def test_autotune_picks_the_config_with_fewer_instructions_per_key(iss_device):
     assert calls == [8, 8, 1000, 1000]
     assert set(tuned.cache) == {(8, "float32", "float32", "float32"),
                                 (1000, "float32", "float32", "float32")}
+    # a NumPy scalar keys by its value, an array by its shape and dtype
+    assert tuned.key_of({"n_elements": np.uint32(9), "x_ptr": np.zeros(2, np.int32)}) == (
+        9, "int32")
 
 
 @triton.jit
