@@ -293,6 +293,18 @@ class AstToIr(LoopLowering):
         merged: list[tuple[str, Tile | object]] = []
         yields_t: list = []
         yields_e: list = []
+
+        def yield_both(n: str, tv, ev) -> tuple[tuple[int, ...], Type, int]:
+            """Yield ``tv`` from the then-branch and ``ev`` from the else-branch as one
+            shape and type; their place among the results."""
+            shape, ty = self.merge_type(n, [tv, ev], node)
+            self.ctx.b.block = tb
+            ts = self.as_tile(tv, shape, ty).materialize().slots
+            self.ctx.b.block = eb
+            yields_e.extend(self.as_tile(ev, shape, ty).materialize().slots)
+            yields_t.extend(ts)
+            return shape, ty, len(ts)
+
         for n in names:
             tv, ev = tenv.get(n, _MISSING), eenv.get(n, _MISSING)
             if tret:
@@ -307,32 +319,16 @@ class AstToIr(LoopLowering):
                     continue
                 if getattr(tv, "_simtgpu_carry", False):  # a block pointer: merge its parts
                     tv.check_carried(ev, n, "the branches of a run-time 'if'")
-                    parts = []
                     self.ctx.b.block = tb  # constant offsets become values in their branch
                     tparts = tv.carry_parts()
                     self.ctx.b.block = eb
-                    for tp, ep in zip(tparts, ev.carry_parts(), strict=True):
-                        shape, ty = self.merge_type(n, [tp, ep], node)
-                        self.ctx.b.block = tb
-                        ts = self.as_tile(tp, shape, ty).materialize().slots
-                        self.ctx.b.block = eb
-                        es = self.as_tile(ep, shape, ty).materialize().slots
-                        parts.append((shape, ty, len(ts)))
-                        yields_t += ts
-                        yields_e += es
-                    merged.append((n, _Parts(tv, parts)))
+                    merged.append((n, _Parts(tv, [yield_both(n, tp, ep) for tp, ep in zip(
+                        tparts, ev.carry_parts(), strict=True)])))
                     continue
                 if not (isinstance(tv, int | float) and isinstance(ev, int | float)):
                     raise self.error(node, f"'{n}' gets different compile-time values in the "
                                      "branches of a run-time 'if'")
-            shape, ty = self.merge_type(n, [tv, ev], node)
-            self.ctx.b.block = tb
-            ts = self.as_tile(tv, shape, ty).materialize().slots
-            self.ctx.b.block = eb
-            es = self.as_tile(ev, shape, ty).materialize().slots
-            merged.append((n, (shape, ty, len(ts))))
-            yields_t += ts
-            yields_e += es
+            merged.append((n, yield_both(n, tv, ev)))
         tb.append(ir.Op("yield", yields_t, []))
         eb.append(ir.Op("yield", yields_e, []))
         self.ctx.b.block = parent
