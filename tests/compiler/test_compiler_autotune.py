@@ -10,6 +10,7 @@ import simtgpu.compiler_backend.language as tl
 from compiler_helpers import current_device, example
 from simtgpu.compiler_backend.autotune import measure
 from simtgpu.compiler_backend.jit import LaunchError
+from simtgpu.errors import SimtgpuError
 
 CONFIGS = [triton.Config({"BLOCK_SIZE": 64}), triton.Config({"BLOCK_SIZE": 8}, num_warps=1)]
 add = example("vector_add").add_kernel  # (x_ptr, y_ptr, output_ptr, n_elements, BLOCK_SIZE)
@@ -130,6 +131,22 @@ def test_prune_configs_by(iss_device):
     k[_grid(100)](x, x, o, 100)
     assert seen == [4] and list(k.configs_timings) == [cfgs[3]]
     assert k.best_config is cfgs[3] and np.all(o == 2)
+
+
+def test_configs_that_cannot_run_are_skipped(iss_device):
+    too_many_threads = triton.Config({"BLOCK_SIZE": 64}, num_warps=8)  # 64 threads > 32
+    too_big = triton.Config({"BLOCK_SIZE": 1 << 14})  # more registers than a thread has
+    fits = triton.Config({"BLOCK_SIZE": 32}, num_warps=2)
+    k = triton.autotune([too_many_threads, too_big, fits], key=["n_elements"])(add)
+    x = np.arange(100, dtype=np.float32)
+    o = np.zeros_like(x)
+    k[_grid(100)](x, x, o, 100)
+    assert np.array_equal(o, x + x) and k.best_config is fits
+    assert k.configs_timings[too_many_threads] == k.configs_timings[too_big] == float("inf")
+    assert "at most 32" in str(k.config_errors[too_many_threads])
+    only_bad = triton.autotune([too_many_threads, too_big], key=["n_elements"])(add)
+    with pytest.raises(SimtgpuError, match="at most 32"):  # all fail: the first one's error
+        only_bad[_grid(100)](x, x, o, 100)
 
 
 def test_autotune_misuse_is_refused():
