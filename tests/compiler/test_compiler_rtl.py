@@ -26,7 +26,7 @@ def test_examples_on_rtl():
         # autotuning measures cycles on the RTL: it keeps the config with fewer cycles
         from test_compiler_autotune import CONFIGS, _grid, _own_measures, add
 
-        tuned = triton.autotune(CONFIGS, key=["n"])(add)
+        tuned = triton.autotune(CONFIGS, key=["n_elements"])(add)
         xs = np.arange(64, dtype=np.float32)
         o = np.zeros(64, np.float32)
         tuned[_grid(64)](xs, xs, o, 64)
