@@ -186,14 +186,14 @@ def render_statistics(stats: dict[str, Any]) -> str:
         return "\n".join(lines)
     lines.append("  per core (shares in % of the core's scheduler slots)")
     head = ["IPC", "issued", *STALLS, "slots"]
-    lines.append("    " + f"{'core':<6}" + "".join(f"{h:>12}" for h in head))
+    lines.append("    " + f"{'core':<6}" + "".join(f"{h:>11}" for h in head))
     total = {"core": "all", "ipc": stats["ipc"], "shares_percent": shares,
              "scheduler_slots": stats["scheduler_slots"]}
     for row in (*stats["per_core"], total):
         pct = row["shares_percent"] or {}
         cells = [f"{row['ipc']:.3f}", *(_fmt_pct(pct.get(k)) for k in ("issue", *STALLS)),
                  f"{row['scheduler_slots']:,}"]
-        lines.append("    " + f"{row['core']!s:<6}" + "".join(f"{c:>12}" for c in cells))
+        lines.append("    " + f"{row['core']!s:<6}" + "".join(f"{c:>11}" for c in cells))
     return "\n".join(lines)
 
 
