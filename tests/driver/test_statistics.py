@@ -4,6 +4,8 @@ own counts (LaunchStats through LaunchResult), the text report, and the picture.
 from __future__ import annotations
 
 import json
+import re
+from pathlib import Path
 
 import numpy as np
 from simtgpu.arch.command_queue import CoreCounter
@@ -117,6 +119,24 @@ def test_per_core_figures_from_counters(tmp_path) -> None:
     png = tmp_path / "cores.png"
     assert "per core" in plot_statistics(s, png)
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_schema_table_in_docs_names_every_key() -> None:
+    """docs/statistics.md's schema table lists exactly the keys of the JSON, and its
+    ``per_core`` row every key of a core's object."""
+    doc = (Path(__file__).parents[2] / "docs" / "statistics.md").read_text()
+    assert f"## JSON schema (`{SCHEMA}`)" in doc
+    table = doc[doc.index("| key | type | meaning |"):].split("\n\n")[0].splitlines()[2:]
+    rows = {}
+    for line in table:
+        cells = line.split(" | ")
+        for key in re.findall(r"`(\w+)`", cells[0]):
+            rows[key] = cells[2]
+    dev, res = _per_core_result()
+    stats = launch_statistics(res, dev.config)
+    assert set(rows) == set(stats)
+    for key in stats["per_core"][0]:
+        assert f"`{key}`" in rows["per_core"], key
 
 
 def test_plot_must_be_png(capsys):
