@@ -37,7 +37,7 @@ MAX_QUEUE_ENTRIES = 4096
 
 DEVICE_ID = 0x53475055  # 'SGPU' read as a big-endian string: 0x53 'S', 0x47 'G', ...
 VERSION_MAJOR = 2  # 2: w13/w14 carry the launched module's code range (were reserved)
-VERSION_MINOR = 0
+VERSION_MINOR = 1  # 1: per-core performance counters (CORE_COUNTERS_BASE)
 VERSION = (VERSION_MAJOR << 16) | VERSION_MINOR
 
 
@@ -98,8 +98,58 @@ class Mmio(IntEnum):
 
 
 PERF_COUNTERS: tuple[Mmio, ...] = tuple(m for m in Mmio if m >= Mmio.CYCLES_LO)
-MMIO_SPAN = 0x100
+
+
+class CoreCounter(IntEnum):
+    """Byte offsets of the per-core performance counters inside one core's window (RO,
+    32 bits, modulo 2**32, zeroed with the GPU-wide ones). Each is the share of core ``i`` of
+    the GPU-wide counter of the same name (:meth:`total`): summed over the cores, modulo
+    2**32, they give that counter. Cycles stay GPU-wide (every core sees the same clock)."""
+
+    INSTRUCTIONS = 0x00
+    THREAD_INSTRUCTIONS = 0x04
+    STALL_SCOREBOARD = 0x08
+    STALL_MEMORY = 0x0C
+    STALL_BARRIER = 0x10
+    STALL_STRUCTURAL = 0x14
+    STALL_IDLE = 0x18
+    MEM_TRANSACTIONS = 0x1C
+    DIVERGENCE_EVENTS = 0x20
+    BARRIERS = 0x24
+
+    @property
+    def total(self) -> Mmio:
+        """The GPU-wide counter this one is a per-core share of."""
+        return Mmio[self.name]
+
+
+CORE_COUNTERS_BASE = 0x800
+"""MMIO byte offset of core 0's counter window; core ``i``'s starts ``i * CORE_COUNTERS_STRIDE``
+further on (:func:`core_counter_offset`)."""
+CORE_COUNTERS_STRIDE = 0x40
+MMIO_SPAN = 0x1000
 """Size of the register window; offsets inside it that no register names read as 0."""
+MMIO_ADDR_BITS = (MMIO_SPAN - 1).bit_length()
+"""Width of the MMIO byte address (``rtl.signatures.mmio_signature``)."""
+MAX_COUNTER_CORES = (MMIO_SPAN - CORE_COUNTERS_BASE) // CORE_COUNTERS_STRIDE
+"""Cores whose counter windows fit in the register window; a device with more is refused."""
+
+
+def core_counter_offset(core: int, counter: CoreCounter) -> int:
+    """MMIO byte offset of ``counter`` of core ``core``."""
+    if not 0 <= core < MAX_COUNTER_CORES:
+        raise ValueError(f"core {core} has no counter window (the map holds cores "
+                         f"0..{MAX_COUNTER_CORES - 1})")
+    return CORE_COUNTERS_BASE + core * CORE_COUNTERS_STRIDE + counter
+
+
+def _check_counter_map() -> None:
+    assert max(PERF_COUNTERS) < CORE_COUNTERS_BASE
+    assert max(CoreCounter) + 4 <= CORE_COUNTERS_STRIDE
+    assert all(c.total in PERF_COUNTERS for c in CoreCounter)
+
+
+_check_counter_map()
 
 
 class Status(IntEnum):
@@ -337,6 +387,20 @@ def record_table_markdown() -> str:
         applies = "LAUNCH" if f.launch else "all"
         rows.append(f"| {words} | {f.label} | {bits} | {', '.join(rules) or '-'} | {applies} "
                     f"| {f.meaning} |")
+    return "\n".join(rows) + "\n"
+
+
+def core_counter_table_markdown() -> str:
+    """The per-core counter window table in docs/command-queue.md (``simtgpu command-queue``
+    prints it after the record table)."""
+    rows = ["| offset in a core's window | counter | its sum over the cores |",
+            "| --- | --- | --- |"]
+    rows += [f"| 0x{c.value:02X} | {c.name} | {c.total.name} (0x{int(c.total):02X}) |"
+             for c in CoreCounter]
+    last = MAX_COUNTER_CORES - 1
+    rows.append(f"| window of core *i* | 0x{CORE_COUNTERS_BASE:03X} + *i* x "
+                f"0x{CORE_COUNTERS_STRIDE:02X} | *i* = 0..{last}; core {last} at "
+                f"0x{core_counter_offset(last, CoreCounter(0)):03X} |")
     return "\n".join(rows) + "\n"
 
 

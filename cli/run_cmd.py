@@ -5,8 +5,8 @@
 
 Arguments are matched to the kernel's parameters by name (see driver_model/argspec.py for
 the forms). A kernel fault prints the fault report and exits 1. ``--stats`` adds IPC and the
-stall shares, ``--json``/``--stats-json FILE`` write the same as JSON (docs/statistics.md),
-``--plot FILE.png`` draws them (driver_model/statistics.py).
+stall shares, per core and in total, ``--json``/``--stats-json FILE`` write the same as JSON
+(docs/statistics.md), ``--plot FILE.png`` draws them (driver_model/statistics.py).
 """
 
 from __future__ import annotations
@@ -48,7 +48,8 @@ def register(subparsers: Any) -> None:
                    help="with --backend rtl: device-memory timing of the DRAM model (default "
                    "ideal; docs/memory-system.md)")
     p.add_argument("--stats", action="store_true",
-                   help="print the launch statistics: counts, IPC, stall shares")
+                   help="print the launch statistics: counts, IPC and stall shares per core "
+                   "and in total")
     p.add_argument("--json", action="store_true",
                    help="write the statistics as JSON on stdout (the run's other messages "
                    "go to stderr); schema in docs/statistics.md")
@@ -56,7 +57,8 @@ def register(subparsers: Any) -> None:
                    help="write the statistics as JSON into FILE")
     p.add_argument("--plot", metavar="FILE.png",
                    help="draw the statistics (needs matplotlib: the 'plot' extra): on the RTL "
-                   "the stall breakdown and the issue rate over time, on the ISS the "
+                   "the stall breakdown per core and in total and the issue rate over time, on the "
+                   "ISS the "
                    "instruction mix")
     p.add_argument("--seed", type=_seed, default=0, help="seed for :rand initialisers")
     p.add_argument("--budget", type=int, default=None, metavar="N",

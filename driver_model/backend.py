@@ -30,6 +30,10 @@ class Backend(ABC):
     Device then neither probes registers nor sets up the ring, uses only ``read``/``write``
     and ``run_until_idle`` for memory and waiting, and refuses ISA launches. The backend
     brings its own launch methods. Its ``mmio_*`` may raise."""
+    per_core_counters: bool = False
+    """True when the per-core counter windows (``arch.command_queue.CoreCounter``) hold what
+    each core did: the Device then reads them around a launch (``LaunchResult.per_core``).
+    A backend without a model of which core runs which block leaves it False."""
 
     @abstractmethod
     def mmio_read(self, offset: int) -> int:

@@ -59,6 +59,7 @@ class RtlBackend(Backend):
     """Device model on the Verilator build of the RTL."""
 
     name = "rtl"
+    per_core_counters = True
 
     def __init__(self, config: GpuConfig, waves: str | Path | None = None,
                  max_cycles: int = 200_000_000, instruction_budget: int | None = None,

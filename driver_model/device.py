@@ -390,6 +390,7 @@ class Device:
                               f"{type(trace).__name__}")
         self.synchronize()
         before = self._read_counters()
+        before_cores = self._read_core_counters()
         sink = None
         with contextlib.ExitStack() as stack:
             if isinstance(trace, (str, os.PathLike)):
@@ -410,6 +411,10 @@ class Device:
                               "trace is incomplete)")
         after = self._read_counters()
         delta = {k: (after[k] - before[k]) & _MASK32 for k in after}
+        per_core = None
+        if before_cores is not None:
+            per_core = [{k: (a[k] - b[k]) & _MASK32 for k in a}
+                        for a, b in zip(self._read_core_counters(), before_cores, strict=True)]
         cycles = ((after["cycles_hi"] << 32 | after["cycles_lo"])
                   - (before["cycles_hi"] << 32 | before["cycles_lo"]))
         details = self.backend.command_details(fence)
@@ -419,7 +424,8 @@ class Device:
             wall_s=wall, instructions=delta["instructions"],
             thread_instructions=delta["thread_instructions"], cycles=cycles,
             divergence_events=delta["divergence_events"],
-            per_opcode=dict(details.get("per_opcode", {})), counters=delta, details=details)
+            per_opcode=dict(details.get("per_opcode", {})), counters=delta, details=details,
+            per_core=per_core)
 
     @_locked
     def launch_async(self, kernel: Kernel, grid: Any = 1, block: Any = 1, args: Any = (),
@@ -563,6 +569,14 @@ class Device:
 
     def _read_counters(self) -> dict[str, int]:
         return {m.name.lower(): self.backend.mmio_read(m) for m in cq.PERF_COUNTERS}
+
+    def _read_core_counters(self) -> list[dict[str, int]] | None:
+        """Every core's counter window, or None where the backend has no per-core counters."""
+        if not self.backend.per_core_counters:
+            return None
+        read = self.backend.mmio_read
+        return [{c.name.lower(): read(cq.core_counter_offset(i, c)) for c in cq.CoreCounter}
+                for i in range(self.config.cores)]
 
 
 def _disassemble(word: int, pc: int, module: Module | None) -> str:

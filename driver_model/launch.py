@@ -37,7 +37,9 @@ class LaunchResult:
 
     ``instructions`` counts warp-instructions; ``thread_instructions`` sums the executing
     lanes of each. ``counters`` holds every performance-counter delta by name (lower case);
-    ``details`` is backend-specific (the ISS's LaunchStats fields).
+    ``per_core`` the deltas of each core's counter window (``arch.command_queue.CoreCounter``
+    names, lower case; cycles are GPU-wide), or None where the backend has no per-core
+    counters (the ISS); ``details`` is backend-specific (the ISS's LaunchStats fields).
     """
 
     kernel: str
@@ -53,6 +55,7 @@ class LaunchResult:
     per_opcode: dict[str, int] = field(default_factory=dict)
     counters: dict[str, int] = field(default_factory=dict)
     details: dict[str, Any] = field(default_factory=dict)
+    per_core: list[dict[str, int]] | None = None
 
     @property
     def thread_instructions_per_s(self) -> float:

@@ -3,12 +3,13 @@ over the launch; as text (``simtgpu run --stats``), as JSON (``--json``, ``--sta
 schema in docs/statistics.md) and as a picture (``--plot``).
 
 Every figure comes from the device's own performance counters (the deltas in
-:attr:`LaunchResult.counters <simtgpu.driver_model.launch.LaunchResult>`), so the ISS and the
-RTL report through the same code. The counters are GPU-wide (the hardware sums its cores), so
-per-core figures are averages over the cores. Each core's scheduler, every cycle of a launch,
-either issues or charges the cycle to exactly one stall reason: the shares are of those
-scheduler slots (issued warp-instructions plus stall slots). The ISS is functional: it
-counts instructions but has no cycles and no stalls, and says so.
+:attr:`LaunchResult.counters <simtgpu.driver_model.launch.LaunchResult>` and, per core,
+``LaunchResult.per_core``), so the ISS and the RTL report through the same code. Each core's
+scheduler, every cycle of a launch, either issues or charges the cycle to exactly one stall
+reason: the shares are of those scheduler slots (issued warp-instructions plus stall slots),
+per core from its own counter window and in total from the GPU-wide counters. The ISS is
+functional: it counts instructions but has no cycles, no stalls and no per-core counters (it
+does not model which core runs a block), and says so.
 
 On the RTL, :class:`CounterTimeline` samples the counters while the launch runs (it reads
 registers between stretches of simulated cycles, which does not change the launch's cycle
@@ -31,7 +32,7 @@ from .launch import LaunchResult
 __all__ = ["SCHEMA", "STALLS", "CounterTimeline", "launch_statistics", "plot_statistics",
            "render_statistics", "write_statistics_json"]
 
-SCHEMA = "simtgpu.launch-statistics/1"
+SCHEMA = "simtgpu.launch-statistics/2"
 STALLS = ("scoreboard", "memory", "barrier", "structural", "idle")
 """The stall reasons of the performance counters (``STALL_<REASON>``), in report order."""
 
@@ -91,18 +92,39 @@ def _pct(part: float, whole: float) -> float | None:
     return round(100.0 * part / whole, 2) if whole else None
 
 
+def _slots(instructions: int, stalls: dict[str, int]) -> tuple[int, dict[str, Any] | None]:
+    """Scheduler slots (issued + stalled) and the share of each, in percent (None: no slots)."""
+    slots = instructions + sum(stalls.values())
+    if not slots:
+        return slots, None
+    shares = {"issue": _pct(instructions, slots)}
+    shares.update({s: _pct(n, slots) for s, n in stalls.items()})
+    return slots, shares
+
+
+def _core_statistics(core: int, c: dict[str, int], cycles: int) -> dict[str, Any]:
+    """One core's figures from its counter window deltas (``LaunchResult.per_core[core]``)."""
+    stalls = {s: c[f"stall_{s}"] for s in STALLS}
+    slots, shares = _slots(c["instructions"], stalls)
+    return {"core": core, "warp_instructions": c["instructions"],
+            "thread_instructions": c["thread_instructions"],
+            "ipc": round(c["instructions"] / cycles, 4), "scheduler_slots": slots,
+            "stalls": stalls, "shares_percent": shares,
+            "mem_transactions": c["mem_transactions"],
+            "divergence_events": c["divergence_events"], "barriers": c["barriers"]}
+
+
 def launch_statistics(res: LaunchResult, config: GpuConfig,
                       timeline: CounterTimeline | None = None) -> dict[str, Any]:
     """The statistics of one launch as a JSON-ready dict (schema: docs/statistics.md)."""
     c = res.counters
     timed = res.cycles > 0
     stalls = {s: c.get(f"stall_{s}", 0) for s in STALLS} if timed else None
-    slots = res.instructions + sum(stalls.values()) if stalls is not None else 0
-    shares = None
-    if stalls is not None and slots:
-        shares = {"issue": _pct(res.instructions, slots)}
-        shares.update({s: _pct(n, slots) for s, n in stalls.items()})
+    slots, shares = _slots(res.instructions, stalls) if stalls is not None else (0, None)
     cores = config.cores
+    per_core = None
+    if timed and res.per_core is not None:
+        per_core = [_core_statistics(i, pc, res.cycles) for i, pc in enumerate(res.per_core)]
     out: dict[str, Any] = {
         "schema": SCHEMA,
         "kernel": res.kernel,
@@ -125,16 +147,20 @@ def launch_statistics(res: LaunchResult, config: GpuConfig,
         "wall_s": round(res.wall_s, 6),
         "counters": dict(c),
         "per_opcode": dict(res.per_opcode),
+        "per_core": per_core,
         "timeline": None,
         "notes": [],
     }
     if not timed:
         why = " (the ISS is functional)" if res.backend == "iss" else ""
         out["notes"].append(f"the {res.backend} backend counts no cycles{why}, so no IPC, "
-                            "stalls or timeline")
-    else:
-        out["notes"].append("the performance counters are GPU-wide (summed over the cores): "
+                            "stalls, per-core figures or timeline")
+    elif per_core is None:
+        out["notes"].append(f"the {res.backend} backend has no per-core counters: "
                             "ipc_per_core is the average over the cores")
+    else:
+        out["notes"].append("per_core: each core's own counters (they add up to the GPU-wide "
+                            "ones); ipc_per_core is their average")
     if timeline is not None and timed:
         out["timeline"] = {"interval_cycles": timeline.interval,
                            "samples": timeline.intervals()}
@@ -148,15 +174,31 @@ def render_statistics(stats: dict[str, Any]) -> str:
         return f"  IPC, stall shares     n/a: {stats['notes'][0]}"
     lines = [f"  IPC (GPU)            {stats['ipc']:.3f} warp-instructions/cycle "
              f"over {cfg['cores']} core{'s' if cfg['cores'] != 1 else ''}",
-             f"  IPC per core         {stats['ipc_per_core']:.3f} (average; the counters are "
-             "GPU-wide)",
+             f"  IPC per core         {stats['ipc_per_core']:.3f} (average)",
              f"  scheduler slots      {stats['scheduler_slots']:,} (issue + stall, all cores)"]
     shares = stats["shares_percent"] or {}
     for name, pct in shares.items():
         n = stats["warp_instructions"] if name == "issue" else stats["stalls"][name]
         label = "issued" if name == "issue" else f"stall {name}"
         lines.append(f"    {label:<18} {pct:6.2f} %  ({n:,})")
+    if stats["per_core"] is None:
+        lines.append(f"  per core             n/a: {stats['notes'][0]}")
+        return "\n".join(lines)
+    lines.append("  per core (shares in % of the core's scheduler slots)")
+    head = ["IPC", "issued", *STALLS, "slots"]
+    lines.append("    " + f"{'core':<6}" + "".join(f"{h:>11}" for h in head))
+    total = {"core": "all", "ipc": stats["ipc"], "shares_percent": shares,
+             "scheduler_slots": stats["scheduler_slots"]}
+    for row in (*stats["per_core"], total):
+        pct = row["shares_percent"] or {}
+        cells = [f"{row['ipc']:.3f}", *(_fmt_pct(pct.get(k)) for k in ("issue", *STALLS)),
+                 f"{row['scheduler_slots']:,}"]
+        lines.append("    " + f"{row['core']!s:<6}" + "".join(f"{c:>11}" for c in cells))
     return "\n".join(lines)
+
+
+def _fmt_pct(value: float | None) -> str:
+    return "-" if value is None else f"{value:.2f}"
 
 
 def write_statistics_json(stats: dict[str, Any], path: str | Path) -> None:
@@ -203,26 +245,38 @@ def plot_statistics(stats: dict[str, Any], path: str | Path) -> str:
         what = "the instruction mix per opcode (the ISS has no cycles, so no stalls)"
     else:
         samples = (stats["timeline"] or {}).get("samples") or []
-        fig, axes = plt.subplots(3 if samples else 1, 1, figsize=(9, 8 if samples else 2.6),
-                                 squeeze=False, gridspec_kw={"height_ratios": [1, 2, 2][
+        # one stacked bar per core (its own counters), then the GPU total, top to bottom
+        bars = [(f"core {r['core']}  IPC {r['ipc']:.3f}", r["shares_percent"])
+                for r in stats["per_core"] or []]
+        bars.append((f"{'all ' + cores if cfg['cores'] > 1 else cores}  IPC "
+                     f"{stats['ipc']:.3f}", stats["shares_percent"]))
+        top = 0.45 * len(bars) + 1.6
+        fig, axes = plt.subplots(3 if samples else 1, 1,
+                                 figsize=(9, top + (5.4 if samples else 0)), squeeze=False,
+                                 gridspec_kw={"height_ratios": [top, 2.7, 2.7][
                                      :3 if samples else 1]})
         ax = axes[0][0]
-        left = 0.0
-        for name, pct in stats["shares_percent"].items():
-            ax.barh([cores if cfg["cores"] == 1 else f"all {cores}"], [pct], left=left,
-                    color=_COLOURS[name],
+        bars.reverse()  # barh draws the first bar at the bottom
+        labels = [label for label, _ in bars]
+        left = [0.0] * len(bars)
+        for name in ("issue", *STALLS):
+            row = [(sh or {}).get(name) or 0.0 for _, sh in bars]
+            ax.barh(labels, row, left=left, color=_COLOURS[name],
                     label=("issued" if name == "issue" else name))
-            if pct >= 4:
-                ax.text(left + pct / 2, 0, f"{pct:.0f}%", ha="center", va="center",
-                        fontsize=8, color="white")
-            left += pct
+            for y, (x0, pct) in enumerate(zip(left, row, strict=True)):
+                if pct >= 4:
+                    ax.text(x0 + pct / 2, y, f"{pct:.0f}%", ha="center", va="center",
+                            fontsize=8, color="white")
+            left = [x0 + pct for x0, pct in zip(left, row, strict=True)]
         ax.set_xlim(0, 100)
         ax.set_xlabel("share of scheduler slots (%)")
-        ax.legend(ncol=6, fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.45))
+        ax.legend(fontsize=8, loc="center left", bbox_to_anchor=(1.01, 0.5))
+        per = ("per core from each core's counters" if stats["per_core"] is not None
+               else "no per-core counters on this backend")
         ax.set_title(f"{title}\n{stats['cycles']:,} cycles, IPC {stats['ipc']:.3f} "
-                     f"({stats['ipc_per_core']:.3f} per core); counters are GPU-wide",
-                     fontsize=10)
-        what = "the stall breakdown of all cores (the counters are GPU-wide)"
+                     f"({stats['ipc_per_core']:.3f} per core); {per}", fontsize=10)
+        what = ("the stall breakdown per core and of all cores" if stats["per_core"] is not None
+                else "the stall breakdown of all cores")
         if samples:  # one bar per sampled stretch, as wide as its cycles
             ends = [s["end_cycle"] for s in samples]
             widths = [s["cycles"] for s in samples]

@@ -145,6 +145,7 @@ class Gpu(wiring.Component):
             perf.command_done.eq(host.command_done),
             perf.reset.eq(host.counters_reset),
             perf.addr.eq(self.mmio.addr),
+            perf.re.eq(host.perf_re),
             host.perf_rdata.eq(perf.rdata),
             self.busy.eq(host.busy),
             self.fault.eq(host.fault),

@@ -99,8 +99,10 @@ class HostInterface(wiring.Component):
         Every core is drained and the interconnect has nothing outstanding.
     core_start, core_halt, core_flush: ``Out(1)``
         Broadcast core controls.
-    perf_rdata: ``In(32)``
-        Counter value at ``mmio.addr`` (from the perf counters, which decode the address).
+    perf_re: ``Out(1)``; perf_rdata: ``In(32)``
+        A register read starts (``mmio.addr`` is valid); the perf counters decode the address
+        and answer in ``perf_rdata`` the next cycle, 0 when it names no counter. The host's
+        own registers read 0 there, so the two are ORed.
     counters_reset, command_done: ``Out(1)``
         Pulses for the perf counters.
     busy, fault, idle: ``Out(1)``
@@ -126,6 +128,7 @@ class HostInterface(wiring.Component):
             "core_start": Out(1),
             "core_halt": Out(1),
             "core_flush": Out(1),
+            "perf_re": Out(1),
             "perf_rdata": In(32),
             "counters_reset": Out(1),
             "command_done": Out(1),
@@ -177,11 +180,12 @@ class HostInterface(wiring.Component):
         rdata = Signal(32)
         m.d.comb += [
             bus.ready.eq(ack),
-            bus.rdata.eq(Mux(ack_imem_read, sh_r.data, rdata)),
+            bus.rdata.eq(Mux(ack_imem_read, sh_r.data, rdata | self.perf_rdata)),
         ]
         take = Signal()
         m.d.comb += take.eq((bus.we | bus.re) & ~ack)
         m.d.sync += [ack.eq(take), ack_imem_read.eq(take & bus.re & (bus.addr == Mmio.IMEM_DATA))]
+        m.d.comb += self.perf_re.eq(take & bus.re)
 
         status = Signal(32)
         busy = Signal()
@@ -211,8 +215,8 @@ class HostInterface(wiring.Component):
                 for reg, value in read_map.items():
                     with m.Case(reg):
                         m.d.sync += rdata.eq(value)
-                with m.Default():
-                    m.d.sync += rdata.eq(Mux(bus.addr >= Mmio.CYCLES_LO, self.perf_rdata, 0))
+                with m.Default():  # the perf counters' offsets, or none: perf_rdata answers
+                    m.d.sync += rdata.eq(0)
 
         # Instruction-memory writes: MMIO IMEM_DATA, or the backdoor.
         with m.If(self.imem_bd.we):

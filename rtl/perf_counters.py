@@ -1,9 +1,17 @@
-"""Performance counters, summed over the cores and read through MMIO.
+"""Performance counters, GPU-wide and per core, read through MMIO.
 
 The counter set and addresses are ``simtgpu.arch.command_queue.PERF_COUNTERS``
-(CYCLES_LO/HI at 0x80, then one 32-bit counter per event). Counters run free modulo 2**32 (the
+(CYCLES_LO/HI at 0x80, then one 32-bit GPU-wide counter per event) and, per core, the
+:class:`~simtgpu.arch.command_queue.CoreCounter` window of that core
+(:func:`~simtgpu.arch.command_queue.core_counter_offset`). Counters run free modulo 2**32 (the
 cycle count is 64-bit) and are zeroed by ``reset`` (CONTROL.RESET_COUNTERS); the driver
-subtracts a before-launch reading from an after-launch one.
+subtracts a before-launch reading from an after-launch one. A GPU-wide counter is kept in its
+own register (it counts exactly what the per-core ones of its name count, summed), so reading
+it costs no adder over the cores.
+
+The read is registered: ``rdata`` holds the counter at ``addr`` in the cycle after ``re`` and
+0 in every other cycle, so the host interface ORs it into its own read data. The decode is
+one ``Switch`` over the address (no array index over the cores), cheap to evaluate.
 
 Retired instructions and thread instructions (popcount of the executing lanes) come from the
 cores' retire ports; stall reasons, memory transactions, divergences and barriers from the
@@ -16,7 +24,14 @@ from __future__ import annotations
 from amaranth.hdl import Module, Signal
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
-from simtgpu.arch.command_queue import PERF_COUNTERS, Mmio
+from simtgpu.arch.command_queue import (
+    MAX_COUNTER_CORES,
+    MMIO_ADDR_BITS,
+    PERF_COUNTERS,
+    CoreCounter,
+    Mmio,
+    core_counter_offset,
+)
 
 from .configs import RtlConfig
 from .signatures import perf_layout
@@ -53,11 +68,15 @@ class PerfCounters(wiring.Component):
         A command completed: counts COMMANDS.
     reset: ``In(1)``
         Zero every counter.
-    addr: ``In(8)``; rdata: ``Out(32)``
-        Combinational read of the counter at MMIO offset ``addr`` (0 elsewhere).
+    addr: ``In(MMIO_ADDR_BITS)``; re: ``In(1)``; rdata: ``Out(32)``
+        A read of MMIO offset ``addr`` when ``re`` is high: ``rdata`` holds the counter the
+        cycle after (0 for an offset that names no counter, and 0 in cycles after no read).
     """
 
     def __init__(self, cfg: RtlConfig):
+        if cfg.cores > MAX_COUNTER_CORES:
+            raise ValueError(f"{cfg.cores} cores: the MMIO map has counter windows for at most "
+                             f"{MAX_COUNTER_CORES}")
         self.cfg = cfg
         super().__init__({
             "core_perf": In(perf_layout()).array(cfg.cores),
@@ -67,7 +86,8 @@ class PerfCounters(wiring.Component):
             "active": In(1),
             "command_done": In(1),
             "reset": In(1),
-            "addr": In(8),
+            "addr": In(MMIO_ADDR_BITS),
+            "re": In(1),
             "rdata": Out(32),
         })
 
@@ -77,35 +97,49 @@ class PerfCounters(wiring.Component):
         cycles = Signal(64)
         counters = {reg: Signal(32, name=reg.name.lower())
                     for reg in PERF_COUNTERS if reg not in (Mmio.CYCLES_LO, Mmio.CYCLES_HI)}
+        per_core = [{c: Signal(32, name=f"core{i}_{c.name.lower()}") for c in CoreCounter}
+                    for i in range(cfg.cores)]
 
-        incr: dict[Mmio, object] = {}
-        for reg, field in _STROBE.items():
-            incr[reg] = sum(getattr(self.core_perf[i], field) for i in range(cfg.cores)) \
-                * self.active
-        incr[Mmio.INSTRUCTIONS] = sum(self.retire_valid[i] for i in range(cfg.cores))
-        lanes_retired = []
+        # each core's increments per counter, then the GPU-wide ones as their sums
+        core_incr: list[dict[CoreCounter, object]] = []
         for i in range(cfg.cores):
+            inc: dict[CoreCounter, object] = {
+                CoreCounter[reg.name]: getattr(self.core_perf[i], field) & self.active
+                for reg, field in _STROBE.items()}
+            inc[CoreCounter.INSTRUCTIONS] = self.retire_valid[i]
             ex = self.retire_exec[i]
-            lanes_retired.append(
-                sum(ex[lane] for lane in range(cfg.lanes)) * self.retire_valid[i])
-        incr[Mmio.THREAD_INSTRUCTIONS] = sum(lanes_retired)
+            inc[CoreCounter.THREAD_INSTRUCTIONS] = \
+                sum(ex[lane] for lane in range(cfg.lanes)) * self.retire_valid[i]
+            assert set(inc) == set(CoreCounter), set(inc) ^ set(CoreCounter)
+            core_incr.append(inc)
+        incr: dict[Mmio, object] = {
+            c.total: sum(inc[c] for inc in core_incr) for c in CoreCounter}
         incr[Mmio.COMMANDS] = self.command_done
         assert set(incr) == set(counters), set(counters) ^ set(incr)
 
         with m.If(self.reset):
             m.d.sync += cycles.eq(0)
             m.d.sync += [c.eq(0) for c in counters.values()]
+            m.d.sync += [c.eq(0) for regs in per_core for c in regs.values()]
         with m.Else():
             with m.If(self.busy):
                 m.d.sync += cycles.eq(cycles + 1)
             m.d.sync += [c.eq(c + incr[reg]) for reg, c in counters.items()]
+            for regs, inc in zip(per_core, core_incr, strict=True):
+                m.d.sync += [c.eq(c + inc[name]) for name, c in regs.items()]
 
-        with m.Switch(self.addr):
-            with m.Case(Mmio.CYCLES_LO):
-                m.d.comb += self.rdata.eq(cycles[:32])
-            with m.Case(Mmio.CYCLES_HI):
-                m.d.comb += self.rdata.eq(cycles[32:])
-            for reg, c in counters.items():
-                with m.Case(reg):
-                    m.d.comb += self.rdata.eq(c)
+        m.d.sync += self.rdata.eq(0)
+        with m.If(self.re):
+            with m.Switch(self.addr):
+                with m.Case(Mmio.CYCLES_LO):
+                    m.d.sync += self.rdata.eq(cycles[:32])
+                with m.Case(Mmio.CYCLES_HI):
+                    m.d.sync += self.rdata.eq(cycles[32:])
+                for reg, c in counters.items():
+                    with m.Case(reg):
+                        m.d.sync += self.rdata.eq(c)
+                for i, regs in enumerate(per_core):
+                    for name, c in regs.items():
+                        with m.Case(core_counter_offset(i, name)):
+                            m.d.sync += self.rdata.eq(c)
         return m

@@ -24,6 +24,7 @@ from __future__ import annotations
 from amaranth.hdl import unsigned
 from amaranth.lib import data, enum, stream, wiring
 from amaranth.lib.wiring import In, Out
+from simtgpu.arch.command_queue import MMIO_ADDR_BITS
 from simtgpu.isa.instructions import ATOMIC_OPS
 
 from .configs import RtlConfig
@@ -142,7 +143,7 @@ def block_dispatch_signature() -> wiring.Signature:
 
 # --- host MMIO bus -------------------------------------------------------------------------
 
-def mmio_signature(addr_bits: int = 8) -> wiring.Signature:
+def mmio_signature(addr_bits: int = MMIO_ADDR_BITS) -> wiring.Signature:
     """The host's register bus, seen from the host.
 
     A transaction starts on a cycle where ``we`` or ``re`` is high while the device is idle;

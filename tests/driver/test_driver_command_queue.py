@@ -127,8 +127,11 @@ def test_record_table_in_docs_is_current(capsys):
     table = cq.record_table_markdown()
     assert table in doc, ("the record table in docs/command-queue.md is out of date with "
                           "arch/command_queue.py: paste the output of `simtgpu command-queue`")
+    cores = cq.core_counter_table_markdown()
+    assert cores in doc, "the per-core counter table in docs/command-queue.md is out of date"
     assert main(["command-queue"]) == 0
-    assert capsys.readouterr().out == table
+    assert capsys.readouterr().out == table + "\n" + cores
+    assert "| 0x24 | BARRIERS | BARRIERS (0xAC) |" in cores
     # The table is derived, not typed: every field's word range and rule is in it.
     assert "| w3..w5 | grid x, y, z | 15:0 | 1..65535 | LAUNCH |" in table
     assert "| w10 | param size | 15:0 | at most 65532, multiple of 4 | LAUNCH |" in table
@@ -162,7 +165,9 @@ def test_ring_indices_wrap():
 def test_update_rewrites_a_stale_table_in_place(tmp_path):
     doc = tmp_path / "cq.md"
     table = cq.record_table_markdown()
+    cores = cq.core_counter_table_markdown()
     stale = table.replace("| w1 | fence | 31:0 |", "| w1 | fence | 7:0 |")
-    doc.write_text("intro\n\n" + stale + "\nafter\n")
+    stale_cores = cores.replace("| 0x04 |", "| 0x08 |")
+    doc.write_text("intro\n\n" + stale + "\nmiddle\n\n" + stale_cores + "\nafter\n")
     assert main(["command-queue", "--update", str(doc)]) == 0
-    assert doc.read_text() == "intro\n\n" + table + "\nafter\n"
+    assert doc.read_text() == "intro\n\n" + table + "\nmiddle\n\n" + cores + "\nafter\n"

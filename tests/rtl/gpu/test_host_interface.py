@@ -11,14 +11,19 @@ from dataclasses import replace
 import pytest
 from rtlgpu_helpers import run_sim
 from simtgpu.arch.command_queue import (
+    CORE_COUNTERS_STRIDE,
     DEVICE_ID,
+    MAX_COUNTER_CORES,
+    PERF_COUNTERS,
     VERSION,
     Command,
     CommandOp,
     Control,
+    CoreCounter,
     Mmio,
     RecordError,
     Status,
+    core_counter_offset,
     launch_problem,
     pack,
     unpack,
@@ -179,9 +184,14 @@ def test_launch_through_queue_writes_results_and_fence(name: str) -> None:
         out["head"] = await host.read(Mmio.HEAD)
         out["fence"] = host.peek(FENCE)[0]
         out["dst"] = host.peek(DST, nblocks + 1)
-        out["counters"] = {r: await host.read(r) for r in (
-            Mmio.CYCLES_LO, Mmio.CYCLES_HI, Mmio.INSTRUCTIONS, Mmio.THREAD_INSTRUCTIONS,
-            Mmio.MEM_TRANSACTIONS, Mmio.COMMANDS, Mmio.STALL_IDLE)}
+        out["counters"] = {r: await host.read(r) for r in PERF_COUNTERS}
+        out["per_core"] = [{c: await host.read(core_counter_offset(i, c)) for c in CoreCounter}
+                           for i in range(h.cfg.cores)]
+        # the map's holes read 0: past a window's last counter, a core the build lacks
+        out["holes"] = [await host.read(core_counter_offset(0, CoreCounter.BARRIERS) + 4),
+                        await host.read(core_counter_offset(h.cfg.cores, CoreCounter(0))),
+                        await host.read(core_counter_offset(MAX_COUNTER_CORES - 1,
+                                                            CoreCounter.BARRIERS))]
 
     _run(h, body)
     assert out["busy"] == Status.BUSY
@@ -196,6 +206,18 @@ def test_launch_through_queue_writes_results_and_fence(name: str) -> None:
     assert c[Mmio.COMMANDS] == 1
     assert c[Mmio.STALL_IDLE] == 0
     assert 10 < c[Mmio.CYCLES_LO] <= out["cycles"] + 10 and c[Mmio.CYCLES_HI] == 0
+    # per-core windows: each core's counters are its blocks' (one instruction on every lane,
+    # two memory transactions per block) and they add up to the GPU-wide registers
+    per_core = out["per_core"]
+    for counter in CoreCounter:
+        assert sum(pc[counter] for pc in per_core) == c[counter.total], counter
+    for pc in per_core:
+        n = pc[CoreCounter.INSTRUCTIONS]
+        assert pc[CoreCounter.THREAD_INSTRUCTIONS] == n * h.cfg.lanes
+        assert pc[CoreCounter.MEM_TRANSACTIONS] == 2 * n
+    assert all(pc[CoreCounter.INSTRUCTIONS] > 0 for pc in per_core)  # every core ran a block
+    assert out["holes"] == [0, 0, 0]
+    assert CORE_COUNTERS_STRIDE > CoreCounter.BARRIERS + 4  # the first hole is in the window
 
 
 def test_ring_wraps_and_nop_fence_commands() -> None:

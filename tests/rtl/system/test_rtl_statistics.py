@@ -1,6 +1,7 @@
 """Statistics on the RTL: IPC and stall shares from the hardware's counters, the sampled
-timeline adds up to the launch and leaves its cycle count unchanged, and ``simtgpu run
---json --backend rtl`` reports the same figures as a direct launch."""
+timeline adds up to the launch and leaves its cycle count unchanged, the per-core counters
+add up to the GPU-wide ones and put a one-block launch on the core that ran it, and
+``simtgpu run --json --backend rtl`` reports the same figures as a direct launch."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import json
 
 import numpy as np
 import pytest
-from simtgpu.arch.command_queue import Mmio
+from simtgpu.arch.command_queue import CoreCounter, Mmio
 from simtgpu.assembler.examples import example_asm
 from simtgpu.cli.main import main
 from simtgpu.driver_model.device import Device
@@ -23,19 +24,29 @@ def dev():
         yield d
 
 
-def _launch(dev, timeline=None):
+def _launch(dev, timeline=None, n=N, block=8):
     k = dev.load_module(example_asm("vector_add")).kernel("vector_add")
     rng = np.random.default_rng(4)
-    a = rng.uniform(0, 1, N).astype(np.float32)
-    b = rng.uniform(0, 1, N).astype(np.float32)
-    dc = dev.zeros(N, np.float32)
-    dev.backend.timeline = timeline
+    a = rng.uniform(0, 1, n).astype(np.float32)
+    b = rng.uniform(0, 1, n).astype(np.float32)
+    dc = dev.zeros(n, np.float32)
+    if timeline is not None:
+        dev.backend.timeline = timeline
     try:
-        res = dev.launch(k, -(-N // 8), 8, (dev.to_device(a), dev.to_device(b), dc, N))
+        res = dev.launch(k, -(-n // block), block, (dev.to_device(a), dev.to_device(b), dc, n))
     finally:
-        dev.backend.timeline = None
+        if timeline is not None:
+            dev.backend.timeline = None
     assert np.array_equal(dc.to_host(), a + b)
     return res
+
+
+def _sums_match(res) -> None:
+    """Every per-core counter, summed over the cores, is the GPU-wide counter."""
+    assert res.per_core is not None and len(res.per_core) > 0
+    for c in CoreCounter:
+        name = c.name.lower()
+        assert sum(pc[name] for pc in res.per_core) == res.counters[name], name
 
 
 def test_ipc_shares_and_timeline(dev):
@@ -59,6 +70,35 @@ def test_ipc_shares_and_timeline(dev):
     for name in STALLS:
         assert sum(x["stalls"][name] for x in samples) == stalls[name]
     assert samples[-1]["end_cycle"] == sum(x["cycles"] for x in samples)
+    # one core: its window is the whole GPU
+    _sums_match(res)
+    assert s["per_core"][0]["shares_percent"] == s["shares_percent"]
+
+
+def test_one_block_on_two_cores_runs_on_one():
+    """``small`` has 2 cores; a one-block launch retires on one of them only. The dispatcher's
+    choice rotates from core 0 on a fresh device, so the first launch runs on core 0 and the
+    second on core 1. The core that ran it retired the ISS's dynamic instruction count; the
+    other retired nothing and spent every slot idle."""
+    n = 32  # one block of 32 threads: small's 4 warps x 8 lanes
+    with Device(backend="iss", config="small") as iss:
+        ref = _launch(iss, n=n, block=n)
+    with Device(backend="rtl", config="small") as dev:
+        runs = [_launch(dev, n=n, block=n) for _ in range(2)]
+        for busy, res in enumerate(runs):
+            _sums_match(res)
+            idle = 1 - busy
+            ran, other = res.per_core[busy], res.per_core[idle]
+            assert ran["instructions"] == ref.instructions > 0
+            assert ran["thread_instructions"] == ref.thread_instructions
+            assert other["instructions"] == other["thread_instructions"] == 0
+            assert other["mem_transactions"] == 0
+            s = launch_statistics(res, dev.config)
+            assert s["per_core"][idle]["shares_percent"]["idle"] == 100.0
+            assert s["per_core"][busy]["ipc"] == round(ref.instructions / res.cycles, 4)
+            # every core charges each running cycle to exactly one slot, idle or not
+            slots = [c["scheduler_slots"] for c in s["per_core"]]
+            assert slots[0] == slots[1] == other["stall_idle"] < res.cycles
 
 
 def test_timeline_merges_when_long():
@@ -115,5 +155,7 @@ def test_cli_json_on_rtl_matches_a_direct_launch(dev, capsys, tmp_path):
     # vector add's schedule does not depend on the data: the same cycles as the direct run
     assert s["cycles"] == plain.cycles and s["warp_instructions"] == plain.instructions
     assert s["backend"] == "rtl" and s["timeline"]["samples"]
+    assert [c["warp_instructions"] for c in s["per_core"]] == \
+        [pc["instructions"] for pc in plain.per_core]
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert "the issue rate and the slot shares over time" in cap.err
