@@ -171,10 +171,11 @@ class Autotuner(_Wrapper):
         out += [str(v.dtype) for v in named.values() if _is_array(v)]
         return tuple(out)
 
-    def prune_configs(self, named: dict) -> list[Config]:
+    def prune_configs(self, named: dict, kwargs: dict) -> list[Config]:
         configs = self.configs
         if self.early_config_prune is not None:
-            configs = list(self.early_config_prune(configs, named))
+            # Triton passes the launch's keyword arguments too (tutorial 06 reads N_CTX there)
+            configs = list(self.early_config_prune(configs, named, **kwargs))
         if self.perf_model is not None and self.top_k is not None:
             k = self.top_k
             if isinstance(k, float) and k <= 1.0:
@@ -235,7 +236,7 @@ class Autotuner(_Wrapper):
         if len(self.configs) > 1:
             key = self.key_of(named)
             if key not in self.cache:
-                configs = self.prune_configs(named)
+                configs = self.prune_configs(named, kwargs)
                 self.config_errors = {}
                 timings = {c: self.bench(c, args, kwargs, grid, named) for c in configs}
                 best = min(timings, key=timings.__getitem__)

@@ -630,6 +630,12 @@ class AstToIr(LoopLowering):
             for a in args[1:]:
                 out = pick(out, a, _ctx=self.ctx)
             return out
+        if f is builtins.isinstance and len(args) == 2 and not kwargs:
+            # a value's kind is known at compile time (tl.tensor, tl.tensor_descriptor ...)
+            try:
+                return isinstance(args[0], args[1])
+            except TypeError as e:
+                raise self.error(node, f"compile-time call failed: {e}") from None
         if any(isinstance(a, Tile) for a in args + list(kwargs.values())):
             raise self.error(node, f"cannot call '{getattr(f, '__name__', f)}' on tensors "
                              "inside a kernel (only tl.* functions and @jit helpers)")
@@ -664,16 +670,36 @@ class AstToIr(LoopLowering):
             if n not in env:
                 raise self.error(node, f"missing argument '{n}' for {src.name}")
         sub.env = env
-        body = src.tree.body
-        ret = None
-        if body and isinstance(body[-1], ast.Return) and body[-1].value is not None:
-            ret = body[-1].value
-            body = body[:-1]
-        for s in ast.walk(ast.Module(body=body, type_ignores=[])):
-            if isinstance(s, ast.Return):
-                raise sub.error(s, "a @jit helper may only return at its end")
-        sub.block(body)
-        return sub.expr(ret) if ret is not None else None
+        return sub.helper_block(src.tree.body)[1]
+
+    def helper_block(self, body: list[ast.stmt]) -> tuple[bool, object]:
+        """Lower a @jit helper's statements: (returned, value). A helper returns at its end,
+        or inside an ``if`` whose condition is known at compile time (Triton's
+        ``if isinstance(x, tl.tensor_descriptor): return x``): only the taken branch is
+        lowered, so its return ends the helper there."""
+        for s in body:
+            if isinstance(s, ast.Return) and s.value is not None:
+                return True, self.expr(s.value)
+            returns = [r for r in ast.walk(s) if isinstance(r, ast.Return)]
+            if isinstance(s, ast.If) and returns:
+                self.node = s
+                self.ctx.b.loc = self.src.loc(s)
+                try:
+                    cond = self.expr(s.test)
+                except CompileError as e:
+                    raise e.at(self.src.loc(s)) from None
+                if isinstance(cond, Tile):
+                    raise self.error(s, "a @jit helper may only return at its end or in an "
+                                     "'if' on a compile-time condition; this one is decided "
+                                     "at run time (assign a result and return it at the end)")
+                done, value = self.helper_block(s.body if cond else s.orelse)
+                if done:
+                    return True, value
+                continue
+            if returns:
+                raise self.error(returns[0], "a @jit helper may only return at its end")
+            self.stmt(s)
+        return False, None
 
 
 _MISSING = object()

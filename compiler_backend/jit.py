@@ -114,7 +114,11 @@ class JITFunction(KernelInterface):
     def bind(self, args: tuple, kwargs: dict) -> tuple[dict, dict, dict]:
         """Split a call into runtime arguments, constexprs and launch options."""
         src = self.src
-        options = {k: kwargs.pop(k) for k in list(kwargs) if k in _LAUNCH_OPTIONS}
+        # a launch option that is also a parameter's name (tutorial 02's ``num_stages:
+        # tl.constexpr``) feeds both, as in Triton
+        options = {k: kwargs[k] for k in kwargs if k in _LAUNCH_OPTIONS}
+        kwargs = {k: v for k, v in kwargs.items()
+                  if k not in _LAUNCH_OPTIONS or k in src.params}
         if len(args) > len(src.params):
             raise LaunchError(f"{self.__name__} takes {len(src.params)} arguments, "
                               f"{len(args)} given")
