@@ -8,10 +8,15 @@ canonical (``0x7fffffff`` widened, ``0x7fff`` narrowed). The op enum :data:`Half
 generated from the isa table (``Sem.HALF``); the packed arithmetic (``hadd2`` ... ``hfma2``)
 is not built yet, see :data:`HALF_UNIT_OPS` and docs/tensor-core.md.
 
-Same timing as the FPU: operands in rr, the result two enabled cycles later (ex2).
+Same timing as the FPU: operands in rr, the result two enabled cycles later (ex2). The
+operands of a half instruction are registered on a gated clock (``half``: the core clock
+held high in every cycle that takes no half instruction), and the datapath between those
+registers and the result register is only fed from them. Real hardware gates an idle unit's
+clock to save power; a Verilator model evaluates logic only when its clock domain ticks, so
+a kernel without half instructions costs nothing here (docs/performance.md).
 """
 
-from amaranth import Cat, Const, Module, Mux, Signal, signed
+from amaranth import Cat, ClockDomain, ClockSignal, Const, Module, Mux, Signal, signed
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 from simtgpu.isa import Sem
@@ -173,16 +178,21 @@ class HalfUnit(wiring.Component):
     ----------
     en : In(1)
         Advance the pipeline this cycle; every stage holds while 0.
+    valid : In(1)
+        A half instruction is presented this cycle: its operands are taken only where
+        ``en & valid``. Both must come from rising-edge logic (change only while the clock
+        is high), as the core's do: they gate the operand registers' clock.
     op : In(HalfOp)
         Operation (one of :data:`HALF_UNIT_OPS`; the others give 0).
     a, b, c : In(32)
         Operands (``b`` for the packing conversions and the packed arithmetic, ``c`` for
         ``hfma2``).
     result : Out(32)
-        Result bits of the operation presented two enabled cycles earlier.
+        Result bits of the operation presented two enabled cycles earlier (with ``valid``).
     """
 
     en: In(1)
+    valid: In(1)
     op: In(HalfOp)
     a: In(32)
     b: In(32)
@@ -191,7 +201,25 @@ class HalfUnit(wiring.Component):
 
     def elaborate(self, platform) -> Module:
         m = Module()
-        a, b = self.a, self.b
+        # ex1: the operands, registered on the gated clock (an OR gate: the clock stays
+        # high through a cycle that takes nothing, so it rises only where en & valid)
+        m.domains.half = half = ClockDomain("half", local=True, reset_less=True)
+        take = Signal()
+        m.d.comb += [take.eq(self.en & self.valid), half.clk.eq(ClockSignal() | ~take)]
+        op = Signal(HalfOp)
+        a, b, c = Signal(32), Signal(32), Signal(32)
+        m.d.half += [op.eq(self.op), a.eq(self.a), b.eq(self.b), c.eq(self.c)]
+        word = self._datapath(m, op, a, b, c)
+        # ex2: the result
+        s2 = Signal(32)
+        with m.If(self.en):
+            m.d.sync += s2.eq(word)
+        m.d.comb += self.result.eq(s2)
+        return m
+
+    @staticmethod
+    def _datapath(m: Module, op, a, b, c) -> Signal:
+        """The result word of ``op`` on ``a``, ``b``, ``c`` (combinational)."""
         word = Signal(32)
         f16_lo, f16_hi = widen(m, a[:16], "f16", "hl"), widen(m, a[16:], "f16", "hh")
         bf_lo, bf_hi = widen(m, a[:16], "bf16", "bl"), widen(m, a[16:], "bf16", "bh")
@@ -199,9 +227,9 @@ class HalfUnit(wiring.Component):
         b_a, b_b = narrow(m, a, "bf16", "ba"), narrow(m, b, "bf16", "bb")
         # the packed arithmetic: one fused x * y + z per half and format
         one = Signal(16)
-        m.d.comb += one.eq(Mux(self.op.as_value().matches(*_BF16_OPS), 0x3F80, 0x3C00))
+        m.d.comb += one.eq(Mux(op.as_value().matches(*_BF16_OPS), 0x3F80, 0x3C00))
         x, y, z = Signal(32), Signal(32), Signal(32)
-        with m.Switch(self.op):
+        with m.Switch(op):
             with m.Case(HalfOp.HADD2_F16, HalfOp.HADD2_BF16):
                 m.d.comb += [x.eq(a), y.eq(Cat(one, one)), z.eq(b)]
             with m.Case(HalfOp.HSUB2_F16, HalfOp.HSUB2_BF16):
@@ -209,30 +237,25 @@ class HalfUnit(wiring.Component):
             with m.Case(HalfOp.HMUL2_F16, HalfOp.HMUL2_BF16):
                 m.d.comb += [x.eq(a), y.eq(b), z.eq(0x80008000)]
             with m.Default():
-                m.d.comb += [x.eq(a), y.eq(b), z.eq(self.c)]
+                m.d.comb += [x.eq(a), y.eq(b), z.eq(c)]
         parts = {}
         for fmt, fn in (("f16", fma16), ("bf16", fma_bf16)):
             for half, sl in (("lo", slice(0, 16)), ("hi", slice(16, 32))):
                 m.submodules[f"{fmt}_{half}"] = sub = Module()
                 parts[fmt, half] = fn(sub, x[sl], y[sl], z[sl], f"{fmt}_{half}")
-        with m.Switch(self.op):
+        with m.Switch(op):
             with m.Case(*_F16_OPS):
                 m.d.comb += word.eq(Cat(parts["f16", "lo"], parts["f16", "hi"]))
             with m.Case(*_BF16_OPS):
                 m.d.comb += word.eq(Cat(parts["bf16", "lo"], parts["bf16", "hi"]))
-            for op, value in ((HalfOp.HCVT_HL2F, f16_lo), (HalfOp.HCVT_HH2F, f16_hi),
-                              (HalfOp.HCVT_BL2F, bf_lo), (HalfOp.HCVT_BH2F, bf_hi),
-                              (HalfOp.HCVT_F2H, h_a), (HalfOp.HCVT_F2B, b_a),
-                              (HalfOp.HCVT_F2H2, Cat(h_a, h_b)),
-                              (HalfOp.HCVT_F2B2, Cat(b_a, b_b))):
-                with m.Case(op):
+            for hop, value in ((HalfOp.HCVT_HL2F, f16_lo), (HalfOp.HCVT_HH2F, f16_hi),
+                               (HalfOp.HCVT_BL2F, bf_lo), (HalfOp.HCVT_BH2F, bf_hi),
+                               (HalfOp.HCVT_F2H, h_a), (HalfOp.HCVT_F2B, b_a),
+                               (HalfOp.HCVT_F2H2, Cat(h_a, h_b)),
+                               (HalfOp.HCVT_F2B2, Cat(b_a, b_b))):
+                with m.Case(hop):
                     m.d.comb += word.eq(value)
-        s1 = Signal(32)
-        s2 = Signal(32)
-        with m.If(self.en):
-            m.d.sync += [s1.eq(word), s2.eq(s1)]
-        m.d.comb += self.result.eq(s2)
-        return m
+        return word
 
 
 def fma_bf16(m: Module, x, y, z, name: str, gap: int = 20) -> Signal:
