@@ -400,6 +400,7 @@ class Core(wiring.Component):
                          fpus[l].en.eq(~stall), fpus[l].op.eq(fpu_op),
                          fpus[l].a.eq(rr.a[l]), fpus[l].b.eq(rr.b[l]), fpus[l].c.eq(rr.c[l]),
                          halfs[l].en.eq(~stall), halfs[l].op.eq(half_op),
+                         halfs[l].valid.eq(is_rr.valid & (d.sem == RSem.HALF)),
                          halfs[l].a.eq(rr.a[l]), halfs[l].b.eq(rr.b[l]),
                          halfs[l].c.eq(rr.c[l])]
 

@@ -8,10 +8,15 @@ canonical (``0x7fffffff`` widened, ``0x7fff`` narrowed). The op enum :data:`Half
 generated from the isa table (``Sem.HALF``); the packed arithmetic (``hadd2`` ... ``hfma2``)
 is not built yet, see :data:`HALF_UNIT_OPS` and docs/tensor-core.md.
 
-Same timing as the FPU: operands in rr, the result two enabled cycles later (ex2).
+Same timing as the FPU: operands in rr, the result two enabled cycles later (ex2). The
+operands of a half instruction are registered on a gated clock (``half``: the core clock
+held high in every cycle that takes no half instruction), and the datapath between those
+registers and the result register is only fed from them. Real hardware gates an idle unit's
+clock to save power; a Verilator model evaluates logic only when its clock domain ticks, so
+a kernel without half instructions costs nothing here (docs/performance.md).
 """
 
-from amaranth import Cat, Const, Module, Mux, Signal, signed
+from amaranth import Cat, ClockDomain, ClockSignal, Const, Module, Mux, Signal, signed
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 from simtgpu.isa import Sem
@@ -99,73 +104,6 @@ def narrow(m: Module, a, fmt: str, name: str) -> Signal:
     return out
 
 
-def fma16(m: Module, x, y, z, name: str) -> Signal:
-    """fp16 ``x * y + z`` rounded once (RNE), subnormals kept, NaN -> 0x7fff.
-
-    Exact in fixed point: every fp16 value is an integer multiple of 2^-24, so the product
-    is a multiple of 2^-48 below 2^32 and the addend one below 2^16; both fit an 82-bit
-    integer in units of 2^-48, their sum is exact, and one rounding step makes the result.
-    """
-    def unpack(v, tag):
-        e = v[10:15]
-        sig = Signal(11, name=f"{name}_{tag}_sig")
-        ex = Signal(5, name=f"{name}_{tag}_e")  # exponent, 1 for subnormals
-        m.d.comb += [sig.eq(Cat(v[:10], e != 0)), ex.eq(Mux(e == 0, 1, e))]
-        nan = (e == 0x1F) & (v[:10] != 0)
-        inf = (e == 0x1F) & (v[:10] == 0)
-        zero = (e == 0) & (v[:10] == 0)
-        return v[15], sig, ex, nan, inf, zero
-
-    sx, gx, ex, nx_, ix, zx = unpack(x, "x")
-    sy, gy, ey, ny, iy, zy = unpack(y, "y")
-    sz, gz, ez, nz, iz, zz = unpack(z, "z")
-    sp = sx ^ sy
-    pshift = Signal(6, name=f"{name}_pshift")
-    zshift = Signal(6, name=f"{name}_zshift")
-    m.d.comb += [pshift.eq(ex + ey - 2), zshift.eq(ez + 23)]
-    pmag = Signal(82, name=f"{name}_pmag")
-    zmag = Signal(82, name=f"{name}_zmag")
-    m.d.comb += [pmag.eq((gx * gy) << pshift), zmag.eq(gz << zshift)]
-    total = Signal(signed(84), name=f"{name}_sum")
-    m.d.comb += total.eq(Mux(sp, -pmag, pmag) + Mux(sz, -zmag, zmag))
-    sign = Signal(name=f"{name}_sign")
-    mag = Signal(82, name=f"{name}_mag")
-    m.d.comb += [sign.eq(total < 0), mag.eq(Mux(total < 0, -total, total))]
-    is_zero, lz = lzc(mag)  # 82 bits padded to 128: the leading one is at 81 - lz
-    k = Signal(range(-64, 128), name=f"{name}_k")
-    m.d.comb += k.eq(81 - lz)
-    e = Signal(range(-128, 128), name=f"{name}_e")  # exponent of the leading one
-    m.d.comb += e.eq(k - 48)
-    lsb = Signal(7, name=f"{name}_lsb")  # kept LSB: 10 below the leading one, >= 2^-24
-    m.d.comb += lsb.eq(Mux(k - 10 > 24, k - 10, 24))
-    lsb_m1 = Signal(7, name=f"{name}_lsbm1")
-    m.d.comb += lsb_m1.eq(lsb - 1)
-    q = Signal(82, name=f"{name}_q")
-    rem = Signal(82, name=f"{name}_rem")
-    half = Signal(82, name=f"{name}_half")
-    m.d.comb += [q.eq(mag >> lsb), rem.eq(mag & ((Const(1, 83) << lsb) - 1)),
-                 half.eq(Const(1, 82) << lsb_m1)]
-    up = (rem > half) | ((rem == half) & q[0])
-    enc = Signal(range(0, 1 << 20), name=f"{name}_enc")
-    m.d.comb += enc.eq((Mux(e > -14, e + 14, 0) << 10) + q + up)
-    out = Signal(16, name=f"{name}_out")
-    prod_inf = ix | iy
-    nan = nx_ | ny | nz | (ix & zy) | (iy & zx) | (prod_inf & iz & (sp != sz))
-    with m.If(nan):
-        m.d.comb += out.eq(HALF_NAN)
-    with m.Elif(prod_inf):
-        m.d.comb += out.eq(Cat(Const(0x7C00, 15), sp))
-    with m.Elif(iz):
-        m.d.comb += out.eq(Cat(Const(0x7C00, 15), sz))
-    with m.Elif(is_zero):
-        m.d.comb += out.eq(Cat(Const(0, 15), sp & sz))
-    with m.Elif(enc >= 0x7C00):
-        m.d.comb += out.eq(Cat(Const(0x7C00, 15), sign))
-    with m.Else():
-        m.d.comb += out.eq(Cat(enc[:15], sign))
-    return out
-
-
 class HalfUnit(wiring.Component):
     """Pipelined half-precision conversions of one lane, one operation per enabled cycle.
 
@@ -173,16 +111,21 @@ class HalfUnit(wiring.Component):
     ----------
     en : In(1)
         Advance the pipeline this cycle; every stage holds while 0.
+    valid : In(1)
+        A half instruction is presented this cycle: its operands are taken only where
+        ``en & valid``. Both must come from rising-edge logic (change only while the clock
+        is high), as the core's do: they gate the operand registers' clock.
     op : In(HalfOp)
         Operation (one of :data:`HALF_UNIT_OPS`; the others give 0).
     a, b, c : In(32)
         Operands (``b`` for the packing conversions and the packed arithmetic, ``c`` for
         ``hfma2``).
     result : Out(32)
-        Result bits of the operation presented two enabled cycles earlier.
+        Result bits of the operation presented two enabled cycles earlier (with ``valid``).
     """
 
     en: In(1)
+    valid: In(1)
     op: In(HalfOp)
     a: In(32)
     b: In(32)
@@ -191,17 +134,37 @@ class HalfUnit(wiring.Component):
 
     def elaborate(self, platform) -> Module:
         m = Module()
-        a, b = self.a, self.b
+        # ex1: the operands, registered on the gated clock (an OR gate: the clock stays
+        # high through a cycle that takes nothing, so it rises only where en & valid)
+        m.domains.half = half = ClockDomain("half", local=True, reset_less=True)
+        take = Signal()
+        m.d.comb += [take.eq(self.en & self.valid), half.clk.eq(ClockSignal() | ~take)]
+        op = Signal(HalfOp)
+        a, b, c = Signal(32), Signal(32), Signal(32)
+        m.d.half += [op.eq(self.op), a.eq(self.a), b.eq(self.b), c.eq(self.c)]
+        word = self._datapath(m, op, a, b, c)
+        # ex2: the result
+        s2 = Signal(32)
+        with m.If(self.en):
+            m.d.sync += s2.eq(word)
+        m.d.comb += self.result.eq(s2)
+        return m
+
+    @staticmethod
+    def _datapath(m: Module, op, a, b, c) -> Signal:
+        """The result word of ``op`` on ``a``, ``b``, ``c`` (combinational)."""
         word = Signal(32)
         f16_lo, f16_hi = widen(m, a[:16], "f16", "hl"), widen(m, a[16:], "f16", "hh")
         bf_lo, bf_hi = widen(m, a[:16], "bf16", "bl"), widen(m, a[16:], "bf16", "bh")
         h_a, h_b = narrow(m, a, "f16", "ha"), narrow(m, b, "f16", "hb")
         b_a, b_b = narrow(m, a, "bf16", "ba"), narrow(m, b, "bf16", "bb")
         # the packed arithmetic: one fused x * y + z per half and format
+        bf = Signal()  # the arithmetic's format: bf16, else fp16
+        m.d.comb += bf.eq(op.as_value().matches(*_BF16_OPS))
         one = Signal(16)
-        m.d.comb += one.eq(Mux(self.op.as_value().matches(*_BF16_OPS), 0x3F80, 0x3C00))
+        m.d.comb += one.eq(Mux(bf, 0x3F80, 0x3C00))
         x, y, z = Signal(32), Signal(32), Signal(32)
-        with m.Switch(self.op):
+        with m.Switch(op):
             with m.Case(HalfOp.HADD2_F16, HalfOp.HADD2_BF16):
                 m.d.comb += [x.eq(a), y.eq(Cat(one, one)), z.eq(b)]
             with m.Case(HalfOp.HSUB2_F16, HalfOp.HSUB2_BF16):
@@ -209,68 +172,77 @@ class HalfUnit(wiring.Component):
             with m.Case(HalfOp.HMUL2_F16, HalfOp.HMUL2_BF16):
                 m.d.comb += [x.eq(a), y.eq(b), z.eq(0x80008000)]
             with m.Default():
-                m.d.comb += [x.eq(a), y.eq(b), z.eq(self.c)]
-        parts = {}
-        for fmt, fn in (("f16", fma16), ("bf16", fma_bf16)):
-            for half, sl in (("lo", slice(0, 16)), ("hi", slice(16, 32))):
-                m.submodules[f"{fmt}_{half}"] = sub = Module()
-                parts[fmt, half] = fn(sub, x[sl], y[sl], z[sl], f"{fmt}_{half}")
-        with m.Switch(self.op):
-            with m.Case(*_F16_OPS):
-                m.d.comb += word.eq(Cat(parts["f16", "lo"], parts["f16", "hi"]))
-            with m.Case(*_BF16_OPS):
-                m.d.comb += word.eq(Cat(parts["bf16", "lo"], parts["bf16", "hi"]))
-            for op, value in ((HalfOp.HCVT_HL2F, f16_lo), (HalfOp.HCVT_HH2F, f16_hi),
-                              (HalfOp.HCVT_BL2F, bf_lo), (HalfOp.HCVT_BH2F, bf_hi),
-                              (HalfOp.HCVT_F2H, h_a), (HalfOp.HCVT_F2B, b_a),
-                              (HalfOp.HCVT_F2H2, Cat(h_a, h_b)),
-                              (HalfOp.HCVT_F2B2, Cat(b_a, b_b))):
-                with m.Case(op):
+                m.d.comb += [x.eq(a), y.eq(b), z.eq(c)]
+        fma = []
+        for half, sl in (("lo", slice(0, 16)), ("hi", slice(16, 32))):
+            m.submodules[f"fma_{half}"] = sub = Module()
+            fma.append(fma_half(sub, x[sl], y[sl], z[sl], bf, f"fma_{half}"))
+        with m.Switch(op):
+            with m.Case(*_F16_OPS, *_BF16_OPS):
+                m.d.comb += word.eq(Cat(*fma))
+            for hop, value in ((HalfOp.HCVT_HL2F, f16_lo), (HalfOp.HCVT_HH2F, f16_hi),
+                               (HalfOp.HCVT_BL2F, bf_lo), (HalfOp.HCVT_BH2F, bf_hi),
+                               (HalfOp.HCVT_F2H, h_a), (HalfOp.HCVT_F2B, b_a),
+                               (HalfOp.HCVT_F2H2, Cat(h_a, h_b)),
+                               (HalfOp.HCVT_F2B2, Cat(b_a, b_b))):
+                with m.Case(hop):
                     m.d.comb += word.eq(value)
-        s1 = Signal(32)
-        s2 = Signal(32)
-        with m.If(self.en):
-            m.d.sync += [s1.eq(word), s2.eq(s1)]
-        m.d.comb += self.result.eq(s2)
-        return m
+        return word
 
 
-def fma_bf16(m: Module, x, y, z, name: str, gap: int = 20) -> Signal:
-    """bf16 ``x * y + z`` rounded once (RNE), subnormals kept, NaN -> 0x7fff.
+_WIDE_SIG = 11  # significand bits of the wider format (fp16), which holds bf16's 8
 
-    bf16's exponent range makes an exact fixed-point sum hundreds of bits wide, so the two
-    terms are aligned instead: the one whose LSB weighs more (the *big* term; a zero term is
-    never big) sits ``gap`` bits up a window, the other is shifted into place, and what it
-    loses below the window's bit 0 is jammed into that bit (sticky). A term shifted that far
-    lies wholly below the big term's LSB by at least ``gap - 16`` bits, so the sum cannot
-    cancel into it and the sticky bit decides the rounding exactly as the lost bits would.
+
+def fma_half(m: Module, x, y, z, bf, name: str) -> Signal:
+    """``x * y + z`` on 16-bit patterns, fp16 (``bf`` 0) or bf16 (``bf`` 1) chosen per
+    operation, rounded once (RNE), subnormals kept, NaN -> 0x7fff.
+
+    One datapath for both formats: every operand becomes an 11-bit significand and the
+    weight (log2) of its LSB, which holds an fp16 and a bf16 value alike. bf16's exponent
+    range makes an exact fixed-point sum hundreds of bits wide, so the two terms are aligned
+    instead: the one whose LSB weighs more (the *big* term; a zero term is never big) sits
+    ``gap`` bits up a window, the other is shifted into place, and what it loses below the
+    window's bit 0 is jammed into that bit (sticky). A term shifted that far lies wholly
+    below the big term's LSB by at least ``gap - 22`` bits (22: the widest product), so the
+    sum cannot cancel into it and the sticky bit decides the rounding exactly as the lost
+    bits would.
     """
-    def unpack(v, tag):
-        e = v[7:15]
-        sig = Signal(8, name=f"{name}_{tag}_sig")
-        m.d.comb += sig.eq(Cat(v[:7], e != 0))
-        ex = Signal(8, name=f"{name}_{tag}_e")
-        m.d.comb += ex.eq(Mux(e == 0, 1, e))
-        return v[15], sig, ex, (e == 0xFF) & (v[:7] != 0), (e == 0xFF) & (v[:7] == 0), sig == 0
+    gap = 2 * _WIDE_SIG + 4
+    fields = {fmt: _FIELDS[fmt] for fmt in ("f16", "bf16")}
+    mbits = {fmt: mb for fmt, (_, mb) in fields.items()}
+    bias = {fmt: (1 << (eb - 1)) - 1 for fmt, (eb, _) in fields.items()}
 
-    sx, gx, ex, nx_, ix, zx = unpack(x, "x")
-    sy, gy, ey, ny, iy, zy = unpack(y, "y")
-    sz, gz, ez, nz, iz, zz = unpack(z, "z")
+    def pick(f16, bf16):
+        return Mux(bf, bf16, f16)
+
+    def unpack(v, tag):
+        e = Signal(8, name=f"{name}_{tag}_ef")
+        man = Signal(10, name=f"{name}_{tag}_man")
+        m.d.comb += [e.eq(pick(v[10:15], v[7:15])), man.eq(pick(v[:10], v[:7]))]
+        top = e == pick(0x1F, 0xFF)
+        sig = Signal(_WIDE_SIG, name=f"{name}_{tag}_sig")
+        m.d.comb += sig.eq(man | ((e != 0).as_unsigned() << pick(10, 7)))
+        w = Signal(signed(10), name=f"{name}_{tag}_w")  # weight of the significand's LSB
+        m.d.comb += w.eq(Mux(e == 0, 1, e) - pick(bias["f16"] + mbits["f16"],
+                                                   bias["bf16"] + mbits["bf16"]))
+        return v[15], sig, w, top & (man != 0), top & (man == 0), sig == 0
+
+    sx, gx, wx, nx_, ix, zx = unpack(x, "x")
+    sy, gy, wy, ny, iy, zy = unpack(y, "y")
+    sz, gz, lz, nz, iz, zz = unpack(z, "z")
     sp = sx ^ sy
-    prod = Signal(16, name=f"{name}_prod")
-    m.d.comb += prod.eq(gx * gy)
-    lp = Signal(signed(11), name=f"{name}_lp")  # weight (log2) of the product's LSB
-    lz = Signal(signed(11), name=f"{name}_lz")  # of the addend's LSB
-    m.d.comb += [lp.eq(ex + ey - 268), lz.eq(ez - 134)]
+    prod = Signal(2 * _WIDE_SIG, name=f"{name}_prod")
+    lp = Signal(signed(11), name=f"{name}_lp")  # weight of the product's LSB
+    m.d.comb += [prod.eq(gx * gy), lp.eq(wx + wy)]
     z_big = Signal(name=f"{name}_zbig")
     m.d.comb += z_big.eq(~zz & ((lz >= lp) | (prod == 0)))
-    big = Signal(16, name=f"{name}_big")
-    small = Signal(16, name=f"{name}_small")
+    big = Signal(len(prod), name=f"{name}_big")
+    small = Signal(len(prod), name=f"{name}_small")
     lbig = Signal(signed(11), name=f"{name}_lbig")
     diff = Signal(11, name=f"{name}_diff")
     m.d.comb += [big.eq(Mux(z_big, gz, prod)), small.eq(Mux(z_big, prod, gz)),
                  lbig.eq(Mux(z_big, lz, lp)), diff.eq(Mux(z_big, lz - lp, lp - lz))]
-    width = 16 + gap + 2
+    width = len(prod) + gap + 2
     wbig = Signal(width, name=f"{name}_wbig")
     wsmall = Signal(width, name=f"{name}_wsmall")
     m.d.comb += wbig.eq(big << gap)
@@ -294,11 +266,13 @@ def fma_bf16(m: Module, x, y, z, name: str, gap: int = 20) -> Signal:
     m.d.comb += base.eq(lbig - gap)
     e = Signal(signed(12), name=f"{name}_e")  # weight of the leading one
     m.d.comb += e.eq(k + base)
+    emin = pick(1 - bias["f16"], 1 - bias["bf16"])  # exponent of the smallest normal
+    mb = pick(mbits["f16"], mbits["bf16"])
     lsb = Signal(signed(12), name=f"{name}_lsb")  # window bit of the kept LSB
-    m.d.comb += lsb.eq(Mux(e - 7 > -133, k - 7, -133 - base))
-    sh = Signal(6, name=f"{name}_sh")
+    m.d.comb += lsb.eq(Mux(e > emin, k - mb, emin - mb - base))
+    sh = Signal(7, name=f"{name}_sh")
     m.d.comb += sh.eq(Mux(lsb > width + 2, width + 2, Mux(lsb < 0, 0, lsb)))
-    sh_m1 = Signal(6, name=f"{name}_shm1")
+    sh_m1 = Signal(7, name=f"{name}_shm1")
     m.d.comb += sh_m1.eq(sh - 1)
     q = Signal(width + 1, name=f"{name}_q")
     rem = Signal(width + 1, name=f"{name}_rem")
@@ -310,21 +284,25 @@ def fma_bf16(m: Module, x, y, z, name: str, gap: int = 20) -> Signal:
     # subnormal range, where the window holds the exact sum and no rounding is needed
     shifted = Signal(width + 1, name=f"{name}_shifted")
     m.d.comb += shifted.eq(Mux(lsb < 0, mag << (-lsb)[:4], q + up))
+    ebias = Signal(range(0, 1 << 10), name=f"{name}_ebias")  # biased exponent - 1
+    m.d.comb += ebias.eq(Mux(e > emin, e - emin, 0))
     enc = Signal(range(0, 1 << 24), name=f"{name}_enc")
-    m.d.comb += enc.eq((Mux(e > -126, e + 126, 0) << 7) + shifted)
+    m.d.comb += enc.eq(pick(ebias << mbits["f16"], ebias << mbits["bf16"]) + shifted)
+    inf = Signal(15, name=f"{name}_inf")
+    m.d.comb += inf.eq(pick(0x7C00, 0x7F80))
     out = Signal(16, name=f"{name}_out")
     prod_inf = ix | iy
     nan = nx_ | ny | nz | (ix & zy) | (iy & zx) | (prod_inf & iz & (sp != sz))
     with m.If(nan):
         m.d.comb += out.eq(HALF_NAN)
     with m.Elif(prod_inf):
-        m.d.comb += out.eq(Cat(Const(0x7F80, 15), sp))
+        m.d.comb += out.eq(Cat(inf, sp))
     with m.Elif(iz):
-        m.d.comb += out.eq(Cat(Const(0x7F80, 15), sz))
+        m.d.comb += out.eq(Cat(inf, sz))
     with m.Elif(is_zero):
         m.d.comb += out.eq(Cat(Const(0, 15), sp & sz))
-    with m.Elif(enc >= 0x7F80):
-        m.d.comb += out.eq(Cat(Const(0x7F80, 15), sign))
+    with m.Elif(enc >= inf):
+        m.d.comb += out.eq(Cat(inf, sign))
     with m.Else():
         m.d.comb += out.eq(Cat(enc[:15], sign))
     return out

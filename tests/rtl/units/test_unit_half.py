@@ -22,6 +22,7 @@ def run_half(op: HalfOp, a: np.ndarray, b: np.ndarray, c: np.ndarray | None = No
 
     async def bench(ctx) -> None:
         ctx.set(dut.en, 1)
+        ctx.set(dut.valid, 1)
         ctx.set(dut.op, op)
         for i in range(n + LATENCY - 1):
             if i < n:
