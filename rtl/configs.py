@@ -70,6 +70,12 @@ class RtlConfig:
         that any timing programmed at run time may allow. Defaults to the largest of the
         configuration's named memory settings (:func:`simtgpu.arch.config.memory_settings`)
         and its own ``memory``.
+    clock_gating:
+        Register the half unit's operands on a gated clock (an OR gate of the core clock and
+        "no half instruction this cycle"), which a Verilator model evaluates only when that
+        clock rises: the simulation models use it. False gives the same registers a clock
+        enable on the core clock instead, the form an FPGA wants; the FPGA flow
+        (:mod:`simtgpu.rtlsim.synth`) builds that. Same function and cycle counts.
     """
 
     gpu: GpuConfig
@@ -81,6 +87,7 @@ class RtlConfig:
     sim_memory_bytes: int = 0  # 0 = gpu.memory_bytes
     sfus: int = 0  # 0 = max(1, lanes // 4)
     mem_queue_depth: int = 0  # 0 = the largest in-flight limit of the memory settings
+    clock_gating: bool = True
 
     def __post_init__(self) -> None:
         if self.mem_queue_depth == 0:

@@ -137,7 +137,7 @@ class Core(wiring.Component):
         muls = [Multiplier(latency=2) for _ in range(L)]
         fpus = [Fpu(latency=2) for _ in range(L)]
         fcmps = [FCompare() for _ in range(L)]
-        halfs = [HalfUnit() for _ in range(L)]
+        halfs = [HalfUnit(gated=cfg.clock_gating) for _ in range(L)]
         for l in range(L):
             m.submodules[f"half{l}"] = halfs[l]
             m.submodules[f"alu{l}"] = alus[l]

@@ -13,7 +13,10 @@ operands of a half instruction are registered on a gated clock (``half``: the co
 held high in every cycle that takes no half instruction), and the datapath between those
 registers and the result register is only fed from them. Real hardware gates an idle unit's
 clock to save power; a Verilator model evaluates logic only when its clock domain ticks, so
-a kernel without half instructions costs nothing here (docs/performance.md).
+a kernel without half instructions costs nothing here (docs/performance.md). The FPGA flow
+builds the clock-enable form instead (``HalfUnit(gated=False)``, from
+``RtlConfig.clock_gating``): an FPGA's clocks run on dedicated networks, and a clock made by a
+LUT is a timing hazard there.
 """
 
 from amaranth import Cat, ClockDomain, ClockSignal, Const, Module, Mux, Signal, signed
@@ -132,16 +135,30 @@ class HalfUnit(wiring.Component):
     c: In(32)
     result: Out(32)
 
+    def __init__(self, gated: bool = True) -> None:
+        """``gated``: take the operands on a gated clock (the simulation model's form, see
+        above); False takes them on the core clock under a clock enable, the form an FPGA
+        wants (:attr:`simtgpu.rtl.configs.RtlConfig.clock_gating`). Same function, same
+        timing."""
+        self.gated = gated
+        super().__init__()
+
     def elaborate(self, platform) -> Module:
         m = Module()
-        # ex1: the operands, registered on the gated clock (an OR gate: the clock stays
-        # high through a cycle that takes nothing, so it rises only where en & valid)
-        m.domains.half = half = ClockDomain("half", local=True, reset_less=True)
         take = Signal()
-        m.d.comb += [take.eq(self.en & self.valid), half.clk.eq(ClockSignal() | ~take)]
+        m.d.comb += take.eq(self.en & self.valid)
         op = Signal(HalfOp)
         a, b, c = Signal(32), Signal(32), Signal(32)
-        m.d.half += [op.eq(self.op), a.eq(self.a), b.eq(self.b), c.eq(self.c)]
+        operands = [op.eq(self.op), a.eq(self.a), b.eq(self.b), c.eq(self.c)]
+        if self.gated:
+            # ex1: the operands, registered on the gated clock (an OR gate: the clock stays
+            # high through a cycle that takes nothing, so it rises only where en & valid)
+            m.domains.half = half = ClockDomain("half", local=True, reset_less=True)
+            m.d.comb += half.clk.eq(ClockSignal() | ~take)
+            m.d.half += operands
+        else:
+            with m.If(take):
+                m.d.sync += operands
         word = self._datapath(m, op, a, b, c)
         # ex2: the result
         s2 = Signal(32)

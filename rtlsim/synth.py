@@ -24,7 +24,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from simtgpu.errors import SimtgpuError
@@ -278,6 +278,15 @@ def fits_ecp5(cells: dict[str, int]) -> bool:
     return all(cells.get(k, 0) <= v for k, v in ECP5_85F.items())
 
 
+def fpga_rtl_config(config: str):
+    """The hardware build of ``config`` that the FPGA flow synthesises: clock enables instead
+    of gated clocks (``clock_gating=False``), because an FPGA's clocks belong on its clock
+    networks."""
+    from simtgpu.rtl.configs import get_rtl_config
+
+    return replace(get_rtl_config(config), clock_gating=False)
+
+
 def synthesize(config: str, workdir: Path, freq_mhz: float = 100.0, flow: str = "auto",
                seed: int = 1, progress: Callable[[str], None] = print,
                top: str = "gpu") -> SynthResult:
@@ -287,11 +296,9 @@ def synthesize(config: str, workdir: Path, freq_mhz: float = 100.0, flow: str = 
     ``flow``: ``ecp5`` (map to ECP5, place and route), ``generic`` (word-level cell counts
     only) or ``auto`` (``generic`` for a GPU of more than 64 lanes in all, which does not fit
     the ECP5-85F, else ``ecp5``; a mapped design that does not fit is not placed)."""
-    from simtgpu.rtl.configs import get_rtl_config
-
     from .verilog_export import generate_verilog
 
-    cfg = get_rtl_config(config)
+    cfg = fpga_rtl_config(config)
     cores = 1 if top == "core" else cfg.cores
     if flow == "auto":
         flow = "generic" if cores * cfg.warps * cfg.lanes > 64 else "ecp5"

@@ -110,3 +110,14 @@ def test_missing_tools_name_the_extra(monkeypatch) -> None:
     monkeypatch.setattr(builtins, "__import__", no_yowasp)
     with pytest.raises(synth.SynthError, match=re.escape("pip install -e '.[synth]'")):
         synth.synthesize_verilog("x", "module x(); endmodule", "x", None)
+
+
+def test_the_fpga_build_has_one_clock() -> None:
+    # the simulation models register the half unit's operands on a gated clock; the FPGA
+    # flow's build of the same configuration must clock everything from clk
+    from simtgpu.rtlsim.verilog_export import generate_verilog
+
+    clocks = sorted(set(re.findall(r"posedge (\w+)", generate_verilog(
+        synth.fpga_rtl_config("tiny"), "gpu"))))
+    assert clocks == ["clk"]
+    assert synth.fpga_rtl_config("tiny").clock_gating is False
