@@ -51,16 +51,18 @@ class CompiledKernel:
 
 
 _TYPE_NAMES = {"*fp32": ir.ptr("f32"), "*f32": ir.ptr("f32"), "*i32": ir.ptr("i32"),
+               "*fp16": ir.ptr("f16"), "*f16": ir.ptr("f16"), "*bf16": ir.ptr("bf16"),
                "*int32": ir.ptr("i32"), "*u32": ir.ptr("u32"), "*uint32": ir.ptr("u32"),
                "fp32": F32, "f32": F32, "i32": I32, "int32": I32, "u32": U32, "uint32": U32}
 
 
 def parse_type(text: str) -> Type:
-    """Triton-style signature type names: ``*fp32``, ``*i32``, ``*u32``, ``i32``, ``u32``,
-    ``fp32``."""
+    """Triton-style signature type names: ``*fp32``, ``*fp16``, ``*bf16``, ``*i32``,
+    ``*u32``, ``i32``, ``u32``, ``fp32``."""
     t = _TYPE_NAMES.get(text.strip())
     if t is None:
-        raise ValueError(f"unknown parameter type '{text}' (use *fp32, *i32, *u32, i32, u32, fp32)")
+        raise ValueError(f"unknown parameter type '{text}' (use *fp32, *fp16, *bf16, *i32, *u32, "
+                         "i32, u32, fp32)")
     return t
 
 
@@ -76,7 +78,12 @@ def type_of_arg(value) -> Type:
             return ir.ptr("i32")
         if dt == np.dtype(np.uint32):
             return ir.ptr("u32")  # unsigned: comparisons, >>, //, %, float conversion
-        raise TypeError(f"arrays of {dt} are not supported (float32, int32, uint32)")
+        if dt == np.float16:
+            return ir.ptr("f16")
+        if dt.name == "bfloat16":  # ml_dtypes.bfloat16
+            return ir.ptr("bf16")
+        raise TypeError(f"arrays of {dt} are not supported (float32, float16, bfloat16 from "
+                        "ml_dtypes, int32, uint32)")
     if isinstance(value, bool | np.bool_):
         return I32
     if isinstance(value, np.unsignedinteger):

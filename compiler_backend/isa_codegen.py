@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 
 from simtgpu.isa import BY_MNEMONIC, IMM_MAX, IMM_MIN, SREG_BY_NAME
 
-from . import ir
+from . import half_codegen, ir
 from .errors import CompileError
 from .ir import F32, I1, Function, Op, Value
 from .uniformity import uniformity
@@ -189,7 +189,8 @@ class ISel:
             return MI("li", [r, self.smem(op)], [r])
         if op.name == "gep":
             base, c = self.addr(op.operands[0])
-            return MI("addi", [r, base, c + 4 * ir.const_value(op.operands[1])], [r])
+            size = op.operands[0].type.elem_size
+            return MI("addi", [r, base, c + size * ir.const_value(op.operands[1])], [r])
         raise AssertionError(op.name)
 
     def smem(self, op: Op) -> int:
@@ -206,7 +207,7 @@ class ISel:
         off = 0
         while isinstance(op, Op) and op.name == "gep" and self.const_of(op.operands[1]) \
                 is not None:
-            c = 4 * self.const_of(op.operands[1])
+            c = p.type.elem_size * self.const_of(op.operands[1])
             if not _fits11(off + c):
                 break
             off += c
@@ -247,13 +248,14 @@ class ISel:
     def op_gep(self, op: Op) -> None:
         r = op.result
         c = self.const_of(op.operands[1])
-        if c is not None and _fits11(4 * c):
+        size = op.operands[0].type.elem_size
+        if c is not None and _fits11(size * c):
             self.lazy_op(op)
             return
         base = self.reg(op.operands[0])
         idx = op.operands[1]
         t = ir.Value(ir.I32)
-        self.emit("shli", t, self.reg(idx), 2, defs=[t])
+        self.emit("shli", t, self.reg(idx), size.bit_length() - 1, defs=[t])
         self.emit("add", r, base, t, defs=[r])
 
     def op_ptradd(self, op: Op) -> None:
@@ -339,6 +341,9 @@ class ISel:
     def op_load(self, op: Op) -> None:
         r = op.result
         p = op.operands[0]
+        if p.type.elem_size == 2:
+            half_codegen.isa_load(self, op)
+            return
         m = "ldg" if p.type.space == "global" else "lds"
         base, off = self.addr(p)
         if len(op.operands) >= 2:
@@ -369,6 +374,9 @@ class ISel:
         if guard is None:
             return
         g, neg = guard
+        if p.type.elem_size == 2:
+            half_codegen.isa_store(self, op, g, neg)
+            return
         base, off = self.addr(p)
         self.emit(m, Mem(base, off), self.reg(val), guard=g, gneg=neg)
 
@@ -594,6 +602,7 @@ _EMITTERS: dict[str, Callable[[ISel, Op], None]] = {
     "exit": ISel.op_exit, "load": ISel.op_load, "store": ISel.op_store,
     "atomic": ISel.op_atomic, "for": ISel.op_for, "if": ISel.op_if, "yield": ISel.op_yield,
     "while": ISel.op_while,
+    **dict.fromkeys(ir.HALF_OPS, half_codegen.isa_half_op), "mma": half_codegen.isa_mma,
 }
 ir.check_op_table(_EMITTERS, "the ISA code generator")
 
@@ -719,8 +728,9 @@ def spill_predicate(code: list[MI], loops: list[tuple[int, int]], v: Value
     return out, new_loops
 
 
-def allocate(code: list[MI], loops: list[tuple[int, int]]) -> dict[int, str]:
-    """Linear scan: map each virtual register to r1..r30 or p0..p5."""
+def allocate(code: list[MI], loops: list[tuple[int, int]],
+             gprs: tuple[int, ...] = GPRS) -> dict[int, str]:
+    """Linear scan: map each virtual register to one of ``gprs`` (r1..r30) or p0..p5."""
     start: dict[int, int] = {}
     end: dict[int, int] = {}
     vals: dict[int, Value] = {}
@@ -745,7 +755,7 @@ def allocate(code: list[MI], loops: list[tuple[int, int]]) -> dict[int, str]:
                     changed = True
     order = sorted(start, key=lambda k: (start[k], k))
     assign: dict[int, str] = {}
-    free = {"r": list(GPRS), "p": list(PREDS)}
+    free = {"r": list(gprs), "p": list(PREDS)}
     active: list[tuple[int, int, str, str]] = []  # (end, vid, cls, reg)
     for vid in order:
         s = start[vid]
@@ -766,7 +776,7 @@ def allocate(code: list[MI], loops: list[tuple[int, int]]) -> dict[int, str]:
                     "at once); use a smaller BLOCK or more warps (num_warps)",
                     [(a[0], vals[a[1]]) for a in active if a[2] == "p"] + [(end[vid], vals[vid])])
             raise GprPressure(
-                f"the kernel needs more than {len(GPRS)} general-purpose registers ({n} live "
+                f"the kernel needs more than {len(gprs)} general-purpose registers ({n} live "
                 "at once)", [(a[0], vals[a[1]]) for a in active if a[2] == "r"]
                 + [(end[vid], vals[vid])])
         pool.sort(key=lambda x: int(x))
@@ -869,9 +879,10 @@ def _select_and_allocate(fn: Function, reserve: int):
     spilled: set[int] = set()
     spill_slots = 0
     stride = SpillStride()
+    gprs = half_codegen.allocatable(fn, GPRS)
     while True:
         try:
-            regs = allocate(code, loops)
+            regs = allocate(code, loops, gprs)
             break
         except GprPressure as e:
             # spill the live values whose intervals reach furthest to shared memory (a few

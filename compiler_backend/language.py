@@ -14,11 +14,16 @@ from __future__ import annotations
 import builtins
 import math as _pymath
 
+from . import dot as dot_mma
 from . import dtypes, ir
 from .dtypes import (  # noqa: F401 - tl.float32, tl.pointer_type ... are language names
     _DTYPES,
+    bf16,
+    bfloat16,
     dtype_of_type,
+    float16,
     float32,
+    fp16,
     fp32,
     int1,
     int32,
@@ -539,8 +544,13 @@ def _reduce_keep(ctx: Lowering, x, axis, keep: bool, kind: str, with_index: bool
 def dot(ctx: Lowering, input, other, acc=None, input_precision=None, allow_tf32=None,
         max_num_imprecise_acc=None, out_dtype=None) -> Tile:
     """(M, K) @ (K, N): both tiles go to shared memory, each thread computes its (m, n)
-    elements with a K-step chain of fused multiply-adds (same order on every target)."""
+    elements with a K-step chain of fused multiply-adds (same order on every target);
+    fp16/bf16 operands go to the matrix unit (:mod:`.dot`)."""
     a, b = ctx.to_tile(input), ctx.to_tile(other)
+    if a.type.is_half or b.type.is_half:
+        r = dot_mma.dot(ctx, a, b, acc, input_precision, out_dtype)
+        if r is not None:
+            return r
     if len(a.shape) != 2 or len(b.shape) != 2 or a.shape[1] != b.shape[0]:
         raise CompileError(f"tl.dot needs (M, K) and (K, N) tiles, got {list(a.shape)} and "
                            f"{list(b.shape)}")
