@@ -40,6 +40,21 @@ class CompiledKernel:
     stats: dict = field(default_factory=dict)
     asserts: list = field(default_factory=list)  # (SourceLocation, message) per device_assert
     prints: list = field(default_factory=list)  # (prefix, value kinds, hex) per device_print
+    elements: dict = field(default_factory=dict)  # pointer parameter -> element ("f16" ...)
+
+    def check_array(self, name: str, dtype) -> None:
+        """Raise :class:`DriverError` when an array of ``dtype`` does not match the element
+        type pointer parameter ``name`` was compiled for (float16 data read as float32...)."""
+        from simtgpu.driver_model.errors import DriverError
+
+        want = self.elements.get(name)
+        try:
+            got = type_of_arg(np.empty(0, dtype)).elem
+        except TypeError as e:
+            raise DriverError(f"kernel '{self.name}', parameter '{name}': {e}") from None
+        if want is not None and got != want:
+            raise DriverError(f"kernel '{self.name}', parameter '{name}': compiled for "
+                              f"{_ELEM_NAMES[want]} elements, got an array of {np.dtype(dtype)}")
 
     def object_file(self):
         """The assembled object (isa target)."""
@@ -50,6 +65,7 @@ class CompiledKernel:
         return assemble(self.code, f"<{self.name}>")
 
 
+_ELEM_NAMES = {"f32": "float32", "i32": "int32", "f16": "float16", "bf16": "bfloat16"}
 _TYPE_NAMES = {"*fp32": ir.ptr("f32"), "*f32": ir.ptr("f32"), "*i32": ir.ptr("i32"),
                "*fp16": ir.ptr("f16"), "*f16": ir.ptr("f16"), "*bf16": ir.ptr("bf16"),
                "*int32": ir.ptr("i32"), "*u32": ir.ptr("u32"), "*uint32": ir.ptr("u32"),
@@ -137,4 +153,5 @@ def compile_function(fn, arg_types: dict[str, Type], constexprs: dict, target: T
     return CompiledKernel(f.name, target, ir_text, code,
                           [(p.name, param_kind(p.type)) for p in f.params], f.shared_bytes,
                           threads, block, ms, stats, list(f.meta.get("asserts", [])),
-                          list(f.meta.get("prints", [])))
+                          list(f.meta.get("prints", [])),
+                          {p.name: p.type.elem for p in f.params if p.type.is_ptr})

@@ -13,9 +13,9 @@ packed ISA instructions (``hadd2.f16`` ...) and PTX's ``.f16x2`` forms compute i
 low half and leave zero in the high half.
 
 ``mma`` reads and writes aligned groups of four registers. The register allocator gives
-single registers, so a kernel with an ``mma`` keeps r16..r27 out of allocation and each
-``mma`` moves its operands into them (A r16..r19, B r20..r23, C/D r24..r27) and its
-results out (about 14 moves around each ``mma``).
+single registers, so each ``mma`` moves its operands into fixed groups (A r16..r19, B
+r20..r23, C/D r24..r27) and its results out (about 14 moves around each ``mma``); values
+live across such a sequence are allocated outside r16..r27 (``MI.clobbers``).
 """
 
 from __future__ import annotations
@@ -31,15 +31,8 @@ if TYPE_CHECKING:
     from .ptx_codegen import PtxGen
 
 MMA_A, MMA_B, MMA_C = 16, 20, 24
-"""First registers of the fixed mma operand groups (a kernel with mma allocates around them)."""
-
-
-def allocatable(fn: ir.Function, gprs: tuple[int, ...]) -> tuple[int, ...]:
-    """The general registers the allocator may use: all of ``gprs`` unless ``fn`` has an
-    ``mma``, whose operand groups r16..r27 are then kept free."""
-    if any(op.name == "mma" for op in fn.walk()):
-        return tuple(r for r in gprs if not MMA_A <= r < MMA_C + 4)
-    return gprs
+"""First registers of the fixed mma operand groups."""
+MMA_REGS = frozenset(range(MMA_A, MMA_C + 4))
 
 
 def _fmt(t: ir.Type) -> str:
@@ -165,12 +158,14 @@ def isa_mma(isel: ISel, op: Op) -> None:
     nb = op.attrs["nb"]
     groups = [MMA_A + i for i in range(4)] + [MMA_B + i for i in range(nb)] + \
         [MMA_C + i for i in range(4)]
-    for reg, v in zip(groups, op.operands, strict=True):
-        isel.emit("mov", Sym(f"r{reg}"), isel.reg(v))
-    isel.emit(f"mma.{op.attrs['fmt']}", Sym(f"r{MMA_C}"), Sym(f"r{MMA_A}"), Sym(f"r{MMA_B}"),
-              Sym(f"r{MMA_C}"))
-    for i, d in enumerate(op.results):
-        isel.emit("mov", d, Sym(f"r{MMA_C + i}"), defs=[d])
+    srcs = [isel.reg(v) for v in op.operands]  # constants materialise before the moves
+    seq = [isel.emit("mov", Sym(f"r{reg}"), src) for reg, src in zip(groups, srcs, strict=True)]
+    seq.append(isel.emit(f"mma.{op.attrs['fmt']}", Sym(f"r{MMA_C}"), Sym(f"r{MMA_A}"),
+                         Sym(f"r{MMA_B}"), Sym(f"r{MMA_C}")))
+    seq += [isel.emit("mov", d, Sym(f"r{MMA_C + i}"), defs=[d])
+            for i, d in enumerate(op.results)]
+    for mi in seq:
+        mi.clobbers = True
 
 
 # --- PTX -----------------------------------------------------------------------------------

@@ -50,7 +50,7 @@ def convert(ctx, v: Value, t: Type, src: Type | None) -> Value:
     c = ir.const_value(v)
     if t.is_half:
         if c is not None and v.type != I1 and not v.type.is_half:
-            return ctx.const(half_bits(c, t), t)  # a constant: converted while compiling
+            return ctx.const(c, t)  # a constant: converted while compiling (ctx.const)
         if v.type.is_half:
             v = b("h2f", v)
         elif v.type != F32:
@@ -79,7 +79,7 @@ def binary(ctx, op: str, a, b):
 
 def negate(ctx, a):
     """``-a`` of a half tile: multiplication by -1 (exact, flips the sign of zeros)."""
-    m1 = ctx.const(half_bits(-1.0, a.type), a.type)
+    m1 = ctx.const(-1.0, a.type)
     return ctx.map1(a, a.type, lambda v: ctx.b("hmul", v, m1))
 
 

@@ -22,6 +22,7 @@ IR op; both are checked at import.
 
 from __future__ import annotations
 
+import bisect
 import struct
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -53,6 +54,7 @@ class MI:
     partial: bool = False  # guarded def: lanes outside the guard keep the old value
     moves: list[tuple[Value, Value]] | None = None  # parallel move (op == "pmove")
     group: list[MI] | None = None  # loop pre-header: rematerialised constants and params
+    clobbers: bool = False  # writes the fixed mma registers (half_codegen.MMA_REGS)
 
 
 @dataclass(frozen=True)
@@ -687,8 +689,8 @@ def spill_gpr(code: list[MI], loops: list[tuple[int, int]], v: Value, offset: in
             out.append(mi)
             continue
         t = ir.Value(v.type)
-        if used:
-            out += addr() + [MI("lds", [t, Mem(scratch, offset)], [t])]
+        if used:  # (a reload inside an mma sequence stays off the mma registers)
+            out += addr() + [MI("lds", [t, Mem(scratch, offset)], [t], clobbers=mi.clobbers)]
         _replace_value(mi, v, t)
         out.append(mi)
         if defined:
@@ -728,9 +730,9 @@ def spill_predicate(code: list[MI], loops: list[tuple[int, int]], v: Value
     return out, new_loops
 
 
-def allocate(code: list[MI], loops: list[tuple[int, int]],
-             gprs: tuple[int, ...] = GPRS) -> dict[int, str]:
-    """Linear scan: map each virtual register to one of ``gprs`` (r1..r30) or p0..p5."""
+def allocate(code: list[MI], loops: list[tuple[int, int]]) -> dict[int, str]:
+    """Linear scan: map each virtual register to r1..r30 or p0..p5. A value live across an
+    instruction that ``clobbers`` (an mma sequence) avoids the fixed mma registers."""
     start: dict[int, int] = {}
     end: dict[int, int] = {}
     vals: dict[int, Value] = {}
@@ -755,7 +757,8 @@ def allocate(code: list[MI], loops: list[tuple[int, int]],
                     changed = True
     order = sorted(start, key=lambda k: (start[k], k))
     assign: dict[int, str] = {}
-    free = {"r": list(gprs), "p": list(PREDS)}
+    free = {"r": list(GPRS), "p": list(PREDS)}
+    clobbered = [2 * i + 1 for i, mi in enumerate(code) if mi.clobbers]
     active: list[tuple[int, int, str, str]] = []  # (end, vid, cls, reg)
     for vid in order:
         s = start[vid]
@@ -768,6 +771,9 @@ def allocate(code: list[MI], loops: list[tuple[int, int]],
         active = still
         cls = "p" if vals[vid].type == I1 else "r"
         pool = free[cls]
+        k = bisect.bisect_left(clobbered, s)
+        if cls == "r" and k < len(clobbered) and clobbered[k] <= end[vid]:
+            pool = [r for r in pool if r not in half_codegen.MMA_REGS]
         if not pool:
             n = sum(1 for a in active if a[2] == cls) + 1
             if cls == "p":
@@ -776,11 +782,12 @@ def allocate(code: list[MI], loops: list[tuple[int, int]],
                     "at once); use a smaller BLOCK or more warps (num_warps)",
                     [(a[0], vals[a[1]]) for a in active if a[2] == "p"] + [(end[vid], vals[vid])])
             raise GprPressure(
-                f"the kernel needs more than {len(gprs)} general-purpose registers ({n} live "
+                f"the kernel needs more than {len(GPRS)} general-purpose registers ({n} live "
                 "at once)", [(a[0], vals[a[1]]) for a in active if a[2] == "r"]
                 + [(end[vid], vals[vid])])
         pool.sort(key=lambda x: int(x))
-        reg = pool.pop(0)
+        reg = pool[0]
+        free[cls].remove(reg)
         assign[vid] = f"{cls}{reg}"
         active.append((end[vid], vid, cls, reg))
     return assign
@@ -879,10 +886,9 @@ def _select_and_allocate(fn: Function, reserve: int):
     spilled: set[int] = set()
     spill_slots = 0
     stride = SpillStride()
-    gprs = half_codegen.allocatable(fn, GPRS)
     while True:
         try:
-            regs = allocate(code, loops, gprs)
+            regs = allocate(code, loops)
             break
         except GprPressure as e:
             # spill the live values whose intervals reach furthest to shared memory (a few
