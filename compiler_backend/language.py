@@ -333,6 +333,8 @@ def sigmoid(ctx: Lowering, x) -> Tile:
 @builtin
 def abs(ctx: Lowering, x) -> Tile:  # noqa: A001 - the Triton name
     t = ctx.to_tile(x)
+    if t.type.is_half:
+        return ctx.cast(ctx.map1(ctx.cast(t, F32), F32, lambda v: ctx.b("fabs", v)), t.type)
     if t.type == F32:
         return ctx.map1(t, F32, lambda v: ctx.b("fabs", v))
     if t.type.unsigned:
@@ -384,6 +386,8 @@ def _reduce(ctx: Lowering, x, axis, kind: str, with_index: bool = False):
     t = ctx.to_tile(x)
     if t.type == I1:
         t = ctx.cast(t, I32)
+    if t.type.is_half:  # on the exact float32 values (Triton sums halves in float32 too)
+        t = ctx.cast(t, F32)
     if t.type.is_ptr:
         raise CompileError("cannot reduce pointers")
     if t.is_scalar:

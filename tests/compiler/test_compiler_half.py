@@ -285,3 +285,62 @@ def test_sass_uses_tensor_core(tmp_path):
     sass = subprocess.run([tool, "-sass", str(tmp_path / "k.cubin")], capture_output=True,
                           text=True, check=True, timeout=120).stdout
     assert "HMMA" in sass
+
+
+# --- the RTL (called from test_compiler_rtl.py, which builds the Verilator model once) ------
+def half_kernels_on_rtl():
+    """On the current (rtl) device: the elementwise fp16/bf16 kernel bit for bit, and
+    tl.dot on mma against numerics.mma once the core has the matrix unit (``mma`` not in
+    ``rtl.core.ABSENT_INSTRUCTIONS``); until then the launch must stop with the architectural
+    ILLEGAL_INSTRUCTION fault, not retire wrong values."""
+    from simtgpu.errors import SimtgpuError
+    from simtgpu.rtl.core import ABSENT_INSTRUCTIONS
+
+    rng = np.random.default_rng(9)
+    for dt in (np.float16, BF16):
+        x = (rng.standard_normal(37) * 4).astype(dt)
+        y = (rng.standard_normal(37) * 4).astype(dt)
+        o, f = np.zeros(37, dt), np.zeros(37, np.float32)
+        half_ops[(3,)](x, y, o, f, 37, BLOCK=16)
+        want = -(x * y + x - y * dt(np.float32(0.5)) + dt(np.float32(2))) + dt(0)
+        assert np.array_equal(_bits(o), _bits(want)), dt
+    s = mma_shape(8)  # the rtl device of test_compiler_rtl.py is 'small'
+    M, N, K = s.m, 2 * s.n, s.k
+    a = rng.standard_normal((M, K)).astype(np.float16)
+    b = rng.standard_normal((K, N)).astype(np.float16)
+    c = rng.standard_normal((M, N)).astype(np.float32)
+    o = np.zeros((M, N), np.float32)
+    if "mma.f16" in ABSENT_INSTRUCTIONS:
+        with pytest.raises(SimtgpuError, match="ILLEGAL_INSTRUCTION"):
+            dot_tile[(1,)](a, b, c, o, M=M, N=N, K=K, num_warps=2)
+        return
+    dot_tile[(1,)](a, b, c, o, M=M, N=N, K=K, num_warps=2)
+    assert np.array_equal(o.view(np.uint32), _mma_reference("f16", a, b, c, s.k).view(np.uint32))
+
+
+@triton.jit
+def half_select_ops(x_ptr, y_ptr, o_ptr, s_ptr, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs)
+    y = tl.load(y_ptr + offs)
+    z = tl.where(x > y, x, y * 2)
+    z = tl.minimum(tl.maximum(z, x), 1.5)
+    tl.store(o_ptr + offs, tl.abs(z) + x / y)
+    tl.store(s_ptr, tl.sum(x, 0))
+    tl.store(s_ptr + 1, tl.max(x, 0))
+
+
+def test_half_where_minmax_abs_division_reductions():
+    rng = np.random.default_rng(4)
+    x = rng.standard_normal(32).astype(np.float16)
+    y = rng.standard_normal(32).astype(np.float16)
+    o, s = np.zeros(32, np.float16), np.zeros(2, np.float32)
+    triton.set_device(Device(backend="iss", config="small"))
+    half_select_ops[(1,)](x, y, o, s, BLOCK=32)
+    z = np.minimum(np.maximum(np.where(x > y, x, y * np.float16(2)), x), np.float16(1.5))
+    bits = numerics.f32_to_bits
+    quotient = numerics.f32_to_f16(numerics.fmul(bits(x.astype(np.float32)), numerics.sfu(
+        "rcp", bits(y.astype(np.float32)))))  # the documented a * rcp(b), rounded once
+    assert np.array_equal(o, np.abs(z) + quotient.view(np.float16))
+    assert s[1] == x.max()
+    assert abs(s[0] - x.astype(np.float64).sum()) < 1e-5 * np.abs(x).sum()  # float32 sum

@@ -22,3 +22,7 @@ def test_examples_on_rtl():
         y = np.zeros_like(x)
         k_collatz[(3,)](x, y, len(x), LIMIT=40, block=(32, 1, 1))
         assert y.tolist() == [_collatz(int(v), 40) for v in x]
+        # fp16/bf16 elementwise, and tl.dot on mma once the RTL has the matrix unit
+        from test_compiler_half import half_kernels_on_rtl
+
+        half_kernels_on_rtl()
