@@ -169,51 +169,35 @@ def isa_mma(isel: ISel, op: Op) -> None:
 
 
 # --- PTX -----------------------------------------------------------------------------------
-_BF16_ONE = 0x3F803F80  # 1.0 in both bf16 halves
-_BF16_MUL_ADDEND = 0x00008000  # -0.0 low (keeps the sign of a zero product), +0.0 high
+# PTX sequences of the half ops by (op, format): {d} the result, {a} {b} the operands, {h}
+# a .b16 scratch, {t} {k} .b32 scratch. bf16 add, subtract and multiply are fma.rn.bf16x2
+# (sm_80 has no add.bf16x2): a * 1 + b, a * 1 + (-b), a * b + (-0) (0x00008000: -0 low, so a
+# zero product keeps its sign, +0 high), each one rounding as on the ISA.
+_BF16_ONE = "0x3F803F80"  # 1.0 in both bf16 halves
+_PTX_HALF: dict[tuple[str, str], tuple[str, ...]] = {
+    ("h2f", "f16"): ("cvt.u16.u32 {h}, {a}", "cvt.f32.f16 {d}, {h}"),
+    ("h2f", "bf16"): ("shl.b32 {t}, {a}, 16", "mov.b32 {d}, {t}"),
+    **{("f2h", f): (f"cvt.rn.{f}.f32 {{h}}, {{a}}", "cvt.u32.u16 {d}, {h}")
+       for f in ("f16", "bf16")},
+    **{(f"h{n}", "f16"): (f"{n}.rn.f16x2 {{d}}, {{a}}, {{b}}",) for n in ("add", "sub", "mul")},
+    ("hadd", "bf16"): (f"mov.b32 {{k}}, {_BF16_ONE}", "fma.rn.bf16x2 {d}, {a}, {k}, {b}"),
+    ("hsub", "bf16"): ("xor.b32 {t}, {b}, 0x80008000", f"mov.b32 {{k}}, {_BF16_ONE}",
+                       "fma.rn.bf16x2 {d}, {a}, {k}, {t}"),
+    ("hmul", "bf16"): ("mov.b32 {k}, 0x00008000", "fma.rn.bf16x2 {d}, {a}, {b}, {k}"),
+    **{("hpack", f): ("shl.b32 {t}, {b}, 16", "or.b32 {d}, {a}, {t}") for f in ("f16", "bf16")},
+}
 
 
 def ptx_half_op(gen: PtxGen, op: Op) -> None:
-    """h2f, f2h, hadd/hsub/hmul and hpack in PTX (values in .b32 registers, low half).
-
-    bf16 add, subtract and multiply are ``fma.rn.bf16x2`` (sm_80 has no ``add.bf16x2``):
-    ``a * 1 + b``, ``a * 1 + (-b)``, ``a * b + (-0)``, each one rounding as the ISA's."""
-    r = gen.r(op.result)
-    args = [gen.r(x) for x in op.operands]
-    n = op.name
-    if n == "h2f":
-        if op.operands[0].type == F16:
-            h = gen.new("h")
-            gen.emit(f"cvt.u16.u32 {h}, {args[0]}")
-            gen.emit(f"cvt.f32.f16 {r}, {h}")
-        else:
-            t = gen.new("r")
-            gen.emit(f"shl.b32 {t}, {args[0]}, 16")
-            gen.emit(f"mov.b32 {r}, {t}")
-    elif n == "f2h":
-        h = gen.new("h")
-        gen.emit(f"cvt.rn.{op.attrs['fmt']}.f32 {h}, {args[0]}")
-        gen.emit(f"cvt.u32.u16 {r}, {h}")
-    elif n in ("hadd", "hsub", "hmul") and op.operands[0].type == F16:
-        gen.emit(f"{n[1:]}.rn.f16x2 {r}, {args[0]}, {args[1]}")
-    elif n in ("hadd", "hsub", "hmul"):
-        k = gen.new("r")
-        if n == "hmul":
-            gen.emit(f"mov.b32 {k}, {_BF16_MUL_ADDEND}")
-            gen.emit(f"fma.rn.bf16x2 {r}, {args[0]}, {args[1]}, {k}")
-            return
-        c = args[1]
-        if n == "hsub":
-            c = gen.new("r")
-            gen.emit(f"xor.b32 {c}, {args[1]}, 0x80008000")
-        gen.emit(f"mov.b32 {k}, {_BF16_ONE}")
-        gen.emit(f"fma.rn.bf16x2 {r}, {args[0]}, {k}, {c}")
-    elif n == "hpack":
-        t = gen.new("r")
-        gen.emit(f"shl.b32 {t}, {args[1]}, 16")
-        gen.emit(f"or.b32 {r}, {args[0]}, {t}")
-    else:
-        raise AssertionError(n)
+    """h2f, f2h, hadd/hsub/hmul and hpack in PTX (values in .b32 registers, low half)."""
+    fmt = op.attrs["fmt"] if op.name == "f2h" else _fmt(op.operands[0].type)
+    names = {"d": gen.r(op.result)}
+    names.update(zip("ab"[:len(op.operands)], (gen.r(x) for x in op.operands), strict=True))
+    for line in _PTX_HALF[op.name, fmt]:
+        for scratch, cls in (("h", "h"), ("t", "r"), ("k", "r")):
+            if "{" + scratch + "}" in line and scratch not in names:
+                names[scratch] = gen.new(cls)
+        gen.emit(line.format(**names))
 
 
 def ptx_mma(gen: PtxGen, op: Op) -> None:

@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 import simtgpu.compiler_backend as triton
 import simtgpu.compiler_backend.language as tl
+from compiler_helpers import example
 from simtgpu.compiler_backend import ir
 from simtgpu.compiler_backend.compiler import Target, compile_function
 from simtgpu.driver_model import Device
@@ -161,41 +162,31 @@ def test_dtype_mismatch_is_a_driver_error():
                                              "o_ptr": x.astype(np.float16), "f_ptr": x, "n": 16})
 
 
-# --- Triton's matmul tutorial (03-matrix-multiplication), its kernel body as written ------------
+# --- Triton's matmul tutorial (03-matrix-multiplication) and a GEMM in its spirit ---------------
+matmul_kernel = example("matmul").matmul_kernel  # the tutorial's body, changed in its imports
+
+
 @triton.jit
-def matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, stride_bk, stride_bn,
-                  stride_cm, stride_cn, BLOCK_SIZE_M: tl.constexpr, BLOCK_SIZE_N: tl.constexpr,
-                  BLOCK_SIZE_K: tl.constexpr, GROUP_SIZE_M: tl.constexpr):
-    pid = tl.program_id(axis=0)
-    num_pid_m = tl.cdiv(M, BLOCK_SIZE_M)
-    num_pid_n = tl.cdiv(N, BLOCK_SIZE_N)
-    num_pid_in_group = GROUP_SIZE_M * num_pid_n
-    group_id = pid // num_pid_in_group
-    first_pid_m = group_id * GROUP_SIZE_M
-    group_size_m = min(num_pid_m - first_pid_m, GROUP_SIZE_M)
-    pid_m = first_pid_m + ((pid % num_pid_in_group) % group_size_m)
-    pid_n = (pid % num_pid_in_group) // group_size_m
-    offs_am = (pid_m * BLOCK_SIZE_M + tl.arange(0, BLOCK_SIZE_M)) % M
-    offs_bn = (pid_n * BLOCK_SIZE_N + tl.arange(0, BLOCK_SIZE_N)) % N
-    offs_k = tl.arange(0, BLOCK_SIZE_K)
-    a_ptrs = a_ptr + (offs_am[:, None] * stride_am + offs_k[None, :] * stride_ak)
-    b_ptrs = b_ptr + (offs_k[:, None] * stride_bk + offs_bn[None, :] * stride_bn)
-    accumulator = tl.zeros((BLOCK_SIZE_M, BLOCK_SIZE_N), dtype=tl.float32)
-    for k in range(0, tl.cdiv(K, BLOCK_SIZE_K)):
-        a = tl.load(a_ptrs, mask=offs_k[None, :] < K - k * BLOCK_SIZE_K, other=0.0)
-        b = tl.load(b_ptrs, mask=offs_k[:, None] < K - k * BLOCK_SIZE_K, other=0.0)
-        accumulator = tl.dot(a, b, accumulator)
-        a_ptrs += BLOCK_SIZE_K * stride_ak
-        b_ptrs += BLOCK_SIZE_K * stride_bk
-    c = accumulator.to(tl.float16)
-    offs_cm = pid_m * BLOCK_SIZE_M + tl.arange(0, BLOCK_SIZE_M)
-    offs_cn = pid_n * BLOCK_SIZE_N + tl.arange(0, BLOCK_SIZE_N)
-    c_ptrs = c_ptr + stride_cm * offs_cm[:, None] + stride_cn * offs_cn[None, :]
-    c_mask = (offs_cm[:, None] < M) & (offs_cn[None, :] < N)
-    tl.store(c_ptrs, c, mask=c_mask)
+def gemm_fp16(a_ptr, b_ptr, c_ptr, M, N, K, BM: tl.constexpr, BN: tl.constexpr,
+              BK: tl.constexpr):
+    rm = tl.program_id(0) * BM + tl.arange(0, BM)
+    rn = tl.program_id(1) * BN + tl.arange(0, BN)
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for k0 in range(0, K, BK):
+        rk = k0 + tl.arange(0, BK)
+        a = tl.load(a_ptr + rm[:, None] * K + rk[None, :],
+                    mask=(rm[:, None] < M) & (rk[None, :] < K), other=0.0)
+        b = tl.load(b_ptr + rk[:, None] * N + rn[None, :],
+                    mask=(rk[:, None] < K) & (rn[None, :] < N), other=0.0)
+        acc = tl.dot(a, b, acc)
+    tl.store(c_ptr + rm[:, None] * N + rn[None, :], acc.to(tl.float16),
+             mask=(rm[:, None] < M) & (rn[None, :] < N))
 
 
 MATMUL_CONFIG = {"BLOCK_SIZE_M": 8, "BLOCK_SIZE_N": 8, "BLOCK_SIZE_K": 8, "GROUP_SIZE_M": 2}
+MATMUL_TYPES = {"a_ptr": ir.ptr("f16"), "b_ptr": ir.ptr("f16"), "c_ptr": ir.ptr("f16"),
+                **{p: ir.I32 for p in ("M", "N", "K", "stride_am", "stride_ak", "stride_bk",
+                                       "stride_bn", "stride_cm", "stride_cn")}}
 
 
 def fp16_tolerance(a, b) -> np.ndarray:
@@ -209,6 +200,8 @@ def fp16_tolerance(a, b) -> np.ndarray:
 
 
 def test_triton_matmul_tutorial_fp16_on_iss():
+    """The tutorial kernel with fp16 A, B and C: its store rounds the float32 accumulator
+    to fp16 (as the tutorial's accumulator.to(tl.float16) does)."""
     M, N, K = 24, 16, 20  # ragged in M and K: the tutorial's masks and modulo wrap
     rng = np.random.default_rng(7)
     a = rng.standard_normal((M, K)).astype(np.float16)
@@ -220,13 +213,23 @@ def test_triton_matmul_tutorial_fp16_on_iss():
     matmul_kernel[grid](a, b, c, M, N, K, K, 1, N, 1, N, 1, **MATMUL_CONFIG)
     err = np.abs(c.astype(np.float64) - a.astype(np.float64) @ b.astype(np.float64))
     assert (err <= fp16_tolerance(a, b)).all(), err.max()
-    types = {"a_ptr": ir.ptr("f16"), "b_ptr": ir.ptr("f16"), "c_ptr": ir.ptr("f16"),
-             **{p: ir.I32 for p in ("M", "N", "K", "stride_am", "stride_ak", "stride_bk",
-                                    "stride_bn", "stride_cm", "stride_cn")}}
     t0 = time.process_time()
-    ck = compile_function(matmul_kernel.fn, types, MATMUL_CONFIG, Target("isa", 8))
+    ck = compile_function(matmul_kernel.fn, MATMUL_TYPES, MATMUL_CONFIG, Target("isa", 8))
     assert time.process_time() - t0 < 1.0
     assert "mma.f16" in ck.code
+
+
+@pytest.mark.parametrize("dt", [np.float16, BF16])
+def test_gemm_fp16_output_on_iss(dt):
+    M, N, K = 20, 12, 40
+    rng = np.random.default_rng(8)
+    a = rng.standard_normal((M, K)).astype(dt)
+    b = rng.standard_normal((K, N)).astype(dt)
+    c = np.zeros((M, N), np.float16)
+    triton.set_device(Device(backend="iss", config="small"))
+    gemm_fp16[(3, 3)](a, b, c, M, N, K, BM=8, BN=8, BK=8)
+    err = np.abs(c.astype(np.float64) - a.astype(np.float64) @ b.astype(np.float64))
+    assert (err <= fp16_tolerance(a, b)).all(), err.max()
 
 
 # --- PTX ---------------------------------------------------------------------------------------
@@ -243,11 +246,11 @@ def _ptx_kernels():
         types = {"a_ptr": ir.ptr(fmt), "b_ptr": ir.ptr(fmt), "c_ptr": ir.ptr("f32"),
                  "o_ptr": ir.ptr("f32")}
         out.append(_ptx(dot_tile.fn, types, {"M": 32, "N": 16, "K": 32}, warps=2))
-    types = {"a_ptr": ir.ptr("f16"), "b_ptr": ir.ptr("f16"), "c_ptr": ir.ptr("f16"),
-             **{p: ir.I32 for p in ("M", "N", "K", "stride_am", "stride_ak", "stride_bk",
-                                    "stride_bn", "stride_cm", "stride_cn")}}
-    out.append(_ptx(matmul_kernel.fn, types, {"BLOCK_SIZE_M": 32, "BLOCK_SIZE_N": 32,
-                                              "BLOCK_SIZE_K": 16, "GROUP_SIZE_M": 4}))
+    out.append(_ptx(matmul_kernel.fn, MATMUL_TYPES, {"BLOCK_SIZE_M": 32, "BLOCK_SIZE_N": 32,
+                                                     "BLOCK_SIZE_K": 16, "GROUP_SIZE_M": 4}))
+    gemm = {"a_ptr": ir.ptr("bf16"), "b_ptr": ir.ptr("bf16"), "c_ptr": ir.ptr("f16"),
+            "M": ir.I32, "N": ir.I32, "K": ir.I32}
+    out.append(_ptx(gemm_fp16.fn, gemm, {"BM": 32, "BN": 32, "BK": 16}))
     return out
 
 
