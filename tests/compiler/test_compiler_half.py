@@ -29,9 +29,9 @@ BF16 = ml_dtypes.bfloat16
 @triton.jit
 def half_ops(x_ptr, y_ptr, o_ptr, f_ptr, n, BLOCK: tl.constexpr):
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs, mask=offs < n, other=0.0)
+    y = tl.load(y_ptr + offs, offs < n, 1.0)
     m = offs < n
-    x = tl.load(x_ptr + offs, mask=m, other=0.0)
-    y = tl.load(y_ptr + offs, mask=m, other=1.0)
     z = x * y + x - y * 0.5 + 2
     z = -z + tl.zeros((BLOCK,), dtype=x_ptr.dtype.element_ty)
     tl.store(o_ptr + offs, z, mask=m)
