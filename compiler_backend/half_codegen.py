@@ -32,7 +32,6 @@ if TYPE_CHECKING:
 
 MMA_A, MMA_B, MMA_C = 16, 20, 24
 """First registers of the fixed mma operand groups."""
-MMA_REGS = frozenset(range(MMA_A, MMA_C + 4))
 
 
 def _fmt(t: ir.Type) -> str:
@@ -165,7 +164,7 @@ def isa_mma(isel: ISel, op: Op) -> None:
     seq += [isel.emit("mov", d, Sym(f"r{MMA_C + i}"), defs=[d])
             for i, d in enumerate(op.results)]
     for mi in seq:
-        mi.clobbers = True
+        mi.clobbers = frozenset(groups)
 
 
 # --- PTX -----------------------------------------------------------------------------------

@@ -54,7 +54,7 @@ class MI:
     partial: bool = False  # guarded def: lanes outside the guard keep the old value
     moves: list[tuple[Value, Value]] | None = None  # parallel move (op == "pmove")
     group: list[MI] | None = None  # loop pre-header: rematerialised constants and params
-    clobbers: bool = False  # writes the fixed mma registers (half_codegen.MMA_REGS)
+    clobbers: frozenset[int] = frozenset()  # fixed registers it may overwrite (mma groups)
 
 
 @dataclass(frozen=True)
@@ -758,7 +758,8 @@ def allocate(code: list[MI], loops: list[tuple[int, int]]) -> dict[int, str]:
     order = sorted(start, key=lambda k: (start[k], k))
     assign: dict[int, str] = {}
     free = {"r": list(GPRS), "p": list(PREDS)}
-    clobbered = [2 * i + 1 for i, mi in enumerate(code) if mi.clobbers]
+    clobbered = [(2 * i + 1, mi.clobbers) for i, mi in enumerate(code) if mi.clobbers]
+    clobber_pos = [p for p, _ in clobbered]
     active: list[tuple[int, int, str, str]] = []  # (end, vid, cls, reg)
     for vid in order:
         s = start[vid]
@@ -771,9 +772,12 @@ def allocate(code: list[MI], loops: list[tuple[int, int]]) -> dict[int, str]:
         active = still
         cls = "p" if vals[vid].type == I1 else "r"
         pool = free[cls]
-        k = bisect.bisect_left(clobbered, s)
-        if cls == "r" and k < len(clobbered) and clobbered[k] <= end[vid]:
-            pool = [r for r in pool if r not in half_codegen.MMA_REGS]
+        if cls == "r" and clobbered:
+            k, k_end = (bisect.bisect_left(clobber_pos, s),
+                        bisect.bisect_right(clobber_pos, end[vid]))
+            if k < k_end:
+                taken = frozenset().union(*(c for _, c in clobbered[k:k_end]))
+                pool = [r for r in pool if r not in taken]
         if not pool:
             n = sum(1 for a in active if a[2] == cls) + 1
             if cls == "p":
