@@ -14,8 +14,9 @@ low half and leave zero in the high half.
 
 ``mma`` reads and writes aligned groups of four registers. The register allocator gives
 single registers, so each ``mma`` moves its operands into fixed groups (A r16..r19, B
-r20..r23, C/D r24..r27) and its results out (about 14 moves around each ``mma``); values
-live across such a sequence are allocated outside r16..r27 (``MI.clobbers``).
+r20.., C/D r24..r27) and its results out (about 14 moves around each ``mma``); values
+live across such a sequence are allocated outside the registers of its groups
+(``MI.clobbers``).
 """
 
 from __future__ import annotations
