@@ -7,7 +7,7 @@
     simtgpu compile ... --emit ir          # the optimised IR instead of code
 
 Parameter types: a name ending in ``ptr`` is a float32 pointer, anything else an int32;
-``--sig NAME=TYPE`` (``*fp32``, ``*i32``, ``fp32``, ``i32``) says otherwise.
+``--sig NAME=TYPE`` (``*fp32``, ``*fp16``, ``*bf16``, ``*i32``, ``fp32``, ``i32``) says otherwise.
 """
 
 from __future__ import annotations

@@ -40,6 +40,21 @@ class CompiledKernel:
     stats: dict = field(default_factory=dict)
     asserts: list = field(default_factory=list)  # (SourceLocation, message) per device_assert
     prints: list = field(default_factory=list)  # (prefix, value kinds, hex) per device_print
+    elements: dict = field(default_factory=dict)  # pointer parameter -> element ("f16" ...)
+
+    def check_array(self, name: str, dtype) -> None:
+        """Raise :class:`DriverError` when an array of ``dtype`` does not match the element
+        type pointer parameter ``name`` was compiled for (float16 data read as float32...)."""
+        from simtgpu.driver_model.errors import DriverError
+
+        want = self.elements.get(name)
+        try:
+            got = type_of_arg(np.empty(0, dtype)).elem
+        except TypeError as e:
+            raise DriverError(f"kernel '{self.name}', parameter '{name}': {e}") from None
+        if want is not None and got != want:
+            raise DriverError(f"kernel '{self.name}', parameter '{name}': compiled for "
+                              f"{_ELEM_NAMES[want]} elements, got an array of {np.dtype(dtype)}")
 
     def object_file(self):
         """The assembled object (isa target)."""
@@ -50,17 +65,20 @@ class CompiledKernel:
         return assemble(self.code, f"<{self.name}>")
 
 
+_ELEM_NAMES = {"f32": "float32", "i32": "int32", "f16": "float16", "bf16": "bfloat16"}
 _TYPE_NAMES = {"*fp32": ir.ptr("f32"), "*f32": ir.ptr("f32"), "*i32": ir.ptr("i32"),
+               "*fp16": ir.ptr("f16"), "*f16": ir.ptr("f16"), "*bf16": ir.ptr("bf16"),
                "*int32": ir.ptr("i32"), "*u32": ir.ptr("u32"), "*uint32": ir.ptr("u32"),
                "fp32": F32, "f32": F32, "i32": I32, "int32": I32, "u32": U32, "uint32": U32}
 
 
 def parse_type(text: str) -> Type:
-    """Triton-style signature type names: ``*fp32``, ``*i32``, ``*u32``, ``i32``, ``u32``,
-    ``fp32``."""
+    """Triton-style signature type names: ``*fp32``, ``*fp16``, ``*bf16``, ``*i32``,
+    ``*u32``, ``i32``, ``u32``, ``fp32``."""
     t = _TYPE_NAMES.get(text.strip())
     if t is None:
-        raise ValueError(f"unknown parameter type '{text}' (use *fp32, *i32, *u32, i32, u32, fp32)")
+        raise ValueError(f"unknown parameter type '{text}' (use *fp32, *fp16, *bf16, *i32, *u32, "
+                         "i32, u32, fp32)")
     return t
 
 
@@ -76,7 +94,12 @@ def type_of_arg(value) -> Type:
             return ir.ptr("i32")
         if dt == np.dtype(np.uint32):
             return ir.ptr("u32")  # unsigned: comparisons, >>, //, %, float conversion
-        raise TypeError(f"arrays of {dt} are not supported (float32, int32, uint32)")
+        if dt == np.float16:
+            return ir.ptr("f16")
+        if dt.name == "bfloat16":  # ml_dtypes.bfloat16
+            return ir.ptr("bf16")
+        raise TypeError(f"arrays of {dt} are not supported (float32, float16, bfloat16 from "
+                        "ml_dtypes, int32, uint32)")
     if isinstance(value, bool | np.bool_):
         return I32
     if isinstance(value, np.unsignedinteger):
@@ -130,4 +153,5 @@ def compile_function(fn, arg_types: dict[str, Type], constexprs: dict, target: T
     return CompiledKernel(f.name, target, ir_text, code,
                           [(p.name, param_kind(p.type)) for p in f.params], f.shared_bytes,
                           threads, block, ms, stats, list(f.meta.get("asserts", [])),
-                          list(f.meta.get("prints", [])))
+                          list(f.meta.get("prints", [])),
+                          {p.name: p.type.elem for p in f.params if p.type.is_ptr})

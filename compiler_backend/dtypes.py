@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .errors import CompileError
-from .ir import F32, I1, I32, U32, Type
+from .ir import BF16, F16, F32, I1, I32, U32, Type
 
 
 @dataclass(frozen=True)
@@ -25,9 +25,14 @@ float32 = dtype("float32", F32)
 int32 = dtype("int32", I32)
 int1 = dtype("int1", I1)
 uint32 = dtype("uint32", U32)
+float16 = dtype("float16", F16)
+bfloat16 = dtype("bfloat16", BF16)
 fp32 = float32
+fp16 = float16
+bf16 = bfloat16
 _DTYPES = {"float32": float32, "fp32": float32, "int32": int32, "i32": int32, "int1": int1,
-           "i1": int1, "uint32": uint32, "u32": uint32}
+           "i1": int1, "uint32": uint32, "u32": uint32, "float16": float16, "fp16": float16,
+           "bfloat16": bfloat16, "bf16": bfloat16}
 
 
 def dtype_of_type(t: Type):
@@ -35,7 +40,7 @@ def dtype_of_type(t: Type):
         return pointer_type(dtype_of_type(t.pointee))
     if t.unsigned:
         return uint32
-    return {F32: float32, I32: int32, I1: int1}[t]
+    return {F32: float32, I32: int32, I1: int1, F16: float16, BF16: bfloat16}[t]
 
 
 @dataclass(frozen=True)
@@ -60,5 +65,5 @@ def to_ir_type(d) -> Type:
         return d.type
     if isinstance(d, str) and d in _DTYPES:
         return _DTYPES[d].type
-    raise CompileError(f"{d!r} is not a supported dtype (tl.float32, tl.int32, tl.uint32, "
-                       "tl.int1)")
+    raise CompileError(f"{d!r} is not a supported dtype (tl.float32, tl.float16, "
+                       "tl.bfloat16, tl.int32, tl.uint32, tl.int1)")

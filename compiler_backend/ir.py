@@ -9,10 +9,12 @@ ISA) and makes loop passes simple. ``while(inits) { ^(args): ... yield test } do
 iteration (as MLIR's ``scf.while`` with the values passed through unchanged); its results
 are the carried values when the test fails.
 
-Types: ``i1`` (predicates), ``i32``, ``f32`` and pointers to 32-bit elements in the global or
-shared address space (``ptr<f32,global>``). A pointer is a byte address; ``gep`` adds an
-element index. Integers are signless, as in MLIR: the ops say how bits are read (``sra`` or
-``shr``, ``lt`` or ``ltu``, ``i2f`` or ``u2f``). ``u32`` is ``i32`` with the front end's note
+Types: ``i1`` (predicates), ``i32``, ``f32``, the 16-bit floats ``f16`` and ``bf16`` (one per
+register, in its low half, the high half zero) and pointers to 32-bit elements or to 16-bit
+floats in the global or shared address space (``ptr<f32,global>``, ``ptr<f16,global>``). A
+pointer is a byte address; ``gep`` adds an element index (``elem_size`` bytes each).
+Integers are signless, as in MLIR: the ops say how bits are read (``sra`` or ``shr``, ``lt``
+or ``ltu``, ``i2f`` or ``u2f``). ``u32`` is ``i32`` with the front end's note
 that the language value is unsigned; it takes no part in type equality.
 """
 
@@ -31,8 +33,8 @@ class IRError(SimtgpuError):
 
 @dataclass(frozen=True)
 class Type:
-    kind: str  # "i1" | "i32" | "f32" | "ptr"
-    elem: str | None = None  # pointee for ptr: "f32" | "i32"
+    kind: str  # "i1" | "i32" | "f32" | "f16" | "bf16" | "ptr"
+    elem: str | None = None  # pointee for ptr: "f32" | "i32" | "f16" | "bf16"
     space: str | None = None  # "global" | "shared" for ptr
     # the language type is uint32 (an i32, or a pointer to i32): a front-end annotation that
     # picks unsigned ops; the IR is signless, so it is left out of == and hash
@@ -50,9 +52,20 @@ class Type:
     @property
     def pointee(self) -> Type:
         assert self.is_ptr
-        if self.elem == "f32":
-            return F32
+        if self.elem in _FLOATS:
+            return _FLOATS[self.elem]
         return U32 if self.unsigned else I32
+
+    @property
+    def is_half(self) -> bool:
+        """A 16-bit float (f16 or bf16) value."""
+        return self.kind in HALF_KINDS
+
+    @property
+    def elem_size(self) -> int:
+        """Bytes per element of a pointer: 2 for the 16-bit floats, 4 otherwise."""
+        assert self.is_ptr
+        return 2 if self.elem in HALF_KINDS else 4
 
     def with_unsigned(self, unsigned: bool) -> Type:
         """This type with the unsigned annotation set or cleared (i32 and pointers to i32)."""
@@ -65,10 +78,15 @@ I1 = Type("i1")
 I32 = Type("i32")
 U32 = Type("i32", unsigned=True)
 F32 = Type("f32")
+F16 = Type("f16")
+BF16 = Type("bf16")
+HALF_KINDS = ("f16", "bf16")
+_FLOATS = {"f32": F32, "f16": F16, "bf16": BF16}
 
 
 def ptr(elem: str, space: str = "global") -> Type:
-    """A pointer to ``elem`` ("f32", "i32", or "u32": i32 elements read as unsigned)."""
+    """A pointer to ``elem`` ("f32", "i32", "f16", "bf16", or "u32": i32 elements read as
+    unsigned)."""
     if elem == "u32":
         return Type("ptr", "i32", space, unsigned=True)
     return Type("ptr", elem, space)
@@ -98,14 +116,19 @@ INT_BINARY = ("add", "sub", "mul", "mulhi", "mulhu", "and", "or", "xor", "shl", 
 FLOAT_BINARY = ("fadd", "fsub", "fmul", "fmin", "fmax")
 FLOAT_UNARY = ("fneg", "fabs", "rcp", "rsqrt", "sqrt", "exp2", "log2", "sin", "cos")
 CASTS = ("i2f", "u2f", "f2i", "f2u")
+# 16-bit floats: h2f (exact), f2h[fmt] (RNE), hadd/hsub/hmul (one rounding in the operands'
+# format), hpack (two halves into one word, the first in bits 15:0: an mma fragment register)
+HALF_OPS = ("h2f", "f2h", "hadd", "hsub", "hmul", "hpack")
 INT_CONDS = ("eq", "ne", "lt", "le", "gt", "ge", "ltu", "leu", "gtu", "geu")
 FLOAT_CONDS = ("eq", "ne", "lt", "le", "gt", "ge")
 PURE_OPS = frozenset(
-    INT_BINARY + FLOAT_BINARY + FLOAT_UNARY + CASTS
+    INT_BINARY + FLOAT_BINARY + FLOAT_UNARY + CASTS + HALF_OPS
     + ("const", "sreg", "ffma", "icmp", "fcmp", "not", "select", "gep", "ptradd", "smem")
 )
+# mma (warp matrix multiply-accumulate: 4 A words, B words, 4 C f32 -> 4 D f32) needs the
+# whole warp, as shfl does: it is never moved, merged or removed
 SIDE_EFFECT_OPS = frozenset(("store", "atomic", "barrier", "exit", "fence", "vote", "shfl",
-                             "load", "for", "if", "while", "yield"))
+                             "load", "for", "if", "while", "yield", "mma"))
 ALL_OPS = PURE_OPS | SIDE_EFFECT_OPS  # the IR's op list: verifier and code generators use it
 
 
@@ -227,6 +250,16 @@ def result_types(name: str, operands: list[Value], attrs: dict) -> list[Type]:
         return [F32]
     if name in ("f2i", "f2u"):
         return [I32]
+    if name == "h2f":
+        return [F32]
+    if name == "f2h":
+        return [_FLOATS[attrs["fmt"]]]
+    if name in ("hadd", "hsub", "hmul"):
+        return [t[0]]
+    if name == "hpack":
+        return [I32]
+    if name == "mma":
+        return [F32] * 4
     if name in ("icmp", "fcmp", "not"):
         return [I1]
     if name == "select":
@@ -406,6 +439,18 @@ def verify(fn: Function) -> None:
             want = I32 if op.name == "icmp" else F32
             if len(ts) != 2 or any(t != want for t in ts):
                 fail(op, f"compares two {want} values")
+        if op.name in ("hadd", "hsub", "hmul", "hpack") and (
+                len(ts) != 2 or ts[0] != ts[1] or not ts[0].is_half):
+            fail(op, "needs two f16 or two bf16 operands")
+        if op.name == "h2f" and (len(ts) != 1 or not ts[0].is_half):
+            fail(op, "converts one f16 or bf16 operand")
+        if op.name == "f2h" and (ts != [F32] or op.attrs.get("fmt") not in HALF_KINDS):
+            fail(op, "converts one f32 operand to fmt f16 or bf16")
+        if op.name == "mma":
+            nb = op.attrs.get("nb")
+            if op.attrs.get("fmt") not in HALF_KINDS or nb not in (2, 4) or \
+                    ts != [I32] * (4 + nb) + [F32] * 4:
+                fail(op, "needs fmt, nb and (4 A words, nb B words, 4 f32 C values)")
         if op.name == "select" and (len(ts) != 3 or ts[0] != I1 or ts[1] != ts[2]):
             fail(op, "select needs (i1, T, T)")
         if op.name in ("gep", "ptradd") and (len(ts) != 2 or not ts[0].is_ptr
@@ -446,7 +491,7 @@ def verify(fn: Function) -> None:
                 if [a.type for a in r.args] != ts:
                     fail(op, "both regions take the carried values as arguments")
         if op.name not in ("for", "if", "const", "smem") and op.name in PURE_OPS | {
-                "load", "atomic", "shfl", "vote", "sreg"}:
+                "load", "atomic", "shfl", "vote", "sreg", "mma"}:
             want_res = result_types(op.name, op.operands, op.attrs)
             if [r.type for r in op.results] != want_res:
                 fail(op, f"result types ({', '.join(str(r.type) for r in op.results)}) "

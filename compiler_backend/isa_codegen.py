@@ -22,13 +22,14 @@ IR op; both are checked at import.
 
 from __future__ import annotations
 
+import bisect
 import struct
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from simtgpu.isa import BY_MNEMONIC, IMM_MAX, IMM_MIN, SREG_BY_NAME
 
-from . import ir
+from . import half_codegen, ir
 from .errors import CompileError
 from .ir import F32, I1, Function, Op, Value
 from .uniformity import uniformity
@@ -53,6 +54,7 @@ class MI:
     partial: bool = False  # guarded def: lanes outside the guard keep the old value
     moves: list[tuple[Value, Value]] | None = None  # parallel move (op == "pmove")
     group: list[MI] | None = None  # loop pre-header: rematerialised constants and params
+    clobbers: frozenset[int] = frozenset()  # fixed registers it may overwrite (mma groups)
 
 
 @dataclass(frozen=True)
@@ -189,7 +191,8 @@ class ISel:
             return MI("li", [r, self.smem(op)], [r])
         if op.name == "gep":
             base, c = self.addr(op.operands[0])
-            return MI("addi", [r, base, c + 4 * ir.const_value(op.operands[1])], [r])
+            size = op.operands[0].type.elem_size
+            return MI("addi", [r, base, c + size * ir.const_value(op.operands[1])], [r])
         raise AssertionError(op.name)
 
     def smem(self, op: Op) -> int:
@@ -206,7 +209,7 @@ class ISel:
         off = 0
         while isinstance(op, Op) and op.name == "gep" and self.const_of(op.operands[1]) \
                 is not None:
-            c = 4 * self.const_of(op.operands[1])
+            c = p.type.elem_size * self.const_of(op.operands[1])
             if not _fits11(off + c):
                 break
             off += c
@@ -247,13 +250,14 @@ class ISel:
     def op_gep(self, op: Op) -> None:
         r = op.result
         c = self.const_of(op.operands[1])
-        if c is not None and _fits11(4 * c):
+        size = op.operands[0].type.elem_size
+        if c is not None and _fits11(size * c):
             self.lazy_op(op)
             return
         base = self.reg(op.operands[0])
         idx = op.operands[1]
         t = ir.Value(ir.I32)
-        self.emit("shli", t, self.reg(idx), 2, defs=[t])
+        self.emit("shli", t, self.reg(idx), size.bit_length() - 1, defs=[t])
         self.emit("add", r, base, t, defs=[r])
 
     def op_ptradd(self, op: Op) -> None:
@@ -339,6 +343,9 @@ class ISel:
     def op_load(self, op: Op) -> None:
         r = op.result
         p = op.operands[0]
+        if p.type.elem_size == 2:
+            half_codegen.isa_load(self, op)
+            return
         m = "ldg" if p.type.space == "global" else "lds"
         base, off = self.addr(p)
         if len(op.operands) >= 2:
@@ -369,6 +376,9 @@ class ISel:
         if guard is None:
             return
         g, neg = guard
+        if p.type.elem_size == 2:
+            half_codegen.isa_store(self, op, g, neg)
+            return
         base, off = self.addr(p)
         self.emit(m, Mem(base, off), self.reg(val), guard=g, gneg=neg)
 
@@ -594,6 +604,7 @@ _EMITTERS: dict[str, Callable[[ISel, Op], None]] = {
     "exit": ISel.op_exit, "load": ISel.op_load, "store": ISel.op_store,
     "atomic": ISel.op_atomic, "for": ISel.op_for, "if": ISel.op_if, "yield": ISel.op_yield,
     "while": ISel.op_while,
+    **dict.fromkeys(ir.HALF_OPS, half_codegen.isa_half_op), "mma": half_codegen.isa_mma,
 }
 ir.check_op_table(_EMITTERS, "the ISA code generator")
 
@@ -678,8 +689,8 @@ def spill_gpr(code: list[MI], loops: list[tuple[int, int]], v: Value, offset: in
             out.append(mi)
             continue
         t = ir.Value(v.type)
-        if used:
-            out += addr() + [MI("lds", [t, Mem(scratch, offset)], [t])]
+        if used:  # (a reload inside an mma sequence stays off the mma registers)
+            out += addr() + [MI("lds", [t, Mem(scratch, offset)], [t], clobbers=mi.clobbers)]
         _replace_value(mi, v, t)
         out.append(mi)
         if defined:
@@ -720,7 +731,8 @@ def spill_predicate(code: list[MI], loops: list[tuple[int, int]], v: Value
 
 
 def allocate(code: list[MI], loops: list[tuple[int, int]]) -> dict[int, str]:
-    """Linear scan: map each virtual register to r1..r30 or p0..p5."""
+    """Linear scan: map each virtual register to r1..r30 or p0..p5. A value live across an
+    instruction that ``clobbers`` (an mma sequence) avoids the fixed mma registers."""
     start: dict[int, int] = {}
     end: dict[int, int] = {}
     vals: dict[int, Value] = {}
@@ -746,6 +758,8 @@ def allocate(code: list[MI], loops: list[tuple[int, int]]) -> dict[int, str]:
     order = sorted(start, key=lambda k: (start[k], k))
     assign: dict[int, str] = {}
     free = {"r": list(GPRS), "p": list(PREDS)}
+    clobbered = [(2 * i + 1, mi.clobbers) for i, mi in enumerate(code) if mi.clobbers]
+    clobber_pos = [p for p, _ in clobbered]
     active: list[tuple[int, int, str, str]] = []  # (end, vid, cls, reg)
     for vid in order:
         s = start[vid]
@@ -758,6 +772,12 @@ def allocate(code: list[MI], loops: list[tuple[int, int]]) -> dict[int, str]:
         active = still
         cls = "p" if vals[vid].type == I1 else "r"
         pool = free[cls]
+        if cls == "r" and clobbered:
+            k, k_end = (bisect.bisect_left(clobber_pos, s),
+                        bisect.bisect_right(clobber_pos, end[vid]))
+            if k < k_end:
+                taken = frozenset().union(*(c for _, c in clobbered[k:k_end]))
+                pool = [r for r in pool if r not in taken]
         if not pool:
             n = sum(1 for a in active if a[2] == cls) + 1
             if cls == "p":
@@ -770,7 +790,8 @@ def allocate(code: list[MI], loops: list[tuple[int, int]]) -> dict[int, str]:
                 "at once)", [(a[0], vals[a[1]]) for a in active if a[2] == "r"]
                 + [(end[vid], vals[vid])])
         pool.sort(key=lambda x: int(x))
-        reg = pool.pop(0)
+        reg = pool[0]
+        free[cls].remove(reg)
         assign[vid] = f"{cls}{reg}"
         active.append((end[vid], vid, cls, reg))
     return assign

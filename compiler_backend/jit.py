@@ -225,11 +225,13 @@ def launch_compiled(dev, ck: CompiledKernel, grid, runtime: dict, owner=None):
         if isinstance(v, np.ndarray):
             if kind != "ptr":
                 raise LaunchError(f"'{name}' is not a pointer parameter")
+            ck.check_array(name, v.dtype)
             d = dev.to_device(np.ascontiguousarray(v))
             copies.append((v, d))
             v = d
         elif isinstance(v, DeviceArray):
-            pass
+            if name not in PRINT_PARAMS:  # (one int32 buffer serves both print pointers)
+                ck.check_array(name, v.dtype)
         elif kind == "f32":
             v = float(v)
         elif kind in ("i32", "u32"):

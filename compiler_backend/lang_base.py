@@ -86,6 +86,8 @@ def _minmax(ctx: Lowering, name: str, x, y) -> Tile:
     xt = ctx.to_tile(x, like=y if isinstance(y, Tile) else None)
     yt = ctx.to_tile(y, like=xt)
     t = ctx.common_type(xt, yt)
+    if t.is_half:  # on the exact float32 values; the result is one of them, exact back
+        return ctx.cast(_minmax(ctx, name, ctx.cast(xt, F32), ctx.cast(yt, F32)), t)
     if t == I1:
         t = I32
     op = ("f" + name) if t == F32 else name + ("u" if t.unsigned else "")

@@ -15,11 +15,16 @@ import builtins
 import math as _pymath
 
 from . import block_ptr as _block_ptr
+from . import dot as dot_mma
 from . import dtypes, ir
 from .dtypes import (  # noqa: F401 - tl.float32, tl.pointer_type ... are language names
     _DTYPES,
+    bf16,
+    bfloat16,
     dtype_of_type,
+    float16,
     float32,
+    fp16,
     fp32,
     int1,
     int32,
@@ -341,6 +346,8 @@ def sigmoid(ctx: Lowering, x) -> Tile:
 @builtin
 def abs(ctx: Lowering, x) -> Tile:  # noqa: A001 - the Triton name
     t = ctx.to_tile(x)
+    if t.type.is_half:
+        return ctx.cast(ctx.map1(ctx.cast(t, F32), F32, lambda v: ctx.b("fabs", v)), t.type)
     if t.type == F32:
         return ctx.map1(t, F32, lambda v: ctx.b("fabs", v))
     if t.type.unsigned:
@@ -392,6 +399,8 @@ def _reduce(ctx: Lowering, x, axis, kind: str, with_index: bool = False):
     t = ctx.to_tile(x)
     if t.type == I1:
         t = ctx.cast(t, I32)
+    if t.type.is_half:  # on the exact float32 values (Triton sums halves in float32 too)
+        t = ctx.cast(t, F32)
     if t.type.is_ptr:
         raise CompileError("cannot reduce pointers")
     if t.is_scalar:
@@ -552,8 +561,13 @@ def _reduce_keep(ctx: Lowering, x, axis, keep: bool, kind: str, with_index: bool
 def dot(ctx: Lowering, input, other, acc=None, input_precision=None, allow_tf32=None,
         max_num_imprecise_acc=None, out_dtype=None) -> Tile:
     """(M, K) @ (K, N): both tiles go to shared memory, each thread computes its (m, n)
-    elements with a K-step chain of fused multiply-adds (same order on every target)."""
+    elements with a K-step chain of fused multiply-adds (same order on every target);
+    fp16/bf16 operands go to the matrix unit (:mod:`.dot`)."""
     a, b = ctx.to_tile(input), ctx.to_tile(other)
+    if a.type.is_half or b.type.is_half:
+        r = dot_mma.dot(ctx, a, b, acc, input_precision, out_dtype)
+        if r is not None:
+            return r
     if len(a.shape) != 2 or len(b.shape) != 2 or a.shape[1] != b.shape[0]:
         raise CompileError(f"tl.dot needs (M, K) and (K, N) tiles, got {list(a.shape)} and "
                            f"{list(b.shape)}")

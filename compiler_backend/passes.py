@@ -308,7 +308,8 @@ def strength_reduce(fn: Function) -> Function:
     ``a`` and ``b`` becomes one ``gep(p, a + b)``; ``gep(p, add(x, c))`` with a constant
     ``c`` becomes ``gep(gep(p, x), c)`` so the constant lands in the memory instruction's
     offset; ``add(x, add(y, c))`` becomes ``add(add(x, y), c)`` for the same reason; a
-    ``gep`` by a variable index becomes ``ptradd(p, shl(i, 2))`` so equal scaled indices
+    ``gep`` by a variable index becomes ``ptradd(p, shl(i, 2))`` (``shl(i, 1)`` for 16-bit
+    elements) so equal scaled indices
     are computed once. Values are unchanged (all integer arithmetic wraps at 32 bits either way).
     """
     for op in list(fn.walk()):
@@ -355,9 +356,11 @@ def strength_reduce(fn: Function) -> Function:
             if c1 is not None:
                 op.operands = [po.operands[0], _new_const(op, _s32(c1 + c2))]
     for op in list(fn.walk()):
-        # gep(p, i) -> ptradd(p, shl(i, 2)): the scaled index becomes a value CSE can share
+        # gep(p, i) -> ptradd(p, shl(i, log2 size)): the scaled index becomes a value CSE
+        # can share
         if op.name == "gep" and const_value(op.operands[1]) is None:
-            sh = Op("shl", [op.operands[1], _new_const(op, 2)], [I32])
+            size = op.operands[0].type.elem_size
+            sh = Op("shl", [op.operands[1], _new_const(op, size.bit_length() - 1)], [I32])
             _insert_before(op, sh)
             op.name = "ptradd"
             op.operands = [op.operands[0], sh.result]

@@ -21,7 +21,7 @@ from collections.abc import Callable
 
 from simtgpu.isa import IMM_MAX, NUM_REGS
 
-from . import ir
+from . import halfs, ir
 from .dtypes import dtype_of_type, to_ir_type
 from .errors import CompileError
 from .ir import F32, I1, I32, U32, Type, Value
@@ -245,6 +245,8 @@ class Tile:
 
     def to(self, dtype, fp_downcast_rounding=None, bitcast: bool = False) -> Tile:
         t = to_ir_type(dtype)
+        if bitcast:
+            halfs.check_bitcast(self.type, t)
         if bitcast and (t == F32) != (self.type == F32):
             raise CompileError("bitcast between float32 and integers is not supported "
                                "(int32 <-> uint32 bitcasts are)")
@@ -269,6 +271,8 @@ class Lowering:
 
     # --- small IR helpers -------------------------------------------------------------------
     def const(self, value, type: Type = I32) -> Value:
+        if type.is_half:  # a number, as the half pattern
+            value = halfs.half_bits(value, type)
         return self.b.const(value, type)
 
     def sreg(self, name: str) -> Value:
@@ -348,6 +352,8 @@ class Lowering:
             return x
         if isinstance(x, bool):
             return self.scalar(self.const(x, I1))
+        if isinstance(x, int | float) and like is not None and like.type.is_half:
+            return self.scalar(self.const(x, like.type))  # a Python number takes the format
         if isinstance(x, int):
             if like is not None and like.type == F32:
                 return self.scalar(self.const(float(x), F32))
@@ -460,6 +466,8 @@ class Lowering:
 
         The reads happen when the result is materialised, which callers do at once.
         """
+        if t.type.is_half:
+            return halfs.via_f32(self, t, lambda f: self.via_shared(f, barrier_first))
         if barrier_first:
             self.scratch_barrier()
         base = self.scratch(t.numel * 4)
@@ -489,6 +497,8 @@ class Lowering:
         if t.type == I1:
             t = self.cast(t, I32).materialize()
             return self.cast(self.relayout(t), I1)
+        if t.type.is_half:
+            return halfs.via_f32(self, t, self.relayout)
         if self.loop_depth:
             self.barrier()  # the previous iteration's readers are done
         base = self.b.op("smem", [], {"offset": self.alloc_shared(t.numel * 4)},
@@ -523,6 +533,8 @@ class Lowering:
         type), which decides signed or unsigned conversion (IR values are signless)."""
         if v.type == t:
             return v
+        if v.type.is_half or t.is_half:
+            return halfs.convert(self, v, t, src)
         src_unsigned = (src if src is not None else v.type).unsigned
         b = self.b
         if v.type == I1:
@@ -570,7 +582,9 @@ class Lowering:
 
     def common_type(self, a: Tile, b: Tile) -> Type:
         """The type both operands convert to: float32 over integers, and (as in C and
-        Triton) uint32 over int32 and bool."""
+        Triton) uint32 over int32 and bool; the half formats as :mod:`.halfs` says."""
+        if a.type.is_half or b.type.is_half:
+            return halfs.common_type(a.type, b.type)
         if F32 in (a.type, b.type):
             return F32
         if I32 in (a.type, b.type):
@@ -590,6 +604,8 @@ class Lowering:
         if a.type.is_ptr or b.type.is_ptr:
             return self.pointer_arith(op, a, b)
         sa, sb = a.type, b.type
+        if sa.is_half or sb.is_half:
+            return halfs.binary(self, op, a, b)
         if op in self._CMP:
             t = self.common_type(a, b)
             if t == I1:
@@ -823,6 +839,8 @@ class Lowering:
 
     def unary(self, op: str, a: Tile) -> Tile:
         if op == "-":
+            if a.type.is_half:
+                return halfs.negate(self, a)
             if a.type == F32:
                 return self.map1(a, F32, lambda v: self.b("fneg", v))
             if a.type == I1:

@@ -29,12 +29,12 @@ TRITON_LANGUAGE_ALL = (
 """``triton.language.__all__`` of Triton 3.x (the main branch of 2025: 136 names)."""
 
 _NOT_YET = "not yet: issue 13 lists it ({})"
-_TYPES = ("only 32-bit element types: registers and memory words are 32-bit; 16-bit floats "
-          "wait for the tensor-core issue, 64-bit integers for issue 13's 64-bit offsets")
+_TYPES = ("registers and memory words are 32-bit; of the narrower types only float16 and "
+          "bfloat16 exist (issue 12), 64-bit integers wait for issue 13's 64-bit offsets")
 REASONS: dict[str, str] = {
-    **{n: _TYPES for n in ("bfloat16", "float16", "float64", "float8e4b15", "float8e4nv",
-                           "float8e4b8", "float8e5", "float8e5b16", "int8", "int16", "int64",
-                           "uint8", "uint16", "uint64")},
+    **{n: _TYPES for n in ("float64", "float8e4b15", "float8e4nv", "float8e4b8", "float8e5",
+                           "float8e5b16", "int8", "int16", "int64", "uint8", "uint16",
+                           "uint64")},
     **{n: _NOT_YET.format("shape operations") for n in (
         "broadcast", "cat", "flip", "interleave", "join", "permute", "ravel", "reshape",
         "split", "trans", "view", "slice")},

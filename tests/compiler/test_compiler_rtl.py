@@ -34,3 +34,8 @@ def test_examples_on_rtl():
         own = _own_measures(dev, 64)
         assert [tuned.configs_timings[c] for c in CONFIGS] == own
         assert tuned.best_config is CONFIGS[int(np.argmin(own))]
+
+        # fp16/bf16 elementwise, and tl.dot on mma once the RTL has the matrix unit
+        from test_compiler_half import half_kernels_on_rtl
+
+        half_kernels_on_rtl()
