@@ -51,7 +51,8 @@ _INT_RR = [i.mnemonic for i in INSTRUCTIONS if i.sem is Sem.INT]
 _INT_RI = [i.mnemonic for i in INSTRUCTIONS if i.sem is Sem.INT_IMM]
 _MUL = ["mul", "mulhi", "mulhu"]
 _FP2 = ["fadd", "fsub", "fmul", "fmin", "fmax"]
-_ATOMICS = [*ATOMIC_OPS, "cas"]
+_ATOMICS_FIRST = [*ATOMIC_OPS[:5], "cas"]  # add min max exch fadd, cas
+_ATOMICS_LATER = list(ATOMIC_OPS[5:])  # and or xor fmin fmax: drawn from a stream of their own
 _CONTENDED = ("add", "min", "max", "xor")
 """Atomics that commute with themselves whatever the operands, one contended word each (of
 the four at ``atom[0:4]``); ``fmin`` does not (a -0.0 operand stores -0.0)."""
@@ -106,6 +107,7 @@ class _Gen:
         # a second stream decides the half-precision forms, so the main stream (and with it
         # every program generated before they existed) stays the same
         self.hr = random.Random(seed ^ 0x16F16)
+        self.ar = random.Random(seed ^ 0xA70A)  # likewise for the later atomics
         self.lanes = lanes
         self.opts = opts
         r = self.r
@@ -309,11 +311,17 @@ class _Gen:
         # word 0 of a slot is the barrier exchange word: written only by the exchange
         self.emit(f"sts [r5+{4 * self.r.randrange(1, SH_WORDS)}], {self.d()}", self.guard())
 
+    def atomic_op(self) -> str:
+        op = self.r.choice(_ATOMICS_FIRST)
+        return self.ar.choice(_ATOMICS_LATER) if self.ar.random() < 0.45 else op
+
     def s_atom(self, depth: int, in_loop: bool) -> None:
         r = self.r
         self.features.add("atom")
         if r.random() < 0.3:  # contended by every thread of the grid; result discarded
-            k = r.randrange(len(_CONTENDED))  # one word per operation: they do not commute
+            k = r.randrange(3)  # one word per operation: they do not commute
+            if self.ar.random() < 0.25:
+                k = 3
             op = _CONTENDED[k]
             self.emit(f"addi r31, r29, {4 * k}")
             self.emit(f"atom.{op} r0, [r31], {self.d()}", self.guard())
@@ -322,16 +330,15 @@ class _Gen:
         addr = "r6" if off == 0 else "r26"
         if off:
             self.emit("addi r26, r6, 4")
-        op = r.choice(_ATOMICS)
+        op = self.atomic_op()
         if op == "cas":
             self.emit(f"atom.cas {self.d()}, [{addr}], {self.d()}, {self.d()}", self.guard())
         else:
             self.emit(f"atom.{op} {self.d()}, [{addr}], {self.d()}", self.guard())
 
     def s_atoms(self, depth: int, in_loop: bool) -> None:
-        r = self.r
         self.features.add("atoms")
-        op = r.choice(_ATOMICS)
+        op = self.atomic_op()
         if op == "cas":
             self.emit(f"atoms.cas {self.d()}, [r7], {self.d()}, {self.d()}", self.guard())
         else:

@@ -63,6 +63,15 @@ def test_numpy_reference_matches_random123():
 
 
 @triton.jit
+def _store4(ptr, i, vals):
+    a, b, c, d = vals
+    tl.store(ptr + i * 4, a)
+    tl.store(ptr + i * 4 + 1, b)
+    tl.store(ptr + i * 4 + 2, c)
+    tl.store(ptr + i * 4 + 3, d)
+
+
+@triton.jit
 def k_philox_impl(c_ptr, k_ptr, out_ptr, BLOCK: tl.constexpr):
     i = tl.arange(0, BLOCK)
     c0 = tl.load(c_ptr + i * 4)
@@ -71,11 +80,7 @@ def k_philox_impl(c_ptr, k_ptr, out_ptr, BLOCK: tl.constexpr):
     c3 = tl.load(c_ptr + i * 4 + 3)
     k0 = tl.load(k_ptr + i * 2)
     k1 = tl.load(k_ptr + i * 2 + 1)
-    a, b, c, d = tl.philox_impl(c0, c1, c2, c3, k0, k1)
-    tl.store(out_ptr + i * 4, a)
-    tl.store(out_ptr + i * 4 + 1, b)
-    tl.store(out_ptr + i * 4 + 2, c)
-    tl.store(out_ptr + i * 4 + 3, d)
+    _store4(out_ptr, i, tl.philox_impl(c0, c1, c2, c3, k0, k1))
 
 
 def test_philox_impl_known_answers(iss_device):
@@ -117,11 +122,7 @@ def test_randint4x_and_randint(iss_device, seed):
 def k_rand_const_seed(out_ptr, u4_ptr, SEED: tl.constexpr, BLOCK: tl.constexpr):
     off = tl.arange(0, BLOCK)
     tl.store(out_ptr + off, tl.rand(SEED, off))
-    a, b, c, d = tl.rand4x(SEED, off)
-    tl.store(u4_ptr + off * 4, a)
-    tl.store(u4_ptr + off * 4 + 1, b)
-    tl.store(u4_ptr + off * 4 + 2, c)
-    tl.store(u4_ptr + off * 4 + 3, d)
+    _store4(u4_ptr, off, tl.rand4x(SEED, off))
 
 
 @pytest.mark.parametrize("seed", [42, 0x1234_5678_9ABC_DEF0])
@@ -160,11 +161,7 @@ def test_uint_to_uniform_float_edges(iss_device):
 def k_randn(out_ptr, n4_ptr, seed, BLOCK: tl.constexpr):
     off = tl.arange(0, BLOCK)
     tl.store(out_ptr + off, tl.randn(seed, off))
-    a, b, c, d = tl.randn4x(seed, off)
-    tl.store(n4_ptr + off * 4, a)
-    tl.store(n4_ptr + off * 4 + 1, b)
-    tl.store(n4_ptr + off * 4 + 2, c)
-    tl.store(n4_ptr + off * 4 + 3, d)
+    _store4(n4_ptr, off, tl.randn4x(seed, off))
 
 
 def test_randn_and_randn4x(iss_device):
