@@ -18,7 +18,7 @@ from __future__ import annotations
 from .errors import CompileError
 from .ir import F32, I1, I32, U32, Value
 from .lang_base import LN2, _builtin_named, _int, constexpr
-from .tiles import Lowering, Tile
+from .tiles import Coords, Lowering, Tile
 
 N_ROUNDS_DEFAULT = 10
 PHILOX_KEY_A = 0x9E3779B9
@@ -67,28 +67,30 @@ def _seed_words(ctx: Lowering, seed) -> tuple[Tile, Tile]:
 
 
 def philox_impl(ctx: Lowering, c0, c1, c2, c3, k0, k1, n_rounds=N_ROUNDS_DEFAULT):
-    """Philox 4x32 rounds on counter ``(c0, c1, c2, c3)`` and key ``(k0, k1)``."""
+    """Philox 4x32 rounds on counter ``(c0, c1, c2, c3)`` and key ``(k0, k1)``.
+
+    Element by element (all rounds of one element, then the next), so only one element's
+    state is live at a time: a tile with several elements per thread does not spill."""
     n = _rounds(n_rounds)
-    c = [_word(ctx, x, "a Philox counter") for x in (c0, c1, c2, c3)]
-    k = [_word(ctx, x, "a Philox key") for x in (k0, k1)]
+    ins = [_word(ctx, x, "a Philox counter") for x in (c0, c1, c2, c3)]
+    ins += [_word(ctx, x, "a Philox key") for x in (k0, k1)]
+    shape: tuple[int, ...] = ()
+    for t in ins:
+        shape = ctx.broadcast_shape(shape, t.shape)
+    ins = [ctx.broadcast_to(t, shape) for t in ins]
     b = ctx.b
-
-    def const(v: int) -> Value:
-        return ctx.const(v, U32)
-
-    for _ in range(n):
-        a0, a1, a2, a3 = c
-        c = [
-            ctx.mapn([a2, a1, k[0]], U32, lambda x2, x1, key: b(
-                "xor", b("xor", b("mulhu", const(PHILOX_ROUND_B), x2), x1), key)),
-            ctx.mapn([a2], U32, lambda x2: b("mul", const(PHILOX_ROUND_B), x2)),
-            ctx.mapn([a0, a3, k[1]], U32, lambda x0, x3, key: b(
-                "xor", b("xor", b("mulhu", const(PHILOX_ROUND_A), x0), x3), key)),
-            ctx.mapn([a0], U32, lambda x0: b("mul", const(PHILOX_ROUND_A), x0)),
-        ]
-        k = [ctx.map1(k[0], U32, lambda v: b("add", v, const(PHILOX_KEY_A))),
-             ctx.map1(k[1], U32, lambda v: b("add", v, const(PHILOX_KEY_B)))]
-    return tuple(t.materialize() if not t.is_scalar else t for t in c)
+    ra, rb = ctx.const(PHILOX_ROUND_A, U32), ctx.const(PHILOX_ROUND_B, U32)
+    ka, kb = ctx.const(PHILOX_KEY_A, U32), ctx.const(PHILOX_KEY_B, U32)
+    outs: list[list[Value]] = [[], [], [], []]
+    for slot in range(ctx.nslots(shape)):
+        x0, x1, x2, x3, y0, y1 = (t.at(Coords(ctx, shape, slot)) for t in ins)
+        for _ in range(n):
+            x0, x1, x2, x3 = (b("xor", b("xor", b("mulhu", rb, x2), x1), y0), b("mul", rb, x2),
+                              b("xor", b("xor", b("mulhu", ra, x0), x3), y1), b("mul", ra, x0))
+            y0, y1 = b("add", y0, ka), b("add", y1, kb)
+        for o, v in zip(outs, (x0, x1, x2, x3), strict=True):
+            o.append(v)
+    return tuple(Tile(ctx, shape, U32, slots=o) for o in outs)
 
 
 def philox(ctx: Lowering, seed, c0, c1, c2, c3, n_rounds=N_ROUNDS_DEFAULT):
