@@ -159,6 +159,26 @@ def test_old_values_of_small_tiles_reach_every_copy(iss_device):
 
 
 @triton.jit
+def k_spin_lock(lock_ptr, acc_ptr, x_ptr, BLOCK: tl.constexpr):
+    # the lock of Triton's layer-norm backward tutorial: spin on atomic_cas, release by xchg
+    pid = tl.program_id(0)
+    i = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + pid * BLOCK + i)
+    while tl.atomic_cas(lock_ptr, 0, 1) == 1:
+        pass
+    tl.store(acc_ptr + i, tl.load(acc_ptr + i) + x)
+    tl.debug_barrier()
+    tl.atomic_xchg(lock_ptr, 0)
+
+
+def test_spin_lock_over_programs(iss_device):
+    x = np.arange(8 * 128, dtype=np.float32).reshape(8, 128)
+    acc, lock = np.zeros(128, np.float32), np.zeros(1, np.int32)
+    k_spin_lock[(8,)](lock, acc, x, BLOCK=128)
+    assert np.array_equal(acc, x.sum(axis=0)) and lock[0] == 0
+
+
+@triton.jit
 def k_bad(x_ptr, MODE: tl.constexpr):
     if MODE == 0:
         tl.atomic_and(x_ptr, 1.0)
@@ -185,6 +205,8 @@ def test_ptx_of_atomics_assembles(tmp_path):
     cases += [(k_cas_lock, dict(lock_ptr=P, ticket_ptr=P, o_ptr=P), dict(BLOCK=64),
                "atom.global.cas.b32"),
               (k_cas_float, dict(x_ptr=F, o_ptr=F), {}, "atom.global.cas.b32"),
+              (k_spin_lock, dict(lock_ptr=P, acc_ptr=F, x_ptr=F), dict(BLOCK=128),
+               "atom.global.cas.b32"),
               (k_fminmax, dict(cell_ptr=F, v_ptr=F, o_ptr=F), dict(MAX=1, BLOCK=64),
                "atom.global.max.s32"),
               (k_fminmax, dict(cell_ptr=F, v_ptr=F, o_ptr=F), dict(MAX=0, BLOCK=64),
