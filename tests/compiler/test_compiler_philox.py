@@ -94,6 +94,26 @@ def test_philox_impl_known_answers(iss_device):
 
 
 @triton.jit
+def k_philox_seeded(c_ptr, out_ptr, SEED: tl.constexpr):
+    i = tl.arange(0, 4)
+    c = tl.load(c_ptr + i)
+    c0 = tl.sum(tl.where(i == 0, c, 0))
+    c1 = tl.sum(tl.where(i == 1, c, 0))
+    c2 = tl.sum(tl.where(i == 2, c, 0))
+    c3 = tl.sum(tl.where(i == 3, c, 0))
+    a, b, d, e = tl.philox(SEED, c0, c1, c2, c3)
+    tl.store(out_ptr + i, tl.where(i == 0, a, tl.where(i == 1, b, tl.where(i == 2, d, e))))
+
+
+def test_philox_64bit_seed_is_the_key(iss_device):
+    # tl.philox keys with the seed's low and high words: Random123's third vector
+    ctr, key, want = KAT[2]
+    out = np.zeros(4, np.uint32)
+    k_philox_seeded[(1,)](np.array(ctr, np.uint32), out, SEED=key[1] << 32 | key[0])
+    assert out.tolist() == list(want)
+
+
+@triton.jit
 def k_randint4x(out_ptr, seed, BLOCK: tl.constexpr):
     off = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     a, b, c, d = tl.randint4x(seed, off)
