@@ -197,6 +197,7 @@ class AstToIr(LoopLowering):
     def stmt_Expr(self, node: ast.Expr) -> None:
         if isinstance(node.value, ast.Constant) and isinstance(node.value.value, str):
             return  # docstring
+        self.discarded = node.value  # a call whose result is dropped (atomics.py reads it)
         self.expr(node.value)
 
     def stmt_Pass(self, node: ast.Pass) -> None:
@@ -617,6 +618,7 @@ class AstToIr(LoopLowering):
         kwargs = {kw.arg: self.expr(kw.value) for kw in node.keywords if kw.arg}
         self.node = node
         if getattr(f, "_simtgpu_builtin", False):
+            self.ctx.result_unused = node is getattr(self, "discarded", None)
             return f(*args, _ctx=self.ctx, **kwargs)
         if getattr(f, "_simtgpu_jit", False):  # a @jit helper (jit.JITFunction)
             return self.inline(f, args, kwargs, node)

@@ -240,6 +240,13 @@ class Function:
 # ---------------------------------------------------------------------------------------
 # Result typing of each op, used by the builder and the verifier.
 
+def write_mask(op: Op) -> Value | None:
+    """The i1 mask of a store or atomic (its last operand, after the pointer and the data
+    operands: one value, or compare and value for ``atomic`` with ``op="cas"``)."""
+    n = 3 if op.name == "atomic" and op.attrs.get("op") == "cas" else 2
+    return op.operands[n] if len(op.operands) > n else None
+
+
 def result_types(name: str, operands: list[Value], attrs: dict) -> list[Type]:
     t = [v.type for v in operands]
     if name in INT_BINARY:
@@ -464,9 +471,12 @@ def verify(fn: Function) -> None:
             if len(ts) == 3 and ts[2] != ts[0].pointee:
                 fail(op, "masked load needs an i1 mask and an 'other' of the pointee type")
         if op.name in ("store", "atomic"):
-            if len(ts) not in (2, 3) or not ts[0].is_ptr or ts[1] != ts[0].pointee:
-                fail(op, f"{op.name} needs (ptr, value of the pointee type[, i1 mask])")
-            if len(ts) == 3 and ts[2] != I1:
+            nd = 3 if op.name == "atomic" and op.attrs.get("op") == "cas" else 2
+            if len(ts) not in (nd, nd + 1) or not ts[0].is_ptr or any(
+                    t != ts[0].pointee for t in ts[1:nd]):
+                what = "compare, value" if nd == 3 else "value"
+                fail(op, f"{op.name} needs (ptr, {what} of the pointee type[, i1 mask])")
+            if len(ts) == nd + 1 and ts[nd] != I1:
                 fail(op, "mask must be i1")
         if op.name == "for":
             if len(ts) < 3 or any(t != I32 for t in ts[:3]):

@@ -362,11 +362,12 @@ class ISel:
         self.emit(m, r, Mem(base, off), defs=[r])
 
     def write_guard(self, op: Op) -> tuple[Value | None, bool] | None:
-        """The guard of a store or atomic from its optional mask (the third operand), or
+        """The guard of a store or atomic from its optional mask (``ir.write_mask``), or
         None when the mask is constant false and nothing is written."""
-        if len(op.operands) < 3:
+        mask = ir.write_mask(op)
+        if mask is None:
             return None, False
-        g, neg = self.guard_of(op.operands[2])
+        g, neg = self.guard_of(mask)
         return None if g is None and neg else (g, neg)
 
     def op_store(self, op: Op) -> None:
@@ -383,7 +384,7 @@ class ISel:
         self.emit(m, Mem(base, off), self.reg(val), guard=g, gneg=neg)
 
     def op_atomic(self, op: Op) -> None:
-        p, val = op.operands[:2]
+        p = op.operands[0]
         prefix = "atom" if p.type.space == "global" else "atoms"
         guard = self.write_guard(op)
         if guard is None:
@@ -392,7 +393,8 @@ class ISel:
         r = op.result
         dst = r if self.uses.get(r.id) else Sym("r0")
         base = self.reg(p)
-        self.emit(f"{prefix}.{op.attrs['op']}", dst, Mem(base, 0), self.reg(val),
+        data = [self.reg(v) for v in op.operands[1:3 if op.attrs["op"] == "cas" else 2]]
+        self.emit(f"{prefix}.{op.attrs['op']}", dst, Mem(base, 0), *data,
                   defs=[r] if dst is r else [], guard=g, gneg=neg, partial=dst is r)
 
     def pmove(self, pairs: list[tuple[Value, Value]]) -> None:

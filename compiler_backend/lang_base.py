@@ -1,7 +1,7 @@
 """What the language's modules share: the ``builtin`` marker, ``constexpr``, and helpers of
 the builtins that several modules use (language.py, libmath.py, debug_ops.py, stdlib.py,
-shapes.py and scans.py import from here, never from each other, so the import graph has no
-cycle)."""
+shapes.py, scans.py, atomics.py and random.py import from here, never from each other, so the
+import graph has no cycle)."""
 
 from __future__ import annotations
 
@@ -93,3 +93,20 @@ def _minmax(ctx: Lowering, name: str, x, y) -> Tile:
     op = ("f" + name) if t == F32 else name + ("u" if t.unsigned else "")
     return ctx.mapn([xt, yt], t, lambda a, b: ctx.b(op, ctx.to_type(a, t, xt.type),
                                                      ctx.to_type(b, t, yt.type)))
+
+
+def _ptr_tile(pointer) -> Tile:
+    if not isinstance(pointer, Tile) or not pointer.type.is_ptr:
+        raise CompileError("expected a pointer (a pointer argument plus offsets)")
+    return pointer
+
+
+def _mask_tile(ctx: Lowering, mask, shape) -> Tile | None:
+    if mask is None:
+        return None
+    m = ctx.cast(ctx.to_tile(mask), I1)
+    shp = ctx.broadcast_shape(shape, m.shape)
+    if shp != shape:
+        raise CompileError(f"mask of shape {list(m.shape)} does not fit the pointer shape "
+                           f"{list(shape)}")
+    return m

@@ -40,7 +40,9 @@ from .lang_base import (  # noqa: F401 - constexpr and the helpers are language 
     _builtin_named,
     _each,
     _int,
+    _mask_tile,
     _minmax,
+    _ptr_tile,
     _shape,
     builtin,
     constexpr,
@@ -173,23 +175,6 @@ def max_contiguous(ctx: Lowering, x, values):
 
 
 # --- memory -------------------------------------------------------------------------------------
-def _ptr_tile(pointer) -> Tile:
-    if not isinstance(pointer, Tile) or not pointer.type.is_ptr:
-        raise CompileError("expected a pointer (a pointer argument plus offsets)")
-    return pointer
-
-
-def _mask_tile(ctx: Lowering, mask, shape) -> Tile | None:
-    if mask is None:
-        return None
-    m = ctx.cast(ctx.to_tile(mask), I1)
-    shp = ctx.broadcast_shape(shape, m.shape)
-    if shp != shape:
-        raise CompileError(f"mask of shape {list(m.shape)} does not fit the pointer shape "
-                           f"{list(shape)}")
-    return m
-
-
 @builtin
 def load(ctx: Lowering, pointer, mask=None, other=None, cache_modifier="",
          eviction_policy="", volatile=False, boundary_check=(), padding_option="") -> Tile:
@@ -243,45 +228,16 @@ def store(ctx: Lowering, pointer, value, mask=None, cache_modifier="", eviction_
     _each(ctx, tiles, lambda vs: ctx.b.op("store", list(vs), dict(attrs)))
 
 
-def _atomic(ctx: Lowering, op: str, pointer, val, mask) -> Tile:
-    p = _ptr_tile(pointer)
-    elem = p.type.pointee
-    v = ctx.cast(ctx.to_tile(val, like=Tile(ctx, (), elem, slots=[ctx.const(0, elem)])), elem)
-    if elem == F32 and op not in ("add", "exch"):
-        raise CompileError(f"atomic {op} is only defined on int32")
-    if elem.unsigned and op in ("min", "max"):
-        raise CompileError(f"atomic_{op} on uint32 is not supported: this ISA's atomic "
-                           f"{op} compares signed (use an int32 array)")
-    if elem == F32 and op == "add":
-        op = "fadd"
-    m = _mask_tile(ctx, mask, ctx.broadcast_shape(p.shape, v.shape))
-    shape = ctx.broadcast_shape(p.shape, v.shape)
-    # duplicates of a tile smaller than the block, or of a program-level scalar, must not
-    # apply the operation twice
-    rep = None
-    if not ctx.thread_level:
-        rep = ctx.replica_mask(shape) if shape else ctx.b.op(
-            "icmp", [ctx.tid(), ctx.const(0)], {"cond": "eq"}).result
-    if rep is not None:
-        r = ctx.scalar(rep)
-        m = r if m is None else ctx.binary("&", m, r)
-    tiles = [p, v] + ([m] if m is not None else [])
-    vals = _each(ctx, tiles, lambda vs: ctx.b.op("atomic", list(vs), {"op": op}).result)
-    return Tile(ctx, shape, elem, slots=vals)
-
-
-def _atomic_builtin(name: str, op: str):
-    def atomic(ctx: Lowering, pointer, val, mask=None, sem=None, scope=None) -> Tile:
-        return _atomic(ctx, op, pointer, val, mask)
-
-    return _builtin_named(name, f"Atomic {op} of ``val`` at ``pointer`` where ``mask``; "
-                          "returns the old values.", atomic)
-
-
-atomic_add = _atomic_builtin("atomic_add", "add")
-atomic_max = _atomic_builtin("atomic_max", "max")
-atomic_min = _atomic_builtin("atomic_min", "min")
-atomic_xchg = _atomic_builtin("atomic_xchg", "exch")
+from .atomics import (  # noqa: E402, F401 - language names (own module)
+    atomic_add,
+    atomic_and,
+    atomic_cas,
+    atomic_max,
+    atomic_min,
+    atomic_or,
+    atomic_xchg,
+    atomic_xor,
+)
 
 
 # --- elementwise -------------------------------------------------------------------------------
@@ -785,6 +741,19 @@ advance = builtin(_block_ptr.advance)
 make_tensor_descriptor = builtin(_block_ptr.make_tensor_descriptor)
 load_tensor_descriptor = _block_ptr.load_tensor_descriptor
 store_tensor_descriptor = _block_ptr.store_tensor_descriptor
+
+from .random import BUILTINS as _RANDOM  # noqa: E402
+
+philox_impl = _RANDOM["philox_impl"]
+philox = _RANDOM["philox"]
+randint4x = _RANDOM["randint4x"]
+randint = _RANDOM["randint"]
+uint_to_uniform_float = _RANDOM["uint_to_uniform_float"]
+rand = _RANDOM["rand"]
+rand4x = _RANDOM["rand4x"]
+pair_uniform_to_normal = _RANDOM["pair_uniform_to_normal"]
+randn = _RANDOM["randn"]
+randn4x = _RANDOM["randn4x"]
 from .stdlib import add, cast, constexpr_function, max_constancy, swizzle2d  # noqa: E402, F401
 
 math = Namespace("tl.math", {n: globals()[n] for n in MATH_NAMES + LIBDEVICE_NAMES})

@@ -36,7 +36,9 @@ _UNIT = {**_FLOAT, **_CVT}  # ops that are one instruction on registers
 _REG_TYPE = {"p": "pred", "r": "b32", "f": "f32", "rd": "b64", "h": "b16"}
 _PRED = {"and": "and.pred", "or": "or.pred", "xor": "xor.pred"}
 _ATOM = {("add", "i32"): "add.u32", ("fadd", "f32"): "add.f32", ("min", "i32"): "min.s32",
-         ("max", "i32"): "max.s32", ("exch", "i32"): "exch.b32", ("exch", "f32"): "exch.b32"}
+         ("max", "i32"): "max.s32", ("exch", "i32"): "exch.b32", ("exch", "f32"): "exch.b32",
+         ("and", "i32"): "and.b32", ("or", "i32"): "or.b32", ("xor", "i32"): "xor.b32",
+         ("cas", "i32"): "cas.b32", ("cas", "f32"): "cas.b32"}
 
 
 def _f32_hex(v: float) -> str:
@@ -338,13 +340,40 @@ class PtxGen:
 
     def op_atomic(self, op: Op) -> None:
         p, v = op.operands[:2]
-        guard = self.r(op.operands[2]) if len(op.operands) == 3 else None
+        mask = ir.write_mask(op)
+        guard = self.r(mask) if mask is not None else None
+        name = op.attrs["op"]
+        if name in ("fmin", "fmax"):
+            self.atomic_fminmax(op, guard)
+            return
         kind = "f32" if v.type == F32 else "i32"
-        a = _ATOM.get((op.attrs["op"], kind))
+        a = _ATOM.get((name, kind))
         if a is None:
-            raise CompileError(f"atomic {op.attrs['op']} on {kind} has no PTX form")
-        self.emit(f"atom.{p.type.space}.{a} {self.r(op.result)}, [{self.r(p)}], {self.r(v)}",
+            raise CompileError(f"atomic {name} on {kind} has no PTX form")
+        data = ", ".join(self.r(x) for x in op.operands[1:3 if name == "cas" else 2])
+        self.emit(f"atom.{p.type.space}.{a} {self.r(op.result)}, [{self.r(p)}], {data}",
                   guard)
+
+    def atomic_fminmax(self, op: Op, guard: str | None) -> None:
+        """Float atomic max/min as Triton lowers them (PTX has no ``atom.max.f32``): the
+        signed integer max (min) where ``val >= 0``, the unsigned min (max) where ``val < 0``
+        and, for a NaN ``val``, ``atom.or`` with 0 (reads the old word, stores nothing)."""
+        p, v = op.operands[:2]
+        sp, fv = p.type.space, self.r(v)
+        pos_op, neg_op = ("max.s32", "min.u32") if op.attrs["op"] == "fmax" else (
+            "min.s32", "max.u32")
+        bits, res = self.new("r"), self.new("r")
+        self.emit(f"mov.b32 {bits}, {fv}")
+        preds = {}
+        for cond in ("ge", "lt", "nan"):
+            c = self.new("p")
+            self.emit(f"setp.{cond}.f32 {c}, {fv}, 0f00000000")
+            if guard is not None:
+                self.emit(f"and.pred {c}, {c}, {guard}")
+            preds[cond] = c
+        for cond, a, b in (("ge", pos_op, bits), ("lt", neg_op, bits), ("nan", "or.b32", "0")):
+            self.emit(f"atom.{sp}.{a} {res}, [{self.r(p)}], {b}", preds[cond])
+        self.emit(f"mov.b32 {self.r(op.result)}, {res}")
 
     def op_shfl(self, op: Op) -> None:
         mode = op.attrs["mode"]

@@ -42,12 +42,6 @@ REASONS: dict[str, str] = {
         "associative_scan", "cumprod", "cumsum", "reduce", "reduce_or", "xor_sum")},
     **{n: _NOT_YET.format("sort, histogram, gather") for n in (
         "sort", "topk", "bitonic_merge", "histogram", "gather")},
-    **{n: _NOT_YET.format("Philox random numbers") for n in (
-        "philox", "philox_impl", "rand", "rand4x", "randint", "randint4x", "randn", "randn4x",
-        "pair_uniform_to_normal", "uint_to_uniform_float")},
-    "atomic_cas": _NOT_YET.format("atomics; the ISA has atom.cas"),
-    **{n: _NOT_YET.format("atomics; they need a compare-and-swap loop on this ISA")
-       for n in ("atomic_and", "atomic_or", "atomic_xor")},
     "softmax": "not yet: needs a reduction along a chosen axis with keep_dims "
                "(write it with tl.max, tl.exp and tl.sum)",
     "dot_scaled": "needs the 8-bit and 4-bit float types",

@@ -160,7 +160,10 @@ OPC_CONTROL, OPC_INT, OPC_INT_IMM, OPC_MUL, OPC_FP, OPC_SFU, OPC_MEM, OPC_WARP =
 
 INT_CONDS = ("eq", "ne", "lt", "le", "gt", "ge", "ltu", "leu", "gtu", "geu")
 FP_CONDS = ("eq", "ne", "lt", "le", "gt", "ge", "nan", "num")
-ATOMIC_OPS = ("add", "min", "max", "exch", "fadd")
+ATOMIC_OPS = ("add", "min", "max", "exch", "fadd", "and", "or", "xor", "fmin", "fmax")
+"""Atomic operations (fn order); ``cas`` has an opcode of its own. fmin/fmax order floats by
+their bits as Triton's lowering does (numerics.atomic_fminmax): b >= 0.0 (also -0.0) takes
+the signed integer max/min, b < 0.0 the unsigned integer min/max, a NaN b leaves m."""
 CVT_OPS = ("i2f", "u2f", "f2i", "f2u")
 SFU_OPS = ("rcp", "rsqrt", "sqrt", "exp2", "log2", "sin", "cos")
 SHFL_MODES = ("idx", "up", "down", "xor")
@@ -323,7 +326,11 @@ def _table() -> list[Instr]:
                                (OPC_MEM + 6, Space.SHARED, "atoms")):
         for fn, name in enumerate(ATOMIC_OPS):
             meaning = {"add": "m + b", "min": "min_s(m, b)", "max": "max_s(m, b)",
-                       "exch": "b", "fadd": "m +f b (RNE, FTZ)"}[name]
+                       "exch": "b", "fadd": "m +f b (RNE, FTZ)", "and": "m & b",
+                       "or": "m | b", "xor": "m ^ b",
+                       "fmin": "b >= 0.0 ? min_s(m, b) : b < 0.0 ? max_u(m, b) : m (bits)",
+                       "fmax": "b >= 0.0 ? max_s(m, b) : b < 0.0 ? min_u(m, b) : m (bits)",
+                       }[name]
             add(f"{prefix}.{name}", opc, R, (RD, MEM_R, RS2), Sem.ATOMIC, Lat.MEM,
                 f"{space.value} atomic {name}",
                 f"d = m = {space.value}[a]; {space.value}[a] = {meaning}; lanes in lane order",

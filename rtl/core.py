@@ -58,7 +58,7 @@ from .regfile import RegFile
 from .scheduler import RoundRobin
 from .scoreboard import Scoreboard
 from .sfu_sequencer import SfuSequencer
-from .signatures import core_signature
+from .signatures import AtomOp, core_signature
 from .simt_stack import SimtOp, SimtStack
 from .stages import Stage
 from .stall_classifier import StallClassifier
@@ -532,7 +532,7 @@ class Core(wiring.Component):
                 with m.Case(iid(ins.mnemonic)):
                     m.d.comb += lsu_op.eq(op)
                     if ins.sem is Sem.ATOMIC and ins.fn is None:
-                        m.d.comb += atom_fn.eq(5)  # cas
+                        m.d.comb += atom_fn.eq(AtomOp.CAS)
         # precise faults: the instructions of the faulting warp still in the pipeline behind
         # the fault are younger; they leave no trace (no memory access, no retire)
         def dead(warp) -> Signal:

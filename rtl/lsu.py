@@ -28,11 +28,14 @@ from amaranth.lib.fifo import SyncFIFOBuffered
 from amaranth.lib.wiring import In, Out
 from simtgpu.isa import GLOBAL_NULL_GUARD
 
+from .atomic_alu import atomic_result
 from .fpu import Fpu, FpuOp
 from .isa_consts import FaultCause
 from .layouts import split_signal
 from .shared_memory import SharedMemory
 from .signatures import AtomOp, MemKind, mem_port_signature
+
+_ATOM_BITS = AtomOp.as_shape().width
 
 
 class LsuOp(enum.Enum, shape=3):
@@ -204,8 +207,8 @@ class Lsu(wiring.Component):
                 m.d.comb += req.kind.eq(MemKind.ATOMIC)
             with m.Default():
                 m.d.comb += req.kind.eq(MemKind.READ)
-        # atom.cas has its own opcode; the core hands it over as fn 5 (AtomOp.CAS)
-        m.d.comb += req.atom_op.eq(self.fn[:3])
+        # atom.cas has its own opcode; the core hands it over as fn AtomOp.CAS
+        m.d.comb += req.atom_op.eq(self.fn[:_ATOM_BITS])
         # each word of the line is picked into its own signal and the payload is written once:
         # per-lane assignments into the packed payload would copy the whole line per lane
         for j in range(lw):
@@ -258,6 +261,9 @@ class Lsu(wiring.Component):
                 m.d.comb += old_now.eq(sh.rdata[l])
         m.d.comb += [fpu.en.eq(1), fpu.op.eq(FpuOp.FADD), fpu.a.eq(old_now),
                      fpu.b.eq(leader_b)]
+        # every operation but fadd (which waits for the adder) is ready in phase 1
+        computed = atomic_result(m, self.fn[:_ATOM_BITS], old_now, leader_b, leader_c,
+                                 fpu.result)
         a_done = Signal()
         with m.If(go_atoms):
             with m.Switch(a_phase):
@@ -266,19 +272,7 @@ class Lsu(wiring.Component):
                     m.d.sync += a_phase.eq(1)
                 with m.Case(1):  # old value is here
                     m.d.sync += [a_old.eq(old_now), a_phase.eq(2)]
-                    with m.Switch(self.fn):
-                        with m.Case(AtomOp.ADD):
-                            m.d.sync += a_new.eq(old_now + leader_b)
-                        with m.Case(AtomOp.MIN):
-                            m.d.sync += a_new.eq(Mux(old_now.as_signed() < leader_b.as_signed(),
-                                                     old_now, leader_b))
-                        with m.Case(AtomOp.MAX):
-                            m.d.sync += a_new.eq(Mux(old_now.as_signed() > leader_b.as_signed(),
-                                                     old_now, leader_b))
-                        with m.Case(AtomOp.EXCH):
-                            m.d.sync += a_new.eq(leader_b)
-                        with m.Case(AtomOp.CAS):
-                            m.d.sync += a_new.eq(Mux(old_now == leader_b, leader_c, old_now))
+                    m.d.sync += a_new.eq(computed)
                 with m.Case(2):
                     m.d.sync += a_phase.eq(3)
                 with m.Case(3):  # write, remember the old value for the lane

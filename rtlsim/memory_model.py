@@ -28,6 +28,7 @@ from amaranth.lib import data, wiring
 from amaranth.lib.fifo import SyncFIFO
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
+from simtgpu.rtl.atomic_alu import atomic_result
 from simtgpu.rtl.configs import RtlConfig
 from simtgpu.rtl.signatures import AtomOp, MemKind, mem_port_signature
 
@@ -270,22 +271,7 @@ class MemoryModel(wiring.Component):
                 m.d.sync += wait.eq(0)
         else:
             m.d.comb += fadd_result.eq(old)
-        new = Signal(32)
-        with m.Switch(s1_op):
-            with m.Case(AtomOp.ADD):
-                m.d.comb += new.eq(old + s1_b)
-            with m.Case(AtomOp.MIN):
-                m.d.comb += new.eq(Mux(old.as_signed() < s1_b.as_signed(), old, s1_b))
-            with m.Case(AtomOp.MAX):
-                m.d.comb += new.eq(Mux(old.as_signed() > s1_b.as_signed(), old, s1_b))
-            with m.Case(AtomOp.EXCH):
-                m.d.comb += new.eq(s1_b)
-            with m.Case(AtomOp.FADD):
-                m.d.comb += new.eq(fadd_result)
-            with m.Case(AtomOp.CAS):
-                m.d.comb += new.eq(Mux(old == s1_b, s1_c, old))
-            with m.Default():
-                m.d.comb += new.eq(old)
+        new = atomic_result(m, s1_op, old, s1_b, s1_c, fadd_result)
 
         # The one bus write port: a WRITE at accept time, or the atomic's write at the end of
         # stage 1 (no request is accepted meanwhile, see req.ready).

@@ -199,6 +199,27 @@ def fmax(a: object, b: object) -> np.ndarray:
     return _minmax(a, b, want_max=True)
 
 
+def atomic_fminmax(m: object, b: object, want_max: bool) -> np.ndarray:
+    """The word ``atom.fmax`` (``atom.fmin``) stores: Triton's lowering of float atomic max/min.
+
+    PTX has no ``atom.max.f32``; Triton orders the words by their bits instead: for
+    ``b >= 0.0`` (+0.0 and -0.0 included) the signed integer max (min) of ``m`` and ``b``, for
+    ``b < 0.0`` the unsigned integer min (max), and a NaN ``b`` leaves ``m``. This is the float
+    order on non-NaN words except that ``b = -0.0`` acts as the smallest integer (max keeps
+    ``m``, min stores -0.0); a positive NaN in memory sorts above +inf, a negative one below
+    -inf. No flushing: the result is one of the two words, bit for bit.
+    """
+    m, b = _u32(m, "m"), _u32(b, "b")
+    ms, bs = m.view(np.int32), b.view(np.int32)
+    pos = (b < _U_SIGN) | (b == _U_SIGN)
+    if want_max:
+        take_m = np.where(pos, ms >= bs, m < b)
+    else:
+        take_m = np.where(pos, ms <= bs, m >= b)
+    nan_b = (b & np.uint32(0x7FFFFFFF)) > np.uint32(POS_INF)
+    return _out(np.where(take_m | nan_b, m, b))
+
+
 def fabs(a: object) -> np.ndarray:
     """|a| after FTZ; a NaN gives 0x7fffffff (the instruction is an FP operation, not a mask)."""
     a = _ftz(_u32(a)) & np.uint32(0x7FFFFFFF)

@@ -18,6 +18,7 @@ from simtgpu.isa import INSTRUCTIONS as _ALL
 from simtgpu.isa import SETS_PC as SETS_PC  # the ISS's callers read it here
 from simtgpu.isa.mma import mma_shape
 
+from . import numerics as nx
 from .wave import DIV, DONE, RUN, SYNC, WAIT, Fault, Wave, mask_bits
 
 U32 = np.uint32
@@ -205,8 +206,6 @@ def _gather(regs: np.ndarray, src: np.ndarray) -> np.ndarray:
 def mma(w: Wave, op, g, ex) -> None:
     """D = A x B + C for each warp of the group, fragments per isa/mma.py, numerics
     ``nx.mma``; the whole warp must execute it (like PTX ``mma.sync.aligned``)."""
-    from . import numerics as nx
-
     partial = ~ex.all(axis=1)
     if partial.any():
         gi = w.indices(g)
@@ -349,6 +348,16 @@ def _seg_cum(kind: str, v: np.ndarray, seg: np.ndarray) -> np.ndarray:
     return np.maximum.accumulate(v + shift) - shift
 
 
+_WALKED: dict[str, Callable | None] = {
+    "cas": None, "fadd": None, "and": np.bitwise_and, "or": np.bitwise_or,
+    "xor": np.bitwise_xor,
+    "fmin": lambda m, b: nx.atomic_fminmax(m, b, want_max=False),
+    "fmax": lambda m, b: nx.atomic_fminmax(m, b, want_max=True),
+}
+"""Atomics applied one access per address per step (the step function; cas and fadd are
+handled in place): their results depend on every earlier access to the same word."""
+
+
 def apply_atomics(space: np.ndarray, name: str, idx: np.ndarray, b: np.ndarray,
                   c: np.ndarray | None, fadd: Callable | None = None
                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -356,8 +365,8 @@ def apply_atomics(space: np.ndarray, name: str, idx: np.ndarray, b: np.ndarray,
 
     Returns (old value seen by each, value stored by each, whether each stored) in the
     order given. Exact for any pattern of repeated addresses: add, min, max and exch use
-    segmented scans over the lanes sorted by address; cas and fadd (whose results depend on
-    the order of every step) walk the k-th lane of each address for k = 0, 1, ...
+    segmented scans over the lanes sorted by address; the others (:data:`_WALKED`) walk the
+    k-th lane of each address for k = 0, 1, ...
     """
     n = idx.size
     order = np.argsort(idx, kind="stable")
@@ -391,8 +400,9 @@ def apply_atomics(space: np.ndarray, name: str, idx: np.ndarray, b: np.ndarray,
         old[1:] = sb[:-1]
         old[start] = m0[start]
         new = sb
-    else:  # cas, fadd: the k-th access of every address in one step
+    else:  # the others: the k-th access of every address in one step
         sc = c[order] if c is not None else None
+        step = _WALKED[name]
         old = np.empty(n, dtype=U32)
         new = np.empty(n, dtype=U32)
         lengths = ends - starts + 1
@@ -405,11 +415,11 @@ def apply_atomics(space: np.ndarray, name: str, idx: np.ndarray, b: np.ndarray,
                 nv = np.where(hit, sc[pos], cur)
                 wrote[pos] = hit
             else:
-                nv = np.asarray(fadd(cur, sb[pos]), dtype=U32)
+                nv = np.asarray((step or fadd)(cur, sb[pos]), dtype=U32)
             space[at] = nv
             old[pos] = cur
             new[pos] = nv
-    if name not in ("cas", "fadd"):
+    if name not in _WALKED:
         space[si[ends]] = new[ends]
     inv = np.empty(n, dtype=np.int64)
     inv[order] = np.arange(n)
@@ -666,8 +676,6 @@ def bind(op) -> None:
     elif instr.sem is Sem.PLOGIC:
         op.fn = PLOGIC_OPS[m]
     elif instr.sem in (Sem.FP, Sem.HALF, Sem.FCMP, Sem.CVT, Sem.SFU, Sem.ATOMIC):
-        from . import numerics as nx
-
         fam = instr.family
         if instr.sem is Sem.HALF and fam == "hcvt":
             hop = op.name

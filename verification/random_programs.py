@@ -14,7 +14,7 @@ seed alone). The constraints keep every program meaningful on any correct model:
   index: always in range and aligned); stores only to the thread's own ``out`` column and
   shared slot; atomics that return a value only on the warp's private words (lanes of one
   warp act in lane order, so the values are deterministic); cross-warp contention only with
-  integer ``atom.add``/``min``/``max``, one word per operation (they commute only with
+  integer ``atom.add``/``min``/``max``/``xor``, one word per operation (they commute only with
   themselves), whose result is discarded (``rd = r0``).
 * Control: every divergent branch is bracketed (``ssy``/``bra``/``sync`` per
   docs/execution-model.md); if/else and loops nest up to 5 deep (10 stack entries); loop trip
@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 from simtgpu.isa import INSTRUCTIONS, Sem
-from simtgpu.isa.instructions import HALF2_OPS, HALF_FORMATS
+from simtgpu.isa.instructions import ATOMIC_OPS, HALF2_OPS, HALF_FORMATS
 
 from .fp_vectors import fp_operands, int_operands
 from .launch import KernelLaunch, launch_from_asm
@@ -51,6 +51,11 @@ _INT_RR = [i.mnemonic for i in INSTRUCTIONS if i.sem is Sem.INT]
 _INT_RI = [i.mnemonic for i in INSTRUCTIONS if i.sem is Sem.INT_IMM]
 _MUL = ["mul", "mulhi", "mulhu"]
 _FP2 = ["fadd", "fsub", "fmul", "fmin", "fmax"]
+_ATOMICS_FIRST = [*ATOMIC_OPS[:5], "cas"]  # add min max exch fadd, cas
+_ATOMICS_LATER = list(ATOMIC_OPS[5:])  # and or xor fmin fmax: drawn from a stream of their own
+_CONTENDED = ("add", "min", "max", "xor")
+"""Atomics that commute with themselves whatever the operands, one contended word each (of
+the four at ``atom[0:4]``); ``fmin`` does not (a -0.0 operand stores -0.0)."""
 _FP1 = ["fabs", "fneg"]
 _CVT = [i.mnemonic for i in INSTRUCTIONS if i.sem is Sem.CVT]
 _HCVT = [i.mnemonic for i in INSTRUCTIONS if i.sem is Sem.HALF and i.family == "hcvt"]
@@ -102,6 +107,7 @@ class _Gen:
         # a second stream decides the half-precision forms, so the main stream (and with it
         # every program generated before they existed) stays the same
         self.hr = random.Random(seed ^ 0x16F16)
+        self.ar = random.Random(seed ^ 0xA70A)  # likewise for the later atomics
         self.lanes = lanes
         self.opts = opts
         r = self.r
@@ -305,12 +311,18 @@ class _Gen:
         # word 0 of a slot is the barrier exchange word: written only by the exchange
         self.emit(f"sts [r5+{4 * self.r.randrange(1, SH_WORDS)}], {self.d()}", self.guard())
 
+    def atomic_op(self) -> str:
+        op = self.r.choice(_ATOMICS_FIRST)
+        return self.ar.choice(_ATOMICS_LATER) if self.ar.random() < 0.45 else op
+
     def s_atom(self, depth: int, in_loop: bool) -> None:
         r = self.r
         self.features.add("atom")
         if r.random() < 0.3:  # contended by every thread of the grid; result discarded
-            k = r.randrange(3)  # one word per operation: add, min and max do not commute
-            op = ("add", "min", "max")[k]
+            k = r.randrange(3)  # one word per operation: they do not commute
+            if self.ar.random() < 0.25:
+                k = 3
+            op = _CONTENDED[k]
             self.emit(f"addi r31, r29, {4 * k}")
             self.emit(f"atom.{op} r0, [r31], {self.d()}", self.guard())
             return
@@ -318,16 +330,15 @@ class _Gen:
         addr = "r6" if off == 0 else "r26"
         if off:
             self.emit("addi r26, r6, 4")
-        op = r.choice(["add", "min", "max", "exch", "fadd", "cas"])
+        op = self.atomic_op()
         if op == "cas":
             self.emit(f"atom.cas {self.d()}, [{addr}], {self.d()}, {self.d()}", self.guard())
         else:
             self.emit(f"atom.{op} {self.d()}, [{addr}], {self.d()}", self.guard())
 
     def s_atoms(self, depth: int, in_loop: bool) -> None:
-        r = self.r
         self.features.add("atoms")
-        op = r.choice(["add", "min", "max", "exch", "fadd", "cas"])
+        op = self.atomic_op()
         if op == "cas":
             self.emit(f"atoms.cas {self.d()}, [r7], {self.d()}, {self.d()}", self.guard())
         else:

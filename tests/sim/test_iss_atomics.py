@@ -33,6 +33,10 @@ def sequential(space, name, idx, b, c):
             v = bb
         elif name == "fadd":
             v = int(nx.fadd(np.uint32(m), np.uint32(bb)))
+        elif name in ("and", "or", "xor"):
+            v = {"and": m & bb, "or": m | bb, "xor": m ^ bb}[name]
+        elif name in ("fmin", "fmax"):
+            v = float_minmax(name, m, bb)
         else:
             v = int(c[i]) if m == bb else m
         old.append(m)
@@ -42,14 +46,32 @@ def sequential(space, name, idx, b, c):
     return space, old, new, wrote
 
 
-@pytest.mark.parametrize("name", ["add", "min", "max", "exch", "cas", "fadd"])
+def float_minmax(name: str, m: int, b: int) -> int:
+    """Triton's float atomic max/min written from its lowering: by the sign of b as a float
+    (b >= 0.0 includes -0.0), the signed or unsigned integer max/min; a NaN b keeps m."""
+    fb = float(np.uint32(b).view(np.float32))
+    if fb != fb:
+        return m
+    if fb >= 0.0:
+        return (max if name == "fmax" else min)(s32(m), s32(b)) & M
+    return (min if name == "fmax" else max)(m, b)
+
+
+@pytest.mark.parametrize("name", ["add", "min", "max", "exch", "cas", "fadd", "and", "or",
+                                  "xor", "fmin", "fmax"])
 @pytest.mark.parametrize("seed", range(6))
 def test_apply_atomics_equals_sequential(name, seed):
     rng = np.random.default_rng(seed)
     n = int(rng.integers(1, 300))
     nslots = int(rng.choice([1, 2, 5, 50]))
     idx = rng.integers(0, nslots, n)
-    if name == "fadd":
+    if name in ("fmin", "fmax"):
+        pool = np.array([0, 0x80000000, 0x3F800000, 0xBF800000, 0x7F800000, 0xFF800000,
+                         0x7FFFFFFF, 0xFFC00000, 1, 0x80000001], np.uint32)
+        b = np.where(rng.random(n) < 0.3, rng.choice(pool, n),
+                     rng.standard_normal(n).astype(np.float32).view(np.uint32))
+        space = rng.choice(pool, nslots)
+    elif name == "fadd":
         b = rng.standard_normal(n).astype(np.float32).view(np.uint32)
         space = rng.standard_normal(nslots).astype(np.float32).view(np.uint32)
     elif name == "cas":
@@ -203,3 +225,35 @@ def test_shared_atomics_per_block(warp):
     res = run(kernel(SHARED, shared=8), warp_size=warp, grid=(3, 1, 1), block=(96, 1, 1),
               params=[("out", np.zeros(3, np.uint32))])
     assert res.out["out"].tolist() == [96 | (95 << 16)] * 3
+
+
+def test_float_minmax_hand_computed():
+    one, m_one, pz, nz = 0x3F800000, 0xBF800000, 0, 0x80000000
+    two, m_two, inf, ninf, nan = 0x40000000, 0xC0000000, 0x7F800000, 0xFF800000, 0x7FFFFFFF
+    cases = [  # (m, b, fmax, fmin)
+        (one, two, two, one), (m_one, m_two, m_one, m_two), (m_one, one, one, m_one),
+        (pz, m_one, pz, m_one), (ninf, inf, inf, ninf), (one, nan, one, one),
+        (nan, one, nan, one),  # positive NaN in memory sorts above +inf
+        (pz, nz, pz, nz), (nz, pz, pz, nz),
+        (m_one, nz, m_one, nz),  # b = -0.0 acts as the smallest int32: Triton's lowering
+    ]
+    for m, b, want_max, want_min in cases:
+        assert int(nx.atomic_fminmax(m, b, want_max=True)) == want_max, (m, b)
+        assert int(nx.atomic_fminmax(m, b, want_max=False)) == want_min, (m, b)
+
+
+@pytest.mark.parametrize("op", ["and", "or", "xor", "fmax", "fmin"])
+def test_new_atomics_full_contention(op):
+    rng = np.random.default_rng(11)
+    if op.startswith("f"):
+        vals = rng.standard_normal(256).astype(np.float32).view(np.uint32)
+        init = 0xC2C80000  # -100.0
+    else:
+        vals = rng.integers(0, 1 << 32, 256, dtype=np.uint64).astype(np.uint32)
+        init = 0x0F0F0F0F if op != "and" else 0xFFFFFFFF
+    final, old, _ = contended(f"atom.{op}", vals, init, 8)
+    acc = init
+    for i in range(256):  # warps in order, lanes in order: thread order
+        assert int(old[i]) == acc
+        acc = sequential([acc], op, [0], vals[i:i + 1], None)[0][0]
+    assert int(final) == acc

@@ -177,3 +177,42 @@ SHARED_CONFLICTS = """
 """
 
 
+
+
+
+def _new_atomics() -> str:
+    ops = ("and", "or", "xor", "fmin", "fmax", "cas")
+    body = []
+    for prefix, base, first in (("atom", "r4", 7), ("atoms", "r5", 13)):
+        for k, op in enumerate(ops):
+            addr = base
+            if k:
+                step = 4 if prefix == "atom" else 8  # shared: odd/even lanes use 2 words
+                body.append(f"        addi    r31, {base}, {step * k}")
+                addr = "r31"
+            c = ", r3" if op == "cas" else ""
+            body.append(f"        {prefix}.{op} r{first + k}, [{addr}], r2{c}")
+    results = [f"r{r}" for r in range(7, 19)] + ["r23", "r24", "r25"]
+    stores = [f"        stg     [r20+{64 * i}], {r}" for i, r in enumerate(results)]
+    seed = [f"        sts     [r5+{8 * k}], r6" for k in range(len(ops))]
+    return "\n".join([
+        "        .kernel k", "        .param out, ptr", "        .param cells, ptr",
+        "        .param vals, ptr", "        .shared 64",
+        "        s2r     r1, tid", "        shli    r21, r1, 2", "        ldparam r20, out",
+        "        add     r20, r20, r21", "        ldparam r22, vals",
+        "        add     r22, r22, r21",
+        "        ldg     r2, [r22]               ; this lane's operand",
+        "        ldg     r3, [r22+64]            ; the cas swap value",
+        "        ldparam r4, cells               ; every lane on one cell per operation",
+        "        andi    r5, r1, 1",
+        "        shli    r5, r5, 2               ; odd and even lanes on two shared words",
+        "        ldg     r6, [r4+0]              ; the shared words start as the cells",
+        *seed, "        bar", *body, "        fence", "        bar",
+        "        lds     r23, [r5+24]", "        lds     r24, [r5+32]",
+        "        lds     r25, [r5+40]", *stores, "        exit", "        .end", ""])
+
+
+ATOMIC_OPS_ALL = _new_atomics()
+"""The atomics added for Triton's names (and/or/xor, float min/max, cas) on one warp, global
+and shared, every lane on one cell per operation; operands in ``vals`` (16 words, then 16 swap
+values), the cells' initial words in ``cells``."""

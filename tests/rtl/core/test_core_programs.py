@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from core_bench import DATA_ADDR, launch_from_asm, run_iss, run_rtl, small_config
-from kernels import LOOP, SHARED_CONFLICTS, chain_program
+from kernels import ATOMIC_OPS_ALL, LOOP, SHARED_CONFLICTS, chain_program
 
 EXAMPLES = "examples/asm/"
 
@@ -116,3 +116,28 @@ def test_shared_memory_is_zero_for_every_block():
     rtl = _check(cfg, launch)
     got = np.frombuffer(rtl.memory, dtype="<u4")
     np.testing.assert_array_equal(got, np.tile(np.arange(8) + 7, 3))
+
+
+@pytest.mark.parametrize("start", [0xBF800000, 0x00000000])  # a cell at -1.0, or +0.0
+def test_new_atomics_one_warp(start):
+    """and/or/xor, float min/max and cas, global (at the memory model) and shared (in the LSU),
+    with every lane of a warp on one word: lane order decides, so RTL and ISS must agree."""
+    cfg = CONFIGS["tiny"]()
+    lanes = cfg.lanes
+    edges = np.array([0x80000000, 0x3F800000, 0x7FFFFFFF, 0xC0000000, 0x7F800000, 0xFF800000,
+                      0x00000001, 0x80000001, 0x40490FDB, 0xFFC00000, 0, 0x12345678,
+                      0xBF000000, 0x3F000000, 0xDEADBEEF, 0x7F7FFFFF], np.uint32)[:16]
+    vals = np.roll(edges, start & 7)
+    swap = np.arange(1, 17, dtype=np.uint32) * 0x01010101
+    vals[0] = start  # lane 0's cas hits the cell, lane 1's compares with lane 0's swap
+    vals[1] = swap[0]
+    cells = np.full(8, start, np.uint32)
+    out = bytes(4 * 16 * 15)
+    mem = out + cells.tobytes() + vals.tobytes() + swap.tobytes()
+    base = DATA_ADDR
+    launch = launch_from_asm(ATOMIC_OPS_ALL, "k", (1,), (lanes,),
+                             [base, base + len(out), base + len(out) + 32], mem)
+    rtl = _check(cfg, launch)
+    got = np.frombuffer(rtl.memory, "<u4")
+    cas_old = got[5 * 16:5 * 16 + lanes]
+    assert cas_old[0] == start and cas_old[1] == swap[0]  # both compares hit

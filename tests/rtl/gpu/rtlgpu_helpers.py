@@ -7,6 +7,7 @@ import numpy as np
 from amaranth.sim import Simulator
 from simtgpu.rtl.signatures import AtomOp, MemKind
 from simtgpu.sim import numerics as nx
+from simtgpu.sim.semantics import apply_atomics
 
 
 def run_sim(dut, *testbenches, processes=(), vcd: str | None = None) -> None:
@@ -75,26 +76,11 @@ class RefMemory:
             self.words[base + i] = new
 
     def atomic(self, addr: int, op: int, b: int, c: int) -> int:
-        old = int(self.words[addr // 4])
-
-        def s32(x: int) -> int:
-            return x - (1 << 32) if x >> 31 else x
-
-        op = AtomOp(op)
-        if op == AtomOp.ADD:
-            new = (old + b) & 0xFFFFFFFF
-        elif op == AtomOp.MIN:
-            new = old if s32(old) < s32(b) else b
-        elif op == AtomOp.MAX:
-            new = old if s32(old) > s32(b) else b
-        elif op == AtomOp.EXCH:
-            new = b
-        elif op == AtomOp.FADD:
-            new = int(nx.fadd(np.uint32(old), np.uint32(b)))
-        else:
-            new = c if old == b else old
-        self.words[addr // 4] = new
-        return old
+        """One atomic, performed by the ISS's own routine (the reference semantics)."""
+        old, _, _ = apply_atomics(self.words, AtomOp(op).name.lower(),
+                                  np.array([addr // 4]), np.array([b], np.uint32),
+                                  np.array([c], np.uint32), nx.fadd)
+        return int(old[0])
 
     def execute(self, kind: MemKind, addr: int, wdata=None, be=0, op=0, b=0, c=0) -> list[int]:
         """Apply a request; return the response's rdata."""

@@ -70,9 +70,8 @@ def test_random_traffic_matches_reference(name: str, latency: int, seed: int) ->
     lw = cfg.line_words
     rng = random.Random(seed)
     ref = RefMemory(cfg.sim_memory_bytes, lw)
-    ops = [AtomOp.ADD, AtomOp.MIN, AtomOp.MAX, AtomOp.EXCH, AtomOp.CAS]
-    if dut.fadd_supported:
-        ops.append(AtomOp.FADD)
+    ops = [op for op in AtomOp if op != AtomOp.FADD or dut.fadd_supported]
+    float_ops = (AtomOp.FADD, AtomOp.FMIN, AtomOp.FMAX)
     fp_edges = [0, 0x80000000, 0x3F800000, 0xBF800000, 0x7F800000, 0xFF800000, 0x7FC00000,
                 0x00000001, 0x7F7FFFFF]
     requests = []
@@ -82,7 +81,7 @@ def test_random_traffic_matches_reference(name: str, latency: int, seed: int) ->
         if kind == MemKind.ATOMIC:
             op = rng.choice(ops)
             addr = line * cfg.line_bytes + 4 * rng.randrange(lw)
-            pool = fp_edges if op == AtomOp.FADD else [0, 1, 0x7FFFFFFF, 0x80000000]
+            pool = fp_edges if op in float_ops else [0, 1, 0x7FFFFFFF, 0x80000000]
             b = rng.choice(pool + [rng.getrandbits(32)])
             c = rng.getrandbits(32)
             if op == AtomOp.CAS and rng.random() < 0.5:

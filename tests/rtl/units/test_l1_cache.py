@@ -16,6 +16,7 @@ import random
 
 import pytest
 from simtgpu.rtl.l1_cache import L1Cache
+from simtgpu.rtl.signatures import AtomOp
 from simtgpu.verification.units import build_unit
 from test_rtl_units_stateful import (
     M32,
@@ -29,7 +30,8 @@ from test_rtl_units_stateful import (
 from units_harness import SEED
 
 READ, WRITE, ATOMIC = 0, 1, 2
-ATOM_ADD, ATOM_EXCH, ATOM_CAS = 0, 3, 5
+ATOM_ADD, ATOM_EXCH, ATOM_CAS = AtomOp.ADD.value, AtomOp.EXCH.value, AtomOp.CAS.value
+ATOM_W = AtomOp.as_shape().width  # the request's atom_op field
 
 PARAMS = {"line_words": 4, "size_bytes": 256, "ways": 2, "mshrs": 2, "rob_depth": 4,
           "tag_bits": 4}
@@ -37,13 +39,13 @@ PARAMS = {"line_words": 4, "size_bytes": 256, "ways": 2, "mshrs": 2, "rob_depth"
 
 def _req_fields(lw: int, tag_bits: int, r: dict) -> list[tuple[int, int]]:
     return [(r["kind"], 2), (r["addr"], 32), (pack(r["wdata"], 32), 32 * lw), (r["be"], 4 * lw),
-            (r["op"], 3), (r["b"], 32), (r["c"], 32), (r["tag"], tag_bits)]
+            (r["op"], ATOM_W), (r["b"], 32), (r["c"], 32), (r["tag"], tag_bits)]
 
 
 def _decode_req(word: int, lw: int, tag_bits: int) -> dict:
     out, pos = {}, 0
     for name, width in [("kind", 2), ("addr", 32), ("wdata", 32 * lw), ("be", 4 * lw),
-                        ("op", 3), ("b", 32), ("c", 32), ("tag", tag_bits)]:
+                        ("op", ATOM_W), ("b", 32), ("c", 32), ("tag", tag_bits)]:
         out[name] = (word >> pos) & ((1 << width) - 1)
         pos += width
     out["wdata"] = unpack(out["wdata"], 32, lw)

@@ -19,8 +19,12 @@ import random
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
+import numpy as np
 import pytest
 from simtgpu.isa import GLOBAL_NULL_GUARD, NUM_PREDS, FaultCause
+from simtgpu.rtl.signatures import AtomOp
+from simtgpu.sim import numerics as nx
+from simtgpu.sim.semantics import apply_atomics
 from simtgpu.verification.toolchain import Build
 from simtgpu.verification.units import build_unit, play
 from units_harness import SEED
@@ -672,7 +676,7 @@ def test_shared_memory_cycles():
 
 LDG, STG, ATOM, LDPARAM = 1, 2, 5, 7  # LsuOp
 READ, WRITE, ATOMIC = 0, 1, 2  # MemKind
-ATOM_ADD, ATOM_MIN, ATOM_MAX, ATOM_EXCH, ATOM_CAS = 0, 1, 2, 3, 5
+ATOM_W = AtomOp.as_shape().width  # the request's atom_op field
 
 
 class Fifo:
@@ -767,7 +771,7 @@ class LsuModel:
             "mem__req__valid": req_valid,
             "mem__req__payload": pack_fields([
                 (kind, 2), (lead_addr if op == ATOM else line, 32), (pack(wdata, 32), 32 * lw),
-                (be, 4 * lw), (v["fn"] & 7, 3),
+                (be, 4 * lw), (v["fn"] & ((1 << ATOM_W) - 1), ATOM_W),
                 (v["_data"][lead] if lead is not None else 0, 32),
                 (v["_cdata"][lead] if lead is not None else 0, 32), (v["warp"], 2)]),
             "transaction": int(bool(accepted)), "hold": hold,
@@ -835,16 +839,15 @@ class GlobalMemory:
         pos += 32 * lw
         be = (payload >> pos) & ((1 << 4 * lw) - 1)
         pos += 4 * lw
-        atom_op = (payload >> pos) & 7
-        b = (payload >> (pos + 3)) & M32
-        c = (payload >> (pos + 35)) & M32
+        atom_op = (payload >> pos) & ((1 << ATOM_W) - 1)
+        b = (payload >> (pos + ATOM_W)) & M32
+        c = (payload >> (pos + ATOM_W + 32)) & M32
         if kind == ATOMIC:
             old = self.words[addr]
-            s = [x - (1 << 32) if x >> 31 else x for x in (old, b)]
-            new = {ATOM_ADD: (old + b) & M32, ATOM_MIN: old if s[0] < s[1] else b,
-                   ATOM_MAX: old if s[0] > s[1] else b, ATOM_EXCH: b,
-                   ATOM_CAS: c if old == b else old}[atom_op]
-            self.words[addr] = new
+            one = np.array([old], np.uint32)  # the ISS's routine is the reference semantics
+            apply_atomics(one, AtomOp(atom_op).name.lower(), np.array([0]),
+                          np.array([b], np.uint32), np.array([c], np.uint32), nx.fadd)
+            self.words[addr] = int(one[0])
             data = [old] + [0] * (lw - 1)
         else:
             data = [self.words[addr + 4 * j] for j in range(lw)]
@@ -894,7 +897,7 @@ def test_lsu_global_coalescing():
         exe = act if rng.random() < 0.8 else act & rng.randrange(1 << lanes)
         data = [rng.getrandbits(32) for _ in range(lanes)]
         cdata = [rng.getrandbits(32) for _ in range(lanes)]
-        fn = rng.choice([ATOM_ADD, ATOM_MIN, ATOM_MAX, ATOM_EXCH, ATOM_CAS])
+        fn = rng.choice(list(AtomOp)).value
         ex_lanes = [l for l in range(lanes) if exe >> l & 1]
         ea = [(a + param_addr) if op == LDPARAM else a for a in addrs]
         cur["lines"] = (len(ex_lanes) if op == ATOM
