@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING
 from . import ir
 from .errors import CompileError
 from .ir import F16, Op
+from .isa_instr import Label, Mem, Sym
 
 if TYPE_CHECKING:
     from .isa_codegen import ISel
@@ -42,8 +43,6 @@ def _fmt(t: ir.Type) -> str:
 # --- this ISA ------------------------------------------------------------------------------
 def _byte_address(isel: ISel, p: ir.Value) -> ir.Value:
     """The byte address of pointer ``p`` in a register."""
-    from .isa_codegen import Sym
-
     base, off = isel.addr(p)
     a = ir.Value(ir.I32)
     if isinstance(base, Sym):  # r0: a shared address known at compile time
@@ -67,8 +66,6 @@ def _word_and_shift(isel: ISel, a: ir.Value) -> tuple[ir.Value, ir.Value]:
 def isa_load(isel: ISel, op: Op) -> None:
     """``load`` of a 16-bit element: the aligned word, shifted so that the half lands in
     bits 15:0 with zeros above; a masked load selects ``other`` where the mask is off."""
-    from .isa_codegen import Mem
-
     p = op.operands[0]
     r = op.result
     m = "ldg" if p.type.space == "global" else "lds"
@@ -99,8 +96,6 @@ def isa_load(isel: ISel, op: Op) -> None:
 def isa_store(isel: ISel, op: Op, g, neg: bool) -> None:
     """``store`` of a 16-bit element: a compare-and-swap loop on the aligned word that
     replaces this half and keeps the other (which another thread may be storing)."""
-    from .isa_codegen import Label, Mem
-
     p, val = op.operands[:2]
     prefix = "atom" if p.type.space == "global" else "atoms"
     load = "ldg" if p.type.space == "global" else "lds"
@@ -153,8 +148,6 @@ def isa_half_op(isel: ISel, op: Op) -> None:
 
 def isa_mma(isel: ISel, op: Op) -> None:
     """``mma`` through the fixed groups r16 (A), r20 (B), r24 (C and D)."""
-    from .isa_codegen import Sym
-
     nb = op.attrs["nb"]
     groups = [MMA_A + i for i in range(4)] + [MMA_B + i for i in range(nb)] + \
         [MMA_C + i for i in range(4)]

@@ -25,13 +25,14 @@ from __future__ import annotations
 import bisect
 import struct
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from simtgpu.isa import BY_MNEMONIC, IMM_MAX, IMM_MIN, SREG_BY_NAME
 
 from . import half_codegen, ir
 from .errors import CompileError
 from .ir import F32, I1, Function, Op, Value
+from .isa_instr import MI, Label, Mem, Sym
 from .uniformity import uniformity
 
 GPRS = tuple(range(1, 31))
@@ -40,37 +41,6 @@ PREDS = tuple(range(0, 6))
 SCRATCH_PRED = 6
 
 _PSEUDOS = {"li", "mov", "label"}  # assembler pseudo-instructions and labels
-
-
-@dataclass
-class MI:
-    """One machine instruction on virtual registers (``Value``s) before allocation."""
-
-    op: str
-    args: list = field(default_factory=list)
-    defs: list[Value] = field(default_factory=list)
-    guard: Value | None = None
-    gneg: bool = False
-    partial: bool = False  # guarded def: lanes outside the guard keep the old value
-    moves: list[tuple[Value, Value]] | None = None  # parallel move (op == "pmove")
-    group: list[MI] | None = None  # loop pre-header: rematerialised constants and params
-    clobbers: frozenset[int] = frozenset()  # fixed registers it may overwrite (mma groups)
-
-
-@dataclass(frozen=True)
-class Mem:
-    base: Value | Sym  # a register, or r0
-    offset: int
-
-
-@dataclass(frozen=True)
-class Label:
-    name: str
-
-
-@dataclass(frozen=True)
-class Sym:
-    text: str
 
 
 def _check_mnemonic(m: str) -> str:
