@@ -137,33 +137,19 @@ def test_early_exit_of_some_lanes(warp):
 
 
 @pytest.mark.parametrize("warp", WARPS)
-def test_exit_inside_divergent_code(warp):
-    res = launch("""
-    andi r3, r1, 1
-    isetp.ne p0, r3, r0
-    movi r5, 5
-    ssy JOIN
-@p0 bra ODD
-    addi r5, r5, 10
-    sync
-ODD:
+@pytest.mark.parametrize("odd_path, want", [
+    # some lanes of the taken path exit, the others reach JOIN
+    ("""
     andi r3, r1, 2
     isetp.ne p1, r3, r0
 @p1 exit
     addi r5, r5, 20
-    sync
-JOIN:
-    addi r5, r5, 100
-""", warp)
-    gid = np.arange(96)
-    want = np.where(gid & 1, np.where(gid & 2, SENTINEL, 125), 115)
-    assert res.out["out"].tolist() == want.tolist()
-
-
-@pytest.mark.parametrize("warp", WARPS)
-def test_whole_path_exits(warp):
+    sync""", lambda gid: np.where(gid & 1, np.where(gid & 2, SENTINEL, 125), 115)),
     # every lane of the taken path exits: the warp pops to the other path, then to JOIN
-    res = launch("""
+    ("exit", lambda gid: np.where(gid & 1, SENTINEL, 115)),
+], ids=["some_lanes", "whole_path"])
+def test_exit_inside_divergent_code(warp, odd_path, want):
+    res = launch(f"""
     andi r3, r1, 1
     isetp.ne p0, r3, r0
     movi r5, 5
@@ -172,12 +158,11 @@ def test_whole_path_exits(warp):
     addi r5, r5, 10
     sync
 ODD:
-    exit
+    {odd_path}
 JOIN:
     addi r5, r5, 100
 """, warp)
-    gid = np.arange(96)
-    assert res.out["out"].tolist() == np.where(gid & 1, SENTINEL, 115).tolist()
+    assert res.out["out"].tolist() == want(np.arange(96)).tolist()
 
 
 @pytest.mark.parametrize("warp", WARPS)

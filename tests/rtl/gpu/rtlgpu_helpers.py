@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 from amaranth.sim import Simulator
+from int_ref import INT_REF
 from simtgpu.rtl.signatures import AtomOp, MemKind
 from simtgpu.sim import numerics as nx
 
@@ -76,17 +77,9 @@ class RefMemory:
 
     def atomic(self, addr: int, op: int, b: int, c: int) -> int:
         old = int(self.words[addr // 4])
-
-        def s32(x: int) -> int:
-            return x - (1 << 32) if x >> 31 else x
-
         op = AtomOp(op)
-        if op == AtomOp.ADD:
-            new = (old + b) & 0xFFFFFFFF
-        elif op == AtomOp.MIN:
-            new = old if s32(old) < s32(b) else b
-        elif op == AtomOp.MAX:
-            new = old if s32(old) > s32(b) else b
+        if op in (AtomOp.ADD, AtomOp.MIN, AtomOp.MAX):
+            new = INT_REF[op.name.lower()](old, b)
         elif op == AtomOp.EXCH:
             new = b
         elif op == AtomOp.FADD:
