@@ -419,46 +419,24 @@ class AstToIr(LoopLowering):
         if not all(t.is_scalar for t in bounds):
             raise self.error(node.iter, "range bounds must be scalars")
         assigned = _assigned_names(node.body)
-        carried = [n for n in assigned if n in self.env and n != var
-                   and (isinstance(self.env[n], Tile) or isinstance(self.env[n], int | float)
-                        and not isinstance(self.env[n], bool))]
-        inits: list[Tile] = []
-        for n in carried:
-            v = self.env[n]
-            t = v if isinstance(v, Tile) else ctx.to_tile(v)
-            inits.append(t.materialize())
+        carried, inits = self.loop_carried([n for n in assigned if n != var])
         init_slots = [s for t in inits for s in t.slots]
         body = ir.Block([I32] + [s.type for s in init_slots])
         pre = dict(self.env)
         parent = ctx.b.block
         ctx.b.block = body
         self.env[var] = Tile(ctx, (), I32, slots=[body.args[0]])
-        k = 1
-        for n, t in zip(carried, inits, strict=True):
-            self.env[n] = Tile(ctx, t.shape, t.type, slots=body.args[k:k + len(t.slots)])
-            k += len(t.slots)
+        self.bind_carried(carried, inits, body.args[1:])
         ctx.scratch_dirty = True
-        self.depth += 1
-        ctx.loop_depth += 1
-        try:
-            self.block(node.body)
-        except _Return:
-            pass
-        finally:
-            self.depth -= 1
-            ctx.loop_depth -= 1
-        yields = self.loop_yields(node, carried, inits)
-        body.append(ir.Op("yield", yields, []))
-        ctx.b.block = parent
+        with self.in_loop():
+            self.loop_body(node.body)
+        self.end_body(node, body, carried, inits, parent)
         op = ctx.b.op("for", [b.scalar for b in bounds] + init_slots,
                       types=[s.type for s in init_slots], regions=[body])
         op.attrs["step_sign"] = -1 if isinstance(step, int) and step < 0 else 1
         ctx.scratch_dirty = True
         self.env = pre  # names assigned in the body but not carried keep their old values
-        k = 0
-        for n, t in zip(carried, inits, strict=True):
-            self.env[n] = Tile(ctx, t.shape, t.type, slots=op.results[k:k + len(t.slots)])
-            k += len(t.slots)
+        self.bind_carried(carried, inits, op.results)
 
     # --- expressions -----------------------------------------------------------------------------
     def expr(self, node: ast.expr):

@@ -16,6 +16,7 @@ from __future__ import annotations
 import ast
 import builtins
 import itertools
+from contextlib import contextmanager
 
 from . import ir
 from .ir import I1, I32
@@ -127,6 +128,51 @@ def rewrite(stmts: list[ast.stmt], flags: _Flags, error) -> list[ast.stmt]:
 class LoopLowering:
     """The ``while``/``break``/``continue`` part of the front end (mixed into ``AstToIr``)."""
 
+    def loop_carried(self, names: list[str]) -> tuple[list[str], list[Tile]]:
+        """The names among ``names`` (those a loop body assigns) that the loop carries: bound
+        before it to a tile or a number (not a bool); with their materialized initial tiles."""
+        carried = [n for n in names if n in self.env
+                   and (isinstance(self.env[n], Tile) or isinstance(self.env[n], int | float)
+                        and not isinstance(self.env[n], bool))]
+        inits = []
+        for n in carried:
+            v = self.env[n]
+            inits.append((v if isinstance(v, Tile) else self.ctx.to_tile(v)).materialize())
+        return carried, inits
+
+    def bind_carried(self, carried: list[str], inits: list[Tile], slots: list) -> None:
+        """Bind each carried name to its share of ``slots`` (a region's arguments or the loop
+        op's results), with the type and shape it had before the loop."""
+        k = 0
+        for n, t in zip(carried, inits, strict=True):
+            self.env[n] = Tile(self.ctx, t.shape, t.type, slots=slots[k:k + len(t.slots)])
+            k += len(t.slots)
+
+    @contextmanager
+    def in_loop(self):
+        """Lowering inside a loop body (one level deeper, for returns and scratch reuse)."""
+        self.depth += 1
+        self.ctx.loop_depth += 1
+        try:
+            yield
+        finally:
+            self.depth -= 1
+            self.ctx.loop_depth -= 1
+
+    def loop_body(self, body: list[ast.stmt]) -> None:
+        """The statements of a loop body, up to a ``return`` among them."""
+        try:
+            self.block(body)
+        except _Return:
+            pass
+
+    def end_body(self, node: ast.stmt, block: ir.Block, carried: list[str],
+                 inits: list[Tile], parent: ir.Block) -> None:
+        """Close a loop's body region with the yield of its carried values; continue in
+        ``parent``."""
+        block.append(ir.Op("yield", self.loop_yields(node, carried, inits), []))
+        self.ctx.b.block = parent
+
     def loop_yields(self, node: ast.stmt, carried: list[str], inits: list[Tile]) -> list:
         """The slots a loop body yields for its carried names, each of which must keep the
         type and shape it had before the loop."""
@@ -232,31 +278,17 @@ class LoopLowering:
         ctx = self.ctx
         self.env.update(extra)
         assigned = list(dict.fromkeys(list(extra) + _assigned_names(body)))
-        carried = [n for n in assigned if n in self.env
-                   and (isinstance(self.env[n], Tile) or isinstance(self.env[n], int | float)
-                        and not isinstance(self.env[n], bool))]
-        inits: list[Tile] = []
-        for n in carried:
-            v = self.env[n]
-            inits.append((v if isinstance(v, Tile) else ctx.to_tile(v)).materialize())
+        carried, inits = self.loop_carried(assigned)
         init_slots = [s for t in inits for s in t.slots]
         types = [s.type for s in init_slots]
         cond_b, body_b = ir.Block(types), ir.Block(types)
         pre = dict(self.env)
         parent = ctx.b.block
 
-        def bind(block: ir.Block) -> None:
-            k = 0
-            for n, t in zip(carried, inits, strict=True):
-                self.env[n] = Tile(ctx, t.shape, t.type, slots=block.args[k:k + len(t.slots)])
-                k += len(t.slots)
-
-        self.depth += 1
-        ctx.loop_depth += 1
-        try:
+        with self.in_loop():
             # the condition region
             ctx.b.block = cond_b
-            bind(cond_b)
+            self.bind_carried(carried, inits, cond_b.args)
             ctx.scratch_dirty = True
             if brk is None:
                 c = self._test_value(node, test)
@@ -273,27 +305,16 @@ class LoopLowering:
             # the body region
             self.env = dict(pre)
             ctx.b.block = body_b
-            bind(body_b)
+            self.bind_carried(carried, inits, body_b.args)
             ctx.scratch_dirty = True
             if prologue is not None:
                 prologue()
-            try:
-                self.block(body)
-            except _Return:
-                pass
-        finally:
-            self.depth -= 1
-            ctx.loop_depth -= 1
-        yields = self.loop_yields(node, carried, inits)
-        body_b.append(ir.Op("yield", yields, []))
-        ctx.b.block = parent
+            self.loop_body(body)
+        self.end_body(node, body_b, carried, inits, parent)
         op = ctx.b.op("while", init_slots, types=types, regions=[cond_b, body_b])
         ctx.scratch_dirty = True
         self.env = pre
-        k = 0
-        for n, t in zip(carried, inits, strict=True):
-            self.env[n] = Tile(ctx, t.shape, t.type, slots=op.results[k:k + len(t.slots)])
-            k += len(t.slots)
+        self.bind_carried(carried, inits, op.results)
         for n in extra:
             if n.startswith("@"):
                 self.env.pop(n, None)
