@@ -636,24 +636,18 @@ def _shfl(ctx: Lowering, mode: str, x, src) -> Tile:
     return ctx.scalar(ctx.b("shfl", t.scalar, s.scalar, mode=mode))
 
 
-@builtin
-def shfl_down(ctx: Lowering, x, delta) -> Tile:
-    return _shfl(ctx, "down", x, delta)
+def _shfl_builtin(mode: str, src: str):
+    def shfl(ctx: Lowering, x, n) -> Tile:
+        return _shfl(ctx, mode, x, n)
+
+    return _builtin_named(f"shfl_{mode}", f"``x`` of lane {src} of the warp (own ``x`` when "
+                          "that lane is outside the warp or inactive).", shfl)
 
 
-@builtin
-def shfl_up(ctx: Lowering, x, delta) -> Tile:
-    return _shfl(ctx, "up", x, delta)
-
-
-@builtin
-def shfl_xor(ctx: Lowering, x, mask) -> Tile:
-    return _shfl(ctx, "xor", x, mask)
-
-
-@builtin
-def shfl_idx(ctx: Lowering, x, lane) -> Tile:
-    return _shfl(ctx, "idx", x, lane)
+shfl_down = _shfl_builtin("down", "``lane + n``")
+shfl_up = _shfl_builtin("up", "``lane - n``")
+shfl_xor = _shfl_builtin("xor", "``lane ^ n``")
+shfl_idx = _shfl_builtin("idx", "``n & (warp_size - 1)``")
 
 
 def _vote(ctx: Lowering, mode: str, p) -> Tile:
