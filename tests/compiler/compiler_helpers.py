@@ -9,6 +9,8 @@ from types import ModuleType
 import pytest
 from example_scripts import load_example
 from simtgpu.assembler.examples import EXAMPLES as _ROOT
+from simtgpu.compiler_backend.compiler import Target, compile_function
+from simtgpu.errors import SourceError
 
 EXAMPLES = _ROOT / "dsl"
 
@@ -35,6 +37,17 @@ def generated_kernel(tmp_path: Path, stem: str, definition: str):
     sys.modules[key] = module
     spec.loader.exec_module(module)
     return module.kern, src
+
+
+def compile_error(tmp_path: Path, stem: str, definition: str, types: dict,
+                  names: dict | None = None) -> SourceError:
+    """The error that compiling :func:`generated_kernel`'s ``kern`` (parameter ``types``;
+    ``names`` added to its globals) for the ISA raises; fails the test if it compiles."""
+    kern, _ = generated_kernel(tmp_path, stem, definition)
+    kern.fn.__globals__.update(names or {})
+    with pytest.raises(SourceError) as e:
+        compile_function(kern.fn, types, {}, Target("isa", 8), 4)
+    return e.value
 
 
 def regress_seeds(request) -> range:
