@@ -52,17 +52,10 @@ INT_OPS: dict[str, Callable] = {
     "maxu": np.maximum,
 }
 
-# Immediate forms: ``b`` is the sign-extended immediate as a uint32 scalar, shift counts
-# use its low five bits.
+# Immediate forms: the register-register operation with ``b`` the sign-extended immediate
+# as a uint32 scalar (shift counts use its low five bits, as for registers).
 INT_IMM_OPS: dict[str, Callable] = {
-    "addi": lambda a, b: a + b,
-    "andi": lambda a, b: a & b,
-    "ori": lambda a, b: a | b,
-    "xori": lambda a, b: a ^ b,
-    "shli": lambda a, b: a << (b & U32(31)),
-    "shri": lambda a, b: a >> (b & U32(31)),
-    "srai": lambda a, b: _sra(a, I32(b & U32(31))),
-}
+    f"{op}i": INT_OPS[op] for op in ("add", "and", "or", "xor", "shl", "shr", "sra")}
 
 ICMP_OPS: dict[str, Callable] = {
     "eq": lambda a, b: a == b,
