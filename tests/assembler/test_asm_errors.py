@@ -28,7 +28,6 @@ def test_unknown_mnemonic_suggests_a_close_match() -> None:
 
 
 @pytest.mark.parametrize("src, col, msg", [
-    # registers
     ("add r1, r32, r2", 9, "bad register 'r32' (registers are r0..r31)"),
     ("add r1, x5, r2", 9, "expected a register r0..r31, got 'x5'"),
     ("ldg r1, [r40]", 10, "bad register 'r40' (registers are r0..r31)"),
@@ -37,15 +36,24 @@ def test_unknown_mnemonic_suggests_a_close_match() -> None:
     ("s2r r1, tid.w", 9, "unknown special register 'tid.w' (one of tid.x, tid.y, tid.z, "
      "ntid.x, ntid.y, ntid.z, ctaid.x, ctaid.y, ctaid.z, nctaid.x, nctaid.y, nctaid.z, "
      "laneid, warpid, nwarps, warpsize, clock, clockhi, coreid, tid)"),
-    # operand count and kind
-    ("addi r1, r2", 1, "addi takes 3 operands (addi rd, rs1, imm), got 2"),
-    ("nop r1", 5, "nop takes 0 operands (nop), got 1"),
-    ("add r1, r2, 5", 13, "expected a register r0..r31, got '5'"),
-    ("addi r1, r2, r3", 14, "register r3 where a constant is expected"),
-    ("ldg r1, r2", 9, "expected a memory operand [rN], [rN+offset] or [rN-offset], got 'r2'"),
-    ("atom.add r1, [r2+4], r3", 17, "this instruction takes no address offset: write [rN]"),
-    ("mov r1", 1, "mov takes 2 operands (mov rd, rs), got 1"),
-    # immediates: the message names the range
+])
+def test_bad_registers(src: str, col: int, msg: str) -> None:
+    assert one(src) == (1, col, msg)
+
+
+def test_wrong_operand_count_and_kind() -> None:
+    assert one("addi r1, r2") == (1, 1, "addi takes 3 operands (addi rd, rs1, imm), got 2")
+    assert one("nop r1") == (1, 5, "nop takes 0 operands (nop), got 1")
+    assert one("add r1, r2, 5") == (1, 13, "expected a register r0..r31, got '5'")
+    assert one("addi r1, r2, r3") == (1, 14, "register r3 where a constant is expected")
+    assert one("ldg r1, r2") == (1, 9, "expected a memory operand [rN], [rN+offset] or "
+                                       "[rN-offset], got 'r2'")
+    assert one("atom.add r1, [r2+4], r3") == (
+        1, 17, "this instruction takes no address offset: write [rN]")
+    assert one("mov r1") == (1, 1, "mov takes 2 operands (mov rd, rs), got 1")
+
+
+@pytest.mark.parametrize("src, col, msg", [
     ("addi r1, r2, 5000", 14, "immediate 5000 out of range -1024..1023 for addi"),
     ("addi r1, r2, -1025", 14, "immediate -1025 out of range -1024..1023 for addi"),
     ("movi r1, 40000", 10, "immediate 40000 out of range -32768..32767 for movi"),
@@ -56,7 +64,7 @@ def test_unknown_mnemonic_suggests_a_close_match() -> None:
     ("li r1, 1e39", 8, "float constant 1e39 is out of range for binary32 (largest finite "
      "3.4028235e38; write inf)"),
 ])
-def test_bad_operand(src: str, col: int, msg: str) -> None:
+def test_immediate_out_of_range_names_the_range(src: str, col: int, msg: str) -> None:
     assert one(src) == (1, col, msg)
 
 
