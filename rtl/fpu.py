@@ -41,7 +41,8 @@ from simtgpu.isa import Sem
 
 from .fp_utils import CANONICAL_NAN, FP_NEG_ZERO, FP_ONE, lzc, order_less, unpack
 from .isa_consts import isa_op_enum
-from .stages import MAX_LATENCY, check_latency, delayed_result
+from .params import MAX_LATENCY, check_latency
+from .stages import delayed_result
 
 __all__ = ["MAX_LATENCY", "FpuOp", "Fpu"]
 

@@ -23,7 +23,8 @@ from amaranth.lib.wiring import In, Out
 from simtgpu.isa import Sem
 
 from .isa_consts import isa_op_enum
-from .stages import MAX_LATENCY, check_latency, delayed_result
+from .params import MAX_LATENCY, check_latency
+from .stages import delayed_result
 
 __all__ = ["MAX_LATENCY", "MulOp", "Multiplier"]
 

@@ -42,22 +42,6 @@ class Stage(Elaboratable):
         return m
 
 
-MAX_LATENCY = 8
-"""The most enabled cycles a pipelined unit (:class:`~.fpu.Fpu`, :class:`~.multiplier.
-Multiplier`) may take from operands to result."""
-
-
-def check_latency(unit: Elaboratable, latency: object) -> int:
-    """``latency`` if it is an integer from 1 to :data:`MAX_LATENCY`, else ``ValueError``
-    (``unit`` is the component being built: once rejected it is never elaborated, so its
-    unused-elaboratable warning is silenced)."""
-    if not isinstance(latency, int) or isinstance(latency, bool) or \
-            not 1 <= latency <= MAX_LATENCY:
-        unit._MustUse__silence = True
-        raise ValueError(f"latency must be an integer from 1 to {MAX_LATENCY}, not {latency!r}")
-    return latency
-
-
 def delayed_result(m: Module, en: Value, word: Value, latency: int) -> Signal:
     """The 32-bit ``word`` registered ``max(1, latency - 1)`` times, each register advancing
     only while ``en`` is 1: the output register of a unit whose ``latency - 1`` first cycles
