@@ -19,8 +19,9 @@ that the language value is unsigned; it takes no part in type equality.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from simtgpu.errors import SimtgpuError
 
@@ -107,6 +108,14 @@ PURE_OPS = frozenset(
 SIDE_EFFECT_OPS = frozenset(("store", "atomic", "barrier", "exit", "fence", "vote", "shfl",
                              "load", "for", "if", "while", "yield"))
 ALL_OPS = PURE_OPS | SIDE_EFFECT_OPS  # the IR's op list: verifier and code generators use it
+
+
+def fixed_emitter(text: str) -> Callable[[Any, Op], None]:
+    """The emitter of an op that has no operands and is one fixed instruction ``text`` of the
+    target (``barrier``, ``fence``, ``exit``): an entry of a code generator's op table."""
+    def emit(gen, op: Op) -> None:
+        gen.emit(text)
+    return emit
 
 
 def check_op_table(table: Mapping[str, object], owner: str) -> None:

@@ -318,15 +318,6 @@ class ISel:
         r = op.result
         self.emit(f"vote.{op.attrs['mode']}", r, self.reg(op.operands[0]), defs=[r])
 
-    def op_barrier(self, op: Op) -> None:
-        self.emit("bar")
-
-    def op_fence(self, op: Op) -> None:
-        self.emit("fence")
-
-    def op_exit(self, op: Op) -> None:
-        self.emit("exit")
-
     def guard_of(self, mask: Value) -> tuple[Value | None, bool]:
         g = self.reg(mask)
         if isinstance(g, Sym):
@@ -354,31 +345,28 @@ class ISel:
             return
         self.emit(m, r, Mem(base, off), defs=[r])
 
-    def write_guard(self, op: Op) -> tuple[Value | None, bool] | None:
-        """The guard of a store or atomic from its optional mask (the third operand), or
-        None when the mask is constant false and nothing is written."""
-        if len(op.operands) < 3:
-            return None, False
-        g, neg = self.guard_of(op.operands[2])
-        return None if g is None and neg else (g, neg)
+    def write_access(self, op: Op, global_name: str, shared_name: str
+                     ) -> tuple[str, Value, Value, Value | None, bool] | None:
+        """(mnemonic for the pointer's space, pointer, value, guard, negated) of a store or
+        atomic, the guard from its optional mask (the third operand); None when the mask is
+        constant false and nothing is written."""
+        g, neg = self.guard_of(op.operands[2]) if len(op.operands) >= 3 else (None, False)
+        if g is None and neg:
+            return None
+        p, val = op.operands[:2]
+        return (global_name if p.type.space == "global" else shared_name), p, val, g, neg
 
     def op_store(self, op: Op) -> None:
-        p, val = op.operands[:2]
-        m = "stg" if p.type.space == "global" else "sts"
-        guard = self.write_guard(op)
-        if guard is None:
+        if (access := self.write_access(op, "stg", "sts")) is None:
             return
-        g, neg = guard
+        m, p, val, g, neg = access
         base, off = self.addr(p)
         self.emit(m, Mem(base, off), self.reg(val), guard=g, gneg=neg)
 
     def op_atomic(self, op: Op) -> None:
-        p, val = op.operands[:2]
-        prefix = "atom" if p.type.space == "global" else "atoms"
-        guard = self.write_guard(op)
-        if guard is None:
+        if (access := self.write_access(op, "atom", "atoms")) is None:
             return
-        g, neg = guard
+        prefix, p, val, g, neg = access
         r = op.result
         dst = r if self.uses.get(r.id) else Sym("r0")
         base = self.reg(p)
@@ -547,25 +535,26 @@ class ISel:
         if not uniform:
             self.emit("ssy", Label(join))
         self.emit("bra", Label(els), guard=g, gneg=not neg)
-        start = len(self.code)
-        self.scopes.append({"cache": {}, "loop": False})
-        self.block(then_b)
-        self.if_moves(op, then_b, start)
-        self.scopes.pop()
+        self.if_path(op, then_b)
         if not empty_else:
             if uniform:
                 self.emit("bra", Label(join))
             else:
                 self.emit("sync")
         self.emit("label", Label(els))
-        start = len(self.code)
-        self.scopes.append({"cache": {}, "loop": False})
-        self.block(else_b)
-        self.if_moves(op, else_b, start)
-        self.scopes.pop()
+        self.if_path(op, else_b)
         if not uniform:
             self.emit("sync")
         self.emit("label", Label(join))
+
+    def if_path(self, op: Op, block: ir.Block) -> None:
+        """One path of an ``if``: its block in a scope of its own, then the moves of its
+        yield into the results."""
+        start = len(self.code)
+        self.scopes.append({"cache": {}, "loop": False})
+        self.block(block)
+        self.if_moves(op, block, start)
+        self.scopes.pop()
 
     def if_moves(self, op: Op, b: ir.Block, start: int) -> None:
         pairs = []
@@ -590,8 +579,8 @@ _EMITTERS: dict[str, Callable[[ISel, Op], None]] = {
     "const": ISel.lazy_op, "smem": ISel.lazy_op, "gep": ISel.op_gep,
     "ptradd": ISel.op_ptradd, "sreg": ISel.op_sreg, "not": ISel.op_not, "icmp": ISel.op_icmp,
     "fcmp": ISel.op_fcmp, "select": ISel.op_select, "shfl": ISel.op_shfl,
-    "vote": ISel.op_vote, "barrier": ISel.op_barrier, "fence": ISel.op_fence,
-    "exit": ISel.op_exit, "load": ISel.op_load, "store": ISel.op_store,
+    "vote": ISel.op_vote, "barrier": ir.fixed_emitter("bar"), "fence": ir.fixed_emitter("fence"),
+    "exit": ir.fixed_emitter("exit"), "load": ISel.op_load, "store": ISel.op_store,
     "atomic": ISel.op_atomic, "for": ISel.op_for, "if": ISel.op_if, "yield": ISel.op_yield,
     "while": ISel.op_while,
 }

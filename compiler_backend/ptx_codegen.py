@@ -361,15 +361,6 @@ class PtxGen:
         else:
             self.emit(f"vote.sync.{mode}.pred {self.r(op.result)}, {a}, {m}")
 
-    def op_barrier(self, op: Op) -> None:
-        self.emit("bar.sync 0")
-
-    def op_fence(self, op: Op) -> None:
-        self.emit("membar.gl")
-
-    def op_exit(self, op: Op) -> None:
-        self.emit("exit")
-
     def op_yield(self, op: Op) -> None:
         pass
 
@@ -457,8 +448,8 @@ _EMITTERS: dict[str, Callable[[PtxGen, Op], None]] = {
     "icmp": PtxGen.op_icmp, "fcmp": PtxGen.op_fcmp, "select": PtxGen.op_select,
     "smem": PtxGen.op_smem, "gep": PtxGen.op_gep, "ptradd": PtxGen.op_ptradd,
     "load": PtxGen.op_load, "store": PtxGen.op_store, "atomic": PtxGen.op_atomic,
-    "shfl": PtxGen.op_shfl, "vote": PtxGen.op_vote, "barrier": PtxGen.op_barrier,
-    "fence": PtxGen.op_fence, "exit": PtxGen.op_exit, "for": PtxGen.op_for,
+    "shfl": PtxGen.op_shfl, "vote": PtxGen.op_vote, "barrier": ir.fixed_emitter("bar.sync 0"),
+    "fence": ir.fixed_emitter("membar.gl"), "exit": ir.fixed_emitter("exit"), "for": PtxGen.op_for,
     "if": PtxGen.op_if, "yield": PtxGen.op_yield, "while": PtxGen.op_while,
 }
 ir.check_op_table(_EMITTERS, "the PTX code generator")
