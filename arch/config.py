@@ -33,6 +33,12 @@ def _is_pow2(x: int) -> bool:
     return x > 0 and (x & (x - 1)) == 0
 
 
+def _refuse(what: str, problems: list[str]) -> None:
+    """Raise one ConfigError listing every problem found in ``what`` (none: return)."""
+    if problems:
+        raise ConfigError(f"{what}: " + "; ".join(problems))
+
+
 MEMORY_SETTINGS = ("ideal", "vortex", "realistic")
 """The named device-memory settings every configuration has (:func:`memory_settings`)."""
 
@@ -82,8 +88,7 @@ class MemoryConfig:
         if not 0 <= self.max_inflight <= 1024:
             problems.append(f"max_inflight must be from 1 to 1024 (or 0: latency + 3), "
                             f"not {self.max_inflight}")
-        if problems:
-            raise ConfigError(f"memory setting {self.name!r}: " + "; ".join(problems))
+        _refuse(f"memory setting {self.name!r}", problems)
 
     @property
     def inflight_limit(self) -> int:
@@ -182,8 +187,7 @@ class GpuConfig:
             if wait >= MAX_MEM_WAIT:
                 problems.append(f"memory setting {self.memory.name!r}: latency + max_inflight x "
                                 f"cycles per line must be below {MAX_MEM_WAIT}, not {wait}")
-        if problems:
-            raise ConfigError(f"configuration {self.name!r}: " + "; ".join(problems))
+        _refuse(f"configuration {self.name!r}", problems)
 
     @property
     def memory_timing(self) -> MemoryConfig:

@@ -21,10 +21,6 @@ from typing import Any
 from simtgpu.errors import SimtgpuError
 
 
-class CompileCommandError(SimtgpuError):
-    """A mistake on the compile command line (file, kernel, option)."""
-
-
 def register(subparsers: Any) -> None:
     p = subparsers.add_parser(
         "compile", help="compile a DSL kernel (Python) to this ISA or PTX",
@@ -85,7 +81,7 @@ def _pairs(items: list[str], what: str) -> dict[str, str]:
     out = {}
     for it in items:
         if "=" not in it:
-            raise CompileCommandError(f"{what} '{it}': expected NAME=VALUE")
+            raise SimtgpuError(f"{what} '{it}': expected NAME=VALUE")
         k, v = it.split("=", 1)
         out[k.strip()] = v.strip()
     return out
@@ -97,7 +93,7 @@ def load_kernel(path: str, name: str):
 
     p = Path(path)
     if not p.is_file():
-        raise CompileCommandError(f"{path}: no such file")
+        raise SimtgpuError(f"{path}: no such file")
     spec = importlib.util.spec_from_file_location(f"_simtgpu_kernel_{p.stem}", p)
     module = importlib.util.module_from_spec(spec)
     sys.path.insert(0, str(p.parent.resolve()))
@@ -106,14 +102,14 @@ def load_kernel(path: str, name: str):
     except SimtgpuError:
         raise
     except Exception as e:  # noqa: BLE001 - the user's file failed to import
-        raise CompileCommandError(f"{path}: importing it failed: {type(e).__name__}: {e}"
+        raise SimtgpuError(f"{path}: importing it failed: {type(e).__name__}: {e}"
                                   ) from None
     finally:
         sys.path.pop(0)
     k = getattr(module, name, None)
     if not isinstance(k, JITFunction):
         found = [n for n, v in vars(module).items() if isinstance(v, JITFunction)]
-        raise CompileCommandError(f"{path}: no @jit kernel named '{name}'"
+        raise SimtgpuError(f"{path}: no @jit kernel named '{name}'"
                                   + (f" (kernels: {', '.join(found)})" if found else ""))
     return k
 
@@ -127,7 +123,7 @@ def run(args: argparse.Namespace) -> int:
     defines = {n: _value(v) for n, v in _pairs(args.defines, "-D").items()}
     for n in defines:
         if n not in src.params:
-            raise CompileCommandError(f"-D {n}: {args.kernel} has no parameter '{n}'")
+            raise SimtgpuError(f"-D {n}: {args.kernel} has no parameter '{n}'")
     sig = _pairs(args.sig, "--sig")
     types = {}
     for pname in src.params:
@@ -137,9 +133,9 @@ def run(args: argparse.Namespace) -> int:
         try:
             types[pname] = parse_type(text)
         except ValueError as e:
-            raise CompileCommandError(f"--sig {pname}: {e}") from None
+            raise SimtgpuError(f"--sig {pname}: {e}") from None
     if sig:
-        raise CompileCommandError(f"--sig: {args.kernel} has no parameter(s) "
+        raise SimtgpuError(f"--sig: {args.kernel} has no parameter(s) "
                                   f"{', '.join(sig)}")
     if args.target == "ptx":
         target = Target.ptx(args.arch)
@@ -147,7 +143,7 @@ def run(args: argparse.Namespace) -> int:
         try:
             lanes = args.warp_size or get_config(args.config).lanes
         except Exception as e:  # noqa: BLE001 - unknown configuration name
-            raise CompileCommandError(f"--config: {e}") from None
+            raise SimtgpuError(f"--config: {e}") from None
         target = Target("isa", lanes)
     block = None
     if args.block:
@@ -156,7 +152,7 @@ def run(args: argparse.Namespace) -> int:
         except ValueError:
             dims = []
         if not 1 <= len(dims) <= 3 or min(dims) < 1:
-            raise CompileCommandError(f"--block {args.block}: expected X[,Y[,Z]], each at "
+            raise SimtgpuError(f"--block {args.block}: expected X[,Y[,Z]], each at "
                                       "least 1")
         block = tuple(dims + [1] * (3 - len(dims)))
     ck = compile_function(k.fn, types, defines, target, args.num_warps, block,
@@ -167,9 +163,9 @@ def run(args: argparse.Namespace) -> int:
         sys.stdout.write(text)
         return 0
     if out.endswith(".sgo") and args.emit == "code" and args.target != "isa":
-        raise CompileCommandError("-o .sgo needs --target isa")
+        raise SimtgpuError("-o .sgo needs --target isa")
     if Path(out).is_dir():
-        raise CompileCommandError(f"-o {out}: is a directory (name the output file)")
+        raise SimtgpuError(f"-o {out}: is a directory (name the output file)")
     try:
         Path(out).parent.mkdir(parents=True, exist_ok=True)
         if out.endswith(".sgo") and args.emit == "code":
@@ -177,6 +173,6 @@ def run(args: argparse.Namespace) -> int:
         else:
             Path(out).write_text(text)
     except OSError as e:
-        raise CompileCommandError(f"-o {out}: cannot write: {e.strerror or e}") from None
+        raise SimtgpuError(f"-o {out}: cannot write: {e.strerror or e}") from None
     print(f"{args.kernel}: {args.target} -> {out} ({ck.compile_ms:.1f} ms)", file=sys.stderr)
     return 0

@@ -14,10 +14,6 @@ from simtgpu.arch.config import CONFIGS
 from simtgpu.errors import SimtgpuError
 
 
-class RtlCommandError(SimtgpuError):
-    """A ``simtgpu rtl`` invocation that cannot be carried out (bad path, lint failure)."""
-
-
 def register(subparsers: Any) -> None:
     p = subparsers.add_parser(
         "rtl", help="write the Verilog of a GPU configuration",
@@ -49,7 +45,7 @@ def run(args: argparse.Namespace) -> int:
         text, times = timed_verilog(cfg, args.top)
         out.write_text(text)
     except OSError as e:
-        raise RtlCommandError(f"{out}: cannot write Verilog: {e.strerror}") from None
+        raise SimtgpuError(f"{out}: cannot write Verilog: {e.strerror}") from None
     print(f"wrote {out} ({args.top}, config {cfg.name}: {cfg.cores} cores x {cfg.warps} warps "
           f"x {cfg.lanes} lanes)")
     if args.stats:
@@ -64,6 +60,6 @@ def run(args: argparse.Namespace) -> int:
     if args.lint:
         problems = lint_verilog(out, args.top)
         if problems:
-            raise RtlCommandError(f"{out}: verilator lint found problems:\n{problems}")
+            raise SimtgpuError(f"{out}: verilator lint found problems:\n{problems}")
         print(f"{out}: verilator --lint-only -Wall clean (waivers: rtlsim/lint_waivers.vlt)")
     return 0

@@ -12,6 +12,8 @@ from amaranth import Module, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
+from .params import require_positive
+
 
 class Barrier(wiring.Component):
     """One barrier per resident block.
@@ -29,8 +31,7 @@ class Barrier(wiring.Component):
     """
 
     def __init__(self, warps: int, watchdog: int = 1 << 16):
-        if watchdog < 1:
-            raise ValueError(f"watchdog must be at least 1, not {watchdog}")
+        require_positive(watchdog=watchdog)
         self.warps, self.watchdog = warps, watchdog
         super().__init__({
             "reset": In(1),

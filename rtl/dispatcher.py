@@ -12,6 +12,7 @@ from amaranth.hdl import Module, Mux, Signal
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
+from .params import require_positive
 from .signatures import block_dispatch_signature, block_layout
 
 __all__ = ["Dispatcher", "launch_layout"]
@@ -52,8 +53,7 @@ class Dispatcher(wiring.Component):
     """
 
     def __init__(self, cores: int, max_resident: int):
-        if cores < 1:
-            raise ValueError(f"cores must be at least 1, not {cores}")
+        require_positive(cores=cores)
         self.n = cores
         self.max_resident = max_resident
         super().__init__({

@@ -17,6 +17,7 @@ from amaranth.lib.wiring import In, Out
 
 from . import layouts
 from .isa_consts import FaultCause
+from .params import require_positive
 from .signatures import dim3_layout, fault_signature
 
 
@@ -52,8 +53,7 @@ class FaultRecorder(wiring.Component):
     """
 
     def __init__(self, warps: int, lanes: int):
-        if warps < 1:
-            raise ValueError(f"warps must be at least 1, not {warps}")
+        require_positive(warps=warps)
         self.warps, self.lanes = warps, lanes
         wb = max(1, (warps - 1).bit_length())
         super().__init__({

@@ -41,13 +41,13 @@ from simtgpu.isa import Sem
 
 from .fp_utils import CANONICAL_NAN, FP_NEG_ZERO, FP_ONE, lzc, order_less, unpack
 from .isa_consts import isa_op_enum
+from .params import MAX_LATENCY, check_latency
+from .stages import delayed_result
 
 __all__ = ["MAX_LATENCY", "FpuOp", "Fpu"]
 
 FpuOp = isa_op_enum("FpuOp", (Sem.FP, Sem.CVT), __name__)
 """Operation of the :class:`Fpu`: ``FADD`` ... ``FNEG``, ``CVT_I2F`` ... ``CVT_F2U``."""
-
-MAX_LATENCY = 8
 
 WINDOW = 75  # sticky bit + 74-bit window (product 48 + 2 empty + addend 24)
 ADDEND_LSB = 51  # position of the unshifted addend's LSB in the window
@@ -92,12 +92,7 @@ class Fpu(wiring.Component):
     """
 
     def __init__(self, latency: int = 2) -> None:
-        if not isinstance(latency, int) or isinstance(latency, bool) or \
-                not 1 <= latency <= MAX_LATENCY:
-            self._MustUse__silence = True  # rejected, so never elaborated: no unused warning
-            raise ValueError(
-                f"latency must be an integer from 1 to {MAX_LATENCY}, not {latency!r}")
-        self.latency = latency
+        self.latency = check_latency(self, latency)
         super().__init__({
             "en": In(1),
             "op": In(FpuOp),
@@ -122,11 +117,7 @@ class Fpu(wiring.Component):
                 m.d.sync += s1.eq(align)
         word = self._add_round(m_round, s1)
 
-        regs = [Signal(32, name=f"s{i + 2}_result") for i in range(max(1, self.latency - 1))]
-        with m.If(self.en):
-            for src, dst in zip([word, *regs[:-1]], regs, strict=True):
-                m.d.sync += dst.eq(src)
-        m.d.comb += self.result.eq(regs[-1])
+        m.d.comb += self.result.eq(delayed_result(m, self.en, word, self.latency))
         return m
 
     # -----------------------------------------------------------------------------------

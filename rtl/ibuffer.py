@@ -16,6 +16,7 @@ from amaranth.lib.wiring import In, Out
 
 from . import layouts
 from .layouts import fields_signature, port_view, split_signal
+from .params import require_positive
 
 IBUF_DEPTH = 3
 
@@ -42,10 +43,7 @@ class InstrBuffers(wiring.Component):
     """
 
     def __init__(self, warps: int, depth: int = IBUF_DEPTH):
-        if warps < 1:
-            raise ValueError(f"warps must be at least 1, not {warps}")
-        if depth < 1:
-            raise ValueError(f"depth must be at least 1, not {depth}")
+        require_positive(warps=warps, depth=depth)
         self.warps, self.depth = warps, depth
         wb = max(1, (warps - 1).bit_length())
         # entries are one port per field (fields_signature): a packed 150-bit port would be

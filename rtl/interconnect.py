@@ -16,6 +16,7 @@ from amaranth.hdl import Module, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
+from .params import require_positive
 from .signatures import mem_port_signature
 
 __all__ = ["Interconnect"]
@@ -50,8 +51,7 @@ class Interconnect(wiring.Component):
 
     def __init__(self, sources: int, line_words: int, tag_bits: int = 8,
                  max_outstanding: int = 1024):
-        if sources < 1:
-            raise ValueError(f"sources must be at least 1, not {sources}")
+        require_positive(sources=sources)
         self.sources = sources
         self.tag_bits = tag_bits
         self.source_bits = max(1, (sources - 1).bit_length())

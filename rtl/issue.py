@@ -21,6 +21,7 @@ from . import layouts
 from .isa_consts import BARRIER_OPS, iid
 from .isa_consts import Sem as RSem
 from .layouts import fields_signature, per_warp, port_view
+from .params import require_positive
 from .scheduler import RoundRobin
 
 
@@ -96,8 +97,7 @@ class IssueSelect(wiring.Component):
     """
 
     def __init__(self, warps: int, regs: int = 32):
-        if warps < 1:
-            raise ValueError(f"warps must be at least 1, not {warps}")
+        require_positive(warps=warps)
         self.warps, self.regs = warps, regs
         wb = max(1, (warps - 1).bit_length())
         entry = fields_signature(layouts.id_is())

@@ -17,6 +17,7 @@ from amaranth.lib.wiring import In, Out
 
 from .issue import clear_port
 from .lsu import lwb_layout
+from .params import require_positive
 from .sfu_sequencer import sfu_result_signature
 from .signatures import dim3_layout, retire_signature
 
@@ -66,8 +67,7 @@ class LateWriteback(wiring.Component):
     """
 
     def __init__(self, warps: int, lanes: int):
-        if warps < 1:
-            raise ValueError(f"warps must be at least 1, not {warps}")
+        require_positive(warps=warps)
         self.warps, self.lanes = warps, lanes
         super().__init__({
             "wb": In(wb_signature(warps, lanes)),

@@ -23,13 +23,13 @@ from amaranth.lib.wiring import In, Out
 from simtgpu.isa import Sem
 
 from .isa_consts import isa_op_enum
+from .params import MAX_LATENCY, check_latency
+from .stages import delayed_result
 
 __all__ = ["MAX_LATENCY", "MulOp", "Multiplier"]
 
 MulOp = isa_op_enum("MulOp", (Sem.MUL,), __name__)
 """Operation of the :class:`Multiplier`: ``MUL``, ``MULHI``, ``MULHU``, ``MULI``."""
-
-MAX_LATENCY = 8
 
 
 class Multiplier(wiring.Component):
@@ -55,12 +55,7 @@ class Multiplier(wiring.Component):
     """
 
     def __init__(self, latency: int = 2) -> None:
-        if not isinstance(latency, int) or isinstance(latency, bool) or \
-                not 1 <= latency <= MAX_LATENCY:
-            self._MustUse__silence = True  # rejected, so never elaborated: no unused warning
-            raise ValueError(
-                f"latency must be an integer from 1 to {MAX_LATENCY}, not {latency!r}")
-        self.latency = latency
+        self.latency = check_latency(self, latency)
         super().__init__({
             "en": In(1),
             "op": In(MulOp),
@@ -109,9 +104,5 @@ class Multiplier(wiring.Component):
         word = Mux(s1["high"], (hi - s1["corr"])[0:32], lo[0:32])
 
         # Output register, preceded by the extra retiming stages when latency > 2.
-        regs = [Signal(32, name=f"s{i + 2}_result") for i in range(max(1, self.latency - 1))]
-        with m.If(self.en):
-            for src, dst in zip([word, *regs[:-1]], regs, strict=True):
-                m.d.sync += dst.eq(src)
-        m.d.comb += self.result.eq(regs[-1])
+        m.d.comb += self.result.eq(delayed_result(m, self.en, word, self.latency))
         return m

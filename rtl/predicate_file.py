@@ -12,6 +12,7 @@ from amaranth.lib.wiring import In, Out
 from simtgpu.isa import PT
 
 from .layouts import per_warp
+from .params import require_positive
 
 
 class PredicateFile(wiring.Component):
@@ -33,10 +34,7 @@ class PredicateFile(wiring.Component):
     """
 
     def __init__(self, warps: int, lanes: int):
-        if warps < 1:
-            raise ValueError(f"warps must be at least 1, not {warps}")
-        if lanes < 1:
-            raise ValueError(f"lanes must be at least 1, not {lanes}")
+        require_positive(warps=warps, lanes=lanes)
         self.warps, self.lanes = warps, lanes
         wb = max(1, (warps - 1).bit_length())
         super().__init__({

@@ -10,6 +10,8 @@ from amaranth import Cat, Const, Module, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
+from .params import require_positive
+
 
 class RoundRobin(wiring.Component):
     """Parameters
@@ -22,8 +24,7 @@ class RoundRobin(wiring.Component):
     """
 
     def __init__(self, n: int):
-        if n < 1:
-            raise ValueError(f"n must be at least 1, not {n}")
+        require_positive(n=n)
         self.n = n
         self.bits = max(1, (n - 1).bit_length())
         super().__init__({

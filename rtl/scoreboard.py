@@ -15,6 +15,8 @@ from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 from simtgpu.isa import NUM_PREDS
 
+from .params import require_positive
+
 
 class Scoreboard(wiring.Component):
     """Pending-write bits of ``warps`` warps: bits ``0..regs-1`` are registers, bits
@@ -31,8 +33,7 @@ class Scoreboard(wiring.Component):
     """
 
     def __init__(self, warps: int, regs: int = 32, clear_ports: int = 2):
-        if warps < 1:
-            raise ValueError(f"warps must be at least 1, not {warps}")
+        require_positive(warps=warps)
         self.warps, self.regs, self.clear_ports = warps, regs, clear_ports
         self.width = regs + NUM_PREDS
         wb = max(1, (warps - 1).bit_length())

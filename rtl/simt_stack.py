@@ -20,6 +20,7 @@ from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
 from .isa_consts import FaultCause
+from .params import require_positive
 
 
 class StackKind(enum.Enum, shape=1):
@@ -57,8 +58,7 @@ class SimtStack(wiring.Component):
     """
 
     def __init__(self, warps: int, lanes: int, depth: int = 16):
-        if depth < 1:
-            raise ValueError(f"depth must be at least 1, not {depth}")
+        require_positive(depth=depth)
         self.warps, self.lanes, self.depth = warps, lanes, depth
         wb = max(1, (warps - 1).bit_length())
         self.sp_bits = depth.bit_length()

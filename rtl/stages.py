@@ -8,7 +8,7 @@ loads ``d``. The core names every boundary after the two stages it joins (``is_r
 docs/microarchitecture.md.
 """
 
-from amaranth import Elaboratable, Module, Signal
+from amaranth import Elaboratable, Module, Signal, Value
 from amaranth.lib import data
 
 from .layouts import split_signal
@@ -40,3 +40,14 @@ class Stage(Elaboratable):
             with m.Else():
                 m.d.sync += self.q.eq(self.d)
         return m
+
+
+def delayed_result(m: Module, en: Value, word: Value, latency: int) -> Signal:
+    """The 32-bit ``word`` registered ``max(1, latency - 1)`` times, each register advancing
+    only while ``en`` is 1: the output register of a unit whose ``latency - 1`` first cycles
+    are spent before ``word``; the further stages are there for retiming."""
+    regs = [Signal(32, name=f"s{i + 2}_result") for i in range(max(1, latency - 1))]
+    with m.If(en):
+        for src, dst in zip([word, *regs[:-1]], regs, strict=True):
+            m.d.sync += dst.eq(src)
+    return regs[-1]

@@ -8,6 +8,8 @@ from amaranth import Module
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
+from .params import require_positive
+
 
 class StallClassifier(wiring.Component):
     """Parameters
@@ -32,8 +34,7 @@ class StallClassifier(wiring.Component):
     """
 
     def __init__(self, warps: int):
-        if warps < 1:
-            raise ValueError(f"warps must be at least 1, not {warps}")
+        require_positive(warps=warps)
         self.warps = warps
         super().__init__({
             "issued": In(1),

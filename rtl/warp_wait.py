@@ -10,6 +10,8 @@ from amaranth import Module
 from amaranth.lib import enum, wiring
 from amaranth.lib.wiring import In, Out
 
+from .params import require_positive
+
 __all__ = ["WarpWait", "WarpWaits"]
 
 
@@ -38,8 +40,7 @@ class WarpWaits(wiring.Component):
     """
 
     def __init__(self, warps: int):
-        if warps < 1:
-            raise ValueError(f"warps must be at least 1, not {warps}")
+        require_positive(warps=warps)
         self.warps = warps
         wb = max(1, (warps - 1).bit_length())
         super().__init__({

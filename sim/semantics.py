@@ -53,17 +53,10 @@ INT_OPS: dict[str, Callable] = {
     "maxu": np.maximum,
 }
 
-# Immediate forms: ``b`` is the sign-extended immediate as a uint32 scalar, shift counts
-# use its low five bits.
+# Immediate forms: the register-register operation with ``b`` the sign-extended immediate
+# as a uint32 scalar (shift counts use its low five bits, as for registers).
 INT_IMM_OPS: dict[str, Callable] = {
-    "addi": lambda a, b: a + b,
-    "andi": lambda a, b: a & b,
-    "ori": lambda a, b: a | b,
-    "xori": lambda a, b: a ^ b,
-    "shli": lambda a, b: a << (b & U32(31)),
-    "shri": lambda a, b: a >> (b & U32(31)),
-    "srai": lambda a, b: _sra(a, I32(b & U32(31))),
-}
+    f"{op}i": INT_OPS[op] for op in ("add", "and", "or", "xor", "shl", "shr", "sra")}
 
 ICMP_OPS: dict[str, Callable] = {
     "eq": lambda a, b: a == b,
@@ -251,40 +244,35 @@ def param(w: Wave, op, g, ex) -> None:
 
 
 # --- memory -----------------------------------------------------------------------------
+def _address_faults(w: Wave, g, ex: np.ndarray, addr: np.ndarray, oor: np.ndarray,
+                    space: str, fmt: str, outside: Callable[[], str]) -> None:
+    """Fault for the first executing lane whose ``space`` address is out of range (``oor``;
+    ``outside()`` says of what), else for the first misaligned one: one rule for global and
+    shared accesses. The message is built only on a fault (this runs for every access)."""
+    mis = ((addr & U32(3)) != 0) & ex
+    for bad, cause, why in ((oor, FaultCause.OUT_OF_RANGE, outside),
+                            (mis, FaultCause.MISALIGNED, lambda: "is not 4-aligned")):
+        if bad.any():
+            k = int(np.argmax(bad.any(axis=1)))
+            lane = int(np.argmax(bad[k]))
+            raise w.fault_first(cause, g, bad,
+                                f"{space} address 0x{int(addr[k, lane]):{fmt}} {why()}")
+
+
 def _global_index(w: Wave, g, ex: np.ndarray, addr: np.ndarray) -> np.ndarray:
     """Word indices of the global addresses ``addr``; faults for executing lanes first
     (out of range before misaligned). Lanes outside ``ex`` get a harmless index."""
     oor = ((addr < U32(GLOBAL_NULL_GUARD)) | (addr > U32(min(w.mem_size, 1 << 32) - 4))) & ex
-    if oor.any():
-        k = int(np.argmax(oor.any(axis=1)))
-        lane = int(np.argmax(oor[k]))
-        raise w.fault_first(FaultCause.OUT_OF_RANGE, g, oor,
-                            f"global address 0x{int(addr[k, lane]):08x} outside "
-                            f"[0x{GLOBAL_NULL_GUARD:x}, 0x{w.mem_size:x})")
-    mis = ((addr & U32(3)) != 0) & ex
-    if mis.any():
-        k = int(np.argmax(mis.any(axis=1)))
-        lane = int(np.argmax(mis[k]))
-        raise w.fault_first(FaultCause.MISALIGNED, g, mis,
-                            f"global address 0x{int(addr[k, lane]):08x} is not 4-aligned")
+    _address_faults(w, g, ex, addr, oor, "global", "08x",
+                    lambda: f"outside [0x{GLOBAL_NULL_GUARD:x}, 0x{w.mem_size:x})")
     return np.where(ex, addr >> U32(2), U32(GLOBAL_NULL_GUARD >> 2))
 
 
 def _shared_index(w: Wave, g, ex: np.ndarray, addr: np.ndarray) -> np.ndarray:
     """Indices into the wave's shared array (the lane's own block) of shared addresses."""
     oor = (addr.astype(np.int64) > w.shared_bytes - 4) & ex
-    if oor.any():
-        k = int(np.argmax(oor.any(axis=1)))
-        lane = int(np.argmax(oor[k]))
-        raise w.fault_first(FaultCause.OUT_OF_RANGE, g, oor,
-                            f"shared address 0x{int(addr[k, lane]):x} outside the block's "
-                            f"{w.shared_bytes}-byte shared memory")
-    mis = ((addr & U32(3)) != 0) & ex
-    if mis.any():
-        k = int(np.argmax(mis.any(axis=1)))
-        lane = int(np.argmax(mis[k]))
-        raise w.fault_first(FaultCause.MISALIGNED, g, mis,
-                            f"shared address 0x{int(addr[k, lane]):x} is not 4-aligned")
+    _address_faults(w, g, ex, addr, oor, "shared", "x",
+                    lambda: f"outside the block's {w.shared_bytes}-byte shared memory")
     base = (w.blk[g] * w.swords)[:, None]
     return np.where(ex, base + (addr >> U32(2)), 0)
 

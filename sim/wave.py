@@ -169,26 +169,24 @@ class Wave:
     def write_reg(self, rd: int, g: slice | np.ndarray, ex: np.ndarray, value) -> None:
         """``rd = value`` in the lanes ``ex`` of the warps ``g`` (r0 stays zero)."""
         self.rec = ("r", rd, value)
-        if rd == 0:
-            return
-        if self.ex_full:
-            self.R[rd, g] = value
-        elif isinstance(g, slice):
-            np.copyto(self.R[rd, g], value, where=ex)
-        else:
-            self.R[rd, g] = np.where(ex, value, self.R[rd, g])
+        if rd != 0:
+            self._write(self.R, rd, g, ex, value)
 
     def write_pred(self, pd: int, g: slice | np.ndarray, ex: np.ndarray, value) -> None:
         """``pd = value`` in the lanes ``ex`` (writes to ``pt`` are discarded)."""
         self.rec = ("p", pd, value)
-        if pd == PT:
-            return
+        if pd != PT:
+            self._write(self.P, pd, g, ex, value)
+
+    def _write(self, file: np.ndarray, i: int, g: slice | np.ndarray, ex: np.ndarray,
+               value) -> None:
+        """``file[i, g] = value`` in the lanes ``ex``, by the cheapest NumPy route."""
         if self.ex_full:
-            self.P[pd, g] = value
+            file[i, g] = value
         elif isinstance(g, slice):
-            np.copyto(self.P[pd, g], value, where=ex)
+            np.copyto(file[i, g], value, where=ex)
         else:
-            self.P[pd, g] = np.where(ex, value, self.P[pd, g])
+            file[i, g] = np.where(ex, value, file[i, g])
 
     def read_pred(self, field: int, g: slice | np.ndarray) -> np.ndarray:
         """A predicate source field (bit 4 negates, bits 2:0 select) for the warps ``g``."""

@@ -330,19 +330,18 @@ class _Gen:
         addr = "r6" if off == 0 else "r26"
         if off:
             self.emit("addi r26, r6, 4")
-        op = self.atomic_op()
-        if op == "cas":
-            self.emit(f"atom.cas {self.d()}, [{addr}], {self.d()}, {self.d()}", self.guard())
-        else:
-            self.emit(f"atom.{op} {self.d()}, [{addr}], {self.d()}", self.guard())
+        self.any_atomic("atom", addr)
 
     def s_atoms(self, depth: int, in_loop: bool) -> None:
         self.features.add("atoms")
+        self.any_atomic("atoms", "r7")
+
+    def any_atomic(self, mnemonic: str, addr: str) -> None:
+        """One ``atom``/``atoms`` of a random operation on ``[addr]``, result kept."""
         op = self.atomic_op()
-        if op == "cas":
-            self.emit(f"atoms.cas {self.d()}, [r7], {self.d()}, {self.d()}", self.guard())
-        else:
-            self.emit(f"atoms.{op} {self.d()}, [r7], {self.d()}", self.guard())
+        dst, b = self.d(), self.d()  # drawn in operand order: a seed gives the same program
+        c = f", {self.d()}" if op == "cas" else ""
+        self.emit(f"{mnemonic}.{op} {dst}, [{addr}], {b}{c}", self.guard())
 
     def s_shfl(self, depth: int, in_loop: bool) -> None:
         r = self.r
@@ -374,26 +373,26 @@ class _Gen:
             self.emit(f"isetp.{r.choice(['eq', 'ne'])} p5, r24, r0")
 
     def s_if(self, depth: int, in_loop: bool) -> None:
-        self.features.add("if")
-        join, skip = self.label("j"), self.label("s")
-        self._cond()
-        self.emit(f"ssy {join}")
-        self.emit(f"bra {skip}", f"@{self.r.choice(['', '!'])}p5")
-        self.block_of(depth + 1, in_loop)
-        self.lines.append(f"{skip}:")
-        self.emit("sync")
-        self.lines.append(f"{join}:")
+        self._branch(depth, in_loop, "if", "s", with_else=False)
 
     def s_ifelse(self, depth: int, in_loop: bool) -> None:
-        self.features.add("ifelse")
-        join, other = self.label("j"), self.label("e")
+        self._branch(depth, in_loop, "ifelse", "e", with_else=True)
+
+    def _branch(self, depth: int, in_loop: bool, feature: str, prefix: str,
+                with_else: bool) -> None:
+        """ssy; a random branch on p5 past the then-block (to the else-block, if any); sync
+        at the end of each path; the join."""
+        self.features.add(feature)
+        join, target = self.label("j"), self.label(prefix)
         self._cond()
         self.emit(f"ssy {join}")
-        self.emit(f"bra {other}", f"@{self.r.choice(['', '!'])}p5")
+        self.emit(f"bra {target}", f"@{self.r.choice(['', '!'])}p5")
         self.block_of(depth + 1, in_loop)
-        self.emit("sync")
-        self.lines.append(f"{other}:")
-        self.block_of(depth + 1, in_loop)
+        if with_else:
+            self.emit("sync")
+        self.lines.append(f"{target}:")
+        if with_else:
+            self.block_of(depth + 1, in_loop)
         self.emit("sync")
         self.lines.append(f"{join}:")
 

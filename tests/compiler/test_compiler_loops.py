@@ -8,10 +8,9 @@ import numpy as np
 import pytest
 import simtgpu.compiler_backend as triton
 import simtgpu.compiler_backend.language as tl
-from compiler_helpers import generated_kernel
+from compiler_helpers import compile_error
 from simtgpu.compiler_backend import ir
 from simtgpu.compiler_backend.compiler import Target, compile_function
-from simtgpu.errors import SourceError
 from test_compiler_ptx import needs_ptxas, ptxas_errors
 
 
@@ -218,10 +217,8 @@ def test_uniform_while_has_no_reconvergence_bracket():
      "for ... else is not supported"),
 ])
 def test_loop_errors_point_at_the_source(tmp_path, body, line, col, message):
-    kern, _ = generated_kernel(tmp_path, "loops_err", "def kern(x_ptr, n):\n" + body)
-    with pytest.raises(SourceError) as e:
-        compile_function(kern.fn, dict(x_ptr=P, n=I), {}, Target("isa", 8), 4)
-    err = e.value
+    err = compile_error(tmp_path, "loops_err", "def kern(x_ptr, n):\n" + body,
+                        dict(x_ptr=P, n=I))
     assert message in str(err)
     assert (err.loc.line, err.loc.col) == (line, col), str(err)
 

@@ -9,10 +9,9 @@ import numpy as np
 import pytest
 import simtgpu.compiler_backend as triton
 import simtgpu.compiler_backend.language as tl
-from compiler_helpers import generated_kernel
+from compiler_helpers import compile_error
 from simtgpu.compiler_backend import ir
 from simtgpu.compiler_backend.compiler import Target, compile_function
-from simtgpu.errors import SourceError
 from test_compiler_ptx import needs_ptxas, ptxas_errors
 
 P, IP, I = ir.ptr("f32"), ir.ptr("i32"), ir.I32
@@ -148,9 +147,7 @@ def test_scans_pass_ptxas(tmp_path, kern, types, cexpr):
     ("tl.sort(tl.reshape(tl.arange(0, 8), (2, 4)), 0)", "last axis only"),
 ])
 def test_scan_errors_point_at_the_call(tmp_path, line, message):
-    kern, _ = generated_kernel(tmp_path, "scan_err", f"def kern(x_ptr):\n    y = {line}\n")
-    kern.fn.__globals__["_affine"] = _affine
-    with pytest.raises(SourceError) as e:
-        compile_function(kern.fn, dict(x_ptr=P), {}, Target("isa", 8), 4)
-    assert message in str(e.value)
-    assert e.value.loc.line == 7, str(e.value)
+    err = compile_error(tmp_path, "scan_err", f"def kern(x_ptr):\n    y = {line}\n",
+                        dict(x_ptr=P), {"_affine": _affine})
+    assert message in str(err)
+    assert err.loc.line == 7, str(err)

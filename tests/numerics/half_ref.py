@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from fractions import Fraction
 
+from numerics_ref import floor_log2, round_to_grid
+
 FIELDS = {"f16": (5, 10), "bf16": (8, 7)}
 HNAN = 0x7FFF
 
@@ -45,24 +47,12 @@ def round_half(fmt: str, q: Fraction, zero_sign: int = 0) -> int:
     if q == 0:
         return zero_sign << 15
     sign = int(q < 0)
-    q = abs(q)
-    e = q.numerator.bit_length() - q.denominator.bit_length()
-    if Fraction(2) ** e > q:
-        e -= 1
-    quantum = Fraction(2) ** (max(e, 1 - bias) - mbits)
-    n = q / quantum
-    whole = n.numerator // n.denominator
-    rem = n - whole
-    if rem > Fraction(1, 2) or (rem == Fraction(1, 2) and whole % 2 == 1):
-        whole += 1
-    r = whole * quantum
+    r = round_to_grid(abs(q), 1 - bias, mbits)
     if r == 0:
         return sign << 15
     if r >= Fraction(2) ** (bias + 1):
         return (sign << 15) | inf
-    e2 = r.numerator.bit_length() - r.denominator.bit_length()
-    if Fraction(2) ** e2 > r:
-        e2 -= 1
+    e2 = floor_log2(r)
     if e2 < 1 - bias:  # subnormal
         return (sign << 15) | int(r / Fraction(2) ** (1 - bias - mbits))
     mant = r / Fraction(2) ** (e2 - mbits) - (1 << mbits)

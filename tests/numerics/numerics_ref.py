@@ -40,6 +40,25 @@ def to_fraction(b: int) -> Fraction:
     return -mag if b >> 31 else mag
 
 
+def floor_log2(q: Fraction) -> int:
+    """The exponent ``e`` with ``2**e <= q < 2**(e + 1)`` of a positive ``q``."""
+    e = q.numerator.bit_length() - q.denominator.bit_length()
+    return e - 1 if Fraction(2) ** e > q else e
+
+
+def round_to_grid(q: Fraction, emin: int, mbits: int) -> Fraction:
+    """The positive ``q`` rounded to nearest, ties to even, on the grid of a binary format
+    with ``mbits`` fraction bits and least normal exponent ``emin`` (the subnormal grid
+    below it); the exponent range above is the caller's."""
+    quantum = Fraction(2) ** (max(floor_log2(q), emin) - mbits)
+    n = q / quantum
+    whole = n.numerator // n.denominator
+    rem = n - whole
+    if rem > Fraction(1, 2) or (rem == Fraction(1, 2) and whole % 2 == 1):
+        whole += 1
+    return whole * quantum
+
+
 def round_f32(q: Fraction, zero_sign: int = 0) -> int:
     """Nearest-even binary32 of the exact value ``q`` (subnormal grid), then FTZ.
 
@@ -47,24 +66,12 @@ def round_f32(q: Fraction, zero_sign: int = 0) -> int:
     if q == 0:
         return zero_sign << 31
     sign = 1 if q < 0 else 0
-    q = abs(q)
-    e = q.numerator.bit_length() - q.denominator.bit_length()
-    if Fraction(2) ** e > q:
-        e -= 1
-    quantum = Fraction(2) ** (max(e, -126) - 23)
-    n = q / quantum
-    whole = n.numerator // n.denominator
-    rem = n - whole
-    if rem > Fraction(1, 2) or (rem == Fraction(1, 2) and whole % 2 == 1):
-        whole += 1
-    r = whole * quantum
+    r = round_to_grid(abs(q), -126, 23)
     if r >= Fraction(2) ** 128:
         return (sign << 31) | INF
     if r < Fraction(2) ** -126:  # subnormal (or zero) after rounding: flushed
         return sign << 31
-    e2 = r.numerator.bit_length() - r.denominator.bit_length()
-    if Fraction(2) ** e2 > r:
-        e2 -= 1
+    e2 = floor_log2(r)
     mant = r / Fraction(2) ** (e2 - 23) - (1 << 23)
     assert mant.denominator == 1
     return (sign << 31) | ((e2 + 127) << 23) | int(mant)

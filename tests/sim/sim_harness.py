@@ -83,3 +83,13 @@ def kernel(body: str, params: str = "out", shared: int = 0) -> str:
     if shared:
         lines.append(f".shared {shared}")
     return "\n".join(lines) + "\n" + body + "\n    exit\n.end\n"
+
+
+def elementwise(body: str, inputs: dict[str, int]) -> str:
+    """A kernel ``k`` in which thread ``i`` loads ``name[i]`` into register ``r<n>`` for each
+    ``name: n`` of ``inputs``, runs ``body`` and stores ``r5`` into ``out[i]`` (parameters:
+    the inputs in order, then ``out``)."""
+    loads = "".join(f"    ldparam r{n}, {name}\n    add r{n}, r{n}, r2\n    ldg r{n}, [r{n}]\n"
+                    for name, n in inputs.items())
+    src = f"{GID}{loads}    {body}\n    ldparam r6, out\n    add r6, r6, r2\n    stg [r6], r5"
+    return kernel(src, " ".join([*inputs, "out"]))

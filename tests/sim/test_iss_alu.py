@@ -3,16 +3,12 @@ Python integer arithmetic, lane by lane, at several warp sizes."""
 
 import numpy as np
 import pytest
-from sim_harness import GID, kernel, run
+from int_ref import CMP_REF, IMM_REF, INT_REF, MASK32
+from sim_harness import elementwise, run
 
 WARPS = [4, 8, 32]
-M = 0xFFFFFFFF
 EDGE = [0, 1, 2, 31, 32, 33, 0x7FFFFFFF, 0x80000000, 0xFFFFFFFF, 0xFFFFFFFE, 0x12345678,
         0xFFFF0000, 0x0000FFFF, 255, 64, 0x80000001]
-
-
-def s32(x: int) -> int:
-    return x - (1 << 32) if x >> 31 else x
 
 
 def operands(n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
@@ -26,43 +22,12 @@ def operands(n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
     return a, b
 
 
-INT_REF = {
-    "add": lambda a, b: (a + b) & M,
-    "sub": lambda a, b: (a - b) & M,
-    "and": lambda a, b: a & b,
-    "or": lambda a, b: a | b,
-    "xor": lambda a, b: a ^ b,
-    "shl": lambda a, b: (a << (b & 31)) & M,
-    "shr": lambda a, b: a >> (b & 31),
-    "sra": lambda a, b: (s32(a) >> (b & 31)) & M,
-    "min": lambda a, b: min(s32(a), s32(b)) & M,
-    "max": lambda a, b: max(s32(a), s32(b)) & M,
-    "minu": min,
-    "maxu": max,
-    "mul": lambda a, b: (a * b) & M,
-    "mulhi": lambda a, b: ((s32(a) * s32(b)) >> 32) & M,
-    "mulhu": lambda a, b: (a * b) >> 32,
-}
-
-RR = GID + """
-    ldparam r3, a
-    add r3, r3, r2
-    ldg r3, [r3]
-    ldparam r4, b
-    add r4, r4, r2
-    ldg r4, [r4]
-    {body}
-    ldparam r6, out
-    add r6, r6, r2
-    stg [r6], r5
-"""
-
 N = 512
 
 
 def _run_rr(body: str, warp: int, seed: int = 1):
     a, b = operands(N, seed)
-    res = run(kernel(RR.format(body=body), "a b out"), warp_size=warp, grid=(N // 64, 1, 1),
+    res = run(elementwise(body, {"a": 3, "b": 4}), warp_size=warp, grid=(N // 64, 1, 1),
               block=(64, 1, 1), params=[("a", a), ("b", b), ("out", np.zeros(N, np.uint32))])
     return a, b, res.out["out"]
 
@@ -75,18 +40,6 @@ def test_register_register(op, warp):
     assert out.tolist() == want
 
 
-IMM_REF = {
-    "addi": lambda a, i: (a + i) & M,
-    "andi": lambda a, i: a & (i & M),
-    "ori": lambda a, i: a | (i & M),
-    "xori": lambda a, i: a ^ (i & M),
-    "shli": lambda a, i: (a << (i & 31)) & M,
-    "shri": lambda a, i: a >> (i & 31),
-    "srai": lambda a, i: (s32(a) >> (i & 31)) & M,
-    "muli": lambda a, i: (a * i) & M,
-}
-
-
 @pytest.mark.parametrize("imm", [0, 1, -1, 5, 31, 33, -1024, 1023])
 @pytest.mark.parametrize("op", sorted(IMM_REF))
 def test_register_immediate(op, imm):
@@ -94,26 +47,17 @@ def test_register_immediate(op, imm):
     assert out.tolist() == [IMM_REF[op](int(x), imm) for x in a]
 
 
-ICMP_REF = {
-    "eq": lambda a, b: a == b, "ne": lambda a, b: a != b,
-    "lt": lambda a, b: s32(a) < s32(b), "le": lambda a, b: s32(a) <= s32(b),
-    "gt": lambda a, b: s32(a) > s32(b), "ge": lambda a, b: s32(a) >= s32(b),
-    "ltu": lambda a, b: a < b, "leu": lambda a, b: a <= b,
-    "gtu": lambda a, b: a > b, "geu": lambda a, b: a >= b,
-}
-
-
 @pytest.mark.parametrize("warp", [4, 32])
-@pytest.mark.parametrize("cond", sorted(ICMP_REF))
+@pytest.mark.parametrize("cond", sorted(CMP_REF))
 def test_compare_and_select(cond, warp):
     body = f"isetp.{cond} p3, r3, r4\n    movi r7, 7\n    sel r5, r7, r4, p3"
     a, b, out = _run_rr(body, warp, seed=2)
-    want = [7 if ICMP_REF[cond](int(x), int(y)) else int(y) for x, y in zip(a, b, strict=True)]
+    want = [7 if CMP_REF[cond](int(x), int(y)) else int(y) for x, y in zip(a, b, strict=True)]
     assert out.tolist() == want
     # the same compare, negated predicate source of sel
     body = f"isetp.{cond} p3, r3, r4\n    movi r7, 7\n    sel r5, r7, r4, !p3"
     a, b, out = _run_rr(body, warp, seed=2)
-    want = [int(y) if ICMP_REF[cond](int(x), int(y)) else 7 for x, y in zip(a, b, strict=True)]
+    want = [int(y) if CMP_REF[cond](int(x), int(y)) else 7 for x, y in zip(a, b, strict=True)]
     assert out.tolist() == want
 
 
@@ -167,7 +111,7 @@ def test_constants(warp):
     li r10, 0xdeadbeef
     xor r5, r5, r10"""
     _, _, out = _run_rr(body, warp)
-    want = ((((-2 + 0x7FFF) & M) ^ 0xABCD1234) + 0xFFFF0000) & M ^ 0xDEADBEEF
+    want = ((((-2 + 0x7FFF) & MASK32) ^ 0xABCD1234) + 0xFFFF0000) & MASK32 ^ 0xDEADBEEF
     assert (out == want).all()
 
 

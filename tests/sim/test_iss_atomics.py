@@ -6,15 +6,10 @@ address."""
 
 import numpy as np
 import pytest
+from int_ref import INT_REF, MASK32, s32
 from sim_harness import GID, kernel, run
 from simtgpu.sim import numerics as nx
 from simtgpu.sim.semantics import apply_atomics
-
-M = 0xFFFFFFFF
-
-
-def s32(x: int) -> int:
-    return x - (1 << 32) if x >> 31 else x
 
 
 def sequential(space, name, idx, b, c):
@@ -23,12 +18,8 @@ def sequential(space, name, idx, b, c):
     for i, a in enumerate(idx):
         m = space[a]
         bb = int(b[i])
-        if name == "add":
-            v = (m + bb) & M
-        elif name == "min":
-            v = min(s32(m), s32(bb)) & M
-        elif name == "max":
-            v = max(s32(m), s32(bb)) & M
+        if name in ("add", "min", "max"):
+            v = INT_REF[name](m, bb)
         elif name == "exch":
             v = bb
         elif name == "fadd":
@@ -53,7 +44,7 @@ def float_minmax(name: str, m: int, b: int) -> int:
     if fb != fb:
         return m
     if fb >= 0.0:
-        return (max if name == "fmax" else min)(s32(m), s32(b)) & M
+        return (max if name == "fmax" else min)(s32(m), s32(b)) & MASK32
     return (min if name == "fmax" else max)(m, b)
 
 
@@ -130,12 +121,12 @@ def test_add_full_contention(warp, wave_threads, monkeypatch):
     rng = np.random.default_rng(warp)
     vals = rng.integers(0, 1 << 32, 256, dtype=np.uint64).astype(np.uint32)
     final, old, res = contended("atom.add", vals, 7, warp)
-    assert int(final) == (7 + int(vals.astype(np.uint64).sum())) & M
+    assert int(final) == (7 + int(vals.astype(np.uint64).sum())) & MASK32
     for lanes in lane_order(warp, 256):  # within a warp, lanes act in lane order
         for a, b in zip(lanes, lanes[1:], strict=False):
-            assert int(old[b]) == (int(old[a]) + int(vals[a])) & M
+            assert int(old[b]) == (int(old[a]) + int(vals[a])) & MASK32
     # across warps: the (old, old + val) steps chain from 7 to the final value
-    steps = {int(o): (int(o) + int(v)) & M for o, v in zip(old, vals, strict=True)}
+    steps = {int(o): (int(o) + int(v)) & MASK32 for o, v in zip(old, vals, strict=True)}
     cur = 7
     for _ in range(256):
         cur = steps.pop(cur)

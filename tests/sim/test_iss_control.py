@@ -21,21 +21,27 @@ def launch(body: str, warp: int, n: int = 96, block: int = 32, **kw):
                block=(block, 1, 1), params=[("out", out)], **kw)
 
 
-@pytest.mark.parametrize("warp", WARPS)
-def test_if_else(warp):
-    res = launch("""
+def odd_even(even: str, odd: str, join: str, setup: str = "") -> str:
+    """Threads of odd global index run ``odd``, the others ``even`` (each path ends in
+    ``sync`` or ``exit``), then ``join``; ``setup`` runs before the split."""
+    return f"""
     andi r3, r1, 1
     isetp.ne p0, r3, r0
+    {setup}
     ssy JOIN
 @p0 bra ODD
-    addi r5, r1, 100
-    sync
+    {even}
 ODD:
-    muli r5, r1, 3
-    sync
+    {odd}
 JOIN:
-    addi r5, r5, 1
-""", warp)
+    {join}
+"""
+
+
+@pytest.mark.parametrize("warp", WARPS)
+def test_if_else(warp):
+    res = launch(odd_even("addi r5, r1, 100\n    sync", "muli r5, r1, 3\n    sync",
+                          "addi r5, r5, 1"), warp)
     gid = np.arange(96)
     assert res.out["out"].tolist() == np.where(gid & 1, gid * 3, gid + 100).__add__(1).tolist()
     assert res.stats.divergence_events == 96 // warp
@@ -137,62 +143,26 @@ def test_early_exit_of_some_lanes(warp):
 
 
 @pytest.mark.parametrize("warp", WARPS)
-def test_exit_inside_divergent_code(warp):
-    res = launch("""
-    andi r3, r1, 1
-    isetp.ne p0, r3, r0
-    movi r5, 5
-    ssy JOIN
-@p0 bra ODD
-    addi r5, r5, 10
-    sync
-ODD:
+@pytest.mark.parametrize("odd_path, want", [
+    # some lanes of the taken path exit, the others reach JOIN
+    ("""
     andi r3, r1, 2
     isetp.ne p1, r3, r0
 @p1 exit
     addi r5, r5, 20
-    sync
-JOIN:
-    addi r5, r5, 100
-""", warp)
-    gid = np.arange(96)
-    want = np.where(gid & 1, np.where(gid & 2, SENTINEL, 125), 115)
-    assert res.out["out"].tolist() == want.tolist()
-
-
-@pytest.mark.parametrize("warp", WARPS)
-def test_whole_path_exits(warp):
+    sync""", lambda gid: np.where(gid & 1, np.where(gid & 2, SENTINEL, 125), 115)),
     # every lane of the taken path exits: the warp pops to the other path, then to JOIN
-    res = launch("""
-    andi r3, r1, 1
-    isetp.ne p0, r3, r0
-    movi r5, 5
-    ssy JOIN
-@p0 bra ODD
-    addi r5, r5, 10
-    sync
-ODD:
-    exit
-JOIN:
-    addi r5, r5, 100
-""", warp)
-    gid = np.arange(96)
-    assert res.out["out"].tolist() == np.where(gid & 1, SENTINEL, 115).tolist()
+    ("exit", lambda gid: np.where(gid & 1, SENTINEL, 115)),
+], ids=["some_lanes", "whole_path"])
+def test_exit_inside_divergent_code(warp, odd_path, want):
+    res = launch(odd_even("addi r5, r5, 10\n    sync", odd_path, "addi r5, r5, 100",
+                          setup="movi r5, 5"), warp)
+    assert res.out["out"].tolist() == want(np.arange(96)).tolist()
 
 
 @pytest.mark.parametrize("warp", WARPS)
 def test_all_lanes_exit_inside_divergence(warp):
-    res = launch("""
-    andi r3, r1, 1
-    isetp.ne p0, r3, r0
-    ssy JOIN
-@p0 bra ODD
-    exit
-ODD:
-    exit
-JOIN:
-    movi r5, 1
-""", warp)
+    res = launch(odd_even("exit", "exit", "movi r5, 1"), warp)
     assert (res.out["out"] == SENTINEL).all()
 
 

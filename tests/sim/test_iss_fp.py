@@ -3,30 +3,13 @@ normal values equal to NumPy float32 arithmetic (round to nearest even)."""
 
 import numpy as np
 import pytest
-from sim_harness import GID, kernel, run
+from sim_harness import elementwise, run
 from simtgpu.isa.instructions import CVT_OPS, FP_CONDS, SFU_OPS
 from simtgpu.sim import numerics as nx
 
 N = 256
 SPECIAL = np.array([0.0, -0.0, 1.0, -1.0, np.inf, -np.inf, np.nan, 1e-40, -1e-40, 3.4e38,
                     1.5, 2.5, 0.1, 1e30, -7.25, 65536.0], dtype=np.float32)
-
-BODY = GID + """
-    ldparam r3, a
-    add r3, r3, r2
-    ldg r3, [r3]
-    ldparam r4, b
-    add r4, r4, r2
-    ldg r4, [r4]
-    ldparam r7, c
-    add r7, r7, r2
-    ldg r7, [r7]
-    {body}
-    ldparam r6, out
-    add r6, r6, r2
-    stg [r6], r5
-"""
-
 
 def data(seed: int, normal: bool = False):
     rng = np.random.default_rng(seed)
@@ -42,7 +25,7 @@ def data(seed: int, normal: bool = False):
 
 def go(body: str, seed: int = 1, normal: bool = False, warp: int = 32):
     a, b, c = data(seed, normal)
-    res = run(kernel(BODY.format(body=body), "a b c out"), warp_size=warp, grid=(N // 32, 1, 1),
+    res = run(elementwise(body, {"a": 3, "b": 4, "c": 7}), warp_size=warp, grid=(N // 32, 1, 1),
               block=(32, 1, 1), params=[("a", a), ("b", b), ("c", c),
                                         ("out", np.zeros(N, np.uint32))])
     return a, b, c, res.out["out"]

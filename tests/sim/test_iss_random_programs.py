@@ -13,35 +13,15 @@ import random
 
 import numpy as np
 import pytest
+from int_ref import CMP_REF, IMM_REF, INT_REF, MASK32
 from sim_harness import GID, run
 
-M = 0xFFFFFFFF
+M = MASK32
 REGS = list(range(3, 11))  # r3..r10 hold data; r20.. are loop counters
 
-
-def s32(x: int) -> int:
-    return x - (1 << 32) if x >> 31 else x
-
-
-RR = {
-    "add": lambda a, b: (a + b) & M, "sub": lambda a, b: (a - b) & M,
-    "and": lambda a, b: a & b, "or": lambda a, b: a | b, "xor": lambda a, b: a ^ b,
-    "shl": lambda a, b: (a << (b & 31)) & M, "shr": lambda a, b: a >> (b & 31),
-    "sra": lambda a, b: (s32(a) >> (b & 31)) & M,
-    "min": lambda a, b: min(s32(a), s32(b)) & M, "max": lambda a, b: max(s32(a), s32(b)) & M,
-    "minu": min, "maxu": max, "mul": lambda a, b: (a * b) & M,
-    "mulhi": lambda a, b: ((s32(a) * s32(b)) >> 32) & M,
-    "mulhu": lambda a, b: (a * b) >> 32,
-}
-RI = {
-    "addi": lambda a, i: (a + i) & M, "xori": lambda a, i: a ^ (i & M),
-    "andi": lambda a, i: a & (i & M), "shri": lambda a, i: a >> (i & 31),
-    "muli": lambda a, i: (a * i) & M,
-}
-COND = {
-    "eq": lambda a, b: a == b, "ne": lambda a, b: a != b, "lt": lambda a, b: s32(a) < s32(b),
-    "ge": lambda a, b: s32(a) >= s32(b), "ltu": lambda a, b: a < b, "gtu": lambda a, b: a > b,
-}
+RR = INT_REF
+RI = {op: IMM_REF[op] for op in ("addi", "xori", "andi", "shri", "muli")}
+COND = {c: CMP_REF[c] for c in ("eq", "ne", "lt", "ge", "ltu", "gtu")}
 
 
 class Exited(Exception):

@@ -19,6 +19,12 @@ from simtgpu.rtl.late_writeback import LateWriteback
 from simtgpu.rtl.predicate_file import PredicateFile
 
 
+def _drive(ctx, port, **values) -> None:
+    """``ctx.set`` each named member of ``port`` (the component or one of its interfaces)."""
+    for name, value in values.items():
+        ctx.set(getattr(port, name), value)
+
+
 def _run(dut, bench) -> None:
     sim = Simulator(dut)
     sim.add_clock(1e-6, if_exists=True)
@@ -49,13 +55,8 @@ def test_instruction_buffers_against_fifo_model():
             pw = rng.choice(room) if push else rng.randrange(warps)
             qw = rng.choice(full) if pop else rng.randrange(warps)
             entry = (rng.getrandbits(32), rng.getrandbits(32))
-            ctx.set(dut.push, push)
-            ctx.set(dut.push_warp, pw)
-            ctx.set(dut.entry.pc, entry[0])
-            ctx.set(dut.entry.word, entry[1])
-            ctx.set(dut.pop, pop)
-            ctx.set(dut.pop_warp, qw)
-            ctx.set(dut.reset, reset)
+            _drive(ctx, dut, push=push, push_warp=pw, pop=pop, pop_warp=qw, reset=reset)
+            _drive(ctx, dut.entry, pc=entry[0], word=entry[1])
             await ctx.tick()
             if pop:
                 model[qw].popleft()
@@ -100,8 +101,7 @@ def test_fault_recorder_priority_and_hold():
             def src(port):
                 v = dict(warp=rng.randrange(warps), lanes=rng.getrandbits(lanes),
                          pc=rng.getrandbits(32), word=rng.getrandbits(32))
-                for k, val in v.items():
-                    ctx.set(getattr(port, k), val)
+                _drive(ctx, port, **v)
                 return v
 
             mem, ex1, iss = src(dut.mem), src(dut.ex1), src(dut.issue)
@@ -114,19 +114,13 @@ def test_fault_recorder_priority_and_hold():
             waiting = rng.getrandbits(warps)
             running = rng.random() < 0.9
             flush = rng.random() < 0.05
-            ctx.set(dut.mem.valid, raise_["mem"])
-            ctx.set(dut.mem.cause, mem_cause)
-            ctx.set(dut.ex1.stack, raise_["stack"])
-            ctx.set(dut.ex1.stack_cause, stack_cause)
-            ctx.set(dut.ex1.divergent, raise_["divergent"])
-            ctx.set(dut.bar.deadlock, raise_["deadlock"])
-            ctx.set(dut.bar.arrive, arrive)
-            ctx.set(dut.bar.warp, arrive_warp)
-            ctx.set(dut.bar.waiting, waiting)
-            ctx.set(dut.issue.valid, raise_["issue"])
-            ctx.set(dut.issue.pc_fault, pc_fault)
-            ctx.set(dut.running, running)
-            ctx.set(dut.flush, flush)
+            _drive(ctx, dut.mem, valid=raise_["mem"], cause=mem_cause)
+            _drive(ctx, dut.ex1, stack=raise_["stack"], stack_cause=stack_cause,
+                   divergent=raise_["divergent"])
+            _drive(ctx, dut.bar, deadlock=raise_["deadlock"], arrive=arrive, warp=arrive_warp,
+                   waiting=waiting)
+            _drive(ctx, dut.issue, valid=raise_["issue"], pc_fault=pc_fault)
+            _drive(ctx, dut, running=running, flush=flush)
             await ctx.tick()
 
             new = None
@@ -173,12 +167,7 @@ def test_predicate_file_against_model():
                 assert ctx.get(dut.rdata[l]) == model[rw][l]
             we, ww, idx = rng.random() < 0.7, rng.randrange(warps), rng.randrange(7)
             mask, bits, reset = rng.getrandbits(lanes), rng.getrandbits(lanes), rng.random() < 0.03
-            ctx.set(dut.we, we)
-            ctx.set(dut.wwarp, ww)
-            ctx.set(dut.widx, idx)
-            ctx.set(dut.wmask, mask)
-            ctx.set(dut.wdata, bits)
-            ctx.set(dut.reset, reset)
+            _drive(ctx, dut, we=we, wwarp=ww, widx=idx, wmask=mask, wdata=bits, reset=reset)
             await ctx.tick()
             written = {}
             if we:
@@ -219,17 +208,12 @@ def test_late_writeback_arbitration():
                         for l in range(lanes):
                             ctx.set(port.values[l], v[l])
                     else:
-                        ctx.set(getattr(port, k), v)
-            ctx.set(dut.wb.valid, wb_valid)
-            ctx.set(dut.wb.deferred, deferred)
-            ctx.set(dut.wb.wr_reg, wr_reg)
-            ctx.set(dut.wb.wr_pred, wr_pred)
-            ctx.set(dut.lwb.valid, lwb_valid)
-            ctx.set(dut.lwb.p.wr, lwb_wr)
-            ctx.set(dut.sfu.valid, sfu_valid)
-            ctx.set(dut.sfu.wr, sfu_wr)
-            ctx.set(dut.sfu.stale, stale)
-            ctx.set(dut.bubble_coming, bubble)
+                        _drive(ctx, port, **{k: v})
+            _drive(ctx, dut.wb, valid=wb_valid, deferred=deferred, wr_reg=wr_reg, wr_pred=wr_pred)
+            _drive(ctx, dut.lwb, valid=lwb_valid)
+            _drive(ctx, dut.lwb.p, wr=lwb_wr)
+            _drive(ctx, dut.sfu, valid=sfu_valid, wr=sfu_wr, stale=stale)
+            _drive(ctx, dut, bubble_coming=bubble)
 
             if wb_valid and not deferred:
                 who, writes, retires = "wb", wr_reg, True

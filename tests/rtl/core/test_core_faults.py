@@ -12,6 +12,19 @@ EXAMPLES = "examples/asm/"
 def tiny():
     return small_config("tiny")
 
+
+def faulting_run(src: str, threads: int, cause: FaultCause, **rtl_options):
+    """One block of ``threads`` running ``src`` on the tiny core and on the ISS, which must
+    both fault with ``cause``; (launch, the RTL's fault record and run, the ISS's fault)."""
+    cfg = tiny()
+    launch = launch_from_asm(src, "k", (1,), (threads,), [DATA_ADDR], bytes(16))
+    rtl = run_rtl(cfg, launch, **rtl_options)
+    _, ref = run_iss(cfg, launch)
+    assert ref is not None and rtl.fault is not None
+    assert rtl.fault["cause"] == cause == FaultCause(int(ref.cause))
+    assert rtl.fault["pc"] == ref.pc
+    return launch, rtl, ref
+
 FAULTS = {
     "oob": ("movi r1, 16\n        stg [r1], r0", FaultCause.OUT_OF_RANGE),
     "misaligned": ("ldparam r1, out\n        ldg r2, [r1+2]", FaultCause.MISALIGNED),
@@ -32,13 +45,7 @@ def test_faults_match_iss(case):
     body, cause = FAULTS[case]
     src = (f"        .kernel k\n        .param out, ptr\n        .shared 16\n        {body}\n"
            "        exit\n        .end\n")
-    cfg = tiny()
-    launch = launch_from_asm(src, "k", (1,), (6,), [DATA_ADDR], bytes(16))
-    rtl = run_rtl(cfg, launch)
-    _, ref = run_iss(cfg, launch)
-    assert ref is not None and rtl.fault is not None
-    assert rtl.fault["cause"] == cause == FaultCause(int(ref.cause))
-    assert rtl.fault["pc"] == ref.pc
+    _, rtl, ref = faulting_run(src, 6, cause)
     assert rtl.fault["lanes"] == ref.lane_mask
 
 
@@ -66,14 +73,8 @@ BARRIER_FAULTS = {
 def test_control_faults_match_iss(case):
     body, cause = BARRIER_FAULTS[case]
     src = f"        .kernel k\n        .param out, ptr\n{body}\n        exit\n        .end\n"
-    cfg = tiny()
-    launch = launch_from_asm(src, "k", (1,), (8,), [DATA_ADDR], bytes(16))
-    rtl = run_rtl(cfg, launch)
-    _, ref = run_iss(cfg, launch)
-    assert ref is not None and rtl.fault is not None
-    assert rtl.fault["cause"] == cause == FaultCause(int(ref.cause))
-    assert (rtl.fault["warp"], rtl.fault["pc"], rtl.fault["lanes"]) == \
-        (ref.warp, ref.pc, ref.lane_mask)
+    launch, rtl, ref = faulting_run(src, 8, cause)
+    assert (rtl.fault["warp"], rtl.fault["lanes"]) == (ref.warp, ref.lane_mask)
     # the record's instruction word is the faulting instruction's
     word = int.from_bytes(launch.code[ref.pc:ref.pc + 4], "little")
     assert rtl.fault["instr"] == word, f"instr {rtl.fault['instr']:#x}, expected {word:#x}"
@@ -98,12 +99,7 @@ def test_memory_fault_is_precise(case):
     body, cause = PRECISE[case]
     src = (f"        .kernel k\n        .param out, ptr\n        .shared 16\n"
            f"        ldparam r1, out\n        {body}\n        exit\n        .end\n")
-    cfg = tiny()
-    launch = launch_from_asm(src, "k", (1,), (4,), [DATA_ADDR], bytes(16))
-    rtl = run_rtl(cfg, launch, trace_retire=True, after_fault=40)
-    _, ref = run_iss(cfg, launch)
-    assert rtl.fault is not None and rtl.fault["cause"] == cause == FaultCause(int(ref.cause))
-    assert rtl.fault["pc"] == ref.pc
+    _, rtl, ref = faulting_run(src, 4, cause, trace_retire=True, after_fault=40)
     younger = [x["pc"] for x in rtl.retired if x["warp"] == ref.warp and x["pc"] >= ref.pc]
     assert younger == [], f"retired after the fault at pc {ref.pc:#x}: {younger}"
 
@@ -115,12 +111,7 @@ def test_pc_past_the_loaded_code(tail):
     body = ("        bra E\n        exit\nE:\n" if tail == "bra"
             else "        s2r r1, tid\n        addi r1, r1, 1\n")
     src = f"        .kernel k\n        .param out, ptr\n{body}        .end\n"
-    cfg = tiny()
-    launch = launch_from_asm(src, "k", (1,), (6,), [DATA_ADDR], bytes(16))
-    assert len(launch.code) < cfg.imem_words * 4
-    rtl = run_rtl(cfg, launch)
-    _, ref = run_iss(cfg, launch)
-    assert ref is not None and FaultCause(int(ref.cause)) == FaultCause.PC_OUT_OF_RANGE
-    assert rtl.fault is not None and rtl.fault["cause"] == FaultCause.PC_OUT_OF_RANGE
-    assert (rtl.fault["warp"], rtl.fault["pc"], rtl.fault["lanes"], rtl.fault["instr"]) == \
-        (ref.warp, ref.pc, ref.lane_mask, 0)
+    launch, rtl, ref = faulting_run(src, 6, FaultCause.PC_OUT_OF_RANGE)
+    assert len(launch.code) < tiny().imem_words * 4
+    assert (rtl.fault["warp"], rtl.fault["lanes"], rtl.fault["instr"]) == \
+        (ref.warp, ref.lane_mask, 0)

@@ -12,11 +12,11 @@ from kernels import ALL_UNITS, LOOP, SHARED_CONFLICTS, chain_program
 from simtgpu.arch.command_queue import Command, CommandOp, Mmio, pack
 from simtgpu.assembler import assemble
 from simtgpu.assembler.examples import example_asm
-from simtgpu.driver_model.backend_rtl import train
 from simtgpu.rtlsim.verilator_runner import RtlSim
 from simtgpu.sim import GlobalMemory, Iss
+from verilator_queue import PARAMS, QUEUE, queued_sim
 
-QUEUE, FENCE, PARAMS, DATA = 0x1000, 0x1800, 0x1900, 0x4000
+DATA = 0x4000
 
 pytestmark = pytest.mark.slow
 
@@ -61,10 +61,7 @@ def run_kernel(sim: RtlSim, src: str, kernel: str, grid, block, params, memory: 
 
 @pytest.fixture(scope="module", params=["tiny", "small"])
 def sim(request):
-    with RtlSim(request.param, trainer=train) as s:  # the driver's build of the model
-        s.mmio_write(Mmio.QUEUE_BASE, QUEUE)
-        s.mmio_write(Mmio.QUEUE_ENTRIES, 4)
-        s.mmio_write(Mmio.FENCE_ADDR, FENCE)
+    with queued_sim(request.param) as s:
         yield s
 
 

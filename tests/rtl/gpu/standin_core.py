@@ -45,6 +45,15 @@ class StandinCore(wiring.Component):
         self.core_id = core_id
         super().__init__(core_signature(cfg))
 
+    def _request(self, m: Module, state: Signal, wait: _S, tag: int, *fields) -> None:
+        """Offer a memory request (``fields`` of its payload, ``tag``); once taken, count it
+        and go to ``wait``."""
+        req = self.mem.req
+        m.d.comb += [req.valid.eq(1), *fields, req.payload.tag.eq(tag)]
+        with m.If(req.ready):
+            m.d.comb += self.perf.mem_transactions.eq(1)
+            m.d.sync += state.eq(wait)
+
     def elaborate(self, platform) -> Module:
         m = Module()
         cfg = self.cfg
@@ -80,15 +89,8 @@ class StandinCore(wiring.Component):
                     m.d.sync += [blk.eq(d.payload), state.eq(_S.RD_REQ)]
             with m.Case(_S.RD_REQ):
                 with m.If(~self.halt):
-                    m.d.comb += [
-                        req.valid.eq(1),
-                        req.payload.kind.eq(MemKind.READ),
-                        req.payload.addr.eq(blk.param_addr),
-                        req.payload.tag.eq(3),
-                    ]
-                    with m.If(req.ready):
-                        m.d.comb += self.perf.mem_transactions.eq(1)
-                        m.d.sync += state.eq(_S.RD_WAIT)
+                    self._request(m, state, _S.RD_WAIT, 3, req.payload.kind.eq(MemKind.READ),
+                                  req.payload.addr.eq(blk.param_addr))
             with m.Case(_S.RD_WAIT):
                 with m.If(self.mem.resp.valid):
                     w0 = self.mem.resp.payload.rdata[0]
@@ -108,17 +110,10 @@ class StandinCore(wiring.Component):
                     value = Signal(32)
                     m.d.comb += [addr.eq(dst + (linear << 2)), value.eq(v + linear + ir.data)]
                     word = addr[2:line_shift] if lw > 1 else Const(0, 1)
-                    m.d.comb += [
-                        req.valid.eq(1),
-                        req.payload.kind.eq(MemKind.WRITE),
-                        req.payload.addr.eq((addr >> line_shift) << line_shift),
-                        req.payload.wdata.as_value().eq(Cat(*([value] * lw))),
-                        req.payload.be.eq(Const(0xF, 4) << Cat(Const(0, 2), word)),
-                        req.payload.tag.eq(5),
-                    ]
-                    with m.If(req.ready):
-                        m.d.comb += self.perf.mem_transactions.eq(1)
-                        m.d.sync += state.eq(_S.WR_WAIT)
+                    self._request(m, state, _S.WR_WAIT, 5, req.payload.kind.eq(MemKind.WRITE),
+                                  req.payload.addr.eq((addr >> line_shift) << line_shift),
+                                  req.payload.wdata.as_value().eq(Cat(*([value] * lw))),
+                                  req.payload.be.eq(Const(0xF, 4) << Cat(Const(0, 2), word)))
             with m.Case(_S.WR_WAIT):
                 with m.If(self.mem.resp.valid):
                     m.d.sync += state.eq(_S.DONE)

@@ -11,13 +11,12 @@ import pytest
 from simtgpu.arch.command_queue import Command, CommandOp, Mmio, Status, pack
 from simtgpu.assembler import assemble, assemble_file
 from simtgpu.assembler.examples import example_asm
-from simtgpu.driver_model.backend_rtl import train
 from simtgpu.isa.abi import FaultCause
 from simtgpu.rtlsim.verilator_runner import RtlSim
 from simtgpu.sim import GlobalMemory, Iss, KernelFault
 from simtgpu.sim import numerics as nx
+from verilator_queue import FENCE, PARAMS, QUEUE, queued_sim
 
-QUEUE, FENCE, PARAMS = 0x1000, 0x1800, 0x1900
 A, B, C = 0x2000, 0x3000, 0x4000
 
 pytestmark = pytest.mark.slow
@@ -26,10 +25,7 @@ pytestmark = pytest.mark.slow
 @pytest.fixture(scope="module", params=["tiny", pytest.param("small", marks=pytest.mark.regress)])
 def sim(request):
     # small (2 cores) takes about 4 minutes to build whenever the RTL changes.
-    with RtlSim(request.param, trainer=train) as s:  # the driver's build of the model
-        s.mmio_write(Mmio.QUEUE_BASE, QUEUE)
-        s.mmio_write(Mmio.QUEUE_ENTRIES, 4)
-        s.mmio_write(Mmio.FENCE_ADDR, FENCE)
+    with queued_sim(request.param) as s:
         yield s
 
 

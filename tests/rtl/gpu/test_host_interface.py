@@ -54,25 +54,23 @@ class Host:
         self.lw = h.cfg.line_words
 
     async def write(self, addr: int, value: int) -> None:
-        ctx, bus = self.ctx, self.h.mmio
-        ctx.set(bus.addr, addr)
-        ctx.set(bus.wdata, value)
-        ctx.set(bus.we, 1)
-        while True:
-            *_, ready = await ctx.tick().sample(bus.ready)
-            if ready:
-                break
-        ctx.set(bus.we, 0)
+        await self._access(addr, self.h.mmio.we, value)
 
     async def read(self, addr: int) -> int:
+        return await self._access(addr, self.h.mmio.re)
+
+    async def _access(self, addr: int, strobe, wdata: int | None = None) -> int:
+        """Hold ``strobe`` (we or re) until the bus is ready; the read data of that cycle."""
         ctx, bus = self.ctx, self.h.mmio
         ctx.set(bus.addr, addr)
-        ctx.set(bus.re, 1)
+        if wdata is not None:
+            ctx.set(bus.wdata, wdata)
+        ctx.set(strobe, 1)
         while True:
             *_, ready, rdata = await ctx.tick().sample(bus.ready, bus.rdata)
             if ready:
                 break
-        ctx.set(bus.re, 0)
+        ctx.set(strobe, 0)
         return rdata
 
     def poke(self, addr: int, words: list[int]) -> None:
@@ -107,6 +105,12 @@ class Host:
         await self.write(Mmio.FENCE_ADDR, FENCE)
         await self.write(Mmio.IMEM_ADDR, ENTRY)
         await self.write(Mmio.IMEM_DATA, IMEM_K)
+
+    async def launch_one(self, value: int, grid: tuple[int, int, int], fence: int = 1) -> None:
+        """Parameters (DST, ``value``) at PARAMS, one launch record, the doorbell rung."""
+        self.poke(PARAMS, [DST, value])
+        self.put_record(0, _launch(fence, grid))
+        await self.write(Mmio.DOORBELL, 1)
 
 
 def _launch(fence: int, grid=(3, 2, 1), block=(4, 1, 1), params=PARAMS) -> Command:
@@ -175,9 +179,7 @@ def test_launch_through_queue_writes_results_and_fence(name: str) -> None:
     async def body(host: Host):
         await host.write(Mmio.CONTROL, Control.RESET_COUNTERS)
         await host.setup()
-        host.poke(PARAMS, [DST, 1000])
-        host.put_record(0, _launch(0xF00D, grid))
-        await host.write(Mmio.DOORBELL, 1)
+        await host.launch_one(1000, grid, fence=0xF00D)
         out["busy"] = await host.read(Mmio.STATUS)
         out["cycles"] = await host.wait_done()
         out["status"] = await host.read(Mmio.STATUS)
@@ -226,21 +228,17 @@ def test_ring_wraps_and_nop_fence_commands() -> None:
 
     async def body(host: Host):
         await host.setup(entries=4)
-        host.poke(PARAMS, [DST, 7])
-        # Three commands, then three more that wrap past the end of the 4-entry ring.
-        host.put_record(0, Command(CommandOp.NOP, 1))
-        host.put_record(1, _launch(2, (2, 1, 1)))
-        host.put_record(2, Command(CommandOp.FENCE, 3))
-        await host.write(Mmio.DOORBELL, 3)
-        await host.wait_done()
-        out["first"] = (await host.read(Mmio.HEAD), host.peek(FENCE)[0])
-        host.poke(PARAMS, [DST + 0x100, 50])
-        host.put_record(3, Command(CommandOp.NOP, 4))
-        host.put_record(0, _launch(5, (1, 1, 3)))
-        host.put_record(1, Command(CommandOp.FENCE, 6))
-        await host.write(Mmio.DOORBELL, 2)
-        await host.wait_done()
-        out["second"] = (await host.read(Mmio.HEAD), host.peek(FENCE)[0])
+        # NOP, LAUNCH, FENCE from ring slot 0, then three more that wrap past the end of the
+        # 4-entry ring (slots 3, 0, 1)
+        for key, slot, fence, grid, dst, value in (("first", 0, 1, (2, 1, 1), DST, 7),
+                                                   ("second", 3, 4, (1, 1, 3), DST + 0x100, 50)):
+            host.poke(PARAMS, [dst, value])
+            host.put_record(slot, Command(CommandOp.NOP, fence))
+            host.put_record((slot + 1) % 4, _launch(fence + 1, grid))
+            host.put_record((slot + 2) % 4, Command(CommandOp.FENCE, fence + 2))
+            await host.write(Mmio.DOORBELL, (slot + 3) % 4)
+            await host.wait_done()
+            out[key] = (await host.read(Mmio.HEAD), host.peek(FENCE)[0])
         out["dst"] = host.peek(DST, 2) + host.peek(DST + 0x100, 3)
         out["commands"] = await host.read(Mmio.COMMANDS)
         out["status"] = await host.read(Mmio.STATUS)
@@ -381,9 +379,7 @@ def test_watchdog_stops_a_hung_kernel() -> None:
 
     async def body(host: Host):
         await host.setup()
-        host.poke(PARAMS, [DST, HANG_MAGIC])
-        host.put_record(0, _launch(1, (1, 1, 1)))
-        await host.write(Mmio.DOORBELL, 1)
+        await host.launch_one(HANG_MAGIC, (1, 1, 1))
         out["cycles"] = await host.wait_done(limit=2000)
         out["status"] = await host.read(Mmio.STATUS)
         out["cause"] = await host.read(Mmio.FAULT_CAUSE)
@@ -403,9 +399,7 @@ def test_clear_during_drain_and_a_core_that_never_drains() -> None:
 
     async def body(host: Host):
         await host.setup()
-        host.poke(PARAMS, [DST, STUCK_MAGIC])
-        host.put_record(0, _launch(1, (1, 1, 1)))
-        await host.write(Mmio.DOORBELL, 1)
+        await host.launch_one(STUCK_MAGIC, (1, 1, 1))
         await host.wait_done()
         out["fault"] = (await host.read(Mmio.STATUS), await host.read(Mmio.FAULT_CAUSE))
         await host.write(Mmio.CONTROL, Control.CLEAR_FAULT)

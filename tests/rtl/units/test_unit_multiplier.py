@@ -2,22 +2,16 @@
 stalls with ``en=0``."""
 
 import pytest
+from int_ref import INT_REF
 from simtgpu.isa import BY_MNEMONIC
 from simtgpu.rtl.multiplier import MulOp, Multiplier
 from simtgpu.verification.fp_vectors import INT_EDGES, int_operands
-from units_harness import LONG, MASK32, lint, rng, run_clocked
-
-
-def s32(x: int) -> int:
-    return x - (1 << 32) if x & 0x80000000 else x
+from units_harness import LONG, lint, rng, run_clocked
 
 
 def reference(op: MulOp, a: int, b: int) -> int:
-    if op in (MulOp.MUL, MulOp.MULI):
-        return (a * b) & MASK32
-    if op is MulOp.MULHI:
-        return ((s32(a) * s32(b)) >> 32) & MASK32
-    return (a * b) >> 32
+    # muli is mul with its (already sign-extended) immediate as ``b``
+    return INT_REF["mul" if op is MulOp.MULI else op.name.lower()](a, b)
 
 
 def vectors(seed: int, n: int) -> list[tuple[MulOp, int, int]]:

@@ -3,8 +3,8 @@ simulator (``run_comb``, ``run_clocked``, lint of the unit's Verilog) and the be
 Verilator (the cocotb runner of :mod:`simtgpu.verification.units`).
 
 Operands come from :mod:`simtgpu.verification.fp_vectors` (seeded random plus edge cases); the
-references are the tests' own (Python integers for the ALU and multiplier, written from the
-ISA's meanings) or the project's numerics (:data:`FPU_REFERENCE`).
+references are the tests' own (Python integers for the ALU and multiplier: tests/int_ref.py,
+written from the ISA's meanings) or the project's numerics (:data:`FPU_REFERENCE`).
 """
 
 import os
