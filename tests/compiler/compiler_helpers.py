@@ -37,13 +37,16 @@ def generated_kernel(tmp_path: Path, stem: str, definition: str):
     return module.kern, src
 
 
-def compile_error(tmp_path: Path, stem: str, definition: str, types: dict):
+def compile_error(tmp_path: Path, stem: str, definition: str, types: dict,
+                  names: dict | None = None):
     """The ``SourceError`` that compiling the generated kernel ``definition`` (see
-    :func:`generated_kernel`) for this ISA raises; the test fails when it compiles."""
+    :func:`generated_kernel`; ``names`` added to its globals) for this ISA raises; the test
+    fails when it compiles."""
     from simtgpu.compiler_backend.compiler import Target, compile_function
     from simtgpu.errors import SourceError
 
     kern, _ = generated_kernel(tmp_path, stem, definition)
+    kern.fn.__globals__.update(names or {})
     with pytest.raises(SourceError) as e:
         compile_function(kern.fn, types, {}, Target("isa", 8), 4)
     return e.value
