@@ -29,6 +29,7 @@ import shutil
 import statistics
 import subprocess
 import sys
+import textwrap
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -493,7 +494,7 @@ def _chart_ipc(rows: list[dict]) -> Callable[[Path], None]:
     names = [r["what"] for r in rows]
     series = {"warp-instr / cycle / core": [r["ipc"] for r in rows]}
     return lambda png: _bars(png, "RTL issue rate (configuration small; cycle counts)",
-                             [n if len(n) < 28 else n[:26] + "..." for n in names], series,
+                             [textwrap.fill(n, 30) for n in names], series,
                              "warp-instructions / cycle / core", fmt="{:.3f}")
 
 
