@@ -134,14 +134,15 @@ def test_half_unit_holds_through_stalls(gated):
     gen = rng(5 + gated)
     n = 200
     a, b, c = (gen.integers(0, 1 << 32, n, dtype=np.uint32) for _ in range(3))
-    ops = [HalfOp[f"{o.upper()}_{f.upper()}"] for o in (*HALF2_OPS, "hfma2")
-           for f in ("f16", "bf16")]
-    pick = gen.integers(0, len(ops), n)
-    want = [int(nx.hfma2(ops[k].name.split("_")[1].lower(), a[i:i + 1], b[i:i + 1],
-                         c[i:i + 1])[0]) if ops[k].name.startswith("HFMA2")
-            else int(nx.half2(ops[k].name.split("_")[0].lower(), ops[k].name.split("_")[1]
-                              .lower(), a[i:i + 1], b[i:i + 1])[0])
-            for i, k in enumerate(pick)]
+    kinds = [(name, fmt) for name in (*HALF2_OPS, "hfma2") for fmt in ("f16", "bf16")]
+    ops = [HalfOp[f"{name.upper()}_{fmt.upper()}"] for name, fmt in kinds]
+    pick = gen.integers(0, len(kinds), n)
+
+    def reference(i: int, name: str, fmt: str) -> int:
+        x, y, z = a[i:i + 1], b[i:i + 1], c[i:i + 1]
+        return int((nx.hfma2(fmt, x, y, z) if name == "hfma2" else nx.half2(name, fmt, x, y))[0])
+
+    want = [reference(i, *kinds[k]) for i, k in enumerate(pick)]
     dut = HalfUnit(gated=gated)
     got: list[int] = []
 
