@@ -26,8 +26,12 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from simtgpu.errors import SimtgpuError
+
+if TYPE_CHECKING:
+    from simtgpu.rtl.configs import RtlConfig
 
 __all__ = ["ECP5_85F", "SynthError", "SynthResult", "load_result", "run_yosys", "synthesize",
            "synthesize_verilog", "unit_stage"]
@@ -278,7 +282,7 @@ def fits_ecp5(cells: dict[str, int]) -> bool:
     return all(cells.get(k, 0) <= v for k, v in ECP5_85F.items())
 
 
-def fpga_rtl_config(config: str):
+def fpga_rtl_config(config: str) -> RtlConfig:
     """The hardware build of ``config`` that the FPGA flow synthesises: clock enables instead
     of gated clocks (``clock_gating=False``), because an FPGA's clocks belong on its clock
     networks."""
