@@ -10,7 +10,7 @@ import numpy as np
 from . import ir, passes
 from .errors import CompileError
 from .frontend import KernelSource, lower_kernel
-from .ir import F32, I32, U32, Type
+from .ir import F32, I32, I64, U32, U64, Type
 
 
 @dataclass(frozen=True)
@@ -32,7 +32,7 @@ class CompiledKernel:
     target: Target
     ir_text: str
     code: str  # assembly text (isa) or PTX text
-    params: list[tuple[str, str]]  # (name, kind): kind is ptr | i32 | u32 | f32
+    params: list[tuple[str, str]]  # (name, kind): kind is ptr | i32 | u32 | i64 | u64 | f32
     shared_bytes: int
     threads: int
     block: tuple[int, int, int]
@@ -65,20 +65,23 @@ class CompiledKernel:
         return assemble(self.code, f"<{self.name}>")
 
 
-_ELEM_NAMES = {"f32": "float32", "i32": "int32", "f16": "float16", "bf16": "bfloat16"}
+_ELEM_NAMES = {"f32": "float32", "i32": "int32", "i64": "int64", "f16": "float16",
+               "bf16": "bfloat16"}
 _TYPE_NAMES = {"*fp32": ir.ptr("f32"), "*f32": ir.ptr("f32"), "*i32": ir.ptr("i32"),
                "*fp16": ir.ptr("f16"), "*f16": ir.ptr("f16"), "*bf16": ir.ptr("bf16"),
                "*int32": ir.ptr("i32"), "*u32": ir.ptr("u32"), "*uint32": ir.ptr("u32"),
+               "*i64": ir.ptr("i64"), "*int64": ir.ptr("i64"), "*u64": ir.ptr("u64"),
+               "*uint64": ir.ptr("u64"), "i64": I64, "int64": I64, "u64": U64, "uint64": U64,
                "fp32": F32, "f32": F32, "i32": I32, "int32": I32, "u32": U32, "uint32": U32}
 
 
 def parse_type(text: str) -> Type:
     """Triton-style signature type names: ``*fp32``, ``*fp16``, ``*bf16``, ``*i32``,
-    ``*u32``, ``i32``, ``u32``, ``fp32``."""
+    ``*u32``, ``*i64``, ``*u64``, ``i32``, ``u32``, ``i64``, ``u64``, ``fp32``."""
     t = _TYPE_NAMES.get(text.strip())
     if t is None:
         raise ValueError(f"unknown parameter type '{text}' (use *fp32, *fp16, *bf16, *i32, *u32, "
-                         "i32, u32, fp32)")
+                         "*i64, *u64, i32, u32, i64, u64, fp32)")
     return t
 
 
@@ -94,18 +97,32 @@ def type_of_arg(value) -> Type:
             return ir.ptr("i32")
         if dt == np.dtype(np.uint32):
             return ir.ptr("u32")  # unsigned: comparisons, >>, //, %, float conversion
+        if dt == np.dtype(np.int64):
+            return ir.ptr("i64")
+        if dt == np.dtype(np.uint64):
+            return ir.ptr("u64")
         if dt == np.float16:
             return ir.ptr("f16")
         if dt.name == "bfloat16":  # ml_dtypes.bfloat16
             return ir.ptr("bf16")
         raise TypeError(f"arrays of {dt} are not supported (float32, float16, bfloat16 from "
-                        "ml_dtypes, int32, uint32)")
+                        "ml_dtypes, int32, uint32, int64, uint64)")
     if isinstance(value, bool | np.bool_):
         return I32
+    if isinstance(value, np.int64 | np.uint64):
+        return U64 if isinstance(value, np.uint64) else I64
     if isinstance(value, np.unsignedinteger):
         return U32
     if isinstance(value, int | np.integer):
-        return I32
+        # as Triton: an int is i32 when it fits, else i64 (u64 above 2**63 - 1)
+        v = int(value)
+        if -(1 << 31) <= v < (1 << 31):
+            return I32
+        if -(1 << 63) <= v < (1 << 63):
+            return I64
+        if v < (1 << 64):
+            return U64
+        raise TypeError(f"the integer {v} does not fit in 64 bits")
     if isinstance(value, float | np.floating):
         return F32
     raise TypeError(f"cannot pass a {type(value).__name__} to a kernel")
@@ -128,11 +145,20 @@ def compile_function(fn, arg_types: dict[str, Type], constexprs: dict, target: T
         passes.optimize(f, verify=False, fp_fusion=enable_fp_fusion)
         ir.verify(f)
     ir_text = ir.print_function(f)
+    from .isa_codegen import param_kind
+
+    params = [(p.name, param_kind(p.type)) for p in f.params]
+    elements = {p.name: p.type.elem for p in f.params if p.type.is_ptr}
     stats: dict = {}
     try:
         if target.kind == "isa":
             from .isa_codegen import generate
+            from .wide import legalize_i64
 
+            if legalize_i64(f):  # 64-bit integers as register pairs
+                if optimize:
+                    passes.optimize(f, verify=False, fp_fusion=enable_fp_fusion)
+                ir.verify(f)
             res = generate(f)
             code = res.text
             stats = {"registers": res.registers, "static_instructions": res.instructions,
@@ -147,11 +173,7 @@ def compile_function(fn, arg_types: dict[str, Type], constexprs: dict, target: T
         # code generation limits (registers) belong to the kernel as a whole: point at it
         src = KernelSource.from_function(fn)
         raise e.at(src.loc(src.tree), f"kernel '{f.name}': ") from None
-    from .isa_codegen import param_kind
-
     ms = (time.perf_counter() - t0) * 1000
-    return CompiledKernel(f.name, target, ir_text, code,
-                          [(p.name, param_kind(p.type)) for p in f.params], f.shared_bytes,
+    return CompiledKernel(f.name, target, ir_text, code, params, f.shared_bytes,
                           threads, block, ms, stats, list(f.meta.get("asserts", [])),
-                          list(f.meta.get("prints", [])),
-                          {p.name: p.type.elem for p in f.params if p.type.is_ptr})
+                          list(f.meta.get("prints", [])), elements)

@@ -238,6 +238,16 @@ class ISel:
             return
         self.emit("add", r, self.reg(op.operands[0]), self.reg(op.operands[1]), defs=[r])
 
+    def op_same_bits(self, op: Op) -> None:
+        """inttoptr/ptrtoint of a 32-bit word: an address is the word itself."""
+        if op.operands[0].type == ir.I64 or op.result.type == ir.I64:
+            self.op_wide(op)
+        self.alias[op.result.id] = self.v(op.operands[0])
+
+    def op_wide(self, op: Op) -> None:
+        raise AssertionError(f"{op.name} on i64 reached ISA code generation without "
+                             "wide.legalize_i64")
+
     def op_sreg(self, op: Op) -> None:
         name = op.attrs["name"]
         if name not in SREG_BY_NAME:
@@ -577,6 +587,8 @@ _EMITTERS: dict[str, Callable[[ISel, Op], None]] = {
     "atomic": ISel.op_atomic, "for": ISel.op_for, "if": ISel.op_if, "yield": ISel.op_yield,
     "while": ISel.op_while,
     **dict.fromkeys(ir.HALF_OPS, half_codegen.isa_half_op), "mma": half_codegen.isa_mma,
+    **dict.fromkeys(("sext", "zext", "trunc"), ISel.op_wide),
+    "inttoptr": ISel.op_same_bits, "ptrtoint": ISel.op_same_bits,
 }
 ir.check_op_table(_EMITTERS, "the ISA code generator")
 
@@ -822,11 +834,14 @@ def _expand_pmove(moves: list[tuple[Value, Value | Sym]], regs: dict[int, str]) 
 
 
 def param_kind(t: ir.Type) -> str:
+    """A parameter's kind in a compiled kernel: ptr, f32, i32, u32, i64 or u64 (a 64-bit
+    integer is two parameter words on this ISA, one 8-byte parameter in PTX)."""
     if t.is_ptr:
         return "ptr"
     if t == F32:
         return "f32"
-    return "u32" if t.unsigned else "i32"
+    bits = "64" if t == ir.I64 else "32"
+    return ("u" if t.unsigned else "i") + bits
 
 
 @dataclass

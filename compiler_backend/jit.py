@@ -209,6 +209,11 @@ def _module_for(dev, ck: CompiledKernel):
     return mod
 
 
+def _s32(x: int) -> int:
+    x &= 0xFFFFFFFF
+    return x - (1 << 32) if x >> 31 else x
+
+
 def launch_compiled(dev, ck: CompiledKernel, grid, runtime: dict, owner=None):
     """Launch a compiled kernel with NumPy arrays / DeviceArrays / scalars."""
     from simtgpu.driver_model import DeviceArray
@@ -236,6 +241,14 @@ def launch_compiled(dev, ck: CompiledKernel, grid, runtime: dict, owner=None):
             v = float(v)
         elif kind in ("i32", "u32"):
             v = int(v)
+        elif kind in ("i64", "u64"):
+            v = int(v)
+            if not -(1 << 63) <= v < (1 << 64):
+                raise LaunchError(f"'{name}': {v} does not fit in 64 bits")
+            if ck.target.kind == "isa":  # two parameter words, the low word first
+                w = v & ((1 << 64) - 1)
+                call_args += [_s32(w), _s32(w >> 32)]
+                continue
         call_args.append(v)
     if ck.target.kind == "ptx":
         result = dev.backend.launch_ptx(mod, grid, ck.block, call_args, ck.shared_bytes)

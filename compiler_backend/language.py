@@ -28,9 +28,11 @@ from .dtypes import (  # noqa: F401 - tl.float32, tl.pointer_type ... are langua
     fp32,
     int1,
     int32,
+    int64,
     pointer_type,
     to_ir_type,
     uint32,
+    uint64,
 )
 from .errors import CompileError
 from .ir import F32, I1, I32, Type, Value
@@ -308,8 +310,9 @@ def abs(ctx: Lowering, x) -> Tile:  # noqa: A001 - the Triton name
         return ctx.map1(t, F32, lambda v: ctx.b("fabs", v))
     if t.type.unsigned:
         return t
-    t = ctx.cast(t, I32)
-    return ctx.map1(t, I32, lambda v: ctx.b("max", v, ctx.b("sub", ctx.const(0), v)))
+    it = ir.I64 if t.type == ir.I64 else I32
+    t = ctx.cast(t, it)
+    return ctx.map1(t, it, lambda v: ctx.b("max", v, ctx.b("sub", ctx.const(0, it), v)))
 
 
 @builtin

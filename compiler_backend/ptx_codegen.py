@@ -16,12 +16,14 @@ from collections.abc import Callable
 
 from . import half_codegen, ir
 from .errors import CompileError
-from .ir import F32, I1, Function, Op, Value, const_value
+from .ir import F32, I1, I32, I64, Function, Op, Value, const_value
 
 _INT = {"add": "add.s32", "sub": "sub.s32", "mul": "mul.lo.s32", "mulhi": "mul.hi.s32",
         "mulhu": "mul.hi.u32", "and": "and.b32", "or": "or.b32", "xor": "xor.b32",
         "shl": "shl.b32", "shr": "shr.u32", "sra": "shr.s32", "min": "min.s32",
         "max": "max.s32", "minu": "min.u32", "maxu": "max.u32"}
+# the same ops on 64-bit integers (tl.int64: .s64 registers; shift amounts are .u32)
+_INT64 = {n: i.replace("32", "64") for n, i in _INT.items()}
 _FLOAT = {"fadd": "add.rn.ftz.f32", "fsub": "sub.rn.ftz.f32", "fmul": "mul.rn.ftz.f32",
           "fmin": "min.ftz.f32", "fmax": "max.ftz.f32", "fneg": "neg.ftz.f32",
           "fabs": "abs.ftz.f32", "ffma": "fma.rn.ftz.f32", "rcp": "rcp.approx.ftz.f32",
@@ -74,7 +76,7 @@ class PtxGen:
             return "p"
         if t == F32:
             return "f"
-        if t.is_ptr and t.space == "global":
+        if t.is_ptr and t.space == "global" or t == I64:
             return "rd"
         return "r"
 
@@ -107,7 +109,8 @@ class PtxGen:
         name = fn.name
         params = []
         for p in fn.params:
-            kind = "u64" if p.type.is_ptr else ("f32" if p.type == F32 else "u32")
+            kind = "u64" if p.type.is_ptr or p.type == I64 else (
+                "f32" if p.type == F32 else "u32")
             params.append(f"\t.param .{kind} {name}_param_{p.name}")
         self.entry: list[str] = []
         for p in fn.params:
@@ -118,6 +121,8 @@ class PtxGen:
                 self.emit(f"cvta.to.global.u64 {d}, {raw}")
             elif p.type == F32:
                 self.emit(f"ld.param.f32 {d}, [{name}_param_{p.name}]")
+            elif p.type == I64:
+                self.emit(f"ld.param.u64 {d}, [{name}_param_{p.name}]")
             else:
                 self.emit(f"ld.param.u32 {d}, [{name}_param_{p.name}]")
         top = len(self.lines)
@@ -147,7 +152,7 @@ class PtxGen:
     def _wide_scale(op: Op | None) -> int | None:
         """The multiplier of ``shl(i, k)`` by a constant 0 <= k < 16 (an element size
         scaling), else None."""
-        if not isinstance(op, Op) or op.name != "shl":
+        if not isinstance(op, Op) or op.name != "shl" or op.result.type != I32:
             return None
         k = const_value(op.operands[1])
         return 1 << k if isinstance(k, int) and 0 <= k < 16 else None
@@ -157,6 +162,20 @@ class PtxGen:
         if op.result.id in self.wide_only:
             return  # folded into each user's mul.wide.s32
         args = [self.r(v) for v in op.operands]
+        if op.result.type == I64:
+            if n in ("shl", "shr", "sra"):  # a .u32 amount, modulo 64
+                k = const_value(op.operands[1])
+                if k is not None:
+                    args[1] = str(k & 63)
+                else:
+                    t = self.new("r")
+                    self.emit(f"cvt.u32.u64 {t}, {args[1]}")
+                    self.emit(f"and.b32 {t}, {t}, 63")
+                    args[1] = t
+            if n not in _INT64 or n in ("mulhi", "mulhu"):
+                raise CompileError(f"{n} on int64 has no PTX form here")
+            self.emit(f"{_INT64[n]} {self.r(op.result)}, {', '.join(args)}")
+            return
         if n in ("shl", "shr", "sra") and const_value(op.operands[1]) is None:
             t = self.new("r")
             self.emit(f"and.b32 {t}, {args[1]}, 31")  # the ISA masks shift amounts
@@ -181,6 +200,8 @@ class PtxGen:
             tmp = self.new("r")
             self.emit(f"mov.u32 {tmp}, {1 if v else 0}")
             self.emit(f"setp.ne.u32 {r}, {tmp}, 0")
+        elif t == I64:
+            self.emit(f"mov.u64 {r}, {int(v) & 0xFFFFFFFFFFFFFFFF}")
         else:
             self.emit(f"mov.u32 {r}, {int(v) & 0xFFFFFFFF}")
 
@@ -228,7 +249,8 @@ class PtxGen:
 
     def op_icmp(self, op: Op) -> None:
         c = op.attrs["cond"]
-        ty = "u32" if c.endswith("u") else "s32"
+        bits = "64" if op.operands[0].type == I64 else "32"
+        ty = ("u" if c.endswith("u") else "s") + bits
         c = c[:-1] if c.endswith("u") else c
         a, b = (self.r(v) for v in op.operands)
         self.emit(f"setp.{c}.{ty} {self.r(op.result)}, {a}, {b}")
@@ -256,11 +278,24 @@ class PtxGen:
         if op.attrs["offset"]:
             self.emit(f"add.u32 {r}, {r}, {op.attrs['offset']}")
 
+    def index32(self, i: Value) -> str:
+        """A 32-bit register holding index ``i`` (the low word of an int64)."""
+        if i.type != I64:
+            return self.r(i)
+        t = self.new("r")
+        self.emit(f"cvt.u32.u64 {t}, {self.r(i)}")
+        return t
+
     def op_gep(self, op: Op) -> None:
         p, i = op.operands
         r = self.r(op.result)
         c = const_value(i)
         glob = p.type.space == "global"
+        if glob and c is None and i.type == I64:  # a 64-bit index: 64-bit arithmetic
+            t = self.new("rd")
+            self.emit(f"mul.lo.s64 {t}, {self.r(i)}, {p.type.elem_size}")
+            self.emit(f"add.s64 {r}, {self.r(p)}, {t}")
+            return
         if c is not None:
             self.emit(f"add.{'s64' if glob else 's32'} {r}, {self.r(p)}, "
                       f"{p.type.elem_size * c}")
@@ -271,7 +306,7 @@ class PtxGen:
             self.emit(f"add.s64 {r}, {self.r(p)}, {t}")
         else:
             t = self.new("r")
-            self.emit(f"shl.b32 {t}, {self.r(i)}, {p.type.elem_size.bit_length() - 1}")
+            self.emit(f"shl.b32 {t}, {self.index32(i)}, {p.type.elem_size.bit_length() - 1}")
             self.emit(f"add.s32 {r}, {self.r(p)}, {t}")
 
     def op_ptradd(self, op: Op) -> None:
@@ -280,14 +315,16 @@ class PtxGen:
         if p.type.space == "global":
             t = self.new("rd")
             scale = self._wide_scale(i.owner)
-            if scale is not None:
+            if i.type == I64:  # a 64-bit byte offset
+                t = self.r(i)
+            elif scale is not None:
                 # the 64-bit byte offset of a signed 32-bit index (as Triton writes it)
                 self.emit(f"mul.wide.s32 {t}, {self.r(i.owner.operands[0])}, {scale}")
             else:
                 self.emit(f"cvt.s64.s32 {t}, {self.r(i)}")
             self.emit(f"add.s64 {r}, {self.r(p)}, {t}")
         else:
-            self.emit(f"add.s32 {r}, {self.r(p)}, {self.r(i)}")
+            self.emit(f"add.s32 {r}, {self.r(p)}, {self.index32(i)}")
 
     def addr(self, p: Value) -> str:
         po = p.owner
@@ -298,7 +335,7 @@ class PtxGen:
         return f"[{self.r(p)}]"
 
     def ty(self, t: ir.Type) -> str:
-        return "f32" if t == F32 else "u16" if t.is_half else "u32"
+        return "f32" if t == F32 else "u16" if t.is_half else "u64" if t == I64 else "u32"
 
     def op_load(self, op: Op) -> None:
         p = op.operands[0]
@@ -308,8 +345,7 @@ class PtxGen:
         if len(op.operands) >= 2:
             guard = self.r(op.operands[1])
             if len(op.operands) == 3:
-                self.emit(f"mov.{'f32' if op.result.type == F32 else 'b32'} {r}, "
-                          f"{self.r(op.operands[2])}")
+                self.emit(f"mov.{self.btype(op.result.type)} {r}, {self.r(op.operands[2])}")
         self.emit(f"ld.{sp}.{self.ty(op.result.type)} {r}, {self.addr(p)}", guard)
 
     def owners(self, n: int) -> str:
@@ -346,7 +382,7 @@ class PtxGen:
         if name in ("fmin", "fmax"):
             self.atomic_fminmax(op, guard)
             return
-        kind = "f32" if v.type == F32 else "i32"
+        kind = "f32" if v.type == F32 else "i64" if v.type == I64 else "i32"
         a = _ATOM.get((name, kind))
         if a is None:
             raise CompileError(f"atomic {name} on {kind} has no PTX form")
@@ -382,7 +418,42 @@ class PtxGen:
         self.emit(f"activemask.b32 {m}")
         a, b = (self.r(v) for v in op.operands)
         ptx_mode = {"xor": "bfly"}.get(mode, mode)
+        if op.result.type == I64:  # the two words shuffled apart
+            lo, hi = self.new("r"), self.new("r")
+            self.emit(f"mov.b64 {{{lo}, {hi}}}, {a}")
+            for w in (lo, hi):
+                self.emit(f"shfl.sync.{ptx_mode}.b32 {w}, {w}, {b}, {c}, {m}")
+            self.emit(f"mov.b64 {self.r(op.result)}, {{{lo}, {hi}}}")
+            return
         self.emit(f"shfl.sync.{ptx_mode}.b32 {self.r(op.result)}, {a}, {b}, {c}, {m}")
+
+    _WIDE_CVT = {"sext": "cvt.s64.s32", "zext": "cvt.u64.u32", "trunc": "cvt.u32.u64"}
+
+    def op_cvt(self, op: Op) -> None:
+        """Conversions; with an int64 operand or result the .s64/.u64 forms."""
+        n, x = op.name, op.operands[0]
+        if n in self._WIDE_CVT:
+            ins = self._WIDE_CVT[n]
+        elif x.type == I64:
+            ins = f"cvt.rn.f32.{'s' if n == 'i2f' else 'u'}64"
+        elif op.result.type == I64:
+            ins = f"cvt.rzi.ftz.{'s' if n == 'f2i' else 'u'}64.f32"
+        else:
+            ins = _CVT[n]
+        self.emit(f"{ins} {self.r(op.result)}, {self.r(x)}")
+
+    def op_inttoptr(self, op: Op) -> None:
+        """An integer holding a generic address (a host-built address table) as a global
+        pointer; ``ptrtoint`` is the inverse."""
+        x = op.operands[0]
+        a = self.r(x)
+        if x.type != I64:
+            a = self.new("rd")
+            self.emit(f"cvt.u64.u32 {a}, {self.r(x)}")
+        self.emit(f"cvta.to.global.u64 {self.r(op.result)}, {a}")
+
+    def op_ptrtoint(self, op: Op) -> None:
+        self.emit(f"cvta.global.u64 {self.r(op.result)}, {self.r(op.operands[0])}")
 
     def op_vote(self, op: Op) -> None:
         mode = op.attrs["mode"]
@@ -486,6 +557,8 @@ _EMITTERS: dict[str, Callable[[PtxGen, Op], None]] = {
     **dict.fromkeys(_INT, PtxGen.int_op),
     **dict.fromkeys(("and", "or", "xor"), PtxGen.logic_op),
     **dict.fromkeys(_UNIT, PtxGen.unit_op),
+    **dict.fromkeys(("sext", "zext", "trunc", *_CVT), PtxGen.op_cvt),
+    "inttoptr": PtxGen.op_inttoptr, "ptrtoint": PtxGen.op_ptrtoint,
     "const": PtxGen.op_const, "sreg": PtxGen.op_sreg, "not": PtxGen.op_not,
     "icmp": PtxGen.op_icmp, "fcmp": PtxGen.op_fcmp, "select": PtxGen.op_select,
     "smem": PtxGen.op_smem, "gep": PtxGen.op_gep, "ptradd": PtxGen.op_ptradd,

@@ -24,7 +24,7 @@ from simtgpu.isa import IMM_MAX, NUM_REGS
 from . import halfs, ir
 from .dtypes import dtype_of_type, to_ir_type
 from .errors import CompileError
-from .ir import F32, I1, I32, U32, Type, Value
+from .ir import F32, I1, I32, I64, U32, U64, Type, Value
 
 INT32_MAX = 2**31 - 1
 
@@ -250,6 +250,9 @@ class Tile:
         if bitcast and (t == F32) != (self.type == F32):
             raise CompileError("bitcast between float32 and integers is not supported "
                                "(int32 <-> uint32 bitcasts are)")
+        if bitcast and (t == I64) != (self.type == I64):
+            raise CompileError(f"bitcast from {self.type} to {t} changes the width (int64 <-> "
+                               "uint64 bitcasts are supported)")
         return self.ctx.cast(self, t)
 
 
@@ -357,8 +360,11 @@ class Lowering:
         if isinstance(x, int):
             if like is not None and like.type == F32:
                 return self.scalar(self.const(float(x), F32))
-            if not -(1 << 31) <= x < (1 << 32):
-                raise CompileError(f"integer constant {x} does not fit in 32 bits")
+            if like is not None and like.type == I64 or not -(1 << 31) <= x < (1 << 32):
+                # as Triton: a literal beyond 32 bits is an int64 (a uint64 above 2**63 - 1)
+                if not -(1 << 63) <= x < (1 << 64):
+                    raise CompileError(f"integer constant {x} does not fit in 64 bits")
+                return self._typed_scalar(self.const(x, I64), U64 if x >= 1 << 63 else I64)
             return self.scalar(self.const(x, I32))
         if isinstance(x, float):
             return self.scalar(self.const(x, F32))
@@ -434,6 +440,10 @@ class Lowering:
         self.fn.shared_bytes = self.shared_top + self.scratch_bytes
 
     def shared_ptr(self, base: Value, elem_type: Type) -> Value:
+        if elem_type == I64:
+            raise CompileError("int64 tensors cannot be exchanged between threads (reductions, "
+                               "scans, transposes, relayouts): convert them with "
+                               ".to(tl.int32) first")
         want = ir.ptr("f32" if elem_type == F32 else "i32", "shared")
         if base.type == want:
             return base
@@ -533,22 +543,30 @@ class Lowering:
         type), which decides signed or unsigned conversion (IR values are signless)."""
         if v.type == t:
             return v
+        if (v.type.is_half and t == I64) or (v.type == I64 and t.is_half):
+            return self.to_type(self.to_type(v, F32, src), t, F32)  # through float32
         if v.type.is_half or t.is_half:
             return halfs.convert(self, v, t, src)
         src_unsigned = (src if src is not None else v.type).unsigned
         b = self.b
         if v.type == I1:
-            one = self.const(1.0, F32) if t == F32 else self.const(1, I32)
-            zero = self.const(0.0, F32) if t == F32 else self.const(0, I32)
+            it = I64 if t == I64 else I32
+            one = self.const(1.0, F32) if t == F32 else self.const(1, it)
+            zero = self.const(0.0, F32) if t == F32 else self.const(0, it)
             return b("select", v, one, zero)
         if t == I1:
             if v.type == F32:
                 return b.op("fcmp", [v, self.const(0.0, F32)], {"cond": "ne"}).result
-            return b.op("icmp", [v, self.const(0)], {"cond": "ne"}).result
-        if v.type == I32 and t == F32:
+            return b.op("icmp", [v, self.const(0, v.type)], {"cond": "ne"}).result
+        if v.type.is_int and t == F32:
             return b("u2f" if src_unsigned else "i2f", v)
-        if v.type == F32 and t == I32:
-            return b("f2u" if t.unsigned else "f2i", v)
+        if v.type == F32 and t.is_int:
+            attrs = {"bits": 64} if t == I64 else {}
+            return b.op("f2u" if t.unsigned else "f2i", [v], attrs).result
+        if v.type == I32 and t == I64:
+            return b("zext" if src_unsigned else "sext", v)
+        if v.type == I64 and t == I32:
+            return b("trunc", v)
         raise CompileError(f"cannot convert {v.type} to {t}")
 
     def cast(self, t: Tile, to: Type) -> Tile:
@@ -557,9 +575,27 @@ class Lowering:
                 return t
             return self.map1(t, to, lambda v: v)  # int32 <-> uint32: the same bits
         if t.type.is_ptr or to.is_ptr:
-            raise CompileError("pointer casts are not supported")
+            return self.pointer_cast(t, to)
         src = t.type
         return self.map1(t, to, lambda v: self.to_type(v, to, src))
+
+    def pointer_cast(self, t: Tile, to: Type) -> Tile:
+        """Integer <-> pointer casts (``x.to(tl.pointer_type(tl.float16))`` of an address
+        table) and pointer -> pointer casts of global pointers. An address is 64-bit on the
+        GPU through PTX; on this ISA it is the low 32 bits (the device's address space)."""
+        src = t.type
+        if src.is_ptr and src.space != "global" or to.is_ptr and to.space != "global":
+            raise CompileError("only global pointers convert to and from integers")
+        if to.is_ptr:
+            if not (src.is_ptr or src.is_int):
+                raise CompileError(f"cannot convert {src} to a pointer (an int64 or int32 "
+                                   "address converts)")
+            elem = str(to)[4:].split(",")[0]
+            return self.map1(t, to, lambda v: self.b.op(
+                "inttoptr", [self.b("ptrtoint", v) if src.is_ptr else v], {"elem": elem}).result)
+        if not to.is_int:
+            raise CompileError(f"cannot convert a pointer to {to} (to an integer: tl.int64)")
+        return self.map1(t, to, lambda v: self.to_type(self.b("ptrtoint", v), to, I64))
 
     def _typed_scalar(self, v: Value, rtype: Type) -> Tile:
         # the tile's type carries the unsigned note, which the IR value may lack
@@ -587,6 +623,11 @@ class Lowering:
             return halfs.common_type(a.type, b.type)
         if F32 in (a.type, b.type):
             return F32
+        if I64 in (a.type, b.type):
+            # Triton's integer promotion: the wider type; at a mixed signedness the unsigned
+            # type when it is at least as wide as the signed one
+            wide = [x for x in (a.type, b.type) if x == I64]
+            return U64 if any(x.unsigned for x in wide) else I64
         if I32 in (a.type, b.type):
             return U32 if a.type.unsigned or b.type.unsigned else I32
         return I1
@@ -634,14 +675,18 @@ class Lowering:
                 raise CompileError("floating-point % is not supported")
             raise CompileError(f"operator {op} is not defined on float32")
         if op in ("//", "%"):
+            if t == I64:
+                raise CompileError(f"integer {op} of int64 values is not supported yet "
+                                   "(convert to tl.int32 where the values fit)")
             div = self.udiv if t.unsigned else self.idiv
             return self.mapn([a, b], t, lambda x, y: div(
                 op, self.to_type(x, I32), self.to_type(y, I32)))
         name = self._INT_OPS[op]
         if name == "sra" and t.unsigned:
             name = "shr"  # a logical shift for unsigned values
+        it = I64 if t == I64 else I32
         return self.mapn([a, b], t, lambda x, y: self.b(
-            name, self.to_type(x, I32), self.to_type(y, I32)))
+            name, self.to_type(x, it, sa), self.to_type(y, it, sb)))
 
     def pointer_arith(self, op: str, a: Tile, b: Tile) -> Tile:
         if op == "+" and b.type.is_ptr:
@@ -649,14 +694,16 @@ class Lowering:
         if op not in ("+", "-") or b.type.is_ptr:
             raise CompileError(f"operator {op} is not defined on pointers "
                                "(only pointer + integer and pointer - integer)")
-        if b.type not in (I32, I1):
+        if b.type not in (I32, I64, I1):
             raise CompileError("a pointer offset must be an integer, not " + str(b.type))
         neg = op == "-"
+        it = I64 if b.type == I64 else I32
+        st = b.type
 
         def f(p: Value, i: Value) -> Value:
-            i = self.to_type(i, I32)
+            i = self.to_type(i, it, st)
             if neg:
-                i = self.b("sub", self.const(0), i)
+                i = self.b("sub", self.const(0, it), i)
             return self.b("gep", p, i)
 
         return self.mapn([a, b], a.type, f)
@@ -845,12 +892,12 @@ class Lowering:
                 return self.map1(a, F32, lambda v: self.b("fneg", v))
             if a.type == I1:
                 a = self.cast(a, I32)
-            return self.map1(a, a.type, lambda v: self.b("sub", self.const(0), v))
+            return self.map1(a, a.type, lambda v: self.b("sub", self.const(0, v.type), v))
         if op == "~":
             if a.type == I1:
                 return self.map1(a, I1, lambda v: self.b("not", v))
-            if a.type == I32:
-                return self.map1(a, a.type, lambda v: self.b("xor", v, self.const(-1)))
+            if a.type.is_int:
+                return self.map1(a, a.type, lambda v: self.b("xor", v, self.const(-1, v.type)))
             raise CompileError(f"~ is not defined on {a.type}")
         if op == "not":
             return self.map1(self.cast(a, I1), I1, lambda v: self.b("not", v))
