@@ -4,8 +4,9 @@ The ISA's registers, ALU and addresses are 32-bit (docs/isa.md), so ``tl.int64``
 two registers, the low word and the high word. :func:`legalize_i64` runs on the optimised
 IR of the ``isa`` target just before code generation and rewrites every ``i64`` op into
 ``i32`` ops: add and sub with the carry from an unsigned compare, the low 64 bits of a
-product from ``mul``/``mulhu``, shifts by amounts modulo 64 as two funnel shifts and a
-select, compares word by word (the high word signed or unsigned, the low word unsigned),
+product from ``mul``/``mulhu``, shifts by amounts modulo 64 (by a constant: two or three
+instructions; by a variable: two funnel shifts and a select on bit 5 of the amount),
+compares word by word (the high word signed or unsigned, the low word unsigned),
 conversions to and from float32 (round to nearest even; truncation with saturation, NaN to
 0, as PTX's ``cvt.rzi.s64.f32``). Values carried by loops and ``if`` results become two
 carried values, an ``i64`` parameter two parameter words (``name`` and ``name.hi``, the
@@ -191,7 +192,32 @@ class _Legalizer:
         m = self.op("xor", self.op("and", n, self.c(31)), self.c(31))
         return al, ah, n, big, m
 
+    def const_shift(self, op: Op) -> bool:
+        """A shift by a constant: two or three instructions, no select."""
+        k = ir.const_value(op.operands[1])
+        if k is None:
+            return False
+        k &= 63
+        (al, ah), n = self.w(op.operands[0]), op.name
+        if k == 0:
+            self.define(op.result, al, ah)
+        elif n == "shl" and k < 32:
+            self.define(op.result, self.op("shl", al, self.c(k)), self.op(
+                "or", self.op("shl", ah, self.c(k)), self.op("shr", al, self.c(32 - k))))
+        elif n == "shl":
+            self.define(op.result, self.c(0), self.op("shl", al, self.c(k - 32)))
+        elif k < 32:
+            self.define(op.result, self.op("or", self.op("shr", al, self.c(k)),
+                                           self.op("shl", ah, self.c(32 - k))),
+                        self.op(n, ah, self.c(k)))
+        else:
+            fill = self.op("sra", ah, self.c(31)) if n == "sra" else self.c(0)
+            self.define(op.result, self.op(n, ah, self.c(k - 32)), fill)
+        return True
+
     def op_shl(self, op: Op) -> None:
+        if self.const_shift(op):
+            return
         al, ah, n, big, m = self.shift_parts(op)
         lo_s = self.op("shl", al, n)
         hi_s = self.op("or", self.op("shl", ah, n),
@@ -199,6 +225,8 @@ class _Legalizer:
         self.define(op.result, self.sel(big, self.c(0), lo_s), self.sel(big, lo_s, hi_s))
 
     def op_shr(self, op: Op) -> None:
+        if self.const_shift(op):
+            return
         al, ah, n, big, m = self.shift_parts(op)
         hi_s = self.op("sra" if op.name == "sra" else "shr", ah, n)
         lo_s = self.op("or", self.op("shr", al, n),

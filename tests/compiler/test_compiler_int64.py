@@ -176,6 +176,26 @@ def test_int64_parameters_and_python_ints(iss_device):
         np.testing.assert_array_equal(out[(2 + pid) * 8:(3 + pid) * 8], ubig >> 60)
 
 
+@triton.jit
+def k_const_shifts(a_ptr, out_ptr, K: tl.constexpr, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    a = tl.load(a_ptr + offs)
+    tl.store(out_ptr + offs, a << K)
+    tl.store(out_ptr + BLOCK + offs, a >> K)
+    tl.store(out_ptr + 2 * BLOCK + offs,
+             (a.to(tl.uint64, bitcast=True) >> K).to(tl.int64, bitcast=True))
+
+
+@pytest.mark.parametrize("k", [0, 1, 31, 32, 33, 63])
+def test_int64_shifts_by_constants(iss_device, k):
+    a, _, _ = _operands(3)
+    out = np.zeros(3 * N, np.int64)
+    k_const_shifts[(1,)](a, out, K=k, BLOCK=N)
+    with np.errstate(all="ignore"):
+        want = np.concatenate([a << k, a >> k, (a.view(np.uint64) >> np.uint64(k)).view(np.int64)])
+    np.testing.assert_array_equal(out, want)
+
+
 def wrap64(v: int) -> int:
     return (v + (1 << 63)) % (1 << 64) - (1 << 63)
 
