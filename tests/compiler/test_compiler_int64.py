@@ -1,11 +1,12 @@
 """tl.int64 and tl.uint64 (64-bit integers as register pairs on this ISA, native .s64 in
-PTX) against NumPy's int64/uint64: every operation on random values and the edges, a
-Hypothesis property test over expressions, kernel parameters beyond 32 bits, address
-tables (integer-to-pointer casts) and kernels in the style of Triton's tutorials 06 and 08."""
+PTX) against NumPy's int64/uint64: every operation on random values and the edges, kernel
+parameters beyond 32 bits, loop-carried values, address tables (integer-to-pointer casts)
+and kernels in the style of Triton's tutorials 06 and 08. The Hypothesis property test over
+int64 expressions is in test_compiler_int_fuzz.py, the folding of each 64-bit op in
+test_compiler_fold_property.py."""
 
 from __future__ import annotations
 
-import itertools
 import os
 import shutil
 import subprocess
@@ -14,43 +15,49 @@ import numpy as np
 import pytest
 import simtgpu.compiler_backend as triton
 import simtgpu.compiler_backend.language as tl
-from compiler_helpers import compile_error, generated_kernel
-from fuzzing import fuzz_target
-from hypothesis import example, given
-from hypothesis import strategies as st
+from compiler_helpers import compile_error
 from simtgpu.compiler_backend.compiler import Target, compile_function, parse_type
 
 I64_MIN, I64_MAX = -(1 << 63), (1 << 63) - 1
 EDGES = [0, -1, 1, 2**31, 2**31 - 1, -2**31, 2**32, 2**32 - 1, -2**32, I64_MAX, I64_MIN,
          I64_MIN + 1, 0x123456789ABCDEF, -0x0FEDCBA987654321]
-N = 32
+N = 64
 
 
-def _operands(seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _operands(seed: int) -> tuple[np.ndarray, ...]:
     rng = np.random.default_rng(seed)
-    a = rng.integers(I64_MIN, I64_MAX, N, dtype=np.int64, endpoint=True)
+    a = (rng.integers(I64_MIN, I64_MAX, N, dtype=np.int64, endpoint=True)
+         >> rng.integers(0, 63, N)).astype(np.int64)  # every magnitude
     b = rng.integers(I64_MIN, I64_MAX, N, dtype=np.int64, endpoint=True)
+    # float32 ties at every magnitude: 2**k * (2**24 + 1) halfway cases and odd neighbours
+    ties = [(1 << 24) + 1 << k for k in range(0, 38, 5)] + [(1 << 25) + 3 << 30, 3 << 61]
     a[:len(EDGES)] = EDGES
+    a[len(EDGES):len(EDGES) + len(ties)] = ties
+    a[-len(ties):] = [-t for t in ties]
     b[:len(EDGES)] = EDGES[::-1]
-    b[len(EDGES):len(EDGES) + 4] = a[len(EDGES):len(EDGES) + 4]  # equal pairs
+    b[30:34] = a[30:34]  # equal pairs
     b[-3:] = a[-3:] + 1
     s = rng.integers(0, 64, N).astype(np.int64)
     s[:6] = [0, 1, 31, 32, 33, 63]
-    return a, b, s
+    f = (rng.standard_normal(N) * 10.0 ** rng.integers(0, 20, N)).astype(np.float32)
+    f[:10] = [0.0, -0.5, 2.0**31, 2.0**32, -2.0**40, 2.0**63, -2.0**63, 2.0**64, 1e30, -1e30]
+    f[10:13] = [np.nan, np.inf, -np.inf]
+    return a, b, s, f
 
 
 OPS = ["add", "sub", "mul", "and", "or", "xor", "shl", "sra", "shru", "neg", "not", "lt",
        "le", "gt", "ge", "eq", "ne", "ltu", "geu", "max", "min", "maxu", "minu", "trunc",
-       "sext", "zext", "where", "abs"]
+       "sext", "zext", "where", "abs", "f32_to_i64", "f32_to_u64"]
 
 
 @triton.jit
-def k_ops(a_ptr, b_ptr, s_ptr, out_ptr, n, BLOCK: tl.constexpr):
+def k_ops(a_ptr, b_ptr, s_ptr, f_ptr, out_ptr, fo_ptr, n, BLOCK: tl.constexpr):
     offs = tl.arange(0, BLOCK)
     m = offs < n
     a = tl.load(a_ptr + offs, mask=m, other=0)
     b = tl.load(b_ptr + offs, mask=m, other=0)
     s = tl.load(s_ptr + offs, mask=m, other=0)
+    f = tl.load(f_ptr + offs, mask=m, other=0.0)
     ua = a.to(tl.uint64, bitcast=True)
     ub = b.to(tl.uint64, bitcast=True)
     o = out_ptr + offs
@@ -82,9 +89,22 @@ def k_ops(a_ptr, b_ptr, s_ptr, out_ptr, n, BLOCK: tl.constexpr):
     tl.store(o + 25 * n, b.to(tl.uint32).to(tl.int64), mask=m)
     tl.store(o + 26 * n, tl.where(a < b, a * 3, b - 5), mask=m)
     tl.store(o + 27 * n, tl.abs(a), mask=m)
+    tl.store(o + 28 * n, f.to(tl.int64), mask=m)
+    tl.store(o + 29 * n, f.to(tl.uint64).to(tl.int64, bitcast=True), mask=m)
+    tl.store(fo_ptr + offs, a.to(tl.float32), mask=m)
+    tl.store(fo_ptr + n + offs, ua.to(tl.float32), mask=m)
 
 
-def _reference(a: np.ndarray, b: np.ndarray, s: np.ndarray) -> np.ndarray:
+def _saturate(v: float, lo: int, hi: int) -> int:
+    """float32 -> integer as PTX's cvt.rzi (NumPy leaves NaN and overflow undefined)."""
+    if v != v:
+        return 0
+    if abs(v) == float("inf"):
+        return hi if v > 0 else lo
+    return min(max(int(v), lo), hi)  # int() truncates toward zero
+
+
+def _reference(a, b, s, f) -> tuple[np.ndarray, np.ndarray]:
     ua, ub, us = a.view(np.uint64), b.view(np.uint64), s.astype(np.uint64)
     with np.errstate(all="ignore"):
         rows = [a + b, a - b, a * b, a & b, a | b, a ^ b, a << s, a >> s,
@@ -92,67 +112,34 @@ def _reference(a: np.ndarray, b: np.ndarray, s: np.ndarray) -> np.ndarray:
                 a != b, ua < ub, ua >= ub, np.maximum(a, b), np.minimum(a, b),
                 np.maximum(ua, ub).view(np.int64), np.minimum(ua, ub).view(np.int64),
                 a.astype(np.int32).astype(np.int64), b.astype(np.int32).astype(np.int64),
-                b.astype(np.uint32).astype(np.int64), np.where(a < b, a * 3, b - 5), np.abs(a)]
-    return np.stack([np.asarray(r).astype(np.int64) for r in rows])
+                b.astype(np.uint32).astype(np.int64), np.where(a < b, a * 3, b - 5), np.abs(a),
+                [_saturate(float(v), I64_MIN, I64_MAX) for v in f],
+                np.array([_saturate(float(v), 0, (1 << 64) - 1) for v in f],
+                         np.uint64).view(np.int64)]
+    ints = np.stack([np.asarray(r).astype(np.int64) for r in rows])
+    # int64/uint64 -> float32 rounds to nearest even, as NumPy
+    return ints, np.concatenate([a.astype(np.float32), ua.astype(np.float32)])
+
+
+def _check_ops(seed: int) -> None:
+    a, b, s, f = _operands(seed)
+    out = np.zeros((len(OPS), N), np.int64)
+    fo = np.zeros(2 * N, np.float32)
+    k_ops[(1,)](a, b, s, f, out, fo, N, BLOCK=N)
+    ints, floats = _reference(a, b, s, f)
+    for name, got, ref in zip(OPS, out, ints, strict=True):
+        np.testing.assert_array_equal(got, ref, err_msg=name)
+    np.testing.assert_array_equal(fo, floats)
 
 
 def test_int64_ops_match_numpy(iss_device):
-    a, b, s = _operands(1)
-    out = np.zeros((len(OPS), N), np.int64)
-    k_ops[(1,)](a, b, s, out, N, BLOCK=N)
-    want = _reference(a, b, s)
-    for name, got, ref in zip(OPS, out, want, strict=True):
-        np.testing.assert_array_equal(got, ref, err_msg=name)
+    _check_ops(1)
 
 
-@triton.jit
-def k_float(a_ptr, f_ptr, fo_ptr, io_ptr, n, BLOCK: tl.constexpr):
-    offs = tl.arange(0, BLOCK)
-    m = offs < n
-    a = tl.load(a_ptr + offs, mask=m, other=0)
-    f = tl.load(f_ptr + offs, mask=m, other=0.0)
-    tl.store(fo_ptr + offs, a.to(tl.float32), mask=m)
-    tl.store(fo_ptr + n + offs, a.to(tl.uint64, bitcast=True).to(tl.float32), mask=m)
-    tl.store(io_ptr + offs, f.to(tl.int64), mask=m)
-    tl.store(io_ptr + n + offs, f.to(tl.uint64).to(tl.int64, bitcast=True), mask=m)
-
-
-def _float_operands() -> tuple[np.ndarray, np.ndarray]:
-    rng = np.random.default_rng(2)
-    a = (rng.integers(I64_MIN, I64_MAX, 64, dtype=np.int64, endpoint=True)
-         >> rng.integers(0, 63, 64)).astype(np.int64)
-    # ties at every magnitude: 2**k * (2**24 + 1) halfway cases and their odd neighbours
-    ties = [(1 << 24) + 1 << k for k in range(0, 38, 5)] + [(1 << 25) + 3 << 30, 3 << 61]
-    a[:len(EDGES)] = EDGES
-    a[len(EDGES):len(EDGES) + len(ties)] = ties
-    a[-len(ties):] = [-t for t in ties]
-    f = (rng.standard_normal(64) * 10.0 ** rng.integers(0, 20, 64)).astype(np.float32)
-    f[:10] = [0.0, -0.5, 2.0**31, 2.0**32, -2.0**40, 2.0**63, -2.0**63, 2.0**64, 1e30, -1e30]
-    f[10:13] = [np.nan, np.inf, -np.inf]
-    return a, f
-
-
-def test_int64_float_conversions_match_numpy(iss_device):
-    """int64/uint64 -> float32 rounds to nearest even (NumPy); float32 -> int64/uint64
-    truncates and saturates, NaN gives 0 (PTX's cvt.rzi.s64.f32; NumPy leaves these cases
-    undefined, so the reference clips)."""
-    a, f = _float_operands()
-    fo = np.zeros(2 * len(a), np.float32)
-    io = np.zeros(2 * len(f), np.int64)
-    k_float[(1,)](a, f, fo, io, len(a), BLOCK=64)
-    np.testing.assert_array_equal(fo[:len(a)], a.astype(np.float32))
-    np.testing.assert_array_equal(fo[len(a):], a.view(np.uint64).astype(np.float32))
-
-    def saturate(v: float, lo: int, hi: int) -> int:
-        if v != v:
-            return 0
-        if abs(v) == float("inf"):
-            return hi if v > 0 else lo
-        return min(max(int(v), lo), hi)  # int() truncates toward zero
-
-    assert io[:len(f)].tolist() == [saturate(float(v), I64_MIN, I64_MAX) for v in f]
-    assert io[len(f):].view(np.uint64).tolist() == [saturate(float(v), 0, (1 << 64) - 1)
-                                                    for v in f]
+def int64_kernels_on_rtl() -> None:
+    """On the current (rtl) device: every int64 operation and the conversions against
+    NumPy, as on the ISS (called by test_compiler_rtl.py, which builds the model once)."""
+    _check_ops(5)
 
 
 @triton.jit
@@ -188,111 +175,12 @@ def k_const_shifts(a_ptr, out_ptr, K: tl.constexpr, BLOCK: tl.constexpr):
 
 @pytest.mark.parametrize("k", [0, 1, 31, 32, 33, 63])
 def test_int64_shifts_by_constants(iss_device, k):
-    a, _, _ = _operands(3)
+    a = _operands(3)[0]
     out = np.zeros(3 * N, np.int64)
     k_const_shifts[(1,)](a, out, K=k, BLOCK=N)
     with np.errstate(all="ignore"):
         want = np.concatenate([a << k, a >> k, (a.view(np.uint64) >> np.uint64(k)).view(np.int64)])
     np.testing.assert_array_equal(out, want)
-
-
-def wrap64(v: int) -> int:
-    return (v + (1 << 63)) % (1 << 64) - (1 << 63)
-
-
-BINARY64 = {
-    "+": (lambda a, b: f"({a} + {b})", lambda x, y: wrap64(x + y)),
-    "-": (lambda a, b: f"({a} - {b})", lambda x, y: wrap64(x - y)),
-    "*": (lambda a, b: f"({a} * {b})", lambda x, y: wrap64(x * y)),
-    "&": (lambda a, b: f"({a} & {b})", lambda x, y: x & y),
-    "|": (lambda a, b: f"({a} | {b})", lambda x, y: x | y),
-    "^": (lambda a, b: f"({a} ^ {b})", lambda x, y: x ^ y),
-    "max": (lambda a, b: f"tl.maximum({a}, {b})", max),
-    "min": (lambda a, b: f"tl.minimum({a}, {b})", min),
-    "lt": (lambda a, b: f"tl.where({a} < {b}, {a}, {b})", lambda x, y: x if x < y else y),
-    "geu": (lambda a, b: f"tl.where({a}.to(tl.uint64, bitcast=True) >= "
-                         f"{b}.to(tl.uint64, bitcast=True), {a}, {b} + 1)",
-            lambda x, y: x if x % (1 << 64) >= y % (1 << 64) else wrap64(y + 1)),
-}
-_counter = itertools.count()
-
-
-def _exprs64(depth: int):
-    leaf = st.one_of(st.sampled_from(["a", "b"]),
-                     st.sampled_from(EDGES).map(lambda v: ("const", v)))
-    if depth == 0:
-        return leaf
-    sub = _exprs64(depth - 1)
-    return st.one_of(
-        leaf,
-        st.tuples(st.sampled_from(sorted(BINARY64)), sub, sub),
-        st.tuples(st.sampled_from(["shl", "sra"]), sub, st.integers(0, 63)),
-        st.tuples(st.just("neg"), sub),
-        st.tuples(st.just("i32"), sub),
-    )
-
-
-def render64(e) -> str:
-    if isinstance(e, str):
-        return e
-    kind = e[0]
-    if kind == "const":  # an IR constant (two Python literals would fold in Python's ints)
-        return f"tl.full((BLOCK,), {e[1]}, tl.int64)"
-    if kind in BINARY64:
-        return BINARY64[kind][0](render64(e[1]), render64(e[2]))
-    if kind == "shl":
-        return f"({render64(e[1])} << {e[2]})"
-    if kind == "sra":
-        return f"({render64(e[1])} >> {e[2]})"
-    if kind == "neg":
-        return f"(-{render64(e[1])})"
-    return f"({render64(e[1])}.to(tl.int32).to(tl.int64))"
-
-
-def evaluate64(e, env: dict[str, int]) -> int:
-    if isinstance(e, str):
-        return env[e]
-    kind = e[0]
-    if kind == "const":
-        return e[1]
-    x = evaluate64(e[1], env)
-    if kind in BINARY64:
-        return BINARY64[kind][1](x, evaluate64(e[2], env))
-    if kind == "shl":
-        return wrap64(x << e[2])
-    if kind == "sra":
-        return x >> e[2]
-    if kind == "neg":
-        return wrap64(-x)
-    return (x + (1 << 31)) % (1 << 32) - (1 << 31)
-
-
-@fuzz_target(12)
-@given(expr=_exprs64(3),
-       values=st.lists(st.tuples(*[st.one_of(st.sampled_from(EDGES),
-                                             st.integers(I64_MIN, I64_MAX))] * 2),
-                       min_size=1, max_size=16))
-@example(expr=("*", ("const", I64_MIN), ("-", ("const", -1), "a")), values=[(I64_MAX, 0)])
-@example(expr=("geu", ("shl", "a", 33), ("sra", ("const", I64_MIN), 63)), values=[(1, -1)])
-def test_int64_expression_matches_the_definitions(iss_device, tmp_path_factory, expr, values):
-    """Random int64 expressions over run-time values and constants (the optimiser folds the
-    constant parts with exact Python integers) against a reference written from the
-    definitions."""
-    if isinstance(expr, str) or expr[0] == "const":
-        expr = ("+", expr, "a")
-    kern, src = generated_kernel(
-        tmp_path_factory.mktemp("int64fuzz"), f"int64fuzz_{next(_counter)}",
-        "def kern(a_ptr, b_ptr, out_ptr, n, BLOCK: tl.constexpr):\n"
-        "    offs = tl.arange(0, BLOCK)\n"
-        "    m = offs < n\n"
-        "    a = tl.load(a_ptr + offs, mask=m, other=0)\n"
-        "    b = tl.load(b_ptr + offs, mask=m, other=0)\n"
-        f"    tl.store(out_ptr + offs, {render64(expr)}, mask=m)\n")
-    a, b = (np.array(col, np.int64) for col in zip(*values, strict=True))
-    out = np.zeros(len(values), np.int64)
-    kern[(1,)](a, b, out, len(values), BLOCK=16)
-    want = [evaluate64(expr, {"a": x, "b": y}) for x, y in values]
-    assert out.tolist() == want, src
 
 
 @triton.jit
@@ -379,23 +267,17 @@ def k_grouped_matmul(group_a_ptrs, group_b_ptrs, group_c_ptrs, group_gemm_sizes,
             tile_idx_in_gemm = tile_idx - last_problem_end
             tile_m_idx = tile_idx_in_gemm // num_n_tiles
             tile_n_idx = tile_idx_in_gemm % num_n_tiles
-            offs_am = tile_m_idx * BLOCK_SIZE_M + tl.arange(0, BLOCK_SIZE_M)
-            offs_bn = tile_n_idx * BLOCK_SIZE_N + tl.arange(0, BLOCK_SIZE_N)
-            offs_k = tl.arange(0, BLOCK_SIZE_K)
-            a_ptrs = a_ptr + offs_am[:, None] * lda + offs_k[None, :]
-            b_ptrs = b_ptr + offs_k[:, None] * ldb + offs_bn[None, :]
-            accumulator = tl.zeros((BLOCK_SIZE_M, BLOCK_SIZE_N), dtype=tl.float32)
+            acc = tl.zeros((BLOCK_SIZE_M, BLOCK_SIZE_N), dtype=tl.float32)
+            rows = tile_m_idx * BLOCK_SIZE_M + tl.arange(0, BLOCK_SIZE_M)
+            cols = tile_n_idx * BLOCK_SIZE_N + tl.arange(0, BLOCK_SIZE_N)
+            ks = tl.arange(0, BLOCK_SIZE_K)
+            a_ptrs = a_ptr + (rows * lda)[:, None] + ks[None, :]
+            b_ptrs = b_ptr + (ks * ldb)[:, None] + cols[None, :]
             for _ in range(0, tl.cdiv(gk, BLOCK_SIZE_K)):
-                a = tl.load(a_ptrs)
-                b = tl.load(b_ptrs)
-                accumulator += tl.dot(a, b)
+                acc += tl.dot(tl.load(a_ptrs), tl.load(b_ptrs))
                 a_ptrs += BLOCK_SIZE_K
                 b_ptrs += BLOCK_SIZE_K * ldb
-            c = accumulator.to(tl.float16)
-            offs_cm = tile_m_idx * BLOCK_SIZE_M + tl.arange(0, BLOCK_SIZE_M)
-            offs_cn = tile_n_idx * BLOCK_SIZE_N + tl.arange(0, BLOCK_SIZE_N)
-            c_ptrs = c_ptr + ldc * offs_cm[:, None] + offs_cn[None, :]
-            tl.store(c_ptrs, c)
+            tl.store(c_ptr + (rows * ldc)[:, None] + cols[None, :], acc.to(tl.float16))
             tile_idx += NUM_SM
         last_problem_end = last_problem_end + num_tiles
 
@@ -422,6 +304,40 @@ def test_tutorial08_grouped_gemm_with_an_int64_address_table(iss_device):
         dev.free(d)
 
 
+@triton.jit
+def k_carried(a_ptr, out_ptr, n, step, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    acc = tl.zeros((BLOCK,), dtype=tl.int64)
+    x = tl.load(a_ptr + offs)
+    for i in range(n):  # an int64 tile carried by a loop
+        acc = acc * 3 + x + i
+    total = step * 0  # an int64 scalar carried by a while loop and chosen by an if
+    k = 0
+    while k < n:
+        total += step
+        k += 1
+    if n > 2:
+        total = total - (1 << 40)
+    else:
+        total = total + 1
+    tl.store(out_ptr + offs, acc + total)
+
+
+def test_int64_values_carried_by_loops_and_ifs(iss_device):
+    a = _operands(4)[0]
+    out = np.zeros(N, np.int64)
+    step = (1 << 35) + 3
+    for n in (0, 2, 5):
+        k_carried[(1,)](a, out, n, step, BLOCK=N)
+        acc = np.zeros(N, np.int64)
+        with np.errstate(all="ignore"):
+            for i in range(n):
+                acc = acc * 3 + a + i
+        total = n * step + (-(1 << 40) if n > 2 else 1)
+        with np.errstate(all="ignore"):
+            np.testing.assert_array_equal(out, acc + np.int64(total), err_msg=str(n))
+
+
 def _ptxas(tmp_path, code: str) -> None:
     ptxas = shutil.which("ptxas") or "/usr/local/bin/ptxas"
     if not os.path.exists(ptxas):
@@ -433,28 +349,28 @@ def _ptxas(tmp_path, code: str) -> None:
 
 
 @pytest.mark.parametrize("kernel, types", [
-    (k_ops, {"a_ptr": "*i64", "b_ptr": "*i64", "s_ptr": "*i64", "out_ptr": "*i64",
-             "n": "i32"}),
-    (k_float, {"a_ptr": "*i64", "f_ptr": "*fp32", "fo_ptr": "*fp32", "io_ptr": "*i64",
-               "n": "i32"}),
+    (k_ops, {"a_ptr": "*i64", "b_ptr": "*i64", "s_ptr": "*i64", "f_ptr": "*fp32",
+             "out_ptr": "*i64", "fo_ptr": "*fp32", "n": "i32"}),
     (k_params, {"out_ptr": "*i64", "big": "i64", "ubig": "u64", "small": "i32",
                 "stride": "i64"}),
+    (k_carried, {"a_ptr": "*i64", "out_ptr": "*i64", "n": "i32", "step": "i64"}),
     (k_grouped_matmul, {"group_a_ptrs": "*i64", "group_b_ptrs": "*i64",
                         "group_c_ptrs": "*i64", "group_gemm_sizes": "*i32", "g_lds": "*i32",
                         "group_size": "i32"}),
 ])
 def test_int64_ptx_is_native_and_ptxas_accepts_it(tmp_path, kernel, types):
-    meta = {"k_ops": {"BLOCK": 128}, "k_float": {"BLOCK": 128}, "k_params": {"BLOCK": 128},
+    meta = {"k_ops": {"BLOCK": 128}, "k_params": {"BLOCK": 128},
+            "k_carried": {"BLOCK": 128},
             "k_grouped_matmul": {"NUM_SM": 4, "BLOCK_SIZE_M": 16, "BLOCK_SIZE_N": 16,
                                  "BLOCK_SIZE_K": 16}}[kernel.__name__]
     ck = compile_function(kernel.fn, {k: parse_type(v) for k, v in types.items()}, meta,
                           Target.ptx("sm_90"))
     forms = {"k_ops": ["mul.lo.s64", "shr.u64", "shr.s64", "setp.lt.s64", "setp.lt.u64",
                        "max.u64", "cvt.s64.s32", "cvt.u64.u32", "cvt.u32.u64", "ld.global.u64",
-                       "st.global.u64"],
-             "k_float": ["cvt.rn.f32.s64", "cvt.rn.f32.u64", "cvt.rzi.ftz.s64.f32",
-                         "cvt.rzi.ftz.u64.f32"],
+                       "st.global.u64", "cvt.rn.f32.s64", "cvt.rn.f32.u64",
+                       "cvt.rzi.ftz.s64.f32", "cvt.rzi.ftz.u64.f32"],
              "k_params": [".param .u64 k_params_param_big", "ld.param.u64"],
+             "k_carried": ["mov.b64", "add.s64"],
              "k_grouped_matmul": ["cvta.to.global.u64"]}[kernel.__name__]
     for form in forms:
         assert form in ck.code, form
@@ -469,3 +385,4 @@ def test_int64_errors_name_the_place(tmp_path):
     e = compile_error(tmp_path, "atom64", "def kern(x_ptr):\n"
                       "    tl.atomic_add(x_ptr, 1)\n", {"x_ptr": parse_type("*i64")})
     assert "atom64.py:" in str(e) and "int64" in str(e)
+
