@@ -164,6 +164,20 @@ def test_int64_parameters_and_python_ints(iss_device):
 
 
 @triton.jit
+def k_pointer_round_trip(x_ptr, o_ptr, BLOCK: tl.constexpr):
+    i = tl.arange(0, BLOCK)
+    address = x_ptr.to(tl.int64) + 4 * BLOCK  # a pointer as an integer, and back
+    tl.store(o_ptr + i, tl.load(address.to(tl.pointer_type(tl.float32)) + i))
+
+
+def test_pointer_to_int64_and_back(iss_device):
+    x = np.arange(16, dtype=np.float32)
+    o = np.zeros(8, np.float32)
+    k_pointer_round_trip[(1,)](x, o, BLOCK=8)
+    np.testing.assert_array_equal(o, x[8:])
+
+
+@triton.jit
 def k_const_shifts(a_ptr, out_ptr, K: tl.constexpr, BLOCK: tl.constexpr):
     offs = tl.arange(0, BLOCK)
     a = tl.load(a_ptr + offs)
@@ -354,13 +368,14 @@ def _ptxas(tmp_path, code: str) -> None:
     (k_params, {"out_ptr": "*i64", "big": "i64", "ubig": "u64", "small": "i32",
                 "stride": "i64"}),
     (k_carried, {"a_ptr": "*i64", "out_ptr": "*i64", "n": "i32", "step": "i64"}),
+    (k_pointer_round_trip, {"x_ptr": "*fp32", "o_ptr": "*fp32"}),
     (k_grouped_matmul, {"group_a_ptrs": "*i64", "group_b_ptrs": "*i64",
                         "group_c_ptrs": "*i64", "group_gemm_sizes": "*i32", "g_lds": "*i32",
                         "group_size": "i32"}),
 ])
 def test_int64_ptx_is_native_and_ptxas_accepts_it(tmp_path, kernel, types):
     meta = {"k_ops": {"BLOCK": 128}, "k_params": {"BLOCK": 128},
-            "k_carried": {"BLOCK": 128},
+            "k_carried": {"BLOCK": 128}, "k_pointer_round_trip": {"BLOCK": 128},
             "k_grouped_matmul": {"NUM_SM": 4, "BLOCK_SIZE_M": 16, "BLOCK_SIZE_N": 16,
                                  "BLOCK_SIZE_K": 16}}[kernel.__name__]
     ck = compile_function(kernel.fn, {k: parse_type(v) for k, v in types.items()}, meta,
@@ -371,6 +386,7 @@ def test_int64_ptx_is_native_and_ptxas_accepts_it(tmp_path, kernel, types):
                        "cvt.rzi.ftz.s64.f32", "cvt.rzi.ftz.u64.f32"],
              "k_params": [".param .u64 k_params_param_big", "ld.param.u64"],
              "k_carried": ["mov.b64", "add.s64"],
+             "k_pointer_round_trip": ["cvta.global.u64", "cvta.to.global.u64"],
              "k_grouped_matmul": ["cvta.to.global.u64"]}[kernel.__name__]
     for form in forms:
         assert form in ck.code, form
