@@ -152,9 +152,14 @@ class _Legalizer:
     def lower(self, op: Op) -> None:
         n = op.name
         fn = getattr(self, "op_" + n, None)
-        if fn is None:
-            raise CompileError(f"{n} on int64 values is not supported on this ISA")
-        fn(op)
+        try:
+            if fn is None:
+                raise CompileError(f"{n} on int64 values is not supported on this ISA")
+            fn(op)
+        except CompileError as e:
+            if op.loc is None:
+                raise
+            raise e.at(op.loc) from None  # at the expression that made the op
 
     def op_const(self, op: Op) -> None:
         x = op.attrs["value"]

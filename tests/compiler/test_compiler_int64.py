@@ -400,5 +400,5 @@ def test_int64_errors_name_the_place(tmp_path):
     assert "div64.py:" in str(e) and "// of int64" in str(e)
     e = compile_error(tmp_path, "atom64", "def kern(x_ptr):\n"
                       "    tl.atomic_add(x_ptr, 1)\n", {"x_ptr": parse_type("*i64")})
-    assert "atom64.py:" in str(e) and "int64" in str(e)
+    assert "atom64.py:7:" in str(e) and "int64" in str(e)  # the atomic's line
 
