@@ -676,8 +676,8 @@ class Lowering:
             raise CompileError(f"operator {op} is not defined on float32")
         if op in ("//", "%"):
             if t == I64:
-                raise CompileError(f"integer {op} of int64 values is not supported yet "
-                                   "(convert to tl.int32 where the values fit)")
+                return self.mapn([a, b], t, lambda x, y: self.ldiv(
+                    op, self.to_type(x, I64, sa), self.to_type(y, I64, sb), t.unsigned))
             div = self.udiv if t.unsigned else self.idiv
             return self.mapn([a, b], t, lambda x, y: div(
                 op, self.to_type(x, I32), self.to_type(y, I32)))
@@ -793,6 +793,54 @@ class Lowering:
         if op == "//":
             return q
         return b("sub", x, b("mul", q, self.const(d)))
+
+    def ldiv(self, op: str, x: Value, y: Value, unsigned: bool) -> Value:
+        """int64 ``//`` and ``%`` (truncation toward zero; by zero as the 32-bit ops: ``x //
+        0`` is -1 for ``x >= 0`` and 1 for ``x < 0``, all ones unsigned, ``x % 0`` is ``x``):
+        by a constant power of two shifts; otherwise restoring division of the magnitudes,
+        one quotient bit per trip of a 64-trip loop, the same sequence on both targets (one
+        loop serves ``a // b`` and ``a % b`` of the same operands in the same block)."""
+        b = self.b
+
+        def c(v: int) -> Value:
+            return self.const(v, I64)
+
+        d = ir.const_value(y)
+        if d is not None and d > 0 and _is_pow2(d):
+            k = _log2(d)
+            if unsigned:
+                return b("shr", x, c(k)) if op == "//" else b("and", x, c(d - 1))
+            if k == 0:
+                return x if op == "//" else c(0)
+            bias = b("shr", b("sra", x, c(63)), c(64 - k))
+            q = b("sra", b("add", x, bias), c(k))
+            return q if op == "//" else b("sub", x, b("shl", q, c(k)))
+        key = ("ldiv", id(b.block), x.id, y.id, unsigned)  # a // b and a % b: one loop
+        if key in self.memo:
+            return self.memo[key][op == "%"]
+        ux, uy = x, y
+        if not unsigned:
+            nx = b.op("icmp", [x, c(0)], {"cond": "lt"}).result
+            ny = b.op("icmp", [y, c(0)], {"cond": "lt"}).result
+            ux = b("select", nx, b("sub", c(0), x), x)
+            uy = b("select", ny, b("sub", c(0), y), y)
+        body = ir.Block([I32, I64, I64, I64])  # trip, dividend bits left, quotient, remainder
+        _, xs, q, r = body.args
+        outer, b.block = b.block, body
+        r2 = b("or", b("shl", r, c(1)), b("shr", xs, c(63)))
+        ge = b.op("icmp", [r2, uy], {"cond": "geu"}).result
+        q2 = b("or", b("shl", q, c(1)), b("select", ge, c(1), c(0)))
+        body.append(ir.Op("yield", [b("shl", xs, c(1)), q2,
+                                    b("select", ge, b("sub", r2, uy), r2)], []))
+        b.block = outer
+        loop = b.op("for", [self.const(0), self.const(64), self.const(1), ux, c(0), c(0)],
+                    types=[I64, I64, I64], regions=[body])
+        _, q, r = loop.results
+        if not unsigned:
+            q = b("select", b("xor", nx, ny), b("sub", c(0), q), q)
+            r = b("select", nx, b("sub", c(0), r), r)
+        self.memo[key] = (q, r)
+        return q if op == "//" else r
 
     def udiv_runtime(self, x: Value, y: Value) -> Value:
         """floor(x / y) for 0 <= x < 2**31, 0 < y: a float estimate, a second estimate on

@@ -37,6 +37,8 @@ def _operands(seed: int) -> tuple[np.ndarray, ...]:
     b[:len(EDGES)] = EDGES[::-1]
     b[30:34] = a[30:34]  # equal pairs
     b[-3:] = a[-3:] + 1
+    b[40:44] = [0, -1, 7, -(1 << 62)]  # divisors: zero, -1 (MIN // -1 wraps), small, large
+    a[40:44] = [5, I64_MIN, -7, I64_MIN]
     s = rng.integers(0, 64, N).astype(np.int64)
     s[:6] = [0, 1, 31, 32, 33, 63]
     f = (rng.standard_normal(N) * 10.0 ** rng.integers(0, 20, N)).astype(np.float32)
@@ -91,6 +93,7 @@ def k_ops(a_ptr, b_ptr, s_ptr, f_ptr, out_ptr, fo_ptr, n, BLOCK: tl.constexpr):
     tl.store(o + 27 * n, tl.abs(a), mask=m)
     tl.store(o + 28 * n, f.to(tl.int64), mask=m)
     tl.store(o + 29 * n, f.to(tl.uint64).to(tl.int64, bitcast=True), mask=m)
+
     tl.store(fo_ptr + offs, a.to(tl.float32), mask=m)
     tl.store(fo_ptr + n + offs, ua.to(tl.float32), mask=m)
 
@@ -102,6 +105,17 @@ def _saturate(v: float, lo: int, hi: int) -> int:
     if abs(v) == float("inf"):
         return hi if v > 0 else lo
     return min(max(int(v), lo), hi)  # int() truncates toward zero
+
+
+def _tdiv(x: int, y: int) -> int:
+    """C's (and Triton's) truncating division; by zero as the 32-bit ops (docs/compiler.md)."""
+    if y == 0:
+        return -1 if x >= 0 else 1
+    return _wrap(abs(x) // abs(y) * (1 if (x >= 0) == (y >= 0) else -1))  # MIN // -1 wraps
+
+
+def _wrap(v: int) -> int:
+    return (v + (1 << 63)) % (1 << 64) - (1 << 63)
 
 
 def _reference(a, b, s, f) -> tuple[np.ndarray, np.ndarray]:
@@ -134,6 +148,34 @@ def _check_ops(seed: int) -> None:
 
 def test_int64_ops_match_numpy(iss_device):
     _check_ops(1)
+
+
+@triton.jit
+def k_div(a_ptr, b_ptr, out_ptr, BLOCK: tl.constexpr):
+    i = tl.arange(0, BLOCK)
+    a = tl.load(a_ptr + i)
+    b = tl.load(b_ptr + i)
+    q = (a.to(tl.uint64, bitcast=True) // b.to(tl.uint64, bitcast=True))
+    tl.store(out_ptr + i, a // b)
+    tl.store(out_ptr + BLOCK + i, a % b)
+    tl.store(out_ptr + 2 * BLOCK + i, q.to(tl.int64, bitcast=True))
+    tl.store(out_ptr + 3 * BLOCK + i, a // 8 + a % 8 * 1000)
+
+
+def test_int64_division_truncates_as_c(iss_device):
+    """// and % truncate toward zero (C, Triton, PTX's div.s64); MIN // -1 wraps; by zero as
+    the 32-bit ops: x // 0 is -1 for x >= 0 and 1 for x < 0 (all ones unsigned), x % 0 is x."""
+    a, b, _, _ = _operands(2)
+    out = np.zeros(4 * N, np.int64)
+    k_div[(1,)](a, b, out, BLOCK=N)
+    pairs = list(zip(a.tolist(), b.tolist(), strict=True))
+    assert out[:N].tolist() == [_tdiv(x, y) for x, y in pairs]
+    assert out[N:2 * N].tolist() == [_wrap(x - _tdiv(x, y) * y) for x, y in pairs]
+    upairs = zip(a.view(np.uint64).tolist(), b.view(np.uint64).tolist(), strict=True)
+    assert out[2 * N:3 * N].view(np.uint64).tolist() == [
+        (1 << 64) - 1 if y == 0 else x // y for x, y in upairs]
+    assert out[3 * N:].tolist() == [_wrap(_tdiv(x, 8) + (x - _tdiv(x, 8) * 8) * 1000)
+                                    for x, _ in pairs]
 
 
 def int64_kernels_on_rtl() -> None:
@@ -367,6 +409,7 @@ def _ptxas(tmp_path, code: str) -> None:
              "out_ptr": "*i64", "fo_ptr": "*fp32", "n": "i32"}),
     (k_params, {"out_ptr": "*i64", "big": "i64", "ubig": "u64", "small": "i32",
                 "stride": "i64"}),
+    (k_div, {"a_ptr": "*i64", "b_ptr": "*i64", "out_ptr": "*i64"}),
     (k_carried, {"a_ptr": "*i64", "out_ptr": "*i64", "n": "i32", "step": "i64"}),
     (k_pointer_round_trip, {"x_ptr": "*fp32", "o_ptr": "*fp32"}),
     (k_grouped_matmul, {"group_a_ptrs": "*i64", "group_b_ptrs": "*i64",
@@ -376,6 +419,7 @@ def _ptxas(tmp_path, code: str) -> None:
 def test_int64_ptx_is_native_and_ptxas_accepts_it(tmp_path, kernel, types):
     meta = {"k_ops": {"BLOCK": 128}, "k_params": {"BLOCK": 128},
             "k_carried": {"BLOCK": 128}, "k_pointer_round_trip": {"BLOCK": 128},
+            "k_div": {"BLOCK": 128},
             "k_grouped_matmul": {"NUM_SM": 4, "BLOCK_SIZE_M": 16, "BLOCK_SIZE_N": 16,
                                  "BLOCK_SIZE_K": 16}}[kernel.__name__]
     ck = compile_function(kernel.fn, {k: parse_type(v) for k, v in types.items()}, meta,
@@ -386,6 +430,7 @@ def test_int64_ptx_is_native_and_ptxas_accepts_it(tmp_path, kernel, types):
                        "cvt.rzi.ftz.s64.f32", "cvt.rzi.ftz.u64.f32"],
              "k_params": [".param .u64 k_params_param_big", "ld.param.u64"],
              "k_carried": ["mov.b64", "add.s64"],
+             "k_div": ["setp.ge.u64", "shr.s64"],
              "k_pointer_round_trip": ["cvta.global.u64", "cvta.to.global.u64"],
              "k_grouped_matmul": ["cvta.to.global.u64"]}[kernel.__name__]
     for form in forms:
@@ -394,10 +439,10 @@ def test_int64_ptx_is_native_and_ptxas_accepts_it(tmp_path, kernel, types):
 
 
 def test_int64_errors_name_the_place(tmp_path):
-    e = compile_error(tmp_path, "div64", "def kern(x_ptr):\n"
-                      "    x = tl.load(x_ptr)\n"
-                      "    tl.store(x_ptr, x // 3)\n", {"x_ptr": parse_type("*i64")})
-    assert "div64.py:" in str(e) and "// of int64" in str(e)
+    e = compile_error(tmp_path, "sum64", "def kern(x_ptr):\n"
+                      "    x = tl.load(x_ptr + tl.arange(0, 64))\n"
+                      "    tl.store(x_ptr, tl.sum(x))\n", {"x_ptr": parse_type("*i64")})
+    assert "sum64.py:8:" in str(e) and "int64 tensors cannot be exchanged" in str(e)
     e = compile_error(tmp_path, "atom64", "def kern(x_ptr):\n"
                       "    tl.atomic_add(x_ptr, 1)\n", {"x_ptr": parse_type("*i64")})
     assert "atom64.py:7:" in str(e) and "int64" in str(e)  # the atomic's line

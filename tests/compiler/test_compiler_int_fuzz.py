@@ -4,8 +4,9 @@ shifts by constants, comparisons, where, minimum/maximum, abs, and int -> float 
 trips) are compiled, run on the ISS and compared element by element; constants make the
 optimiser fold some of them, so folding and execution are checked against the same rules.
 (Constants are IR values: between two Python literals Python's own integers would apply, as
-in Triton.) The same expressions over int64 (without // and %, with int64 -> int32 -> int64
-round trips) check the register-pair code of tl.int64 and its folding with exact integers.
+in Triton.) The same expressions over int64 (with int64 -> int32 -> int64 round trips in
+place of the float ones) check the register-pair code of tl.int64, its long division and
+its folding with exact integers.
 """
 
 from __future__ import annotations
@@ -30,10 +31,10 @@ def wrap(v: int, bits: int = 32) -> int:
     return (v + (1 << (bits - 1))) % (1 << bits) - (1 << (bits - 1))
 
 
-def tdiv(x: int, y: int) -> int:
+def tdiv(x: int, y: int, bits: int = 32) -> int:
     if y == 0:
         return -1 if x >= 0 else 1
-    return wrap(abs(x) // abs(y) * (1 if (x >= 0) == (y >= 0) else -1))
+    return wrap(abs(x) // abs(y) * (1 if (x >= 0) == (y >= 0) else -1), bits)
 
 
 # each entry: kernel text from operand texts, reference from operand values and the width
@@ -41,8 +42,8 @@ BINARY = {
     "+": (lambda a, b: f"({a} + {b})", lambda x, y, n: wrap(x + y, n)),
     "-": (lambda a, b: f"({a} - {b})", lambda x, y, n: wrap(x - y, n)),
     "*": (lambda a, b: f"({a} * {b})", lambda x, y, n: wrap(x * y, n)),
-    "//": (lambda a, b: f"({a} // {b})", lambda x, y, n: tdiv(x, y)),
-    "%": (lambda a, b: f"({a} % {b})", lambda x, y, n: wrap(x - tdiv(x, y) * y)),
+    "//": (lambda a, b: f"({a} // {b})", lambda x, y, n: tdiv(x, y, n)),
+    "%": (lambda a, b: f"({a} % {b})", lambda x, y, n: wrap(x - tdiv(x, y, n) * y, n)),
     "&": (lambda a, b: f"({a} & {b})", lambda x, y, n: x & y),
     "|": (lambda a, b: f"({a} | {b})", lambda x, y, n: x | y),
     "^": (lambda a, b: f"({a} ^ {b})", lambda x, y, n: x ^ y),
@@ -53,7 +54,6 @@ BINARY = {
            lambda x, y, n: wrap(x - y, n) if x >= y else y),
     "eq": (lambda a, b: f"tl.where({a} == {b}, 1, {b})", lambda x, y, n: 1 if x == y else y),
 }
-ONLY32 = ("//", "%")  # int64 division is a compile error (docs/compiler.md)
 
 
 def _exprs(depth: int, bits: int = 32):
@@ -63,10 +63,9 @@ def _exprs(depth: int, bits: int = 32):
     if depth == 0:
         return leaf
     sub = _exprs(depth - 1, bits)
-    binary = sorted(k for k in BINARY if bits == 32 or k not in ONLY32)
     return st.one_of(
         leaf,
-        st.tuples(st.sampled_from(binary), sub, sub),
+        st.tuples(st.sampled_from(sorted(BINARY)), sub, sub),
         st.tuples(st.just("shl"), sub, st.integers(0, bits - 1)),
         st.tuples(st.just("shr"), sub, st.integers(0, bits - 1)),
         st.tuples(st.just("neg"), sub),
