@@ -447,3 +447,13 @@ def test_int64_errors_name_the_place(tmp_path):
                       "    tl.atomic_add(x_ptr, 1)\n", {"x_ptr": parse_type("*i64")})
     assert "atom64.py:7:" in str(e) and "int64" in str(e)  # the atomic's line
 
+
+
+def test_cuda_parameter_packing_of_64_bit_integers():
+    """The cuda backend passes an i64/u64 parameter as one 8-byte value (two's complement)."""
+    from simtgpu.driver_model.backend_cuda import pack_kernel_params
+
+    packed = pack_kernel_params(["i64", "u64", "i32"], [-2, (1 << 64) - 1, -1], arena=0)
+    assert [p.dtype.itemsize for p in packed] == [8, 8, 4]
+    assert packed[0].tobytes() == (-2).to_bytes(8, "little", signed=True)
+    assert packed[1].tobytes() == b"\xff" * 8
