@@ -1,0 +1,302 @@
+"""Compile time of kernels written as in Triton's tutorials, at the tile sizes their
+configurations use on ``small`` (our own kernels in the tutorials' style).
+
+``compile_times()`` compiles each one for the ISA target and returns its CPU time (best of
+``repeat``) with its size in instructions, registers and spilled values. It is a measure,
+not a timed test: ``python -m simtgpu.cli.bench --part compile`` writes the figures into
+docs/performance.md. Issue 13's target is under one second per kernel.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+from . import ir
+from . import language as tl
+from .compiler import Target
+from .jit import jit
+
+
+@jit
+def t01_add(x_ptr, y_ptr, out_ptr, n_elements, BLOCK_SIZE: tl.constexpr):
+    pid = tl.program_id(axis=0)
+    offsets = pid * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
+    mask = offsets < n_elements
+    x = tl.load(x_ptr + offsets, mask=mask)
+    y = tl.load(y_ptr + offsets, mask=mask)
+    tl.store(out_ptr + offsets, x + y, mask=mask)
+
+
+@jit
+def t02_softmax(out_ptr, in_ptr, in_stride, out_stride, n_rows, n_cols,
+                BLOCK_SIZE: tl.constexpr, num_stages: tl.constexpr):
+    start = tl.program_id(0)
+    for row in tl.range(start, n_rows, tl.num_programs(0), num_stages=num_stages):
+        cols = tl.arange(0, BLOCK_SIZE)
+        x = tl.load(in_ptr + row * in_stride + cols, mask=cols < n_cols, other=-float("inf"))
+        x = x - tl.max(x, axis=0)
+        num = tl.exp(x)
+        tl.store(out_ptr + row * out_stride + cols, num / tl.sum(num, axis=0),
+                 mask=cols < n_cols)
+
+
+@jit
+def t04_dropout(x_ptr, out_ptr, n_elements, p, seed, BLOCK_SIZE: tl.constexpr):
+    offsets = tl.program_id(0) * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
+    mask = offsets < n_elements
+    x = tl.load(x_ptr + offsets, mask=mask)
+    keep = tl.rand(seed, offsets) > p
+    tl.store(out_ptr + offsets, tl.where(keep, x / (1 - p), 0.0), mask=mask)
+
+
+@jit
+def _leaky_relu(x):
+    return tl.where(x >= 0, x, 0.01 * x)
+
+
+@jit
+def t03_matmul(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, stride_bk, stride_bn,
+               stride_cm, stride_cn, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+               BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr, ACTIVATION: tl.constexpr):
+    pid = tl.program_id(axis=0)
+    num_pid_m = tl.cdiv(M, BLOCK_M)
+    num_pid_n = tl.cdiv(N, BLOCK_N)
+    num_pid_in_group = GROUP_M * num_pid_n
+    group_id = pid // num_pid_in_group
+    first_pid_m = group_id * GROUP_M
+    group_size_m = min(num_pid_m - first_pid_m, GROUP_M)
+    pid_m = first_pid_m + ((pid % num_pid_in_group) % group_size_m)
+    pid_n = (pid % num_pid_in_group) // group_size_m
+    offs_am = (pid_m * BLOCK_M + tl.arange(0, BLOCK_M)) % M
+    offs_bn = (pid_n * BLOCK_N + tl.arange(0, BLOCK_N)) % N
+    offs_k = tl.arange(0, BLOCK_K)
+    a_ptrs = a_ptr + (offs_am[:, None] * stride_am + offs_k[None, :] * stride_ak)
+    b_ptrs = b_ptr + (offs_k[:, None] * stride_bk + offs_bn[None, :] * stride_bn)
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for k in range(0, tl.cdiv(K, BLOCK_K)):
+        a = tl.load(a_ptrs, mask=offs_k[None, :] < K - k * BLOCK_K, other=0.0)
+        b = tl.load(b_ptrs, mask=offs_k[:, None] < K - k * BLOCK_K, other=0.0)
+        acc = tl.dot(a, b, acc)
+        a_ptrs += BLOCK_K * stride_ak
+        b_ptrs += BLOCK_K * stride_bk
+    if ACTIVATION == "leaky_relu":
+        acc = _leaky_relu(acc)
+    offs_cm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_cn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    c_ptrs = c_ptr + stride_cm * offs_cm[:, None] + stride_cn * offs_cn[None, :]
+    tl.store(c_ptrs, acc, mask=(offs_cm[:, None] < M) & (offs_cn[None, :] < N))
+
+
+@jit
+def t05_layer_norm(X, Y, W, B, Mean, Rstd, stride, N, eps, BLOCK_SIZE: tl.constexpr):
+    row = tl.program_id(0)
+    Y += row * stride
+    X += row * stride
+    _mean = tl.zeros([BLOCK_SIZE], dtype=tl.float32)
+    for off in range(0, N, BLOCK_SIZE):
+        cols = off + tl.arange(0, BLOCK_SIZE)
+        _mean += tl.load(X + cols, mask=cols < N, other=0.).to(tl.float32)
+    mean = tl.sum(_mean, axis=0) / N
+    _var = tl.zeros([BLOCK_SIZE], dtype=tl.float32)
+    for off in range(0, N, BLOCK_SIZE):
+        cols = off + tl.arange(0, BLOCK_SIZE)
+        x = tl.load(X + cols, mask=cols < N, other=0.).to(tl.float32)
+        x = tl.where(cols < N, x - mean, 0.)
+        _var += x * x
+    var = tl.sum(_var, axis=0) / N
+    rstd = 1 / tl.sqrt(var + eps)
+    tl.store(Mean + row, mean)
+    tl.store(Rstd + row, rstd)
+    for off in range(0, N, BLOCK_SIZE):
+        cols = off + tl.arange(0, BLOCK_SIZE)
+        mask = cols < N
+        w = tl.load(W + cols, mask=mask)
+        b = tl.load(B + cols, mask=mask)
+        x = tl.load(X + cols, mask=mask, other=0.).to(tl.float32)
+        tl.store(Y + cols, (x - mean) * rstd * w + b, mask=mask)
+
+
+@jit
+def _attn_inner(acc, l_i, m_i, q, K_blk, V_blk, start_m, qk_scale, BLOCK_M: tl.constexpr,
+                BLOCK_N: tl.constexpr, STAGE: tl.constexpr, offs_m, offs_n, N_CTX):
+    if STAGE == 1:
+        lo, hi = 0, start_m * BLOCK_M
+    else:
+        lo, hi = start_m * BLOCK_M, (start_m + 1) * BLOCK_M
+    K_blk = tl.advance(K_blk, (0, lo))
+    V_blk = tl.advance(V_blk, (lo, 0))
+    for start_n in range(lo, hi, BLOCK_N):
+        k = tl.load(K_blk)
+        qk = tl.dot(q, k)
+        if STAGE == 2:
+            mask = offs_m[:, None] >= (start_n + offs_n[None, :])
+            qk = qk * qk_scale + tl.where(mask, 0, -1.0e6)
+            m_ij = tl.maximum(m_i, tl.max(qk, 1))
+            qk -= m_ij[:, None]
+        else:
+            m_ij = tl.maximum(m_i, tl.max(qk, 1) * qk_scale)
+            qk = qk * qk_scale - m_ij[:, None]
+        p = tl.math.exp2(qk)
+        l_ij = tl.sum(p, 1)
+        alpha = tl.math.exp2(m_i - m_ij)
+        l_i = l_i * alpha + l_ij
+        acc = acc * alpha[:, None]
+        v = tl.load(V_blk)
+        acc = tl.dot(p, v, acc)
+        m_i = m_ij
+        V_blk = tl.advance(V_blk, (BLOCK_N, 0))
+        K_blk = tl.advance(K_blk, (0, BLOCK_N))
+    return acc, l_i, m_i
+
+
+@jit
+def t06_attention(Q, K, V, sm_scale, Out, N_CTX, HEAD_DIM: tl.constexpr,
+                  BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, STAGE: tl.constexpr):
+    start_m = tl.program_id(0)
+    off_hz = tl.program_id(1)
+    qvk_offset = off_hz * N_CTX * HEAD_DIM
+    Q_blk = tl.make_block_ptr(base=Q + qvk_offset, shape=(N_CTX, HEAD_DIM),
+                              strides=(HEAD_DIM, 1), offsets=(start_m * BLOCK_M, 0),
+                              block_shape=(BLOCK_M, HEAD_DIM), order=(1, 0))
+    V_blk = tl.make_block_ptr(base=V + qvk_offset, shape=(N_CTX, HEAD_DIM),
+                              strides=(HEAD_DIM, 1), offsets=(0, 0),
+                              block_shape=(BLOCK_N, HEAD_DIM), order=(1, 0))
+    K_blk = tl.make_block_ptr(base=K + qvk_offset, shape=(HEAD_DIM, N_CTX),
+                              strides=(1, HEAD_DIM), offsets=(0, 0),
+                              block_shape=(HEAD_DIM, BLOCK_N), order=(0, 1))
+    O_blk = tl.make_block_ptr(base=Out + qvk_offset, shape=(N_CTX, HEAD_DIM),
+                              strides=(HEAD_DIM, 1), offsets=(start_m * BLOCK_M, 0),
+                              block_shape=(BLOCK_M, HEAD_DIM), order=(1, 0))
+    offs_m = start_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_n = tl.arange(0, BLOCK_N)
+    m_i = tl.zeros([BLOCK_M], dtype=tl.float32) - float("inf")
+    l_i = tl.zeros([BLOCK_M], dtype=tl.float32) + 1.0
+    acc = tl.zeros([BLOCK_M, HEAD_DIM], dtype=tl.float32)
+    qk_scale = sm_scale * 1.44269504
+    q = tl.load(Q_blk)
+    if STAGE & 1:
+        acc, l_i, m_i = _attn_inner(acc, l_i, m_i, q, K_blk, V_blk, start_m, qk_scale,
+                                    BLOCK_M, BLOCK_N, 4 - STAGE, offs_m, offs_n, N_CTX)
+    if STAGE & 2:
+        acc, l_i, m_i = _attn_inner(acc, l_i, m_i, q, K_blk, V_blk, start_m, qk_scale,
+                                    BLOCK_M, BLOCK_N, 2, offs_m, offs_n, N_CTX)
+    acc = acc / l_i[:, None]
+    tl.store(O_blk, acc)
+
+
+@jit
+def t08_grouped_gemm(a_ptr, b_ptr, c_ptr, group_size, M, N, K, NUM_SM: tl.constexpr,
+                     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
+    tile_idx = tl.program_id(0)
+    last_problem_end = 0
+    for _g in range(group_size):
+        num_m_tiles = tl.cdiv(M, BLOCK_M)
+        num_n_tiles = tl.cdiv(N, BLOCK_N)
+        num_tiles = num_m_tiles * num_n_tiles
+        while (tile_idx >= last_problem_end and tile_idx < last_problem_end + num_tiles):
+            k = K
+            tile_idx_in_gemm = tile_idx - last_problem_end
+            tile_m_idx = tile_idx_in_gemm // num_n_tiles
+            tile_n_idx = tile_idx_in_gemm % num_n_tiles
+            offs_am = tile_m_idx * BLOCK_M + tl.arange(0, BLOCK_M)
+            offs_bn = tile_n_idx * BLOCK_N + tl.arange(0, BLOCK_N)
+            offs_k = tl.arange(0, BLOCK_K)
+            a_ptrs = a_ptr + offs_am[:, None] * K + offs_k[None, :]
+            b_ptrs = b_ptr + offs_k[:, None] * N + offs_bn[None, :]
+            accumulator = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+            for _kk in range(0, tl.cdiv(k, BLOCK_K)):
+                a = tl.load(a_ptrs)
+                b = tl.load(b_ptrs)
+                accumulator += tl.dot(a, b)
+                a_ptrs += BLOCK_K
+                b_ptrs += BLOCK_K * N
+            offs_cm = tile_m_idx * BLOCK_M + tl.arange(0, BLOCK_M)
+            offs_cn = tile_n_idx * BLOCK_N + tl.arange(0, BLOCK_N)
+            tl.store(c_ptr + N * offs_cm[:, None] + offs_cn[None, :], accumulator)
+            tile_idx += NUM_SM
+        last_problem_end = last_problem_end + num_tiles
+
+
+_P = ir.ptr("f32")
+_I = ir.I32
+_F = ir.F32
+
+
+def _types(**kinds: str) -> dict[str, ir.Type]:
+    return {k: {"p": _P, "i": _I, "f": _F}[v] for k, v in kinds.items()}
+
+
+_MM = _types(a_ptr="p", b_ptr="p", c_ptr="p", M="i", N="i", K="i", stride_am="i",
+             stride_ak="i", stride_bk="i", stride_bn="i", stride_cm="i", stride_cn="i")
+_ATTN = _types(Q="p", K="p", V="p", sm_scale="f", Out="p", N_CTX="i")
+
+# name -> (kernel, parameter types, constexprs, num_warps); all on ``small`` (8 lanes)
+CASES: dict[str, tuple] = {
+    "01 add BLOCK_SIZE=1024": (t01_add, _types(x_ptr="p", y_ptr="p", out_ptr="p",
+                                               n_elements="i"), dict(BLOCK_SIZE=1024), 4),
+    "02 softmax BLOCK_SIZE=128": (
+        t02_softmax, _types(out_ptr="p", in_ptr="p", in_stride="i", out_stride="i",
+                            n_rows="i", n_cols="i"), dict(BLOCK_SIZE=128, num_stages=2), 4),
+    "03 matmul 16x16x16": (t03_matmul, _MM, dict(BLOCK_M=16, BLOCK_N=16, BLOCK_K=16,
+                                                 GROUP_M=4, ACTIVATION=""), 4),
+    "03 matmul 32x16x8 leaky_relu": (t03_matmul, _MM, dict(
+        BLOCK_M=32, BLOCK_N=16, BLOCK_K=8, GROUP_M=4, ACTIVATION="leaky_relu"), 4),
+    "03 matmul 32x32x16": (t03_matmul, _MM, dict(BLOCK_M=32, BLOCK_N=32, BLOCK_K=16,
+                                                 GROUP_M=4, ACTIVATION=""), 4),
+    "04 dropout BLOCK_SIZE=1024": (t04_dropout, _types(x_ptr="p", out_ptr="p",
+                                                       n_elements="i", p="f", seed="i"),
+                                   dict(BLOCK_SIZE=1024), 4),
+    "05 layer norm BLOCK_SIZE=128": (
+        t05_layer_norm, _types(X="p", Y="p", W="p", B="p", Mean="p", Rstd="p", stride="i",
+                               N="i", eps="f"), dict(BLOCK_SIZE=128), 4),
+    "06 attention 16x16 d=16 causal": (t06_attention, _ATTN, dict(
+        HEAD_DIM=16, BLOCK_M=16, BLOCK_N=16, STAGE=3), 4),
+    "06 attention 32x16 d=16": (t06_attention, _ATTN, dict(
+        HEAD_DIM=16, BLOCK_M=32, BLOCK_N=16, STAGE=1), 4),
+    "08 grouped GEMM 32x32x16": (
+        t08_grouped_gemm, _types(a_ptr="p", b_ptr="p", c_ptr="p", group_size="i", M="i",
+                                 N="i", K="i"),
+        dict(NUM_SM=4, BLOCK_M=32, BLOCK_N=32, BLOCK_K=16), 4),
+}
+
+
+@dataclass
+class CompileTime:
+    kernel: str
+    ms: float
+    instructions: int
+    registers: int
+    spilled: int
+
+
+def compile_one(name: str, warp_size: int = 8):
+    """The compiled kernel of case ``name`` (uncached)."""
+    jf, types, cexpr, warps = CASES[name]
+    jf.cache.clear()
+    return jf.compile(Target("isa", warp_size), types, cexpr, warps)
+
+
+def compile_times(repeat: int = 3, names: list[str] | None = None) -> list[CompileTime]:
+    """Best-of-``repeat`` CPU time of each case, so that other work on the machine does
+    not count."""
+    out = []
+    for name in names or list(CASES):
+        best = float("inf")
+        for _ in range(repeat):
+            t0 = time.process_time()
+            ck = compile_one(name)
+            best = min(best, time.process_time() - t0)
+        out.append(CompileTime(name, round(best * 1000, 1), ck.stats["static_instructions"],
+                               ck.stats["registers"], ck.stats["spilled"]))
+    return out
+
+
+def main() -> None:
+    for row in compile_times(repeat=1):
+        print(f"{row.kernel:34s} {row.ms:8.1f} ms  {row.instructions:5d} instr  "
+              f"{row.registers:2d} regs  {row.spilled:3d} spilled")
+
+
+if __name__ == "__main__":
+    main()
