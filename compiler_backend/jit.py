@@ -145,14 +145,16 @@ class JITFunction(KernelInterface):
 
     def compile(self, target: Target, arg_types: dict, constexprs: dict, num_warps: int = 4,
                 block: tuple[int, int, int] | None = None,
-                enable_fp_fusion: bool = True) -> CompiledKernel:
+                enable_fp_fusion: bool = True, config=None) -> CompiledKernel:
+        """The compiled kernel (cached); with ``config`` (a GpuConfig), checked against that
+        configuration's limits (:func:`compile_function`)."""
         key = (tuple((k, str(v)) for k, v in arg_types.items()),
                tuple(sorted((k, repr(v)) for k, v in constexprs.items())), target,
-               num_warps, block, enable_fp_fusion)
+               num_warps, block, enable_fp_fusion, config)
         hit = self.cache.get(key)
         if hit is None:
             hit = compile_function(self.fn, arg_types, constexprs, target, num_warps, block,
-                                   enable_fp_fusion=enable_fp_fusion)
+                                   enable_fp_fusion=enable_fp_fusion, config=config)
             self.cache[key] = hit
         return hit
 
@@ -172,7 +174,8 @@ class JITFunction(KernelInterface):
         if block is not None:
             block = tuple(block) + (1,) * (3 - len(tuple(block)))
         ck = self.compile(target, arg_types, cexpr, num_warps, block,
-                          bool(options.get("enable_fp_fusion", True)))
+                          bool(options.get("enable_fp_fusion", True)),
+                          dev.config if target.kind == "isa" else None)
         if callable(grid):
             grid = grid({**cexpr, **runtime, **options})
         if isinstance(grid, int):
