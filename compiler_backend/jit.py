@@ -137,7 +137,7 @@ class JITFunction(KernelInterface):
                 else:
                     raise LaunchError(f"{self.__name__}: missing argument '{p}'")
             v = bound[p]
-            if p in src.constexpr_params:
+            if p in src.constexpr_params or v is None:  # None is compile-time, as in Triton
                 cexpr[p] = v
             else:
                 runtime[p] = v
