@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+from types import SimpleNamespace
 
 import numpy as np
 
@@ -42,6 +43,58 @@ class CompiledKernel:
     prints: list = field(default_factory=list)  # (prefix, value kinds, hex) per device_print
     elements: dict = field(default_factory=dict)  # pointer parameter -> element ("f16" ...)
     _object: object = field(default=None, repr=False, compare=False)
+    _launcher: tuple | None = field(default=None, repr=False, compare=False)
+
+    # -- Triton's CompiledKernel (what ``kernel.warmup(...)`` returns) ---------------------
+    @property
+    def n_regs(self) -> int:
+        """Registers per thread (isa target; 0 for PTX, which ptxas allocates)."""
+        return int(self.stats.get("registers", 0))
+
+    @property
+    def n_spills(self) -> int:
+        """Values spilled to the per-thread spill area for want of registers."""
+        return int(self.stats.get("spilled", 0))
+
+    @property
+    def metadata(self) -> SimpleNamespace:
+        """``shared`` (bytes per block, spill area included), ``num_warps``, ``name``."""
+        return SimpleNamespace(shared=self.shared_bytes, name=self.name,
+                               num_warps=-(-self.threads // self.target.warp_size))
+
+    @property
+    def asm(self) -> dict[str, str]:
+        return {"ir": self.ir_text, self.target.kind: self.code}
+
+    def _init_handles(self) -> None:
+        """Nothing to do: modules load on the first launch."""
+
+    def bind_launcher(self, owner, constexprs: dict) -> None:
+        """Let ``self[grid](*args)`` launch with ``owner``'s parameters (``kernel.warmup``);
+        constexpr arguments must be the ones compiled for."""
+        self._launcher = (owner, {k: repr(v) for k, v in constexprs.items()})
+
+    def __getitem__(self, grid):
+        import functools
+
+        return functools.partial(self._launch, grid)
+
+    def _launch(self, grid, *args, **kwargs):
+        from .jit import LaunchError, get_device, launch_compiled
+
+        if self._launcher is None:
+            raise LaunchError(f"kernel '{self.name}': launch a compiled kernel from "
+                              "kernel.warmup(...), or launch the @jit kernel itself")
+        owner, cexpr = self._launcher
+        runtime, got, _ = owner.bind(args, kwargs)
+        for k, v in got.items():
+            if repr(v) != cexpr.get(k):
+                raise LaunchError(f"kernel '{self.name}': {k}={v!r}, but it was compiled "
+                                  f"with {k}={cexpr.get(k)}")
+        if isinstance(grid, int):
+            grid = (grid,)
+        grid = tuple(int(g) for g in grid) + (1,) * (3 - len(tuple(grid)))
+        return launch_compiled(get_device(), self, grid, runtime, owner)
 
     def check_array(self, name: str, dtype) -> None:
         """Raise :class:`DriverError` when an array of ``dtype`` does not match the element

@@ -158,7 +158,29 @@ class JITFunction(KernelInterface):
             self.cache[key] = hit
         return hit
 
+    def warmup(self, *args, grid=None, **kwargs) -> CompiledKernel:
+        """Compile for the current device as a launch with these arguments would, without
+        launching (Triton's ``kernel.warmup``): the result tells ``n_regs``, ``n_spills``
+        and ``metadata.shared``, and launches as ``compiled[grid](*args)``."""
+        try:
+            ck, _, cexpr = self._prepare(args, kwargs)
+        except SimtgpuError as e:
+            raise e.with_traceback(None) from None
+        ck.bind_launcher(self, cexpr)
+        return ck
+
     def _run(self, args, kwargs, grid):
+        ck, runtime, cexpr = self._prepare(args, kwargs)
+        options = {k: kwargs[k] for k in kwargs if k in _LAUNCH_OPTIONS}
+        if callable(grid):
+            grid = grid({**cexpr, **runtime, **options})
+        if isinstance(grid, int):
+            grid = (grid,)
+        grid = tuple(int(g) for g in grid) + (1,) * (3 - len(tuple(grid)))
+        return launch_compiled(get_device(), ck, grid, runtime, self)
+
+    def _prepare(self, args, kwargs) -> tuple[CompiledKernel, dict, dict]:
+        """Bind a call and compile it (cached) for the current device."""
         runtime, cexpr, options = self.bind(args, kwargs)
         dev = get_device()
         target = device_target(dev)
@@ -176,12 +198,7 @@ class JITFunction(KernelInterface):
         ck = self.compile(target, arg_types, cexpr, num_warps, block,
                           bool(options.get("enable_fp_fusion", True)),
                           dev.config if target.kind == "isa" else None)
-        if callable(grid):
-            grid = grid({**cexpr, **runtime, **options})
-        if isinstance(grid, int):
-            grid = (grid,)
-        grid = tuple(int(g) for g in grid) + (1,) * (3 - len(tuple(grid)))
-        return launch_compiled(dev, ck, grid, runtime, self)
+        return ck, runtime, cexpr
 
 
 def _module_for(dev, ck: CompiledKernel):
