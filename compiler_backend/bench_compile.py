@@ -1,5 +1,6 @@
-"""Compile time of kernels written as in Triton's tutorials, at the tile sizes their
-configurations use on ``small`` (our own kernels in the tutorials' style).
+"""Compile time of the kernels of Triton's tutorials, at the tile sizes their
+configurations use on ``small``: the ports in examples/dsl/ where there is one, otherwise
+our own kernels in the tutorials' style (below).
 
 ``compile_times()`` compiles each one for the ISA target and returns its CPU time (best of
 ``repeat``) with its size in instructions, registers and spilled values. It is a measure,
@@ -20,102 +21,12 @@ from .jit import jit
 
 
 @jit
-def t01_add(x_ptr, y_ptr, out_ptr, n_elements, BLOCK_SIZE: tl.constexpr):
-    pid = tl.program_id(axis=0)
-    offsets = pid * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
-    mask = offsets < n_elements
-    x = tl.load(x_ptr + offsets, mask=mask)
-    y = tl.load(y_ptr + offsets, mask=mask)
-    tl.store(out_ptr + offsets, x + y, mask=mask)
-
-
-@jit
-def t02_softmax(out_ptr, in_ptr, in_stride, out_stride, n_rows, n_cols,
-                BLOCK_SIZE: tl.constexpr, num_stages: tl.constexpr):
-    start = tl.program_id(0)
-    for row in tl.range(start, n_rows, tl.num_programs(0), num_stages=num_stages):
-        cols = tl.arange(0, BLOCK_SIZE)
-        x = tl.load(in_ptr + row * in_stride + cols, mask=cols < n_cols, other=-float("inf"))
-        x = x - tl.max(x, axis=0)
-        num = tl.exp(x)
-        tl.store(out_ptr + row * out_stride + cols, num / tl.sum(num, axis=0),
-                 mask=cols < n_cols)
-
-
-@jit
 def t04_dropout(x_ptr, out_ptr, n_elements, p, seed, BLOCK_SIZE: tl.constexpr):
     offsets = tl.program_id(0) * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
     mask = offsets < n_elements
     x = tl.load(x_ptr + offsets, mask=mask)
     keep = tl.rand(seed, offsets) > p
     tl.store(out_ptr + offsets, tl.where(keep, x / (1 - p), 0.0), mask=mask)
-
-
-@jit
-def _leaky_relu(x):
-    return tl.where(x >= 0, x, 0.01 * x)
-
-
-@jit
-def t03_matmul(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, stride_bk, stride_bn,
-               stride_cm, stride_cn, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
-               BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr, ACTIVATION: tl.constexpr):
-    pid = tl.program_id(axis=0)
-    num_pid_m = tl.cdiv(M, BLOCK_M)
-    num_pid_n = tl.cdiv(N, BLOCK_N)
-    num_pid_in_group = GROUP_M * num_pid_n
-    group_id = pid // num_pid_in_group
-    first_pid_m = group_id * GROUP_M
-    group_size_m = min(num_pid_m - first_pid_m, GROUP_M)
-    pid_m = first_pid_m + ((pid % num_pid_in_group) % group_size_m)
-    pid_n = (pid % num_pid_in_group) // group_size_m
-    offs_am = (pid_m * BLOCK_M + tl.arange(0, BLOCK_M)) % M
-    offs_bn = (pid_n * BLOCK_N + tl.arange(0, BLOCK_N)) % N
-    offs_k = tl.arange(0, BLOCK_K)
-    a_ptrs = a_ptr + (offs_am[:, None] * stride_am + offs_k[None, :] * stride_ak)
-    b_ptrs = b_ptr + (offs_k[:, None] * stride_bk + offs_bn[None, :] * stride_bn)
-    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
-    for k in range(0, tl.cdiv(K, BLOCK_K)):
-        a = tl.load(a_ptrs, mask=offs_k[None, :] < K - k * BLOCK_K, other=0.0)
-        b = tl.load(b_ptrs, mask=offs_k[:, None] < K - k * BLOCK_K, other=0.0)
-        acc = tl.dot(a, b, acc)
-        a_ptrs += BLOCK_K * stride_ak
-        b_ptrs += BLOCK_K * stride_bk
-    if ACTIVATION == "leaky_relu":
-        acc = _leaky_relu(acc)
-    offs_cm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
-    offs_cn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
-    c_ptrs = c_ptr + stride_cm * offs_cm[:, None] + stride_cn * offs_cn[None, :]
-    tl.store(c_ptrs, acc, mask=(offs_cm[:, None] < M) & (offs_cn[None, :] < N))
-
-
-@jit
-def t05_layer_norm(X, Y, W, B, Mean, Rstd, stride, N, eps, BLOCK_SIZE: tl.constexpr):
-    row = tl.program_id(0)
-    Y += row * stride
-    X += row * stride
-    _mean = tl.zeros([BLOCK_SIZE], dtype=tl.float32)
-    for off in range(0, N, BLOCK_SIZE):
-        cols = off + tl.arange(0, BLOCK_SIZE)
-        _mean += tl.load(X + cols, mask=cols < N, other=0.).to(tl.float32)
-    mean = tl.sum(_mean, axis=0) / N
-    _var = tl.zeros([BLOCK_SIZE], dtype=tl.float32)
-    for off in range(0, N, BLOCK_SIZE):
-        cols = off + tl.arange(0, BLOCK_SIZE)
-        x = tl.load(X + cols, mask=cols < N, other=0.).to(tl.float32)
-        x = tl.where(cols < N, x - mean, 0.)
-        _var += x * x
-    var = tl.sum(_var, axis=0) / N
-    rstd = 1 / tl.sqrt(var + eps)
-    tl.store(Mean + row, mean)
-    tl.store(Rstd + row, rstd)
-    for off in range(0, N, BLOCK_SIZE):
-        cols = off + tl.arange(0, BLOCK_SIZE)
-        mask = cols < N
-        w = tl.load(W + cols, mask=mask)
-        b = tl.load(B + cols, mask=mask)
-        x = tl.load(X + cols, mask=mask, other=0.).to(tl.float32)
-        tl.store(Y + cols, (x - mean) * rstd * w + b, mask=mask)
 
 
 @jit
@@ -196,22 +107,18 @@ def t08_grouped_gemm(a_ptr, b_ptr, c_ptr, group_size, M, N, K, NUM_SM: tl.conste
         num_n_tiles = tl.cdiv(N, BLOCK_N)
         num_tiles = num_m_tiles * num_n_tiles
         while (tile_idx >= last_problem_end and tile_idx < last_problem_end + num_tiles):
-            k = K
             tile_idx_in_gemm = tile_idx - last_problem_end
             tile_m_idx = tile_idx_in_gemm // num_n_tiles
             tile_n_idx = tile_idx_in_gemm % num_n_tiles
-            offs_am = tile_m_idx * BLOCK_M + tl.arange(0, BLOCK_M)
-            offs_bn = tile_n_idx * BLOCK_N + tl.arange(0, BLOCK_N)
-            offs_k = tl.arange(0, BLOCK_K)
-            a_ptrs = a_ptr + offs_am[:, None] * K + offs_k[None, :]
-            b_ptrs = b_ptr + offs_k[:, None] * N + offs_bn[None, :]
+            # (tutorial 08's loop; the pointer tables of its groups need 64-bit integers)
             accumulator = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
-            for _kk in range(0, tl.cdiv(k, BLOCK_K)):
-                a = tl.load(a_ptrs)
-                b = tl.load(b_ptrs)
+            for kk in range(0, tl.cdiv(K, BLOCK_K)):
+                ks = kk * BLOCK_K + tl.arange(0, BLOCK_K)
+                a = tl.load(a_ptr + (tile_m_idx * BLOCK_M + tl.arange(0, BLOCK_M))[:, None] * K
+                            + ks[None, :])
+                b = tl.load(b_ptr + ks[:, None] * N
+                            + (tile_n_idx * BLOCK_N + tl.arange(0, BLOCK_N))[None, :])
                 accumulator += tl.dot(a, b)
-                a_ptrs += BLOCK_K
-                b_ptrs += BLOCK_K * N
             offs_cm = tile_m_idx * BLOCK_M + tl.arange(0, BLOCK_M)
             offs_cn = tile_n_idx * BLOCK_N + tl.arange(0, BLOCK_N)
             tl.store(c_ptr + N * offs_cm[:, None] + offs_cn[None, :], accumulator)
@@ -228,38 +135,51 @@ def _types(**kinds: str) -> dict[str, ir.Type]:
     return {k: {"p": _P, "i": _I, "f": _F}[v] for k, v in kinds.items()}
 
 
-_MM = _types(a_ptr="p", b_ptr="p", c_ptr="p", M="i", N="i", K="i", stride_am="i",
-             stride_ak="i", stride_bk="i", stride_bn="i", stride_cm="i", stride_cn="i")
 _ATTN = _types(Q="p", K="p", V="p", sm_scale="f", Out="p", N_CTX="i")
 
-# name -> (kernel, parameter types, constexprs, num_warps); all on ``small`` (8 lanes)
+# name -> (kernel, parameter types, constexprs): a kernel of examples/dsl/ (the tutorials'
+# own, ported) by its label in bench_ptx.CASES, or one of the kernels above; all on
+# ``small`` (8 lanes, 4 warps)
 CASES: dict[str, tuple] = {
-    "01 add BLOCK_SIZE=1024": (t01_add, _types(x_ptr="p", y_ptr="p", out_ptr="p",
-                                               n_elements="i"), dict(BLOCK_SIZE=1024), 4),
-    "02 softmax BLOCK_SIZE=128": (
-        t02_softmax, _types(out_ptr="p", in_ptr="p", in_stride="i", out_stride="i",
-                            n_rows="i", n_cols="i"), dict(BLOCK_SIZE=128, num_stages=2), 4),
-    "03 matmul 16x16x16": (t03_matmul, _MM, dict(BLOCK_M=16, BLOCK_N=16, BLOCK_K=16,
-                                                 GROUP_M=4, ACTIVATION=""), 4),
-    "03 matmul 32x16x8 leaky_relu": (t03_matmul, _MM, dict(
-        BLOCK_M=32, BLOCK_N=16, BLOCK_K=8, GROUP_M=4, ACTIVATION="leaky_relu"), 4),
-    "03 matmul 32x32x16": (t03_matmul, _MM, dict(BLOCK_M=32, BLOCK_N=32, BLOCK_K=16,
-                                                 GROUP_M=4, ACTIVATION=""), 4),
+    "01 add BLOCK_SIZE=1024": ("vector_add", None, dict(BLOCK_SIZE=1024)),
+    "02 softmax BLOCK_SIZE=128": ("softmax", None, dict(BLOCK_SIZE=128, num_stages=2)),
+    "03 matmul 16x16x16": ("matmul 64x64x32", None, dict(
+        BLOCK_SIZE_M=16, BLOCK_SIZE_N=16, BLOCK_SIZE_K=16, GROUP_SIZE_M=4)),
+    "03 matmul 32x16x8": ("matmul 64x64x32", None, dict(
+        BLOCK_SIZE_M=32, BLOCK_SIZE_N=16, BLOCK_SIZE_K=8, GROUP_SIZE_M=4)),
+    "03 matmul 32x32x16": ("matmul 64x64x32", None, dict(
+        BLOCK_SIZE_M=32, BLOCK_SIZE_N=32, BLOCK_SIZE_K=16, GROUP_SIZE_M=4)),
     "04 dropout BLOCK_SIZE=1024": (t04_dropout, _types(x_ptr="p", out_ptr="p",
                                                        n_elements="i", p="f", seed="i"),
-                                   dict(BLOCK_SIZE=1024), 4),
-    "05 layer norm BLOCK_SIZE=128": (
-        t05_layer_norm, _types(X="p", Y="p", W="p", B="p", Mean="p", Rstd="p", stride="i",
-                               N="i", eps="f"), dict(BLOCK_SIZE=128), 4),
+                                   dict(BLOCK_SIZE=1024)),
+    "05 layer norm BLOCK_SIZE=128": ("layernorm", None, dict(BLOCK_SIZE=128)),
     "06 attention 16x16 d=16 causal": (t06_attention, _ATTN, dict(
-        HEAD_DIM=16, BLOCK_M=16, BLOCK_N=16, STAGE=3), 4),
+        HEAD_DIM=16, BLOCK_M=16, BLOCK_N=16, STAGE=3)),
     "06 attention 32x16 d=16": (t06_attention, _ATTN, dict(
-        HEAD_DIM=16, BLOCK_M=32, BLOCK_N=16, STAGE=1), 4),
+        HEAD_DIM=16, BLOCK_M=32, BLOCK_N=16, STAGE=1)),
     "08 grouped GEMM 16x16x16": (
         t08_grouped_gemm, _types(a_ptr="p", b_ptr="p", c_ptr="p", group_size="i", M="i",
                                  N="i", K="i"),
-        dict(NUM_SM=4, BLOCK_M=16, BLOCK_N=16, BLOCK_K=16), 4),
+        dict(NUM_SM=4, BLOCK_M=16, BLOCK_N=16, BLOCK_K=16)),
 }
+_LOADED: dict[str, tuple] = {}
+
+
+def kernel_of(name: str) -> tuple:
+    """(JITFunction, parameter types, constexprs) of case ``name``."""
+    kernel, types, cexpr = CASES[name]
+    if isinstance(kernel, str):
+        if kernel not in _LOADED:
+            from .bench_ptx import CASES as EXAMPLES
+            from .bench_ptx import _load
+            from .compiler import parse_type
+
+            case = next(c for c in EXAMPLES if c.label == kernel)
+            mod = _load(case.file, False, "compile_" + case.kernel)
+            _LOADED[kernel] = (getattr(mod, case.kernel),
+                               {k: parse_type(v) for k, v in case.signature.items()})
+        kernel, types = _LOADED[kernel]
+    return kernel, types, cexpr
 
 
 @dataclass
@@ -273,10 +193,10 @@ class CompileTime:
 
 
 def compile_one(name: str, warp_size: int = 8):
-    """The compiled kernel of case ``name`` (uncached)."""
-    jf, types, cexpr, warps = CASES[name]
+    """The compiled kernel of case ``name`` (uncached), for 4 warps."""
+    jf, types, cexpr = kernel_of(name)
     jf.cache.clear()
-    return jf.compile(Target("isa", warp_size), types, cexpr, warps)
+    return jf.compile(Target("isa", warp_size), types, cexpr, 4)
 
 
 def compile_times(repeat: int = 3, names: list[str] | None = None) -> list[CompileTime]:
@@ -286,6 +206,7 @@ def compile_times(repeat: int = 3, names: list[str] | None = None) -> list[Compi
     for name in names or list(CASES):
         best = float("inf")
         ck, note = None, ""
+        kernel_of(name)  # (an example's module loads outside the measure)
         for _ in range(repeat):
             t0 = time.process_time()
             try:
@@ -303,7 +224,8 @@ def render(rows: list[CompileTime], info: dict[str, str], load: float) -> str:
     """The compile-time section of docs/performance.md."""
     lines = [
         "## Compile time of the tutorial kernels", "",
-        "Kernels written as in Triton's tutorials (compiler_backend/bench_compile.py), "
+        "The tutorials' kernels (the ports in examples/dsl/, and tutorial-style kernels "
+        "of our own in compiler_backend/bench_compile.py for 04, 06 and 08), "
         "compiled for the ISA of `small` (8 lanes, 4 warps) at the block sizes their "
         "configurations use there: front end, passes, instruction selection, register "
         "allocation with spilling and assembly text, without assembling or checking the "
