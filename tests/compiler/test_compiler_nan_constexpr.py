@@ -7,6 +7,7 @@ import pytest
 import simtgpu.compiler_backend as triton
 import simtgpu.compiler_backend.language as tl
 from simtgpu.compiler_backend import Target, compile_function, ir
+from test_compiler_ptx import needs_ptxas, ptxas_errors
 
 P = ir.ptr("f32")
 PI = ir.ptr("i32")
@@ -61,6 +62,17 @@ def test_not_equal_in_ptx_is_not_the_ordered_compare():
     # setp.ne is false on NaN: != must be setp.neu or the negation of setp.eq
     assert "setp.ne.ftz.f32" not in ck.code and "setp.ne.f32" not in ck.code
     assert "setp.eq.ftz.f32" in ck.code or "setp.neu" in ck.code
+
+
+@needs_ptxas
+def test_ptx_of_the_compares_and_constexpr_kernels_assembles(tmp_path):
+    ck = compile_function(k_compare.fn, {"x_ptr": P, "y_ptr": P, "o_ptr": PI}, {"BLOCK": 32},
+                          Target.ptx())
+    assert ptxas_errors(tmp_path, ck.code) == ""
+    ck = compile_function(k_constexpr.fn, {"x_ptr": P, "n": ir.I32},
+                          {"BLOCK": 32, "SCALE": 2, "MODE": "add", "b_ptr": None},
+                          Target.ptx())
+    assert ptxas_errors(tmp_path, ck.code) == ""
 
 
 @triton.jit
