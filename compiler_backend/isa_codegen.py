@@ -793,14 +793,20 @@ def allocate(code: list[MI], loops: list[tuple[int, int]],
         used = cached(id(mi))
         if used is None:
             used = fill(mi)
-        for group, p in ((used, pos), (mi.defs, pos + 1)):
-            for v in group:
-                vid = v.id
-                if vid not in start:
-                    start[vid] = p
-                    vals[vid] = v
-                end[vid] = p
-        pos += 2
+        for v in used:
+            vid = v.id
+            if vid not in end:
+                start[vid] = pos
+                vals[vid] = v
+            end[vid] = pos
+        pos += 1
+        for v in mi.defs:
+            vid = v.id
+            if vid not in end:
+                start[vid] = pos
+                vals[vid] = v
+            end[vid] = pos
+        pos += 1
     if loops:  # a value live into a loop lives through it (the least fixed point)
         spans = [(2 * s, 2 * e + 1) for s, e in loops]
         first = min(s for s, _ in spans)
@@ -818,6 +824,7 @@ def allocate(code: list[MI], loops: list[tuple[int, int]],
                         grown = True
             end[vid] = e0
     order = sorted((s0, vid) for vid, s0 in start.items())
+    kinds: dict[int, str] = {}  # register class by type object (types compare slowly)
     assign: dict[int, str] = {}
     free = {"r": set(GPRS), "p": set(PREDS)}
     clobbered = [(2 * i + 1, mi.clobbers) for i, mi in enumerate(code) if mi.clobbers]
@@ -828,7 +835,10 @@ def allocate(code: list[MI], loops: list[tuple[int, int]],
             _, _, _, c, r = heapq.heappop(active)
             free[c].add(r)
         e0 = end[vid]
-        cls = "p" if vals[vid].type == I1 else "r"
+        t = vals[vid].type
+        cls = kinds.get(id(t))
+        if cls is None:
+            cls = kinds[id(t)] = "p" if t == I1 else "r"
         pool = free[cls]
         if cls == "r" and clobbered:
             k, k_end = (bisect.bisect_left(clobber_pos, s0),
