@@ -498,7 +498,7 @@ class ISel:
         idx = None
         for i in range(start, len(self.code)):
             mi = self.code[i]
-            if any(d is v for d in mi.defs):
+            if v in mi.defs:  # (values compare by identity)
                 if idx is not None:
                     return None
                 idx = i
@@ -698,7 +698,7 @@ def spill_gpr(code: list[MI], loops: list[tuple[int, int]], spills: list[tuple[V
         if seen is not None:
             for k, was_used in seen.items():
                 v = spills[k][0]
-                hits[k].append((i, was_used, any(d is v for d in mi.defs)))
+                hits[k].append((i, was_used, v in mi.defs))
     # short-lived registers in the order one-by-one spilling creates them
     temps: dict[tuple[int, int], Value] = {}
     for k, (v, _) in enumerate(spills):
@@ -746,7 +746,7 @@ def spill_predicate(code: list[MI], loops: list[tuple[int, int]], v: Value,
     """Keep predicate ``v`` as 0/1 in a general register and re-derive it before each use
     (``mov g, r0; @v addi g, r0, 1`` after its definition, ``isetp.ne t, g, r0`` before a
     use). Returns the rewritten code, or None when ``v`` is not a simple single definition."""
-    defs = [i for i, mi in enumerate(code) if any(d is v for d in mi.defs)]
+    defs = [i for i, mi in enumerate(code) if v in mi.defs]  # (values compare by identity)
     if len(defs) != 1 or code[defs[0]].op in ("pmove", "group") or code[defs[0]].partial:
         return None
     uses = UseCache() if uses is None else uses
@@ -823,7 +823,7 @@ def allocate(code: list[MI], loops: list[tuple[int, int]],
                         e0 = le
                         grown = True
             end[vid] = e0
-    order = sorted((s0, vid) for vid, s0 in start.items())
+    order = sorted(zip(start.values(), start.keys(), strict=True))  # by (start, id)
     kinds: dict[int, str] = {}  # register class by type object (types compare slowly)
     assign: dict[int, str] = {}
     free = {"r": set(GPRS), "p": set(PREDS)}
