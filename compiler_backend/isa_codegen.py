@@ -793,20 +793,14 @@ def allocate(code: list[MI], loops: list[tuple[int, int]],
         used = cached(id(mi))
         if used is None:
             used = fill(mi)
-        for v in used:
-            vid = v.id
-            if vid not in end:
-                start[vid] = pos
-                vals[vid] = v
-            end[vid] = pos
-        pos += 1
-        for v in mi.defs:
-            vid = v.id
-            if vid not in end:
-                start[vid] = pos
-                vals[vid] = v
-            end[vid] = pos
-        pos += 1
+        for group in (used, mi.defs):  # uses at 2i, definitions at 2i + 1
+            for v in group:
+                vid = v.id
+                if vid not in end:
+                    start[vid] = pos
+                    vals[vid] = v
+                end[vid] = pos
+            pos += 1
     if loops:  # a value live into a loop lives through it (the least fixed point)
         spans = [(2 * s, 2 * e + 1) for s, e in loops]
         first = min(s for s, _ in spans)
