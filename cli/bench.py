@@ -530,6 +530,13 @@ def _other_parts(parts: list[str], output: Path | None, explicit: bool = True) -
         figs = cbench.figures()
         _emit("compiler-quality", render_compiler(figs, cbench.compile_times(), info), output,
               "compiler", _chart_compiler(figs))
+    if "compile" in parts:
+        from simtgpu.compiler_backend import bench_compile
+
+        load = os.getloadavg()[0]
+        rows = bench_compile.compile_times()
+        load = max(load, os.getloadavg()[0])
+        _emit("compile-times", bench_compile.render(rows, info, load), output, "compile")
     if "ptx" in parts:
         from simtgpu.compiler_backend import bench_ptx
 
@@ -544,7 +551,7 @@ def _other_parts(parts: list[str], output: Path | None, explicit: bool = True) -
               output, "ptx")
 
 
-PARTS = ("iss", "rtl", "ipc", "memory", "compiler", "ptx")
+PARTS = ("iss", "rtl", "ipc", "memory", "compiler", "compile", "ptx")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -564,7 +571,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--part", choices=PARTS, action="append",
                    help="measure only this part (repeatable; default all): iss throughput, "
                    "rtl throughput, rtl issue rate (ipc), rtl at the three memory settings "
-                   "(memory), compiler code quality, compiler's PTX against Triton's (ptx; "
+                   "(memory), compiler code quality, compile time of the tutorial kernels "
+                   "(compile), compiler's PTX against Triton's (ptx; "
                    "needs the bench extra)")
     args = p.parse_args(argv)
     parts = args.part or list(PARTS)

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+from types import SimpleNamespace
 
 import numpy as np
 
 from . import ir, passes
-from .errors import CompileError
+from .errors import CompileError, KernelError
 from .frontend import KernelSource, lower_kernel
 from .ir import F32, I32, I64, U32, U64, Type
 
@@ -41,6 +42,59 @@ class CompiledKernel:
     asserts: list = field(default_factory=list)  # (SourceLocation, message) per device_assert
     prints: list = field(default_factory=list)  # (prefix, value kinds, hex) per device_print
     elements: dict = field(default_factory=dict)  # pointer parameter -> element ("f16" ...)
+    _object: object = field(default=None, repr=False, compare=False)
+    _launcher: tuple | None = field(default=None, repr=False, compare=False)
+
+    # -- Triton's CompiledKernel (what ``kernel.warmup(...)`` returns) ---------------------
+    @property
+    def n_regs(self) -> int:
+        """Registers per thread (isa target; 0 for PTX, which ptxas allocates)."""
+        return int(self.stats.get("registers", 0))
+
+    @property
+    def n_spills(self) -> int:
+        """Values spilled to the per-thread spill area for want of registers."""
+        return int(self.stats.get("spilled", 0))
+
+    @property
+    def metadata(self) -> SimpleNamespace:
+        """``shared`` (bytes per block, spill area included), ``num_warps``, ``name``."""
+        return SimpleNamespace(shared=self.shared_bytes, name=self.name,
+                               num_warps=-(-self.threads // self.target.warp_size))
+
+    @property
+    def asm(self) -> dict[str, str]:
+        return {"ir": self.ir_text, self.target.kind: self.code}
+
+    def _init_handles(self) -> None:
+        """Nothing to do: modules load on the first launch."""
+
+    def bind_launcher(self, owner, constexprs: dict) -> None:
+        """Let ``self[grid](*args)`` launch with ``owner``'s parameters (``kernel.warmup``);
+        constexpr arguments must be the ones compiled for."""
+        self._launcher = (owner, {k: repr(v) for k, v in constexprs.items()})
+
+    def __getitem__(self, grid):
+        import functools
+
+        return functools.partial(self._launch, grid)
+
+    def _launch(self, grid, *args, **kwargs):
+        from .jit import LaunchError, get_device, launch_compiled
+
+        if self._launcher is None:
+            raise LaunchError(f"kernel '{self.name}': launch a compiled kernel from "
+                              "kernel.warmup(...), or launch the @jit kernel itself")
+        owner, cexpr = self._launcher
+        runtime, got, _ = owner.bind(args, kwargs)
+        for k, v in got.items():
+            if repr(v) != cexpr.get(k):
+                raise LaunchError(f"kernel '{self.name}': {k}={v!r}, but it was compiled "
+                                  f"with {k}={cexpr.get(k)}")
+        if isinstance(grid, int):
+            grid = (grid,)
+        grid = tuple(int(g) for g in grid) + (1,) * (3 - len(tuple(grid)))
+        return launch_compiled(get_device(), self, grid, runtime, owner)
 
     def check_array(self, name: str, dtype) -> None:
         """Raise :class:`DriverError` when an array of ``dtype`` does not match the element
@@ -57,12 +111,14 @@ class CompiledKernel:
                               f"{_ELEM_NAMES[want]} elements, got an array of {np.dtype(dtype)}")
 
     def object_file(self):
-        """The assembled object (isa target)."""
+        """The assembled object (isa target), assembled once."""
         from simtgpu.assembler import assemble
 
         if self.target.kind != "isa":
             raise ValueError("only isa kernels assemble into an object file")
-        return assemble(self.code, f"<{self.name}>")
+        if self._object is None:
+            self._object = assemble(self.code, f"<{self.name}>")
+        return self._object
 
 
 _ELEM_NAMES = {"f32": "float32", "i32": "int32", "i64": "int64", "f16": "float16",
@@ -131,13 +187,18 @@ def type_of_arg(value) -> Type:
 def compile_function(fn, arg_types: dict[str, Type], constexprs: dict, target: Target,
                      num_warps: int = 4, block: tuple[int, int, int] | None = None,
                      name: str | None = None, optimize: bool = True,
-                     enable_fp_fusion: bool = True) -> CompiledKernel:
+                     enable_fp_fusion: bool = True, config=None) -> CompiledKernel:
     """Compile the Python kernel ``fn`` for ``target``; ``enable_fp_fusion`` contracts a
-    multiply feeding an add into one fused multiply-add (as in Triton)."""
+    multiply feeding an add into one fused multiply-add (as in Triton). With ``config`` (a
+    :class:`simtgpu.arch.config.GpuConfig`, isa target), a kernel over that configuration's
+    limits (threads per block, shared memory, instruction memory) is a :class:`KernelError`
+    at the kernel's ``def``, before any launch."""
     t0 = time.perf_counter()
     if block is None:
         block = (num_warps * target.warp_size, 1, 1)
     threads = block[0] * block[1] * block[2]
+    if config is not None and target.kind == "isa":
+        _check_threads(fn, name, threads, block, num_warps, config)
     f = lower_kernel(fn, arg_types, constexprs, threads, target.warp_size, name)
     f.meta["block"] = tuple(block)
     ir.verify(f)
@@ -173,7 +234,49 @@ def compile_function(fn, arg_types: dict[str, Type], constexprs: dict, target: T
         # code generation limits (registers) belong to the kernel as a whole: point at it
         src = KernelSource.from_function(fn)
         raise e.at(src.loc(src.tree), f"kernel '{f.name}': ") from None
-    ms = (time.perf_counter() - t0) * 1000
-    return CompiledKernel(f.name, target, ir_text, code, params, f.shared_bytes,
-                          threads, block, ms, stats, list(f.meta.get("asserts", [])),
-                          list(f.meta.get("prints", [])), elements)
+    ck = CompiledKernel(f.name, target, ir_text, code, params, f.shared_bytes,
+                        threads, block, 0.0, stats, list(f.meta.get("asserts", [])),
+                        list(f.meta.get("prints", [])), elements)
+    if config is not None and target.kind == "isa":
+        _check_resources(fn, ck, f.shared_bytes, config)
+    ck.compile_ms = (time.perf_counter() - t0) * 1000
+    return ck
+
+
+def _limit_error(fn, name: str | None, message: str) -> KernelError:
+    src = KernelSource.from_function(fn)
+    return KernelError(src.loc(src.tree), f"kernel '{name or fn.__name__}': {message}")
+
+
+def _check_threads(fn, name, threads: int, block, num_warps: int, config) -> None:
+    """Threads per block against the configuration's warps x lanes."""
+    most = config.max_threads_per_block
+    if threads <= most:
+        return
+    if block[0] == num_warps * config.lanes and block[1:] == (1, 1):
+        what = f"num_warps={num_warps} is {threads} threads per block"
+        fix = f"use num_warps <= {most // config.lanes}"
+    else:
+        what = f"block={tuple(block)} is {threads} threads"
+        fix = "use a smaller block"
+    raise _limit_error(fn, name, f"{what}; the '{config.name}' configuration runs at most "
+                       f"{most} ({config.warps_per_core} warps of {config.lanes} lanes): {fix}")
+
+
+def _check_resources(fn, ck: CompiledKernel, data_bytes: int, config) -> None:
+    """Shared memory (data and the register spill area) and code size against the
+    configuration, so that a kernel that can never be loaded or launched fails here."""
+    if ck.shared_bytes > config.shared_bytes_per_core:
+        spill = ck.shared_bytes - data_bytes
+        parts = f"{data_bytes} of data" + (f" and {spill} of register spill area "
+                                            f"({ck.stats.get('spilled', 0)} values)"
+                                            if spill else "")
+        raise _limit_error(fn, ck.name, f"needs {ck.shared_bytes} bytes of shared memory "
+                           f"({parts}); the '{config.name}' configuration has "
+                           f"{config.shared_bytes_per_core} per core: use smaller blocks")
+    size = len(ck.object_file().code)
+    if size > config.imem_bytes:
+        raise _limit_error(fn, ck.name, f"is {size} bytes of code ({size // 4} "
+                           f"instructions); the '{config.name}' configuration has "
+                           f"{config.imem_bytes} bytes of instruction memory: use smaller "
+                           "blocks or fewer unrolled loops")

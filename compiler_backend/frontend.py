@@ -119,6 +119,16 @@ _BINOPS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
 _CMPOPS = {ast.Lt: operator.lt, ast.LtE: operator.le, ast.Gt: operator.gt, ast.GtE: operator.ge,
            ast.Eq: operator.eq, ast.NotEq: operator.ne, ast.Is: operator.is_,
            ast.IsNot: operator.is_not}
+def _is_constexpr(v) -> bool:
+    """A compile-time value: what Triton holds as a ``tl.constexpr`` (numbers, strings,
+    None, dtypes, tuples of them)."""
+    from .dtypes import dtype
+
+    if isinstance(v, tuple):
+        return all(_is_constexpr(x) for x in v)
+    return v is None or isinstance(v, bool | int | float | str | dtype | language.constexpr)
+
+
 _PY_CALLS_OK = {builtins.float, builtins.int, builtins.min, builtins.max, builtins.len,
                 builtins.abs, builtins.bool, builtins.round, builtins.isinstance, builtins.print,
                 builtins.tuple, builtins.list}
@@ -634,10 +644,18 @@ class AstToIr(LoopLowering):
             return out
         if f is builtins.isinstance and len(args) == 2 and not kwargs:
             # a value's kind is known at compile time (tl.tensor, tl.tensor_descriptor ...)
+            kinds = args[1] if isinstance(args[1], tuple) else (args[1],)
+            if language.constexpr in kinds and _is_constexpr(args[0]):
+                return True  # as in Triton, a compile-time value is a tl.constexpr
             try:
                 return isinstance(args[0], args[1])
             except TypeError as e:
                 raise self.error(node, f"compile-time call failed: {e}") from None
+        if f is language.constexpr:
+            # tl.constexpr(v) is v itself here: compile-time values are plain Python values
+            if len(args) != 1 or kwargs or isinstance(args[0], Tile):
+                raise self.error(node, "tl.constexpr(value) takes one compile-time value")
+            return args[0]
         if any(isinstance(a, Tile) for a in args + list(kwargs.values())):
             raise self.error(node, f"cannot call '{getattr(f, '__name__', f)}' on tensors "
                              "inside a kernel (only tl.* functions and @jit helpers)")

@@ -137,7 +137,7 @@ class JITFunction(KernelInterface):
                 else:
                     raise LaunchError(f"{self.__name__}: missing argument '{p}'")
             v = bound[p]
-            if p in src.constexpr_params:
+            if p in src.constexpr_params or v is None:  # None is compile-time, as in Triton
                 cexpr[p] = v
             else:
                 runtime[p] = v
@@ -145,18 +145,42 @@ class JITFunction(KernelInterface):
 
     def compile(self, target: Target, arg_types: dict, constexprs: dict, num_warps: int = 4,
                 block: tuple[int, int, int] | None = None,
-                enable_fp_fusion: bool = True) -> CompiledKernel:
+                enable_fp_fusion: bool = True, config=None) -> CompiledKernel:
+        """The compiled kernel (cached); with ``config`` (a GpuConfig), checked against that
+        configuration's limits (:func:`compile_function`)."""
         key = (tuple((k, str(v)) for k, v in arg_types.items()),
                tuple(sorted((k, repr(v)) for k, v in constexprs.items())), target,
-               num_warps, block, enable_fp_fusion)
+               num_warps, block, enable_fp_fusion, config)
         hit = self.cache.get(key)
         if hit is None:
             hit = compile_function(self.fn, arg_types, constexprs, target, num_warps, block,
-                                   enable_fp_fusion=enable_fp_fusion)
+                                   enable_fp_fusion=enable_fp_fusion, config=config)
             self.cache[key] = hit
         return hit
 
+    def warmup(self, *args, grid=None, **kwargs) -> CompiledKernel:
+        """Compile for the current device as a launch with these arguments would, without
+        launching (Triton's ``kernel.warmup``): the result tells ``n_regs``, ``n_spills``
+        and ``metadata.shared``, and launches as ``compiled[grid](*args)``."""
+        try:
+            ck, _, cexpr = self._prepare(args, kwargs)
+        except SimtgpuError as e:
+            raise e.with_traceback(None) from None
+        ck.bind_launcher(self, cexpr)
+        return ck
+
     def _run(self, args, kwargs, grid):
+        ck, runtime, cexpr = self._prepare(args, kwargs)
+        options = {k: kwargs[k] for k in kwargs if k in _LAUNCH_OPTIONS}
+        if callable(grid):
+            grid = grid({**cexpr, **runtime, **options})
+        if isinstance(grid, int):
+            grid = (grid,)
+        grid = tuple(int(g) for g in grid) + (1,) * (3 - len(tuple(grid)))
+        return launch_compiled(get_device(), ck, grid, runtime, self)
+
+    def _prepare(self, args, kwargs) -> tuple[CompiledKernel, dict, dict]:
+        """Bind a call and compile it (cached) for the current device."""
         runtime, cexpr, options = self.bind(args, kwargs)
         dev = get_device()
         target = device_target(dev)
@@ -172,13 +196,9 @@ class JITFunction(KernelInterface):
         if block is not None:
             block = tuple(block) + (1,) * (3 - len(tuple(block)))
         ck = self.compile(target, arg_types, cexpr, num_warps, block,
-                          bool(options.get("enable_fp_fusion", True)))
-        if callable(grid):
-            grid = grid({**cexpr, **runtime, **options})
-        if isinstance(grid, int):
-            grid = (grid,)
-        grid = tuple(int(g) for g in grid) + (1,) * (3 - len(tuple(grid)))
-        return launch_compiled(dev, ck, grid, runtime, self)
+                          bool(options.get("enable_fp_fusion", True)),
+                          dev.config if target.kind == "isa" else None)
+        return ck, runtime, cexpr
 
 
 def _module_for(dev, ck: CompiledKernel):

@@ -333,16 +333,18 @@ def strength_reduce(fn: Function) -> Function:
     elements) so equal scaled indices
     are computed once. Values are unchanged (all integer arithmetic wraps at 32 bits either way).
     """
+    pending: dict[int, tuple[Op, list[Op]]] = {}  # anchor -> ops to insert before it
     for op in list(fn.walk()):
         if op.name == "mul":
             for i in (0, 1):
                 c = const_value(op.operands[i])
                 if c is not None and c > 0 and c & (c - 1) == 0:
                     x = op.operands[1 - i]
-                    k = _new_const(op, c.bit_length() - 1, _int_type(x))
+                    k = _new_const(op, c.bit_length() - 1, _int_type(x), pending)
                     op.name = "shl"
                     op.operands = [x, k]
                     break
+    _flush(pending)
     for op in list(fn.walk()):
         # add(x, add(y, c)) -> add(add(x, y), c): constants move outwards, towards offsets
         if op.name != "add":
@@ -354,9 +356,10 @@ def strength_reduce(fn: Function) -> Function:
                 if ci[1] is not None and ci[0] is None and const_value(op.operands[1 - i]) is None:
                     s = Op("add", [op.operands[1 - i], inner.operands[0]],
                            [_int_type(op.result)])
-                    _insert_before(op, s)
+                    _insert_before(op, s, pending)
                     op.operands = [s.result, inner.operands[1]]
                     break
+    _flush(pending)
     for op in list(fn.walk()):
         if op.name != "gep":
             continue
@@ -367,7 +370,7 @@ def strength_reduce(fn: Function) -> Function:
                 c = const_value(io.operands[i])
                 if c is not None:
                     inner = Op("gep", [p, io.operands[1 - i]], [p.type])
-                    _insert_before(op, inner)
+                    _insert_before(op, inner, pending)
                     op.operands = [inner.result, io.operands[i]]
                     break
         p, idx = op.operands
@@ -378,25 +381,49 @@ def strength_reduce(fn: Function) -> Function:
             if c1 is not None and idx.type == po.operands[1].type:
                 wide = idx.type == I64
                 op.operands = [po.operands[0], _new_const(
-                    op, nx.wrap_i64(c1 + c2) if wide else _s32(c1 + c2), idx.type)]
+                    op, nx.wrap_i64(c1 + c2) if wide else _s32(c1 + c2), idx.type, pending)]
+    _flush(pending)
     for op in list(fn.walk()):
         # gep(p, i) -> ptradd(p, shl(i, log2 size)): the scaled index becomes a value CSE
         # can share
         if op.name == "gep" and const_value(op.operands[1]) is None:
             size = op.operands[0].type.elem_size
             it = _int_type(op.operands[1])
-            sh = Op("shl", [op.operands[1], _new_const(op, size.bit_length() - 1, it)], [it])
-            _insert_before(op, sh)
+            sh = Op("shl", [op.operands[1],
+                            _new_const(op, size.bit_length() - 1, it, pending)], [it])
+            _insert_before(op, sh, pending)
             op.name = "ptradd"
             op.operands = [op.operands[0], sh.result]
+    _flush(pending)
     return fn
 
 
-def _insert_before(anchor: Op, new: Op) -> None:
+def _insert_before(anchor: Op, new: Op,
+                   pending: dict[int, tuple[Op, list[Op]]] | None = None) -> None:
+    """Put ``new`` just before ``anchor`` (after earlier insertions there); with
+    ``pending``, only note it for :func:`_flush` (one rebuild of each block instead of a
+    search per insertion)."""
     block = anchor.parent
-    i = block.ops.index(anchor)
     new.parent = block
+    if pending is not None:
+        pending.setdefault(id(anchor), (anchor, []))[1].append(new)
+        return
+    i = block.ops.index(anchor)
     block.ops.insert(i, new)
+
+
+def _flush(pending: dict[int, tuple[Op, list[Op]]]) -> None:
+    """Carry out the insertions noted by :func:`_insert_before`."""
+    blocks = {id(anchor.parent): anchor.parent for anchor, _ in pending.values()}
+    for block in blocks.values():
+        ops: list[Op] = []
+        for op in block.ops:
+            hit = pending.get(id(op))
+            if hit is not None:
+                ops.extend(hit[1])
+            ops.append(op)
+        block.ops = ops
+    pending.clear()
 
 
 def _int_type(v: Value):
@@ -404,9 +431,10 @@ def _int_type(v: Value):
     return I64 if v.type == I64 else I32
 
 
-def _new_const(anchor: Op, value: int, type=I32) -> Value:
+def _new_const(anchor: Op, value: int, type=I32,
+               pending: dict[int, tuple[Op, list[Op]]] | None = None) -> Value:
     c = Op("const", [], [type], {"value": value})
-    _insert_before(anchor, c)
+    _insert_before(anchor, c, pending)
     return c.result
 
 

@@ -555,8 +555,8 @@ class Lowering:
             zero = self.const(0.0, F32) if t == F32 else self.const(0, it)
             return b("select", v, one, zero)
         if t == I1:
-            if v.type == F32:
-                return b.op("fcmp", [v, self.const(0.0, F32)], {"cond": "ne"}).result
+            if v.type == F32:  # NaN is true, as bool(nan) in Python
+                return self.fne(v, self.const(0.0, F32))
             return b.op("icmp", [v, self.const(0, v.type)], {"cond": "ne"}).result
         if v.type.is_int and t == F32:
             return b("u2f" if src_unsigned else "i2f", v)
@@ -637,6 +637,11 @@ class Lowering:
     _FLOAT_OPS = {"+": "fadd", "-": "fsub", "*": "fmul"}
     _CMP = {"<": "lt", "<=": "le", ">": "gt", ">=": "ge", "==": "eq", "!=": "ne"}
 
+    def fne(self, x: Value, y: Value) -> Value:
+        """Float ``x != y``, true when either is NaN (the ISA's and PTX's ``ne`` compares
+        are ordered: false on NaN); PTX's ``setp.neu`` is this."""
+        return self.b("not", self.b.op("fcmp", [x, y], {"cond": "eq"}).result)
+
     def binary(self, op: str, a, b) -> Tile:
         if not isinstance(a, Tile) and not isinstance(b, Tile):
             raise CompileError(f"operator {op} needs a tensor operand")
@@ -655,6 +660,9 @@ class Lowering:
             if t.unsigned and cond not in ("eq", "ne"):
                 cond += "u"
             name = "fcmp" if t == F32 else "icmp"
+            if name == "fcmp" and cond == "ne":  # unordered, as Triton's and NumPy's !=
+                return self.mapn([a, b], I1, lambda x, y: self.fne(
+                    self.to_type(x, t, sa), self.to_type(y, t, sb)))
             return self.mapn([a, b], I1, lambda x, y: self.b.op(
                 name, [self.to_type(x, t, sa), self.to_type(y, t, sb)], {"cond": cond}).result)
         if op == "/":
