@@ -68,8 +68,8 @@ def reduce_axis_shuffle(ctx: Lowering, t: Tile, axis: int, combine) -> Tile | No
     the module docstring, or None where :func:`uses_shuffles` says the shared-memory
     reduction is cheaper (the caller falls back to it). ``combine(a, b)`` emits one
     combination."""
-    if not uses_shuffles(t.shape, axis, ctx.T, ctx.W):
-        return None
+    if ctx.vec(t.shape) > 1 or not uses_shuffles(t.shape, axis, ctx.T, ctx.W):
+        return None  # (the bit split above is the cyclic layout's)
     M, N = t.shape
     lt, lw, lo, hi = _bits(t.shape, axis, ctx.T, ctx.W)
     slots = t.materialize().slots
