@@ -133,14 +133,13 @@ def specialization(name: str, value, do_not_specialize=()) -> str | None:
     return None
 
 
-def default_vec(target: Target, specialize: dict[str, str] | None) -> int:
-    """Contiguous elements per thread when the caller does not say: 4 on PTX where some
-    pointer is known 16-byte aligned (vector loads and stores pay off), else 1 (the cyclic
-    layout: this ISA has no vector memory instructions, and consecutive lanes reading
-    consecutive words keep a warp's access within the fewest lines)."""
-    if target.kind == "ptx" and specialize and "a16" in specialize.values():
-        return 4
-    return 1
+def default_vec(target: Target) -> int:
+    """Contiguous elements per thread when the caller does not say: 4 on PTX (vector
+    accesses to shared memory, whose alignment is known, and to global memory where the
+    specialisation proves it; ``tl.dot``'s 2-D block per thread), 1 on this ISA (the cyclic
+    layout: it has no vector memory instructions, and consecutive lanes reading consecutive
+    words keep a warp's access within the fewest lines)."""
+    return 4 if target.kind == "ptx" else 1
 
 
 def compile_function(fn, arg_types: dict[str, Type], constexprs: dict, target: Target,
@@ -161,7 +160,7 @@ def compile_function(fn, arg_types: dict[str, Type], constexprs: dict, target: T
         if v not in SPECIALIZATIONS:
             raise ValueError(f"unknown specialisation {v!r} for '{k}' (one of "
                              f"{', '.join(SPECIALIZATIONS)})")
-    vec = default_vec(target, specialize) if size_per_thread is None else size_per_thread
+    vec = default_vec(target) if size_per_thread is None else size_per_thread
     if vec not in (1, 2, 4):
         raise ValueError(f"size_per_thread must be 1, 2 or 4, not {vec}")
     f = lower_kernel(fn, arg_types, constexprs, threads, target.warp_size, name, specialize,

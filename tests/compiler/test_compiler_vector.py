@@ -43,7 +43,7 @@ def test_aligned_vector_add_uses_v4(tmp_path):
 
 
 @pytest.mark.parametrize("spec", [
-    {},  # nothing known: the cyclic layout, scalar accesses
+    {},  # nothing known: scalar accesses
     {**ALIGNED, "n_elements": None},  # aligned pointers, but a size that may split a vector
     {**ALIGNED, "x_ptr": None},  # one pointer not known aligned: only its loads stay scalar
 ])
@@ -118,3 +118,44 @@ def test_blocked_sum_order(iss_device, tmp_path):
     lanes = iss_device.config.lanes
     kern[(1,)](x, out, N=512, num_warps=4, size_per_thread=4)
     assert out[0].tobytes() == _blocked_sum_model(x, 4 * lanes, lanes, 4).tobytes()
+
+
+def test_matmul_dot_is_an_outer_product_with_shared_vectors(tmp_path):
+    """64x64x32 fp32 on 128 threads: an 8x4 block per thread; per k step of 4, each of the
+    8 A rows is one ld.shared.v4 and each of the 4 k's B columns one (8 * 8 + 32 = 96)."""
+    from simtgpu.compiler_backend import bench_ptx
+
+    case = next(c for c in bench_ptx.CASES if c.label.startswith("matmul"))
+    code = bench_ptx.ours(case)
+    assert code.count("ld.shared.v4.f32") == 96
+    assert "ld.shared.f32" not in code
+    assert code.count("fma.rn.ftz.f32") == 64 * 64 * 32 // 128
+    _ptxas(tmp_path, code)
+
+
+def test_blocked_dot_2d_block_on_the_iss(iss_device, tmp_path):
+    """A 16x16 output on 32 threads in the blocked layout: a 2x4 block per thread (rows 8
+    apart); every element the fma chain of its k order, bit for bit."""
+    from compiler_helpers import generated_kernel
+    from simtgpu.sim.numerics import ffma
+
+    kern, _ = generated_kernel(tmp_path, "bdot", (
+        "def kern(a_ptr, b_ptr, c_ptr, M: tl.constexpr, N: tl.constexpr, K: tl.constexpr):\n"
+        "    rm = tl.arange(0, M)\n"
+        "    rn = tl.arange(0, N)\n"
+        "    rk = tl.arange(0, K)\n"
+        "    a = tl.load(a_ptr + rm[:, None] * K + rk[None, :])\n"
+        "    b = tl.load(b_ptr + rk[:, None] * N + rn[None, :])\n"
+        "    c = tl.load(c_ptr + rm[:, None] * N + rn[None, :])\n"
+        "    tl.store(c_ptr + rm[:, None] * N + rn[None, :], tl.dot(a, b, c))\n"))
+    rng = np.random.default_rng(5)
+    a = rng.standard_normal((16, 8)).astype(np.float32)
+    b = rng.standard_normal((8, 16)).astype(np.float32)
+    c0 = rng.standard_normal((16, 16)).astype(np.float32)
+    c = c0.copy()
+    kern[(1,)](a, b, c, M=16, N=16, K=8, num_warps=4, size_per_thread=4)
+    bits = c0.view(np.uint32)
+    for k in range(8):  # every element: acc = fma(a[m, k], b[k, n], acc) in k order
+        bits = ffma(np.broadcast_to(a[:, k:k + 1], (16, 16)).view(np.uint32),
+                    np.broadcast_to(b[k:k + 1, :], (16, 16)).view(np.uint32), bits)
+    assert c.tobytes() == bits.astype(np.uint32).tobytes()
