@@ -54,9 +54,11 @@ class Analysis:
         self._lin: dict[int, tuple[dict, int]] = {}
         self._div: dict[int, int] = {}
         self.carried: dict[int, tuple[Value, Value]] = {}  # loop arg -> (init, next)
+        self.ivs: dict[int, tuple[Value, Value]] = {}  # induction variable -> (lb, step)
         for op in fn.walk():
             if op.name == "for":
                 body = op.regions[0]
+                self.ivs[body.args[0].id] = (op.operands[0], op.operands[2])
                 term = body.terminator
                 for i, arg in enumerate(body.args[1:]):
                     if term is not None:
@@ -107,6 +109,8 @@ class Analysis:
             if p.name in self.divisible:
                 return self.divisible[p.name]
             return p.type.elem_size if p.type.is_ptr else 1
+        if v.id in self.ivs:
+            return min(self.div(x) for x in self.ivs[v.id])
         if v.id in self.carried:
             init, nxt = self.carried[v.id]
             terms, k = self.lin(nxt)
