@@ -178,8 +178,9 @@ class JITFunction(KernelInterface):
         block = options.get("block")
         if block is not None:
             block = tuple(block) + (1,) * (3 - len(tuple(block)))
+        keep = {self.src.params[i] if isinstance(i, int) else i for i in self.do_not_specialize}
         spec = {k: sp for k, v in runtime.items()
-                if (sp := specialization(k, v, self.do_not_specialize)) is not None}
+                if (sp := specialization(k, v, keep)) is not None}
         ck = self.compile(target, arg_types, cexpr, num_warps, block,
                           bool(options.get("enable_fp_fusion", True)), spec,
                           options.get("size_per_thread"))
@@ -276,4 +277,4 @@ def jit(fn=None, **options):
     """Decorator: turn a Python function written in the kernel language into a kernel."""
     if fn is None:
         return lambda f: JITFunction(f, **options)
-    return JITFunction(fn)
+    return JITFunction(fn, **options)

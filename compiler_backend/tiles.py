@@ -343,24 +343,29 @@ class Lowering:
                 out.append(x if d == 0 else self.b("and", x, self.const(size - 1)))
                 continue
             off = slot // v * span
+            # the last dimension gets ``+ j``: folded into the one constant where no mask
+            # follows, so the offsets of a group differ only in it
+            jj = j if d == len(shape) - 1 else 0
             if off % inner == 0:
                 base = self._tid_shr(lv, sh)
                 c = off >> sh
                 if d == 0:
+                    c += jj
                     out.append(self.b("add", base, self.const(c)) if c else base)
-                else:
-                    if c % size == 0:
-                        c = 0
+                    continue
+                if c % size == 0:
+                    c = 0
+                if (span >> sh) > size or c:
                     x = self.b("add", base, self.const(c)) if c else base
-                    if (span >> sh) > size or c:
-                        x = self.b("and", x, self.const(size - 1))
-                    out.append(x)
+                    x = self.b("and", x, self.const(size - 1))
+                else:
+                    x = base
+                out.append(self.b("add", x, self.const(jj)) if jj else x)
             else:
                 f = self.flat_index(shape, slot - j)
                 x = self.b("shr", f, self.const(sh)) if sh else f
-                out.append(x if d == 0 else self.b("and", x, self.const(size - 1)))
-        if j:
-            out[-1] = self.b("add", out[-1], self.const(j))
+                x = x if d == 0 else self.b("and", x, self.const(size - 1))
+                out.append(self.b("add", x, self.const(jj)) if jj else x)
         return out
 
     def replica_mask(self, shape: tuple[int, ...]) -> Value | None:

@@ -159,3 +159,20 @@ def test_blocked_dot_2d_block_on_the_iss(iss_device, tmp_path):
         bits = ffma(np.broadcast_to(a[:, k:k + 1], (16, 16)).view(np.uint32),
                     np.broadcast_to(b[k:k + 1, :], (16, 16)).view(np.uint32), bits)
     assert c.tobytes() == bits.astype(np.uint32).tobytes()
+
+
+def test_do_not_specialize(iss_device, tmp_path):
+    import simtgpu.compiler_backend as triton
+    from compiler_helpers import generated_kernel
+
+    kern, _ = generated_kernel(tmp_path, "nospec", (
+        "def kern(x_ptr, n):\n"
+        "    tl.store(x_ptr + tl.arange(0, 8), tl.arange(0, 8) * n)\n"))
+    plain = triton.jit(kern.fn, do_not_specialize=["n"])
+    by_index = triton.jit(kern.fn, do_not_specialize=[1])
+    for k in (plain, by_index):
+        for n in (1, 16, 3):
+            out = np.zeros(8, np.int32)
+            k[(1,)](out, n)
+            assert out.tolist() == [i * n for i in range(8)]
+        assert {dict(key[6]).get("n") for key in k.cache} == {None}
