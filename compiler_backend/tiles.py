@@ -1,8 +1,10 @@
 """Tile programs lowered onto threads.
 
 A tile value (shape ``(N,)`` or ``(M, N)``, power-of-two sizes) belongs to one *program*, and a
-program runs on one block of ``T`` threads. Element ``i`` of the row-major flattened tile
-lives in thread ``i % T``, slot ``i // T``; each thread owns ``max(1, numel // T)`` slots.
+program runs on one block of ``T`` threads. With ``v = Lowering.vec(shape)`` contiguous
+elements per thread (the blocked layout; ``v = 1`` is the cyclic one), element ``i`` of the
+row-major flattened tile lives in thread ``(i // v) % T``, slot ``(i // (v * T)) * v + i % v``;
+each thread owns ``max(1, numel // T)`` slots.
 Tiles smaller than the block are replicated: thread ``t`` holds element ``t % numel``
 (stores and atomics from replicas are masked off where duplicates would change the result).
 Scalars (shape ``()``) are one value per thread.
