@@ -178,6 +178,9 @@ class JITFunction(KernelInterface):
         block = options.get("block")
         if block is not None:
             block = tuple(block) + (1,) * (3 - len(tuple(block)))
+        spt = options.get("size_per_thread")
+        if spt not in (None, 1, 2, 4):
+            raise LaunchError(f"{self.__name__}: size_per_thread must be 1, 2 or 4, not {spt!r}")
         keep = {self.src.params[i] if isinstance(i, int) else i for i in self.do_not_specialize}
         spec = {k: sp for k, v in runtime.items()
                 if (sp := specialization(k, v, keep)) is not None}

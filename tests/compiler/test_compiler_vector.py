@@ -176,3 +176,12 @@ def test_do_not_specialize(iss_device, tmp_path):
             k[(1,)](out, n)
             assert out.tolist() == [i * n for i in range(8)]
         assert {dict(key[6]).get("n") for key in k.cache} == {None}
+
+
+def test_size_per_thread_is_checked(iss_device):
+    from simtgpu.compiler_backend.jit import LaunchError
+
+    kern = example("vector_add").add_kernel
+    x = np.zeros(64, np.float32)
+    with pytest.raises(LaunchError, match="size_per_thread must be 1, 2 or 4, not 3"):
+        kern[(1,)](x, x, x, 64, BLOCK_SIZE=64, size_per_thread=3)
