@@ -184,22 +184,66 @@ def type_of_arg(value) -> Type:
     raise TypeError(f"cannot pass a {type(value).__name__} to a kernel")
 
 
+SPECIALIZATIONS = {
+    "a16": "pointer whose address is a multiple of 16 bytes",
+    "d16": "integer divisible by 16",
+    "one": "integer equal to 1 (compiled as the constant 1)",
+}
+"""What a launch argument may be specialised on (as Triton does); part of the cache key."""
+
+
+def specialization(name: str, value, do_not_specialize=()) -> str | None:
+    """The :data:`SPECIALIZATIONS` key a launch argument earns, or None."""
+    if name in do_not_specialize or isinstance(value, bool | np.bool_ | float | np.floating):
+        return None
+    ptr = getattr(value, "ptr", None)
+    if isinstance(value, np.ndarray):
+        return "a16"  # copied into a fresh allocation (the allocator aligns to 256 bytes)
+    if isinstance(ptr, int):
+        return "a16" if ptr % 16 == 0 else None
+    if isinstance(value, int | np.integer):
+        return "one" if value == 1 else "d16" if value % 16 == 0 else None
+    return None
+
+
+def default_vec(target: Target) -> int:
+    """Contiguous elements per thread when the caller does not say: 4 on PTX (vector
+    accesses to shared memory, whose alignment is known, and to global memory where the
+    specialisation proves it; ``tl.dot``'s 2-D block per thread), 1 on this ISA (the cyclic
+    layout: it has no vector memory instructions, and consecutive lanes reading consecutive
+    words keep a warp's access within the fewest lines)."""
+    return 4 if target.kind == "ptx" else 1
+
+
 def compile_function(fn, arg_types: dict[str, Type], constexprs: dict, target: Target,
                      num_warps: int = 4, block: tuple[int, int, int] | None = None,
                      name: str | None = None, optimize: bool = True,
-                     enable_fp_fusion: bool = True, config=None) -> CompiledKernel:
+                     enable_fp_fusion: bool = True, config=None,
+                     specialize: dict[str, str] | None = None,
+                     size_per_thread: int | None = None) -> CompiledKernel:
     """Compile the Python kernel ``fn`` for ``target``; ``enable_fp_fusion`` contracts a
     multiply feeding an add into one fused multiply-add (as in Triton). With ``config`` (a
     :class:`simtgpu.arch.config.GpuConfig`, isa target), a kernel over that configuration's
     limits (threads per block, shared memory, instruction memory) is a :class:`KernelError`
-    at the kernel's ``def``, before any launch."""
+    at the kernel's ``def``, before any launch. ``specialize`` maps parameter names to
+    :data:`SPECIALIZATIONS` keys the launch arguments are known to satisfy;
+    ``size_per_thread`` (1, 2 or 4) sets the contiguous elements each thread owns (default:
+    :func:`default_vec`)."""
     t0 = time.perf_counter()
     if block is None:
         block = (num_warps * target.warp_size, 1, 1)
     threads = block[0] * block[1] * block[2]
     if config is not None and target.kind == "isa":
         _check_threads(fn, name, threads, block, num_warps, config)
-    f = lower_kernel(fn, arg_types, constexprs, threads, target.warp_size, name)
+    for k, v in (specialize or {}).items():
+        if v not in SPECIALIZATIONS:
+            raise ValueError(f"unknown specialisation {v!r} for '{k}' (one of "
+                             f"{', '.join(SPECIALIZATIONS)})")
+    vec = default_vec(target) if size_per_thread is None else size_per_thread
+    if vec not in (1, 2, 4):
+        raise ValueError(f"size_per_thread must be 1, 2 or 4, not {vec}")
+    f = lower_kernel(fn, arg_types, constexprs, threads, target.warp_size, name, specialize,
+                     vec)
     f.meta["block"] = tuple(block)
     ir.verify(f)
     if optimize:

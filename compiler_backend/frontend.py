@@ -138,12 +138,15 @@ class AstToIr(LoopLowering):
     """Walks one kernel's AST and emits IR through a :class:`Lowering`."""
 
     def __init__(self, src: KernelSource, arg_types: dict[str, Type], constexprs: dict,
-                 threads: int, warp_size: int, name: str | None = None):
+                 threads: int, warp_size: int, name: str | None = None,
+                 specialize: dict[str, str] | None = None, vec: int = 1):
         self.src = src
         fn = ir.Function(name or src.name, [], ir.Block(), threads=threads,
                          warp_size=warp_size)
         self.fn = fn
-        self.ctx = Lowering(fn, threads, warp_size)
+        specialize = specialize or {}
+        fn.meta["divisible"] = {k: 16 for k, v in specialize.items() if v in ("a16", "d16")}
+        self.ctx = Lowering(fn, threads, warp_size, vec)
         self.ctx.thread_level = self._uses_thread_intrinsics()
         self.ctx.frontend = self  # builtins that call @jit functions (tl.reduce) inline here
         self.env: dict[str, object] = {}
@@ -165,6 +168,8 @@ class AstToIr(LoopLowering):
                     raise KernelError(src.loc(src.tree), f"no type for parameter '{pname}'")
                 v = ir.Value(t, None, pname)
                 fn.params.append(ir.Param(pname, t, v))
+                if specialize.get(pname) == "one":  # an integer equal to 1 is a constant
+                    v = self.ctx.const(1, t)
                 self.env[pname] = Tile(self.ctx, (), t, slots=[v])
 
     def _uses_thread_intrinsics(self) -> bool:
@@ -743,11 +748,14 @@ def _load_form(target: ast.expr) -> ast.expr:
 
 
 def lower_kernel(fn, arg_types: dict[str, Type], constexprs: dict, threads: int,
-                 warp_size: int, name: str | None = None) -> ir.Function:
-    """Front end entry: the Python function ``fn`` to an IR function."""
+                 warp_size: int, name: str | None = None,
+                 specialize: dict[str, str] | None = None, vec: int = 1) -> ir.Function:
+    """Front end entry: the Python function ``fn`` to an IR function (``specialize`` and
+    ``vec``: see :func:`simtgpu.compiler_backend.compiler.compile_function`)."""
     try:
         src = KernelSource.from_function(fn)
     except CompileError as e:
         raise e.at(SourceLocation(getattr(fn, "__code__", None)
                                   and fn.__code__.co_filename or "<kernel>", 1, 1)) from None
-    return AstToIr(src, arg_types, constexprs, threads, warp_size, name).generate()
+    return AstToIr(src, arg_types, constexprs, threads, warp_size, name, specialize,
+                   vec).generate()

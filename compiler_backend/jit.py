@@ -2,7 +2,9 @@
 
 The current device (``set_device``; by default ``Device(backend="iss", config="small")``)
 decides the target: the ISA with the device's warp size, or PTX for the ``cuda`` backend.
-Compiled kernels are cached per (parameter types, constexpr values, target, threads).
+Compiled kernels are cached per (parameter types, constexpr values, target, threads, and the
+argument specialisations of ``compiler.SPECIALIZATIONS``: 16-byte aligned pointers, integers
+divisible by 16, integers equal to 1).
 NumPy arrays passed to a launch are copied to the device and written back afterwards;
 DeviceArrays are used in place.
 """
@@ -16,7 +18,7 @@ from typing import Any
 import numpy as np
 from simtgpu.errors import SimtgpuError
 
-from .compiler import CompiledKernel, Target, compile_function, type_of_arg
+from .compiler import CompiledKernel, Target, compile_function, specialization, type_of_arg
 from .debug_ops import PRINT_BUFFER_WORDS, PRINT_PARAMS, assertion_from_fault, format_prints
 from .frontend import KernelSource
 
@@ -56,7 +58,7 @@ cdiv._simtgpu_host = True  # type: ignore[attr-defined]
 next_power_of_2._simtgpu_host = True  # type: ignore[attr-defined]
 
 _LAUNCH_OPTIONS = ("num_warps", "num_stages", "num_ctas", "block", "target_device",
-                   "enable_fp_fusion")
+                   "enable_fp_fusion", "size_per_thread")
 
 
 def device_target(dev) -> Target:
@@ -99,6 +101,7 @@ class JITFunction(KernelInterface):
 
     def __init__(self, fn, do_not_specialize=None, debug=None, noinline=None):
         self.fn = fn
+        self.do_not_specialize = tuple(do_not_specialize or ())
         self.__name__ = fn.__name__
         self.__doc__ = fn.__doc__
         self._src: KernelSource | None = None
@@ -145,16 +148,20 @@ class JITFunction(KernelInterface):
 
     def compile(self, target: Target, arg_types: dict, constexprs: dict, num_warps: int = 4,
                 block: tuple[int, int, int] | None = None,
-                enable_fp_fusion: bool = True, config=None) -> CompiledKernel:
+                enable_fp_fusion: bool = True, config=None,
+                specialize: dict[str, str] | None = None,
+                size_per_thread: int | None = None) -> CompiledKernel:
         """The compiled kernel (cached); with ``config`` (a GpuConfig), checked against that
         configuration's limits (:func:`compile_function`)."""
         key = (tuple((k, str(v)) for k, v in arg_types.items()),
                tuple(sorted((k, repr(v)) for k, v in constexprs.items())), target,
-               num_warps, block, enable_fp_fusion, config)
+               num_warps, block, enable_fp_fusion, config,
+               tuple(sorted((specialize or {}).items())), size_per_thread)
         hit = self.cache.get(key)
         if hit is None:
             hit = compile_function(self.fn, arg_types, constexprs, target, num_warps, block,
-                                   enable_fp_fusion=enable_fp_fusion, config=config)
+                                   enable_fp_fusion=enable_fp_fusion, config=config,
+                                   specialize=specialize, size_per_thread=size_per_thread)
             self.cache[key] = hit
         return hit
 
@@ -195,9 +202,16 @@ class JITFunction(KernelInterface):
         block = options.get("block")
         if block is not None:
             block = tuple(block) + (1,) * (3 - len(tuple(block)))
+        spt = options.get("size_per_thread")
+        if spt not in (None, 1, 2, 4):
+            raise LaunchError(f"{self.__name__}: size_per_thread must be 1, 2 or 4, not {spt!r}")
+        keep = {self.src.params[i] if isinstance(i, int) else i for i in self.do_not_specialize}
+        spec = {k: sp for k, v in runtime.items()
+                if (sp := specialization(k, v, keep)) is not None}
         ck = self.compile(target, arg_types, cexpr, num_warps, block,
                           bool(options.get("enable_fp_fusion", True)),
-                          dev.config if target.kind == "isa" else None)
+                          dev.config if target.kind == "isa" else None, spec,
+                          options.get("size_per_thread"))
         return ck, runtime, cexpr
 
 
@@ -299,4 +313,4 @@ def jit(fn=None, **options):
     """Decorator: turn a Python function written in the kernel language into a kernel."""
     if fn is None:
         return lambda f: JITFunction(f, **options)
-    return JITFunction(fn)
+    return JITFunction(fn, **options)

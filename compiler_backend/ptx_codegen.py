@@ -14,7 +14,7 @@ from __future__ import annotations
 import struct
 from collections.abc import Callable
 
-from . import half_codegen, ir
+from . import half_codegen, ir, vectorize
 from .errors import CompileError
 from .ir import F32, I1, I32, I64, Function, Op, Value, const_value
 
@@ -57,6 +57,7 @@ class PtxGen:
         self.labels = 0
         self.alias: dict[int, Value] = {}
         self.owner_preds: dict[int, str] = {}  # n -> predicate "tid < n" (emitted once)
+        self.vec = vectorize.Analysis(fn)
         # shl(i, k) values read only as byte offsets of global pointers: each use becomes
         # one mul.wide.s32 (64-bit element addressing), so the 32-bit shift is not emitted
         uses: dict[int, list[Op]] = {}
@@ -136,12 +137,43 @@ class PtxGen:
                 if c != "h" or self.counts[c]]
         if fn.shared_bytes or any(op.name == "smem" for op in fn.walk()):
             # (a device_assert addresses shared memory even in a kernel that has none)
-            decl.append(f"\t.shared .align 4 .b8 smem[{max(fn.shared_bytes, 4)}];")
+            decl.append(f"\t.shared .align 16 .b8 smem[{max(fn.shared_bytes, 4)}];")
         return "\n".join(head + decl + self.lines + ["}", ""])
 
     def block(self, b: ir.Block) -> None:
+        lead: dict[int, vectorize.Run] = {}  # first load / last store of a run -> the run
+        skip: set[int] = set()
+        for run in vectorize.runs(self.vec, b):
+            at = run.ops[0] if run.ops[0].name == "load" else run.ops[-1]
+            lead[id(at)] = run
+            skip.update(id(op) for op in run.ops if op is not at)
         for op in b.ops:
-            _EMITTERS[op.name](self, op)
+            if id(op) in lead:
+                self.vector_access(lead[id(op)])
+            elif id(op) not in skip:
+                _EMITTERS[op.name](self, op)
+
+    def vector_access(self, run: vectorize.Run) -> None:
+        """One ``ld/st.{global,shared}.v2/v4`` for a run of adjacent 32-bit accesses (the
+        first one's address and mask; vectorize.py says why they serve all)."""
+        first = run.ops[0]
+        p = first.operands[0]
+        v = len(run.ops)
+        mask = 1 if first.name == "load" else 2
+        guard = self.r(first.operands[mask]) if len(first.operands) > mask else None
+        if first.name == "load":
+            regs = [self.r(op.result) for op in run.ops]
+            t = first.result.type
+            if len(first.operands) == 3:
+                for r in regs:
+                    self._mov(r, self.r(first.operands[2]), t)
+            self.emit(f"ld.{p.type.space}.v{v}.{self.ty(t)} {{{', '.join(regs)}}}, "
+                      f"{self.addr(p)}", guard)
+        else:
+            vals = [self.r(op.operands[1]) for op in run.ops]
+            t = first.operands[1].type
+            self.emit(f"st.{p.type.space}.v{v}.{self.ty(t)} {self.addr(p)}, "
+                      f"{{{', '.join(vals)}}}", guard)
 
     def unit_op(self, op: Op) -> None:
         """An op that is one instruction on registers (FP32, special functions, conversions)."""

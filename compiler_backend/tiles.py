@@ -1,8 +1,10 @@
 """Tile programs lowered onto threads.
 
 A tile value (shape ``(N,)`` or ``(M, N)``, power-of-two sizes) belongs to one *program*, and a
-program runs on one block of ``T`` threads. Element ``i`` of the row-major flattened tile
-lives in thread ``i % T``, slot ``i // T``; each thread owns ``max(1, numel // T)`` slots.
+program runs on one block of ``T`` threads. With ``v = Lowering.vec(shape)`` contiguous
+elements per thread (the blocked layout; ``v = 1`` is the cyclic one), element ``i`` of the
+row-major flattened tile lives in thread ``(i // v) % T``, slot ``(i // (v * T)) * v + i % v``;
+each thread owns ``max(1, numel // T)`` slots.
 Tiles smaller than the block are replicated: thread ``t`` holds element ``t % numel``
 (stores and atomics from replicas are masked off where duplicates would change the result).
 Scalars (shape ``()``) are one value per thread.
@@ -259,8 +261,9 @@ class Tile:
 class Lowering:
     """Builds IR for one kernel: the thread layout, shared-memory scratch and tile semantics."""
 
-    def __init__(self, fn: ir.Function, threads: int, warp_size: int):
+    def __init__(self, fn: ir.Function, threads: int, warp_size: int, vec: int = 1):
         self.fn = fn
+        self.V = vec  # contiguous elements per thread at most (1: the cyclic layout)
         self.b = ir.Builder(fn.body)
         self.T = threads
         self.W = warp_size
@@ -294,22 +297,45 @@ class Lowering:
             n *= s
         return max(1, n // self.T)
 
+    def vec(self, shape: tuple[int, ...]) -> int:
+        """Contiguous elements per thread (Triton's ``sizePerThread``) of a tile of ``shape``:
+        ``min(V, elements per thread, last dimension)``, 1 for scalars and small tiles."""
+        if self.V == 1 or self.thread_level or not shape:
+            return 1
+        return max(1, min(self.V, math.prod(shape) // self.T, shape[-1]))
+
     def flat_index(self, shape: tuple[int, ...], slot: int) -> Value:
-        n = 1
-        for s in shape:
-            n *= s
+        """Row-major flat index of this thread's element in ``slot``: with ``v = vec(shape)``
+        slot ``s`` is element ``(s // v) * T * v + tid * v + s % v``."""
+        n = math.prod(shape)
         tid = self.tid()
         if n < self.T:
             return self.b("and", tid, self.const(n - 1))
-        if slot == 0:
+        v = self.vec(shape)
+        base = tid if v == 1 else self.b("shl", tid, self.const(_log2(v)))
+        off = slot // v * self.T * v + slot % v
+        return base if off == 0 else self.b("add", base, self.const(off))
+
+    def _tid_shr(self, lv: int, sh: int) -> Value:
+        """``(tid << lv) >> sh`` as one shift (or none)."""
+        tid = self.tid()
+        if sh == lv:
             return tid
-        return self.b("add", tid, self.const(slot * self.T))
+        if sh > lv:
+            return self.b("shr", tid, self.const(sh - lv))
+        return self.b("shl", tid, self.const(lv - sh))
 
     def coords(self, shape: tuple[int, ...], slot: int) -> list[Value]:
-        """Per-dimension indices of this thread's element in ``slot`` (shifts and masks)."""
-        n = 1
-        for s in shape:
-            n *= s
+        """Per-dimension indices of this thread's element in ``slot`` (shifts and masks).
+
+        With ``v`` contiguous elements per thread the element of slot ``s`` is the one of
+        slot ``s - s % v`` moved ``s % v`` along the last dimension (``v`` divides it), so
+        the ``v`` addresses of a group differ by constants a code generator can see."""
+        n = math.prod(shape)
+        v = self.vec(shape)
+        lv = _log2(v)
+        j = slot % v
+        span = self.T * v
         out: list[Value] = []
         inner = n
         tid = self.tid()
@@ -318,26 +344,33 @@ class Lowering:
             sh = _log2(inner)
             if n < self.T:
                 f = self.b("and", tid, self.const(n - 1))
-                v = self.b("shr", f, self.const(sh)) if sh else f
-                out.append(v if d == 0 else self.b("and", v, self.const(size - 1)))
+                x = self.b("shr", f, self.const(sh)) if sh else f
+                out.append(x if d == 0 else self.b("and", x, self.const(size - 1)))
                 continue
-            off = slot * self.T
+            off = slot // v * span
+            # the last dimension gets ``+ j``: folded into the one constant where no mask
+            # follows, so the offsets of a group differ only in it
+            jj = j if d == len(shape) - 1 else 0
             if off % inner == 0:
-                base = self.b("shr", tid, self.const(sh)) if sh else tid
+                base = self._tid_shr(lv, sh)
                 c = off >> sh
                 if d == 0:
+                    c += jj
                     out.append(self.b("add", base, self.const(c)) if c else base)
+                    continue
+                if c % size == 0:
+                    c = 0
+                if (span >> sh) > size or c:
+                    x = self.b("add", base, self.const(c)) if c else base
+                    x = self.b("and", x, self.const(size - 1))
                 else:
-                    if c % size == 0:
-                        c = 0
-                    v = self.b("add", base, self.const(c)) if c else base
-                    if (self.T >> sh) > size or c:
-                        v = self.b("and", v, self.const(size - 1))
-                    out.append(v)
+                    x = base
+                out.append(self.b("add", x, self.const(jj)) if jj else x)
             else:
-                f = self.flat_index(shape, slot)
-                v = self.b("shr", f, self.const(sh)) if sh else f
-                out.append(v if d == 0 else self.b("and", v, self.const(size - 1)))
+                f = self.flat_index(shape, slot - j)
+                x = self.b("shr", f, self.const(sh)) if sh else f
+                x = x if d == 0 else self.b("and", x, self.const(size - 1))
+                out.append(self.b("add", x, self.const(jj)) if jj else x)
         return out
 
     def replica_mask(self, shape: tuple[int, ...]) -> Value | None:
