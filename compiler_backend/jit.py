@@ -155,8 +155,8 @@ class JITFunction(KernelInterface):
         configuration's limits (:func:`compile_function`)."""
         key = (tuple((k, str(v)) for k, v in arg_types.items()),
                tuple(sorted((k, repr(v)) for k, v in constexprs.items())), target,
-               num_warps, block, enable_fp_fusion, config,
-               tuple(sorted((specialize or {}).items())), size_per_thread)
+               num_warps, block, enable_fp_fusion,
+               tuple(sorted((specialize or {}).items())), size_per_thread, config)
         hit = self.cache.get(key)
         if hit is None:
             hit = compile_function(self.fn, arg_types, constexprs, target, num_warps, block,
