@@ -124,8 +124,7 @@ class HalfUnit(wiring.Component):
         Operands (``b`` for the packing conversions and the packed arithmetic, ``c`` for
         ``hfma2``).
     result : Out(32)
-        Result bits of the operation presented two enabled cycles earlier (with ``valid``;
-        without, it holds the last half result).
+        Result bits of the operation presented two enabled cycles earlier (with ``valid``).
     """
 
     en: In(1)
@@ -161,15 +160,10 @@ class HalfUnit(wiring.Component):
             with m.If(take):
                 m.d.sync += operands
         word = self._datapath(m, op, a, b, c)
-        # ex2: the result, taken only where ex1 holds a half instruction (the core reads it
-        # only for one): a simulation then skips the datapath's last levels, which it folds
-        # into this register's update, in every other cycle
-        in_ex1 = Signal()
+        # ex2: the result
         s2 = Signal(32)
         with m.If(self.en):
-            m.d.sync += in_ex1.eq(self.valid)
-            with m.If(in_ex1):
-                m.d.sync += s2.eq(word)
+            m.d.sync += s2.eq(word)
         m.d.comb += self.result.eq(s2)
         return m
 
