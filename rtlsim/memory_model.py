@@ -23,18 +23,7 @@ ordering of bus requests.
 
 from __future__ import annotations
 
-from amaranth.hdl import (
-    Cat,
-    ClockDomain,
-    ClockSignal,
-    Const,
-    DomainRenamer,
-    Elaboratable,
-    Module,
-    Mux,
-    Signal,
-    unsigned,
-)
+from amaranth.hdl import Cat, Const, Elaboratable, Module, Mux, Signal, unsigned
 from amaranth.lib import data, wiring
 from amaranth.lib.fifo import SyncFIFO
 from amaranth.lib.memory import Memory
@@ -76,14 +65,13 @@ def backdoor_signature(line_words: int, lines: int) -> wiring.Signature:
 
 def _default_fpu() -> tuple[Elaboratable, object, int] | None:
     """The units' pipelined FPU (``rtl/fpu.py``: ``Fpu(latency)`` with ``en``, ``op``, ``a``,
-    ``b``, ``c``, ``result``), bit-exact with ``simtgpu.sim.numerics.fadd``, at latency 1:
-    with the operand registers in front of it an ``atom.fadd`` takes 2 cycles, as the
-    units' FADD does; None while it is not in the tree."""
+    ``b``, ``c``, ``result``), bit-exact with ``simtgpu.sim.numerics.fadd``; None while it is
+    not in the tree."""
     try:
         from simtgpu.rtl.fpu import Fpu, FpuOp
     except ImportError:
         return None
-    fpu = Fpu(latency=1)
+    fpu = Fpu()
     return fpu, FpuOp.FADD, fpu.latency
 
 
@@ -108,12 +96,8 @@ class MemoryModel(wiring.Component):
         Overrides the reset latency of ``cfg.memory`` (tests).
     fpu:
         ``(component, fadd_op, latency)`` of the pipelined FP unit used by ``atom.fadd``; by
-        default the units' ``Fpu`` from ``rtl/fpu.py``. It runs on a gated clock (``fadd``:
-        the clock held high in every cycle without an ``atom.fadd`` in stage 1) behind
-        operand registers on the same clock, so an ``atom.fadd`` takes ``latency + 1``
-        cycles in stage 1, and a simulation evaluates the adder only while one is there
-        (docs/performance.md). Without one (``fadd_supported`` is then False) ``atom.fadd``
-        returns the old value and leaves memory unchanged.
+        default the units' ``Fpu`` from ``rtl/fpu.py``. Without one (``fadd_supported`` is
+        then False) ``atom.fadd`` returns the old value and leaves memory unchanged.
     storage:
         ``"amaranth"`` (an Amaranth ``Memory``, reachable as ``self.mem.data`` in the Amaranth
         simulator) or ``"verilog"`` (the :class:`~simtgpu.rtlsim.sim_ram.SimRam` black box, for
@@ -269,27 +253,18 @@ class MemoryModel(wiring.Component):
         fadd_result = Signal(32)
         if self._fpu is not None:
             fpu, fadd_op, fpu_latency = self._fpu
-            fadd_latency = fpu_latency + 1  # the operand registers, then the FPU
-            # The FPU and its operand registers tick only in cycles with an atom.fadd in
-            # stage 1 (an OR gate: the clock stays high through every other cycle). The
-            # adder's inputs then change only on that clock, so a Verilator model evaluates
-            # it only there, not in every cycle as it would behind `old`.
-            m.domains.fadd = fadd = ClockDomain("fadd", local=True, reset_less=True)
-            m.submodules.fpu = DomainRenamer("fadd")(fpu)
-            wait = Signal(range(fadd_latency + 1))
+            m.submodules.fpu = fpu
+            wait = Signal(range(fpu_latency + 1))
             is_fadd = Signal()
-            fadd_a, fadd_b = Signal(32), Signal(32)
             m.d.comb += [
                 is_fadd.eq(s1_atomic & (s1_op == AtomOp.FADD)),
-                fadd.clk.eq(ClockSignal() | ~is_fadd),
-                s1_hold.eq(is_fadd & (wait != fadd_latency)),
-                fpu.en.eq(1),
+                s1_hold.eq(is_fadd & (wait != fpu_latency)),
+                fpu.en.eq(is_fadd),
                 fpu.op.eq(fadd_op),
-                fpu.a.eq(fadd_a),
-                fpu.b.eq(fadd_b),
+                fpu.a.eq(old),
+                fpu.b.eq(s1_b),
                 fadd_result.eq(fpu.result),
             ]
-            m.d.fadd += [fadd_a.eq(old), fadd_b.eq(s1_b)]
             with m.If(s1_hold):
                 m.d.sync += wait.eq(wait + 1)
             with m.Else():

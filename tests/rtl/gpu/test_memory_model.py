@@ -263,39 +263,3 @@ def test_memory_settings_named() -> None:
         get_rtl_config(deep, mem_queue_depth=64)
     with pytest.raises(ConfigError, match="must be below"):
         small.with_memory(MemoryConfig("slow", 4096, 1, 1024))
-
-
-def test_fadd_timing_hand_computed() -> None:
-    """An atom.fadd holds stage 1 while the FP adder (on its gated clock, behind its operand
-    registers) works: 3 cycles in stage 1 against an atom.add's 1, so the request after it is
-    accepted 4 cycles later (2 after an atom.add). Latency 4, every response taken at once;
-    the values are hand-computed (0 + 1.0, then 1.0's bits + 5 as an integer add)."""
-    cfg = _cfg(4)
-    dut = MemoryModel(cfg)
-    lw = cfg.line_words
-    reqs = [(MemKind.ATOMIC, AtomOp.FADD, 0x3F800000), (MemKind.READ, AtomOp.ADD, 0),
-            (MemKind.ATOMIC, AtomOp.ADD, 5), (MemKind.READ, AtomOp.ADD, 0)]
-    log = []
-
-    async def tb(ctx):
-        ctx.set(dut.bus.resp.ready, 1)
-        i = 0
-        for t in range(16):
-            offer = i < len(reqs)
-            kind, op, b = reqs[i] if offer else reqs[-1]
-            set_request(ctx, dut.bus.req.payload, kind, 8, tag=i, op=op, b=b, line_words=lw)
-            ctx.set(dut.bus.req.valid, offer)
-            if ctx.get(dut.bus.resp.valid):
-                tag = ctx.get(dut.bus.resp.payload.tag)
-                word = 2 if reqs[tag][0] == MemKind.READ else 0  # an atomic answers in word 0
-                log.append(("resp", t, tag, ctx.get(dut.bus.resp.payload.rdata[word])))
-            if offer and ctx.get(dut.bus.req.ready):
-                log.append(("accept", t, i))
-                i += 1
-            await ctx.tick()
-
-    run_sim(dut, tb)
-    assert [e for e in log if e[0] == "accept"] == [
-        ("accept", 0, 0), ("accept", 4, 1), ("accept", 5, 2), ("accept", 7, 3)]
-    assert [e[1:3] for e in log if e[0] == "resp"] == [(4, 0), (8, 1), (9, 2), (11, 3)]
-    assert [e[3] for e in log if e[0] == "resp" and e[2] in (0, 3)] == [0, 0x3F800005]
