@@ -179,14 +179,14 @@ X86_64_V3 = frozenset({"avx", "avx2", "bmi1", "bmi2", "fma", "f16c", "abm", "mov
 """The CPU flags (``/proc/cpuinfo``) of the x86-64-v3 level (Haswell, Zen and later)."""
 
 
-def cpu_cflags() -> str:
+def cpu_cflags(cpuinfo: str | Path = "/proc/cpuinfo") -> str:
     """Compiler flags for the machine that builds, and then runs, the model: ``-march=x86-64-v3``
     where its CPU has that level (BMI2's flag-free shifts and ``andn`` shorten the model's
     bit-field code), else none. Not ``-march=native``: it would pick AVX-512 on recent CPUs,
     which valgrind cannot run (``bench_rtl --instructions``). The flag is part of the build's
     cache key, so a cache moved to an older machine rebuilds instead of faulting."""
     try:
-        with open("/proc/cpuinfo") as fh:
+        with open(cpuinfo) as fh:
             flags = next((line.split(":", 1)[1].split() for line in fh
                           if line.startswith("flags")), [])
     except OSError:
