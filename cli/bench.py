@@ -282,7 +282,8 @@ def render_rtl(rows: list[dict], info: dict[str, str]) -> str:
         "the launch from doorbell to fence; CPU time is the Verilator process's own. Results "
         "are checked against NumPy. Each kernel runs 3 times; the figures are those of the "
         "median run. The model is built with Verilator `-O3 --x-assign fast --x-initial fast "
-        "--noassert` and g++ `-O2` with profile-guided optimisation (plain builds use `-O3` "
+        "--noassert` and g++ `-O2` with profile-guided optimisation and `-march=x86-64-v3` "
+        "where the CPU has that level (plain builds use `-O3` "
         "for the per-cycle code; the build trains the model "
         "on the issue-rate kernels below, not on these two; `SIMTGPU_RTL_PGO=0` builds "
         "without), single-threaded (`--threads 2` was no faster on this machine).", "",
