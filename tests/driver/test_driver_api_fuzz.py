@@ -5,8 +5,10 @@ Hypothesis: allocations, copies, frees (also double and foreign ones), launches 
 and a kernel that faults), reads, a close and calls after it. Each call either does what the
 model says or raises DriverError (KernelFault for the faulting kernel), never another
 exception, and the device's memory accounting matches the buffers the model holds after
-every call. A call whose precondition does not hold (a read with no live buffer, a use after
-close on an open device) is skipped, as a stateful machine would not draw it.
+every call. A call that needs buffers when there are none (a read, a free, a vector add)
+allocates one instead, so every call advances the program; once the device is closed, every
+call is a use after close and must be refused (closing again is allowed); a use after close
+on an open device is skipped.
 
 The program is interpreted here rather than run as a Hypothesis ``RuleBasedStateMachine``:
 the machine spent most of its time choosing rules that satisfy their preconditions, and drew
@@ -65,13 +67,13 @@ class DeviceModel:
         self.closed = False
 
     def call(self, kind: str, *args: object) -> bool:
-        """Run one call if its precondition holds (False if skipped), then check the
-        accounting. On a closed device every call is a use after close."""
+        """Run one call (False if skipped), then check the accounting."""
         if self.closed:
             self.use_after_close(args[0] if kind == "use_after_close" else AFTER_CLOSE[kind])
             return True
-        if kind == "use_after_close" or getattr(self, kind)(*args) is False:
+        if kind == "use_after_close":
             return False
+        getattr(self, kind)(*args)
         if not self.closed:
             assert self.dev.memory_stats().allocations == self.base + len(self.live)
         return True
@@ -79,6 +81,11 @@ class DeviceModel:
     def to_device(self, n: int, dtype: type, seed: int) -> None:
         host = (np.random.default_rng(seed).standard_normal(n) * 100).astype(dtype)
         self.live.append((self.dev.to_device(host), host))
+
+    def allocate(self, pick: int) -> None:
+        """What a call that needs buffers does when there are none: make one, so that every
+        call of a program advances it."""
+        self.to_device(1 + pick % 40, np.float32, pick)
 
     def bad_allocation(self, shape: object, dtype: object) -> None:
         try:
@@ -89,24 +96,23 @@ class DeviceModel:
         assert arr.nbytes == 0 or isinstance(shape, int)
         self.live.append((arr, arr.to_host()))
 
-    def read_back(self, pick: int) -> bool | None:
+    def read_back(self, pick: int) -> None:
         if not self.live:
-            return False
+            return self.allocate(pick)
         arr, host = self.live[pick % len(self.live)]
         assert np.array_equal(arr.to_host().view(np.uint32), host.view(np.uint32))
         return None
 
-    def free(self, pick: int) -> bool | None:
+    def free(self, pick: int) -> None:
         if not self.live:
-            return False
+            return self.allocate(pick)
         arr, _ = self.live.pop(pick % len(self.live))
         arr.free()
         self.freed.append(arr)
-        return None
 
-    def use_after_free(self, pick: int, how: str) -> bool | None:
+    def use_after_free(self, pick: int, how: str) -> None:
         if not self.freed:
-            return False
+            return self.free(pick)
         arr = self.freed[pick % len(self.freed)]
         try:
             if how == "free":
@@ -116,7 +122,7 @@ class DeviceModel:
             else:
                 self.dev.launch(self.vadd, 1, 4, (arr, arr, arr, 1))
         except DriverError:
-            return None
+            return
         raise AssertionError(f"{how} of a freed buffer was accepted")
 
     def free_junk(self, junk: object) -> None:
@@ -126,10 +132,10 @@ class DeviceModel:
             return
         raise AssertionError(f"free({junk!r}) was accepted")
 
-    def vector_add(self, pick_a: int, pick_b: int) -> bool | None:
+    def vector_add(self, pick_a: int, pick_b: int) -> None:
         floats = [(a, h) for a, h in self.live if h.dtype == np.float32 and h.size]
         if len(floats) < 2:
-            return False
+            return self.allocate(pick_a + pick_b)
         i = pick_a % len(floats)
         j = (i + 1 + pick_b % (len(floats) - 1)) % len(floats)  # any other buffer
         (a, ha), (b, hb) = floats[i], floats[j]
@@ -137,7 +143,6 @@ class DeviceModel:
         out = self.dev.empty(n, np.float32)
         self.dev.launch(self.vadd, -(-n // 8), 8, (a, b, out, n))
         self.live.append((out, (ha[:n] + hb[:n]).astype(np.float32)))
-        return None
 
     def faulting_launch(self) -> None:
         try:
