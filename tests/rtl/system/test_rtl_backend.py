@@ -125,8 +125,8 @@ SYNCS_OUT = """
 DIVERGES_OUT = """
         .kernel diverges_out
         .param  p, ptr
-        s2r     r1, tid
         movi    r2, 2
+        s2r     r1, tid
         isetp.lt p0, r1, r2
    @p0  bra     64
         exit
