@@ -421,7 +421,8 @@ def core_counter_table_markdown() -> str:
     prints it after the record table)."""
     rows = ["| offset in a core's window | counter | its sum over the cores |",
             "| --- | --- | --- |"]
-    rows += [f"| 0x{c.value:02X} | {c.name} | {c.total.name} (0x{int(c.total):02X}) |"
+    rows += [f"| 0x{c.value:02X} | {c.name} | {c.total.name} (0x{int(c.total):02X})"
+             f"{', the largest (a maximum)' if c.total in MAX_COUNTERS else ''} |"
              for c in CoreCounter]
     last = MAX_COUNTER_CORES - 1
     rows.append(f"| window of core *i* | 0x{CORE_COUNTERS_BASE:03X} + *i* x "

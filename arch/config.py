@@ -340,12 +340,12 @@ def memory_settings(config: GpuConfig) -> dict[str, MemoryConfig]:
 
 _L1_DEFAULTS = {
     # name: (size, ways, MSHRs, requests in flight). Scaled-down GPU L1s: an SM's L1 data
-    # cache holds 32 to 128 KiB for 32-lane warps and 48 to 64 resident warps (Vortex: 16 KiB,
-    # 4 ways, 16 MSHRs per core); these keep about 4 KiB per 8 lanes of 4 warps, so a core's
-    # working set of a few rows fits, and enough MSHRs for each warp's loads in flight.
+    # cache holds 32 to 128 KiB for 32-lane warps and 48 to 64 resident warps; these keep
+    # about 4 KiB per 8 lanes of 4 warps, so a core's working set of a few rows fits, and
+    # enough MSHRs for each warp's loads in flight (docs/memory-system.md).
     "tiny": (1 * KIB, 2, 4, 16),
     "small": (4 * KIB, 4, 8, 32),
-    "full": (16 * KIB, 4, 16, 64),
+    "full": (16 * KIB, 4, 16, 32),
 }
 
 L1_DEFAULT_ON = False
