@@ -11,17 +11,20 @@ from simtgpu.arch.command_queue import MAX_COUNTERS, CoreCounter
 from simtgpu.assembler.examples import example_asm
 from simtgpu.driver_model.device import Device
 
+
+def _kernel(name: str, body: str) -> str:
+    """A kernel of parameters (a, out) whose threads start with r4 = tid.x, r5 = 4 * tid.x and
+    r10 = &a[tid.x]."""
+    return (f".kernel {name}\n.param a, ptr\n.param out, ptr\n"
+            "        s2r     r4, tid.x\n        shli    r5, r4, 2\n"
+            "        ldparam r10, a\n        add     r10, r10, r5\n"
+            f"{body}        exit\n.end\n")
+
+
 # Each thread caches its word, stores word + 1 (write-through updates the cached copy), reads
 # it back (a hit: its own store), fences (the L1 is invalidated) and reads it again (a miss:
 # the store reached memory). out[2i], out[2i+1] = both reads.
-OWN_STORES = """
-.kernel own_stores
-.param a, ptr
-.param out, ptr
-        s2r     r4, tid.x
-        shli    r5, r4, 2
-        ldparam r10, a
-        add     r10, r10, r5
+OWN_STORES = _kernel("own_stores", """
         ldg     r1, [r10]
         addi    r2, r1, 1
         stg     [r10], r2
@@ -33,21 +36,12 @@ OWN_STORES = """
         add     r12, r12, r13
         stg     [r12], r6
         stg     [r12+4], r7
-        exit
-.end
-"""
+""")
 
 # A cached line, then an atomic on it (performed below the L1, which drops its copy), then a
 # read: it sees the atomic's result. out[3i..3i+2] = the first read, the atomic's old value,
 # the last read.
-ATOMIC_ON_CACHED = """
-.kernel atomic_on_cached
-.param a, ptr
-.param out, ptr
-        s2r     r4, tid.x
-        shli    r5, r4, 2
-        ldparam r10, a
-        add     r10, r10, r5
+ATOMIC_ON_CACHED = _kernel("atomic_on_cached", """
         ldg     r1, [r10]
         movi    r9, 10
         atom.add r2, [r10], r9
@@ -58,9 +52,7 @@ ATOMIC_ON_CACHED = """
         stg     [r12], r1
         stg     [r12+4], r2
         stg     [r12+8], r3
-        exit
-.end
-"""
+""")
 
 # Two blocks of one thread on two cores. Block 0 stores 222 to data, fences (its store is in
 # memory) and raises the flag. Block 1 caches data first, then polls the flag with a fence in
@@ -99,14 +91,7 @@ poll:   ldg     r6, [r11]
 # Every thread of one warp: a miss (its line of a), a hit (the same line, its address made to
 # depend on the loaded zero so the fill has arrived), a miss on the next line, and the out
 # parameter read after the first fill (a hit on the parameter line). Countable by hand.
-COUNTED = """
-.kernel counted
-.param a, ptr
-.param out, ptr
-        s2r     r4, tid.x
-        shli    r5, r4, 2
-        ldparam r10, a
-        add     r10, r10, r5
+COUNTED = _kernel("counted", """
         ldg     r1, [r10]
         add     r11, r10, r1
         ldg     r2, [r11]
@@ -115,9 +100,7 @@ COUNTED = """
         add     r12, r12, r5
         add     r2, r2, r3
         stg     [r12], r2
-        exit
-.end
-"""
+""")
 
 
 @pytest.fixture(scope="module")
