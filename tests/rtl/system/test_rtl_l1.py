@@ -5,10 +5,13 @@ in the ISA's sense, against the ISS."""
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 from simtgpu.arch.command_queue import MAX_COUNTERS, CoreCounter
 from simtgpu.assembler.examples import example_asm
+from simtgpu.cli.main import main
 from simtgpu.driver_model.device import Device
 
 
@@ -208,3 +211,33 @@ def test_examples_match_numpy_with_l1(dev):
                      (dev.to_device(a), dev.to_device(b), c, m, m, m))
     assert np.array_equal(c.to_host(), a @ b)
     assert res.counters["l1_hits"] > res.counters["l1_misses"] > 0
+
+
+def test_cli_stats_with_l1(dev, capsys):
+    """``simtgpu run --backend rtl --l1 on --json``: the memory figures come from the same
+    counters as a direct launch of the same kernel on the same build."""
+    n = 256
+    k = dev.load_module(example_asm("vector_add")).kernel("vector_add")
+    bufs = [dev.to_device(np.ones(n, np.float32)) for _ in range(2)]
+    direct = dev.launch(k, n // 32, 32, (*bufs, dev.zeros(n, np.float32), n))
+    rc = main(["run", str(example_asm("vector_add")), "-k", "vector_add", "--grid",
+               str(n // 32), "--block", "32", "--config", "small", "--backend", "rtl",
+               "--l1", "on", "--arg", f"a=f32[{n}]:rand", f"b=f32[{n}]:rand", f"c=f32[{n}]",
+               f"n=i32:{n}", "--json"])
+    cap = capsys.readouterr()
+    assert rc == 0, cap.err
+    mem = json.loads(cap.out)["memory"]
+    c = direct.counters
+    line = 4 * dev.config.lanes
+    # every line of a and b is read by one warp once: a miss each (the parameter lines add
+    # a few); every line request down is a miss (no atomics); c is n words of stores
+    assert c["l1_misses"] >= 2 * n * 4 // line
+    assert c["dram_read_bytes"] == line * c["l1_misses"]
+    assert c["dram_write_bytes"] == 4 * n
+    reads = c["l1_hits"] + c["l1_misses"] + c["l1_merges"]
+    assert mem == {
+        "l1_hit_rate_percent": round(100 * c["l1_hits"] / reads, 2),
+        "l1_mshr_full_cycles": c["l1_mshr_full"],
+        "dram_read_bytes": c["dram_read_bytes"], "dram_write_bytes": c["dram_write_bytes"],
+        "loads": c["loads"], "load_latency_avg": round(c["load_latency_sum"] / c["loads"], 2),
+        "load_latency_max": c["load_latency_max"]}
