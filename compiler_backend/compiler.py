@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from types import SimpleNamespace
 
 import numpy as np
+from simtgpu.errors import SimtgpuError
 
 from . import ir, passes
 from .errors import CompileError, KernelError
@@ -69,10 +70,10 @@ class CompiledKernel:
     def _init_handles(self) -> None:
         """Nothing to do: modules load on the first launch."""
 
-    def bind_launcher(self, owner, constexprs: dict) -> None:
-        """Let ``self[grid](*args)`` launch with ``owner``'s parameters (``kernel.warmup``);
-        constexpr arguments must be the ones compiled for."""
-        self._launcher = (owner, {k: repr(v) for k, v in constexprs.items()})
+    def bind_launcher(self, launch) -> None:
+        """Let ``self[grid](*args)`` launch through ``launch(grid, args, kwargs)``
+        (``kernel.warmup`` binds its @jit kernel's launcher here)."""
+        self._launcher = launch
 
     def __getitem__(self, grid):
         import functools
@@ -80,21 +81,10 @@ class CompiledKernel:
         return functools.partial(self._launch, grid)
 
     def _launch(self, grid, *args, **kwargs):
-        from .jit import LaunchError, get_device, launch_compiled
-
         if self._launcher is None:
-            raise LaunchError(f"kernel '{self.name}': launch a compiled kernel from "
-                              "kernel.warmup(...), or launch the @jit kernel itself")
-        owner, cexpr = self._launcher
-        runtime, got, _ = owner.bind(args, kwargs)
-        for k, v in got.items():
-            if repr(v) != cexpr.get(k):
-                raise LaunchError(f"kernel '{self.name}': {k}={v!r}, but it was compiled "
-                                  f"with {k}={cexpr.get(k)}")
-        if isinstance(grid, int):
-            grid = (grid,)
-        grid = tuple(int(g) for g in grid) + (1,) * (3 - len(tuple(grid)))
-        return launch_compiled(get_device(), self, grid, runtime, owner)
+            raise SimtgpuError(f"kernel '{self.name}': launch a compiled kernel from "
+                               "kernel.warmup(...), or launch the @jit kernel itself")
+        return self._launcher(grid, args, kwargs)
 
     def check_array(self, name: str, dtype) -> None:
         """Raise :class:`DriverError` when an array of ``dtype`` does not match the element

@@ -173,7 +173,8 @@ class JITFunction(KernelInterface):
             ck, _, cexpr = self._prepare(args, kwargs)
         except SimtgpuError as e:
             raise e.with_traceback(None) from None
-        ck.bind_launcher(self, cexpr)
+        ck.bind_launcher(functools.partial(_launch_warm, ck, self,
+                                           {k: repr(v) for k, v in cexpr.items()}))
         return ck
 
     def _run(self, args, kwargs, grid):
@@ -246,6 +247,20 @@ def _module_for(dev, ck: CompiledKernel):
 def _s32(x: int) -> int:
     x &= 0xFFFFFFFF
     return x - (1 << 32) if x >> 31 else x
+
+
+def _launch_warm(ck: CompiledKernel, owner, cexpr: dict, grid, args, kwargs):
+    """Launch a kernel compiled by ``owner.warmup``; constexpr arguments must be the ones
+    it was compiled with."""
+    runtime, got, _ = owner.bind(args, kwargs)
+    for k, v in got.items():
+        if repr(v) != cexpr.get(k):
+            raise LaunchError(f"kernel '{ck.name}': {k}={v!r}, but it was compiled "
+                              f"with {k}={cexpr.get(k)}")
+    if isinstance(grid, int):
+        grid = (grid,)
+    grid = tuple(int(g) for g in grid) + (1,) * (3 - len(tuple(grid)))
+    return launch_compiled(get_device(), ck, grid, runtime, owner)
 
 
 def launch_compiled(dev, ck: CompiledKernel, grid, runtime: dict, owner=None):
