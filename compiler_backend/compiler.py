@@ -254,10 +254,11 @@ def compile_function(fn, arg_types: dict[str, Type], constexprs: dict, target: T
                 if optimize:
                     passes.optimize(f, verify=False, fp_fusion=enable_fp_fusion)
                 ir.verify(f)
-            res = generate(f)
+            res = generate(f, None if config is None else config.shared_bytes_per_core)
             code = res.text
             stats = {"registers": res.registers, "static_instructions": res.instructions,
-                     "spilled": res.spilled}
+                     "spilled": res.spilled, "spill_space": res.spill_space,
+                     "local_bytes": res.local_bytes}
         elif target.kind == "ptx":
             from .ptx_codegen import generate_ptx
 
@@ -268,7 +269,12 @@ def compile_function(fn, arg_types: dict[str, Type], constexprs: dict, target: T
         # code generation limits (registers) belong to the kernel as a whole: point at it
         src = KernelSource.from_function(fn)
         raise e.at(src.loc(src.tree), f"kernel '{f.name}': ") from None
-    ck = CompiledKernel(f.name, target, ir_text, code, params, f.shared_bytes,
+    shared = f.shared_bytes
+    if target.kind == "isa":
+        from .isa_codegen import shared_size
+
+        shared = shared_size(code)  # (data and the shared spill area)
+    ck = CompiledKernel(f.name, target, ir_text, code, params, shared,
                         threads, block, 0.0, stats, list(f.meta.get("asserts", [])),
                         list(f.meta.get("prints", [])), elements)
     if config is not None and target.kind == "isa":

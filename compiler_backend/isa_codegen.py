@@ -29,6 +29,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from simtgpu.isa import BY_MNEMONIC, IMM_MAX, IMM_MIN, SREG_BY_NAME
+from simtgpu.isa.abi import LOCAL_PARAM
 
 from . import half_codegen, ir
 from .errors import CompileError
@@ -38,6 +39,8 @@ from .uniformity import uniformity
 
 GPRS = tuple(range(1, 31))
 SCRATCH_GPR = 31
+LOCAL_GPR = 30
+"""Holds this thread's local-memory address in a kernel that spills to local memory."""
 PREDS = tuple(range(0, 6))
 SCRATCH_PRED = 6
 
@@ -639,6 +642,10 @@ class GprPressure(PredicatePressure):
     """More general-purpose values live than registers."""
 
 
+class SpillReach(CompileError):
+    """The shared spill area lies beyond an immediate offset's reach."""
+
+
 @dataclass
 class SpillStride:
     """Bytes between two threads' spill areas, known once spilling is finished."""
@@ -670,18 +677,21 @@ def _replace_values(mi: MI, new: dict[int, Value]) -> None:
 
 
 def spill_gpr(code: list[MI], loops: list[tuple[int, int]], spills: list[tuple[Value, int]],
-              stride: SpillStride, uses: UseCache | None = None
+              stride: SpillStride, uses: UseCache | None = None, local: bool = False
               ) -> tuple[list[MI], list[tuple[int, int]]]:
     """Keep each ``v`` of ``spills`` in this thread's word of shared memory at ``offset +
     tid * stride``: reload it into a short-lived register before each use and store it after
-    each definition (``s2r r31, tid; muli r31, r31, stride; lds/sts [r31+offset]``).
+    each definition (``s2r r31, tid; muli r31, r31, stride; lds/sts [r31+offset]``). With
+    ``local``, the word is in local memory at ``offset`` from this thread's address in r30
+    (``ldg/stg [r30+offset]``, or ``li r31, offset; add r31, r31, r30`` first when the
+    offset is beyond an immediate's reach).
 
     One pass serves the whole batch and gives the code of spilling them one after another:
     the reloads before an instruction in batch order, its stores in reverse order, and the
     short-lived registers numbered value by value."""
     for _, offset in spills:
-        if offset > IMM_MAX:
-            raise CompileError("the kernel needs more registers than this GPU has and its "
+        if offset > IMM_MAX and not local:
+            raise SpillReach("the kernel needs more registers than this GPU has and its "
                                "spill area lies beyond the reach of a memory offset; use a "
                                "smaller BLOCK, more warps or less shared memory")
     scratch = Sym(f"r{SCRATCH_GPR}")
@@ -722,8 +732,16 @@ def spill_gpr(code: list[MI], loops: list[tuple[int, int]], spills: list[tuple[V
             at.setdefault(i, []).append(k)
     flags = {(i, k): (used, defined) for k in range(len(spills)) for i, used, defined in hits[k]}
 
-    def addr() -> list[MI]:
-        return [MI("s2r", [scratch, Sym("tid")]), MI("muli", [scratch, scratch, stride])]
+    base = Sym(f"r{LOCAL_GPR}")
+    load, store = ("ldg", "stg") if local else ("lds", "sts")
+
+    def addr(offset: int) -> tuple[list[MI], Mem]:
+        if not local:
+            return ([MI("s2r", [scratch, Sym("tid")]), MI("muli", [scratch, scratch, stride])],
+                    Mem(scratch, offset))
+        if offset <= IMM_MAX:
+            return [], Mem(base, offset)
+        return [MI("li", [scratch, offset]), MI("add", [scratch, scratch, base])], Mem(scratch, 0)
 
     out: list[MI] = []
     where: list[int] = []
@@ -734,22 +752,60 @@ def spill_gpr(code: list[MI], loops: list[tuple[int, int]], spills: list[tuple[V
             out.append(mi)
             continue
         ks.sort()
+        if mi.op == "pmove":
+            out += _spill_pmove(mi, index, spills, addr, load, store)
+            uses.drop(mi)
+            continue
         stores: list[MI] = []
         for k in ks:
             v, offset = spills[k]
             t = temps[(i, k)]
             used, defined = flags[(i, k)]
             if used:  # (a reload inside an mma sequence stays off the mma registers)
-                out += addr() + [MI("lds", [t, Mem(scratch, offset)], [t],
-                                    clobbers=mi.clobbers)]
+                pre, mem = addr(offset)
+                out += pre + [MI(load, [t, mem], [t], clobbers=mi.clobbers)]
             _replace_values(mi, {v.id: t})
             uses.drop(mi)
             if defined:
-                stores = addr() + [MI("sts", [Mem(scratch, offset), t])] + stores
+                pre, mem = addr(offset)
+                stores = pre + [MI(store, [mem, t])] + stores
         out.append(mi)
         out += stores
     where.append(len(out))
     return out, [(where[s], where[e + 1] - 1) for s, e in loops]
+
+
+def _spill_pmove(mi: MI, index: dict[int, int], spills: list[tuple[Value, int]], addr,
+                 load: str, store: str) -> list[MI]:
+    """A parallel copy touching spilled values, without holding them all in registers at
+    once (a loop's carried values can outnumber the registers): a move into a spilled value
+    becomes a store before the copy (its source read before the copy writes anything), a
+    move from one a load after it; a source whose word the copy also writes is read first.
+    """
+    before: list[MI] = []
+    stores: list[MI] = []
+    after: list[MI] = []
+    moves = []
+    written = {index[d.id] for d, _ in mi.moves if d.id in index}
+    for d, src in mi.moves:
+        dk = index.get(d.id)
+        sk = index.get(src.id) if isinstance(src, Value) else None
+        if sk is not None and (dk is not None or sk in written):
+            t = ir.Value(src.type)
+            pre, mem = addr(spills[sk][1])
+            before += pre + [MI(load, [t, mem], [t])]
+            src, sk = t, None
+        if dk is None and sk is None:
+            moves.append((d, src))
+        elif dk is None:
+            pre, mem = addr(spills[sk][1])
+            after += pre + [MI(load, [d, mem], [d])]
+        else:
+            pre, mem = addr(spills[dk][1])
+            stores += pre + [MI(store, [mem, src])]
+    mi.moves = moves
+    mi.defs = [d for d, _ in moves]
+    return before + stores + [mi] + after
 
 
 def spill_predicate(code: list[MI], loops: list[tuple[int, int]], v: Value,
@@ -791,10 +847,10 @@ def spill_predicate(code: list[MI], loops: list[tuple[int, int]], v: Value,
 
 
 def allocate(code: list[MI], loops: list[tuple[int, int]],
-             uses: UseCache | None = None) -> dict[int, str]:
-    """Linear scan: map each virtual register to r1..r30 or p0..p5, the lowest free one. A
-    value live across an instruction that ``clobbers`` (an mma sequence) avoids the fixed
-    mma registers."""
+             uses: UseCache | None = None, gprs: tuple[int, ...] = GPRS) -> dict[int, str]:
+    """Linear scan: map each virtual register to one of ``gprs`` (r1..r30) or p0..p5, the
+    lowest free one. A value live across an instruction that ``clobbers`` (an mma sequence)
+    avoids the fixed mma registers."""
     uses = UseCache() if uses is None else uses
     cached, fill = uses.get, uses.fill
     start: dict[int, int] = {}
@@ -832,7 +888,7 @@ def allocate(code: list[MI], loops: list[tuple[int, int]],
     order = sorted(zip(start.values(), start.keys(), strict=True))  # by (start, id)
     kinds: dict[int, str] = {}  # register class by type object (types compare slowly)
     assign: dict[int, str] = {}
-    free = {"r": set(GPRS), "p": set(PREDS)}
+    free = {"r": set(gprs), "p": set(PREDS)}
     clobbered = [(2 * i + 1, mi.clobbers) for i, mi in enumerate(code) if mi.clobbers]
     clobber_pos = [p for p, _ in clobbered]
     active: list[tuple[int, int, int, str, int]] = []  # heap of (end, seq, vid, cls, reg)
@@ -860,7 +916,7 @@ def allocate(code: list[MI], loops: list[tuple[int, int]],
                     f"the kernel needs more than {len(PREDS)} predicate registers ({n} live "
                     "at once); use a smaller BLOCK or more warps (num_warps)", live_vals)
             raise GprPressure(
-                f"the kernel needs more than {len(GPRS)} general-purpose registers ({n} live "
+                f"the kernel needs more than {len(gprs)} general-purpose registers ({n} live "
                 "at once)", live_vals)
         reg = min(pool)
         free[cls].discard(reg)
@@ -956,11 +1012,44 @@ class IsaResult:
     text: str
     registers: int
     instructions: int
-    spilled: int = 0  # values kept in shared memory for want of registers
+    spilled: int = 0  # values kept in memory for want of registers
+    spill_space: str = ""  # where they are: "shared", "local" or "" (none)
+    local_bytes: int = 0  # bytes of local memory per thread (the driver allocates them)
 
 
-def generate(fn: Function) -> IsaResult:
-    """IR (after passes) to assembly text for one kernel."""
+def generate(fn: Function, shared_limit: int | None = None) -> IsaResult:
+    """IR (after passes) to assembly text for one kernel. Spilled registers stay in shared
+    memory (faster) while the spill area fits in front of the kernel's shared data, within
+    ``shared_limit`` bytes and an immediate offset's reach; otherwise they go to per-thread
+    local memory in device memory (docs/execution-model.md)."""
+    try:
+        res = _generate_shared(fn)
+    except SpillReach:
+        return _generate_local(fn)
+    if res.spilled and shared_limit is not None and \
+            shared_size(res.text) > shared_limit:
+        return _generate_local(fn)
+    return res
+
+
+def shared_size(text: str) -> int:
+    """The ``.shared`` bytes of a kernel's assembly text (0 without the directive)."""
+    for line in text.splitlines()[1:]:
+        if line.strip().startswith(".shared "):
+            return int(line.split()[1])
+    return 0
+
+
+def _generate_local(fn: Function) -> IsaResult:
+    """Spill to local memory: r30 holds this thread's address there, so allocation has
+    one register fewer."""
+    isel = ISel(fn, 0)
+    code = isel.run()
+    code, loops, regs, spill_slots, _ = _allocate_spilling(code, isel.loops, fn.threads)
+    return _emit(fn, code, regs, fn.shared_bytes, spill_slots, local=spill_slots > 0)
+
+
+def _generate_shared(fn: Function) -> IsaResult:
     reserve = 0  # spill slots per thread reserved at the front of shared memory
     isel = ISel(fn, 0)
     first = isel.run()
@@ -1029,16 +1118,20 @@ def _move_immediates(first: list[MI], again: list[MI]) -> None:
                   else x for x, y in zip(a.args, b.args, strict=True)]
 
 
-def _allocate_spilling(code: list[MI], loops: list[tuple[int, int]]):
+def _allocate_spilling(code: list[MI], loops: list[tuple[int, int]], local_threads: int = 0):
     """Allocation; values that do not fit go to this thread's spill words at the front of
-    shared memory (``tid * stride + 4 * slot``)."""
+    shared memory (``tid * stride + 4 * slot``), or with ``local_threads`` (the block's
+    threads) to local memory at ``4 * local_threads * slot`` from this thread's address in
+    r30 (slot-major: a warp's lanes spill to consecutive words)."""
+    gprs = tuple(r for r in GPRS if r != LOCAL_GPR) if local_threads else GPRS
+    step = 4 * local_threads if local_threads else 4
     spilled: set[int] = set()
     spill_slots = 0
     stride = SpillStride()
     uses = UseCache()
     while True:
         try:
-            regs = allocate(code, loops, uses)
+            regs = allocate(code, loops, uses, gprs)
             break
         except GprPressure as e:
             # spill the live values whose intervals reach furthest to shared memory (a few
@@ -1049,12 +1142,12 @@ def _allocate_spilling(code: list[MI], loops: list[tuple[int, int]]):
                 if v.id in spilled:
                     continue
                 spilled.add(v.id)
-                chosen.append((v, 4 * (spill_slots + len(chosen))))
+                chosen.append((v, step * (spill_slots + len(chosen))))
                 if len(chosen) == batch:
                     break
             if not chosen:
                 raise CompileError(str(e)) from None
-            code, loops = spill_gpr(code, loops, chosen, stride, uses)
+            code, loops = spill_gpr(code, loops, chosen, stride, uses, bool(local_threads))
             spill_slots += len(chosen)
         except PredicatePressure as e:
             # spill the live predicate whose interval reaches furthest
@@ -1071,15 +1164,36 @@ def _allocate_spilling(code: list[MI], loops: list[tuple[int, int]]):
     return code, loops, regs, spill_slots, stride
 
 
+def _local_prologue(slots: int, threads: int) -> list[str]:
+    """r30 = this thread's local-memory address: the area's base (the hidden parameter) +
+    4 * (block * slots * threads + tid), the block numbered linearly with x fastest. Slot
+    ``s`` is at ``r30 + 4 * threads * s``."""
+    r, t = f"r{LOCAL_GPR}", f"r{SCRATCH_GPR}"
+    chunk = slots * threads
+    scale = [f"muli {r}, {r}, {chunk}"] if chunk <= IMM_MAX else \
+        [f"li {t}, {chunk}", f"mul {r}, {r}, {t}"]
+    return [f"s2r {r}, ctaid.z", f"s2r {t}, nctaid.y", f"mul {r}, {r}, {t}",
+            f"s2r {t}, ctaid.y", f"add {r}, {r}, {t}", f"s2r {t}, nctaid.x",
+            f"mul {r}, {r}, {t}", f"s2r {t}, ctaid.x", f"add {r}, {r}, {t}", *scale,
+            f"s2r {t}, tid", f"add {r}, {r}, {t}", f"shli {r}, {r}, 2",
+            f"ldparam {t}, {LOCAL_PARAM}", f"add {r}, {r}, {t}"]
+
+
 def _emit(fn: Function, code: list[MI], regs: dict[int, str], shared: int,
-          spill_slots: int) -> IsaResult:
+          spill_slots: int, local: bool = False) -> IsaResult:
     lines = [f".kernel {fn.name}"]
     for p in fn.params:
         lines.append(f"    .param {p.name}, {param_kind(p.type)}")
+    if local:
+        lines.append(f"    .param {LOCAL_PARAM}, ptr")
     if shared:
         lines.append(f"    .shared {shared}")
     count = 0
     used_regs = 0
+    if local:
+        for text in _local_prologue(spill_slots, fn.threads):
+            lines.append(f"        {text}")
+            count += 1
     flat: list[MI] = []
     for mi in code:
         flat.extend(mi.group if mi.op == "group" else [mi])
@@ -1103,5 +1217,9 @@ def _emit(fn: Function, code: list[MI], regs: dict[int, str], shared: int,
     for r in regs.values():
         if r.startswith("r"):
             used_regs = max(used_regs, int(r[1:]))
+    if local:
+        used_regs = max(used_regs, LOCAL_GPR)
     lines.append(".end")
-    return IsaResult("\n".join(lines) + "\n", used_regs + 1, count, spill_slots)
+    space = ("local" if local else "shared") if spill_slots else ""
+    return IsaResult("\n".join(lines) + "\n", used_regs + 1, count, spill_slots, space,
+                     4 * spill_slots if local else 0)

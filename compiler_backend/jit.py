@@ -304,7 +304,8 @@ def launch_compiled(dev, ck: CompiledKernel, grid, runtime: dict, owner=None):
     else:
         try:
             result = dev.launch(mod.kernel(ck.name), grid=grid, block=ck.block,
-                                args=tuple(call_args))
+                                args=tuple(call_args),
+                                local_bytes=int(ck.stats.get("local_bytes", 0)))
         except SimtgpuError as fault:
             failed = assertion_from_fault(fault, ck.asserts, ck.target.warp_size)
             if failed is None:

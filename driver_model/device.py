@@ -27,7 +27,7 @@ from simtgpu.arch.command_queue import Command, CommandOp, Control, Mmio, Status
 from simtgpu.arch.config import ConfigError, GpuConfig, get_config
 from simtgpu.assembler import ObjectFile, assemble, assemble_file
 from simtgpu.isa import FaultCause
-from simtgpu.isa.abi import GLOBAL_NULL_GUARD
+from simtgpu.isa.abi import GLOBAL_NULL_GUARD, LOCAL_PARAM
 from simtgpu.sim import FaultRecord, KernelFault
 
 from .allocator import Allocator, MemoryStats
@@ -188,7 +188,8 @@ class Device:
         self._tail = 0
         self._last_fence = 0  # last fence value issued
         self._done_fence = 0  # last fence value known complete
-        self._inflight: dict[int, tuple[str, int]] = {}  # fence -> (kernel, param block)
+        # fence -> (kernel, param block, local area)
+        self._inflight: dict[int, tuple[str, int, int]] = {}
         self._modules: list[Module] = []
         # Live buffers by address, so freeing a buffer by its address marks the buffer freed.
         self._arrays: weakref.WeakValueDictionary[int, DeviceArray] = \
@@ -378,8 +379,9 @@ class Device:
     # -- launches --------------------------------------------------------------------------
     @_locked
     def launch(self, kernel: Kernel, grid: Any = 1, block: Any = 1, args: Any = (),
-               shared_bytes: int = 0, trace: Any = None) -> LaunchResult:
-        """Launch ``kernel`` and wait for it; returns what it did. A kernel fault raises
+               shared_bytes: int = 0, trace: Any = None, local_bytes: int = 0) -> LaunchResult:
+        """Launch ``kernel`` and wait for it; returns what it did (``local_bytes``: as
+        :meth:`launch_async`). A kernel fault raises
         :class:`simtgpu.sim.KernelFault` with the device's fault record. ``trace`` is handed
         to the backend's retire trace: a path or a writable text file (the ISS writes JSON
         lines, docs/trace-format.md)."""
@@ -403,7 +405,7 @@ class Device:
             self.backend.set_trace(trace)
             stack.callback(self.backend.set_trace, None)
             t0 = time.perf_counter()
-            fence = self.launch_async(kernel, grid, block, args, shared_bytes)
+            fence = self.launch_async(kernel, grid, block, args, shared_bytes, local_bytes)
             self.synchronize()
             wall = time.perf_counter() - t0
         if sink is not None and sink.error is not None:
@@ -429,10 +431,13 @@ class Device:
 
     @_locked
     def launch_async(self, kernel: Kernel, grid: Any = 1, block: Any = 1, args: Any = (),
-                     shared_bytes: int = 0) -> int:
+                     shared_bytes: int = 0, local_bytes: int = 0) -> int:
         """Queue a launch and ring the doorbell without waiting; returns its fence value.
         Arguments are checked here: any misuse raises :class:`DriverError` and queues
-        nothing."""
+        nothing. A kernel whose last parameter is the hidden ``__local``
+        (:data:`simtgpu.isa.abi.LOCAL_PARAM`) gets a local area of ``threads x local_bytes``
+        in device memory, allocated here and freed when the launch completes; ``args`` leave
+        that parameter out."""
         if not isinstance(kernel, Kernel):
             raise DriverError(f"launch expects a Kernel (from Module.kernel), not "
                               f"{type(kernel).__name__}")
@@ -446,7 +451,10 @@ class Device:
                 or shared_bytes % 4:
             raise DriverError(f"launch of {kernel.name}: shared_bytes must be a non-negative "
                               f"multiple of 4, not {shared_bytes!r}")
-        params = pack_args(kernel, args, self)
+        local = _local_bytes(kernel, local_bytes)
+        if local:
+            args = (*(args if isinstance(args, (tuple, list)) else (args,)), 0)
+        params = bytearray(pack_args(kernel, args, self))
         module = kernel.module
         record = Command(CommandOp.LAUNCH, 0, kernel.entry_pc, g, b, 0, len(params),
                          kernel.info.shared_bytes + int(shared_bytes), kernel.info.regs,
@@ -456,13 +464,32 @@ class Device:
         problem = cq.launch_problem(record, self.config, self._code_limit())
         if problem is not None:
             raise DriverError(f"launch of {kernel.name}: {problem}")
+        local_addr = 0
+        if local:
+            area = math.prod(g) * math.prod(b) * local
+            if area > self.config.memory_bytes - GLOBAL_NULL_GUARD:
+                raise DriverError(
+                    f"launch of {kernel.name}: its local memory ({math.prod(g) * math.prod(b)} "
+                    f"threads x {local} bytes = {area} bytes) exceeds the device memory "
+                    f"({self.config.memory_bytes} bytes): launch fewer blocks")
         self._wait_for_slot()
-        param_addr = self._heap.alloc(len(params)) if params else 0
+        if local:
+            try:
+                local_addr = self._heap.alloc(area)
+            except DriverError as e:
+                raise DriverError(f"launch of {kernel.name}: local memory: {e}") from None
+            params[-4:] = local_addr.to_bytes(4, "little")
+        try:
+            param_addr = self._heap.alloc(len(params)) if params else 0
+        except DriverError:
+            if local_addr:
+                self._heap.free(local_addr)
+            raise
         if params:
-            self.backend.write(param_addr, params)
+            self.backend.write(param_addr, bytes(params))
         fence = self._next_fence()
         cmd = dataclasses.replace(record, fence=fence, param_addr=param_addr)
-        self._inflight[fence] = (kernel.signature, param_addr)
+        self._inflight[fence] = (kernel.signature, param_addr, local_addr)
         self._submit(cmd)
         return fence
 
@@ -472,7 +499,7 @@ class Device:
         self._need_queue("fence")
         self._wait_for_slot()
         value = self._next_fence()
-        self._inflight[value] = ("fence", 0)
+        self._inflight[value] = ("fence", 0, 0)
         self._submit(Command(CommandOp.FENCE, value))
         return value
 
@@ -517,9 +544,10 @@ class Device:
         self._retire_all()
 
     def _retire_all(self) -> None:
-        for _, param_addr in self._inflight.values():
-            if param_addr:
-                self._heap.free(param_addr)
+        for _, param_addr, local_addr in self._inflight.values():
+            for addr in (param_addr, local_addr):
+                if addr:
+                    self._heap.free(addr)
         self._inflight.clear()
         self._done_fence = self._last_fence
 
@@ -528,7 +556,7 @@ class Device:
         head = b.mmio_read(Mmio.HEAD)
         raw = b.read(cq.record_address(self.queue_base, head), cq.RECORD_BYTES)
         fence = int.from_bytes(raw[4:8], "little")  # w1, readable even in a malformed record
-        what = self._inflight.get(fence, ("an unknown command", 0))[0]
+        what = self._inflight.get(fence, ("an unknown command",))[0]
         discarded = (self._tail - head - 1) % self.queue_entries
         regs = {r: b.mmio_read(r) for r in (
             Mmio.FAULT_CAUSE, Mmio.FAULT_PC, Mmio.FAULT_CORE, Mmio.FAULT_WARP,
@@ -600,3 +628,23 @@ def _disassemble(word: int, pc: int, module: Module | None) -> str:
         return str(disassemble_word(word, pc - module.code_base))
     except Exception:  # a bad word is the fault being reported, not a second error
         return f".word {word:#010x}"
+
+
+def _local_bytes(kernel: Kernel, local_bytes: Any) -> int:
+    """Per-thread local bytes of a launch, checked against the kernel's hidden parameter."""
+    if isinstance(local_bytes, bool) or not isinstance(local_bytes, (int, np.integer)) \
+            or local_bytes < 0 or local_bytes % 4:
+        raise DriverError(f"launch of {kernel.name}: local_bytes must be a non-negative "
+                          f"multiple of 4, not {local_bytes!r}")
+    names = [p.name for p in kernel.info.params]
+    if LOCAL_PARAM in names[:-1]:
+        raise DriverError(f"kernel {kernel.name}: the hidden parameter {LOCAL_PARAM} must be "
+                          "its last parameter")
+    has = bool(names) and names[-1] == LOCAL_PARAM
+    if has and not local_bytes:
+        raise DriverError(f"launch of {kernel.name}: the kernel uses local memory (parameter "
+                          f"{LOCAL_PARAM}); give its bytes per thread (local_bytes=)")
+    if local_bytes and not has:
+        raise DriverError(f"launch of {kernel.name}: local_bytes={local_bytes} given, but the "
+                          f"kernel has no {LOCAL_PARAM} parameter to receive the area")
+    return int(local_bytes)

@@ -128,6 +128,13 @@ PARAM_TYPES: dict[str, str] = {
 }
 MAX_PARAMS = 64
 
+LOCAL_PARAM = "__local"
+"""The hidden last parameter of a kernel that uses local memory (compiled kernels whose
+register spills do not fit in shared memory): the base address of the launch's local area,
+which the driver allocates (``threads x local_bytes``) and fills in. Block ``b`` (x fastest)
+owns ``[b * ntid * local_bytes, (b + 1) * ntid * local_bytes)`` of it, slot-major: word ``s``
+of thread ``tid`` is at ``4 * (s * ntid + tid)``, so a warp's lanes touch consecutive words."""
+
 
 class FaultCause(IntEnum):
     """Architectural fault causes, shared by the ISS, the RTL and the driver."""
