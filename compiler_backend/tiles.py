@@ -67,6 +67,11 @@ memory offset's reach) can never compile: refused when the tile is made, at its 
 than after minutes of lowering and register allocation."""
 
 
+MAX_LAZY_DEPTH = 64
+"""Links of lazy element functions evaluated within one another before a tile is made
+concrete (Python's recursion limit is about 1,000 frames, three per link)."""
+
+
 class Tile:
     """A tile (or scalar) value of one program: shape, element type, and its elements."""
 
@@ -89,6 +94,12 @@ class Tile:
         # be evaluated at canonical coordinates of its own shape (else: relayout first)
         self.has_mat = (slots is not None and self.shape != ()) or any(
             d.has_mat for d in deps)
+        # evaluating a lazy tile recurses through its dependencies: a long chain (an
+        # unrolled tl.static_range) is materialised every MAX_LAZY_DEPTH links instead
+        self.depth = 0 if fn is None else 1 + max((d.depth for d in deps), default=0)
+        if self.depth > MAX_LAZY_DEPTH:
+            self.slots, self.fn, self.depth = self.materialize().slots, None, 0
+            self.has_mat = self.shape != ()
 
     # --- facts -------------------------------------------------------------------------
     @property
