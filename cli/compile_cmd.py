@@ -178,5 +178,11 @@ def run(args: argparse.Namespace) -> int:
             Path(out).write_text(text)
     except OSError as e:
         raise SimtgpuError(f"-o {out}: cannot write: {e.strerror or e}") from None
-    print(f"{args.kernel}: {args.target} -> {out} ({ck.compile_ms:.1f} ms)", file=sys.stderr)
+    size = ""
+    if ck.stats.get("registers"):
+        spilled = ck.stats.get("spilled", 0)
+        size = f", {ck.stats['registers']} registers, {spilled} spilled" + (
+            f" to {ck.stats['spill_space']} memory" if spilled else "")
+    print(f"{args.kernel}: {args.target} -> {out} ({ck.compile_ms:.1f} ms{size})",
+          file=sys.stderr)
     return 0
