@@ -752,7 +752,7 @@ def spill_gpr(code: list[MI], loops: list[tuple[int, int]], spills: list[tuple[V
             out.append(mi)
             continue
         ks.sort()
-        if mi.op == "pmove":
+        if mi.op == "pmove" and local:  # (shared spilling keeps its code as it was)
             out += _spill_pmove(mi, index, spills, addr, load, store)
             uses.drop(mi)
             continue

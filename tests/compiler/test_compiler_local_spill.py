@@ -8,28 +8,8 @@ import numpy as np
 import pytest
 import simtgpu.compiler_backend as triton
 import simtgpu.compiler_backend.language as tl
+from simtgpu.compiler_backend.bench import _matmul as k_matmul
 from simtgpu.compiler_backend.errors import KernelError
-
-
-@triton.jit
-def k_matmul(a_ptr, b_ptr, c_ptr, M, N, K, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
-             BLOCK_K: tl.constexpr):
-    # tutorial 03's inner loop (without the grouped ordering)
-    pid_m = tl.program_id(0)
-    pid_n = tl.program_id(1)
-    offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
-    offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
-    offs_k = tl.arange(0, BLOCK_K)
-    a_ptrs = a_ptr + offs_m[:, None] * K + offs_k[None, :]
-    b_ptrs = b_ptr + offs_k[:, None] * N + offs_n[None, :]
-    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
-    for _ in range(0, tl.cdiv(K, BLOCK_K)):
-        a = tl.load(a_ptrs)
-        b = tl.load(b_ptrs)
-        acc += tl.dot(a, b)
-        a_ptrs += BLOCK_K
-        b_ptrs += BLOCK_K * N
-    tl.store(c_ptr + offs_m[:, None] * N + offs_n[None, :], acc)
 
 
 @triton.jit
@@ -72,9 +52,9 @@ def test_matmul_32x32x16_on_small_is_an_instruction_memory_error(iss_device):
     # registers spill to local memory; what remains over small's limit is the code size,
     # reported at compile time with the kernel's place
     a = np.zeros((32, 32), np.float32)
-    with pytest.raises(KernelError, match=r"test_compiler_local_spill\.py:\d+:\d+: kernel "
-                       r"'k_matmul': is \d+ bytes of code .* instruction memory"):
-        k_matmul[(1, 1)](a, a, a, 32, 32, 32, BLOCK_M=32, BLOCK_N=32, BLOCK_K=16,
+    with pytest.raises(KernelError, match=r"bench\.py:\d+:\d+: kernel "
+                       r"'_matmul': is \d+ bytes of code .* instruction memory"):
+        k_matmul[(1, 1)](a, a, a, 32, 32, 32, BM=32, BN=32, BK=16,
                          num_warps=4)
 
 
@@ -83,7 +63,7 @@ def test_matmul_32x32x16_spills_to_local_memory(small_big_imem):
     a = rng.integers(-4, 5, (32, 32)).astype(np.float32)
     b = rng.integers(-4, 5, (32, 32)).astype(np.float32)
     c = np.zeros((32, 32), np.float32)
-    k_matmul[(1, 1)](a, b, c, 32, 32, 32, BLOCK_M=32, BLOCK_N=32, BLOCK_K=16, num_warps=4)
+    k_matmul[(1, 1)](a, b, c, 32, 32, 32, BM=32, BN=32, BK=16, num_warps=4)
     np.testing.assert_array_equal(c, a @ b)  # small integers: exact in fp32
     stats = list(k_matmul.cache.values())[-1].stats
     assert stats["spill_space"] == "local" and stats["spilled"] > 0

@@ -33,9 +33,12 @@ PROBE = """
 """
 
 
-@pytest.fixture()
-def dev():
-    d = Device(backend="iss", config="tiny")
+@pytest.fixture(params=["iss", pytest.param("rtl", marks=pytest.mark.slow)])
+def dev(request):
+    try:
+        d = Device(backend=request.param, config="tiny")
+    except DriverError as e:
+        pytest.skip(f"{request.param} backend unavailable ({e})")
     yield d
     d.close()
 
