@@ -9,8 +9,9 @@ launches against, so a kernel that launches on ``small`` under the ISS launches 
 Device-memory timing is a :class:`MemoryConfig`, chosen by name per configuration
 (:func:`memory_settings`: ``ideal``, ``vortex``, ``realistic``; docs/memory-system.md). Only the
 RTL harness's DRAM model uses it; the ISS is functional and ignores it. The per-core L1 data
-cache is an :class:`L1Config` (:func:`l1_default` per configuration, :meth:`GpuConfig.with_l1`);
-it is a hardware build parameter, and the ISS ignores it too.
+cache is an :class:`L1Config` (:func:`l1_default` per configuration, :meth:`GpuConfig.with_l1`),
+the shared L2 an :class:`L2Config` (:func:`l2_default`, :meth:`GpuConfig.with_l2`); they are
+hardware build parameters, and the ISS ignores them too.
 """
 
 from __future__ import annotations
@@ -170,6 +171,67 @@ class L1Config:
 
 
 @dataclass(frozen=True)
+class L2Config:
+    """The shared L2 cache between the interconnect and DRAM (rtl/l2_cache.py;
+    docs/memory-system.md).
+
+    Write-through, no write-allocate, non-blocking, banked by line address; atomics are
+    executed in it. ``size_bytes`` 0 means no L2: the interconnect's port goes straight to
+    memory, as before the cache existed.
+
+    Parameters
+    ----------
+    size_bytes:
+        Total capacity, split evenly over the banks: each bank a power-of-two number of sets
+        of ``ways`` lines, or 0 (no L2).
+    ways:
+        Associativity of every bank, a power of two.
+    banks:
+        Banks, a power of two: line ``n`` lives in bank ``n mod banks``.
+    mshrs:
+        Lines with a read miss outstanding at once, per bank (1 to 16).
+    rob_depth:
+        Requests in flight through each bank, a power of two from 2 to 64.
+    """
+
+    size_bytes: int
+    ways: int = 8
+    banks: int = 2
+    mshrs: int = 8
+    rob_depth: int = 16
+
+    def __post_init__(self) -> None:
+        problems = []
+        if self.size_bytes and not _is_pow2(self.size_bytes):
+            problems.append(f"size_bytes must be a power of two (or 0: no L2), "
+                            f"not {self.size_bytes}")
+        if not _is_pow2(self.ways):
+            problems.append(f"ways must be a power of two, not {self.ways}")
+        if not (_is_pow2(self.banks) and self.banks <= 16):
+            problems.append(f"banks must be a power of two up to 16, not {self.banks}")
+        if not 1 <= self.mshrs <= 16:
+            problems.append(f"mshrs must be from 1 to 16, not {self.mshrs}")
+        if not (_is_pow2(self.rob_depth) and 2 <= self.rob_depth <= 64):
+            problems.append(f"rob_depth must be a power of two from 2 to 64, "
+                            f"not {self.rob_depth}")
+        _refuse("L2 cache", problems)
+
+    def sets(self, line_bytes: int) -> int:
+        """Sets of ``ways`` lines of ``line_bytes`` per bank (0 with no cache)."""
+        return self.size_bytes // (line_bytes * self.ways * self.banks)
+
+    def describe(self, line_bytes: int) -> str:
+        """One line for reports: ``L2 32 KiB, 4 banks, 8 ways, 32 sets of 32 B, 8 MSHRs``."""
+        if not self.size_bytes:
+            return "no L2"
+        size = (f"{self.size_bytes // KIB} KiB" if self.size_bytes >= KIB
+                else f"{self.size_bytes} B")
+        return (f"L2 {size}, {self.banks} banks, {self.ways} ways, {self.sets(line_bytes)} "
+                f"sets of {line_bytes} B, {self.mshrs} MSHRs and {self.rob_depth} in flight "
+                f"per bank")
+
+
+@dataclass(frozen=True)
 class GpuConfig:
     """Sizes of one GPU build.
 
@@ -205,6 +267,8 @@ class GpuConfig:
         The per-core L1 data cache of the RTL; None is no cache (see :func:`l1_default`,
         :meth:`with_l1`). The ISS ignores it: it has no timing, and the cache keeps the ISA's
         memory semantics.
+    l2:
+        The shared L2 of the RTL; None is no L2 (see :func:`l2_default`, :meth:`with_l2`).
     """
 
     name: str
@@ -219,6 +283,7 @@ class GpuConfig:
     imem_bytes: int = 16 * KIB
     memory: MemoryConfig | None = None
     l1: L1Config | None = None
+    l2: L2Config | None = None
 
     def __post_init__(self) -> None:
         problems = []
@@ -253,6 +318,12 @@ class GpuConfig:
             if self.l1.size_bytes < line * self.l1.ways:
                 problems.append(f"the L1's {self.l1.size_bytes} bytes must hold at least one "
                                 f"set of {self.l1.ways} ways of {line}-byte lines")
+        if self.l2 is not None and self.l2.size_bytes:
+            line = 4 * self.lanes
+            if self.l2.size_bytes < line * self.l2.ways * self.l2.banks:
+                problems.append(f"the L2's {self.l2.size_bytes} bytes must hold at least one "
+                                f"set of {self.l2.ways} ways of {line}-byte lines in each of "
+                                f"its {self.l2.banks} banks")
         _refuse(f"configuration {self.name!r}", problems)
 
     @property
@@ -270,6 +341,22 @@ class GpuConfig:
         elif l1 is not None and not isinstance(l1, L1Config):
             raise ConfigError(f"l1 must be True, False, None or an L1Config, not {l1!r}")
         return replace(self, l1=l1)
+
+    @property
+    def l2_cache(self) -> L2Config | None:
+        """The L2 in force, or None where there is none (``l2`` None or of size 0)."""
+        return self.l2 if self.l2 is not None and self.l2.size_bytes else None
+
+    def with_l2(self, l2: bool | L2Config | None) -> GpuConfig:
+        """This configuration with the L2 ``l2``: True for its default (:func:`l2_default`),
+        False or None for none, or an :class:`L2Config`."""
+        if l2 is True:
+            l2 = l2_default(self)
+        elif l2 is False:
+            l2 = None
+        elif l2 is not None and not isinstance(l2, L2Config):
+            raise ConfigError(f"l2 must be True, False, None or an L2Config, not {l2!r}")
+        return replace(self, l2=l2)
 
     @property
     def memory_timing(self) -> MemoryConfig:
@@ -362,8 +449,33 @@ def l1_default(config: GpuConfig) -> L1Config:
     return L1Config(128 * 4 * config.lanes, 4, 8, 32)
 
 
+_L2_DEFAULTS = {
+    # name: (size, ways, banks, MSHRs per bank, requests in flight per bank). Scaled-down GPU
+    # L2s: a real one holds 2 to 50 MiB in 16 to 128 slices for 20 to 140 SMs, about 8 times
+    # the SMs' L1s together; these keep that ratio to the cores' L1s, a bank per core or two.
+    "tiny": (8 * KIB, 4, 2, 4, 16),
+    "small": (32 * KIB, 8, 4, 8, 16),
+    "full": (256 * KIB, 8, 8, 16, 32),
+}
+
+L2_DEFAULT_ON = False
+"""The single switch: whether the named configurations are built with their L2 by default
+(docs/memory-system.md says why it is off)."""
+
+
+def l2_default(config: GpuConfig) -> L2Config:
+    """The L2 of ``config``'s size class (:data:`_L2_DEFAULTS`); configurations of a user's own
+    take 256 lines per core in 2 banks of 8 ways."""
+    if config.name in _L2_DEFAULTS:
+        return L2Config(*_L2_DEFAULTS[config.name])
+    lines = 1 << max(4, (256 * config.cores - 1).bit_length())
+    return L2Config(lines * 4 * config.lanes, 8, 2, 8, 16)
+
+
 if L1_DEFAULT_ON:
     CONFIGS = {name: cfg.with_l1(True) for name, cfg in CONFIGS.items()}
+if L2_DEFAULT_ON:
+    CONFIGS = {name: cfg.with_l2(True) for name, cfg in CONFIGS.items()}
 
 
 def get_config(config: str | GpuConfig) -> GpuConfig:

@@ -90,13 +90,13 @@ def bench_rtl(config: str = "small", n: int = 32768, m: int = 48, runs: int = 3,
 
 
 def bench_ipc(config: str = "small", sgemm_size: int = 64, memory: str | None = None,
-              l1: bool | None = None) -> list[dict]:
+              l1: bool | None = None, l2: bool | None = None) -> list[dict]:
     """Issue rate of the RTL on ``config``: :func:`simtgpu.rtlsim.workload.issue_rate` through
     the driver's RTL backend, with device-memory setting ``memory`` (default ``ideal``) and
-    each core's L1 on, off, or as the configuration says (None)."""
+    each core's L1 and the shared L2 on, off, or as the configuration says (None)."""
     from simtgpu.driver_model.device import Device
 
-    with Device(backend="rtl", config=config, memory=memory, l1=l1) as dev:
+    with Device(backend="rtl", config=config, memory=memory, l1=l1, l2=l2) as dev:
         return issue_rate(dev, sgemm_size)
 
 
