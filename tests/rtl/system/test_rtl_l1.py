@@ -122,7 +122,7 @@ def _run(dev, src, name, grid, block, arrays, out_words):
         return out.to_host(), r
 
     rtl, res = on(dev)
-    with Device(backend="iss", config="small") as iss:
+    with Device(backend="iss", config=dev.config.name) as iss:
         gold, _ = on(iss)
     return rtl, gold, res
 
@@ -156,17 +156,18 @@ def test_host_and_kernel_writes_between_launches(dev):
     launch's stores (from any core) put in memory, although its cores cached the old lines."""
     k = dev.load_module(example_asm("vector_add")).kernel("vector_add")
     n = 256
+    tpb = min(16, dev.config.max_threads_per_block)
     a = dev.to_device(np.arange(n, dtype=np.float32))
     zero = dev.zeros(n, np.float32)
     c = dev.zeros(n, np.float32)
-    dev.launch(k, n // 16, 16, (a, zero, c, n))  # both cores cache lines of a
+    dev.launch(k, n // tpb, tpb, (a, zero, c, n))  # both cores cache lines of a
     assert np.array_equal(c.to_host(), np.arange(n, dtype=np.float32))
     a.copy_from_host(np.full(n, 5, np.float32))  # the host writes memory directly
-    dev.launch(k, n // 16, 16, (a, zero, c, n))
+    dev.launch(k, n // tpb, tpb, (a, zero, c, n))
     assert np.array_equal(c.to_host(), np.full(n, 5, np.float32))
     ones = dev.to_device(np.ones(n, np.float32))
-    dev.launch(k, n // 16, 16, (ones, ones, a, n))  # a kernel's stores overwrite a
-    dev.launch(k, n // 16, 16, (a, zero, c, n))
+    dev.launch(k, n // tpb, tpb, (ones, ones, a, n))  # a kernel's stores overwrite a
+    dev.launch(k, n // tpb, tpb, (a, zero, c, n))
     assert np.array_equal(c.to_host(), np.full(n, 2, np.float32))
 
 
@@ -238,6 +239,8 @@ def test_cli_stats_with_l1(dev, capsys):
     assert mem == {
         "l1_hit_rate_percent": round(100 * c["l1_hits"] / reads, 2),
         "l1_mshr_full_cycles": c["l1_mshr_full"],
+        "l2_hit_rate_percent": None, "l2_mshr_full_cycles": 0,
+        "ext_read_bytes": c["ext_read_bytes"], "ext_write_bytes": c["ext_write_bytes"],
         "dram_read_bytes": c["dram_read_bytes"], "dram_write_bytes": c["dram_write_bytes"],
         "loads": c["loads"], "load_latency_avg": round(c["load_latency_sum"] / c["loads"], 2),
         "load_latency_max": c["load_latency_max"]}
