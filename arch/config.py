@@ -116,6 +116,32 @@ class MemoryConfig:
                 f"{self.inflight_limit} in flight")
 
 
+def _cache_problems(cache: L1Config | L2Config, level: str) -> list[str]:
+    """What is wrong with the parameters a cache of either level shares."""
+    problems = []
+    if cache.size_bytes and not _is_pow2(cache.size_bytes):
+        problems.append(f"size_bytes must be a power of two (or 0: no {level}), "
+                        f"not {cache.size_bytes}")
+    if not _is_pow2(cache.ways):
+        problems.append(f"ways must be a power of two, not {cache.ways}")
+    if not 1 <= cache.mshrs <= 16:
+        problems.append(f"mshrs must be from 1 to 16, not {cache.mshrs}")
+    if not (_is_pow2(cache.rob_depth) and 2 <= cache.rob_depth <= 64):
+        problems.append(f"rob_depth must be a power of two from 2 to 64, not {cache.rob_depth}")
+    return problems
+
+
+def _describe(cache: L1Config | L2Config, level: str, line_bytes: int, banks: str = "",
+              per: str = "") -> str:
+    """One line for reports (``describe`` of either level)."""
+    if not cache.size_bytes:
+        return f"no {level}"
+    size = cache.size_bytes
+    size_text = f"{size // KIB} KiB" if size >= KIB else f"{size} B"
+    return (f"{level} {size_text}, {banks}{cache.ways} ways, {cache.sets(line_bytes)} sets of "
+            f"{line_bytes} B, {cache.mshrs} MSHRs{per}, {cache.rob_depth} in flight{per}")
+
+
 @dataclass(frozen=True)
 class L1Config:
     """The per-core L1 data cache (rtl/l1_cache.py; docs/memory-system.md).
@@ -143,18 +169,7 @@ class L1Config:
     rob_depth: int = 32
 
     def __post_init__(self) -> None:
-        problems = []
-        if self.size_bytes and not _is_pow2(self.size_bytes):
-            problems.append(f"size_bytes must be a power of two (or 0: no L1), "
-                            f"not {self.size_bytes}")
-        if not _is_pow2(self.ways):
-            problems.append(f"ways must be a power of two, not {self.ways}")
-        if not 1 <= self.mshrs <= 16:
-            problems.append(f"mshrs must be from 1 to 16, not {self.mshrs}")
-        if not (_is_pow2(self.rob_depth) and 2 <= self.rob_depth <= 64):
-            problems.append(f"rob_depth must be a power of two from 2 to 64, "
-                            f"not {self.rob_depth}")
-        _refuse("L1 cache", problems)
+        _refuse("L1 cache", _cache_problems(self, "L1"))
 
     def sets(self, line_bytes: int) -> int:
         """Sets of ``ways`` lines of ``line_bytes`` (0 with no cache)."""
@@ -162,12 +177,7 @@ class L1Config:
 
     def describe(self, line_bytes: int) -> str:
         """One line for reports: ``L1 4 KiB, 4 ways, 32 sets of 32 B, 8 MSHRs``."""
-        if not self.size_bytes:
-            return "no L1"
-        size = (f"{self.size_bytes // KIB} KiB" if self.size_bytes >= KIB
-                else f"{self.size_bytes} B")
-        return (f"L1 {size}, {self.ways} ways, {self.sets(line_bytes)} sets of {line_bytes} B, "
-                f"{self.mshrs} MSHRs, {self.rob_depth} in flight")
+        return _describe(self, "L1", line_bytes)
 
 
 @dataclass(frozen=True)
@@ -201,19 +211,9 @@ class L2Config:
     rob_depth: int = 16
 
     def __post_init__(self) -> None:
-        problems = []
-        if self.size_bytes and not _is_pow2(self.size_bytes):
-            problems.append(f"size_bytes must be a power of two (or 0: no L2), "
-                            f"not {self.size_bytes}")
-        if not _is_pow2(self.ways):
-            problems.append(f"ways must be a power of two, not {self.ways}")
+        problems = _cache_problems(self, "L2")
         if not (_is_pow2(self.banks) and self.banks <= 16):
             problems.append(f"banks must be a power of two up to 16, not {self.banks}")
-        if not 1 <= self.mshrs <= 16:
-            problems.append(f"mshrs must be from 1 to 16, not {self.mshrs}")
-        if not (_is_pow2(self.rob_depth) and 2 <= self.rob_depth <= 64):
-            problems.append(f"rob_depth must be a power of two from 2 to 64, "
-                            f"not {self.rob_depth}")
         _refuse("L2 cache", problems)
 
     def sets(self, line_bytes: int) -> int:
@@ -221,14 +221,9 @@ class L2Config:
         return self.size_bytes // (line_bytes * self.ways * self.banks)
 
     def describe(self, line_bytes: int) -> str:
-        """One line for reports: ``L2 32 KiB, 4 banks, 8 ways, 32 sets of 32 B, 8 MSHRs``."""
-        if not self.size_bytes:
-            return "no L2"
-        size = (f"{self.size_bytes // KIB} KiB" if self.size_bytes >= KIB
-                else f"{self.size_bytes} B")
-        return (f"L2 {size}, {self.banks} banks, {self.ways} ways, {self.sets(line_bytes)} "
-                f"sets of {line_bytes} B, {self.mshrs} MSHRs and {self.rob_depth} in flight "
-                f"per bank")
+        """One line for reports: ``L2 32 KiB, 4 banks, 8 ways, 32 sets of 32 B, 8 MSHRs per
+        bank, 16 in flight per bank``."""
+        return _describe(self, "L2", line_bytes, f"{self.banks} banks, ", " per bank")
 
 
 @dataclass(frozen=True)
@@ -331,32 +326,30 @@ class GpuConfig:
         """The L1 in force, or None where there is none (``l1`` None or of size 0)."""
         return self.l1 if self.l1 is not None and self.l1.size_bytes else None
 
-    def with_l1(self, l1: bool | L1Config | None) -> GpuConfig:
-        """This configuration with the L1 ``l1``: True for its default (:func:`l1_default`),
-        False or None for none, or an :class:`L1Config`."""
-        if l1 is True:
-            l1 = l1_default(self)
-        elif l1 is False:
-            l1 = None
-        elif l1 is not None and not isinstance(l1, L1Config):
-            raise ConfigError(f"l1 must be True, False, None or an L1Config, not {l1!r}")
-        return replace(self, l1=l1)
-
     @property
     def l2_cache(self) -> L2Config | None:
         """The L2 in force, or None where there is none (``l2`` None or of size 0)."""
         return self.l2 if self.l2 is not None and self.l2.size_bytes else None
 
+    def with_l1(self, l1: bool | L1Config | None) -> GpuConfig:
+        """This configuration with the L1 ``l1``: True for its default (:func:`l1_default`),
+        False or None for none, or an :class:`L1Config`."""
+        return replace(self, l1=self._cache_choice("l1", l1, L1Config, l1_default))
+
     def with_l2(self, l2: bool | L2Config | None) -> GpuConfig:
         """This configuration with the L2 ``l2``: True for its default (:func:`l2_default`),
         False or None for none, or an :class:`L2Config`."""
-        if l2 is True:
-            l2 = l2_default(self)
-        elif l2 is False:
-            l2 = None
-        elif l2 is not None and not isinstance(l2, L2Config):
-            raise ConfigError(f"l2 must be True, False, None or an L2Config, not {l2!r}")
-        return replace(self, l2=l2)
+        return replace(self, l2=self._cache_choice("l2", l2, L2Config, l2_default))
+
+    def _cache_choice(self, name: str, choice: object, cls: type, default) -> object:
+        if choice is True:
+            return default(self)
+        if choice is False or choice is None:
+            return None
+        if not isinstance(choice, cls):
+            raise ConfigError(f"{name} must be True, False, None or an {cls.__name__}, "
+                              f"not {choice!r}")
+        return choice
 
     @property
     def memory_timing(self) -> MemoryConfig:

@@ -54,7 +54,7 @@ from amaranth.lib.wiring import In, Out
 
 from .signatures import AtomOp, MemKind, mem_port_signature, mem_request_layout
 
-__all__ = ["L1Cache"]
+__all__ = ["L1Cache", "cache_signature"]
 
 
 def _pow2(x: int) -> bool:
@@ -63,6 +63,17 @@ def _pow2(x: int) -> bool:
 
 def _bits(n: int) -> int:
     return max(1, (n - 1).bit_length())
+
+
+def cache_signature(line_words: int, tag_bits: int) -> wiring.Signature:
+    """The interface of a cache at either level (this L1, the L2 of rtl/l2_cache.py): the
+    memory port on both sides, ``invalidate``, the counters' strobes and ``idle``."""
+    return wiring.Signature({
+        "up": In(mem_port_signature(line_words, tag_bits)),
+        "down": Out(mem_port_signature(line_words, tag_bits)),
+        "invalidate": In(1),
+        **{name: Out(1) for name in ("hit", "miss", "merge", "mshr_full", "idle")},
+    })
 
 
 class L1Cache(wiring.Component):
@@ -134,16 +145,7 @@ class L1Cache(wiring.Component):
         self.offset_bits = (line_bytes - 1).bit_length()
         self.set_bits = (sets - 1).bit_length()
         self.line_tag_bits = 32 - self.offset_bits - self.set_bits
-        super().__init__({
-            "up": In(mem_port_signature(line_words, tag_bits)),
-            "down": Out(mem_port_signature(line_words, tag_bits)),
-            "invalidate": In(1),
-            "hit": Out(1),
-            "miss": Out(1),
-            "merge": Out(1),
-            "mshr_full": Out(1),
-            "idle": Out(1),
-        })
+        super().__init__(cache_signature(line_words, tag_bits))
 
     def elaborate(self, platform) -> Module:
         m = Module()

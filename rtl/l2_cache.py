@@ -36,11 +36,9 @@ from __future__ import annotations
 from amaranth.hdl import Cat, Const, Module, Signal
 from amaranth.lib import wiring
 from amaranth.lib.fifo import SyncFIFO
-from amaranth.lib.wiring import In, Out
 
 from .interconnect import Interconnect
-from .l1_cache import L1Cache
-from .signatures import mem_port_signature
+from .l1_cache import L1Cache, cache_signature
 
 __all__ = ["L2Cache"]
 
@@ -95,16 +93,7 @@ class L2Cache(wiring.Component):
         self.rob_depth = rob_depth
         self.mshrs = mshrs
         self._banks = [L1Cache(**self.bank_args) for _ in range(banks)]  # checks them now
-        super().__init__({
-            "up": In(mem_port_signature(line_words, tag_bits)),
-            "down": Out(mem_port_signature(line_words, tag_bits)),
-            "invalidate": In(1),
-            "hit": Out(1),
-            "miss": Out(1),
-            "merge": Out(1),
-            "mshr_full": Out(1),
-            "idle": Out(1),
-        })
+        super().__init__(cache_signature(line_words, tag_bits))
 
     def elaborate(self, platform) -> Module:
         m = Module()

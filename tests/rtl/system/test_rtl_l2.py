@@ -8,14 +8,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from simtgpu.assembler.examples import example_asm
 from simtgpu.driver_model.device import Device
-from test_rtl_l1 import (
-    ATOMIC_ON_CACHED,
-    EXCHANGE,
-    OWN_STORES,
-    _run,
-)
+from test_rtl_l1 import check_atomic_on_cached, check_exchange, check_own_stores, run_matmul
 from test_rtl_l1 import test_host_and_kernel_writes_between_launches as host_writes_checked
 
 # Every thread adds 1 to one counter and keeps the old value: performed one at a time in the
@@ -52,24 +46,15 @@ def dev():
 def test_fence_write_then_read(dev):
     """Own stores read back before and after a ``fence`` (the L1 dropped, the L2 holding the
     written line)."""
-    a = np.arange(100, 108, dtype=np.int32)
-    rtl, iss, _ = _run(dev, OWN_STORES, "own_stores", 1, 8, [a], 16)
-    want = np.repeat(a + 1, 2)
-    assert np.array_equal(rtl, want) and np.array_equal(iss, want)
+    check_own_stores(dev, 8)
 
 
 def test_atomic_on_cached_line(dev):
-    a = np.arange(7, 15, dtype=np.int32)
-    rtl, iss, _ = _run(dev, ATOMIC_ON_CACHED, "atomic_on_cached", 1, 8, [a], 24)
-    want = np.stack([a, a, a + 10], axis=1).reshape(-1)
-    assert np.array_equal(rtl, want) and np.array_equal(iss, want)
+    check_atomic_on_cached(dev)
 
 
 def test_exchange_through_fence(dev):
-    data = np.array([111], dtype=np.int32)
-    flag = np.zeros(1, dtype=np.int32)
-    rtl, iss, _ = _run(dev, EXCHANGE, "exchange", 2, 1, [data, flag], 2)
-    assert rtl[1] == 222 and iss[1] == 222 and rtl[0] in (111, 222)
+    check_exchange(dev)
 
 
 def test_contended_atomics_in_l2(dev):
@@ -94,15 +79,6 @@ def test_host_writes_between_launches(dev):
 
 def test_matmul_hits_in_l2(dev):
     """The naive matmul is NumPy's; lines the L1 lost are found in the L2."""
-    k = dev.load_module(example_asm("matmul")).kernel("matmul")
-    m = 16
-    rng = np.random.default_rng(1)
-    a = rng.integers(-3, 4, (m, m)).astype(np.float32)
-    b = rng.integers(-3, 4, (m, m)).astype(np.float32)
-    c = dev.zeros((m, m), np.float32)
-    res = dev.launch(k, (m // 4, m // 2), (4, 2),
-                     (dev.to_device(a), dev.to_device(b), c, m, m, m))
-    assert np.array_equal(c.to_host(), a @ b)
-    cnt = res.counters
+    cnt = run_matmul(dev, 16, (4, 2)).counters
     assert cnt["l2_hits"] > 0 and cnt["l2_misses"] > 0
     assert cnt["ext_read_bytes"] == 4 * dev.config.lanes * cnt["l2_misses"]

@@ -15,7 +15,6 @@ from __future__ import annotations
 import random
 
 import numpy as np
-import pytest
 from simtgpu.rtl.l1_cache import L1Cache
 from simtgpu.rtl.signatures import AtomOp
 from simtgpu.sim.numerics import fadd
@@ -361,11 +360,3 @@ def test_l1_cache_cycles() -> None:
     assert st["evict"] > 30 and st["write_hit"] > 30 and st["atomic_inval"] > 10, st
     assert st["mshr_full"] > 0 and st["invalidate"] > 10 and st["stale_fill"] > 0, st
     check_cycles("l1_cache", bld, stim, want, "units_l1_cache_cycles")
-
-
-@pytest.mark.filterwarnings("ignore::amaranth.hdl.UnusedElaboratable")
-def test_l1_cache_parameters_checked() -> None:
-    with pytest.raises(ValueError, match="ways must be a power of two, not 3"):
-        L1Cache(ways=3)
-    with pytest.raises(ValueError, match="size_bytes must be"):
-        L1Cache(size_bytes=1000)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import random
 
 import pytest
+from simtgpu.rtl.l1_cache import L1Cache
 from simtgpu.rtl.l2_cache import L2Cache
 from simtgpu.verification.units import build_unit
 from test_l1_cache import (
@@ -136,8 +137,14 @@ def test_l2_cache_cycles() -> None:
 
 
 @pytest.mark.filterwarnings("ignore::amaranth.hdl.UnusedElaboratable")
-def test_l2_cache_parameters_checked() -> None:
-    with pytest.raises(ValueError, match="banks must be a power of two, not 3"):
-        L2Cache(banks=3)
-    with pytest.raises(ValueError, match="ways must be a power of two, not 3"):
-        L2Cache(ways=3)
+@pytest.mark.parametrize(("make", "match"), [
+    (lambda: L1Cache(ways=3), "ways must be a power of two, not 3"),
+    (lambda: L1Cache(size_bytes=1000), "size_bytes must be"),
+    (lambda: L1Cache(atomics="ignore"), "atomics must be 'bypass' or 'execute'"),
+    (lambda: L2Cache(banks=3), "banks must be a power of two, not 3"),
+    (lambda: L2Cache(ways=3), "ways must be a power of two, not 3"),
+])
+def test_cache_parameters_checked(make, match) -> None:
+    """Both levels refuse bad parameters with a message naming them."""
+    with pytest.raises(ValueError, match=match):
+        make()
