@@ -26,7 +26,8 @@ memory source does not go through an L1.
 Below the interconnect sits the shared L2 of the configuration (:class:`~simtgpu.rtl.l2_cache.
 L2Cache`; none: a wire, exactly the earlier machine), where every source's traffic meets and
 atomics are performed. It is write-through, so memory holds every acknowledged store, and it
-is invalidated when a launch starts (the host writes memory directly between launches).
+is invalidated when the command processor starts fetching a command and when a launch starts
+(the host writes memory, records included, directly).
 """
 
 from __future__ import annotations
@@ -133,7 +134,16 @@ class Gpu(wiring.Component):
                 tag_bits=cfg.ext_tag_bits)
             wiring.connect(m, ic.ext, l2.up)
             wiring.connect(m, l2.down, wiring.flipped(self.mem))
-            m.d.comb += [l2.invalidate.eq(host.core_start),
+            # The host writes memory directly (data, command records) while the GPU is not
+            # looking: drop every line when the command processor starts fetching a command
+            # (one cycle) and when a launch starts.
+            last_state = Signal(CpState)
+            m.d.sync += last_state.eq(host.state)
+            fetch_starts = Signal()
+            m.d.comb += fetch_starts.eq((host.state == CpState.FETCH_REQ)
+                                        & (last_state != CpState.FETCH_REQ)
+                                        & (last_state != CpState.FETCH_RESP))
+            m.d.comb += [l2.invalidate.eq(host.core_start | fetch_starts),
                          perf.l2_perf.l2_hit.eq(l2.hit), perf.l2_perf.l2_miss.eq(l2.miss),
                          perf.l2_perf.l2_merge.eq(l2.merge),
                          perf.l2_perf.l2_mshr_full.eq(l2.mshr_full)]

@@ -18,9 +18,9 @@ write is acknowledged.
 Policy: **write-through, no write-allocate** (docs/memory-system.md says why): DRAM always
 holds every acknowledged store, so the host's reads of device memory after a launch (the
 harness reads DRAM directly) see the data without a flush, and a ``fence`` needs nothing from
-the L2 (it is the one point of coherence below the non-coherent L1s). ``invalidate`` (a launch
-starting) drops every line, because the host writes DRAM behind the L2's back between
-launches.
+the L2 (it is the one point of coherence below the non-coherent L1s). ``invalidate`` (the command
+processor starting to fetch a command, a launch starting) drops every line, because the host
+writes DRAM behind the L2's back (data, parameter blocks, command records).
 
 Banks: line ``n`` lives in bank ``n mod banks``, which sees the address with the bank bits
 taken out (so its sets cover the whole of its share of memory); the address is put back
@@ -66,7 +66,7 @@ class L2Cache(wiring.Component):
     down: ``Out(mem_port_signature(line_words, tag_bits))``
         To DRAM.
     invalidate: ``In(1)``
-        Drop every line (a launch starting).
+        Drop every line (a command fetch or a launch starting).
     hit, miss, merge, mshr_full: ``Out(1)``
         Strobes (of whichever bank): a read served from a line; a line read sent to DRAM (a
         read miss, or the fetch of an atomic's line); a read merged into a pending miss; a
