@@ -37,8 +37,9 @@ MAX_QUEUE_ENTRIES = 4096
 
 DEVICE_ID = 0x53475055  # 'SGPU' read as a big-endian string: 0x53 'S', 0x47 'G', ...
 VERSION_MAJOR = 2  # 2: w13/w14 carry the launched module's code range (were reserved)
-VERSION_MINOR = 2  # 1: per-core performance counters (CORE_COUNTERS_BASE); 2: memory-path
-# counters (L1_*, DRAM_*, LOADS, LOAD_LATENCY_*) and a per-core window of 0x80 bytes
+VERSION_MINOR = 3  # 1: per-core performance counters (CORE_COUNTERS_BASE); 2: memory-path
+# counters (L1_*, DRAM_*, LOADS, LOAD_LATENCY_*) and a per-core window of 0x80 bytes; 3: the
+# shared L2's counters (L2_*, EXT_*_BYTES at 0xE0 upwards)
 VERSION = (VERSION_MAJOR << 16) | VERSION_MINOR
 
 
@@ -107,6 +108,14 @@ class Mmio(IntEnum):
     LOADS = 0xCC  # global read transactions answered (with or without an L1)
     LOAD_LATENCY_SUM = 0xD0  # sum of their latencies (cycles); / LOADS = the average
     LOAD_LATENCY_MAX = 0xD4  # the longest since the current launch started (not a sum)
+    # The shared L2 (docs/memory-system.md; GPU-wide only, 0 without an L2) and the traffic on
+    # the GPU's external memory port (below the L2 where there is one: the DRAM's own traffic).
+    L2_HITS = 0xE0  # reads served from an L2 line
+    L2_MISSES = 0xE4  # line reads the L2 sent to DRAM (read misses, atomics' line fetches)
+    L2_MERGES = 0xE8  # reads merged into an L2 miss already outstanding
+    L2_MSHR_FULL = 0xEC  # cycles a request waited because its bank's MSHRs were all busy
+    EXT_READ_BYTES = 0xF0  # line bytes read through the external memory port (reads, atomics)
+    EXT_WRITE_BYTES = 0xF4  # line bytes of writes through the external memory port
 
 
 PERF_COUNTERS: tuple[Mmio, ...] = tuple(m for m in Mmio if m >= Mmio.CYCLES_LO)

@@ -9,8 +9,9 @@ launches against, so a kernel that launches on ``small`` under the ISS launches 
 Device-memory timing is a :class:`MemoryConfig`, chosen by name per configuration
 (:func:`memory_settings`: ``ideal``, ``vortex``, ``realistic``; docs/memory-system.md). Only the
 RTL harness's DRAM model uses it; the ISS is functional and ignores it. The per-core L1 data
-cache is an :class:`L1Config` (:func:`l1_default` per configuration, :meth:`GpuConfig.with_l1`);
-it is a hardware build parameter, and the ISS ignores it too.
+cache is an :class:`L1Config` (:func:`l1_default` per configuration, :meth:`GpuConfig.with_l1`),
+the shared L2 an :class:`L2Config` (:func:`l2_default`, :meth:`GpuConfig.with_l2`); they are
+hardware build parameters, and the ISS ignores them too.
 """
 
 from __future__ import annotations
@@ -115,6 +116,32 @@ class MemoryConfig:
                 f"{self.inflight_limit} in flight")
 
 
+def _cache_problems(cache: L1Config | L2Config, level: str) -> list[str]:
+    """What is wrong with the parameters a cache of either level shares."""
+    problems = []
+    if cache.size_bytes and not _is_pow2(cache.size_bytes):
+        problems.append(f"size_bytes must be a power of two (or 0: no {level}), "
+                        f"not {cache.size_bytes}")
+    if not _is_pow2(cache.ways):
+        problems.append(f"ways must be a power of two, not {cache.ways}")
+    if not 1 <= cache.mshrs <= 16:
+        problems.append(f"mshrs must be from 1 to 16, not {cache.mshrs}")
+    if not (_is_pow2(cache.rob_depth) and 2 <= cache.rob_depth <= 64):
+        problems.append(f"rob_depth must be a power of two from 2 to 64, not {cache.rob_depth}")
+    return problems
+
+
+def _describe(cache: L1Config | L2Config, level: str, line_bytes: int, banks: str = "",
+              per: str = "") -> str:
+    """One line for reports (``describe`` of either level)."""
+    if not cache.size_bytes:
+        return f"no {level}"
+    size = cache.size_bytes
+    size_text = f"{size // KIB} KiB" if size >= KIB else f"{size} B"
+    return (f"{level} {size_text}, {banks}{cache.ways} ways, {cache.sets(line_bytes)} sets of "
+            f"{line_bytes} B, {cache.mshrs} MSHRs{per}, {cache.rob_depth} in flight{per}")
+
+
 @dataclass(frozen=True)
 class L1Config:
     """The per-core L1 data cache (rtl/l1_cache.py; docs/memory-system.md).
@@ -142,18 +169,7 @@ class L1Config:
     rob_depth: int = 32
 
     def __post_init__(self) -> None:
-        problems = []
-        if self.size_bytes and not _is_pow2(self.size_bytes):
-            problems.append(f"size_bytes must be a power of two (or 0: no L1), "
-                            f"not {self.size_bytes}")
-        if not _is_pow2(self.ways):
-            problems.append(f"ways must be a power of two, not {self.ways}")
-        if not 1 <= self.mshrs <= 16:
-            problems.append(f"mshrs must be from 1 to 16, not {self.mshrs}")
-        if not (_is_pow2(self.rob_depth) and 2 <= self.rob_depth <= 64):
-            problems.append(f"rob_depth must be a power of two from 2 to 64, "
-                            f"not {self.rob_depth}")
-        _refuse("L1 cache", problems)
+        _refuse("L1 cache", _cache_problems(self, "L1"))
 
     def sets(self, line_bytes: int) -> int:
         """Sets of ``ways`` lines of ``line_bytes`` (0 with no cache)."""
@@ -161,12 +177,53 @@ class L1Config:
 
     def describe(self, line_bytes: int) -> str:
         """One line for reports: ``L1 4 KiB, 4 ways, 32 sets of 32 B, 8 MSHRs``."""
-        if not self.size_bytes:
-            return "no L1"
-        size = (f"{self.size_bytes // KIB} KiB" if self.size_bytes >= KIB
-                else f"{self.size_bytes} B")
-        return (f"L1 {size}, {self.ways} ways, {self.sets(line_bytes)} sets of {line_bytes} B, "
-                f"{self.mshrs} MSHRs, {self.rob_depth} in flight")
+        return _describe(self, "L1", line_bytes)
+
+
+@dataclass(frozen=True)
+class L2Config:
+    """The shared L2 cache between the interconnect and DRAM (rtl/l2_cache.py;
+    docs/memory-system.md).
+
+    Write-through, no write-allocate, non-blocking, banked by line address; atomics are
+    executed in it. ``size_bytes`` 0 means no L2: the interconnect's port goes straight to
+    memory, as before the cache existed.
+
+    Parameters
+    ----------
+    size_bytes:
+        Total capacity, split evenly over the banks: each bank a power-of-two number of sets
+        of ``ways`` lines, or 0 (no L2).
+    ways:
+        Associativity of every bank, a power of two.
+    banks:
+        Banks, a power of two: line ``n`` lives in bank ``n mod banks``.
+    mshrs:
+        Lines with a read miss outstanding at once, per bank (1 to 16).
+    rob_depth:
+        Requests in flight through each bank, a power of two from 2 to 64.
+    """
+
+    size_bytes: int
+    ways: int = 8
+    banks: int = 2
+    mshrs: int = 8
+    rob_depth: int = 16
+
+    def __post_init__(self) -> None:
+        problems = _cache_problems(self, "L2")
+        if not (_is_pow2(self.banks) and self.banks <= 16):
+            problems.append(f"banks must be a power of two up to 16, not {self.banks}")
+        _refuse("L2 cache", problems)
+
+    def sets(self, line_bytes: int) -> int:
+        """Sets of ``ways`` lines of ``line_bytes`` per bank (0 with no cache)."""
+        return self.size_bytes // (line_bytes * self.ways * self.banks)
+
+    def describe(self, line_bytes: int) -> str:
+        """One line for reports: ``L2 32 KiB, 4 banks, 8 ways, 32 sets of 32 B, 8 MSHRs per
+        bank, 16 in flight per bank``."""
+        return _describe(self, "L2", line_bytes, f"{self.banks} banks, ", " per bank")
 
 
 @dataclass(frozen=True)
@@ -205,6 +262,8 @@ class GpuConfig:
         The per-core L1 data cache of the RTL; None is no cache (see :func:`l1_default`,
         :meth:`with_l1`). The ISS ignores it: it has no timing, and the cache keeps the ISA's
         memory semantics.
+    l2:
+        The shared L2 of the RTL; None is no L2 (see :func:`l2_default`, :meth:`with_l2`).
     """
 
     name: str
@@ -219,6 +278,7 @@ class GpuConfig:
     imem_bytes: int = 16 * KIB
     memory: MemoryConfig | None = None
     l1: L1Config | None = None
+    l2: L2Config | None = None
 
     def __post_init__(self) -> None:
         problems = []
@@ -253,6 +313,12 @@ class GpuConfig:
             if self.l1.size_bytes < line * self.l1.ways:
                 problems.append(f"the L1's {self.l1.size_bytes} bytes must hold at least one "
                                 f"set of {self.l1.ways} ways of {line}-byte lines")
+        if self.l2 is not None and self.l2.size_bytes:
+            line = 4 * self.lanes
+            if self.l2.size_bytes < line * self.l2.ways * self.l2.banks:
+                problems.append(f"the L2's {self.l2.size_bytes} bytes must hold at least one "
+                                f"set of {self.l2.ways} ways of {line}-byte lines in each of "
+                                f"its {self.l2.banks} banks")
         _refuse(f"configuration {self.name!r}", problems)
 
     @property
@@ -260,16 +326,30 @@ class GpuConfig:
         """The L1 in force, or None where there is none (``l1`` None or of size 0)."""
         return self.l1 if self.l1 is not None and self.l1.size_bytes else None
 
+    @property
+    def l2_cache(self) -> L2Config | None:
+        """The L2 in force, or None where there is none (``l2`` None or of size 0)."""
+        return self.l2 if self.l2 is not None and self.l2.size_bytes else None
+
     def with_l1(self, l1: bool | L1Config | None) -> GpuConfig:
         """This configuration with the L1 ``l1``: True for its default (:func:`l1_default`),
         False or None for none, or an :class:`L1Config`."""
-        if l1 is True:
-            l1 = l1_default(self)
-        elif l1 is False:
-            l1 = None
-        elif l1 is not None and not isinstance(l1, L1Config):
-            raise ConfigError(f"l1 must be True, False, None or an L1Config, not {l1!r}")
-        return replace(self, l1=l1)
+        return replace(self, l1=self._cache_choice("l1", l1, L1Config, l1_default))
+
+    def with_l2(self, l2: bool | L2Config | None) -> GpuConfig:
+        """This configuration with the L2 ``l2``: True for its default (:func:`l2_default`),
+        False or None for none, or an :class:`L2Config`."""
+        return replace(self, l2=self._cache_choice("l2", l2, L2Config, l2_default))
+
+    def _cache_choice(self, name: str, choice: object, cls: type, default) -> object:
+        if choice is True:
+            return default(self)
+        if choice is False or choice is None:
+            return None
+        if not isinstance(choice, cls):
+            raise ConfigError(f"{name} must be True, False, None or an {cls.__name__}, "
+                              f"not {choice!r}")
+        return choice
 
     @property
     def memory_timing(self) -> MemoryConfig:
@@ -362,8 +442,33 @@ def l1_default(config: GpuConfig) -> L1Config:
     return L1Config(128 * 4 * config.lanes, 4, 8, 32)
 
 
+_L2_DEFAULTS = {
+    # name: (size, ways, banks, MSHRs per bank, requests in flight per bank). Scaled-down GPU
+    # L2s: a real one holds 2 to 50 MiB in 16 to 128 slices for 20 to 140 SMs, about 8 times
+    # the SMs' L1s together; these keep that ratio to the cores' L1s, a bank per core or two.
+    "tiny": (8 * KIB, 4, 2, 4, 16),
+    "small": (32 * KIB, 8, 4, 8, 16),
+    "full": (256 * KIB, 8, 8, 16, 32),
+}
+
+L2_DEFAULT_ON = False
+"""The single switch: whether the named configurations are built with their L2 by default
+(docs/memory-system.md says why it is off)."""
+
+
+def l2_default(config: GpuConfig) -> L2Config:
+    """The L2 of ``config``'s size class (:data:`_L2_DEFAULTS`); configurations of a user's own
+    take 256 lines per core in 2 banks of 8 ways."""
+    if config.name in _L2_DEFAULTS:
+        return L2Config(*_L2_DEFAULTS[config.name])
+    lines = 1 << max(4, (256 * config.cores - 1).bit_length())
+    return L2Config(lines * 4 * config.lanes, 8, 2, 8, 16)
+
+
 if L1_DEFAULT_ON:
     CONFIGS = {name: cfg.with_l1(True) for name, cfg in CONFIGS.items()}
+if L2_DEFAULT_ON:
+    CONFIGS = {name: cfg.with_l2(True) for name, cfg in CONFIGS.items()}
 
 
 def get_config(config: str | GpuConfig) -> GpuConfig:

@@ -346,32 +346,34 @@ def render_memory(rows: list[dict], info: dict[str, str]) -> str:
 
     cfg = _small()
     settings = list(dict.fromkeys(r["memory"] for r in rows))
-    caches = list(dict.fromkeys(r["l1"] for r in rows))
+    caches = list(dict.fromkeys(_caches(r) for r in rows))
     timing = {r["memory"]: r["timing"] for r in rows}
     lines = [
         "## Memory settings side by side", "",
         f"The RTL of `small` ({cfg.cores} cores, {cfg.warps_per_core} warps x {cfg.lanes} lanes, "
-        f"{4 * cfg.lanes}-byte lines, one resident block per core, no L2) behind the DRAM model "
+        f"{4 * cfg.lanes}-byte lines, one resident block per core) behind the DRAM model "
         "of docs/memory-system.md at each named memory setting: "
-        + "; ".join(f"`{timing[s]}`" for s in settings) + "; each without and with the "
-        "per-core L1 data cache (" + "; ".join(f"`{c}`" for c in caches) + "). `ideal` is "
+        + "; ".join(f"`{timing[s]}`" for s in settings) + "; each with the caches "
+        + ", ".join(f"`{c}`" for c in caches) + " (" + "; ".join(
+            f"`{d}`" for d in dict.fromkeys(x for r in rows for x in (r["l1"], r["l2"])
+                                            if not x.startswith("no "))) + "). `ideal` is "
         "the fixed-latency memory every other figure on this page was measured with: "
         "**idealised**, no DRAM answers in 8 cycles at a line per cycle. Warp-instructions per "
-        "cycle per core, memory-stall share of core-cycles, L1 hits over reads (a read merged "
-        "into an outstanding miss is not a hit), and load latency (cycles from a load "
+        "cycle per core, memory-stall share of core-cycles, L1 and L2 hits over reads (a read "
+        "merged into an outstanding miss is not a hit), and load latency (cycles from a load "
         "transaction's acceptance on the core's port to its data; average and longest) come "
         "from the GPU's counters; DRAM bandwidth is the bytes of the line requests the cores "
         "sent toward memory per cycle, as a share of the setting's peak. Every result is "
         "checked against NumPy; cycle counts do not depend on the machine running the "
         "simulation.", "",
         f"Commit {info['commit']}, {info['date']}.", "",
-        "| kernel | size | L1 | memory | cycles | warp-instr / cycle / core | DRAM B/cycle "
-        "(share of peak) | L1 hit rate | load latency avg / max | memory-stall share "
-        "| Vortex, 1 core |",
-        "| --- | --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+        "| kernel | size | caches | memory | cycles | warp-instr / cycle / core | DRAM B/cycle "
+        "(share of peak) | L1 hit rate | L2 hit rate | load latency avg / max "
+        "| memory-stall share | Vortex, 1 core |",
+        "| --- | --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
     kernels = list(dict.fromkeys(r["kernel"] for r in rows))
-    ordered = sorted(rows, key=lambda r: (kernels.index(r["kernel"]), caches.index(r["l1"]),
+    ordered = sorted(rows, key=lambda r: (kernels.index(r["kernel"]), caches.index(_caches(r)),
                                           settings.index(r["memory"])))
     shown = set()
     for r in ordered:
@@ -380,22 +382,69 @@ def render_memory(rows: list[dict], info: dict[str, str]) -> str:
         shown.add(r["kernel"])
         on = r["l1"] != "no L1"
         hit = f"{r['hit_rate']:.0%}" if r["hit_rate"] is not None else "-"
+        hit2 = f"{r['l2_hit_rate']:.0%}" if r.get("l2_hit_rate") is not None else "-"
         lines.append(
             f"| {r['kernel'] if first else ''} | {r['size'] if first else ''} | "
-            f"{'on' if on else 'off'} | {r['memory']} | "
+            f"{_caches(r)} | {r['memory']} | "
             f"{r['cycles']:,} | {r['ipc']:.3f} | "
             f"{r['dram_bytes'] / r['cycles']:.1f} ({r['bandwidth_share']:.0%}) | {hit} | "
+            f"{hit2} | "
             f"{r['load_latency_avg']:.1f} / {r['load_latency_max']} | "
             f"{r['stall_memory_share']:.0%} | "
             f"{vortex if vortex is not None and r['memory'] == 'vortex' and on else ''} |")
     lines += ["", "Vortex's figures are its published warp-instructions per cycle on one core "
               "(vecadd, sgemm), measured behind its L1 caches with 24-cycle memory: the "
-              "`vortex` rows with the L1 on are the comparable ones. Vortex also has an L2 and "
-              "keeps more warps resident per core; this machine has neither yet (a shared L2 "
-              "and several resident blocks per core are the next steps of issue 11, "
-              "docs/memory-system.md). "
+              "`vortex` rows with the L1 on are the comparable ones. Vortex also keeps more "
+              "warps resident per core (several resident blocks per core are the next step of "
+              "issue 11, docs/memory-system.md). DRAM B/cycle counts the line requests the "
+              "cores sent toward memory; below an L2, the bytes DRAM itself moved are in the "
+              "section \"The shared L2\". "
               "Command: `python -m simtgpu.cli.bench --part memory` (library: "
               "`simtgpu.verification.bench_rtl.bench_memory`)."]
+    return "\n".join(lines)
+
+
+def _caches(row: dict) -> str:
+    """The caches of a memory-bench row: ``none``, ``L1``, ``L2`` or ``L1 + L2``."""
+    on = [n for n in ("L1", "L2") if row.get(n.lower(), f"no {n}") != f"no {n}"]
+    return " + ".join(on) or "none"
+
+
+def render_memory_l2(rows: list[dict], info: dict[str, str]) -> str:
+    """The L2 section: sgemm_tiled and vector add with the L1 alone and with the L1 and the
+    shared L2, at each memory setting (cycle counts: deterministic, not timings)."""
+    cfg = _small()
+    rows = [r for r in rows if r["kernel"] in ("sgemm_tiled", "vector_add")
+            and r["l1"] != "no L1"]
+    l2 = next(r["l2"] for r in rows if r["l2"] != "no L2")
+    settings = list(dict.fromkeys(r["memory"] for r in rows))
+    by = {(r["kernel"], r["memory"], r["l2"] != "no L2"): r for r in rows}
+    lines = [
+        "## The shared L2", "",
+        f"The RTL of `small` ({cfg.cores} cores, {4 * cfg.lanes}-byte lines) with each core's "
+        f"L1 (`{rows[0]['l1']}`), without and with the shared L2 (`{l2}`; write-through, "
+        "atomics performed in it; docs/memory-system.md), at each memory setting (`ideal` is "
+        "**idealised**). Warp-instructions per cycle per core, the L2's hits over reads, and "
+        "the bytes DRAM moved (the external memory port's counters: reads, writes and, "
+        "without an L2, atomics) come from the GPU's counters; every result is checked "
+        "against NumPy.", "",
+        f"Commit {info['commit']}, {info['date']}.", "",
+        "| kernel | memory | issue rate, L1 | issue rate, L1 + L2 | L2 hit rate "
+        "| DRAM bytes, L1 | DRAM bytes, L1 + L2 |",
+        "| --- | --- | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    for kernel in ("sgemm_tiled", "vector_add"):
+        for s in settings:
+            a, b = by.get((kernel, s, False)), by.get((kernel, s, True))
+            if a is None or b is None:
+                continue
+            hit = f"{b['l2_hit_rate']:.0%}" if b["l2_hit_rate"] is not None else "-"
+            lines.append(f"| {kernel} {a['size']} | {s} | {a['ipc']:.3f} | {b['ipc']:.3f} | "
+                         f"{hit} | {a['ext_bytes']:,} | {b['ext_bytes']:,} |")
+    lines += ["", "Command: `python -m simtgpu.cli.bench --part l2` (library: "
+              "`simtgpu.verification.bench_rtl.bench_memory` with "
+              "`caches=((True, False), (True, True))`); `--part memory` writes this section "
+              "too, from its own rows."]
     return "\n".join(lines)
 
 
@@ -537,7 +586,15 @@ def _other_parts(parts: list[str], output: Path | None, explicit: bool = True) -
     if "memory" in parts:
         from simtgpu.verification.bench_rtl import bench_memory
 
-        _emit("rtl-memory", render_memory(bench_memory("small"), info), output, "memory")
+        rows = bench_memory("small")
+        _emit("rtl-memory", render_memory(rows, info), output, "memory")
+        _emit("rtl-memory-l2", render_memory_l2(rows, info), output, "memory")
+    if "l2" in parts and "memory" not in parts:  # the memory part writes it too
+        from simtgpu.verification.bench_rtl import bench_memory
+
+        rows = bench_memory("small", caches=((True, False), (True, True)),
+                            kernels=("sgemm_tiled", "vector_add"))
+        _emit("rtl-memory-l2", render_memory_l2(rows, info), output, "l2")
     if "compiler" in parts:
         from simtgpu.compiler_backend import bench as cbench
 
@@ -565,7 +622,7 @@ def _other_parts(parts: list[str], output: Path | None, explicit: bool = True) -
               output, "ptx")
 
 
-PARTS = ("iss", "rtl", "ipc", "memory", "compiler", "compile", "ptx")
+PARTS = ("iss", "rtl", "ipc", "memory", "l2", "compiler", "compile", "ptx")
 
 
 def main(argv: list[str] | None = None) -> int:

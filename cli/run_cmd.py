@@ -51,6 +51,10 @@ def register(subparsers: Any) -> None:
                    help="with --backend rtl: build each core with its L1 data cache (the "
                    "configuration's default size) or without (default: the configuration's "
                    "own; docs/memory-system.md)")
+    p.add_argument("--l2", choices=("on", "off"), default=None,
+                   help="with --backend rtl: build the GPU with its shared L2 (the "
+                   "configuration's default size) or without (default: the configuration's "
+                   "own; docs/memory-system.md)")
     p.add_argument("--stats", action="store_true",
                    help="print the launch statistics: counts, IPC and stall shares per core "
                    "and in total")
@@ -179,6 +183,10 @@ def run(args: argparse.Namespace) -> int:
         if args.backend != "rtl":
             raise DriverError("--l1 needs --backend rtl (the ISS has no caches)")
         options["l1"] = args.l1 == "on"
+    if args.l2 is not None:
+        if args.backend != "rtl":
+            raise DriverError("--l2 needs --backend rtl (the ISS has no caches)")
+        options["l2"] = args.l2 == "on"
     if args.plot and not args.plot.lower().endswith(".png"):
         raise DriverError(f"--plot {args.plot}: name a .png file")
     out = sys.stderr if args.json else sys.stdout  # with --json, stdout is the JSON alone

@@ -24,6 +24,11 @@ Options (``Device(backend="rtl", config=..., waves="build/run.fst")``):
     (:func:`~simtgpu.arch.config.l1_default`), False for none, an
     :class:`~simtgpu.arch.config.L1Config`, or None (the default) for what the configuration
     says. A different cache is a different model build.
+``l2``
+    The shared L2: True for the configuration's default
+    (:func:`~simtgpu.arch.config.l2_default`), False for none, an
+    :class:`~simtgpu.arch.config.L2Config`, or None (the default) for what the configuration
+    says. A different L2 is a different model build.
 ``max_cycles``
     Cycles ``run_until_idle`` allows before it gives up (the hardware's own watchdog fault
     normally comes first).
@@ -46,7 +51,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from simtgpu.arch.command_queue import Mmio
-from simtgpu.arch.config import ConfigError, GpuConfig, L1Config, MemoryConfig
+from simtgpu.arch.config import ConfigError, GpuConfig, L1Config, L2Config, MemoryConfig
 from simtgpu.errors import SimtgpuError
 
 from .backend import Backend
@@ -69,9 +74,10 @@ class RtlBackend(Backend):
     def __init__(self, config: GpuConfig, waves: str | Path | None = None,
                  max_cycles: int = 200_000_000, instruction_budget: int | None = None,
                  sim: RtlSim | None = None, memory: str | MemoryConfig | None = None,
-                 l1: bool | L1Config | None = None):
+                 l1: bool | L1Config | None = None, l2: bool | L2Config | None = None):
         """``sim``: drive this started model of ``config`` instead of starting one;
-        ``memory``: the device-memory setting, ``l1``: the L1 (see the module docstring)."""
+        ``memory``: the device-memory setting, ``l1``, ``l2``: the caches (see the module
+        docstring)."""
         if instruction_budget is not None:
             raise DriverError("the rtl backend has no instruction budget (--budget): a launch "
                               "is bounded by the hardware's cycle watchdog and max_cycles")
@@ -84,10 +90,14 @@ class RtlBackend(Backend):
                 config = config.with_memory(memory)
             if l1 is not None:
                 config = config.with_l1(l1)
+            if l2 is not None:
+                config = config.with_l2(l2)
         except ConfigError as e:
             raise DriverError(str(e)) from None
         if sim is not None and sim.cfg.l1 != config.l1_cache:
             raise DriverError(f"the model was built with {sim.cfg.l1}, not {config.l1_cache}")
+        if sim is not None and sim.cfg.l2 != config.l2_cache:
+            raise DriverError(f"the model was built with {sim.cfg.l2}, not {config.l2_cache}")
         self.config = config
         self.max_cycles = max_cycles
         self.cycles = 0

@@ -169,13 +169,21 @@ def launch_statistics(res: LaunchResult, config: GpuConfig,
 
 
 def _memory_statistics(c: dict[str, int]) -> dict[str, Any]:
-    """The cores' memory paths: L1 hit rate (hits over reads; a read merged into an
-    outstanding miss is not a hit; None without an L1), DRAM bytes, load latency."""
+    """The memory hierarchy: L1 and L2 hit rates (hits over reads; a read merged into an
+    outstanding miss is not a hit; None without that cache), the bytes the cores' paths sent
+    toward memory (``dram_*``) and those that crossed the external port (``ext_*``: DRAM's
+    own traffic, below the L2), load latency."""
     reads = c.get("l1_hits", 0) + c.get("l1_misses", 0) + c.get("l1_merges", 0)
+    l2_reads = c.get("l2_hits", 0) + c.get("l2_misses", 0) + c.get("l2_merges", 0)
     loads = c.get("loads", 0)
     return {
         "l1_hit_rate_percent": round(100 * c.get("l1_hits", 0) / reads, 2) if reads else None,
         "l1_mshr_full_cycles": c.get("l1_mshr_full", 0),
+        "l2_hit_rate_percent": (round(100 * c.get("l2_hits", 0) / l2_reads, 2) if l2_reads
+                                else None),
+        "l2_mshr_full_cycles": c.get("l2_mshr_full", 0),
+        "ext_read_bytes": c.get("ext_read_bytes", 0),
+        "ext_write_bytes": c.get("ext_write_bytes", 0),
         "dram_read_bytes": c.get("dram_read_bytes", 0),
         "dram_write_bytes": c.get("dram_write_bytes", 0),
         "loads": loads,
@@ -202,6 +210,12 @@ def render_statistics(stats: dict[str, Any]) -> str:
                      f"{mem['dram_write_bytes']:,} B written, load latency "
                      f"{'n/a' if avg is None else f'{avg:.1f}'} avg / "
                      f"{mem['load_latency_max']} max cycles")
+        l2 = mem.get("l2_hit_rate_percent")
+        if l2 is not None:
+            lines.append(f"  memory below L1      L2 hits {l2:.1f} %, L2 MSHR-full "
+                         f"{mem['l2_mshr_full_cycles']:,} cycles, DRAM port "
+                         f"{mem['ext_read_bytes']:,} B read, {mem['ext_write_bytes']:,} B "
+                         f"written")
     shares = stats["shares_percent"] or {}
     for name, pct in shares.items():
         n = stats["warp_instructions"] if name == "issue" else stats["stalls"][name]

@@ -17,7 +17,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, fields, replace
 
-from simtgpu.arch.config import CONFIGS, GpuConfig, L1Config, MemoryConfig, memory_settings
+from simtgpu.arch.config import (
+    CONFIGS,
+    GpuConfig,
+    L1Config,
+    L2Config,
+    MemoryConfig,
+    memory_settings,
+)
 from simtgpu.errors import SimtgpuError
 
 __all__ = ["RTL_CONFIGS", "RtlConfig", "RtlConfigError", "get_rtl_config"]
@@ -181,6 +188,12 @@ class RtlConfig:
         """Each core's L1 data cache (``gpu.l1_cache``), or None: the core's port goes straight
         to the interconnect."""
         return self.gpu.l1_cache
+
+    @property
+    def l2(self) -> L2Config | None:
+        """The shared L2 (``gpu.l2_cache``), or None: the interconnect's port goes straight to
+        memory."""
+        return self.gpu.l2_cache
 
     @property
     def stack_depth(self) -> int:

@@ -10,7 +10,7 @@
                                                      | mem (source N)
     core i --mem--> CoreMemPath i (L1) --> interconnect <+
                                                 |
-                                                +--> external memory port (req/resp streams)
+                                                +--> L2 (or a wire) --> external memory port
 
 Each core is built by ``core_factory(cfg, core_id)`` (default :class:`simtgpu.rtl.core.Core`)
 and must have :func:`simtgpu.rtl.signatures.core_signature`. The cores' retire ports are
@@ -22,6 +22,12 @@ lives here rather than in the core so that the core keeps one memory port whatev
 hierarchy below it, and a configuration without L1 is exactly the earlier machine. It is
 invalidated when a launch starts and when a core issues a ``fence``; the command processor's
 memory source does not go through an L1.
+
+Below the interconnect sits the shared L2 of the configuration (:class:`~simtgpu.rtl.l2_cache.
+L2Cache`; none: a wire, exactly the earlier machine), where every source's traffic meets and
+atomics are performed. It is write-through, so memory holds every acknowledged store, and it
+is invalidated when the command processor starts fetching a command and when a launch starts
+(the host writes memory, records included, directly).
 """
 
 from __future__ import annotations
@@ -36,9 +42,11 @@ from .configs import RtlConfig
 from .dispatcher import Dispatcher
 from .host_interface import CpState, HostInterface
 from .interconnect import Interconnect
+from .l2_cache import L2Cache
 from .mem_path import CoreMemPath
 from .perf_counters import PerfCounters
 from .signatures import (
+    MemKind,
     core_signature,
     imem_write_signature,
     mem_port_signature,
@@ -116,7 +124,32 @@ class Gpu(wiring.Component):
 
         wiring.connect(m, wiring.flipped(self.mmio), host.mmio)
         wiring.connect(m, wiring.flipped(self.imem_bd), host.imem_bd)
-        wiring.connect(m, ic.ext, wiring.flipped(self.mem))
+        l2 = None
+        if cfg.l2 is None:
+            wiring.connect(m, ic.ext, wiring.flipped(self.mem))
+        else:
+            m.submodules.l2 = l2 = L2Cache(
+                line_words=cfg.line_words, size_bytes=cfg.l2.size_bytes, ways=cfg.l2.ways,
+                banks=cfg.l2.banks, mshrs=cfg.l2.mshrs, rob_depth=cfg.l2.rob_depth,
+                tag_bits=cfg.ext_tag_bits)
+            wiring.connect(m, ic.ext, l2.up)
+            wiring.connect(m, l2.down, wiring.flipped(self.mem))
+            # The host writes memory directly (data, command records) while the GPU is not
+            # looking: drop every line when the command processor starts fetching a command
+            # (one cycle) and when a launch starts.
+            last_state = Signal(CpState)
+            m.d.sync += last_state.eq(host.state)
+            fetch_starts = Signal()
+            m.d.comb += fetch_starts.eq((host.state == CpState.FETCH_REQ)
+                                        & (last_state != CpState.FETCH_REQ)
+                                        & (last_state != CpState.FETCH_RESP))
+            m.d.comb += [l2.invalidate.eq(host.core_start | fetch_starts),
+                         perf.l2_perf.l2_hit.eq(l2.hit), perf.l2_perf.l2_miss.eq(l2.miss),
+                         perf.l2_perf.l2_merge.eq(l2.merge),
+                         perf.l2_perf.l2_mshr_full.eq(l2.mshr_full)]
+        sent = self.mem.req.valid & self.mem.req.ready
+        m.d.comb += [perf.l2_perf.ext_read.eq(sent & (self.mem.req.payload.kind != MemKind.WRITE)),
+                     perf.l2_perf.ext_write.eq(sent & (self.mem.req.payload.kind == MemKind.WRITE))]
         wiring.connect(m, host.mem, ic.src[n])
         m.d.comb += [
             disp.launch.eq(host.launch),
@@ -137,7 +170,8 @@ class Gpu(wiring.Component):
 
         drained = Signal()
         m.d.comb += drained.eq(Cat(*[c.drained for c in cores]).all()
-                               & Cat(*[p.idle for p in paths]).all() & ic.idle)
+                               & Cat(*[p.idle for p in paths]).all() & ic.idle
+                               & (l2.idle if l2 is not None else 1))
         m.d.comb += host.drained.eq(drained)
 
         for i, core in enumerate(cores):

@@ -52,9 +52,9 @@ from amaranth.lib.fifo import SyncFIFO
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
-from .signatures import MemKind, mem_port_signature, mem_request_layout
+from .signatures import AtomOp, MemKind, mem_port_signature, mem_request_layout
 
-__all__ = ["L1Cache"]
+__all__ = ["L1Cache", "cache_signature"]
 
 
 def _pow2(x: int) -> bool:
@@ -63,6 +63,17 @@ def _pow2(x: int) -> bool:
 
 def _bits(n: int) -> int:
     return max(1, (n - 1).bit_length())
+
+
+def cache_signature(line_words: int, tag_bits: int) -> wiring.Signature:
+    """The interface of a cache at either level (this L1, the L2 of rtl/l2_cache.py): the
+    memory port on both sides, ``invalidate``, the counters' strobes and ``idle``."""
+    return wiring.Signature({
+        "up": In(mem_port_signature(line_words, tag_bits)),
+        "down": Out(mem_port_signature(line_words, tag_bits)),
+        "invalidate": In(1),
+        **{name: Out(1) for name in ("hit", "miss", "merge", "mshr_full", "idle")},
+    })
 
 
 class L1Cache(wiring.Component):
@@ -83,6 +94,10 @@ class L1Cache(wiring.Component):
         power of two.
     tag_bits:
         Tag width of the memory port (both sides).
+    atomics:
+        ``"bypass"`` (an L1: atomics go down, a cached copy is invalidated) or ``"execute"``
+        (a bank of the shared L2, rtl/l2_cache.py: the atomic is performed on the cached line,
+        fetched first if absent, and its new word written through).
 
     Members
     -------
@@ -98,8 +113,11 @@ class L1Cache(wiring.Component):
     """
 
     def __init__(self, *, line_words: int = 8, size_bytes: int = 4096, ways: int = 2,
-                 mshrs: int = 4, rob_depth: int = 8, tag_bits: int = 8):
+                 mshrs: int = 4, rob_depth: int = 8, tag_bits: int = 8,
+                 atomics: str = "bypass"):
         problems = []
+        if atomics not in ("bypass", "execute"):
+            problems.append(f"atomics must be 'bypass' or 'execute', not {atomics!r}")
         if not (_pow2(line_words) and line_words <= 32):
             problems.append(f"line_words must be a power of two up to 32, not {line_words}")
         if not _pow2(ways):
@@ -123,19 +141,11 @@ class L1Cache(wiring.Component):
         self.mshrs = mshrs
         self.rob_depth = rob_depth
         self.tag_bits = tag_bits
+        self.atomics = atomics
         self.offset_bits = (line_bytes - 1).bit_length()
         self.set_bits = (sets - 1).bit_length()
         self.line_tag_bits = 32 - self.offset_bits - self.set_bits
-        super().__init__({
-            "up": In(mem_port_signature(line_words, tag_bits)),
-            "down": Out(mem_port_signature(line_words, tag_bits)),
-            "invalidate": In(1),
-            "hit": Out(1),
-            "miss": Out(1),
-            "merge": Out(1),
-            "mshr_full": Out(1),
-            "idle": Out(1),
-        })
+        super().__init__(cache_signature(line_words, tag_bits))
 
     def elaborate(self, platform) -> Module:
         m = Module()
@@ -208,10 +218,14 @@ class L1Cache(wiring.Component):
 
         # Downstream requests, and what each response is for (the memory answers in order).
         dq_layout = mem_request_layout(lw, self.tag_bits)
+        execute = self.atomics == "execute"
         route_layout = data.StructLayout({
-            "fill": unsigned(1), "mshr": unsigned(mbits), "rob": unsigned(rbits)})
-        m.submodules.dq = dq = SyncFIFO(width=dq_layout.size, depth=rd)
-        m.submodules.route = route = SyncFIFO(width=route_layout.size, depth=rd)
+            "fill": unsigned(1), "keep": unsigned(1), "mshr": unsigned(mbits),
+            "rob": unsigned(rbits)})
+        # Executing atomics, a line fetch for an atomic holds no reorder-buffer entry.
+        qdepth = rd + nm if execute else rd
+        m.submodules.dq = dq = SyncFIFO(width=dq_layout.size, depth=qdepth)
+        m.submodules.route = route = SyncFIFO(width=route_layout.size, depth=qdepth)
         dq_head = Signal(dq_layout)
         route_head = Signal(route_layout)
         m.d.comb += [
@@ -251,8 +265,9 @@ class L1Cache(wiring.Component):
                           & (rob_wait[i] == route_head.mshr)):
                     m.d.sync += [rob_ready[i].eq(1), rob_data[i].eq(dresp.payload.rdata)]
         with m.Elif(dresp.valid):
-            m.d.sync += [rob_ready.bit_select(route_head.rob, 1).eq(1),
-                         rob_data[route_head.rob].eq(dresp.payload.rdata)]
+            m.d.sync += rob_ready.bit_select(route_head.rob, 1).eq(1)
+            with m.If(~route_head.keep):  # an executed atomic keeps its old word
+                m.d.sync += rob_data[route_head.rob].eq(dresp.payload.rdata)
 
         # --- accepting a request ----------------------------------------------------------
         is_read = Signal()
@@ -264,29 +279,54 @@ class L1Cache(wiring.Component):
         m.d.comb += room.eq((count != rd) & ~fill & ~self.invalidate)
         new_miss = Signal()
         m.d.comb += new_miss.eq(is_read & ~hit & ~pend)
+        # Executing atomics: an atomic whose line is absent fetches it (``fetch``: an MSHR and a
+        # line read, the atomic not accepted) and is performed once the line is in.
+        fetch = Signal()
+        atom_ready = Signal(init=1)  # the atomic's new word is ready (atom.fadd: the FPU's)
+        atom_old = Signal(32)
+        atom_new = Signal(32)
+        atom_be = Signal(4 * lw)
+        if execute:
+            m.d.comb += fetch.eq(req.valid & is_atomic & room & ~hit & ~pend & free)
+            self._atomic_unit(m, p, req.valid & is_atomic & room & hit & ~pend, hit_data,
+                              atom_ready, atom_old, atom_new, atom_be)
+            accept_atomic = hit & ~pend & atom_ready
+        else:
+            accept_atomic = ~pend
         can = Signal()
-        m.d.comb += can.eq(room & Mux(is_read, hit | pend | free, ~pend))
+        m.d.comb += can.eq(room & Mux(is_read, hit | pend | free,
+                                      Mux(is_atomic, accept_atomic, ~pend)))
         m.d.comb += req.ready.eq(can)
         fire = Signal()
         m.d.comb += fire.eq(req.valid & req.ready)
+        line_miss = Signal()  # a read or (executing) an atomic whose line is neither in nor due
+        m.d.comb += line_miss.eq(new_miss | (is_atomic & ~hit & ~pend if execute else 0))
         m.d.comb += [
             self.hit.eq(fire & is_read & hit),
-            self.miss.eq(fire & new_miss),
+            self.miss.eq((fire & new_miss) | fetch),
             self.merge.eq(fire & is_read & ~hit & pend),
-            self.mshr_full.eq(req.valid & room & new_miss & ~free),
+            self.mshr_full.eq(req.valid & room & line_miss & ~free),
         ]
 
         send = Signal()  # the request goes down (a new miss, a store or an atomic)
-        m.d.comb += send.eq(fire & (new_miss | ~is_read))
+        m.d.comb += send.eq((fire & (new_miss | ~is_read)) | fetch)
         dq_entry = Signal(dq_layout)
         r_entry = Signal(route_layout)
         m.d.comb += [
             dq_entry.eq(p),
-            dq_entry.addr.eq(Mux(new_miss, Cat(Const(0, ob), line), p.addr)),
+            dq_entry.addr.eq(Mux(new_miss | fetch, Cat(Const(0, ob), line), p.addr)),
             dq.w_data.eq(dq_entry.as_value()), dq.w_en.eq(send),
-            r_entry.fill.eq(new_miss), r_entry.mshr.eq(free_idx), r_entry.rob.eq(tail),
+            r_entry.fill.eq(new_miss | fetch), r_entry.mshr.eq(free_idx), r_entry.rob.eq(tail),
+            r_entry.keep.eq(is_atomic & ~fetch if execute else 0),
             route.w_data.eq(r_entry.as_value()), route.w_en.eq(send),
         ]
+        if execute:
+            with m.If(fetch):
+                m.d.comb += dq_entry.kind.eq(MemKind.READ)
+            with m.Elif(is_atomic):  # its new word written through
+                m.d.comb += [dq_entry.kind.eq(MemKind.WRITE),
+                             dq_entry.wdata.as_value().eq(Cat(*([atom_new] * lw))),
+                             dq_entry.be.eq(atom_be)]
 
         # Array writes: a fill (no request is accepted in its cycle) or a store that hits.
         for w in range(ways):
@@ -301,8 +341,14 @@ class L1Cache(wiring.Component):
             with m.If(fire & is_write & way_hit[w]):
                 m.d.comb += [data_wr[w].addr.eq(set_idx), data_wr[w].data.eq(p.wdata.as_value()),
                              data_wr[w].en.eq(p.be)]
-            with m.If(fire & is_atomic & way_hit[w]):
-                m.d.sync += valid[w].bit_select(set_idx, 1).eq(0)
+            if execute:
+                with m.If(fire & is_atomic & way_hit[w]):
+                    m.d.comb += [data_wr[w].addr.eq(set_idx),
+                                 data_wr[w].data.eq(Cat(*([atom_new] * lw))),
+                                 data_wr[w].en.eq(atom_be)]
+            else:
+                with m.If(fire & is_atomic & way_hit[w]):
+                    m.d.sync += valid[w].bit_select(set_idx, 1).eq(0)
         with m.If(self.invalidate):
             m.d.sync += [v.eq(0) for v in valid]
             m.d.sync += mshr_stale.eq(mshr_valid)
@@ -313,14 +359,14 @@ class L1Cache(wiring.Component):
                 rob_ready.bit_select(tail, 1).eq(is_read & hit),
                 rob_fill.bit_select(tail, 1).eq(is_read),
                 rob_wait[tail].eq(Mux(pend, pend_idx, free_idx)),
-                rob_data[tail].eq(hit_data),
+                rob_data[tail].eq(Mux(is_atomic, atom_old, hit_data)),
                 rob_tag[tail].eq(p.tag),
                 tail.eq(tail + 1),
             ]
-            with m.If(new_miss):
-                m.d.sync += [mshr_valid.bit_select(free_idx, 1).eq(1),
-                             mshr_stale.bit_select(free_idx, 1).eq(0),
-                             mshr_line[free_idx].eq(line)]
+        with m.If((fire & new_miss) | fetch):
+            m.d.sync += [mshr_valid.bit_select(free_idx, 1).eq(1),
+                         mshr_stale.bit_select(free_idx, 1).eq(0),
+                         mshr_line[free_idx].eq(line)]
 
         # --- responses up, in request order ---------------------------------------------
         m.d.comb += [
@@ -336,5 +382,28 @@ class L1Cache(wiring.Component):
             m.d.sync += count.eq(count + 1)
         with m.Elif(retire & ~fire):
             m.d.sync += count.eq(count - 1)
-        m.d.comb += self.idle.eq((count == 0) & ~dq.r_rdy)
+        m.d.comb += self.idle.eq((count == 0) & ~dq.r_rdy & ~route.r_rdy)
         return m
+
+    def _atomic_unit(self, m: Module, p, start: Signal, line_data: Signal, ready: Signal,
+                     old: Signal, new: Signal, be: Signal) -> None:
+        """The read-modify-write of an atomic on its cached line (``atomics="execute"``): the
+        old word, the new one (rtl/atomic_alu.py, as the DRAM model computes it) and its byte
+        enables. ``atom.fadd`` holds ``ready`` low until the FP adder's sum is out; ``start``
+        (the atomic can be performed now) keeps the adder's operands steady meanwhile."""
+        from .atomic_alu import atomic_result
+        from .fpu import Fpu, FpuOp
+        lw, ob = self.line_words, self.offset_bits
+        word = p.addr[2:ob] if lw > 1 else Const(0, 1)
+        words = Array(line_data[32 * i:32 * (i + 1)] for i in range(lw))
+        m.d.comb += [old.eq(words[word]), be.eq(Const(0xF, 4 * lw) << (word * 4))]
+        m.submodules.atom_fpu = fpu = Fpu()
+        wait = Signal(range(fpu.latency + 1))
+        is_fadd = Signal()
+        m.d.comb += [
+            is_fadd.eq(start & (p.atom_op == AtomOp.FADD)),
+            ready.eq(~is_fadd | (wait == fpu.latency)),
+            fpu.en.eq(is_fadd), fpu.op.eq(FpuOp.FADD), fpu.a.eq(old), fpu.b.eq(p.atom_b),
+        ]
+        m.d.sync += wait.eq(Mux(is_fadd & ~ready, wait + 1, 0))
+        m.d.comb += new.eq(atomic_result(m, p.atom_op, old, p.atom_b, p.atom_c, fpu.result))

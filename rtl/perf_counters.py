@@ -39,7 +39,7 @@ from simtgpu.arch.command_queue import (
 )
 
 from .configs import RtlConfig
-from .signatures import mem_perf_layout, perf_layout
+from .signatures import l2_perf_layout, mem_perf_layout, perf_layout
 
 __all__ = ["PerfCounters"]
 
@@ -62,6 +62,13 @@ _MEM_STROBE = {
     Mmio.L1_MSHR_FULL: "l1_mshr_full",
     Mmio.LOADS: "load",
 }
+# Counter -> the strobe of the shared level (L2, external port) it counts.
+_L2_STROBE = {
+    Mmio.L2_HITS: "l2_hit",
+    Mmio.L2_MISSES: "l2_miss",
+    Mmio.L2_MERGES: "l2_merge",
+    Mmio.L2_MSHR_FULL: "l2_mshr_full",
+}
 
 
 class PerfCounters(wiring.Component):
@@ -73,6 +80,8 @@ class PerfCounters(wiring.Component):
         Per-cycle event strobes of each core.
     mem_perf: ``In(mem_perf_layout()).array(cores)``
         Per-cycle events of each core's memory path.
+    l2_perf: ``In(l2_perf_layout())``
+        Per-cycle events of the shared L2 and the external memory port.
     launch_start: ``In(1)``
         A launch starts: zero the maximum counters.
     retire_valid: ``In(cores)``; retire_exec: ``In(ArrayLayout(lanes, cores))``
@@ -98,6 +107,7 @@ class PerfCounters(wiring.Component):
         super().__init__({
             "core_perf": In(perf_layout()).array(cfg.cores),
             "mem_perf": In(mem_perf_layout()).array(cfg.cores),
+            "l2_perf": In(l2_perf_layout()),
             "launch_start": In(1),
             "retire_valid": In(cfg.cores),
             "retire_exec": In(data.ArrayLayout(cfg.lanes, cfg.cores)),
@@ -150,6 +160,10 @@ class PerfCounters(wiring.Component):
                     best = Mux(inc[c] > best, inc[c], best)
                 incr[c.total] = best
         incr[Mmio.COMMANDS] = self.command_done
+        lp = self.l2_perf
+        incr.update({reg: getattr(lp, field) & self.active for reg, field in _L2_STROBE.items()})
+        incr[Mmio.EXT_READ_BYTES] = Mux(lp.ext_read & self.active, cfg.line_bytes, 0)
+        incr[Mmio.EXT_WRITE_BYTES] = Mux(lp.ext_write & self.active, cfg.line_bytes, 0)
         assert set(incr) == set(counters), set(counters) ^ set(incr)
 
         with m.If(self.reset):

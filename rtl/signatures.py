@@ -264,6 +264,16 @@ def mem_perf_layout() -> data.StructLayout:
     return data.StructLayout(fields)
 
 
+L2_PERF_EVENTS = ("l2_hit", "l2_miss", "l2_merge", "l2_mshr_full", "ext_read", "ext_write")
+
+
+def l2_perf_layout() -> data.StructLayout:
+    """Per-cycle events of the shared L2 (rtl/l2_cache.py; 0 without one) and of the GPU's
+    external memory port, for the counters: the L2's strobes, and a read or atomic
+    (``ext_read``) or a write (``ext_write``) accepted on the external port."""
+    return data.StructLayout({name: unsigned(1) for name in L2_PERF_EVENTS})
+
+
 def core_signature(cfg: RtlConfig) -> wiring.Signature:
     """The whole interface of one core.
 

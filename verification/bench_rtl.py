@@ -22,6 +22,8 @@ from simtgpu.rtlsim.workload import issue_rate
 __all__ = ["VORTEX_IPC", "bench_ipc", "bench_memory", "bench_rtl", "model_instructions"]
 
 VORTEX_IPC = {"vector_add": 0.34, "sgemm_tiled": 0.42}
+MEMORY_KERNELS = ("sgemm_tiled", "vector_add", "matmul", "gather")
+"""The kernels of :func:`bench_memory`."""
 """Vortex's published warp-instructions per cycle on one core (the figures issue 11 cites),
 set beside ours in docs/performance.md."""
 
@@ -90,13 +92,13 @@ def bench_rtl(config: str = "small", n: int = 32768, m: int = 48, runs: int = 3,
 
 
 def bench_ipc(config: str = "small", sgemm_size: int = 64, memory: str | None = None,
-              l1: bool | None = None) -> list[dict]:
+              l1: bool | None = None, l2: bool | None = None) -> list[dict]:
     """Issue rate of the RTL on ``config``: :func:`simtgpu.rtlsim.workload.issue_rate` through
     the driver's RTL backend, with device-memory setting ``memory`` (default ``ideal``) and
-    each core's L1 on, off, or as the configuration says (None)."""
+    each core's L1 and the shared L2 on, off, or as the configuration says (None)."""
     from simtgpu.driver_model.device import Device
 
-    with Device(backend="rtl", config=config, memory=memory, l1=l1) as dev:
+    with Device(backend="rtl", config=config, memory=memory, l1=l1, l2=l2) as dev:
         return issue_rate(dev, sgemm_size)
 
 
@@ -111,11 +113,16 @@ def _memory_row(kernel: str, size: str, setting: str, res, cfg, memory) -> dict:
     dram_bytes = c.get("dram_read_bytes", 0) + c.get("dram_write_bytes", 0)
     core_cycles = res.cycles * cfg.cores
     reads = c.get("l1_hits", 0) + c.get("l1_misses", 0) + c.get("l1_merges", 0)
+    l2_reads = c.get("l2_hits", 0) + c.get("l2_misses", 0) + c.get("l2_merges", 0)
     loads = c.get("loads", 0)
+    ext_bytes = c.get("ext_read_bytes", 0) + c.get("ext_write_bytes", 0)
     return {
         "kernel": kernel, "size": size, "memory": setting, "timing": memory.describe(line),
         "l1": cfg.l1_cache.describe(line) if cfg.l1_cache else "no L1",
+        "l2": cfg.l2_cache.describe(line) if cfg.l2_cache else "no L2",
         "hit_rate": c.get("l1_hits", 0) / reads if reads else None,
+        "l2_hit_rate": c.get("l2_hits", 0) / l2_reads if l2_reads else None,
+        "ext_bytes": ext_bytes,
         "load_latency_avg": c.get("load_latency_sum", 0) / loads if loads else 0.0,
         "load_latency_max": c.get("load_latency_max", 0),
         "cycles": res.cycles, "warp_instructions": res.instructions,
@@ -129,77 +136,85 @@ def _memory_row(kernel: str, size: str, setting: str, res, cfg, memory) -> dict:
 def bench_memory(config: str = "small", settings: tuple[str, ...] = ("ideal", "vortex",
                                                                      "realistic"),
                  sgemm_size: int = 64, vadd_n: int = 8192, matmul_m: int = 32,
-                 gather_n: int = 4096, l1s: tuple[bool, ...] = (False, True)) -> list[dict]:
-    """The memory benchmark (docs/memory-system.md): sgemm_tiled, vector add, the naive
-    matmul and a random gather on ``config`` at each device-memory setting, without and with
-    each core's L1 (``l1s``), one row per (kernel, L1, setting) from :func:`_memory_row`.
-    Every result is checked against NumPy."""
+                 gather_n: int = 4096,
+                 caches: tuple[tuple[bool, bool], ...] = ((False, False), (True, False),
+                                                          (True, True)),
+                 kernels: tuple[str, ...] = MEMORY_KERNELS) -> list[dict]:
+    """The memory benchmark (docs/memory-system.md): ``kernels`` of sgemm_tiled, vector add,
+    the naive matmul and a random gather on ``config`` at each device-memory setting, with
+    each ``(L1, L2)`` of ``caches`` (each core's L1, the shared L2: on or off), one row per
+    (kernel, caches, setting) from :func:`_memory_row`. Every result is checked against
+    NumPy."""
     from simtgpu.arch.config import get_config
     from simtgpu.driver_model.device import Device
 
     rows = []
     base = get_config(config)
-    for l1, setting in ((l1, s) for l1 in l1s for s in settings):
-        cfg = base.with_memory(setting).with_l1(l1)
+    for (l1, l2), setting in ((c, s) for c in caches for s in settings):
+        cfg = base.with_memory(setting).with_l1(l1).with_l2(l2)
         memory = cfg.memory_timing
         rng = np.random.default_rng(3)
-        with Device(backend="rtl", config=config, memory=setting, l1=l1) as dev:
+        with Device(backend="rtl", config=config, memory=setting, l1=l1, l2=l2) as dev:
             tpb = cfg.warps_per_core * cfg.lanes
 
-            n = sgemm_size
-            bx = 16 if cfg.lanes >= 32 else 8 if cfg.lanes >= 8 else 4
-            by = max(1, min(bx, tpb // bx))
-            k = dev.load_module(example_asm("sgemm_tiled")).kernel("sgemm_tiled")
-            A = rng.standard_normal((n, n)).astype(np.float32)
-            B = rng.standard_normal((n, n)).astype(np.float32)
-            dA, dB, dC = dev.to_device(A), dev.to_device(B), dev.zeros(n * n, np.float32)
-            r = dev.launch(k, grid=(-(-n // bx), -(-n // by)), block=(bx, by),
-                           args=(dA, dB, dC, n, n, n))
-            want = A.astype(np.float64) @ B.astype(np.float64)
-            if np.max(np.abs(dC.to_host().reshape(n, n) - want)) > 1e-4 * n * max(
-                    1.0, float(np.max(np.abs(want)))):
-                raise AssertionError(f"sgemm_tiled on the RTL ({setting}) differs from NumPy")
-            rows.append(_memory_row("sgemm_tiled", f"{n}x{n}x{n}", setting, r, cfg, memory))
+            if "sgemm_tiled" in kernels:
+                n = sgemm_size
+                bx = 16 if cfg.lanes >= 32 else 8 if cfg.lanes >= 8 else 4
+                by = max(1, min(bx, tpb // bx))
+                k = dev.load_module(example_asm("sgemm_tiled")).kernel("sgemm_tiled")
+                A = rng.standard_normal((n, n)).astype(np.float32)
+                B = rng.standard_normal((n, n)).astype(np.float32)
+                dA, dB, dC = dev.to_device(A), dev.to_device(B), dev.zeros(n * n, np.float32)
+                r = dev.launch(k, grid=(-(-n // bx), -(-n // by)), block=(bx, by),
+                               args=(dA, dB, dC, n, n, n))
+                want = A.astype(np.float64) @ B.astype(np.float64)
+                if np.max(np.abs(dC.to_host().reshape(n, n) - want)) > 1e-4 * n * max(
+                        1.0, float(np.max(np.abs(want)))):
+                    raise AssertionError(f"sgemm_tiled on the RTL ({setting}) differs from NumPy")
+                rows.append(_memory_row("sgemm_tiled", f"{n}x{n}x{n}", setting, r, cfg, memory))
 
-            n = vadd_n
-            k = dev.load_module(example_asm("vector_add")).kernel("vector_add")
-            a = rng.standard_normal(n).astype(np.float32)
-            b = rng.standard_normal(n).astype(np.float32)
-            da, db, dc = dev.to_device(a), dev.to_device(b), dev.empty(n, np.float32)
-            r = dev.launch(k, grid=-(-n // tpb), block=tpb, args=(da, db, dc, n))
-            if not np.array_equal(dc.to_host().view(np.uint32), (a + b).view(np.uint32)):
-                raise AssertionError(f"vector_add on the RTL ({setting}) differs from NumPy")
-            rows.append(_memory_row("vector_add", f"n={n}", setting, r, cfg, memory))
+            if "vector_add" in kernels:
+                n = vadd_n
+                k = dev.load_module(example_asm("vector_add")).kernel("vector_add")
+                a = rng.standard_normal(n).astype(np.float32)
+                b = rng.standard_normal(n).astype(np.float32)
+                da, db, dc = dev.to_device(a), dev.to_device(b), dev.empty(n, np.float32)
+                r = dev.launch(k, grid=-(-n // tpb), block=tpb, args=(da, db, dc, n))
+                if not np.array_equal(dc.to_host().view(np.uint32), (a + b).view(np.uint32)):
+                    raise AssertionError(f"vector_add on the RTL ({setting}) differs from NumPy")
+                rows.append(_memory_row("vector_add", f"n={n}", setting, r, cfg, memory))
 
-            m = matmul_m
-            k = dev.load_module(example_asm("matmul")).kernel("matmul")
-            A = rng.standard_normal((m, m)).astype(np.float32)
-            B = rng.standard_normal((m, m)).astype(np.float32)
-            dA, dB, dC = dev.to_device(A), dev.to_device(B), dev.empty(m * m, np.float32)
-            bx = min(8, cfg.lanes)
-            by = max(1, tpb // bx)
-            r = dev.launch(k, grid=(-(-m // bx), -(-m // by)), block=(bx, by),
-                           args=(dA, dB, dC, m, m, m))
-            want = np.zeros((m, m), np.float32)
-            for j in range(m):  # the kernel's order: acc = fma(A[r][j], B[j][c], acc)
-                want = (A[:, j:j + 1].astype(np.float64) * B[j:j + 1, :] + want).astype(
-                    np.float32)
-            got = dC.to_host().reshape(m, m)
-            if np.max(np.abs(got - want)) > 1e-3 * max(1.0, float(np.max(np.abs(want)))):
-                raise AssertionError(f"matmul on the RTL ({setting}) differs from NumPy")
-            rows.append(_memory_row("matmul (naive)", f"{m}x{m}x{m}", setting, r, cfg, memory))
+            if "matmul" in kernels:
+                m = matmul_m
+                k = dev.load_module(example_asm("matmul")).kernel("matmul")
+                A = rng.standard_normal((m, m)).astype(np.float32)
+                B = rng.standard_normal((m, m)).astype(np.float32)
+                dA, dB, dC = dev.to_device(A), dev.to_device(B), dev.empty(m * m, np.float32)
+                bx = min(8, cfg.lanes)
+                by = max(1, tpb // bx)
+                r = dev.launch(k, grid=(-(-m // bx), -(-m // by)), block=(bx, by),
+                               args=(dA, dB, dC, m, m, m))
+                want = np.zeros((m, m), np.float32)
+                for j in range(m):  # the kernel's order: acc = fma(A[r][j], B[j][c], acc)
+                    want = (A[:, j:j + 1].astype(np.float64) * B[j:j + 1, :] + want).astype(
+                        np.float32)
+                got = dC.to_host().reshape(m, m)
+                if np.max(np.abs(got - want)) > 1e-3 * max(1.0, float(np.max(np.abs(want)))):
+                    raise AssertionError(f"matmul on the RTL ({setting}) differs from NumPy")
+                rows.append(_memory_row("matmul (naive)", f"{m}x{m}x{m}", setting, r, cfg, memory))
 
-            n = gather_n
-            table = 16 * n
-            k = dev.load_module(example_asm("gather")).kernel("gather")
-            src = rng.integers(0, 1 << 31, table).astype(np.uint32)
-            idx = rng.integers(0, table, n).astype(np.int32)
-            ds, di, do = dev.to_device(src), dev.to_device(idx), dev.empty(n, np.uint32)
-            r = dev.launch(k, grid=-(-n // tpb), block=tpb, args=(ds, di, do, n))
-            if not np.array_equal(do.to_host(), src[idx]):
-                raise AssertionError(f"gather on the RTL ({setting}) differs from NumPy")
-            rows.append(_memory_row("gather (random)", f"n={n} of {table} words", setting, r,
-                                    cfg, memory))
+            if "gather" in kernels:
+                n = gather_n
+                table = 16 * n
+                k = dev.load_module(example_asm("gather")).kernel("gather")
+                src = rng.integers(0, 1 << 31, table).astype(np.uint32)
+                idx = rng.integers(0, table, n).astype(np.int32)
+                ds, di, do = dev.to_device(src), dev.to_device(idx), dev.empty(n, np.uint32)
+                r = dev.launch(k, grid=-(-n // tpb), block=tpb, args=(ds, di, do, n))
+                if not np.array_equal(do.to_host(), src[idx]):
+                    raise AssertionError(f"gather on the RTL ({setting}) differs from NumPy")
+                rows.append(_memory_row("gather (random)", f"n={n} of {table} words", setting, r,
+                                        cfg, memory))
     return [dict(row, config=config) for row in rows]
 
 

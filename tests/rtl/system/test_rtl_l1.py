@@ -122,31 +122,48 @@ def _run(dev, src, name, grid, block, arrays, out_words):
         return out.to_host(), r
 
     rtl, res = on(dev)
-    with Device(backend="iss", config="small") as iss:
+    with Device(backend="iss", config=dev.config.name) as iss:
         gold, _ = on(iss)
     return rtl, gold, res
 
 
-def test_own_stores_and_fence(dev):
-    a = np.arange(100, 116, dtype=np.int32)
-    rtl, iss, _ = _run(dev, OWN_STORES, "own_stores", 1, 16, [a], 32)
+def check_own_stores(dev, threads: int) -> None:
+    """OWN_STORES: each thread reads back its store before and after a fence (on the RTL and
+    the ISS)."""
+    a = np.arange(100, 100 + threads, dtype=np.int32)
+    rtl, iss, _ = _run(dev, OWN_STORES, "own_stores", 1, threads, [a], 2 * threads)
     want = np.repeat(a + 1, 2)
     assert np.array_equal(rtl, want) and np.array_equal(iss, want)
 
 
-def test_atomic_on_cached_line(dev):
+def check_atomic_on_cached(dev) -> None:
+    """ATOMIC_ON_CACHED: a read after an atomic on a cached line sees the atomic's result."""
     a = np.arange(7, 15, dtype=np.int32)
     rtl, iss, _ = _run(dev, ATOMIC_ON_CACHED, "atomic_on_cached", 1, 8, [a], 24)
     want = np.stack([a, a, a + 10], axis=1).reshape(-1)
     assert np.array_equal(rtl, want) and np.array_equal(iss, want)
 
 
-def test_two_cores_exchange_through_fence(dev):
+def check_exchange(dev):
+    """EXCHANGE: block 1 reads block 0's data after the flag and a fence; the launch result."""
     data = np.array([111], dtype=np.int32)
     flag = np.zeros(1, dtype=np.int32)
     rtl, iss, res = _run(dev, EXCHANGE, "exchange", 2, 1, [data, flag], 2)
     assert rtl[1] == 222 and iss[1] == 222
     assert rtl[0] in (111, 222)
+    return res
+
+
+def test_own_stores_and_fence(dev):
+    check_own_stores(dev, 16)
+
+
+def test_atomic_on_cached_line(dev):
+    check_atomic_on_cached(dev)
+
+
+def test_two_cores_exchange_through_fence(dev):
+    res = check_exchange(dev)
     # both cores ran a block (one block per core at a time, and block 1 waits for block 0)
     assert all(pc["instructions"] > 0 for pc in res.per_core)
 
@@ -156,17 +173,18 @@ def test_host_and_kernel_writes_between_launches(dev):
     launch's stores (from any core) put in memory, although its cores cached the old lines."""
     k = dev.load_module(example_asm("vector_add")).kernel("vector_add")
     n = 256
+    tpb = min(16, dev.config.max_threads_per_block)
     a = dev.to_device(np.arange(n, dtype=np.float32))
     zero = dev.zeros(n, np.float32)
     c = dev.zeros(n, np.float32)
-    dev.launch(k, n // 16, 16, (a, zero, c, n))  # both cores cache lines of a
+    dev.launch(k, n // tpb, tpb, (a, zero, c, n))  # both cores cache lines of a
     assert np.array_equal(c.to_host(), np.arange(n, dtype=np.float32))
     a.copy_from_host(np.full(n, 5, np.float32))  # the host writes memory directly
-    dev.launch(k, n // 16, 16, (a, zero, c, n))
+    dev.launch(k, n // tpb, tpb, (a, zero, c, n))
     assert np.array_equal(c.to_host(), np.full(n, 5, np.float32))
     ones = dev.to_device(np.ones(n, np.float32))
-    dev.launch(k, n // 16, 16, (ones, ones, a, n))  # a kernel's stores overwrite a
-    dev.launch(k, n // 16, 16, (a, zero, c, n))
+    dev.launch(k, n // tpb, tpb, (ones, ones, a, n))  # a kernel's stores overwrite a
+    dev.launch(k, n // tpb, tpb, (a, zero, c, n))
     assert np.array_equal(c.to_host(), np.full(n, 2, np.float32))
 
 
@@ -198,18 +216,24 @@ def test_counters_by_hand(dev):
             assert sum(values) == c[key], key
 
 
-def test_examples_match_numpy_with_l1(dev):
-    """Naive matmul rereads rows and columns: the L1 serves most of them, and the result is
-    NumPy's."""
+def run_matmul(dev, m: int, block: tuple[int, int]):
+    """The naive matmul (examples/asm/matmul.s) of two m x m integer-valued matrices, checked
+    against NumPy; its launch result."""
     k = dev.load_module(example_asm("matmul")).kernel("matmul")
-    m = 16
     rng = np.random.default_rng(1)
     a = rng.integers(-3, 4, (m, m)).astype(np.float32)
     b = rng.integers(-3, 4, (m, m)).astype(np.float32)
     c = dev.zeros((m, m), np.float32)
-    res = dev.launch(k, (m // 8, m // 4), (8, 4),
+    res = dev.launch(k, (m // block[0], m // block[1]), block,
                      (dev.to_device(a), dev.to_device(b), c, m, m, m))
     assert np.array_equal(c.to_host(), a @ b)
+    return res
+
+
+def test_examples_match_numpy_with_l1(dev):
+    """Naive matmul rereads rows and columns: the L1 serves most of them, and the result is
+    NumPy's."""
+    res = run_matmul(dev, 16, (8, 4))
     assert res.counters["l1_hits"] > res.counters["l1_misses"] > 0
 
 
@@ -238,6 +262,8 @@ def test_cli_stats_with_l1(dev, capsys):
     assert mem == {
         "l1_hit_rate_percent": round(100 * c["l1_hits"] / reads, 2),
         "l1_mshr_full_cycles": c["l1_mshr_full"],
+        "l2_hit_rate_percent": None, "l2_mshr_full_cycles": 0,
+        "ext_read_bytes": c["ext_read_bytes"], "ext_write_bytes": c["ext_write_bytes"],
         "dram_read_bytes": c["dram_read_bytes"], "dram_write_bytes": c["dram_write_bytes"],
         "loads": c["loads"], "load_latency_avg": round(c["load_latency_sum"] / c["loads"], 2),
         "load_latency_max": c["load_latency_max"]}

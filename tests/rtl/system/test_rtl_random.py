@@ -69,3 +69,16 @@ def test_random_programs_slow_memory(memory):
     assert res.programs == BATCH
     assert not res.failures, f"{len(res.failures)} of {BATCH} programs differ:\n" + \
         "\n".join(res.failures[:5])
+
+
+@pytest.mark.parametrize("l1", [False, True], ids=["l2", "l1_l2"])
+def test_random_programs_l2(l1):
+    """Step-and-compare on ``tiny`` with the shared L2 on, alone and below each core's L1
+    (atomics performed in the L2, bank conflicts, write-through), at the ``realistic`` DRAM
+    setting so that misses overlap. ``python -m simtgpu.verification.regress --l2 on`` runs
+    the long version."""
+    res = run_random("tiny", RANDOM_SEED + 8000, BATCH, batch=BATCH, l1=l1, l2=True,
+                     memory="realistic", run_name=f"random_tiny_{'l1_' if l1 else ''}l2")
+    assert res.programs == BATCH
+    assert not res.failures, f"{len(res.failures)} of {BATCH} programs differ:\n" + \
+        "\n".join(res.failures[:5])

@@ -14,9 +14,10 @@ from __future__ import annotations
 
 import random
 
-import pytest
+import numpy as np
 from simtgpu.rtl.l1_cache import L1Cache
 from simtgpu.rtl.signatures import AtomOp
+from simtgpu.sim.numerics import fadd
 from simtgpu.verification.units import build_unit
 from test_rtl_units_stateful import (
     M32,
@@ -31,6 +32,7 @@ from units_harness import SEED
 
 READ, WRITE, ATOMIC = 0, 1, 2
 ATOM_ADD, ATOM_EXCH, ATOM_CAS = AtomOp.ADD.value, AtomOp.EXCH.value, AtomOp.CAS.value
+ATOM_FADD = AtomOp.FADD.value
 ATOM_W = AtomOp.as_shape().width  # the request's atom_op field
 
 PARAMS = {"line_words": 4, "size_bytes": 256, "ways": 2, "mshrs": 2, "rob_depth": 4,
@@ -61,10 +63,15 @@ def merge_bytes(old: list[int], new: list[int], be: int) -> list[int]:
 
 
 class L1Model:
-    """The cache's contract, one clock cycle per :meth:`step`."""
+    """The cache's contract, one clock cycle per :meth:`step`; with ``atomics="execute"``
+    (a bank of the L2) atomics are performed on the cached line, fetched first if absent."""
+
+    FPU_LATENCY = 2  # rtl/fpu.py's default: atom.fadd waits this many cycles for its sum
 
     def __init__(self, c: L1Cache):
         self.c = c
+        self.execute = c.atomics == "execute"
+        self.fadd_wait = 0
         self.lw, self.ways, self.sets = c.line_words, c.ways, c.sets
         self.ob, self.sb = c.offset_bits, c.set_bits
         self.valid = [[False] * self.ways for _ in range(self.sets)]
@@ -81,7 +88,7 @@ class L1Model:
         self.route: list[dict] = []
         self.stats = {k: 0 for k in ("hit", "miss", "merge", "mshr_full", "evict",
                                      "write_hit", "atomic_inval", "invalidate",
-                                     "stale_fill")}
+                                     "stale_fill", "atomic_fetch", "atomic_hit")}
 
     def lookup(self, addr: int) -> tuple[int, int, int, int | None]:
         line = addr >> self.ob
@@ -102,12 +109,25 @@ class L1Model:
         fill = bool(v["down__resp__valid"] and self.route and self.route[0]["fill"])
         room = self.count != c.rob_depth and not fill and not v["invalidate"]
         is_read = req["kind"] == READ
+        is_atomic = req["kind"] == ATOMIC
         new_miss = is_read and not hit and pend is None
+        valid = bool(v["up__req__valid"])
+        fetch = self.execute and valid and is_atomic and room and not hit and pend is None \
+            and free is not None
+        atom_ready = True
+        if self.execute:
+            fadd = valid and is_atomic and room and hit and pend is None \
+                and req["op"] == ATOM_FADD
+            atom_ready = not fadd or self.fadd_wait == self.FPU_LATENCY
+            self.fadd_wait = self.fadd_wait + 1 if fadd and not atom_ready else 0
         if is_read:
             can = room and (hit or pend is not None or free is not None)
+        elif is_atomic and self.execute:
+            can = room and hit and pend is None and atom_ready
         else:
             can = room and pend is None
-        fire = bool(v["up__req__valid"] and can)
+        fire = valid and can
+        line_miss = new_miss or (self.execute and is_atomic and not hit and pend is None)
         head = self.rob[self.head]
         resp_valid = head["valid"] and head["ready"]
         out = {
@@ -120,10 +140,10 @@ class L1Model:
             if self.dq else 0,
             "down__resp__ready": 1,
             "hit": int(fire and is_read and hit),
-            "miss": int(fire and new_miss),
+            "miss": int((fire and new_miss) or fetch),
             "merge": int(fire and is_read and not hit and pend is not None),
-            "mshr_full": int(bool(v["up__req__valid"] and room and new_miss and free is None)),
-            "idle": int(self.count == 0 and not self.dq),
+            "mshr_full": int(valid and room and line_miss and free is None),
+            "idle": int(self.count == 0 and not self.dq and not self.route),
         }
         for k in ("hit", "miss", "merge", "mshr_full"):
             self.stats[k] += out[k]
@@ -159,7 +179,15 @@ class L1Model:
                         e["ready"], e["data"] = True, list(rdata)
             else:
                 e = self.rob[r["rob"]]
-                e["ready"], e["data"] = True, list(rdata)
+                e["ready"] = True
+                if not r["keep"]:  # an executed atomic answers with its old word
+                    e["data"] = list(rdata)
+        if fetch:
+            self.stats["atomic_fetch"] += 1
+            self.mshr[free] = line
+            self.stale[free] = False
+            self.dq.append(dict(req, kind=READ, addr=line << self.ob))
+            self.route.append({"fill": True, "keep": False, "mshr": free, "rob": self.tail})
         if fire:
             e = self.rob[self.tail]
             e.update(valid=True, ready=is_read and hit, fill=is_read,
@@ -172,12 +200,23 @@ class L1Model:
                 down = dict(req)
                 if new_miss:
                     down["addr"] = line << self.ob
+                keep = self.execute and is_atomic
+                if keep:  # the atomic's new word, written through
+                    word = (req["addr"] >> 2) % lw
+                    old = self.data[s][way][word]
+                    new = apply_atomic(old, req)
+                    be = 0xF << (4 * word)
+                    self.data[s][way] = merge_bytes(self.data[s][way], [new] * lw, be)
+                    down.update(kind=WRITE, wdata=[new] * lw, be=be)
+                    e["data"] = [old] + [0] * (lw - 1)
+                    self.stats["atomic_hit"] += 1
                 self.dq.append(down)
-                self.route.append({"fill": new_miss, "mshr": free or 0, "rob": self.tail})
+                self.route.append({"fill": new_miss, "keep": keep, "mshr": free or 0,
+                                   "rob": self.tail})
             if req["kind"] == WRITE and hit:
                 self.data[s][way] = merge_bytes(self.data[s][way], req["wdata"], req["be"])
                 self.stats["write_hit"] += 1
-            if req["kind"] == ATOMIC and hit:
+            if req["kind"] == ATOMIC and hit and not self.execute:
                 self.valid[s][way] = False
                 self.stats["atomic_inval"] += 1
             self.tail = (self.tail + 1) % c.rob_depth
@@ -198,7 +237,7 @@ class Below:
     def __init__(self, rng: random.Random, lw: int):
         self.rng, self.lw = rng, lw
         self.words: dict[int, int] = {}
-        self.queue: list[tuple[int, list[int]]] = []
+        self.queue: list[tuple[int, list[int], int]] = []
 
     def word(self, a: int) -> int:
         return self.words.setdefault(a, (a * 2654435761) & M32)
@@ -218,10 +257,12 @@ class Below:
         else:
             data = [self.word(base + 4 * i) for i in range(lw)]
         due = max(t + self.rng.randrange(1, 9), self.queue[-1][0] if self.queue else 0)
-        self.queue.append((due, data))
+        self.queue.append((due, data, r["tag"]))
 
 
 def apply_atomic(old: int, r: dict) -> int:
+    if r["op"] == ATOM_FADD:
+        return int(fadd(np.uint32(old), np.uint32(r["b"])))
     if r["op"] == ATOM_ADD:
         return (old + r["b"]) & M32
     if r["op"] == ATOM_EXCH:
@@ -229,14 +270,16 @@ def apply_atomic(old: int, r: dict) -> int:
     return r["c"] if old == r["b"] else old  # CAS
 
 
-def test_l1_cache_cycles() -> None:
-    bld, cache = build_unit("l1_cache", lambda: L1Cache(**PARAMS))
-    lw, tb = cache.line_words, cache.tag_bits
-    rng = random.Random(SEED + 70)
-    model = L1Model(cache)
+def random_traffic(model, lw: int, tb: int, rng: random.Random, lines: list[int],
+                   cycles: int, ops: tuple[int, ...] = (ATOM_ADD, ATOM_EXCH, ATOM_CAS)
+                   ) -> tuple[list[Vector], list[Vector], dict]:
+    """``cycles`` of the cache ``model`` in a random environment: an initiator offering reads,
+    stores and atomics (``ops``) over ``lines`` (the first 4 hot: merges), a memory below
+    (:class:`Below`), random ``resp.ready`` and ``invalidate``. Every response taken is
+    checked against a flat reference memory updated in request order. Returns the stimulus,
+    the model's outputs and counts (``checked``: reads compared)."""
     below = Below(rng, lw)
     ref = Below(random.Random(0), lw)  # the flat reference (its queue is unused)
-    lines = [rng.randrange(0x100, 0x400) for _ in range(20)]  # 20 lines over 8 sets x 2 ways
     expected: list[list[int] | int | None] = []  # per accepted request, in order
     state: dict = {"cur": None, "tag": 0, "resp": 0, "checked": 0}
 
@@ -245,10 +288,12 @@ def test_l1_cache_cycles() -> None:
         kind = rng.choices([READ, WRITE, ATOMIC], [0.6, 0.27, 0.13])[0]
         addr = ln * 4 * lw + (4 * rng.randrange(lw) if kind == ATOMIC else 0)
         state["tag"] = (state["tag"] + 1) % (1 << tb)
+        op = rng.choice(ops)
+        b = (int(np.float32(rng.uniform(-4, 4)).view(np.uint32)) if op == ATOM_FADD
+             else rng.getrandbits(2))
         return {"kind": kind, "addr": addr, "wdata": [rng.getrandbits(32) for _ in range(lw)],
                 "be": rng.choice([(1 << 4 * lw) - 1, rng.getrandbits(4 * lw)]),
-                "op": rng.choice([ATOM_ADD, ATOM_EXCH, ATOM_CAS]), "b": rng.getrandbits(2),
-                "c": rng.getrandbits(32), "tag": state["tag"]}
+                "op": op, "b": b, "c": rng.getrandbits(32), "tag": state["tag"]}
 
     def env(t: int, last: Vector | None) -> Vector:
         if last is not None:
@@ -291,25 +336,27 @@ def test_l1_cache_cycles() -> None:
             "up__resp__ready": int(rng.random() < 0.8),
             "down__req__ready": int(rng.random() < 0.7),
             "down__resp__valid": int(due is not None),
-            "down__resp__payload": pack_fields([(pack(due[1], 32), 32 * lw), (0, tb)])
+            "down__resp__payload": pack_fields([(pack(due[1], 32), 32 * lw), (due[2], tb)])
             if due is not None else 0,
             "invalidate": int(rng.random() < 0.01),
         }
         state["vec"] = vec
         return vec
 
-    stim, want = run_closed_loop(model, env, 4000)
+    stim, want = run_closed_loop(model, env, cycles)
+    return stim, want, state
+
+
+def test_l1_cache_cycles() -> None:
+    bld, cache = build_unit("l1_cache", lambda: L1Cache(**PARAMS))
+    rng = random.Random(SEED + 70)
+    model = L1Model(cache)
+    lines = [rng.randrange(0x100, 0x400) for _ in range(20)]  # 20 lines over 8 sets x 2 ways
+    stim, want, state = random_traffic(model, cache.line_words, cache.tag_bits, rng, lines,
+                                       4000)
     st = model.stats
     assert state["checked"] > 300, state
     assert st["hit"] > 200 and st["miss"] > 100 and st["merge"] > 20, st
     assert st["evict"] > 30 and st["write_hit"] > 30 and st["atomic_inval"] > 10, st
     assert st["mshr_full"] > 0 and st["invalidate"] > 10 and st["stale_fill"] > 0, st
     check_cycles("l1_cache", bld, stim, want, "units_l1_cache_cycles")
-
-
-@pytest.mark.filterwarnings("ignore::amaranth.hdl.UnusedElaboratable")
-def test_l1_cache_parameters_checked() -> None:
-    with pytest.raises(ValueError, match="ways must be a power of two, not 3"):
-        L1Cache(ways=3)
-    with pytest.raises(ValueError, match="size_bytes must be"):
-        L1Cache(size_bytes=1000)

@@ -1,0 +1,160 @@
+"""The shared L2 cache between the interconnect and DRAM, banked by line address.
+
+::
+
+    interconnect --up--> bank select (line mod banks) --> bank 0 .. bank B-1
+                               |                           (L1Cache, atomics="execute")
+                   order FIFO (bank of every request) --> responses up in request order
+    bank 0 .. bank B-1 --down--> round-robin (rtl/interconnect.py) --> DRAM port
+
+Every core's traffic and the command processor's meet here, so this is the level where
+atomics are performed: each bank is the non-blocking cache of rtl/l1_cache.py built with
+``atomics="execute"`` (one piece of code serves both levels). An atomic reads its word from
+the cached line (a missing line is fetched first), builds the new word with
+rtl/atomic_alu.py (what the DRAM model uses without an L2, so the ISA's semantics are the
+same), writes it into the line and through to DRAM, and answers with the old word once the
+write is acknowledged.
+
+Policy: **write-through, no write-allocate** (docs/memory-system.md says why): DRAM always
+holds every acknowledged store, so the host's reads of device memory after a launch (the
+harness reads DRAM directly) see the data without a flush, and a ``fence`` needs nothing from
+the L2 (it is the one point of coherence below the non-coherent L1s). ``invalidate`` (the command
+processor starting to fetch a command, a launch starting) drops every line, because the host
+writes DRAM behind the L2's back (data, parameter blocks, command records).
+
+Banks: line ``n`` lives in bank ``n mod banks``, which sees the address with the bank bits
+taken out (so its sets cover the whole of its share of memory); the address is put back
+together on the way down. One request enters per cycle; a request waits while its bank cannot
+take it (a fill in progress, its reorder buffer or MSHRs full), and so do the requests behind
+it: a *bank conflict*. Fills of different banks proceed in parallel. Responses leave in
+request order (the memory port's contract): a FIFO holds the bank of every request in flight,
+and the response of the bank at its head goes up.
+"""
+
+from __future__ import annotations
+
+from amaranth.hdl import Cat, Const, Module, Signal
+from amaranth.lib import wiring
+from amaranth.lib.fifo import SyncFIFO
+
+from .interconnect import Interconnect
+from .l1_cache import L1Cache, cache_signature
+
+__all__ = ["L2Cache"]
+
+
+class L2Cache(wiring.Component):
+    """Shared, banked, non-blocking write-through L2 that executes atomics.
+
+    Parameters
+    ----------
+    line_words:
+        32-bit words per line (the memory port's line).
+    size_bytes:
+        Total capacity, split evenly over the banks.
+    ways, mshrs, rob_depth:
+        Of every bank (see :class:`~simtgpu.rtl.l1_cache.L1Cache`).
+    banks:
+        Banks, a power of two.
+    tag_bits:
+        Tag width of the memory port (both sides).
+
+    Members
+    -------
+    up: ``In(mem_port_signature(line_words, tag_bits))``
+        From the interconnect.
+    down: ``Out(mem_port_signature(line_words, tag_bits))``
+        To DRAM.
+    invalidate: ``In(1)``
+        Drop every line (a command fetch or a launch starting).
+    hit, miss, merge, mshr_full: ``Out(1)``
+        Strobes (of whichever bank): a read served from a line; a line read sent to DRAM (a
+        read miss, or the fetch of an atomic's line); a read merged into a pending miss; a
+        cycle in which the request at the port waits because its bank's MSHRs are all busy.
+    idle: ``Out(1)``
+        Nothing in flight.
+    """
+
+    def __init__(self, *, line_words: int = 8, size_bytes: int = 16384, ways: int = 8,
+                 banks: int = 2, mshrs: int = 8, rob_depth: int = 16, tag_bits: int = 9):
+        if not (banks > 0 and banks & (banks - 1) == 0):
+            raise ValueError(f"L2Cache: banks must be a power of two, not {banks}")
+        if size_bytes % banks:
+            raise ValueError(f"L2Cache: size_bytes must split over {banks} banks, "
+                             f"not {size_bytes}")
+        self.line_words = line_words
+        self.size_bytes = size_bytes
+        self.banks = banks
+        self.bank_bits = (banks - 1).bit_length()
+        self.tag_bits = tag_bits
+        self.bank_args = dict(line_words=line_words, size_bytes=size_bytes // banks, ways=ways,
+                              mshrs=mshrs, rob_depth=rob_depth, tag_bits=tag_bits,
+                              atomics="execute")
+        self.rob_depth = rob_depth
+        self.mshrs = mshrs
+        self._banks = [L1Cache(**self.bank_args) for _ in range(banks)]  # checks them now
+        super().__init__(cache_signature(line_words, tag_bits))
+
+    def elaborate(self, platform) -> Module:
+        m = Module()
+        nb, bb = self.banks, self.bank_bits
+        ob = (4 * self.line_words - 1).bit_length()
+        banks = self._banks
+        for i, b in enumerate(banks):
+            m.submodules[f"bank{i}"] = b
+
+        req, resp = self.up.req, self.up.resp
+        bank = Signal(max(1, bb))
+        if bb:
+            m.d.comb += bank.eq(req.payload.addr[ob:ob + bb])
+        # the bank of every request in flight, in request order
+        m.submodules.order = order = SyncFIFO(width=max(1, bb), depth=nb * self.rob_depth)
+        head = Signal(max(1, bb))
+        m.d.comb += head.eq(order.r_data)
+        for i, b in enumerate(banks):
+            p = b.up.req.payload
+            m.d.comb += [
+                p.eq(req.payload),
+                p.addr.eq(Cat(req.payload.addr[:ob], req.payload.addr[ob + bb:])),
+                b.up.req.valid.eq(req.valid & (bank == i) & order.w_rdy),
+                b.up.resp.ready.eq(resp.ready & order.r_rdy & (head == i)),
+                b.invalidate.eq(self.invalidate),
+            ]
+            with m.If(bank == i):
+                m.d.comb += req.ready.eq(b.up.req.ready & order.w_rdy)
+            with m.If(order.r_rdy & (head == i)):
+                m.d.comb += [resp.valid.eq(b.up.resp.valid), resp.payload.eq(b.up.resp.payload)]
+        m.d.comb += [order.w_data.eq(bank), order.w_en.eq(req.valid & req.ready),
+                     order.r_en.eq(resp.valid & resp.ready)]
+
+        # down: the banks' requests onto the one DRAM port, addresses made whole again; the
+        # interconnect routes DRAM's answers back by the bank it puts above the tag (the banks
+        # route their own answers and ignore the tag below it)
+        src_bits = max(1, bb)
+        m.submodules.arb = arb = Interconnect(nb, self.line_words, self.tag_bits - src_bits)
+        for i, b in enumerate(banks):
+            s, d = arb.src[i], b.down
+            a = d.req.payload.addr
+            m.d.comb += [
+                s.req.valid.eq(d.req.valid), d.req.ready.eq(s.req.ready),
+                s.req.payload.kind.eq(d.req.payload.kind),
+                s.req.payload.addr.eq(Cat(a[:ob], Const(i, bb), a[ob:32 - bb]) if bb else a),
+                s.req.payload.wdata.eq(d.req.payload.wdata),
+                s.req.payload.be.eq(d.req.payload.be),
+                s.req.payload.atom_op.eq(d.req.payload.atom_op),
+                s.req.payload.atom_b.eq(d.req.payload.atom_b),
+                s.req.payload.atom_c.eq(d.req.payload.atom_c),
+                s.req.payload.tag.eq(d.req.payload.tag),
+                d.resp.valid.eq(s.resp.valid), d.resp.payload.rdata.eq(s.resp.payload.rdata),
+                d.resp.payload.tag.eq(s.resp.payload.tag), s.resp.ready.eq(d.resp.ready),
+            ]
+        wiring.connect(m, arb.ext, wiring.flipped(self.down))
+
+        m.d.comb += [
+            self.hit.eq(Cat(*[b.hit for b in banks]).any()),
+            self.miss.eq(Cat(*[b.miss for b in banks]).any()),
+            self.merge.eq(Cat(*[b.merge for b in banks]).any()),
+            self.mshr_full.eq(Cat(*[b.mshr_full for b in banks]).any()),
+            self.idle.eq(Cat(*[b.idle for b in banks]).all() & arb.idle & ~order.r_rdy),
+        ]
+        return m

@@ -1,0 +1,150 @@
+"""The shared L2 (rtl/l2_cache.py) on Verilator, cycle by cycle against a Python model written
+from its contract: banks by line address (each the cache of test_l1_cache's model with
+atomics executed: hits, misses, MSHR merging, eviction, write-through), the order FIFO that
+keeps responses in request order, the round-robin onto the one DRAM port, bank conflicts,
+and atomics (``atom.fadd`` included) performed on the cached line, fetched first when absent.
+
+The random environment is the L1 bench's (:func:`test_l1_cache.random_traffic`): every
+response is also checked against a flat memory updated in request order.
+"""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+from simtgpu.rtl.l1_cache import L1Cache
+from simtgpu.rtl.l2_cache import L2Cache
+from simtgpu.verification.units import build_unit
+from test_l1_cache import (
+    ATOM_ADD,
+    ATOM_CAS,
+    ATOM_EXCH,
+    ATOM_FADD,
+    L1Model,
+    _decode_req,
+    _req_fields,
+    random_traffic,
+)
+from test_rtl_units_stateful import Vector, check_cycles, pack_fields
+from units_harness import SEED
+
+PARAMS = {"line_words": 4, "size_bytes": 512, "ways": 2, "banks": 2, "mshrs": 2,
+          "rob_depth": 4, "tag_bits": 5}
+
+
+class L2Model:
+    """The L2's contract, one clock cycle per :meth:`step` (ports as the RTL names them)."""
+
+    def __init__(self, c: L2Cache):
+        self.c = c
+        self.lw, self.nb, self.bb, self.tb = c.line_words, c.banks, c.bank_bits, c.tag_bits
+        self.ob = (4 * self.lw - 1).bit_length()
+        self.banks = [L1Model(b) for b in c._banks]
+        self.order: list[int] = []  # the bank of every request in flight
+        self.depth = self.nb * c.rob_depth
+        self.last = self.nb - 1  # the bank granted the DRAM port last
+        self.src_bits = max(1, self.bb)
+        self.inner = self.tb - self.src_bits  # tag bits below the bank on the DRAM port
+        self.outstanding = 0
+        self.stats = {"conflict": 0}
+
+    def _to_bank(self, addr: int) -> int:
+        low = addr & ((1 << self.ob) - 1)
+        return low | ((addr >> (self.ob + self.bb)) << self.ob)
+
+    def _from_bank(self, addr: int, bank: int) -> int:
+        low = addr & ((1 << self.ob) - 1)
+        return (low | (bank << self.ob) | ((addr >> self.ob) << (self.ob + self.bb))) \
+            & 0xFFFF_FFFF
+
+    def step(self, v: Vector) -> Vector:
+        lw, tb = self.lw, self.tb
+        req = _decode_req(v["up__req__payload"], lw, tb)
+        bank = (req["addr"] >> self.ob) % self.nb
+        bank_payload = pack_fields(_req_fields(lw, tb, dict(req, addr=self._to_bank(
+            req["addr"]))))
+        w_rdy = len(self.order) < self.depth
+        head = self.order[0] if self.order else None
+        valids = [bool(b.dq) for b in self.banks]
+        grant = next((i for i in ((self.last + 1 + k) % self.nb for k in range(self.nb))
+                      if valids[i]), 0)
+        src = v["down__resp__payload"] >> (32 * lw + self.inner)
+        ins = []
+        for i in range(self.nb):
+            ins.append({
+                "up__req__valid": int(bool(v["up__req__valid"]) and bank == i and w_rdy),
+                "up__req__payload": bank_payload,
+                "up__resp__ready": int(bool(v["up__resp__ready"]) and head == i),
+                "down__req__ready": int(bool(v["down__req__ready"]) and grant == i),
+                "down__resp__valid": int(bool(v["down__resp__valid"]) and src == i),
+                "down__resp__payload": v["down__resp__payload"]
+                & ((1 << (32 * lw + self.inner)) - 1),
+                "invalidate": v["invalidate"],
+            })
+        ext_valid = any(valids)
+        down = 0
+        if ext_valid:
+            g = self.banks[grant].dq[0]
+            down = pack_fields(_req_fields(lw, tb, dict(
+                g, addr=self._from_bank(g["addr"], grant),
+                tag=(grant << self.inner) | (g["tag"] & ((1 << self.inner) - 1)))))
+        outs = [b.step(x) for b, x in zip(self.banks, ins, strict=True)]
+        ready = bool(outs[bank]["up__req__ready"]) and w_rdy
+        resp_valid = head is not None and bool(outs[head]["up__resp__valid"])
+        out = {
+            "up__req__ready": int(ready),
+            "up__resp__valid": int(resp_valid),
+            "up__resp__payload": outs[head]["up__resp__payload"] if head is not None else 0,
+            "down__req__valid": int(ext_valid),
+            "down__req__payload": down,
+            "down__resp__ready": 1,
+            **{k: int(any(o[k] for o in outs)) for k in ("hit", "miss", "merge", "mshr_full")},
+            "idle": int(all(o["idle"] for o in outs) and not ext_valid
+                        and self.outstanding == 0 and not self.order),
+        }
+        if v["up__req__valid"] and not ready and w_rdy and outs[bank]["up__req__ready"] == 0:
+            self.stats["conflict"] += 1  # the request's bank cannot take it this cycle
+        # --- the clock edge ---
+        req_fire = ext_valid and bool(v["down__req__ready"])
+        resp_fire = bool(v["down__resp__valid"])
+        if req_fire:
+            self.last = grant
+        self.outstanding += int(req_fire) - int(resp_fire)
+        if resp_valid and v["up__resp__ready"]:
+            self.order.pop(0)
+        if v["up__req__valid"] and ready:
+            self.order.append(bank)
+        return out
+
+
+def test_l2_cache_cycles() -> None:
+    bld, cache = build_unit("l2_cache", lambda: L2Cache(**PARAMS))
+    rng = random.Random(SEED + 71)
+    model = L2Model(cache)
+    lines = [rng.randrange(0x100, 0x400) for _ in range(24)]  # 24 lines, 2 banks x 8 sets x 2
+    stim, want, state = random_traffic(model, cache.line_words, cache.tag_bits, rng, lines,
+                                       4000, ops=(ATOM_ADD, ATOM_EXCH, ATOM_CAS, ATOM_FADD))
+    st = {k: sum(b.stats[k] for b in model.banks) for k in model.banks[0].stats}
+    assert state["checked"] > 300, state
+    assert st["hit"] > 200 and st["miss"] > 100 and st["merge"] > 20, st
+    assert st["evict"] > 30 and st["write_hit"] > 30, st
+    assert st["atomic_hit"] > 50 and st["atomic_fetch"] > 10, st
+    assert st["mshr_full"] > 0 and st["invalidate"] > 10, st
+    assert model.stats["conflict"] > 50, model.stats
+    assert all(b.stats["hit"] > 50 for b in model.banks)  # both banks at work
+    check_cycles("l2_cache", bld, stim, want, "units_l2_cache_cycles")
+
+
+@pytest.mark.filterwarnings("ignore::amaranth.hdl.UnusedElaboratable")
+@pytest.mark.parametrize(("make", "match"), [
+    (lambda: L1Cache(ways=3), "ways must be a power of two, not 3"),
+    (lambda: L1Cache(size_bytes=1000), "size_bytes must be"),
+    (lambda: L1Cache(atomics="ignore"), "atomics must be 'bypass' or 'execute'"),
+    (lambda: L2Cache(banks=3), "banks must be a power of two, not 3"),
+    (lambda: L2Cache(ways=3), "ways must be a power of two, not 3"),
+])
+def test_cache_parameters_checked(make, match) -> None:
+    """Both levels refuse bad parameters with a message naming them."""
+    with pytest.raises(ValueError, match=match):
+        make()
