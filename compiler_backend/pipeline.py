@@ -33,8 +33,10 @@ from __future__ import annotations
 from . import ir
 from .ir import I32, Block, Function, Op, Value
 
-DEFAULT_STAGES = {"ptx": 3, "isa": 3}
-"""``num_stages`` when a launch does not say (Triton's CUDA default is 3)."""
+DEFAULT_STAGES = {"ptx": 3, "isa": 1}
+"""``num_stages`` when a launch does not say: Triton's CUDA default (3) on PTX; off on this
+ISA, whose 32 registers hold a stage ahead only for small per-thread tiles (and a spill
+costs more than the latency it hides: docs/performance.md), so it is asked for per launch."""
 
 
 def pipeline_loops(fn: Function, num_stages: int) -> int:
@@ -43,7 +45,40 @@ def pipeline_loops(fn: Function, num_stages: int) -> int:
     if num_stages < 2:
         return 0
     loops = [op for op in fn.walk() if op.name == "for"]
-    return sum(_pipeline(fn, op, num_stages - 1) for op in reversed(loops))
+    done = [op for op in reversed(loops) if _pipeline(fn, op, num_stages - 1)]
+    for op in [o for o in fn.walk() if o.name == "for" and o.attrs.get("num_stages")]:
+        _drop_dead_carried(fn, op)
+    return len(done)
+
+
+def _drop_dead_carried(fn: Function, loop: Op) -> None:
+    """Remove the carried values of ``loop`` that nothing reads but their own update (the
+    pointers of the loads that moved ahead): each cost a register and an add per trip."""
+    from .passes import dce
+
+    dce(fn)
+    body = loop.regions[0]
+    yld = body.terminator
+    uses = _uses(body)
+    used_after = {v.id for o in fn.walk() if not _inside(o, loop) for v in o.operands}
+    drop = []
+    for k, arg in enumerate(body.args[1:]):
+        y = yld.operands[k]
+        users = uses.get(arg.id, [])
+        upd = y.owner if isinstance(y.owner, Op) else None
+        if loop.results[k].id in used_after or not all(u is upd for u in users):
+            continue
+        if upd is not None and (not upd.pure or uses.get(y.id, []) != [yld]):
+            continue
+        drop.append(k)
+    if not drop:
+        return
+    keep = [k for k in range(len(body.args) - 1) if k not in drop]
+    body.args = [body.args[0]] + [body.args[1 + k] for k in keep]
+    yld.operands = [yld.operands[k] for k in keep]
+    loop.operands = loop.operands[:3] + [loop.operands[3 + k] for k in keep]
+    loop.results = [loop.results[k] for k in keep]
+    dce(fn)
 
 
 def _uses(block: Block) -> dict[int, list[Op]]:
@@ -166,12 +201,17 @@ def _pipeline(fn: Function, loop: Op, ahead: int) -> bool:
         nxt = []
     for o in top.ops:
         o.parent = body
-    body.ops[0:0] = top.ops
     _replace_in(body, {ld.result.id: a for ld, a in zip(loads, buf_args[0], strict=True)})
     body.ops = [o for o in body.ops if o not in loads]
+    # the ahead loads go first: the barriers, the shared stores and the compute overlap
+    # them (on the RTL this beat placing them after the stores: docs/compiler.md)
+    body.ops[0:0] = top.ops
     yld.operands = (yld.operands[:n_old] + nxt
                     + [v for s in range(1, ahead) for v in buf_args[s]] + got)
-    operands = loop.operands + state + [v for s in bufs for v in s]
+    operands = list(loop.operands)
+    if derive:
+        _shift_chain(fn, loop, ahead, chain, incs, ahead_args, pro, operands)
+    operands += state + [v for s in bufs for v in s]
     new = Op("for", operands, [r.type for r in loop.results] + extra_types, dict(loop.attrs),
              [body], loc=loop.loc)
     new.attrs["num_stages"] = ahead + 1
@@ -182,6 +222,40 @@ def _pipeline(fn: Function, loop: Op, ahead: int) -> bool:
     parent.ops[i:i + 1] = pro.ops + [new]
     _replace_in(fn.body, {r.id: n for r, n in zip(loop.results, new.results, strict=False)})
     return True
+
+
+def _shift_chain(fn: Function, loop: Op, ahead: int, chain: list[int], incs: list[Op],
+                 ahead_vals: list[Value], pro: Block, operands: list[Value]) -> None:
+    """A carried pointer that only feeds the moved loads and its own increment (and is not
+    read after the loop) starts ``ahead`` iterations on instead: the loop then carries the
+    ahead pointer itself, with no extra register or add per iteration."""
+    from .passes import dce
+
+    body = loop.regions[0]
+    dce(fn)
+    uses = _uses(body)
+    after = {v.id for o in fn.walk() if o is not loop and not _inside(o, loop)
+             for v in o.operands}
+    b = ir.Builder(pro)
+    b.loc = loop.loc
+    for k, inc, av in zip(chain, incs, ahead_vals, strict=True):
+        arg = body.args[1 + k]
+        if loop.results[k].id in after or not all(
+                u is inc or u is av.owner for u in uses.get(arg.id, [])):
+            continue
+        step = inc.operands[1]
+        operands[3 + k] = b(inc.name, operands[3 + k], b("mul", step, b.const(ahead,
+                                                                              step.type)))
+        _replace_in(body, {av.id: arg})
+
+
+def _inside(op: Op, loop: Op) -> bool:
+    blk = op.parent
+    while blk is not None:
+        if blk.parent is loop:
+            return True
+        blk = blk.parent.parent if blk.parent is not None else None
+    return False
 
 
 def _invariant_step(y: Value, arg: Value, defs: dict[int, Op], body: Block) -> Op | None:
