@@ -108,3 +108,17 @@ def pipeline_on_rtl() -> None:
         assert ck.stats["num_stages"] == 2
         assert np.array_equal(got.view(np.uint32), want.view(np.uint32))
         np.testing.assert_allclose(got, ref, rtol=1e-5, atol=1e-5)
+
+
+def test_isa_keeps_fewer_stages_where_more_would_spill():
+    """8 x 8 x 8 tiles hold four loaded values per thread: a stage ahead spills on this
+    ISA's 32 registers, so the compiler keeps the stage count that spills least; without
+    num_stages the ISA does not pipeline, PTX does with Triton's 3."""
+    P = ir.ptr("f32")
+    types = dict(a_ptr=P, b_ptr=P, c_ptr=P, K=ir.I32)
+    cexpr = dict(KSTATIC=-1, BM=8, BK=8)
+    one = compile_function(_mm.fn, types, cexpr, Target("isa"), 4, num_stages=1)
+    three = compile_function(_mm.fn, types, cexpr, Target("isa"), 4, num_stages=3)
+    assert three.stats["num_stages"] < 3 and three.n_spills <= one.n_spills
+    assert compile_function(_mm.fn, types, cexpr, Target("isa"), 4).stats["num_stages"] == 1
+    assert compile_function(_mm.fn, types, cexpr, Target.ptx(), 4).stats["num_stages"] == 3
