@@ -595,6 +595,11 @@ def _other_parts(parts: list[str], output: Path | None, explicit: bool = True) -
         rows = bench_memory("small", caches=((True, False), (True, True)),
                             kernels=("sgemm_tiled", "vector_add"))
         _emit("rtl-memory-l2", render_memory_l2(rows, info), output, "l2")
+    if "pipeline" in parts:
+        from simtgpu.verification.bench_rtl import bench_pipeline, render_pipeline
+
+        _emit("rtl-pipeline", render_pipeline(bench_pipeline("small"), info), output,
+              "pipeline")
     if "compiler" in parts:
         from simtgpu.compiler_backend import bench as cbench
 
@@ -622,7 +627,7 @@ def _other_parts(parts: list[str], output: Path | None, explicit: bool = True) -
               output, "ptx")
 
 
-PARTS = ("iss", "rtl", "ipc", "memory", "l2", "compiler", "compile", "ptx")
+PARTS = ("iss", "rtl", "ipc", "memory", "l2", "pipeline", "compiler", "compile", "ptx")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -642,7 +647,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--part", choices=PARTS, action="append",
                    help="measure only this part (repeatable; default all): iss throughput, "
                    "rtl throughput, rtl issue rate (ipc), rtl at the three memory settings "
-                   "(memory), compiler code quality, compile time of the tutorial kernels "
+                   "(memory), the compiled matmul by num_stages (pipeline), compiler code "
+                   "quality, compile time of the tutorial kernels "
                    "(compile), compiler's PTX against Triton's (ptx; "
                    "needs the bench extra)")
     args = p.parse_args(argv)

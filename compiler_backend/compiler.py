@@ -210,7 +210,8 @@ def compile_function(fn, arg_types: dict[str, Type], constexprs: dict, target: T
                      name: str | None = None, optimize: bool = True,
                      enable_fp_fusion: bool = True, config=None,
                      specialize: dict[str, str] | None = None,
-                     size_per_thread: int | None = None) -> CompiledKernel:
+                     size_per_thread: int | None = None,
+                     num_stages: int | None = None) -> CompiledKernel:
     """Compile the Python kernel ``fn`` for ``target``; ``enable_fp_fusion`` contracts a
     multiply feeding an add into one fused multiply-add (as in Triton). With ``config`` (a
     :class:`simtgpu.arch.config.GpuConfig`, isa target), a kernel over that configuration's
@@ -218,8 +219,16 @@ def compile_function(fn, arg_types: dict[str, Type], constexprs: dict, target: T
     at the kernel's ``def``, before any launch. ``specialize`` maps parameter names to
     :data:`SPECIALIZATIONS` keys the launch arguments are known to satisfy;
     ``size_per_thread`` (1, 2 or 4) sets the contiguous elements each thread owns (default:
-    :func:`default_vec`)."""
+    :func:`default_vec`); ``num_stages`` pipelines loops that stage global tiles in shared
+    memory (:mod:`.pipeline`; default ``DEFAULT_STAGES`` of the target, 1 turns it off; fewer
+    stages where more would exceed a limit or spill more registers)."""
     t0 = time.perf_counter()
+
+    def fewer(n: int) -> CompiledKernel:
+        return compile_function(fn, arg_types, constexprs, target, num_warps, block, name,
+                                optimize, enable_fp_fusion, config, specialize,
+                                size_per_thread, n)
+
     if block is None:
         block = (num_warps * target.warp_size, 1, 1)
     threads = block[0] * block[1] * block[2]
@@ -239,6 +248,13 @@ def compile_function(fn, arg_types: dict[str, Type], constexprs: dict, target: T
     if optimize:
         passes.optimize(f, verify=False, fp_fusion=enable_fp_fusion)
         ir.verify(f)
+        from .pipeline import DEFAULT_STAGES, pipeline_loops
+
+        stages = DEFAULT_STAGES[target.kind] if num_stages is None else num_stages
+        if pipeline_loops(f, stages):
+            passes.optimize(f, verify=False, fp_fusion=enable_fp_fusion)
+            ir.verify(f)
+            f.meta["num_stages"] = stages
     ir_text = ir.print_function(f)
     from .isa_codegen import param_kind
 
@@ -266,6 +282,8 @@ def compile_function(fn, arg_types: dict[str, Type], constexprs: dict, target: T
         else:
             raise ValueError(f"unknown target {target.kind}")
     except CompileError as e:
+        if f.meta.get("num_stages", 1) > 1:  # the pipelined loop is over a limit: fewer
+            return fewer(f.meta["num_stages"] - 1)
         # code generation limits (registers) belong to the kernel as a whole: point at it
         src = KernelSource.from_function(fn)
         raise e.at(src.loc(src.tree), f"kernel '{f.name}': ") from None
@@ -274,11 +292,24 @@ def compile_function(fn, arg_types: dict[str, Type], constexprs: dict, target: T
         from .isa_codegen import shared_size
 
         shared = shared_size(code)  # (data and the shared spill area)
+    stats["num_stages"] = f.meta.get("num_stages", 1)  # 1: no loop was pipelined
     ck = CompiledKernel(f.name, target, ir_text, code, params, shared,
                         threads, block, 0.0, stats, list(f.meta.get("asserts", [])),
                         list(f.meta.get("prints", [])), elements)
+    piped = stats["num_stages"]
     if config is not None and target.kind == "isa":
-        _check_resources(fn, ck, f.shared_bytes, config)
+        try:
+            _check_resources(fn, ck, f.shared_bytes, config)
+        except KernelError:
+            if piped == 1:
+                raise
+            return fewer(piped - 1)
+    if piped > 1 and stats.get("spilled"):
+        # on this ISA's 32 registers a stage that spills costs more than it hides: keep the
+        # stage count that spills least (the most stages among equals)
+        alt = fewer(piped - 1)
+        if alt.n_spills < ck.n_spills:
+            return alt
     ck.compile_ms = (time.perf_counter() - t0) * 1000
     return ck
 

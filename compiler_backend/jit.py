@@ -150,18 +150,20 @@ class JITFunction(KernelInterface):
                 block: tuple[int, int, int] | None = None,
                 enable_fp_fusion: bool = True, config=None,
                 specialize: dict[str, str] | None = None,
-                size_per_thread: int | None = None) -> CompiledKernel:
+                size_per_thread: int | None = None,
+                num_stages: int | None = None) -> CompiledKernel:
         """The compiled kernel (cached); with ``config`` (a GpuConfig), checked against that
         configuration's limits (:func:`compile_function`)."""
         key = (tuple((k, str(v)) for k, v in arg_types.items()),
                tuple(sorted((k, repr(v)) for k, v in constexprs.items())), target,
                num_warps, block, enable_fp_fusion,
-               tuple(sorted((specialize or {}).items())), size_per_thread, config)
+               tuple(sorted((specialize or {}).items())), size_per_thread, config, num_stages)
         hit = self.cache.get(key)
         if hit is None:
             hit = compile_function(self.fn, arg_types, constexprs, target, num_warps, block,
                                    enable_fp_fusion=enable_fp_fusion, config=config,
-                                   specialize=specialize, size_per_thread=size_per_thread)
+                                   specialize=specialize, size_per_thread=size_per_thread,
+                                   num_stages=num_stages)
             self.cache[key] = hit
         return hit
 
@@ -206,13 +208,17 @@ class JITFunction(KernelInterface):
         spt = options.get("size_per_thread")
         if spt not in (None, 1, 2, 4):
             raise LaunchError(f"{self.__name__}: size_per_thread must be 1, 2 or 4, not {spt!r}")
+        stages = options.get("num_stages")
+        if stages is not None and (not isinstance(stages, int) or stages < 1):
+            raise LaunchError(f"{self.__name__}: num_stages must be an integer >= 1, "
+                              f"not {stages!r}")
         keep = {self.src.params[i] if isinstance(i, int) else i for i in self.do_not_specialize}
         spec = {k: sp for k, v in runtime.items()
                 if (sp := specialization(k, v, keep)) is not None}
         ck = self.compile(target, arg_types, cexpr, num_warps, block,
                           bool(options.get("enable_fp_fusion", True)),
                           dev.config if target.kind == "isa" else None, spec,
-                          options.get("size_per_thread"))
+                          options.get("size_per_thread"), stages)
         return ck, runtime, cexpr
 
 

@@ -19,7 +19,8 @@ import numpy as np
 from simtgpu.assembler.examples import example_asm
 from simtgpu.rtlsim.workload import issue_rate
 
-__all__ = ["VORTEX_IPC", "bench_ipc", "bench_memory", "bench_rtl", "model_instructions"]
+__all__ = ["VORTEX_IPC", "bench_ipc", "bench_memory", "bench_pipeline", "bench_rtl",
+           "model_instructions", "render_pipeline"]
 
 VORTEX_IPC = {"vector_add": 0.34, "sgemm_tiled": 0.42}
 MEMORY_KERNELS = ("sgemm_tiled", "vector_add", "matmul", "gather")
@@ -100,6 +101,74 @@ def bench_ipc(config: str = "small", sgemm_size: int = 64, memory: str | None = 
 
     with Device(backend="rtl", config=config, memory=memory, l1=l1, l2=l2) as dev:
         return issue_rate(dev, sgemm_size)
+
+
+def bench_pipeline(config: str = "small", memory: str = "realistic", size: int = 32,
+                   block: int = 8, block_ks: tuple[int, ...] = (8, 4),
+                   stages: tuple[int, ...] = (1, 2, 3)) -> list[dict]:
+    """The compiled tiled matmul (examples/dsl/matmul.py: ``block`` x ``block`` tiles of C,
+    each ``block_ks`` deep; at 8 x 4 x 8 each thread of 4 warps loads one element of A and
+    one of B per step, so a stage ahead fits in registers) of ``size`` cubed on the RTL with
+    device-memory setting ``memory``, once per tile depth and ``num_stages`` in ``stages``
+    on one device; every result must equal ``num_stages=1``'s bit for bit and NumPy's
+    product to rounding. One row per launch: cycles, warp-instructions, registers, spilled
+    values and the stages the compiler used."""
+    import simtgpu.compiler_backend as triton
+    from simtgpu.compiler_backend.bench_ptx import EXAMPLES, _load
+    from simtgpu.driver_model.device import Device
+
+    kern = _load(EXAMPLES / "matmul.py", False, "pipeline").matmul_kernel
+    rng = np.random.default_rng(4)
+    A = rng.standard_normal((size, size)).astype(np.float32)
+    B = rng.standard_normal((size, size)).astype(np.float32)
+    rows, first = [], None
+    with Device(backend="rtl", config=config, memory=memory) as dev:
+        triton.set_device(dev)
+        grid = ((-(-size // block)) ** 2,)
+        for block_k, s in ((bk, s) for bk in block_ks for s in stages):
+            C = np.zeros((size, size), np.float32)
+            args = (A, B, C, size, size, size, size, 1, size, 1, size, 1)
+            cexpr = dict(BLOCK_SIZE_M=block, BLOCK_SIZE_N=block, BLOCK_SIZE_K=block_k,
+                         GROUP_SIZE_M=2, num_stages=s)
+            ck = kern.warmup(*args, grid=grid, **cexpr)
+            res = kern[grid](*args, **cexpr)
+            if s == stages[0]:
+                first = C.copy()
+                want = A.astype(np.float64) @ B.astype(np.float64)
+                if np.max(np.abs(C - want)) > 1e-4 * size * max(1.0, float(np.abs(want).max())):
+                    raise AssertionError("the compiled matmul on the RTL differs from NumPy")
+            elif not np.array_equal(C.view(np.uint32), first.view(np.uint32)):
+                raise AssertionError(f"num_stages={s} differs from num_stages={stages[0]}")
+            rows.append({"num_stages": s, "used": ck.stats.get("num_stages", s),
+                         "cycles": res.cycles, "warp_instructions": res.instructions,
+                         "registers": ck.n_regs, "spilled": ck.n_spills,
+                         "size": f"{size}x{size}x{size}", "tiles": f"{block}x{block_k}x{block}",
+                         "memory": memory, "config": config})
+    return rows
+
+
+def render_pipeline(rows: list[dict], info: dict[str, str]) -> str:
+    """The software-pipelining section of docs/performance.md (cycle counts: deterministic)."""
+    r0 = rows[0]
+    lines = ["## Software pipelining (num_stages) on the RTL", "",
+             f"The compiled tiled matmul (examples/dsl/matmul.py, 4 warps) of {r0['size']} on "
+             f"configuration `{r0['config']}` with the `{r0['memory']}` device-memory setting, "
+             "per tile shape (M x K x N) and `num_stages`, on one device; every result equals "
+             "num_stages=1's bit for bit. `used` is the stage count the compiler kept (fewer "
+             "where more would spill more registers). Cycle counts do not depend on the "
+             "machine running the simulation.", "",
+             f"Commit {info['commit']}, {info['date']}.", "",
+             "| tiles | num_stages | used | cycles | warp-instr | registers | spilled "
+             "| vs 1 stage |", "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    base: dict[str, int] = {}
+    for r in rows:
+        b = base.setdefault(r["tiles"], r["cycles"])
+        lines.append(f"| {r['tiles']} | {r['num_stages']} | {r['used']} | {r['cycles']} "
+                     f"| {r['warp_instructions']} | {r['registers']} | {r['spilled']} "
+                     f"| {b / r['cycles']:.2f}x |")
+    lines += ["", "Command: `python -m simtgpu.cli.bench --part pipeline` (library: "
+              "`simtgpu.verification.bench_rtl.bench_pipeline`)."]
+    return "\n".join(lines)
 
 
 def _memory_row(kernel: str, size: str, setting: str, res, cfg, memory) -> dict:

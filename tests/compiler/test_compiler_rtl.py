@@ -44,3 +44,8 @@ def test_examples_on_rtl():
         from test_compiler_int64 import int64_kernels_on_rtl
 
         int64_kernels_on_rtl()
+
+        # software pipelining: loads a stage ahead give num_stages=1's bits
+        from test_compiler_pipeline import pipeline_on_rtl
+
+        pipeline_on_rtl()
