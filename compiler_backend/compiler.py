@@ -9,7 +9,7 @@ from types import SimpleNamespace
 import numpy as np
 from simtgpu.errors import SimtgpuError
 
-from . import ir, passes
+from . import chunking, ir, passes
 from .errors import CompileError, KernelError
 from .frontend import KernelSource, lower_kernel
 from .ir import F32, I32, I64, U32, U64, Type
@@ -210,7 +210,8 @@ def compile_function(fn, arg_types: dict[str, Type], constexprs: dict, target: T
                      name: str | None = None, optimize: bool = True,
                      enable_fp_fusion: bool = True, config=None,
                      specialize: dict[str, str] | None = None,
-                     size_per_thread: int | None = None) -> CompiledKernel:
+                     size_per_thread: int | None = None,
+                     chunk: int | None = None) -> CompiledKernel:
     """Compile the Python kernel ``fn`` for ``target``; ``enable_fp_fusion`` contracts a
     multiply feeding an add into one fused multiply-add (as in Triton). With ``config`` (a
     :class:`simtgpu.arch.config.GpuConfig`, isa target), a kernel over that configuration's
@@ -218,7 +219,9 @@ def compile_function(fn, arg_types: dict[str, Type], constexprs: dict, target: T
     at the kernel's ``def``, before any launch. ``specialize`` maps parameter names to
     :data:`SPECIALIZATIONS` keys the launch arguments are known to satisfy;
     ``size_per_thread`` (1, 2 or 4) sets the contiguous elements each thread owns (default:
-    :func:`default_vec`)."""
+    :func:`default_vec`); ``chunk`` (isa target) the elements per thread each iteration of an
+    elementwise kernel's chunk loop handles: None chooses (a loop only where the unrolled code
+    would not fit, see :mod:`.chunking`), 0 keeps the code unrolled."""
     t0 = time.perf_counter()
     if block is None:
         block = (num_warps * target.warp_size, 1, 1)
@@ -232,13 +235,22 @@ def compile_function(fn, arg_types: dict[str, Type], constexprs: dict, target: T
     vec = default_vec(target) if size_per_thread is None else size_per_thread
     if vec not in (1, 2, 4):
         raise ValueError(f"size_per_thread must be 1, 2 or 4, not {vec}")
-    f = lower_kernel(fn, arg_types, constexprs, threads, target.warp_size, name, specialize,
-                     vec)
-    f.meta["block"] = tuple(block)
-    ir.verify(f)
-    if optimize:
-        passes.optimize(f, verify=False, fp_fusion=enable_fp_fusion)
+
+    def lowered(virtual: int) -> ir.Function:
+        f = lower_kernel(fn, arg_types, constexprs, virtual, target.warp_size, name, specialize,
+                         vec)
+        if virtual != threads:
+            chunking.wrap(f, threads, virtual // threads)
+        f.meta["block"] = tuple(block)
         ir.verify(f)
+        if optimize:
+            passes.optimize(f, verify=False, fp_fusion=enable_fp_fusion)
+            ir.verify(f)
+        return f
+
+    f = lowered(threads)
+    if target.kind == "isa":
+        f = chunking.choose(f, lowered, threads, chunk, config)
     ir_text = ir.print_function(f)
     from .isa_codegen import param_kind
 
@@ -257,7 +269,9 @@ def compile_function(fn, arg_types: dict[str, Type], constexprs: dict, target: T
             res = generate(f)
             code = res.text
             stats = {"registers": res.registers, "static_instructions": res.instructions,
-                     "spilled": res.spilled}
+                     "spilled": res.spilled, "chunks": f.meta.get("chunks", 1)}
+            if "not_chunked" in f.meta:
+                stats["not_chunked"] = f.meta["not_chunked"]
         elif target.kind == "ptx":
             from .ptx_codegen import generate_ptx
 
@@ -313,4 +327,6 @@ def _check_resources(fn, ck: CompiledKernel, data_bytes: int, config) -> None:
         raise _limit_error(fn, ck.name, f"is {size} bytes of code ({size // 4} "
                            f"instructions); the '{config.name}' configuration has "
                            f"{config.imem_bytes} bytes of instruction memory: use smaller "
-                           "blocks or fewer unrolled loops")
+                           "blocks or fewer unrolled loops"
+                           + (f" (not run as a chunk loop: {why})"
+                              if (why := ck.stats.get("not_chunked")) else ""))
