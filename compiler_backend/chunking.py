@@ -90,6 +90,23 @@ def estimate(fn: ir.Function) -> int:
     return sum(op.name not in ("const", "yield") for op in fn.walk())
 
 
+def pick(fn: ir.Function) -> int:
+    """Elements per chunk for ``fn`` lowered unrolled: the largest of 4 and 2 that keeps a
+    chunk within :data:`CHUNK_OPS`, else 1."""
+    slots = fn.meta.get("slots", 1)
+    size = estimate(fn)
+    fits = [c for c in (4, 2) if c < slots and size * c / slots <= CHUNK_OPS]
+    return fits[0] if fits else 1
+
+
+def too_big(fn: ir.Function, code_bytes: int, config) -> bool:
+    """True when ``fn``'s unrolled code of ``code_bytes`` does not fit ``config``'s instruction
+    memory but a chunk loop could replace it (the estimate :func:`choose` goes by missed)."""
+    return (config is not None and code_bytes > config.imem_bytes
+            and fn.meta.get("slots", 1) > 1 and "chunks" not in fn.meta
+            and why_not(fn) is None)
+
+
 def choose(fn: ir.Function, lower: Callable[[int], ir.Function], threads: int,
            chunk: int | None, config=None) -> ir.Function:
     """``fn`` (lowered unrolled for ``threads`` threads), or the kernel lowered again by
@@ -104,8 +121,7 @@ def choose(fn: ir.Function, lower: Callable[[int], ir.Function], threads: int,
         size = estimate(fn)
         if size <= budget or slots < 2:
             return fn
-        fits = [c for c in (4, 2) if c < slots and size * c / slots <= CHUNK_OPS]
-        c = fits[0] if fits else 1
+        c = pick(fn)
     else:
         if chunk < 1 or slots % chunk or chunk >= slots:
             raise CompileError(f"chunk={chunk}: the chunk must divide the {slots} elements per "

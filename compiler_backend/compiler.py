@@ -250,7 +250,11 @@ def compile_function(fn, arg_types: dict[str, Type], constexprs: dict, target: T
 
     f = lowered(threads)
     if target.kind == "isa":
-        f = chunking.choose(f, lowered, threads, chunk, config)
+        try:
+            f = chunking.choose(f, lowered, threads, chunk, config)
+        except CompileError as e:
+            src = KernelSource.from_function(fn)
+            raise e.at(src.loc(src.tree), f"kernel '{f.name}': ") from None
     ir_text = ir.print_function(f)
     from .isa_codegen import param_kind
 
@@ -286,6 +290,10 @@ def compile_function(fn, arg_types: dict[str, Type], constexprs: dict, target: T
                         threads, block, 0.0, stats, list(f.meta.get("asserts", [])),
                         list(f.meta.get("prints", [])), elements)
     if config is not None and target.kind == "isa":
+        if chunk is None and chunking.too_big(f, len(ck.object_file().code), config):
+            return compile_function(fn, arg_types, constexprs, target, num_warps, block, name,
+                                    optimize, enable_fp_fusion, config, specialize,
+                                    size_per_thread, chunking.pick(f))
         _check_resources(fn, ck, f.shared_bytes, config)
     ck.compile_ms = (time.perf_counter() - t0) * 1000
     return ck
