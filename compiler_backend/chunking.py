@@ -80,8 +80,8 @@ CHUNK_OPS = 128
 amortises the loop's three instructions per iteration (compare, add, branch), which matter
 for short bodies alone, while its live values grow with it and spill (measured on
 ``_seeded_dropout`` at 1024 on ``small``: 1 and 4 elements per chunk run 39492 and 44940
-warp-instructions, 0 and 11 values spilled). So 4 elements for a short body such as a vector add, 1 for
-Philox (about 290 operations an element)."""
+warp-instructions, 0 and 11 values spilled). So 4 elements for a short body such as a
+vector add, 1 for Philox (about 290 operations an element)."""
 
 
 def estimate(fn: ir.Function) -> int:
