@@ -229,8 +229,9 @@ def render(rows: list[CompileTime], info: dict[str, str], load: float) -> str:
         "compiled for the ISA of `small` (8 lanes, 4 warps) at the block sizes their "
         "configurations use there: front end, passes, instruction selection, register "
         "allocation with spilling and assembly text, without assembling or checking the "
-        "configuration's limits (the 06 kernels and the 04 kernel at 1024 exceed `small`'s "
-        "instruction memory: they run on `full`, and 03 at 32x32x16 needs more spill area "
+        "configuration's limits (the 06 kernels exceed `small`'s instruction memory: they "
+        "run on `full`; the 04 kernel at 1024 compiles to a chunk loop, one element an "
+        "iteration, as it would not fit unrolled; and 03 at 32x32x16 needs more spill area "
         "than a memory offset reaches: a compile error at its def). Best of 3 in process "
         "CPU time.", "",
         f"Commit {info['commit']}, {info['date']}, {info['cpu']} ({info['nproc']} cores, "
