@@ -236,10 +236,12 @@ def render(rows: list[CompileTime], info: dict[str, str], load: float) -> str:
         "compiled for the ISA of `small` (8 lanes, 4 warps) at the block sizes their "
         "configurations use there: front end, passes, instruction selection, register "
         "allocation with spilling and assembly text, without assembling or checking the "
-        "configuration's limits (the 06 kernels and the 04 kernel at 1024 exceed `small`'s "
-        "instruction memory: they run on `full`; 03 at 32x32x16 spills to local memory in "
-        "device memory and exceeds it too). Spilled values stay in shared memory while they "
-        "fit, else they go to local memory (docs/compiler.md). Best of 3 in process "
+        "configuration's limits (the 06 kernels exceed `small`'s instruction memory: they "
+        "run on `full`; the 04 kernel at 1024 compiles to a chunk loop, one element an "
+        "iteration, as it would not fit unrolled; 03 at 32x32x16 spills to local memory in "
+        "device memory and exceeds the instruction memory too). Spilled values stay in "
+        "shared memory while they fit, else they go to local memory (docs/compiler.md). "
+        "Best of 3 in process "
         "CPU time.", "",
         f"Commit {info['commit']}, {info['date']}, {info['cpu']} ({info['nproc']} cores, "
         f"load average {load:.1f} while measuring).", "",

@@ -9,7 +9,7 @@ from types import SimpleNamespace
 import numpy as np
 from simtgpu.errors import SimtgpuError
 
-from . import ir, passes
+from . import chunking, ir, passes
 from .errors import CompileError, KernelError
 from .frontend import KernelSource, lower_kernel
 from .ir import F32, I32, I64, U32, U64, Type
@@ -211,7 +211,8 @@ def compile_function(fn, arg_types: dict[str, Type], constexprs: dict, target: T
                      enable_fp_fusion: bool = True, config=None,
                      specialize: dict[str, str] | None = None,
                      size_per_thread: int | None = None,
-                     num_stages: int | None = None) -> CompiledKernel:
+                     num_stages: int | None = None,
+                     chunk: int | None = None) -> CompiledKernel:
     """Compile the Python kernel ``fn`` for ``target``; ``enable_fp_fusion`` contracts a
     multiply feeding an add into one fused multiply-add (as in Triton). With ``config`` (a
     :class:`simtgpu.arch.config.GpuConfig`, isa target), a kernel over that configuration's
@@ -221,13 +222,19 @@ def compile_function(fn, arg_types: dict[str, Type], constexprs: dict, target: T
     ``size_per_thread`` (1, 2 or 4) sets the contiguous elements each thread owns (default:
     :func:`default_vec`); ``num_stages`` pipelines loops that stage global tiles in shared
     memory (:mod:`.pipeline`; default ``DEFAULT_STAGES`` of the target, 1 turns it off; fewer
-    stages where more would exceed a limit or spill more registers)."""
+    stages where more would exceed a limit or spill more registers); ``chunk`` (isa target)
+    the elements per thread each iteration of an elementwise kernel's chunk loop handles:
+    None chooses (a loop only where the unrolled code would not fit, see :mod:`.chunking`),
+    0 keeps the code unrolled."""
     t0 = time.perf_counter()
 
-    def fewer(n: int) -> CompiledKernel:
+    def again(stages: int | None, chunks: int | None) -> CompiledKernel:
         return compile_function(fn, arg_types, constexprs, target, num_warps, block, name,
                                 optimize, enable_fp_fusion, config, specialize,
-                                size_per_thread, n)
+                                size_per_thread, num_stages=stages, chunk=chunks)
+
+    def fewer(n: int) -> CompiledKernel:
+        return again(n, chunk)
 
     if block is None:
         block = (num_warps * target.warp_size, 1, 1)
@@ -241,20 +248,33 @@ def compile_function(fn, arg_types: dict[str, Type], constexprs: dict, target: T
     vec = default_vec(target) if size_per_thread is None else size_per_thread
     if vec not in (1, 2, 4):
         raise ValueError(f"size_per_thread must be 1, 2 or 4, not {vec}")
-    f = lower_kernel(fn, arg_types, constexprs, threads, target.warp_size, name, specialize,
-                     vec)
-    f.meta["block"] = tuple(block)
-    ir.verify(f)
-    if optimize:
-        passes.optimize(f, verify=False, fp_fusion=enable_fp_fusion)
-        ir.verify(f)
-        from .pipeline import DEFAULT_STAGES, pipeline_loops
 
-        stages = DEFAULT_STAGES[target.kind] if num_stages is None else num_stages
-        if pipeline_loops(f, stages):
+    def lowered(virtual: int) -> ir.Function:
+        f = lower_kernel(fn, arg_types, constexprs, virtual, target.warp_size, name, specialize,
+                         vec)
+        if virtual != threads:
+            chunking.wrap(f, threads, virtual // threads)
+        f.meta["block"] = tuple(block)
+        ir.verify(f)
+        if optimize:
             passes.optimize(f, verify=False, fp_fusion=enable_fp_fusion)
             ir.verify(f)
-            f.meta["num_stages"] = stages
+            from .pipeline import DEFAULT_STAGES, pipeline_loops
+
+            stages = DEFAULT_STAGES[target.kind] if num_stages is None else num_stages
+            if pipeline_loops(f, stages):
+                passes.optimize(f, verify=False, fp_fusion=enable_fp_fusion)
+                ir.verify(f)
+                f.meta["num_stages"] = stages
+        return f
+
+    f = lowered(threads)
+    if target.kind == "isa":
+        try:
+            f = chunking.choose(f, lowered, threads, chunk, config)
+        except CompileError as e:
+            src = KernelSource.from_function(fn)
+            raise e.at(src.loc(src.tree), f"kernel '{f.name}': ") from None
     ir_text = ir.print_function(f)
     from .isa_codegen import param_kind
 
@@ -274,7 +294,9 @@ def compile_function(fn, arg_types: dict[str, Type], constexprs: dict, target: T
             code = res.text
             stats = {"registers": res.registers, "static_instructions": res.instructions,
                      "spilled": res.spilled, "spill_space": res.spill_space,
-                     "local_bytes": res.local_bytes}
+                     "local_bytes": res.local_bytes, "chunks": f.meta.get("chunks", 1)}
+            if "not_chunked" in f.meta:
+                stats["not_chunked"] = f.meta["not_chunked"]
         elif target.kind == "ptx":
             from .ptx_codegen import generate_ptx
 
@@ -298,6 +320,8 @@ def compile_function(fn, arg_types: dict[str, Type], constexprs: dict, target: T
                         list(f.meta.get("prints", [])), elements)
     piped = stats["num_stages"]
     if config is not None and target.kind == "isa":
+        if chunk is None and chunking.too_big(f, len(ck.object_file().code), config):
+            return again(num_stages, chunking.pick(f))
         try:
             _check_resources(fn, ck, f.shared_bytes, config)
         except KernelError:
@@ -350,4 +374,6 @@ def _check_resources(fn, ck: CompiledKernel, data_bytes: int, config) -> None:
         raise _limit_error(fn, ck.name, f"is {size} bytes of code ({size // 4} "
                            f"instructions); the '{config.name}' configuration has "
                            f"{config.imem_bytes} bytes of instruction memory: use smaller "
-                           "blocks or fewer unrolled loops")
+                           "blocks or fewer unrolled loops"
+                           + (f" (not run as a chunk loop: {why})"
+                              if (why := ck.stats.get("not_chunked")) else ""))

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from simtgpu.isa import BY_MNEMONIC, IMM_MAX, IMM_MIN, SREG_BY_NAME
 from simtgpu.isa.abi import LOCAL_PARAM
 
-from . import half_codegen, ir
+from . import chunking, half_codegen, ir
 from .errors import CompileError
 from .ir import F32, I1, Function, Op, Value
 from .isa_instr import MI, Label, Mem, Sym
@@ -402,7 +402,11 @@ class ISel:
             self.alias[res.id] = arg
         self.pmove([(iv, lb)] + list(zip(body.args[1:], op.operands[3:], strict=True)))
         self.code.append(MI("group", group=[]))
-        self.scopes.append({"cache": {}, "loop": True, "ph": len(self.code) - 1})
+        # a chunk loop (chunking.py) with many constants materialises them where they are
+        # used, as the unrolled code did, instead of keeping them all live across it
+        self.scopes.append({"cache": {}, "loop": "chunks" not in op.attrs
+                            or chunking.constants(op) <= chunking.HOISTED_CONSTANTS,
+                            "ph": len(self.code) - 1})
         uniform = iv in self.uni
         done, exit_l, loop_l = self.label("L_done"), self.label("L_exit"), self.label("L_loop")
         cond = "lt" if op.attrs.get("step_sign", 1) > 0 else "gt"

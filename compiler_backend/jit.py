@@ -58,7 +58,7 @@ cdiv._simtgpu_host = True  # type: ignore[attr-defined]
 next_power_of_2._simtgpu_host = True  # type: ignore[attr-defined]
 
 _LAUNCH_OPTIONS = ("num_warps", "num_stages", "num_ctas", "block", "target_device",
-                   "enable_fp_fusion", "size_per_thread")
+                   "enable_fp_fusion", "size_per_thread", "chunk")
 
 
 def device_target(dev) -> Target:
@@ -151,19 +151,20 @@ class JITFunction(KernelInterface):
                 enable_fp_fusion: bool = True, config=None,
                 specialize: dict[str, str] | None = None,
                 size_per_thread: int | None = None,
-                num_stages: int | None = None) -> CompiledKernel:
+                num_stages: int | None = None, chunk: int | None = None) -> CompiledKernel:
         """The compiled kernel (cached); with ``config`` (a GpuConfig), checked against that
         configuration's limits (:func:`compile_function`)."""
         key = (tuple((k, str(v)) for k, v in arg_types.items()),
                tuple(sorted((k, repr(v)) for k, v in constexprs.items())), target,
                num_warps, block, enable_fp_fusion,
-               tuple(sorted((specialize or {}).items())), size_per_thread, config, num_stages)
+               tuple(sorted((specialize or {}).items())), size_per_thread, config, num_stages,
+               chunk)
         hit = self.cache.get(key)
         if hit is None:
             hit = compile_function(self.fn, arg_types, constexprs, target, num_warps, block,
                                    enable_fp_fusion=enable_fp_fusion, config=config,
                                    specialize=specialize, size_per_thread=size_per_thread,
-                                   num_stages=num_stages)
+                                   num_stages=num_stages, chunk=chunk)
             self.cache[key] = hit
         return hit
 
@@ -218,7 +219,7 @@ class JITFunction(KernelInterface):
         ck = self.compile(target, arg_types, cexpr, num_warps, block,
                           bool(options.get("enable_fp_fusion", True)),
                           dev.config if target.kind == "isa" else None, spec,
-                          options.get("size_per_thread"), stages)
+                          options.get("size_per_thread"), stages, options.get("chunk"))
         return ck, runtime, cexpr
 
 

@@ -306,10 +306,14 @@ def licm(fn: Function) -> Function:
                 inside.update(r.id for r in o.results)
             inside.update(a.id for a in region.args)
         out: list[Op] = []
+        # a chunk loop (chunking.py) keeps its constants: unrolled they were immediates or
+        # short-lived, hoisted they would all stay live across the loop
+        chunk_loop = "chunks" in loop.attrs
         for body in loop.regions:
             keep = []
             for o in body.ops:
-                if o.pure and not o.regions and all(v.id not in inside for v in o.operands):
+                if o.pure and not o.regions and all(v.id not in inside for v in o.operands) \
+                        and not (chunk_loop and o.name == "const"):
                     out.append(o)
                     for r in o.results:
                         inside.discard(r.id)

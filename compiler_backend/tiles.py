@@ -306,7 +306,10 @@ class Lowering:
         n = 1
         for s in shape:
             n *= s
-        return max(1, n // self.T)
+        slots = max(1, n // self.T)
+        if slots > self.fn.meta.get("slots", 1):  # elements per thread (chunking.py reads it)
+            self.fn.meta["slots"] = slots
+        return slots
 
     def vec(self, shape: tuple[int, ...]) -> int:
         """Contiguous elements per thread (Triton's ``sizePerThread``) of a tile of ``shape``:

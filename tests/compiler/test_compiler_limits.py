@@ -94,7 +94,11 @@ def test_instruction_memory_over_the_configuration():
                        r"\(\d+ instructions\); the 'tiny' configuration has 4096 bytes of "
                        r"instruction memory"):
         compile_function(k_unrolled.fn, types, {"STEPS": 150}, target, num_warps=2,
-                         config=cfg)
+                         config=cfg, chunk=0)
+    # elementwise: by default a loop over each thread's 4 elements instead, which fits
+    ck = compile_function(k_unrolled.fn, types, {"STEPS": 150}, target, num_warps=2,
+                          config=cfg)
+    assert ck.stats["chunks"] == 4 and len(ck.object_file().code) <= cfg.imem_bytes
     ck = compile_function(k_unrolled.fn, types, {"STEPS": 20}, target, num_warps=2,
                           config=cfg)
     assert len(ck.object_file().code) <= cfg.imem_bytes
