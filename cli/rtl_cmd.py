@@ -54,7 +54,7 @@ def run(args: argparse.Namespace) -> int:
               f"(RTLIL to Verilog) {times['yosys']:.1f} ({times['yosys_wall']:.1f} wall)")
         lines = module_lines(text)
         total = sum(lines.values())
-        print("lines by unit (copies summed):")
+        print("lines by unit (copies summed; a shared module <Class>_u<n> once):")
         for name, n in lines.most_common(12):
             print(f"  {n:>9,} {100 * n / total:5.1f} %  {name}")
     if args.lint:
