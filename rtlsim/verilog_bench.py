@@ -41,20 +41,23 @@ def measure(configs: tuple[str, ...] = CONFIGS, top: str = "gpu",
     return rows
 
 
+_INTRO = (
+    "The GPU's Verilog (`simtgpu rtl --config C --top gpu`) of each configuration, written the "
+    "default way (**shared**: each distinct core and lane unit written once as a module and "
+    "instantiated; rtlsim/module_reuse.py) and **flat** (every instance its own module, "
+    "Amaranth 0.5's own output, the design the Amaranth simulator runs). CPU seconds are this "
+    "process's (elaboration, netlist, RTLIL) plus yosys' (RTLIL to Verilog), so they hold on a "
+    "loaded machine; wall seconds depend on the load of the machine when measured ({cpu}, "
+    "{nproc} cores, shared with other jobs). `full`'s flat export is measured with "
+    "`SIMTGPU_LONG=1` only (6 to 9 CPU minutes).")
+
+
 def render(rows: list[dict], info: dict[str, str]) -> str:
     """The Verilog-generation section of docs/performance.md."""
-    lines = [
-        "## Verilog generation", "",
-        "The GPU's Verilog (`simtgpu rtl --config C --top gpu`) of each configuration, written "
-        "the default way (**shared**: each distinct core and lane unit written once as a module "
-        "and instantiated; rtlsim/module_reuse.py) and **flat** (every instance its own module, "
-        "Amaranth 0.5's own output, the design the Amaranth simulator runs). CPU seconds are "
-        "this process's (elaboration, netlist, RTLIL) plus yosys' (RTLIL to Verilog), so they "
-        "hold on a loaded machine; wall seconds depend on the load of the machine when "
-        f"measured ({info['cpu']}, {info['nproc']} cores, shared with other jobs). `full`'s "
-        "flat export is measured with `SIMTGPU_LONG=1` only (6 to 9 CPU minutes).", "",
-        f"Commit {info['commit']}, {info['date']}. Command: "
-        "`python -m simtgpu.cli.bench --part verilog`.", "",
+    head = ["## Verilog generation", "", _INTRO.format(**info), "",
+            f"Commit {info['commit']}, {info['date']}. Command: "
+            "`python -m simtgpu.cli.bench --part verilog`.", ""]
+    lines = head + [
         "| config | export | Verilog lines | MB | modules | CPU s | wall s |",
         "| --- | --- | ---: | ---: | ---: | ---: | ---: |",
     ]
