@@ -600,6 +600,11 @@ def _other_parts(parts: list[str], output: Path | None, explicit: bool = True) -
 
         _emit("rtl-pipeline", render_pipeline(bench_pipeline("small"), info), output,
               "pipeline")
+    if "verilog" in parts:
+        from simtgpu.rtlsim import verilog_bench
+
+        _emit("verilog-generation", verilog_bench.render(verilog_bench.measure(), info), output,
+              "verilog")
     if "compiler" in parts:
         from simtgpu.compiler_backend import bench as cbench
 
@@ -627,7 +632,8 @@ def _other_parts(parts: list[str], output: Path | None, explicit: bool = True) -
               output, "ptx")
 
 
-PARTS = ("iss", "rtl", "ipc", "memory", "l2", "pipeline", "compiler", "compile", "ptx")
+PARTS = ("iss", "rtl", "ipc", "memory", "l2", "pipeline", "verilog", "compiler", "compile",
+         "ptx")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -647,7 +653,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--part", choices=PARTS, action="append",
                    help="measure only this part (repeatable; default all): iss throughput, "
                    "rtl throughput, rtl issue rate (ipc), rtl at the three memory settings "
-                   "(memory), the compiled matmul by num_stages (pipeline), compiler code "
+                   "(memory), the shared L2 (l2), the compiled matmul by num_stages "
+                   "(pipeline), Verilog generation shared and flat (verilog), compiler code "
                    "quality, compile time of the tutorial kernels "
                    "(compile), compiler's PTX against Triton's (ptx; "
                    "needs the bench extra)")

@@ -28,6 +28,9 @@ def register(subparsers: Any) -> None:
     p.add_argument("--stats", action="store_true",
                    help="print where the generation time went (elaboration, RTLIL, yosys) and "
                    "the Verilog lines of each unit kind")
+    p.add_argument("--flat", action="store_true",
+                   help="write every unit instance as its own module (Amaranth's own output) "
+                   "instead of each distinct core and lane unit once (docs/microarchitecture.md)")
     p.add_argument("--lint", action="store_true",
                    help="then run verilator --lint-only -Wall with rtlsim/lint_waivers.vlt")
     p.set_defaults(func=run)
@@ -42,7 +45,7 @@ def run(args: argparse.Namespace) -> int:
     out = Path(args.output)
     try:
         out.parent.mkdir(parents=True, exist_ok=True)
-        text, times = timed_verilog(cfg, args.top)
+        text, times = timed_verilog(cfg, args.top, reuse=not args.flat)
         out.write_text(text)
     except OSError as e:
         raise SimtgpuError(f"{out}: cannot write Verilog: {e.strerror}") from None
@@ -54,7 +57,7 @@ def run(args: argparse.Namespace) -> int:
               f"(RTLIL to Verilog) {times['yosys']:.1f} ({times['yosys_wall']:.1f} wall)")
         lines = module_lines(text)
         total = sum(lines.values())
-        print("lines by unit (copies summed):")
+        print("lines by unit (copies summed; a shared module <Class>_u<n> once):")
         for name, n in lines.most_common(12):
             print(f"  {n:>9,} {100 * n / total:5.1f} %  {name}")
     if args.lint:

@@ -36,7 +36,7 @@ from amaranth.lib.memory import Memory
 from simtgpu.isa import INSTRUCTIONS, PT, SIMT_OPS, Sem
 from simtgpu.isa.instructions import Space
 
-from . import layouts
+from . import layouts, reuse
 from .alu import ALU_SEMS, Alu, AluOp, alu_op
 from .barrier import Barrier
 from .configs import RtlConfig
@@ -138,12 +138,12 @@ class Core(wiring.Component):
         fpus = [Fpu(latency=2) for _ in range(L)]
         fcmps = [FCompare() for _ in range(L)]
         halfs = [HalfUnit(gated=cfg.clock_gating) for _ in range(L)]
-        for l in range(L):
-            m.submodules[f"half{l}"] = halfs[l]
-            m.submodules[f"alu{l}"] = alus[l]
-            m.submodules[f"mul{l}"] = muls[l]
-            m.submodules[f"fpu{l}"] = fpus[l]
-            m.submodules[f"fcmp{l}"] = fcmps[l]
+        for l in range(L):  # one module each in exported Verilog (rtl/reuse.py)
+            m.submodules[f"half{l}"] = reuse.shared(halfs[l], cfg.clock_gating)
+            m.submodules[f"alu{l}"] = reuse.shared(alus[l], ())
+            m.submodules[f"mul{l}"] = reuse.shared(muls[l], 2)
+            m.submodules[f"fpu{l}"] = reuse.shared(fpus[l], 2)
+            m.submodules[f"fcmp{l}"] = reuse.shared(fcmps[l], ())
         wiring.connect(m, wiring.flipped(self.mem), lsu.mem)
         wiring.connect(m, wiring.flipped(self.fault), fr.fault)
         wiring.connect(m, wiring.flipped(self.retire), lw.retire)
@@ -376,7 +376,8 @@ class Core(wiring.Component):
                     (SReg.NCTAID_Z, blk.grid.z), (SReg.LANEID, l), (SReg.WARPID, is_rr.warp),
                     (SReg.NWARPS, blk.num_warps), (SReg.WARPSIZE, L),
                     (SReg.CLOCK, cycles[:32]), (SReg.CLOCKHI, cycles[32:]),
-                    (SReg.COREID, self.core_id), (SReg.TID, is_rr.warp * L + l),
+                    (SReg.COREID, reuse.param(self, "core_id", self.core_id)),
+                    (SReg.TID, is_rr.warp * L + l),
                 ):
                     with m.Case(s.value):
                         m.d.comb += sreg_val[l].eq(val)

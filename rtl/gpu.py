@@ -38,6 +38,7 @@ from amaranth.hdl import Cat, Module, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
+from . import reuse
 from .configs import RtlConfig
 from .dispatcher import Dispatcher
 from .host_interface import CpState, HostInterface
@@ -113,7 +114,11 @@ class Gpu(wiring.Component):
             for name, member in core_signature(cfg).members.items():
                 if name not in members or members[name] != member:
                     raise TypeError(f"core {i} member {name!r} differs from core_signature(cfg)")
-            m.submodules[f"core{i}"] = core
+            if self.core_factory is default_core_factory:  # one module in exported Verilog
+                m.submodules[f"core{i}"] = reuse.shared(
+                    core, cfg, {"core_id": (i, max(1, (n - 1).bit_length()))})
+            else:
+                m.submodules[f"core{i}"] = core
             cores.append(core)
 
         m.submodules.host = host = HostInterface(cfg)

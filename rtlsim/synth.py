@@ -143,7 +143,9 @@ def hierarchy_totals(stat: dict, top: str) -> tuple[dict[str, int],
                                                     list[tuple[str, dict[str, int]]]]:
     """Whole-design cell counts and the count of every instance path (its own cells plus its
     sub-units'), from ``stat -json`` of a design synthesised without flattening. Amaranth names
-    each sub-module ``<parent>.<instance>``, so the module name is the instance path."""
+    each sub-module ``<parent>.<instance>``, so the module name is the instance path; a module
+    the export shares between instances (rtlsim/module_reuse.py: ``Core_u0``, ``Fpu_u3.align``)
+    is listed under its own name, with the cells of one copy."""
     mods = _module_cells(stat)
     memo: dict[str, dict[str, int]] = {}
 
@@ -159,6 +161,7 @@ def hierarchy_totals(stat: dict, top: str) -> tuple[dict[str, int],
     # a module name made unique with a ``$<n>`` suffix is still its instance's name
     units = [(re.sub(r"\$\d+(?=\.|$)", "", m[len(top) + 1:]), total(m))
              for m in sorted(mods) if m.startswith(top + ".")]
+    units += [(m, total(m)) for m in sorted(mods) if re.match(r"\w+_u\d+(\.|$)", m)]
     return total(top), units
 
 

@@ -53,7 +53,7 @@ from simtgpu.errors import SimtgpuError
 from simtgpu.paths import cache_dir
 from simtgpu.rtl.configs import RtlConfig, get_rtl_config
 
-from . import harness, memory_model, sim_ram, verilog_export
+from . import harness, memory_model, module_reuse, sim_ram, verilog_export
 from .build_progress import BuildProgress
 from .trace_config import trace_all, trace_args, trace_rules
 from .verilator import WAIVERS, VerilatorError, verilator_env, verilator_exe
@@ -79,10 +79,11 @@ def build_dir() -> Path:
 def _hardware_sources() -> bytes:
     """Name and source of every module the harness Verilog is generated from: all of rtl/
     (imported here, so that the core a factory imports lazily is included too) and the
-    hardware of rtlsim/ (harness, memory model, device-memory array, Verilog export)."""
+    hardware of rtlsim/ (harness, memory model, device-memory array, Verilog export and its
+    module reuse)."""
     names = sorted(m.name for m in pkgutil.iter_modules(simtgpu.rtl.__path__))
     modules = [importlib.import_module(f"simtgpu.rtl.{n}") for n in names]
-    modules += [harness, memory_model, sim_ram, verilog_export]
+    modules += [harness, memory_model, sim_ram, verilog_export, module_reuse]
     return b"".join(m.__name__.encode() + Path(m.__file__).read_bytes() for m in modules)
 
 
