@@ -95,6 +95,8 @@ class Mmio(IntEnum):
     DIVERGENCE_EVENTS = 0xA8  # branches that split a warp
     BARRIERS = 0xAC  # block barriers completed
     COMMANDS = 0xB0  # commands completed
+    RESIDENT_WARPS = 0xB4  # sum over cycles of the warps resident on the cores (occupancy)
+    RESIDENT_BLOCKS = 0xB8  # sum over cycles of the blocks resident on the cores
 
 
 PERF_COUNTERS: tuple[Mmio, ...] = tuple(m for m in Mmio if m >= Mmio.CYCLES_LO)
@@ -116,6 +118,8 @@ class CoreCounter(IntEnum):
     MEM_TRANSACTIONS = 0x1C
     DIVERGENCE_EVENTS = 0x20
     BARRIERS = 0x24
+    RESIDENT_WARPS = 0x28
+    RESIDENT_BLOCKS = 0x2C
 
     @property
     def total(self) -> Mmio:
