@@ -161,6 +161,7 @@ def bench_memory(config: str = "small", settings: tuple[str, ...] = ("ideal", "v
             if not np.array_equal(dc.to_host().view(np.uint32), (a + b).view(np.uint32)):
                 raise AssertionError(f"vector_add on the RTL ({setting}) differs from NumPy")
             rows.append(_memory_row("vector_add", f"n={n}", setting, r, cfg, memory))
+            vadd = (k, da, db, a + b)
 
             m = matmul_m
             k = dev.load_module(example_asm("matmul")).kernel("matmul")
@@ -191,6 +192,16 @@ def bench_memory(config: str = "small", settings: tuple[str, ...] = ("ideal", "v
                 raise AssertionError(f"gather on the RTL ({setting}) differs from NumPy")
             rows.append(_memory_row("gather (random)", f"n={n} of {table} words", setting, r,
                                     cfg, memory))
+
+            # vector add again in one-warp blocks: a core holds several of them at once
+            k, da, db, want = vadd
+            n = vadd_n
+            dc = dev.empty(n, np.float32)
+            r = dev.launch(k, grid=-(-n // cfg.lanes), block=cfg.lanes, args=(da, db, dc, n))
+            if not np.array_equal(dc.to_host().view(np.uint32), want.view(np.uint32)):
+                raise AssertionError(f"vector_add in 1-warp blocks ({setting}) differs")
+            rows.append(_memory_row("vector_add, 1-warp blocks", f"n={n}", setting, r, cfg,
+                                    memory))
     return [dict(row, config=config) for row in rows]
 
 
