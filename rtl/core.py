@@ -286,9 +286,11 @@ class Core(wiring.Component):
         lwb_take = lsu.lwb.valid & lsu.lwb.ready
         for w in range(W):
             inc = lsu.sent & (lsu.sent_warp == w)
-            dec = ((lsu.acked & ~lsu.acked_load & (lsu.acked_warp == w))
-                   | (lwb_take & (lsu.lwb.p.warp == w)))
-            m.d.sync += gl_out[w].eq(gl_out[w] + inc - dec)
+            # a store's acknowledgement and a load's late write-back of one warp may come in
+            # the same cycle: each counts
+            store_done = lsu.acked & ~lsu.acked_load & (lsu.acked_warp == w)
+            load_done = lwb_take & (lsu.lwb.p.warp == w)
+            m.d.sync += gl_out[w].eq(gl_out[w] + inc - store_done - load_done)
             with m.If(self.flush):
                 m.d.sync += gl_out[w].eq(0)
         slot_warps = [Signal(W, name=f"slot{k}_warps") for k in range(S)]
