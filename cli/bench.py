@@ -379,7 +379,10 @@ def render_memory(rows: list[dict], info: dict[str, str]) -> str:
               "no cache in the path yet, so the `vortex` rows compare in latency only. Issue "
               "11's targets at `realistic` (sgemm_tiled at least 0.7; vector add at least 85 % "
               "of peak bandwidth) are not met yet: they wait on the L1 in the core's path and "
-              "several resident blocks per core (docs/memory-system.md). "
+              "more warp slots per core (docs/memory-system.md). `vector_add, 1-warp blocks` "
+              "is the same vector add in blocks of one warp: a core holds as many of them at "
+              "once as it has warp slots (block slots, docs/microarchitecture.md), where a "
+              "one-block core would run one warp at a time. "
               "Command: `python -m simtgpu.cli.bench --part memory` (library: "
               "`simtgpu.verification.bench_rtl.bench_memory`)."]
     return "\n".join(lines)
