@@ -39,7 +39,8 @@ DEVICE_ID = 0x53475055  # 'SGPU' read as a big-endian string: 0x53 'S', 0x47 'G'
 VERSION_MAJOR = 2  # 2: w13/w14 carry the launched module's code range (were reserved)
 VERSION_MINOR = 3  # 1: per-core performance counters (CORE_COUNTERS_BASE); 2: memory-path
 # counters (L1_*, DRAM_*, LOADS, LOAD_LATENCY_*) and a per-core window of 0x80 bytes; 3: the
-# shared L2's counters (L2_*, EXT_*_BYTES at 0xE0 upwards)
+# occupancy counters (RESIDENT_WARPS, RESIDENT_BLOCKS) and the shared L2's counters (L2_*,
+# EXT_*_BYTES at 0xE0 upwards)
 VERSION = (VERSION_MAJOR << 16) | VERSION_MINOR
 
 
@@ -108,6 +109,8 @@ class Mmio(IntEnum):
     LOADS = 0xCC  # global read transactions answered (with or without an L1)
     LOAD_LATENCY_SUM = 0xD0  # sum of their latencies (cycles); / LOADS = the average
     LOAD_LATENCY_MAX = 0xD4  # the longest since the current launch started (not a sum)
+    RESIDENT_WARPS = 0xD8  # sum over cycles of the warps resident on the cores (occupancy)
+    RESIDENT_BLOCKS = 0xDC  # sum over cycles of the blocks resident on the cores
     # The shared L2 (docs/memory-system.md; GPU-wide only, 0 without an L2) and the traffic on
     # the GPU's external memory port (below the L2 where there is one: the DRAM's own traffic).
     L2_HITS = 0xE0  # reads served from an L2 line
@@ -151,6 +154,8 @@ class CoreCounter(IntEnum):
     LOADS = 0x40
     LOAD_LATENCY_SUM = 0x44
     LOAD_LATENCY_MAX = 0x48
+    RESIDENT_WARPS = 0x4C
+    RESIDENT_BLOCKS = 0x50
 
     @property
     def total(self) -> Mmio:

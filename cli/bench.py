@@ -351,7 +351,7 @@ def render_memory(rows: list[dict], info: dict[str, str]) -> str:
     lines = [
         "## Memory settings side by side", "",
         f"The RTL of `small` ({cfg.cores} cores, {cfg.warps_per_core} warps x {cfg.lanes} lanes, "
-        f"{4 * cfg.lanes}-byte lines, one resident block per core) behind the DRAM model "
+        f"{4 * cfg.lanes}-byte lines, several resident blocks per core) behind the DRAM model "
         "of docs/memory-system.md at each named memory setting: "
         + "; ".join(f"`{timing[s]}`" for s in settings) + "; each with the caches "
         + ", ".join(f"`{c}`" for c in caches) + " (" + "; ".join(
@@ -394,11 +394,12 @@ def render_memory(rows: list[dict], info: dict[str, str]) -> str:
             f"{vortex if vortex is not None and r['memory'] == 'vortex' and on else ''} |")
     lines += ["", "Vortex's figures are its published warp-instructions per cycle on one core "
               "(vecadd, sgemm), measured behind its L1 caches with 24-cycle memory: the "
-              "`vortex` rows with the L1 on are the comparable ones. Vortex also keeps more "
-              "warps resident per core (several resident blocks per core are the next step of "
-              "issue 11, docs/memory-system.md). DRAM B/cycle counts the line requests the "
-              "cores sent toward memory; below an L2, the bytes DRAM itself moved are in the "
-              "section \"The shared L2\". "
+              "`vortex` rows with the L1 on are the comparable ones. DRAM B/cycle counts the "
+              "line requests the cores sent toward memory; below an L2, the bytes DRAM itself "
+              "moved are in the section \"The shared L2\". "
+              "`vector_add, 1-warp blocks` is the same vector add in blocks of one warp: a core "
+              "holds as many of them at once as it has warp slots (block slots, "
+              "docs/microarchitecture.md), where a one-block core would run one warp at a time. "
               "Command: `python -m simtgpu.cli.bench --part memory` (library: "
               "`simtgpu.verification.bench_rtl.bench_memory`)."]
     return "\n".join(lines)

@@ -102,11 +102,20 @@ def _slots(instructions: int, stalls: dict[str, int]) -> tuple[int, dict[str, An
     return slots, shares
 
 
-def _core_statistics(core: int, c: dict[str, int], cycles: int) -> dict[str, Any]:
+def _occupancy(c: dict[str, int], cycles: int, warp_slots: int) -> dict[str, Any]:
+    """Resident warps over the warp slots, and resident blocks, averaged over the cycles."""
+    if not cycles:
+        return {"occupancy": None, "resident_blocks_avg": None}
+    return {"occupancy": round(c.get("resident_warps", 0) / (cycles * warp_slots), 4),
+            "resident_blocks_avg": round(c.get("resident_blocks", 0) / cycles, 3)}
+
+
+def _core_statistics(core: int, c: dict[str, int], cycles: int,
+                     warps: int) -> dict[str, Any]:
     """One core's figures from its counter window deltas (``LaunchResult.per_core[core]``)."""
     stalls = {s: c[f"stall_{s}"] for s in STALLS}
     slots, shares = _slots(c["instructions"], stalls)
-    return {"core": core, "warp_instructions": c["instructions"],
+    return {"core": core, **_occupancy(c, cycles, warps), "warp_instructions": c["instructions"],
             "thread_instructions": c["thread_instructions"],
             "ipc": round(c["instructions"] / cycles, 4), "scheduler_slots": slots,
             "stalls": stalls, "shares_percent": shares,
@@ -124,7 +133,8 @@ def launch_statistics(res: LaunchResult, config: GpuConfig,
     cores = config.cores
     per_core = None
     if timed and res.per_core is not None:
-        per_core = [_core_statistics(i, pc, res.cycles) for i, pc in enumerate(res.per_core)]
+        per_core = [_core_statistics(i, pc, res.cycles, config.warps_per_core)
+                    for i, pc in enumerate(res.per_core)]
     out: dict[str, Any] = {
         "schema": SCHEMA,
         "kernel": res.kernel,
@@ -144,6 +154,8 @@ def launch_statistics(res: LaunchResult, config: GpuConfig,
         "divergence_events": res.divergence_events,
         "mem_transactions": c.get("mem_transactions", 0) if timed else None,
         "barriers": c.get("barriers", 0),
+        **(_occupancy(c, res.cycles, cores * config.warps_per_core) if timed
+           else {"occupancy": None, "resident_blocks_avg": None}),
         "wall_s": round(res.wall_s, 6),
         "counters": dict(c),
         "per_opcode": dict(res.per_opcode),
@@ -201,6 +213,9 @@ def render_statistics(stats: dict[str, Any]) -> str:
              f"over {cfg['cores']} core{'s' if cfg['cores'] != 1 else ''}",
              f"  IPC per core         {stats['ipc_per_core']:.3f} (average)",
              f"  scheduler slots      {stats['scheduler_slots']:,} (issue + stall, all cores)"]
+    if stats.get("occupancy") is not None:
+        lines.append(f"  occupancy            {100 * stats['occupancy']:.1f} % of the warp slots, "
+                     f"{stats['resident_blocks_avg']:.2f} blocks resident on average")
     mem = stats.get("memory")
     if mem is not None:
         hit, avg = mem["l1_hit_rate_percent"], mem["load_latency_avg"]

@@ -83,6 +83,10 @@ class RtlConfig:
         clock rises: the simulation models use it. False gives the same registers a clock
         enable on the core clock instead, the form an FPGA wants; the FPGA flow
         (:mod:`simtgpu.rtlsim.synth`) builds that. Same function and cycle counts.
+    max_blocks:
+        Blocks a core may hold at once (block slots). Defaults to ``warps`` (a block has at
+        least one warp); 1 gives the one-block-at-a-time core. A block is placed only where
+        its warps and shared memory fit beside the resident ones.
     """
 
     gpu: GpuConfig
@@ -95,6 +99,7 @@ class RtlConfig:
     sfus: int = 0  # 0 = max(1, lanes // 4)
     mem_queue_depth: int = 0  # 0 = the largest in-flight limit of the memory settings
     clock_gating: bool = True
+    max_blocks: int = 0  # 0 = warps
 
     def __post_init__(self) -> None:
         if self.mem_queue_depth == 0:
@@ -107,7 +112,12 @@ class RtlConfig:
             object.__setattr__(self, "sim_memory_bytes", self.gpu.memory_bytes)
         if self.sfus == 0:
             object.__setattr__(self, "sfus", max(1, self.gpu.lanes // 4))
+        if self.max_blocks == 0:
+            object.__setattr__(self, "max_blocks", self.gpu.warps_per_core)
         problems = []
+        if not 1 <= self.max_blocks <= self.gpu.warps_per_core:
+            problems.append(f"max_blocks must be from 1 to warps_per_core "
+                            f"({self.gpu.warps_per_core}), not {self.max_blocks}")
         if not 1 <= self.sfus <= self.gpu.lanes or self.gpu.lanes % self.sfus:
             problems.append(f"sfus must divide lanes ({self.gpu.lanes}), not {self.sfus}")
         if not (_is_pow2(self.line_words) and self.line_words <= 32):

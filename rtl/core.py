@@ -30,6 +30,10 @@ arithmetic ones, :class:`InstrBuffers` (``id`` to ``is``), :class:`IssueSelect` 
 See docs/microarchitecture.md for the full story.
 """
 
+import operator
+from functools import reduce
+from types import SimpleNamespace
+
 from amaranth import Cat, Module, Mux, Signal
 from amaranth.lib import data, wiring
 from amaranth.lib.memory import Memory
@@ -58,7 +62,7 @@ from .regfile import RegFile
 from .scheduler import RoundRobin
 from .scoreboard import Scoreboard
 from .sfu_sequencer import SfuSequencer
-from .signatures import AtomOp, core_signature
+from .signatures import AtomOp, core_signature, dim3_layout
 from .simt_stack import SimtOp, SimtStack
 from .stages import Stage
 from .stall_classifier import StallClassifier
@@ -121,7 +125,6 @@ class Core(wiring.Component):
         m.submodules.regfile = rf = RegFile(W, L, cfg.regs)
         m.submodules.scoreboard = sb = Scoreboard(W, cfg.regs, clear_ports=2)
         m.submodules.stack = stack = SimtStack(W, L, cfg.stack_depth)
-        m.submodules.barrier = bar = Barrier(W, cfg.barrier_watchdog_cycles)
         m.submodules.lsu = lsu = Lsu(W, L, cfg.line_words, cfg.shared_bytes, cfg.memory_bytes,
                                      cfg.tag_bits)
         m.submodules.warp_unit = wu = WarpUnit(L)
@@ -145,8 +148,6 @@ class Core(wiring.Component):
             m.submodules[f"fpu{l}"] = reuse.shared(fpus[l], 2)
             m.submodules[f"fcmp{l}"] = reuse.shared(fcmps[l], ())
         wiring.connect(m, wiring.flipped(self.mem), lsu.mem)
-        wiring.connect(m, wiring.flipped(self.fault), fr.fault)
-        wiring.connect(m, wiring.flipped(self.retire), lw.retire)
         wiring.connect(m, lsu.lwb, lw.lwb)
         wiring.connect(m, sfu.result, lw.sfu)
 
@@ -157,8 +158,18 @@ class Core(wiring.Component):
                      imem_w.data.eq(self.imem.data)]
 
         # --- block state ------------------------------------------------------------------
+        # A core holds up to ``max_blocks`` blocks at once. Every block of a launch has the
+        # same shape, so block slot k owns warp slots [k*nw, (k+1)*nw) and shared-memory rows
+        # [k*rows, (k+1)*rows): a block is taken into the lowest free slot whose warps and
+        # rows fit. The launch-wide fields are kept once (``blk``); per block, a slot record
+        # (id, first warp, shared base); per warp, its slot and index within the block.
+        S = cfg.max_blocks
         blk = Signal(self.dispatch.payload.shape())
-        member = Signal(W)  # warp slots of the resident block
+        slots = [Signal(layouts.block_slot(W), name=f"slot{k}") for k in range(S)]
+        wblk = per_warp(layouts.warp_block(W, S), W)  # w<w>_slot, w<w>_index
+        slot_busy = Signal(S)  # from hand-off until block_done
+        slot_closing = Signal(S)  # complete: block_done pulses in the next cycle
+        member = Signal(W)  # warp slots of the resident blocks
         finished = Signal(W)
         cycles = Signal(64)
         m.d.sync += cycles.eq(cycles + 1)
@@ -168,8 +179,18 @@ class Core(wiring.Component):
 
         fault_q, fault_rec = fr.fault.valid, fr.fault.record
         running = Signal()
-        block_complete = Signal()
         can_issue = running & ~fault_q & ~self.halt
+
+        def slot_of(warp, name: str) -> Signal:
+            return _select(m, warp, [wblk[w].slot for w in range(W)], len(wblk[0].slot), name)
+
+        def slot_field(slot, field: str, shape, name: str) -> Signal:
+            out = Signal(shape, name=name)
+            with m.Switch(slot):
+                for k in range(S):
+                    with m.Case(k):
+                        m.d.comb += out.eq(getattr(slots[k], field))
+            return out
 
         # tid.x/y/z of every thread, written once per block by the init walk
         tid_layout = data.StructLayout({"x": 16, "y": 16, "z": 16})
@@ -180,76 +201,168 @@ class Core(wiring.Component):
             tid_mems.append((tm.write_port(), tm.read_port(domain="sync")))
 
         # --- init walk: number the threads ---------------------------------------------------
-        # The register file zeroes itself in one cycle (RegFile.clear). Shared memory is zeroed
-        # by its own walk, one row per cycle over the rows of the block's .shared size (the
-        # LSU faults on addresses past it, so the rest is never seen); it starts with the
-        # init walk and goes on while the warps run, and a shared access waits until it is
-        # done (Lsu.clear). The warps' set-up code usually hides it.
-        init_len = W * L
-        init_cnt = Signal(range(init_len + 1))
+        # The register file forgets the new block's warps in one cycle (RegFile.clear_warps).
+        # Shared memory is zeroed by its own walk, one row per cycle over the rows of the
+        # block's .shared size (the LSU faults on addresses past it, so the rest is never
+        # seen); it starts with the init walk and goes on while the warps run, and a shared
+        # access waits until it is done (Lsu.clear). The warps' set-up code usually hides it.
+        # One walk at a time: a block is taken only when the last one's walks are done (or
+        # no other block is resident, which restarts them).
         row_bytes = 4 * L
-        sh_rows = Signal(range(lsu.shared.rows + 1))
+        pl = self.dispatch.payload
+        pl_rows = Signal(range(lsu.shared.rows * row_bytes // row_bytes + row_bytes))
+        m.d.comb += pl_rows.eq((pl.shared_bytes + row_bytes - 1) // row_bytes)
+        fits = Signal(S)
+        for k in range(S):
+            m.d.comb += fits[k].eq(~slot_busy[k] & ((k + 1) * pl.num_warps <= W)
+                                   & ((k + 1) * pl_rows <= lsu.shared.rows)
+                                   & (pl.shared_bytes <= cfg.shared_bytes))
+        pick = Signal(range(max(S, 2)))
+        for k in reversed(range(S)):
+            with m.If(fits[k]):
+                m.d.comb += pick.eq(k)
+        initing = Signal()
+        init_slot = Signal(range(max(S, 2)))
+        init_base = Signal(range(W))
+        init_cnt = Signal(range(W * L + 1))
         sh_clear_row = Signal(range(lsu.shared.rows + 1))
-        m.d.comb += [sh_rows.eq((blk.shared_bytes + row_bytes - 1) // row_bytes),
-                     lsu.clear.eq(sh_clear_row < sh_rows), lsu.clear_row.eq(sh_clear_row)]
+        sh_clear_end = Signal(range(lsu.shared.rows + 1))
+        m.d.comb += [lsu.clear.eq(sh_clear_row < sh_clear_end), lsu.clear_row.eq(sh_clear_row)]
         with m.If(lsu.clear):
             m.d.sync += sh_clear_row.eq(sh_clear_row + 1)
         tx, ty, tz = Signal(16), Signal(16), Signal(16)
 
-        with m.FSM(init="IDLE") as fsm:
-            with m.State("IDLE"):
-                ready = (~fault_q & (self.dispatch.payload.num_warps <= W)
-                         & (self.dispatch.payload.shared_bytes <= cfg.shared_bytes))
-                m.d.comb += self.dispatch.ready.eq(ready)
-                with m.If(self.dispatch.valid & ready):
-                    m.d.sync += [blk.eq(self.dispatch.payload), init_cnt.eq(0),
-                                 tx.eq(0), ty.eq(0), tz.eq(0), sh_clear_row.eq(0)]
-                    m.next = "INIT"
-            with m.State("INIT"):
-                for l in range(L):
-                    wp, _ = tid_mems[l]
-                    m.d.comb += [wp.addr.eq(init_cnt // L if L > 1 else init_cnt),
-                                 wp.data.x.eq(tx), wp.data.y.eq(ty), wp.data.z.eq(tz),
-                                 wp.en.eq((init_cnt < W * L) & (init_cnt % L == l))]
-                with m.If(tx + 1 >= blk.block_dim.x):
-                    m.d.sync += tx.eq(0)
-                    with m.If(ty + 1 >= blk.block_dim.y):
-                        m.d.sync += [ty.eq(0), tz.eq(tz + 1)]
-                    with m.Else():
-                        m.d.sync += ty.eq(ty + 1)
+        ready = (~fault_q & ~initing & (fits != 0) & (~lsu.clear | (slot_busy == 0))
+                 & ~self.flush)
+        m.d.comb += self.dispatch.ready.eq(ready)
+        with m.If(self.dispatch.valid & ready):
+            first_row = pick * pl_rows
+            m.d.sync += [blk.eq(pl), init_cnt.eq(0), initing.eq(1), init_slot.eq(pick),
+                         init_base.eq(pick * pl.num_warps),
+                         tx.eq(0), ty.eq(0), tz.eq(0),
+                         sh_clear_row.eq(first_row), sh_clear_end.eq(first_row + pl_rows)]
+            for k in range(S):
+                with m.If(pick == k):
+                    m.d.sync += [slot_busy[k].eq(1), slots[k].block_id.eq(pl.block_id),
+                                 slots[k].warp_base.eq(k * pl.num_warps),
+                                 slots[k].shared_base.eq(first_row * row_bytes)]
+
+        new_warps = Signal(W)  # the warps of the block being taken in
+        for w in range(W):
+            m.d.comb += new_warps[w].eq((w >= init_base) & (w < init_base + blk.num_warps))
+        with m.If(initing):
+            for l in range(L):
+                wp, _ = tid_mems[l]
+                m.d.comb += [wp.addr.eq(init_base + (init_cnt // L if L > 1 else init_cnt)),
+                             wp.data.x.eq(tx), wp.data.y.eq(ty), wp.data.z.eq(tz),
+                             wp.en.eq(init_cnt % L == l)]
+            with m.If(tx + 1 >= blk.block_dim.x):
+                m.d.sync += tx.eq(0)
+                with m.If(ty + 1 >= blk.block_dim.y):
+                    m.d.sync += [ty.eq(0), tz.eq(tz + 1)]
                 with m.Else():
-                    m.d.sync += tx.eq(tx + 1)
-                m.d.sync += init_cnt.eq(init_cnt + 1)
-                with m.If(init_cnt == init_len - 1):
-                    m.next = "RUN"
-                    for w in range(W):
-                        lanes_live = Cat(((w * L + l) < blk.num_threads) for l in range(L))
-                        is_member = w < blk.num_warps
-                        m.d.sync += [ws[w].pc.eq(blk.entry_pc),
-                                     ws[w].live.eq(Mux(is_member, lanes_live, 0)),
-                                     ws[w].active.eq(Mux(is_member, lanes_live, 0)),
-                                     member[w].eq(is_member)]
-                    m.d.comb += pf.reset.eq(1)
-                    m.d.sync += [finished.eq(0), ctrl_wait.eq(0)]
-            with m.State("RUN"):
-                m.d.comb += running.eq(1)
-                with m.If(block_complete):
-                    m.next = "DONE"
-                with m.If(self.flush):
-                    m.next = "IDLE"
-            with m.State("DONE"):
-                m.d.comb += self.dispatch.block_done.eq(1)
-                m.d.sync += member.eq(0)
-                m.next = "IDLE"
+                    m.d.sync += ty.eq(ty + 1)
+            with m.Else():
+                m.d.sync += tx.eq(tx + 1)
+            m.d.sync += init_cnt.eq(init_cnt + 1)
+            with m.If(init_cnt == blk.num_warps * L - 1):
+                m.d.sync += initing.eq(0)
+                for w in range(W):
+                    with m.If(new_warps[w]):
+                        lanes_live = Cat(((w - init_base) * L + l < blk.num_threads)
+                                         for l in range(L))
+                        m.d.sync += [ws[w].pc.eq(blk.entry_pc), ws[w].live.eq(lanes_live),
+                                     ws[w].active.eq(lanes_live), member[w].eq(1),
+                                     finished[w].eq(0), ctrl_wait[w].eq(0),
+                                     wblk[w].slot.eq(init_slot),
+                                     wblk[w].index.eq(w - init_base)]
+                m.d.comb += pf.reset_warps.eq(new_warps)
+
+        # completion: a slot whose warps have all exited and left nothing behind (no
+        # instruction in the pipeline, no global access outstanding) closes; block_done
+        # pulses in the next cycle, one slot at a time. A block alone on the core waits for
+        # the whole core to drain, as a one-block core does.
+        gl_out = [Signal(range(64), name=f"w{w}_gl_out") for w in range(W)]
+        lwb_take = lsu.lwb.valid & lsu.lwb.ready
+        for w in range(W):
+            inc = lsu.sent & (lsu.sent_warp == w)
+            # a store's acknowledgement and a load's late write-back of one warp may come in
+            # the same cycle: each counts
+            store_done = lsu.acked & ~lsu.acked_load & (lsu.acked_warp == w)
+            load_done = lwb_take & (lsu.lwb.p.warp == w)
+            m.d.sync += gl_out[w].eq(gl_out[w] + inc - store_done - load_done)
+            with m.If(self.flush):
+                m.d.sync += gl_out[w].eq(0)
+        slot_warps = [Signal(W, name=f"slot{k}_warps") for k in range(S)]
+        for k in range(S):
+            m.d.comb += slot_warps[k].eq(Cat(member[w] & (wblk[w].slot == k) for w in range(W)))
+        in_pipe = Signal(W)  # warps with an instruction in a stage register
+        quiet = Signal(W)
+        slot_running = Signal(S)
+        slot_complete = Signal(S)
+        drained_core = Signal()
+        for k in range(S):
+            mine = slot_warps[k]
+            alone = (slot_busy & ~(1 << k)) == 0
+            all_done = (mine != 0) & ((finished & mine) == mine)
+            settled = ((mine & ~quiet) == 0) & ~sfu.busy & stack.ready
+            m.d.comb += [
+                slot_running[k].eq(slot_busy[k] & ~slot_closing[k]
+                                   & ~(initing & (init_slot == k))),
+                slot_complete[k].eq(slot_running[k] & (slot_closing == 0) & all_done & ~fault_q
+                                    & Mux(alone, drained_core, settled)),
+            ]
+        m.d.comb += running.eq(slot_running != 0)
+        closing_pick = Signal(range(max(S, 2)))
+        for k in reversed(range(S)):
+            with m.If(slot_complete[k]):
+                m.d.comb += closing_pick.eq(k)
+        with m.If(slot_complete != 0):
+            m.d.sync += slot_closing.eq(1 << closing_pick)
+        with m.If(slot_closing != 0):
+            m.d.comb += self.dispatch.block_done.eq(1)
+            m.d.sync += [slot_closing.eq(0), slot_busy.eq(slot_busy & ~slot_closing)]
+            for k in range(S):
+                with m.If(slot_closing[k]):
+                    m.d.sync += member.eq(member & ~slot_warps[k])
         with m.If(self.flush):
-            m.d.sync += member.eq(0)
-        block_reset = fsm.ongoing("INIT") & (init_cnt == 0)
-        m.d.comb += [sb.reset.eq(block_reset | self.flush), rf.clear.eq(block_reset),
-                     stack.reset.eq(block_reset | self.flush),
-                     bar.reset.eq(block_reset | self.flush),
-                     bar.members.eq(member), bar.exited.eq(finished & member),
-                     ibuf.reset.eq(block_reset | self.flush),
-                     iss.reset.eq(block_reset | self.flush)]
+            m.d.sync += [member.eq(0), slot_busy.eq(0), slot_closing.eq(0), initing.eq(0),
+                         sh_clear_end.eq(0)]
+
+        # a block arriving on an empty core resets the units wholesale (and their round-robin
+        # pointers), as a one-block core does; beside other blocks only its own warps
+        block_reset = initing & (init_cnt == 0)
+        whole_reset = Signal()
+        m.d.comb += whole_reset.eq((block_reset & ((slot_busy & ~(1 << init_slot)) == 0))
+                                   | self.flush)
+        reset_warps = Mux(block_reset, new_warps, 0)
+        m.d.comb += [sb.reset.eq(whole_reset), sb.reset_warps.eq(reset_warps),
+                     rf.clear_warps.eq(reset_warps),
+                     stack.reset.eq(whole_reset), stack.reset_warps.eq(reset_warps),
+                     ibuf.reset.eq(whole_reset), ibuf.reset_warps.eq(reset_warps),
+                     iss.reset.eq(whole_reset), iss.reset_warps.eq(reset_warps)]
+
+        # one barrier per block slot; arrivals come one per cycle, so at most one releases
+        bar = SimpleNamespace(arrive=Signal(name="bar_arrive"), warp=Signal(range(max(W, 2))),
+                              release=Signal(name="bar_release"), deadlock=Signal(),
+                              waiting=Signal(W, name="bar_waiting"))
+        bars = []
+        for k in range(S):
+            b = Barrier(W, cfg.barrier_watchdog_cycles)
+            m.submodules[f"barrier{k}"] = b
+            bars.append(b)
+            m.d.comb += [b.reset.eq((block_reset & (init_slot == k)) | self.flush),
+                         b.members.eq(slot_warps[k]), b.exited.eq(finished & slot_warps[k]),
+                         b.warp.eq(bar.warp), b.arrive.eq(bar.arrive & slot_warps[k].bit_select(
+                             bar.warp, 1))]
+        m.d.comb += bar.waiting.eq(reduce(operator.or_, (b.waiting for b in bars)))
+        for k in reversed(range(S)):
+            with m.If(bars[k].release):
+                m.d.comb += [bar.release.eq(1), bar.waiting.eq(bars[k].waiting)]
+        with m.If(Cat(b.release for b in bars) == 0):
+            for k in reversed(range(S)):
+                with m.If(bars[k].deadlock):
+                    m.d.comb += [bar.deadlock.eq(1), bar.waiting.eq(bars[k].waiting)]
 
         # --- sch: pick a warp to fetch -----------------------------------------------------
         m.submodules.sch_if = sch_if_st = Stage("sch_if", layouts.sch_if(W))
@@ -271,7 +384,7 @@ class Core(wiring.Component):
             for w in range(W):
                 with m.Case(w):
                     m.d.comb += sch_if_st.d.pc.eq(ws[w].pc)
-        m.d.comb += [sch_rr.advance.eq(do_fetch), sch_rr.restart.eq(block_reset)]
+        m.d.comb += [sch_rr.advance.eq(do_fetch), sch_rr.restart.eq(whole_reset & ~self.flush)]
 
         # --- if: instruction memory read ----------------------------------------------------
         imem_bytes = cfg.imem_words * 4
@@ -358,6 +471,10 @@ class Core(wiring.Component):
                      rr.word.eq(is_rr.word), rr.dec.eq(d), rr.active.eq(r_active),
                      rr.exec.eq(r_active & guard)]
         sreg_val = [Signal(32, name=f"sreg{l}") for l in range(L)]
+        rr_slot = slot_of(is_rr.warp, "rr_slot")
+        rr_block = slot_field(rr_slot, "block_id", dim3_layout(), "rr_block")
+        rr_index = _select(m, is_rr.warp, [wblk[w].index for w in range(W)],
+                           len(wblk[0].index), "rr_index")
         for l in range(L):
             _, tp = tid_mems[l]
             m.d.comb += [rr.a[l].eq(rf.rdata[0][l]),
@@ -370,14 +487,14 @@ class Core(wiring.Component):
                 for s, val in (
                     (SReg.TID_X, tp.data.x), (SReg.TID_Y, tp.data.y), (SReg.TID_Z, tp.data.z),
                     (SReg.NTID_X, blk.block_dim.x), (SReg.NTID_Y, blk.block_dim.y),
-                    (SReg.NTID_Z, blk.block_dim.z), (SReg.CTAID_X, blk.block_id.x),
-                    (SReg.CTAID_Y, blk.block_id.y), (SReg.CTAID_Z, blk.block_id.z),
+                    (SReg.NTID_Z, blk.block_dim.z), (SReg.CTAID_X, rr_block.x),
+                    (SReg.CTAID_Y, rr_block.y), (SReg.CTAID_Z, rr_block.z),
                     (SReg.NCTAID_X, blk.grid.x), (SReg.NCTAID_Y, blk.grid.y),
-                    (SReg.NCTAID_Z, blk.grid.z), (SReg.LANEID, l), (SReg.WARPID, is_rr.warp),
+                    (SReg.NCTAID_Z, blk.grid.z), (SReg.LANEID, l), (SReg.WARPID, rr_index),
                     (SReg.NWARPS, blk.num_warps), (SReg.WARPSIZE, L),
                     (SReg.CLOCK, cycles[:32]), (SReg.CLOCKHI, cycles[32:]),
                     (SReg.COREID, reuse.param(self, "core_id", self.core_id)),
-                    (SReg.TID, is_rr.warp * L + l),
+                    (SReg.TID, rr_index * L + l),
                 ):
                     with m.Case(s.value):
                         m.d.comb += sreg_val[l].eq(val)
@@ -551,7 +668,10 @@ class Core(wiring.Component):
                      lsu.warp.eq(y.warp), lsu.pc.eq(y.pc), lsu.rd.eq(y.dec.rd),
                      lsu.wr.eq(y.dec.wr_reg), lsu.active.eq(y.active), lsu.exec.eq(y.exec),
                      lsu.addr.eq(y.a), lsu.data.eq(y.b), lsu.cdata.eq(y.c),
-                     lsu.shared_size.eq(blk.shared_bytes), lsu.param_addr.eq(blk.param_addr),
+                     lsu.shared_size.eq(blk.shared_bytes),
+                     lsu.shared_base.eq(slot_field(slot_of(y.warp, "mem_slot"), "shared_base",
+                                                   32, "mem_shared_base")),
+                     lsu.param_addr.eq(blk.param_addr),
                      lsu.param_size.eq(blk.param_size),
                      mem_hold.eq(lsu.hold)]
         m.submodules.mem_wb = mem_wb_st = Stage("mem_wb", uop)
@@ -574,12 +694,27 @@ class Core(wiring.Component):
             m.d.comb += values.eq(lsu.sh_values)
         with m.If(zd.sem == RSem.ATOMIC):
             m.d.comb += values.eq(lsu.atom_values)
+        # retire and fault records name the warp by its block and its index within it
+        retire_slot = slot_of(lw.retire.warp, "retire_slot")
+        retire_block = slot_field(retire_slot, "block_id", dim3_layout(), "retire_block")
+        for name in lw.retire.signature.members:
+            if name != "warp":
+                m.d.comb += getattr(self.retire, name).eq(getattr(lw.retire, name))
+        m.d.comb += self.retire.warp.eq(
+            _select(m, lw.retire.warp, [wblk[w].index for w in range(W)], 8, "retire_index"))
+        fault_slot = slot_of(fault_rec.warp, "fault_slot")
+        m.d.comb += [self.fault.valid.eq(fr.fault.valid), self.fault.record.eq(fault_rec),
+                     self.fault.record.warp.eq(_select(
+                         m, fault_rec.warp, [wblk[w].index for w in range(W)],
+                         len(self.fault.record.warp), "fault_index")),
+                     self.fault.record.block.eq(slot_field(fault_slot, "block_id",
+                                                           dim3_layout(), "fault_block"))]
         m.d.comb += [lw.wb.valid.eq(z.valid), lw.wb.warp.eq(z.warp), lw.wb.pc.eq(z.pc),
                      lw.wb.active.eq(z.active), lw.wb.exec.eq(z.exec),
                      lw.wb.deferred.eq(z.deferred), lw.wb.wr_reg.eq(zd.wr_reg),
                      lw.wb.wr_pred.eq(zd.wr_pred), lw.wb.rd.eq(zd.rd),
                      *[lw.wb.values[l].eq(values[l]) for l in range(L)],
-                     lw.wb.presult.eq(z.presult), lw.block.eq(blk.block_id),
+                     lw.wb.presult.eq(z.presult), lw.block.eq(retire_block),
                      sfu.take.eq(lw.sfu_take)]
         bubble_coming = (~is_rr.valid | ~rr_ex1.valid | ~ex1_ex2.valid | ~ex2_mem.valid
                          | mem_hold)
@@ -596,7 +731,6 @@ class Core(wiring.Component):
         # --- faults (the first one is kept until flush) -----------------------------------
         issue_active = _select(m, is_pick, [ws[w].active for w in range(W)], L, "issue_active")
         m.d.comb += [fr.flush.eq(self.flush), fr.running.eq(running),
-                     fr.block.eq(blk.block_id),
                      fr.mem.valid.eq(lsu.fault & y.valid), fr.mem.cause.eq(lsu.fault_cause),
                      fr.mem.warp.eq(y.warp), fr.mem.lanes.eq(lsu.fault_lanes),
                      fr.mem.pc.eq(y.pc), fr.mem.word.eq(y.word),
@@ -615,15 +749,24 @@ class Core(wiring.Component):
         # --- completion, status, performance events ---------------------------------------
         pipe_busy = (sch_if.valid | if_id.valid | is_rr.valid | rr_ex1.valid | ex1_ex2.valid
                      | ex2_mem.valid | mem_wb.valid | sfu.busy)
-        m.d.comb += self.drained.eq(~pipe_busy & lsu.idle & stack.ready)
-        all_done = (member != 0) & ((finished & member) == member)
-        m.d.comb += block_complete.eq(all_done & self.drained & ~fault_q)
-        m.d.comb += self.busy.eq(~fsm.ongoing("IDLE") | pipe_busy | ~lsu.idle)
+        m.d.comb += [self.drained.eq(~pipe_busy & lsu.idle & stack.ready),
+                     drained_core.eq(self.drained)]
+        m.d.comb += self.busy.eq((slot_busy != 0) | pipe_busy | ~lsu.idle)
+        # a warp is quiet with nothing of it in a stage register and no global access out
+        for w in range(W):
+            m.d.comb += in_pipe[w].eq(
+                (sch_if.valid & (sch_if.warp == w)) | (if_id.valid & (if_id.warp == w))
+                | (is_rr.valid & (is_rr.warp == w)) | (rr_ex1.valid & (rr_ex1.warp == w))
+                | (ex1_ex2.valid & (ex1_ex2.warp == w)) | (ex2_mem.valid & (ex2_mem.warp == w))
+                | (mem_wb.valid & (mem_wb.warp == w)))
+            m.d.comb += quiet[w].eq(~in_pipe[w] & (gl_out[w] == 0))
 
         p = self.perf
         m.d.comb += [p.issued.eq(issue_ok), p.mem_transactions.eq(lsu.transaction),
                      p.divergence.eq(stack.diverged & stack.valid),
-                     p.barriers.eq(bar.release)]
+                     p.barriers.eq(bar.release),
+                     p.resident_warps.eq(sum(member[w] for w in range(W))),
+                     p.resident_blocks.eq(sum(slot_busy[k] for k in range(S)))]
         m.d.comb += [sc.issued.eq(issue_ok), sc.running.eq(running),
                      sc.any_live.eq((member & ~finished) != 0), sc.mem_hold.eq(mem_hold),
                      sc.lwb_valid.eq(lsu.lwb.valid), sc.ex1_block.eq(ex1_block),

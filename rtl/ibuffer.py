@@ -39,7 +39,8 @@ class InstrBuffers(wiring.Component):
     - ``count[w]``: entries in warp ``w``'s buffer; ``valid[w]``: ``count[w] != 0``.
     - ``head[w]``: warp ``w``'s oldest entry, combinationally (an entry pushed in a cycle
       shows from the next one).
-    - ``reset``: every buffer is empty in the next cycle, whatever ``push`` and ``pop`` do.
+    - ``reset``: every buffer is empty in the next cycle, whatever ``push`` and ``pop`` do;
+      ``reset_warps``: the same for the buffers of the warps whose bit is set.
     """
 
     def __init__(self, warps: int, depth: int = IBUF_DEPTH):
@@ -51,6 +52,7 @@ class InstrBuffers(wiring.Component):
         entry = fields_signature(layouts.id_is())
         super().__init__({
             "reset": In(1),
+            "reset_warps": In(warps),
             "push": In(1),
             "push_warp": In(wb),
             "entry": In(entry),
@@ -83,6 +85,6 @@ class InstrBuffers(wiring.Component):
             with m.If(pop):
                 m.d.sync += head.eq((head + 1) % depth)
             m.d.sync += count.eq(count + push - pop)
-            with m.If(self.reset):
+            with m.If(self.reset | self.reset_warps[w]):
                 m.d.sync += [count.eq(0), head.eq(0)]
         return m

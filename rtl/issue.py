@@ -93,7 +93,9 @@ class IssueSelect(wiring.Component):
       port (``clear``, the scoreboard's) unmarks it;
     - ``store_sent``/``store_acked`` count a warp's outstanding global stores up and down;
     - ``reset`` (a block starts, or flush) drops all of this and makes warp 0 the next
-      pick; it wins over everything but a bar issued in the same cycle.
+      pick; it wins over everything but a bar issued in the same cycle. ``reset_warps`` does
+      the same for the warps whose bit is set (a block arrives beside others) and leaves the
+      round-robin pointer alone.
     """
 
     def __init__(self, warps: int, regs: int = 32):
@@ -103,6 +105,7 @@ class IssueSelect(wiring.Component):
         entry = fields_signature(layouts.id_is())
         super().__init__({
             "reset": In(1),
+            "reset_warps": In(warps),
             "head": In(entry).array(warps),
             "valid": In(warps),
             "runnable": In(warps),
@@ -169,7 +172,8 @@ class IssueSelect(wiring.Component):
             picked = ok & (rr.grant == w)
             with m.If(picked & Cat(issued.dec.iid == iid(n) for n in BARRIER_OPS).any()):
                 m.d.sync += bar_hold[w].eq(1)
-            with m.Elif((self.release & self.release_warps[w]) | self.reset):
+            with m.Elif((self.release & self.release_warps[w]) | self.reset
+                        | self.reset_warps[w]):
                 m.d.sync += bar_hold[w].eq(0)
 
             set_bits = Mux(long_set & (rr.grant == w), 1 << issued.dec.rd, 0)
@@ -181,6 +185,6 @@ class IssueSelect(wiring.Component):
             inc = self.store_sent & (self.store_sent_warp == w)
             dec_ = self.store_acked & (self.store_acked_warp == w)
             m.d.sync += state[w].stores.eq(state[w].stores + inc - dec_)
-            with m.If(self.reset):
+            with m.If(self.reset | self.reset_warps[w]):
                 m.d.sync += [state[w].long.eq(0), state[w].stores.eq(0)]
         return m

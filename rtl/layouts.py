@@ -15,6 +15,7 @@ from amaranth.lib import data, wiring
 from amaranth.lib.wiring import Out
 
 from .isa_consts import InstrId, Lat, Sem
+from .signatures import dim3_layout
 
 DECODED = data.StructLayout({
     "iid": InstrId,
@@ -187,3 +188,17 @@ def bar_arrival() -> data.StructLayout:
 
 def _bits(n: int) -> int:
     return max(1, (n - 1).bit_length())
+
+
+def block_slot(warps: int) -> data.StructLayout:
+    """A resident block's record, one per block slot of a core: its id, its first warp slot
+    and its first byte of shared memory. The launch-wide fields (entry, dims, grid, params,
+    shared size) are the same for every block of a launch and are kept once."""
+    return data.StructLayout({"block_id": dim3_layout(), "warp_base": _bits(warps),
+                              "shared_base": 32})
+
+
+def warp_block(warps: int, slots: int) -> data.StructLayout:
+    """Per warp slot: the block slot it belongs to and its index within the block
+    (``%warpid``, and the warp number of its retire and fault records)."""
+    return data.StructLayout({"slot": _bits(slots), "index": _bits(warps)})

@@ -101,6 +101,7 @@ class Lsu(wiring.Component):
             "data": In(vec),
             "cdata": In(vec),
             "shared_size": In(32),
+            "shared_base": In(32),  # the block's first byte in the shared memory
             "param_addr": In(32),
             "param_size": In(16),
             "hold": Out(1),
@@ -240,7 +241,8 @@ class Lsu(wiring.Component):
         go_atoms = active & (op == LsuOp.ATOMS) & ~faulting & (rem != 0) & ~self.clear
         m.d.comb += [sh.clear.eq(self.clear), sh.clear_row.eq(self.clear_row)]
         for l in range(lanes):
-            m.d.comb += [sh.word[l].eq(addr[l][2:]), sh.wdata[l].eq(self.data[l])]
+            m.d.comb += [sh.word[l].eq((addr[l] + self.shared_base)[2:]),
+                         sh.wdata[l].eq(self.data[l])]
         with m.If(go_shared):
             m.d.comb += [sh.req.eq(rem), sh.we.eq(op == LsuOp.STS)]
         cap = split_signal(data.ArrayLayout(32, lanes), "cap")

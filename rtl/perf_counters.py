@@ -14,8 +14,9 @@ The read is registered: ``rdata`` holds the counter at ``addr`` in the cycle aft
 one ``Switch`` over the address (no array index over the cores), cheap to evaluate.
 
 Retired instructions and thread instructions (popcount of the executing lanes) come from the
-cores' retire ports; stall reasons, memory transactions, divergences and barriers from the
-cores' perf strobes (:func:`simtgpu.rtl.signatures.perf_layout`), counted only while a
+cores' retire ports; stall reasons, memory transactions, divergences, barriers and the
+resident warps and blocks (summed every cycle: occupancy) from the cores' perf strobes
+(:func:`simtgpu.rtl.signatures.perf_layout`), counted only while a
 kernel is active so that idle time between launches is not charged to ``STALL_IDLE``. The
 memory-path counters (L1, DRAM bytes, loads and their latency) come from each core's
 :class:`~simtgpu.rtl.mem_path.CoreMemPath` (:func:`~simtgpu.rtl.signatures.mem_perf_layout`).
@@ -53,6 +54,8 @@ _STROBE = {
     Mmio.MEM_TRANSACTIONS: "mem_transactions",
     Mmio.DIVERGENCE_EVENTS: "divergence",
     Mmio.BARRIERS: "barriers",
+    Mmio.RESIDENT_WARPS: "resident_warps",
+    Mmio.RESIDENT_BLOCKS: "resident_blocks",
 }
 # Counter -> the memory-path strobe it sums.
 _MEM_STROBE = {
@@ -133,7 +136,7 @@ class PerfCounters(wiring.Component):
         core_incr: list[dict[CoreCounter, object]] = []
         for i in range(cfg.cores):
             inc: dict[CoreCounter, object] = {
-                CoreCounter[reg.name]: getattr(self.core_perf[i], field) & self.active
+                CoreCounter[reg.name]: Mux(self.active, getattr(self.core_perf[i], field), 0)
                 for reg, field in _STROBE.items()}
             mp = self.mem_perf[i]
             inc.update({CoreCounter[reg.name]: getattr(mp, field) & self.active

@@ -30,7 +30,8 @@ class PredicateFile(wiring.Component):
     - ``we``: predicate ``widx`` of the lanes of ``wwarp`` set in ``wmask`` becomes bit
       ``l`` of ``wdata`` at the clock edge; other predicates and lanes keep their values.
     - ``reset``: every predicate is 0 from the next cycle, but a lane written in the same
-      cycle is written as if there were no reset (its other predicates keep their values).
+      cycle is written as if there were no reset (its other predicates keep their values);
+      ``reset_warps``: the same for the warps whose bit is set.
     """
 
     def __init__(self, warps: int, lanes: int):
@@ -39,6 +40,7 @@ class PredicateFile(wiring.Component):
         wb = max(1, (warps - 1).bit_length())
         super().__init__({
             "reset": In(1),
+            "reset_warps": In(warps),
             "rwarp": In(wb),
             "rdata": Out(PT).array(lanes),
             "we": In(1),
@@ -58,6 +60,9 @@ class PredicateFile(wiring.Component):
                     m.d.comb += [self.rdata[l].eq(preds[w][l]) for l in range(L)]
         with m.If(self.reset):
             m.d.sync += preds.eq(0)
+        for w in range(W):
+            with m.If(self.reset_warps[w]):
+                m.d.sync += preds[w].eq(0)
         for w in range(W):
             with m.If(self.we & (self.wwarp == w)):
                 for l in range(L):

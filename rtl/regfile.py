@@ -10,7 +10,8 @@ There is one write port, shared by ``wb`` and the late write-back of global load
 each lane has its own write enable (guarded-off lanes keep their value).
 
 Every register of a new block reads as zero. Rather than writing zeros to all
-``warps * regs`` entries when a block starts (a cycle per entry), ``clear`` drops one
+``warps * regs`` entries when a block starts (a cycle per entry), ``clear`` (or
+``clear_warps``, for the warps of one block) drops one
 *written* bit per entry in a single cycle: an entry whose bit is low reads as zero, and the
 first write to it stores zeros in the lanes that do not write, so the bit can stand for every
 lane.
@@ -45,6 +46,7 @@ class RegFile(wiring.Component):
             "waddr": In(self.addr_bits),
             "wdata": In(vec),
             "clear": In(1),
+            "clear_warps": In(warps),
         })
 
     def addr(self, warp, reg):
@@ -66,7 +68,7 @@ class RegFile(wiring.Component):
         m.d.comb += first.eq(~is_written(self.waddr))
         writing = self.we != 0
         for w in range(self.warps):
-            with m.If(self.clear):
+            with m.If(self.clear | self.clear_warps[w]):
                 m.d.sync += written[w].eq(0)
             with m.Elif(writing & (self.waddr[rb:] == w)):
                 m.d.sync += written[w].eq(written[w] | (1 << self.waddr[:rb]))
@@ -75,7 +77,8 @@ class RegFile(wiring.Component):
         valid = [Signal(name=f"rvalid{p}") for p in range(self.READ_PORTS)]
         for p in range(self.READ_PORTS):
             with m.If(self.ren):
-                m.d.sync += valid[p].eq(~self.clear & (
+                cleared = self.clear | self.clear_warps.bit_select(self.raddr[p][rb:], 1)
+                m.d.sync += valid[p].eq(~cleared & (
                     is_written(self.raddr[p])
                     | (writing & (self.waddr == self.raddr[p]))))
         for lane in range(self.lanes):

@@ -40,6 +40,7 @@ class Scoreboard(wiring.Component):
         port = data.StructLayout({"en": 1, "warp": wb, "idx": 5, "pred": 1})
         super().__init__({
             "reset": In(1),
+            "reset_warps": In(warps),
             "set": In(port),
             "clear": In(data.ArrayLayout(port, clear_ports)),
             "pending": Out(data.ArrayLayout(self.width, warps)),
@@ -69,7 +70,7 @@ class Scoreboard(wiring.Component):
             m.d.comb += clr.eq(terms)
             now = Signal(self.width, name=f"now_w{w}")
             m.d.comb += [now.eq(state[w] & ~clr), self.pending[w].eq(now)]
-            with m.If(self.reset):
+            with m.If(self.reset | self.reset_warps[w]):
                 m.d.sync += state[w].eq(0)
             with m.Elif((self.set.warp == w) & self.set.en):
                 m.d.sync += state[w].eq(now | set_bit)

@@ -31,7 +31,7 @@ from .configs import RtlConfig
 from .isa_consts import FaultCause, make_enum
 
 __all__ = [
-    "PERF_EVENTS", "AtomOp", "FaultCause", "MemKind", "block_dispatch_signature",
+    "PERF_EVENTS", "PERF_LEVELS", "AtomOp", "FaultCause", "MemKind", "block_dispatch_signature",
     "block_layout", "core_signature", "dim3_layout", "fault_record_layout", "fault_signature",
     "imem_write_signature", "mem_port_signature", "mem_request_layout", "mem_response_layout",
     "mmio_signature", "perf_layout", "retire_signature",
@@ -228,6 +228,10 @@ PERF_EVENTS: tuple[str, ...] = (
 """Per-core performance events (fields of :func:`perf_layout`). Retired instructions and
 thread instructions are counted by the GPU from the retire port, not from these."""
 
+PERF_LEVELS: tuple[str, ...] = ("resident_warps", "resident_blocks")
+"""Per-core levels (fields of :func:`perf_layout`, 6 bits): the warps and the blocks resident
+on the core this cycle. Summed over the cycles of a launch they give occupancy."""
+
 
 def perf_layout() -> data.StructLayout:
     """Per-cycle performance event strobes from a core (all one bit).
@@ -239,9 +243,12 @@ def perf_layout() -> data.StructLayout:
     unit, the SFU, the SFU's write-back),
     ``stall_idle`` (no live warp on the core). ``mem_transactions``: a request was accepted on
     the core's memory port. ``divergence``: a branch split a warp. ``barriers``: a block
-    barrier completed (all warps released).
+    barrier completed (all warps released). ``resident_warps``/``resident_blocks``
+    (:data:`PERF_LEVELS`): the warps and blocks resident on the core, counts rather than
+    strobes.
     """
-    return data.StructLayout({name: unsigned(1) for name in PERF_EVENTS})
+    return data.StructLayout({**{name: unsigned(1) for name in PERF_EVENTS},
+                              **{name: unsigned(6) for name in PERF_LEVELS}})
 
 
 MEM_PERF_EVENTS = ("l1_hit", "l1_miss", "l1_merge", "l1_mshr_full", "dram_read",

@@ -64,6 +64,7 @@ class SimtStack(wiring.Component):
         self.sp_bits = depth.bit_length()
         super().__init__({
             "reset": In(1),
+            "reset_warps": In(warps),
             "valid": In(1),
             "ready": Out(1),
             "op": In(SimtOp),
@@ -230,7 +231,7 @@ class SimtStack(wiring.Component):
             with m.State("POPMEM"):
                 pop(b_warp, rd.data, b_sp, b_live)
 
-        with m.If(self.reset):
-            for i in range(warps):
+        for i in range(warps):
+            with m.If(self.reset | self.reset_warps[i]):
                 m.d.sync += sp[i].eq(0)
         return m

@@ -253,6 +253,14 @@ def bench_memory(config: str = "small", settings: tuple[str, ...] = ("ideal", "v
                     raise AssertionError(f"vector_add on the RTL ({setting}) differs from NumPy")
                 rows.append(_memory_row("vector_add", f"n={n}", setting, r, cfg, memory))
 
+                # the same vector add in one-warp blocks: a core holds several of them at once
+                dc = dev.empty(n, np.float32)
+                r = dev.launch(k, grid=-(-n // cfg.lanes), block=cfg.lanes, args=(da, db, dc, n))
+                if not np.array_equal(dc.to_host().view(np.uint32), (a + b).view(np.uint32)):
+                    raise AssertionError(f"vector_add in 1-warp blocks ({setting}) differs")
+                rows.append(_memory_row("vector_add, 1-warp blocks", f"n={n}", setting, r, cfg,
+                                        memory))
+
             if "matmul" in kernels:
                 m = matmul_m
                 k = dev.load_module(example_asm("matmul")).kernel("matmul")

@@ -305,14 +305,68 @@ def atomic_launches(lanes: int, warps: int) -> list[KernelLaunch]:
                     blocks=2)]
 
 
+def residency_launches(lanes: int, warps: int) -> list[KernelLaunch]:
+    """Several blocks resident on a core at once: one-warp blocks filling every warp slot,
+    blocks whose shared memory lets fewer of them in than the warp slots would (the next
+    waits for space), and barriers in resident blocks side by side. Each block first reads
+    its whole shared area (zero: a new block sees none of the previous one's data), then
+    fills it with values of its own block id, meets a barrier, and reads a neighbour's
+    word: a block that saw another's shared memory stores a wrong sum."""
+    launches = []
+    for tag, shared_words, tpb in (("one_warp", lanes, lanes),
+                                   ("shared_bound", 384 * warps, lanes),
+                                   ("half", 2 * lanes, max(1, warps // 2) * lanes - 1)):
+        body = f"""
+        s2r     r13, ctaid.x
+        s2r     r14, warpid
+        movi    r12, 0
+        shli    r9, r6, 2               ; this thread's first word
+        movi    r15, {4 * shared_words}
+        movi    r16, {4 * tpb}
+{tag}_rd:
+        isetp.ge p1, r9, r15
+   @p1  bra     {tag}_rdone
+        lds     r10, [r9]
+        add     r12, r12, r10           ; stays 0 when the area was cleared
+        add     r9, r9, r16
+        bra     {tag}_rd
+{tag}_rdone:
+        shli    r9, r6, 2
+{tag}_wr:
+        isetp.ge p1, r9, r15
+   @p1  bra     {tag}_wdone
+        add     r10, r13, r9
+        sts     [r9], r10
+        add     r9, r9, r16
+        bra     {tag}_wr
+{tag}_wdone:
+        bar
+        addi    r10, r6, 1
+        movi    r11, {tpb}
+        isetp.ge p1, r10, r11
+        sub     r11, r10, r11
+        sel     r10, r11, r10, p1
+        shli    r10, r10, 2
+        lds     r17, [r10]
+        add     r12, r12, r17
+        bar
+        shli    r18, r14, 16
+        add     r12, r12, r18
+"""
+        body += _out(0, tpb * 4 * warps, "r12").rstrip()
+        launches.append(_kernel(f"resident_{tag}", body, lanes, warps, 1,
+                                shared=4 * shared_words, tpb=tpb, blocks=4 * warps))
+    return launches
+
+
 def fault_launches(lanes: int, warps: int) -> list[tuple[KernelLaunch, FaultCause]]:
     """One kernel per fault cause, each faulting in one known warp."""
     out = []
 
     def k(name: str, body: str, cause: FaultCause, tpb: int | None = None,
-          shared: int = 0) -> None:
+          shared: int = 0, blocks: int = 1) -> None:
         out.append((_kernel(f"fault_{name}", body, lanes, warps, 1, shared=shared,
-                            tpb=tpb or lanes), cause))
+                            tpb=tpb or lanes, blocks=blocks), cause))
 
     k("illegal", "        .word   0xffffffff", FaultCause.ILLEGAL_INSTRUCTION)
     k("out_of_range", "        movi    r8, 16\n        ldg     r9, [r8]",
@@ -336,6 +390,13 @@ j:""", FaultCause.DIVERGENT_BARRIER)
         isetp.eq p1, r8, r0
    @p1  exit                            ; warp 0 leaves, warp 1 waits forever
         bar""", FaultCause.BARRIER_DEADLOCK, tpb=2 * lanes)
+    # one block of several resident ones faults in its shared memory's bounds
+    k("shared_range_one_block", """
+        s2r     r8, ctaid.x
+        movi    r9, 2
+        isetp.eq p1, r8, r9
+        movi    r8, 16
+   @p1  lds     r9, [r8]""", FaultCause.OUT_OF_RANGE, shared=16, blocks=2 * warps)
     k("stack_overflow", "\n".join(f"        ssy     z{i}" for i in range(17))
       + "\n" + "\n".join(f"z{i}:" for i in range(17)), FaultCause.STACK_OVERFLOW)
     k("stack_underflow", "        sync", FaultCause.STACK_UNDERFLOW)
@@ -355,5 +416,6 @@ ALL_GROUPS = {
     "barriers": barrier_launches,
     "bank_conflicts": bank_conflict_launches,
     "atomics": atomic_launches,
+    "residency": residency_launches,
 }
 """Directed groups that must match the ISS exactly (faults are separate)."""

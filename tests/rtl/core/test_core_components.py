@@ -52,10 +52,13 @@ def test_instruction_buffers_against_fifo_model():
             push = bool(room) and rng.random() < 0.6
             pop = bool(full) and rng.random() < 0.6
             reset = rng.random() < 0.02
+            # a block arriving beside others empties its own warps' buffers only
+            reset_warps = rng.getrandbits(warps) if rng.random() < 0.03 else 0
             pw = rng.choice(room) if push else rng.randrange(warps)
             qw = rng.choice(full) if pop else rng.randrange(warps)
             entry = (rng.getrandbits(32), rng.getrandbits(32))
-            _drive(ctx, dut, push=push, push_warp=pw, pop=pop, pop_warp=qw, reset=reset)
+            _drive(ctx, dut, push=push, push_warp=pw, pop=pop, pop_warp=qw, reset=reset,
+                   reset_warps=reset_warps)
             _drive(ctx, dut.entry, pc=entry[0], word=entry[1])
             await ctx.tick()
             if pop:
@@ -64,6 +67,9 @@ def test_instruction_buffers_against_fifo_model():
                 model[pw].append(entry)
             if reset:
                 model = [deque() for _ in range(warps)]
+            for w in range(warps):
+                if reset_warps >> w & 1:
+                    model[w] = deque()
 
     _run(dut, bench)
 
@@ -167,7 +173,9 @@ def test_predicate_file_against_model():
                 assert ctx.get(dut.rdata[l]) == model[rw][l]
             we, ww, idx = rng.random() < 0.7, rng.randrange(warps), rng.randrange(7)
             mask, bits, reset = rng.getrandbits(lanes), rng.getrandbits(lanes), rng.random() < 0.03
-            _drive(ctx, dut, we=we, wwarp=ww, widx=idx, wmask=mask, wdata=bits, reset=reset)
+            reset_warps = rng.getrandbits(warps) if rng.random() < 0.03 else 0
+            _drive(ctx, dut, we=we, wwarp=ww, widx=idx, wmask=mask, wdata=bits, reset=reset,
+                   reset_warps=reset_warps)
             await ctx.tick()
             written = {}
             if we:
@@ -177,6 +185,9 @@ def test_predicate_file_against_model():
                         written[l] = p | (bits >> l & 1) << idx
             if reset:
                 model = [[0] * lanes for _ in range(warps)]
+            for w in range(warps):
+                if reset_warps >> w & 1:
+                    model[w] = [0] * lanes
             for l, v in written.items():
                 model[ww][l] = v
 
