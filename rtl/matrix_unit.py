@@ -26,7 +26,7 @@ One ``mma`` is in the unit at a time: ``busy`` from its issue until its last reg
 taken (the next ``mma`` waits in ``is`` as a structural hazard). Cycles per ``mma`` with
 no stall and a free write port (:func:`mma_cycles`): the issue, 3 read cycles, 2 to latch
 and start, ``4 * lanes / dots`` compute steps, ``log2 k + 2`` cycles of tree latency and 4
-write-backs (tiny, 1 tree: 31; small, 2 trees: 32).
+write-backs (tiny, 1 tree, and small, 2 trees: 31 cycles).
 """
 
 from amaranth import Cat, Const, Module, Mux, Signal

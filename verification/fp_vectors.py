@@ -176,9 +176,11 @@ def mma_fragments(shape, a: np.ndarray, b: np.ndarray, c: np.ndarray
     for ln in range(lanes):
         for h in (0, 1):
             for r in range(shape.regs_a):
-                fa[:, r, ln] |= a[:, *shape.a_pos(r, h, ln)].astype(np.uint32) << 16 * h
+                va = a[(slice(None), *shape.a_pos(r, h, ln))]
+                fa[:, r, ln] |= va.astype(np.uint32) << 16 * h
             for r in range(shape.regs_b):
-                fb[:, r, ln] |= b[:, *shape.b_pos(r, h, ln)].astype(np.uint32) << 16 * h
+                vb = b[(slice(None), *shape.b_pos(r, h, ln))]
+                fb[:, r, ln] |= vb.astype(np.uint32) << 16 * h
         for r in range(shape.regs_c):
-            fc[:, r, ln] = c[:, *shape.c_pos(r, ln)]
+            fc[:, r, ln] = c[(slice(None), *shape.c_pos(r, ln))]
     return fa, fb, fc
