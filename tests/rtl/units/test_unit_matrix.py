@@ -32,7 +32,7 @@ def run_mma(lanes: int, dots: int, fmt: str, a: np.ndarray, b: np.ndarray, c: np
             regs.update({B + r: fb[t, r] for r in range(s.regs_b)})
             regs.update({C + r: fc[t, r] for r in range(4)})
 
-            def present(addrs):
+            def present(addrs, regs=regs):
                 for p, reg in enumerate(addrs):
                     val = regs.get(reg, np.zeros(lanes, np.uint32))
                     for ln in range(lanes):
