@@ -46,10 +46,12 @@ PROGRAMS = {
     # a chain through every group: D feeds the next C, then B, then A (overlapping D)
     "chain": ("        mma.bf16 r20, r8, r12, r16\n        mma.f16 r16, r8, r12, r20\n"
               "        mma.bf16 r12, r8, r16, r20\n        mma.f16 r8, r8, r12, r20"),
-    # independent work of the warp between mma's, and an mma writing r0..r3 (r0 stays 0)
-    "mixed": ("        mma.f16 r20, r8, r12, r16\n        addi r9, r9, 7\n"
-              "        fadd r10, r16, r17\n        mma.bf16 r0, r8, r12, r16\n"
-              "        add r11, r1, r2\n        mma.f16 r16, r20, r12, r16"),
+    # independent work of the warp between mma's, and an mma writing r0..r3 (r0 stays 0;
+    # the out pointer in r2 is kept in r24 meanwhile)
+    "mixed": ("        add r24, r2, r0\n        mma.f16 r20, r8, r12, r16\n"
+              "        addi r9, r9, 7\n        fadd r10, r16, r17\n"
+              "        mma.bf16 r0, r8, r12, r16\n        add r11, r1, r3\n"
+              "        add r2, r24, r0\n        mma.f16 r16, r20, r12, r16"),
 }
 
 
