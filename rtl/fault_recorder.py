@@ -2,8 +2,8 @@
 
 Faults are raised by four stages and units; when several are raised in the same cycle the
 oldest instruction's wins: ``mem`` (the LSU: misaligned or out-of-range access), then ``ex1``
-(a SIMT stack fault, then a divergent ``bar`` or ``mma``), then the barrier unit (deadlock or watchdog),
-then ``is`` (illegal instruction, fetch past the code). Once a fault is recorded the core
+(a SIMT stack fault, then a divergent ``bar`` or ``mma``), then the barrier unit (deadlock or
+watchdog), then ``is`` (illegal instruction, fetch past the code). Once a fault is recorded the core
 fetches and issues nothing more, and later faults are ignored.
 
 A barrier deadlock names the lowest-numbered waiting warp, counting one arriving in this
