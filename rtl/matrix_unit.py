@@ -46,7 +46,7 @@ from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 from simtgpu.isa.mma import mma_shape
 
-from .fp_utils import CANONICAL_NAN, lzc, unpack
+from .fp_utils import CANONICAL_NAN, lzc_chain, unpack
 
 __all__ = ["MatrixUnit", "mma_cycles"]
 
@@ -89,7 +89,7 @@ def half_product(m: Module, a, b, bf16, name: str) -> Signal:
     sb, eb, mb, zb, ib, nb = _unpack_half(m, b, bf16, f"{name}_b")
     prod = Signal(22, name=f"{name}_p")
     m.d.comb += prod.eq(ma * mb)
-    _, lz = lzc(prod)
+    lz = lzc_chain(m, prod, f"{name}_lz")
     norm = Signal(22, name=f"{name}_n")
     exp = Signal(signed(12), name=f"{name}_exp")  # biased
     m.d.comb += [norm.eq(prod << lz), exp.eq(ea + eb + (1 + 127) - lz)]
@@ -129,7 +129,8 @@ def fp32_add(m: Module, a, b, name: str) -> Signal:
     sub = sgn_b ^ sgn_s
     total = Signal(28, name=f"{name}_t")
     m.d.comb += total.eq(Mux(sub, big - small, big + small))
-    zero_sum, lz = lzc(total)
+    zero_sum = total == 0
+    lz = lzc_chain(m, total, f"{name}_lz")
     norm = Signal(28, name=f"{name}_n")
     m.d.comb += norm.eq(total << lz)  # leading one at bit 27
     exp = Signal(signed(11), name=f"{name}_e")

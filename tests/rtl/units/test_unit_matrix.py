@@ -7,11 +7,14 @@ busy)."""
 
 import numpy as np
 import pytest
+from amaranth import Module
+from amaranth.lib import wiring
+from amaranth.lib.wiring import In, Out
 from amaranth.sim import Simulator
 from simtgpu.isa.mma import mma_shape
-from simtgpu.rtl.matrix_unit import MatrixUnit, mma_cycles
+from simtgpu.rtl.matrix_unit import MatrixUnit, fp32_add, half_product, mma_cycles
 from simtgpu.sim import numerics as nx
-from simtgpu.verification.fp_vectors import mma_fragments, mma_tiles
+from simtgpu.verification.fp_vectors import HALF_SPECIALS, fp_operands, mma_fragments, mma_tiles
 from units_harness import LONG, rng
 
 A, B, C, D = 0, 4, 8, 12  # group bases in the modelled register file
@@ -105,3 +108,56 @@ def test_matrix_unit_timing():
 
     _, cycles = run_mma(4, 1, "f16", a, b, c, Always())
     assert cycles == [mma_cycles(4, 1)]
+
+
+class _Node(wiring.Component):
+    """One tree node of the matrix unit alone: ``fp32_add(a, b)`` or the product of the
+    halves in ``a[:16]`` and ``b[:16]``."""
+
+    a: In(32)
+    b: In(32)
+    bf16: In(1)
+    add: Out(32)
+    mul: Out(32)
+
+    def elaborate(self, platform) -> Module:
+        m = Module()
+        m.d.comb += [self.add.eq(fp32_add(m, self.a, self.b, "add")),
+                     self.mul.eq(half_product(m, self.a[:16], self.b[:16], self.bf16, "mul"))]
+        return m
+
+
+def test_tree_nodes_match_numerics():
+    """The adder against ``numerics.fadd`` on FP32 edges, ties, cancellations and random
+    patterns; the product against ``fmul`` of the widened halves on half specials and
+    random patterns, both formats."""
+    gen = rng(7)
+    x, y = fp_operands(gen, 600, 2, edges=True)
+    hx = np.concatenate([np.repeat(HALF_SPECIALS["f16"], len(HALF_SPECIALS["f16"])),
+                         gen.integers(0, 1 << 16, 400)]).astype(np.uint32)
+    hy = np.concatenate([np.tile(HALF_SPECIALS["f16"], len(HALF_SPECIALS["f16"])),
+                         gen.integers(0, 1 << 16, 400)]).astype(np.uint32)
+    bx = np.concatenate([np.repeat(HALF_SPECIALS["bf16"], len(HALF_SPECIALS["bf16"])),
+                         gen.integers(0, 1 << 16, 400)]).astype(np.uint32)
+    by = np.concatenate([np.tile(HALF_SPECIALS["bf16"], len(HALF_SPECIALS["bf16"])),
+                         gen.integers(0, 1 << 16, 400)]).astype(np.uint32)
+    cases = [("add", 0, x, y, nx.fadd(x, y)),
+             ("mul", 0, hx, hy, nx.fmul(nx.f16_to_f32(hx), nx.f16_to_f32(hy))),
+             ("mul", 1, bx, by, nx.fmul(nx.bf16_to_f32(bx), nx.bf16_to_f32(by)))]
+    dut = _Node()
+    bad = []
+
+    async def bench(ctx) -> None:
+        for port, bf16, xs, ys, want in cases:
+            ctx.set(dut.bf16, bf16)
+            for xv, yv, wv in zip(xs, ys, np.asarray(want, np.uint32), strict=True):
+                ctx.set(dut.a, int(xv))
+                ctx.set(dut.b, int(yv))
+                got = ctx.get(getattr(dut, port))
+                if got != int(wv):
+                    bad.append((port, bf16, hex(xv), hex(yv), hex(got), hex(wv)))
+
+    sim = Simulator(dut)
+    sim.add_testbench(bench)
+    sim.run()
+    assert not bad, bad[:5]
