@@ -15,8 +15,9 @@ from typing import Any
 
 import numpy as np
 from simtgpu.assembler.examples import example_asm
+from simtgpu.isa.mma import mma_shape
 
-__all__ = ["issue_rate"]
+__all__ = ["hgemm_mma", "hgemm_mma_reference", "issue_rate"]
 
 
 def _per_core_ipc(res: Any, cores_used: int) -> float:
@@ -77,3 +78,38 @@ def issue_rate(dev: Any, sgemm_size: int = 64) -> list[dict]:
                  "detail": f"{data / (3 * warps):.2f} transactions per warp access of "
                  f"{cfg.lanes} consecutive words (line = {cfg.lanes} words; minimum 1.00)"})
     return rows
+
+
+def hgemm_mma(dev: Any, a: np.ndarray, b: np.ndarray, warps_per_block: int = 0
+              ) -> tuple[np.ndarray, Any]:
+    """``C = A @ B`` by examples/asm/hgemm_mma.s on ``dev``: ``a`` (m, k) and ``b`` (k, n)
+    fp16 (``np.float16`` or their uint16 patterns), C float32. Blocks of
+    ``warps_per_block`` warps (default: every warp of a core). Returns C and the launch."""
+    cfg = dev.config
+    s = mma_shape(cfg.lanes)
+    bw = warps_per_block or cfg.warps_per_core
+    (m, k), n = a.shape, b.shape[1]
+    if b.shape[0] != k or m % s.m or n % (2 * s.n * bw) or k % s.k or k == 0:
+        raise ValueError(f"hgemm_mma: {m}x{k} @ {b.shape[0]}x{n} needs m a multiple of {s.m}, "
+                         f"n of {2 * s.n * bw}, k of {s.k} (and k > 0)")
+    a16 = np.ascontiguousarray(np.asarray(a).view(np.uint16))
+    bt16 = np.ascontiguousarray(np.asarray(b).view(np.uint16).T)
+    kern = dev.load_module(example_asm("hgemm_mma")).kernel("hgemm_mma")
+    d_a, d_bt = dev.to_device(a16), dev.to_device(bt16)
+    d_c = dev.zeros(m * n, np.float32)
+    res = dev.launch(kern, grid=(n // (2 * s.n * bw), m // s.m), block=bw * cfg.lanes,
+                     args=(d_a, d_bt, d_c, m, n, k))
+    return d_c.to_host().reshape(m, n), res
+
+
+def hgemm_mma_reference(a: np.ndarray, b: np.ndarray, lanes: int) -> np.ndarray:
+    """What hgemm_mma.s computes at warp width ``lanes``, as FP32 bit patterns: D = +0.0,
+    then ``D = numerics.mma("f16", A[:, kk:kk+k], B[kk:kk+k, :], D)`` per k step."""
+    from simtgpu.sim import numerics as nx
+
+    a16, b16 = np.asarray(a).view(np.uint16), np.asarray(b).view(np.uint16)
+    step = mma_shape(lanes).k
+    d = np.zeros((a16.shape[0], b16.shape[1]), np.uint32)
+    for kk in range(0, a16.shape[1], step):
+        d = np.asarray(nx.mma("f16", a16[:, kk:kk + step], b16[kk:kk + step], d), np.uint32)
+    return d

@@ -177,3 +177,16 @@ def test_run_cli_memory_option(capsys):
     assert rc == 0
     assert "c[:3] = [1. 2. 3.]" in out
     assert "device memory        realistic: 50 cycles, 8 B/cycle, 32 in flight" in out
+
+
+def test_hgemm_mma_on_the_matrix_unit(dev):
+    """examples/asm/hgemm_mma.s on the RTL: bit for bit the reference order of numerics.mma
+    (the ISS run and the float64 check are in tests/driver/test_hgemm_mma.py)."""
+    from simtgpu.rtlsim.workload import hgemm_mma, hgemm_mma_reference
+
+    rng = np.random.default_rng(5)
+    a = rng.uniform(-2, 2, (8, 16)).astype(np.float16)
+    b = rng.uniform(-2, 2, (16, 16)).astype(np.float16)
+    got, res = hgemm_mma(dev, a, b)
+    assert got.view(np.uint32).tolist() == hgemm_mma_reference(a, b, 4).tolist()
+    assert res.backend == "rtl"
