@@ -17,11 +17,31 @@ import numpy as np
 from simtgpu.assembler.examples import example_asm
 from simtgpu.isa.mma import mma_shape
 
-__all__ = ["hgemm_mma", "hgemm_mma_reference", "issue_rate"]
+__all__ = ["hgemm_mma", "hgemm_mma_reference", "issue_rate", "sgemm_tiled"]
 
 
 def _per_core_ipc(res: Any, cores_used: int) -> float:
     return res.instructions / res.cycles / cores_used if res.cycles else 0.0
+
+
+def sgemm_tiled(dev: Any, n: int, rng: np.random.Generator) -> tuple[Any, tuple[int, int]]:
+    """An ``n`` x ``n`` x ``n`` examples/asm/sgemm_tiled.s on ``dev`` with the tile of
+    examples/sgemm.py, of standard-normal float32 from ``rng``, checked against float64
+    NumPy. Returns the launch and the tile (bx, by)."""
+    cfg = dev.config
+    bx = 16 if cfg.lanes >= 32 else 8 if cfg.lanes >= 8 else 4  # examples/sgemm.py's tiles
+    by = max(1, min(bx, cfg.warps_per_core * cfg.lanes // bx))
+    k = dev.load_module(example_asm("sgemm_tiled")).kernel("sgemm_tiled")
+    A = rng.standard_normal((n, n)).astype(np.float32)
+    B = rng.standard_normal((n, n)).astype(np.float32)
+    dA, dB, dC = dev.to_device(A), dev.to_device(B), dev.zeros(n * n, np.float32)
+    r = dev.launch(k, grid=(-(-n // bx), -(-n // by)), block=(bx, by),
+                   args=(dA, dB, dC, n, n, n))
+    want = A.astype(np.float64) @ B.astype(np.float64)
+    if np.max(np.abs(dC.to_host().reshape(n, n) - want)) > 1e-4 * n * max(
+            1.0, float(np.max(np.abs(want)))):
+        raise AssertionError("sgemm_tiled differs from NumPy")
+    return r, (bx, by)
 
 
 def issue_rate(dev: Any, sgemm_size: int = 64) -> list[dict]:
@@ -44,19 +64,7 @@ def issue_rate(dev: Any, sgemm_size: int = 64) -> list[dict]:
                  f"{res[300].instructions} warp-instr in {res[300].cycles} cycles"})
 
     n = sgemm_size
-    bx = 16 if cfg.lanes >= 32 else 8 if cfg.lanes >= 8 else 4  # examples/sgemm.py's tiles
-    by = max(1, min(bx, block // bx))
-    k = dev.load_module(example_asm("sgemm_tiled")).kernel("sgemm_tiled")
-    rng = np.random.default_rng(2)
-    A = rng.standard_normal((n, n)).astype(np.float32)
-    B = rng.standard_normal((n, n)).astype(np.float32)
-    dA, dB, dC = dev.to_device(A), dev.to_device(B), dev.zeros(n * n, np.float32)
-    grid = (-(-n // bx), -(-n // by))
-    r = dev.launch(k, grid=grid, block=(bx, by), args=(dA, dB, dC, n, n, n))
-    got = dC.to_host().reshape(n, n)
-    want = A.astype(np.float64) @ B.astype(np.float64)
-    if np.max(np.abs(got - want)) > 1e-4 * n * max(1.0, float(np.max(np.abs(want)))):
-        raise AssertionError("sgemm_tiled on the RTL differs from NumPy")
+    r, (bx, by) = sgemm_tiled(dev, n, np.random.default_rng(2))
     c = r.counters
     cycles = r.cycles * cfg.cores
     rows.append({"what": f"sgemm_tiled {n}x{n}x{n}, tile {bx}x{by}", "ipc":
