@@ -3,6 +3,8 @@ of the Verilator model, results checked against NumPy, faults reported as on the
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pytest
 from simtgpu.assembler.examples import example_asm
@@ -190,3 +192,23 @@ def test_hgemm_mma_on_the_matrix_unit(dev):
     got, res = hgemm_mma(dev, a, b)
     assert got.view(np.uint32).tolist() == hgemm_mma_reference(a, b, 4).tolist()
     assert res.backend == "rtl"
+
+
+def test_random_mma_tiles_on_the_matrix_unit(dev):
+    """A sample of verification/mma_check.py's random tiles (fp16 and bf16, specials and
+    subnormals mixed in) through the RTL's mma, bit for bit against numerics.mma; the
+    million-tile run is behind SIMTGPU_LONG=1 (test_million_mma_tiles)."""
+    from simtgpu.verification.mma_check import check_mma_tiles
+
+    r = check_mma_tiles(dev, 64, seed=1, batch=32)
+    assert r["tiles"] == 64 and r["mismatches"] == 0, r["first"]
+
+
+@pytest.mark.skipif(os.environ.get("SIMTGPU_LONG", "") in ("", "0"),
+                    reason="the million-tile run: SIMTGPU_LONG=1")
+def test_million_mma_tiles():
+    from simtgpu.verification.mma_check import check_mma_tiles
+
+    with Device(backend="rtl", config="small") as d:
+        r = check_mma_tiles(d, 1_000_000)
+    assert r["mismatches"] == 0, r["first"]
