@@ -225,10 +225,11 @@ class MatrixUnit(wiring.Component):
 
     def elaborate(self, platform) -> Module:
         m = Module()
-        # Every register of the unit changes only while it holds an mma (busy) or takes one;
-        # the reset and the block reset are added so that they reach it at any time.
+        # The unit's registers change only while it holds an mma (busy, a core-clock register
+        # set as it issues: the clock may not depend on the issue logic, which the unit's
+        # write-back feeds through the scoreboard); the resets reach it at any time.
         active = Signal()
-        m.d.comb += active.eq(self.busy | self.issue.valid | self.reset | ResetSignal())
+        m.d.comb += active.eq(self.busy | self.reset | ResetSignal())
         logic = self._logic()
         if self.gated:
             # an OR gate: the clock stays high through a cycle in which the unit is idle;
@@ -247,7 +248,10 @@ class MatrixUnit(wiring.Component):
         steps = 4 * L // P
         latency = levels + 2  # multiply, log2 k add levels, add C
 
-        busy = Signal()  # on the core clock (domain core): it gates the unit's clock
+        # The issue and the read sequencing run on the core clock (domain core): busy gates
+        # the unit's clock, and the issue is taken in a cycle in which that clock is still
+        # stopped. Everything else is on the unit's clock (sync here).
+        busy = Signal()
         warp = Signal.like(self.issue.warp)
         base = Signal(data.ArrayLayout(5, 3))  # A, B, C group bases
         slot = Signal(range(5))  # next register of the groups to read (1..3), 4 = all issued
@@ -274,9 +278,9 @@ class MatrixUnit(wiring.Component):
         for g in range(3):
             m.d.comb += self.raddr[g].eq(base[g] + slot[:2])
         with m.If(reading & self.ren):
-            m.d.sync += [slot.eq(slot + 1), cap.eq(1), cap_slot.eq(slot[:2])]
+            m.d.core += [slot.eq(slot + 1), cap.eq(1), cap_slot.eq(slot[:2])]
         with m.Elif(~self.issue.valid):
-            m.d.sync += cap.eq(0)
+            m.d.core += cap.eq(0)
         with m.If(cap):
             m.d.sync += have.eq(have | (1 << cap_slot))
             with m.Switch(cap_slot):
@@ -286,10 +290,8 @@ class MatrixUnit(wiring.Component):
                             m.d.sync += [bufs[g * 4 + r][ln].eq(self.rdata[g][ln])
                                          for ln in range(L)]
         with m.If(self.issue.valid):
-            m.d.core += busy.eq(1)
-            m.d.sync += [warp.eq(self.issue.warp), slot.eq(1), cap.eq(1),
-                         cap_slot.eq(0), have.eq(0), started.eq(0),
-                         base[0].eq(self.issue.a), base[1].eq(self.issue.b),
+            m.d.core += [busy.eq(1), warp.eq(self.issue.warp), slot.eq(1), cap.eq(1),
+                         cap_slot.eq(0), base[0].eq(self.issue.a), base[1].eq(self.issue.b),
                          base[2].eq(self.issue.c)]
 
         # --- start: the instruction leaves ex1 --------------------------------------------
@@ -298,7 +300,7 @@ class MatrixUnit(wiring.Component):
             m.d.sync += [started.eq(1), meta.bf16.eq(x.bf16), meta.rd.eq(x.rd),
                          meta.pc.eq(x.pc), meta.active.eq(x.active), meta.exec.eq(x.exec)]
         with m.If(started & (have == 0xF)):
-            m.d.sync += [computing.eq(1), started.eq(0)]
+            m.d.sync += [computing.eq(1), started.eq(0), have.eq(0)]
 
         # --- compute: dots trees of one-cycle FP32 nodes ------------------------------------
         a_src = {s.a_pos(r, h, ln): (r, h, ln) for r in range(s.regs_a) for h in (0, 1)
@@ -374,11 +376,11 @@ class MatrixUnit(wiring.Component):
         with m.If(self.take):
             m.d.sync += wreg.eq(wreg - 1)
             with m.If(wreg == 0):
-                m.d.core += busy.eq(0)
-                m.d.sync += [writing.eq(0), slot.eq(0)]
+                m.d.core += [busy.eq(0), slot.eq(0)]
+                m.d.sync += writing.eq(0)
 
         with m.If((x.start & x.abort) | self.reset):
-            m.d.core += busy.eq(0)
-            m.d.sync += [slot.eq(0), cap.eq(0), started.eq(0), computing.eq(0),
-                         step.eq(0), writing.eq(0), pipe_v.eq(0)]
+            m.d.core += [busy.eq(0), slot.eq(0), cap.eq(0)]
+            m.d.sync += [have.eq(0), started.eq(0), computing.eq(0), step.eq(0),
+                         writing.eq(0), pipe_v.eq(0)]
         return m
