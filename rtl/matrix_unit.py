@@ -31,8 +31,6 @@ write-backs (tiny, 1 tree, and small, 2 trees: 31 cycles).
 
 from amaranth import (
     Cat,
-    ClockDomain,
-    ClockSignal,
     Const,
     DomainRenamer,
     EnableInserter,
@@ -196,12 +194,8 @@ class MatrixUnit(wiring.Component):
     - ``result``/``take``: the destination registers, D3 first; ``reset`` drops everything.
     """
 
-    def __init__(self, warps: int, lanes: int, dots: int = 1, gated: bool = True):
-        """``gated``: run the unit on a gated clock that ticks only while it holds an
-        ``mma`` (the simulation model's form); False: the same registers on the core clock
-        under a clock enable, the form an FPGA wants (``RtlConfig.clock_gating``)."""
+    def __init__(self, warps: int, lanes: int, dots: int = 1):
         s = mma_shape(lanes)
-        self.gated = gated
         if dots < 1 or dots & (dots - 1) or lanes % dots:
             raise ValueError(f"dots must be a power of two dividing lanes ({lanes}), not {dots}")
         self.warps, self.lanes, self.dots, self.shape = warps, lanes, dots, s
@@ -225,20 +219,16 @@ class MatrixUnit(wiring.Component):
 
     def elaborate(self, platform) -> Module:
         m = Module()
-        # The unit's registers change only while it holds an mma (busy, a core-clock register
-        # set as it issues: the clock may not depend on the issue logic, which the unit's
-        # write-back feeds through the scoreboard); the resets reach it at any time.
+        # The unit's registers change only while it holds an mma (busy, set as it issues) or
+        # a reset arrives: a clock enable, so that an idle unit's registers hold. (A gated
+        # clock, as the half unit's operands have, was tried: its registers would sample the
+        # issue and read sequencing, the register file and ex1 in the same edge in which
+        # those change, a delta-cycle race that Amaranth's simulator resolves to the new
+        # values; see docs/tensor-core.md.)
         active = Signal()
         m.d.comb += active.eq(self.busy | self.reset | ResetSignal())
-        logic = self._logic()
-        if self.gated:
-            # an OR gate: the clock stays high through a cycle in which the unit is idle;
-            # its inputs come from rising-edge logic, so it cannot glitch (as the half unit's)
-            m.domains.mma = mma = ClockDomain("mma", local=True)
-            m.d.comb += [mma.clk.eq(ClockSignal() | ~active), mma.rst.eq(ResetSignal())]
-            m.submodules.logic = DomainRenamer({"sync": "mma", "core": "sync"})(logic)
-        else:
-            m.submodules.logic = DomainRenamer({"core": "sync"})(EnableInserter(active)(logic))
+        m.submodules.logic = DomainRenamer({"core": "sync"})(EnableInserter(active)(
+            self._logic()))
         return m
 
     def _logic(self) -> Module:  # noqa: C901 - one sequencer, kept together
@@ -248,9 +238,9 @@ class MatrixUnit(wiring.Component):
         steps = 4 * L // P
         latency = levels + 2  # multiply, log2 k add levels, add C
 
-        # The issue and the read sequencing run on the core clock (domain core): busy gates
-        # the unit's clock, and the issue is taken in a cycle in which that clock is still
-        # stopped. Everything else is on the unit's clock (sync here).
+        # The issue and the read sequencing run in domain core (the core clock, no enable):
+        # the issue is taken while the unit is idle. Everything else is in sync, enabled only
+        # while busy.
         busy = Signal()
         warp = Signal.like(self.issue.warp)
         base = Signal(data.ArrayLayout(5, 3))  # A, B, C group bases
