@@ -267,7 +267,17 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--instructions", action="store_true",
                    help="count the model's machine instructions per simulated cycle "
                         "(valgrind) instead of timing it")
+    p.add_argument("--mma", action="store_true",
+                   help="MACs per cycle per core of hgemm_mma.s against sgemm_tiled.s")
     args = p.parse_args(argv)
+    if args.mma:
+        print("| kernel | size | cycles | warp-instr | MACs / cycle / core | vs FP32 |")
+        print("| --- | --- | ---: | ---: | ---: | ---: |")
+        for r in bench_mma(args.config):
+            print(f"| {r['kernel']} | {r['size']} | {r['cycles']:,} | "
+                  f"{r['warp_instructions']:,} | {r['macs_per_cycle_core']:.2f} | "
+                  f"{r['ratio']:.1f}x |")
+        return 0
     if args.instructions:
         print("| kernel | size | cycles | model instructions | per cycle |")
         print("| --- | --- | ---: | ---: | ---: |")
