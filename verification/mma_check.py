@@ -99,6 +99,8 @@ def check_mma_tiles(dev: Any, tiles: int, seed: int = 0, batch: int = 8192) -> d
     warps = cfg.warps_per_core
     per = 4
     unit = warps * per * cfg.cores  # tiles per grid step: every core busy
+    tile_bytes = (s.regs_a + s.regs_b + 8) * cfg.lanes * 4  # A, B, C, D fragments
+    batch = min(batch, cfg.memory_bytes // (4 * tile_bytes))  # a quarter of the memory
     batch = max(unit, batch // unit * unit)
     rng = np.random.default_rng(seed)
     kernels = {fmt: dev.load_module(mma_tiles_kernel(cfg.lanes, fmt)).kernel("mma_tiles")
