@@ -261,6 +261,14 @@ def model_instructions(config: str = "small", n: int = 4096, m: int = 24) -> lis
     return rows
 
 
+def _table(header: list[str], rows: list[list[str]]) -> None:
+    """Print a Markdown table, the first two columns left-aligned, the rest right."""
+    print("| " + " | ".join(header) + " |")
+    print("| " + " | ".join("---" if i < 2 else "---:" for i in range(len(header))) + " |")
+    for row in rows:
+        print("| " + " | ".join(row) + " |")
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m simtgpu.verification.bench_rtl")
     p.add_argument("--config", default="small")
@@ -271,19 +279,15 @@ def main(argv: list[str] | None = None) -> int:
                    help="MACs per cycle per core of hgemm_mma.s against sgemm_tiled.s")
     args = p.parse_args(argv)
     if args.mma:
-        print("| kernel | size | cycles | warp-instr | MACs / cycle / core | vs FP32 |")
-        print("| --- | --- | ---: | ---: | ---: | ---: |")
-        for r in bench_mma(args.config):
-            print(f"| {r['kernel']} | {r['size']} | {r['cycles']:,} | "
-                  f"{r['warp_instructions']:,} | {r['macs_per_cycle_core']:.2f} | "
-                  f"{r['ratio']:.1f}x |")
+        _table(["kernel", "size", "cycles", "warp-instr", "MACs / cycle / core", "vs FP32"],
+               [[r["kernel"], r["size"], f"{r['cycles']:,}", f"{r['warp_instructions']:,}",
+                 f"{r['macs_per_cycle_core']:.2f}", f"{r['ratio']:.1f}x"]
+                for r in bench_mma(args.config)])
         return 0
     if args.instructions:
-        print("| kernel | size | cycles | model instructions | per cycle |")
-        print("| --- | --- | ---: | ---: | ---: |")
-        for r in model_instructions(args.config):
-            print(f"| {r['kernel']} | {r['size']} | {r['cycles']:,} | {r['instructions']:,} | "
-                  f"{r['per_cycle']:,.0f} |")
+        _table(["kernel", "size", "cycles", "model instructions", "per cycle"],
+               [[r["kernel"], r["size"], f"{r['cycles']:,}", f"{r['instructions']:,}",
+                 f"{r['per_cycle']:,.0f}"] for r in model_instructions(args.config)])
         return 0
     print("| kernel | size | cycles | thread-instr | wall s | cycles/s | thread-instr/s | IPC |")
     print("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |")

@@ -122,11 +122,9 @@ class _Node(wiring.Component):
     """One tree node of the matrix unit alone: ``fp32_add(a, b)`` or the product of the
     halves in ``a[:16]`` and ``b[:16]``."""
 
-    a: In(32)
-    b: In(32)
-    bf16: In(1)
-    add: Out(32)
-    mul: Out(32)
+    def __init__(self) -> None:
+        super().__init__({"a": In(32), "b": In(32), "bf16": In(1), "add": Out(32),
+                          "mul": Out(32)})
 
     def elaborate(self, platform) -> Module:
         m = Module()
