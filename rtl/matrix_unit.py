@@ -12,10 +12,13 @@ can move in a cycle. The unit sequences them around the pipeline:
    and the read cycles are issue bubbles.
 2. **Start.** The ``mma`` leaves ex1 as a deferred instruction (``ex1.start``). A
    divergent or stale one (``ex1.abort``) drops the unit back to idle with nothing written.
-3. **Compute.** ``dots`` dot-product trees, each ``k`` FP32 multipliers, a balanced tree
-   of ``log2 k`` FP32 adder levels and one adder for C, every node a one-cycle
-   :class:`Fpu` (so bit for bit ``numerics.mma``: exact half-to-FP32 conversion, ``fmul``,
-   the pairwise ``fadd`` tree, ``fadd`` of C). The trees take ``dots`` output elements per
+3. **Compute.** ``dots`` dot-product trees, each ``k`` products (:func:`half_product`:
+   ``fmul`` of two widened halves, exact, so no rounding), a balanced tree of ``log2 k``
+   levels of FP32 adders (:func:`fp32_add`) and one adder for C, one register stage per
+   level (so bit for bit ``numerics.mma``: exact half-to-FP32 conversion, ``fmul``, the
+   pairwise ``fadd`` tree, ``fadd`` of C). The nodes are made for this place rather than the
+   lanes' fused :class:`~simtgpu.rtl.fpu.Fpu`, a third of its Verilog each (many copies
+   cost the model and the export). The trees take ``dots`` output elements per
    cycle in the order of the destination's registers and lanes; the last result arrives
    ``k_levels + 2`` cycles after the last step.
 4. **Write-back.** The destination registers D3, D2, D1, D0 are offered in turn to the late
