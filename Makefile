@@ -21,7 +21,7 @@ demo: setup  ## assemble a kernel, run it on the ISS and the RTL, write a wavefo
 	@$(PY) -m simtgpu.cli.demo
 
 test: setup  ## the whole regression (what CI runs)
-	@$(PY) -m pytest -q -n $(JOBS) tests
+	@$(PY) -m pytest -q -n $(JOBS) --durations=25 tests
 
 bench: setup  ## measure throughput; tables and PNGs in build/ (performance.md)
 	@$(PY) -m simtgpu.cli.bench

@@ -37,7 +37,8 @@ MAX_QUEUE_ENTRIES = 4096
 
 DEVICE_ID = 0x53475055  # 'SGPU' read as a big-endian string: 0x53 'S', 0x47 'G', ...
 VERSION_MAJOR = 2  # 2: w13/w14 carry the launched module's code range (were reserved)
-VERSION_MINOR = 1  # 1: per-core performance counters (CORE_COUNTERS_BASE)
+VERSION_MINOR = 2  # 1: per-core performance counters (CORE_COUNTERS_BASE); 2: memory-path
+# counters (L1_*, DRAM_*, LOADS, LOAD_LATENCY_*) and a per-core window of 0x80 bytes
 VERSION = (VERSION_MAJOR << 16) | VERSION_MINOR
 
 
@@ -95,16 +96,32 @@ class Mmio(IntEnum):
     DIVERGENCE_EVENTS = 0xA8  # branches that split a warp
     BARRIERS = 0xAC  # block barriers completed
     COMMANDS = 0xB0  # commands completed
+    # The cores' memory paths (docs/memory-system.md): L1 events, line requests sent toward
+    # memory, loads and their latency (accepted on the core's port to response, in cycles).
+    L1_HITS = 0xB4  # reads that hit in an L1
+    L1_MISSES = 0xB8  # reads that missed and sent a line read (an MSHR taken)
+    L1_MERGES = 0xBC  # reads merged into a miss already outstanding (no second request)
+    L1_MSHR_FULL = 0xC0  # cycles a read miss waited because every MSHR was busy
+    DRAM_READ_BYTES = 0xC4  # line bytes requested from memory by reads and atomics
+    DRAM_WRITE_BYTES = 0xC8  # line bytes of stores sent to memory
+    LOADS = 0xCC  # global read transactions answered (with or without an L1)
+    LOAD_LATENCY_SUM = 0xD0  # sum of their latencies (cycles); / LOADS = the average
+    LOAD_LATENCY_MAX = 0xD4  # the longest since the current launch started (not a sum)
 
 
 PERF_COUNTERS: tuple[Mmio, ...] = tuple(m for m in Mmio if m >= Mmio.CYCLES_LO)
+MAX_COUNTERS: frozenset[Mmio] = frozenset({Mmio.LOAD_LATENCY_MAX})
+"""Counters that hold a maximum, zeroed when a launch starts, not a running sum: the driver
+reports their value after the launch, not a difference, and the GPU-wide one is the largest of
+the cores' (not their sum)."""
 
 
 class CoreCounter(IntEnum):
     """Byte offsets of the per-core performance counters inside one core's window (RO,
     32 bits, modulo 2**32, zeroed with the GPU-wide ones). Each is the share of core ``i`` of
     the GPU-wide counter of the same name (:meth:`total`): summed over the cores, modulo
-    2**32, they give that counter. Cycles stay GPU-wide (every core sees the same clock)."""
+    2**32, they give that counter (for a :data:`MAX_COUNTERS` one, the largest of them gives
+    it). Cycles stay GPU-wide (every core sees the same clock)."""
 
     INSTRUCTIONS = 0x00
     THREAD_INSTRUCTIONS = 0x04
@@ -116,6 +133,15 @@ class CoreCounter(IntEnum):
     MEM_TRANSACTIONS = 0x1C
     DIVERGENCE_EVENTS = 0x20
     BARRIERS = 0x24
+    L1_HITS = 0x28
+    L1_MISSES = 0x2C
+    L1_MERGES = 0x30
+    L1_MSHR_FULL = 0x34
+    DRAM_READ_BYTES = 0x38
+    DRAM_WRITE_BYTES = 0x3C
+    LOADS = 0x40
+    LOAD_LATENCY_SUM = 0x44
+    LOAD_LATENCY_MAX = 0x48
 
     @property
     def total(self) -> Mmio:
@@ -126,7 +152,7 @@ class CoreCounter(IntEnum):
 CORE_COUNTERS_BASE = 0x800
 """MMIO byte offset of core 0's counter window; core ``i``'s starts ``i * CORE_COUNTERS_STRIDE``
 further on (:func:`core_counter_offset`)."""
-CORE_COUNTERS_STRIDE = 0x40
+CORE_COUNTERS_STRIDE = 0x80
 MMIO_SPAN = 0x1000
 """Size of the register window; offsets inside it that no register names read as 0."""
 MMIO_ADDR_BITS = (MMIO_SPAN - 1).bit_length()
@@ -395,7 +421,8 @@ def core_counter_table_markdown() -> str:
     prints it after the record table)."""
     rows = ["| offset in a core's window | counter | its sum over the cores |",
             "| --- | --- | --- |"]
-    rows += [f"| 0x{c.value:02X} | {c.name} | {c.total.name} (0x{int(c.total):02X}) |"
+    rows += [f"| 0x{c.value:02X} | {c.name} | {c.total.name} (0x{int(c.total):02X})"
+             f"{', the largest (a maximum)' if c.total in MAX_COUNTERS else ''} |"
              for c in CoreCounter]
     last = MAX_COUNTER_CORES - 1
     rows.append(f"| window of core *i* | 0x{CORE_COUNTERS_BASE:03X} + *i* x "

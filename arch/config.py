@@ -8,7 +8,9 @@ launches against, so a kernel that launches on ``small`` under the ISS launches 
 
 Device-memory timing is a :class:`MemoryConfig`, chosen by name per configuration
 (:func:`memory_settings`: ``ideal``, ``vortex``, ``realistic``; docs/memory-system.md). Only the
-RTL harness's DRAM model uses it; the ISS is functional and ignores it.
+RTL harness's DRAM model uses it; the ISS is functional and ignores it. The per-core L1 data
+cache is an :class:`L1Config` (:func:`l1_default` per configuration, :meth:`GpuConfig.with_l1`);
+it is a hardware build parameter, and the ISS ignores it too.
 """
 
 from __future__ import annotations
@@ -114,6 +116,60 @@ class MemoryConfig:
 
 
 @dataclass(frozen=True)
+class L1Config:
+    """The per-core L1 data cache (rtl/l1_cache.py; docs/memory-system.md).
+
+    Write-through, no write-allocate, non-blocking; its line is the memory port's line
+    (``4 x lanes`` bytes). ``size_bytes`` 0 means no cache: the core's port goes straight to
+    the interconnect, as before the cache existed.
+
+    Parameters
+    ----------
+    size_bytes:
+        Capacity per core: a power-of-two number of sets of ``ways`` lines, or 0 (no L1).
+    ways:
+        Associativity, a power of two.
+    mshrs:
+        Lines with a read miss outstanding at once (1 to 16).
+    rob_depth:
+        Requests in flight through the cache (hits, misses, stores, atomics), a power of two
+        from 2 to 64: the cache's reorder buffer keeps the port's in-order responses.
+    """
+
+    size_bytes: int
+    ways: int = 4
+    mshrs: int = 8
+    rob_depth: int = 32
+
+    def __post_init__(self) -> None:
+        problems = []
+        if self.size_bytes and not _is_pow2(self.size_bytes):
+            problems.append(f"size_bytes must be a power of two (or 0: no L1), "
+                            f"not {self.size_bytes}")
+        if not _is_pow2(self.ways):
+            problems.append(f"ways must be a power of two, not {self.ways}")
+        if not 1 <= self.mshrs <= 16:
+            problems.append(f"mshrs must be from 1 to 16, not {self.mshrs}")
+        if not (_is_pow2(self.rob_depth) and 2 <= self.rob_depth <= 64):
+            problems.append(f"rob_depth must be a power of two from 2 to 64, "
+                            f"not {self.rob_depth}")
+        _refuse("L1 cache", problems)
+
+    def sets(self, line_bytes: int) -> int:
+        """Sets of ``ways`` lines of ``line_bytes`` (0 with no cache)."""
+        return self.size_bytes // (line_bytes * self.ways)
+
+    def describe(self, line_bytes: int) -> str:
+        """One line for reports: ``L1 4 KiB, 4 ways, 32 sets of 32 B, 8 MSHRs``."""
+        if not self.size_bytes:
+            return "no L1"
+        size = (f"{self.size_bytes // KIB} KiB" if self.size_bytes >= KIB
+                else f"{self.size_bytes} B")
+        return (f"L1 {size}, {self.ways} ways, {self.sets(line_bytes)} sets of {line_bytes} B, "
+                f"{self.mshrs} MSHRs, {self.rob_depth} in flight")
+
+
+@dataclass(frozen=True)
 class GpuConfig:
     """Sizes of one GPU build.
 
@@ -145,6 +201,10 @@ class GpuConfig:
     memory:
         Device-memory timing of the RTL harness; None is the ``ideal`` setting (see
         :func:`memory_settings`, :meth:`with_memory`). The ISS ignores it.
+    l1:
+        The per-core L1 data cache of the RTL; None is no cache (see :func:`l1_default`,
+        :meth:`with_l1`). The ISS ignores it: it has no timing, and the cache keeps the ISA's
+        memory semantics.
     """
 
     name: str
@@ -158,6 +218,7 @@ class GpuConfig:
     stack_depth: int = RECONVERGENCE_STACK_DEPTH
     imem_bytes: int = 16 * KIB
     memory: MemoryConfig | None = None
+    l1: L1Config | None = None
 
     def __post_init__(self) -> None:
         problems = []
@@ -187,7 +248,28 @@ class GpuConfig:
             if wait >= MAX_MEM_WAIT:
                 problems.append(f"memory setting {self.memory.name!r}: latency + max_inflight x "
                                 f"cycles per line must be below {MAX_MEM_WAIT}, not {wait}")
+        if self.l1 is not None and self.l1.size_bytes:
+            line = 4 * self.lanes
+            if self.l1.size_bytes < line * self.l1.ways:
+                problems.append(f"the L1's {self.l1.size_bytes} bytes must hold at least one "
+                                f"set of {self.l1.ways} ways of {line}-byte lines")
         _refuse(f"configuration {self.name!r}", problems)
+
+    @property
+    def l1_cache(self) -> L1Config | None:
+        """The L1 in force, or None where there is none (``l1`` None or of size 0)."""
+        return self.l1 if self.l1 is not None and self.l1.size_bytes else None
+
+    def with_l1(self, l1: bool | L1Config | None) -> GpuConfig:
+        """This configuration with the L1 ``l1``: True for its default (:func:`l1_default`),
+        False or None for none, or an :class:`L1Config`."""
+        if l1 is True:
+            l1 = l1_default(self)
+        elif l1 is False:
+            l1 = None
+        elif l1 is not None and not isinstance(l1, L1Config):
+            raise ConfigError(f"l1 must be True, False, None or an L1Config, not {l1!r}")
+        return replace(self, l1=l1)
 
     @property
     def memory_timing(self) -> MemoryConfig:
@@ -254,6 +336,34 @@ def memory_settings(config: GpuConfig) -> dict[str, MemoryConfig]:
         "vortex": MemoryConfig("vortex", 24, 0, 32),
         "realistic": MemoryConfig("realistic", lat, bw, inflight),
     }
+
+
+_L1_DEFAULTS = {
+    # name: (size, ways, MSHRs, requests in flight). Scaled-down GPU L1s: an SM's L1 data
+    # cache holds 32 to 128 KiB for 32-lane warps and 48 to 64 resident warps; these keep
+    # about 4 KiB per 8 lanes of 4 warps, so a core's working set of a few rows fits, and
+    # enough MSHRs for each warp's loads in flight (docs/memory-system.md).
+    "tiny": (1 * KIB, 2, 4, 16),
+    "small": (4 * KIB, 4, 8, 32),
+    "full": (16 * KIB, 4, 16, 32),
+}
+
+L1_DEFAULT_ON = False
+"""The single switch: whether the named configurations are built with their L1 by default
+(docs/memory-system.md says why it is off)."""
+
+
+def l1_default(config: GpuConfig) -> L1Config:
+    """The L1 of ``config``'s size class (:data:`_L1_DEFAULTS`); configurations of a user's own
+    take ``small``'s, scaled to their line (128 lines, 4 ways)."""
+    if config.name in _L1_DEFAULTS:
+        size, ways, mshrs, rob = _L1_DEFAULTS[config.name]
+        return L1Config(size, ways, mshrs, rob)
+    return L1Config(128 * 4 * config.lanes, 4, 8, 32)
+
+
+if L1_DEFAULT_ON:
+    CONFIGS = {name: cfg.with_l1(True) for name, cfg in CONFIGS.items()}
 
 
 def get_config(config: str | GpuConfig) -> GpuConfig:

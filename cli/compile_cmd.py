@@ -137,13 +137,17 @@ def run(args: argparse.Namespace) -> int:
     if sig:
         raise SimtgpuError(f"--sig: {args.kernel} has no parameter(s) "
                                   f"{', '.join(sig)}")
+    config = None
     if args.target == "ptx":
         target = Target.ptx(args.arch)
     else:
         try:
-            lanes = args.warp_size or get_config(args.config).lanes
+            config = get_config(args.config)
         except Exception as e:  # noqa: BLE001 - unknown configuration name
             raise SimtgpuError(f"--config: {e}") from None
+        lanes = args.warp_size or config.lanes
+        if lanes != config.lanes:
+            config = None  # another warp size than the configuration's: no limits to check
         target = Target("isa", lanes)
     block = None
     if args.block:
@@ -156,7 +160,7 @@ def run(args: argparse.Namespace) -> int:
                                       "least 1")
         block = tuple(dims + [1] * (3 - len(dims)))
     ck = compile_function(k.fn, types, defines, target, args.num_warps, block,
-                          enable_fp_fusion=args.fp_fusion)
+                          enable_fp_fusion=args.fp_fusion, config=config)
     text = ck.ir_text if args.emit == "ir" else ck.code
     out = args.output
     if out is None:

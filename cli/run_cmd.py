@@ -47,6 +47,10 @@ def register(subparsers: Any) -> None:
     p.add_argument("--memory", choices=MEMORY_SETTINGS, default=None,
                    help="with --backend rtl: device-memory timing of the DRAM model (default "
                    "ideal; docs/memory-system.md)")
+    p.add_argument("--l1", choices=("on", "off"), default=None,
+                   help="with --backend rtl: build each core with its L1 data cache (the "
+                   "configuration's default size) or without (default: the configuration's "
+                   "own; docs/memory-system.md)")
     p.add_argument("--stats", action="store_true",
                    help="print the launch statistics: counts, IPC and stall shares per core "
                    "and in total")
@@ -171,6 +175,10 @@ def run(args: argparse.Namespace) -> int:
             raise DriverError("--memory needs --backend rtl (the ISS is functional: it has no "
                               "memory timing)")
         options["memory"] = args.memory
+    if args.l1 is not None:
+        if args.backend != "rtl":
+            raise DriverError("--l1 needs --backend rtl (the ISS has no caches)")
+        options["l1"] = args.l1 == "on"
     if args.plot and not args.plot.lower().endswith(".png"):
         raise DriverError(f"--plot {args.plot}: name a .png file")
     out = sys.stderr if args.json else sys.stdout  # with --json, stdout is the JSON alone

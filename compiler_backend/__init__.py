@@ -17,11 +17,11 @@ Port a Triton kernel by changing its imports::
 See docs/compiler.md.
 """
 
-from . import language
+from . import language, runtime
 from .autotune import Config, autotune, heuristics
 from .compiler import CompiledKernel, Target, compile_function, parse_type
 from .jit import JITFunction, LaunchError, cdiv, get_device, jit, next_power_of_2, set_device
 
 __all__ = ["CompiledKernel", "Config", "JITFunction", "LaunchError", "Target", "autotune",
            "cdiv", "compile_function", "get_device", "heuristics", "jit", "language",
-           "next_power_of_2", "parse_type", "set_device"]
+           "next_power_of_2", "parse_type", "runtime", "set_device"]

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .errors import CompileError
-from .ir import BF16, F16, F32, I1, I32, U32, Type
+from .ir import BF16, F16, F32, I1, I32, I64, U32, U64, Type, ptr
 
 
 @dataclass(frozen=True)
@@ -25,6 +25,8 @@ float32 = dtype("float32", F32)
 int32 = dtype("int32", I32)
 int1 = dtype("int1", I1)
 uint32 = dtype("uint32", U32)
+int64 = dtype("int64", I64)
+uint64 = dtype("uint64", U64)
 float16 = dtype("float16", F16)
 bfloat16 = dtype("bfloat16", BF16)
 fp32 = float32
@@ -32,15 +34,16 @@ fp16 = float16
 bf16 = bfloat16
 _DTYPES = {"float32": float32, "fp32": float32, "int32": int32, "i32": int32, "int1": int1,
            "i1": int1, "uint32": uint32, "u32": uint32, "float16": float16, "fp16": float16,
-           "bfloat16": bfloat16, "bf16": bfloat16}
+           "bfloat16": bfloat16, "bf16": bfloat16, "int64": int64, "i64": int64,
+           "uint64": uint64, "u64": uint64}
 
 
 def dtype_of_type(t: Type):
     if t.is_ptr:
         return pointer_type(dtype_of_type(t.pointee))
     if t.unsigned:
-        return uint32
-    return {F32: float32, I32: int32, I1: int1, F16: float16, BF16: bfloat16}[t]
+        return uint64 if t == I64 else uint32
+    return {F32: float32, I32: int32, I64: int64, I1: int1, F16: float16, BF16: bfloat16}[t]
 
 
 @dataclass(frozen=True)
@@ -60,10 +63,17 @@ class pointer_type:  # noqa: N801
         return f"pointer<{self.element_ty!r}>"
 
 
+_PTR_ELEMS = {"float32": "f32", "int32": "i32", "uint32": "u32", "int64": "i64",
+              "uint64": "u64", "float16": "f16", "bfloat16": "bf16"}
+
+
 def to_ir_type(d) -> Type:
     if isinstance(d, dtype):
         return d.type
     if isinstance(d, str) and d in _DTYPES:
         return _DTYPES[d].type
+    if isinstance(d, pointer_type) and d.element_ty.name in _PTR_ELEMS:
+        return ptr(_PTR_ELEMS[d.element_ty.name])  # an integer-to-pointer cast's target
     raise CompileError(f"{d!r} is not a supported dtype (tl.float32, tl.float16, "
-                       "tl.bfloat16, tl.int32, tl.uint32, tl.int1)")
+                       "tl.bfloat16, tl.int32, tl.uint32, tl.int64, tl.uint64, tl.int1, "
+                       "tl.pointer_type(...))")

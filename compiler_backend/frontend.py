@@ -119,6 +119,16 @@ _BINOPS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
 _CMPOPS = {ast.Lt: operator.lt, ast.LtE: operator.le, ast.Gt: operator.gt, ast.GtE: operator.ge,
            ast.Eq: operator.eq, ast.NotEq: operator.ne, ast.Is: operator.is_,
            ast.IsNot: operator.is_not}
+def _is_constexpr(v) -> bool:
+    """A compile-time value: what Triton holds as a ``tl.constexpr`` (numbers, strings,
+    None, dtypes, tuples of them)."""
+    from .dtypes import dtype
+
+    if isinstance(v, tuple):
+        return all(_is_constexpr(x) for x in v)
+    return v is None or isinstance(v, bool | int | float | str | dtype | language.constexpr)
+
+
 _PY_CALLS_OK = {builtins.float, builtins.int, builtins.min, builtins.max, builtins.len,
                 builtins.abs, builtins.bool, builtins.round, builtins.isinstance, builtins.print,
                 builtins.tuple, builtins.list}
@@ -128,12 +138,15 @@ class AstToIr(LoopLowering):
     """Walks one kernel's AST and emits IR through a :class:`Lowering`."""
 
     def __init__(self, src: KernelSource, arg_types: dict[str, Type], constexprs: dict,
-                 threads: int, warp_size: int, name: str | None = None):
+                 threads: int, warp_size: int, name: str | None = None,
+                 specialize: dict[str, str] | None = None, vec: int = 1):
         self.src = src
         fn = ir.Function(name or src.name, [], ir.Block(), threads=threads,
                          warp_size=warp_size)
         self.fn = fn
-        self.ctx = Lowering(fn, threads, warp_size)
+        specialize = specialize or {}
+        fn.meta["divisible"] = {k: 16 for k, v in specialize.items() if v in ("a16", "d16")}
+        self.ctx = Lowering(fn, threads, warp_size, vec)
         self.ctx.thread_level = self._uses_thread_intrinsics()
         self.ctx.frontend = self  # builtins that call @jit functions (tl.reduce) inline here
         self.env: dict[str, object] = {}
@@ -155,6 +168,8 @@ class AstToIr(LoopLowering):
                     raise KernelError(src.loc(src.tree), f"no type for parameter '{pname}'")
                 v = ir.Value(t, None, pname)
                 fn.params.append(ir.Param(pname, t, v))
+                if specialize.get(pname) == "one":  # an integer equal to 1 is a constant
+                    v = self.ctx.const(1, t)
                 self.env[pname] = Tile(self.ctx, (), t, slots=[v])
 
     def _uses_thread_intrinsics(self) -> bool:
@@ -634,10 +649,18 @@ class AstToIr(LoopLowering):
             return out
         if f is builtins.isinstance and len(args) == 2 and not kwargs:
             # a value's kind is known at compile time (tl.tensor, tl.tensor_descriptor ...)
+            kinds = args[1] if isinstance(args[1], tuple) else (args[1],)
+            if language.constexpr in kinds and _is_constexpr(args[0]):
+                return True  # as in Triton, a compile-time value is a tl.constexpr
             try:
                 return isinstance(args[0], args[1])
             except TypeError as e:
                 raise self.error(node, f"compile-time call failed: {e}") from None
+        if f is language.constexpr:
+            # tl.constexpr(v) is v itself here: compile-time values are plain Python values
+            if len(args) != 1 or kwargs or isinstance(args[0], Tile):
+                raise self.error(node, "tl.constexpr(value) takes one compile-time value")
+            return args[0]
         if any(isinstance(a, Tile) for a in args + list(kwargs.values())):
             raise self.error(node, f"cannot call '{getattr(f, '__name__', f)}' on tensors "
                              "inside a kernel (only tl.* functions and @jit helpers)")
@@ -725,11 +748,14 @@ def _load_form(target: ast.expr) -> ast.expr:
 
 
 def lower_kernel(fn, arg_types: dict[str, Type], constexprs: dict, threads: int,
-                 warp_size: int, name: str | None = None) -> ir.Function:
-    """Front end entry: the Python function ``fn`` to an IR function."""
+                 warp_size: int, name: str | None = None,
+                 specialize: dict[str, str] | None = None, vec: int = 1) -> ir.Function:
+    """Front end entry: the Python function ``fn`` to an IR function (``specialize`` and
+    ``vec``: see :func:`simtgpu.compiler_backend.compiler.compile_function`)."""
     try:
         src = KernelSource.from_function(fn)
     except CompileError as e:
         raise e.at(SourceLocation(getattr(fn, "__code__", None)
                                   and fn.__code__.co_filename or "<kernel>", 1, 1)) from None
-    return AstToIr(src, arg_types, constexprs, threads, warp_size, name).generate()
+    return AstToIr(src, arg_types, constexprs, threads, warp_size, name, specialize,
+                   vec).generate()

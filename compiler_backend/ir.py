@@ -16,6 +16,14 @@ pointer is a byte address; ``gep`` adds an element index (``elem_size`` bytes ea
 Integers are signless, as in MLIR: the ops say how bits are read (``sra`` or ``shr``, ``lt``
 or ``ltu``, ``i2f`` or ``u2f``). ``u32`` is ``i32`` with the front end's note
 that the language value is unsigned; it takes no part in type equality.
+
+``i64`` (``tl.int64``/``tl.uint64``; ``u64`` is its unsigned note) is a value of its own:
+the integer ops take two ``i64`` operands (a shift amount too), ``sext``/``zext``/``trunc``
+convert to and from ``i32``, ``i2f``/``u2f`` read an ``i64`` operand and ``f2i``/``f2u``
+with ``bits=64`` give one, ``gep`` takes an ``i64`` index, and ``inttoptr``/``ptrtoint``
+convert between integers and global pointers. PTX keeps them native; for this ISA
+:func:`simtgpu.compiler_backend.wide.legalize_i64` rewrites every ``i64`` into a pair of
+``i32`` registers before code generation.
 """
 
 from __future__ import annotations
@@ -25,6 +33,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 
 from simtgpu.errors import SimtgpuError
+from simtgpu.sim.numerics import wrap_i64
 
 
 class IRError(SimtgpuError):
@@ -33,8 +42,8 @@ class IRError(SimtgpuError):
 
 @dataclass(frozen=True)
 class Type:
-    kind: str  # "i1" | "i32" | "f32" | "f16" | "bf16" | "ptr"
-    elem: str | None = None  # pointee for ptr: "f32" | "i32" | "f16" | "bf16"
+    kind: str  # "i1" | "i32" | "i64" | "f32" | "f16" | "bf16" | "ptr"
+    elem: str | None = None  # pointee for ptr: "f32" | "i32" | "i64" | "f16" | "bf16"
     space: str | None = None  # "global" | "shared" for ptr
     # the language type is uint32 (an i32, or a pointer to i32): a front-end annotation that
     # picks unsigned ops; the IR is signless, so it is left out of == and hash
@@ -42,8 +51,13 @@ class Type:
 
     def __str__(self) -> str:
         if self.kind == "ptr":
-            return f"ptr<{'u32' if self.unsigned else self.elem},{self.space}>"
-        return "u32" if self.unsigned else self.kind
+            elem = self.elem
+            if self.unsigned:
+                elem = "u64" if elem == "i64" else "u32"
+            return f"ptr<{elem},{self.space}>"
+        if self.unsigned:
+            return "u64" if self.kind == "i64" else "u32"
+        return self.kind
 
     @property
     def is_ptr(self) -> bool:
@@ -54,6 +68,8 @@ class Type:
         assert self.is_ptr
         if self.elem in _FLOATS:
             return _FLOATS[self.elem]
+        if self.elem == "i64":
+            return U64 if self.unsigned else I64
         return U32 if self.unsigned else I32
 
     @property
@@ -63,12 +79,18 @@ class Type:
 
     @property
     def elem_size(self) -> int:
-        """Bytes per element of a pointer: 2 for the 16-bit floats, 4 otherwise."""
+        """Bytes per element of a pointer: 2 for the 16-bit floats, 8 for i64, 4 otherwise."""
         assert self.is_ptr
-        return 2 if self.elem in HALF_KINDS else 4
+        return 2 if self.elem in HALF_KINDS else 8 if self.elem == "i64" else 4
+
+    @property
+    def is_int(self) -> bool:
+        """An integer value (i32 or i64, signed or unsigned), not i1 and not a pointer."""
+        return self.kind in ("i32", "i64")
 
     def with_unsigned(self, unsigned: bool) -> Type:
-        """This type with the unsigned annotation set or cleared (i32 and pointers to i32)."""
+        """This type with the unsigned annotation set or cleared (integers and pointers to
+        them)."""
         if unsigned == self.unsigned:
             return self
         return Type(self.kind, self.elem, self.space, unsigned)
@@ -77,6 +99,8 @@ class Type:
 I1 = Type("i1")
 I32 = Type("i32")
 U32 = Type("i32", unsigned=True)
+I64 = Type("i64")
+U64 = Type("i64", unsigned=True)
 F32 = Type("f32")
 F16 = Type("f16")
 BF16 = Type("bf16")
@@ -85,10 +109,10 @@ _FLOATS = {"f32": F32, "f16": F16, "bf16": BF16}
 
 
 def ptr(elem: str, space: str = "global") -> Type:
-    """A pointer to ``elem`` ("f32", "i32", "f16", "bf16", or "u32": i32 elements read as
-    unsigned)."""
-    if elem == "u32":
-        return Type("ptr", "i32", space, unsigned=True)
+    """A pointer to ``elem`` ("f32", "i32", "i64", "f16", "bf16", or "u32"/"u64": integer
+    elements read as unsigned)."""
+    if elem in ("u32", "u64"):
+        return Type("ptr", "i" + elem[1:], space, unsigned=True)
     return Type("ptr", elem, space)
 
 
@@ -116,13 +140,15 @@ INT_BINARY = ("add", "sub", "mul", "mulhi", "mulhu", "and", "or", "xor", "shl", 
 FLOAT_BINARY = ("fadd", "fsub", "fmul", "fmin", "fmax")
 FLOAT_UNARY = ("fneg", "fabs", "rcp", "rsqrt", "sqrt", "exp2", "log2", "sin", "cos")
 CASTS = ("i2f", "u2f", "f2i", "f2u")
+# 64-bit integers: sign/zero extension of an i32, its low word, and integer <-> pointer
+WIDE_OPS = ("sext", "zext", "trunc", "inttoptr", "ptrtoint")
 # 16-bit floats: h2f (exact), f2h[fmt] (RNE), hadd/hsub/hmul (one rounding in the operands'
 # format), hpack (two halves into one word, the first in bits 15:0: an mma fragment register)
 HALF_OPS = ("h2f", "f2h", "hadd", "hsub", "hmul", "hpack")
 INT_CONDS = ("eq", "ne", "lt", "le", "gt", "ge", "ltu", "leu", "gtu", "geu")
 FLOAT_CONDS = ("eq", "ne", "lt", "le", "gt", "ge")
 PURE_OPS = frozenset(
-    INT_BINARY + FLOAT_BINARY + FLOAT_UNARY + CASTS + HALF_OPS
+    INT_BINARY + FLOAT_BINARY + FLOAT_UNARY + CASTS + HALF_OPS + WIDE_OPS
     + ("const", "sreg", "ffma", "icmp", "fcmp", "not", "select", "gep", "ptradd", "smem")
 )
 # mma (warp matrix multiply-accumulate: 4 A words, B words, 4 C f32 -> 4 D f32) needs the
@@ -256,7 +282,15 @@ def result_types(name: str, operands: list[Value], attrs: dict) -> list[Type]:
     if name in ("i2f", "u2f"):
         return [F32]
     if name in ("f2i", "f2u"):
+        return [I64 if attrs.get("bits") == 64 else I32]
+    if name == "ptrtoint":  # (bits=32: this ISA's addresses, after i64 legalisation)
+        return [I32 if attrs.get("bits") == 32 else I64]
+    if name in ("sext", "zext"):
+        return [I64]
+    if name == "trunc":
         return [I32]
+    if name == "inttoptr":
+        return [ptr(attrs["elem"])]
     if name == "h2f":
         return [F32]
     if name == "f2h":
@@ -359,11 +393,13 @@ def print_function(fn: Function) -> str:
 # Verifier
 
 _OPERAND_RULES: dict[str, str] = {
-    **{n: "ii" for n in ("mul", "mulhi", "mulhu", "shl", "shr", "sra", "min", "max", "minu", "maxu",
-                         "add", "sub")},
+    **{n: "ii" for n in ("mulhi", "mulhu")},
+    **{n: "nn" for n in ("mul", "shl", "shr", "sra", "min", "max", "minu", "maxu", "add",
+                         "sub")},
     **{n: "ff" for n in FLOAT_BINARY},
     **{n: "f" for n in FLOAT_UNARY},
-    "ffma": "fff", "i2f": "i", "u2f": "i", "f2i": "f", "f2u": "f", "not": "p",
+    "ffma": "fff", "i2f": "n", "u2f": "n", "f2i": "f", "f2u": "f", "not": "p",
+    "sext": "i", "zext": "i", "trunc": "l", "ptrtoint": "g", "inttoptr": "n",
 }
 
 
@@ -431,19 +467,32 @@ def verify(fn: Function) -> None:
             if len(ts) != len(rule):
                 fail(op, f"expects {len(rule)} operands, has {len(ts)}")
             for t, r in zip(ts, rule, strict=True):
-                want = {"i": I32, "f": F32, "p": I1}[r]
+                if r == "n":  # an integer of either width
+                    if t not in (I32, I64):
+                        fail(op, f"operand of type {t} where i32 or i64 is required")
+                    continue
+                if r == "g":
+                    if not (t.is_ptr and t.space == "global"):
+                        fail(op, f"operand of type {t} where a global pointer is required")
+                    continue
+                want = {"i": I32, "l": I64, "f": F32, "p": I1}[r]
                 if t != want:
                     fail(op, f"operand of type {t} where {want} is required")
+            if rule[:2] == "nn" and ts[0] != ts[1]:
+                fail(op, f"operands of types {ts[0]} and {ts[1]}: both i32 or both i64")
+        if op.name == "inttoptr" and ("elem" not in op.attrs or op.results[0].type.space
+                                      != "global"):
+            fail(op, "needs an elem attribute (a global pointer's element)")
         if op.name in ("and", "or", "xor"):
-            if len(ts) != 2 or ts[0] != ts[1] or ts[0] not in (I32, I1):
-                fail(op, "needs two operands of the same type, i32 or i1")
+            if len(ts) != 2 or ts[0] != ts[1] or ts[0] not in (I32, I64, I1):
+                fail(op, "needs two operands of the same type, i32, i64 or i1")
         if op.name == "const" and ("value" not in op.attrs or len(op.results) != 1):
             fail(op, "needs a value attribute and one result")
         if op.name in ("icmp", "fcmp"):
             conds = INT_CONDS if op.name == "icmp" else FLOAT_CONDS
             if op.attrs.get("cond") not in conds:
                 fail(op, f"bad condition {op.attrs.get('cond')!r}")
-            want = I32 if op.name == "icmp" else F32
+            want = (ts[0] if ts and ts[0] == I64 else I32) if op.name == "icmp" else F32
             if len(ts) != 2 or any(t != want for t in ts):
                 fail(op, f"compares two {want} values")
         if op.name in ("hadd", "hsub", "hmul", "hpack") and (
@@ -461,8 +510,8 @@ def verify(fn: Function) -> None:
         if op.name == "select" and (len(ts) != 3 or ts[0] != I1 or ts[1] != ts[2]):
             fail(op, "select needs (i1, T, T)")
         if op.name in ("gep", "ptradd") and (len(ts) != 2 or not ts[0].is_ptr
-                                             or ts[1] != I32):
-            fail(op, f"{op.name} needs (ptr, i32)")
+                                             or ts[1] not in (I32, I64)):
+            fail(op, f"{op.name} needs (ptr, i32 or i64)")
         if op.name == "load":
             if len(ts) not in (1, 2, 3) or not ts[0].is_ptr:
                 fail(op, "load needs (ptr), (ptr, i1 mask) or (ptr, i1 mask, other)")
@@ -534,6 +583,8 @@ class Builder:
             value = float(value)
         elif type == I1:
             value = bool(value)
+        elif type == I64:
+            value = wrap_i64(int(value))
         else:
             value = int(value) & 0xFFFFFFFF
             if value >= 1 << 31:

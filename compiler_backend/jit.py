@@ -2,7 +2,9 @@
 
 The current device (``set_device``; by default ``Device(backend="iss", config="small")``)
 decides the target: the ISA with the device's warp size, or PTX for the ``cuda`` backend.
-Compiled kernels are cached per (parameter types, constexpr values, target, threads).
+Compiled kernels are cached per (parameter types, constexpr values, target, threads, and the
+argument specialisations of ``compiler.SPECIALIZATIONS``: 16-byte aligned pointers, integers
+divisible by 16, integers equal to 1).
 NumPy arrays passed to a launch are copied to the device and written back afterwards;
 DeviceArrays are used in place.
 """
@@ -16,7 +18,7 @@ from typing import Any
 import numpy as np
 from simtgpu.errors import SimtgpuError
 
-from .compiler import CompiledKernel, Target, compile_function, type_of_arg
+from .compiler import CompiledKernel, Target, compile_function, specialization, type_of_arg
 from .debug_ops import PRINT_BUFFER_WORDS, PRINT_PARAMS, assertion_from_fault, format_prints
 from .frontend import KernelSource
 
@@ -56,7 +58,7 @@ cdiv._simtgpu_host = True  # type: ignore[attr-defined]
 next_power_of_2._simtgpu_host = True  # type: ignore[attr-defined]
 
 _LAUNCH_OPTIONS = ("num_warps", "num_stages", "num_ctas", "block", "target_device",
-                   "enable_fp_fusion")
+                   "enable_fp_fusion", "size_per_thread")
 
 
 def device_target(dev) -> Target:
@@ -99,6 +101,7 @@ class JITFunction(KernelInterface):
 
     def __init__(self, fn, do_not_specialize=None, debug=None, noinline=None):
         self.fn = fn
+        self.do_not_specialize = tuple(do_not_specialize or ())
         self.__name__ = fn.__name__
         self.__doc__ = fn.__doc__
         self._src: KernelSource | None = None
@@ -137,7 +140,7 @@ class JITFunction(KernelInterface):
                 else:
                     raise LaunchError(f"{self.__name__}: missing argument '{p}'")
             v = bound[p]
-            if p in src.constexpr_params:
+            if p in src.constexpr_params or v is None:  # None is compile-time, as in Triton
                 cexpr[p] = v
             else:
                 runtime[p] = v
@@ -145,18 +148,47 @@ class JITFunction(KernelInterface):
 
     def compile(self, target: Target, arg_types: dict, constexprs: dict, num_warps: int = 4,
                 block: tuple[int, int, int] | None = None,
-                enable_fp_fusion: bool = True) -> CompiledKernel:
+                enable_fp_fusion: bool = True, config=None,
+                specialize: dict[str, str] | None = None,
+                size_per_thread: int | None = None) -> CompiledKernel:
+        """The compiled kernel (cached); with ``config`` (a GpuConfig), checked against that
+        configuration's limits (:func:`compile_function`)."""
         key = (tuple((k, str(v)) for k, v in arg_types.items()),
                tuple(sorted((k, repr(v)) for k, v in constexprs.items())), target,
-               num_warps, block, enable_fp_fusion)
+               num_warps, block, enable_fp_fusion,
+               tuple(sorted((specialize or {}).items())), size_per_thread, config)
         hit = self.cache.get(key)
         if hit is None:
             hit = compile_function(self.fn, arg_types, constexprs, target, num_warps, block,
-                                   enable_fp_fusion=enable_fp_fusion)
+                                   enable_fp_fusion=enable_fp_fusion, config=config,
+                                   specialize=specialize, size_per_thread=size_per_thread)
             self.cache[key] = hit
         return hit
 
+    def warmup(self, *args, grid=None, **kwargs) -> CompiledKernel:
+        """Compile for the current device as a launch with these arguments would, without
+        launching (Triton's ``kernel.warmup``): the result tells ``n_regs``, ``n_spills``
+        and ``metadata.shared``, and launches as ``compiled[grid](*args)``."""
+        try:
+            ck, _, cexpr = self._prepare(args, kwargs)
+        except SimtgpuError as e:
+            raise e.with_traceback(None) from None
+        ck.bind_launcher(functools.partial(_launch_warm, ck, self,
+                                           {k: repr(v) for k, v in cexpr.items()}))
+        return ck
+
     def _run(self, args, kwargs, grid):
+        ck, runtime, cexpr = self._prepare(args, kwargs)
+        options = {k: kwargs[k] for k in kwargs if k in _LAUNCH_OPTIONS}
+        if callable(grid):
+            grid = grid({**cexpr, **runtime, **options})
+        if isinstance(grid, int):
+            grid = (grid,)
+        grid = tuple(int(g) for g in grid) + (1,) * (3 - len(tuple(grid)))
+        return launch_compiled(get_device(), ck, grid, runtime, self)
+
+    def _prepare(self, args, kwargs) -> tuple[CompiledKernel, dict, dict]:
+        """Bind a call and compile it (cached) for the current device."""
         runtime, cexpr, options = self.bind(args, kwargs)
         dev = get_device()
         target = device_target(dev)
@@ -171,14 +203,17 @@ class JITFunction(KernelInterface):
         block = options.get("block")
         if block is not None:
             block = tuple(block) + (1,) * (3 - len(tuple(block)))
+        spt = options.get("size_per_thread")
+        if spt not in (None, 1, 2, 4):
+            raise LaunchError(f"{self.__name__}: size_per_thread must be 1, 2 or 4, not {spt!r}")
+        keep = {self.src.params[i] if isinstance(i, int) else i for i in self.do_not_specialize}
+        spec = {k: sp for k, v in runtime.items()
+                if (sp := specialization(k, v, keep)) is not None}
         ck = self.compile(target, arg_types, cexpr, num_warps, block,
-                          bool(options.get("enable_fp_fusion", True)))
-        if callable(grid):
-            grid = grid({**cexpr, **runtime, **options})
-        if isinstance(grid, int):
-            grid = (grid,)
-        grid = tuple(int(g) for g in grid) + (1,) * (3 - len(tuple(grid)))
-        return launch_compiled(dev, ck, grid, runtime, self)
+                          bool(options.get("enable_fp_fusion", True)),
+                          dev.config if target.kind == "isa" else None, spec,
+                          options.get("size_per_thread"))
+        return ck, runtime, cexpr
 
 
 def _module_for(dev, ck: CompiledKernel):
@@ -209,6 +244,25 @@ def _module_for(dev, ck: CompiledKernel):
     return mod
 
 
+def _s32(x: int) -> int:
+    x &= 0xFFFFFFFF
+    return x - (1 << 32) if x >> 31 else x
+
+
+def _launch_warm(ck: CompiledKernel, owner, cexpr: dict, grid, args, kwargs):
+    """Launch a kernel compiled by ``owner.warmup``; constexpr arguments must be the ones
+    it was compiled with."""
+    runtime, got, _ = owner.bind(args, kwargs)
+    for k, v in got.items():
+        if repr(v) != cexpr.get(k):
+            raise LaunchError(f"kernel '{ck.name}': {k}={v!r}, but it was compiled "
+                              f"with {k}={cexpr.get(k)}")
+    if isinstance(grid, int):
+        grid = (grid,)
+    grid = tuple(int(g) for g in grid) + (1,) * (3 - len(tuple(grid)))
+    return launch_compiled(get_device(), ck, grid, runtime, owner)
+
+
 def launch_compiled(dev, ck: CompiledKernel, grid, runtime: dict, owner=None):
     """Launch a compiled kernel with NumPy arrays / DeviceArrays / scalars."""
     from simtgpu.driver_model import DeviceArray
@@ -236,6 +290,14 @@ def launch_compiled(dev, ck: CompiledKernel, grid, runtime: dict, owner=None):
             v = float(v)
         elif kind in ("i32", "u32"):
             v = int(v)
+        elif kind in ("i64", "u64"):
+            v = int(v)
+            if not -(1 << 63) <= v < (1 << 64):
+                raise LaunchError(f"'{name}': {v} does not fit in 64 bits")
+            if ck.target.kind == "isa":  # two parameter words, the low word first
+                w = v & ((1 << 64) - 1)
+                call_args += [_s32(w), _s32(w >> 32)]
+                continue
         call_args.append(v)
     if ck.target.kind == "ptx":
         result = dev.backend.launch_ptx(mod, grid, ck.block, call_args, ck.shared_bytes)
@@ -266,4 +328,4 @@ def jit(fn=None, **options):
     """Decorator: turn a Python function written in the kernel language into a kernel."""
     if fn is None:
         return lambda f: JITFunction(f, **options)
-    return JITFunction(fn)
+    return JITFunction(fn, **options)

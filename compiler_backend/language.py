@@ -28,9 +28,11 @@ from .dtypes import (  # noqa: F401 - tl.float32, tl.pointer_type ... are langua
     fp32,
     int1,
     int32,
+    int64,
     pointer_type,
     to_ir_type,
     uint32,
+    uint64,
 )
 from .errors import CompileError
 from .ir import F32, I1, I32, Type, Value
@@ -308,8 +310,9 @@ def abs(ctx: Lowering, x) -> Tile:  # noqa: A001 - the Triton name
         return ctx.map1(t, F32, lambda v: ctx.b("fabs", v))
     if t.type.unsigned:
         return t
-    t = ctx.cast(t, I32)
-    return ctx.map1(t, I32, lambda v: ctx.b("max", v, ctx.b("sub", ctx.const(0), v)))
+    it = ir.I64 if t.type == ir.I64 else I32
+    t = ctx.cast(t, it)
+    return ctx.map1(t, it, lambda v: ctx.b("max", v, ctx.b("sub", ctx.const(0, it), v)))
 
 
 @builtin
@@ -543,6 +546,11 @@ def dot(ctx: Lowering, input, other, acc=None, input_precision=None, allow_tf32=
     ctx.store_tile_shared(b.materialize(), bbase)
     ctx.barrier()
 
+    if M * N >= ctx.T:
+        out = _dot_outer(ctx, base, bbase, acc, M, N, K)
+        ctx.scratch_dirty = True
+        return out
+
     def fn(c: Coords) -> Value:
         m, n = c.idx()
         arow = ctx.b("gep", base, ctx.b("shl", m, ctx.const(K.bit_length() - 1)))
@@ -557,6 +565,43 @@ def dot(ctx: Lowering, input, other, acc=None, input_precision=None, allow_tf32=
     out = Tile(ctx, (M, N), F32, fn=fn).materialize()
     ctx.scratch_dirty = True
     return out
+
+
+def _dot_outer(ctx: Lowering, abase: Value, bbase: Value, acc: Tile | None, M: int, N: int,
+               K: int) -> Tile:
+    """The thread's elements of ``A @ B (+ acc)`` as an outer product per k step: A (row-major
+    M x K) and B (K x N) sit in shared memory at ``abase``/``bbase``.
+
+    The thread's output elements form a 2-D tile of rows ``m0 + dm`` and columns
+    ``n0 + dn`` (``dm``, ``dn`` constants of the layout: with ``U = T * vec`` elements per
+    slot group, slot ``s`` is ``dm = (s // vec) * U // N``, ``dn = (s // vec) * U % N +
+    s % vec``, since one of ``U`` and ``N`` divides the other); each k step loads each of
+    its A rows' and B columns' elements once and does one fused multiply-add per output
+    element, so every element is still the chain ``acc + a0*b0``, then ``+ a1*b1``, ... in
+    k order (the same bits as the per-element chain). ``vec`` k steps are loaded at a
+    time, so a row's A elements are adjacent loads (a vector load in PTX)."""
+    shape = (M, N)
+    v = ctx.vec(shape)
+    U = ctx.T * v
+    nslots = ctx.nslots(shape)
+    m0, n0 = Coords(ctx, shape, 0).idx()
+    arow = ctx.b("gep", abase, ctx.b("shl", m0, ctx.const(K.bit_length() - 1)))
+    bcol = ctx.b("gep", bbase, n0)
+    place = [((s // v) * U // N, (s // v) * U % N + s % v) for s in builtins.range(nslots)]
+    rows = sorted({dm for dm, _ in place})
+    cols = sorted({dn for _, dn in place})
+    accs = [acc.at(Coords(ctx, shape, s)) if acc is not None else ctx.const(0.0, F32)
+            for s in builtins.range(nslots)]
+    chunk = builtins.min(ctx.V, K)
+    for k0 in builtins.range(0, K, chunk):
+        a = {(dm, k): ctx.b.op("load", [ctx.b("gep", arow, ctx.const(dm * K + k))]).result
+             for dm in rows for k in builtins.range(k0, k0 + chunk)}
+        for k in builtins.range(k0, k0 + chunk):
+            b = {dn: ctx.b.op("load", [ctx.b("gep", bcol, ctx.const(k * N + dn))]).result
+                 for dn in cols}
+            accs = [ctx.b("ffma", a[dm, k], b[dn], x)
+                    for (dm, dn), x in zip(place, accs, strict=True)]
+    return Tile(ctx, shape, F32, slots=accs)
 
 
 # --- shared memory (thread level) -------------------------------------------------------------

@@ -12,7 +12,7 @@ from simtgpu.sim.numerics import f32_to_bits
 from simtgpu.sim.semantics import ICMP_OPS, INT_OPS, MUL_OPS
 
 from . import ir
-from .ir import F32, I1, I32, Block, Function, Op, Value, const_value
+from .ir import F32, I1, I32, I64, Block, Function, Op, Value, const_value
 
 MASK32 = 0xFFFFFFFF
 
@@ -57,7 +57,7 @@ _INT_FOLD = {**INT_OPS, **{n: MUL_OPS[n] for n in ("mul", "mulhi", "mulhu")}}
 _FLOAT_FOLD = {"fadd": nx.fadd, "fsub": nx.fsub, "fmul": nx.fmul, "ffma": nx.ffma,
                "fmin": nx.fmin, "fmax": nx.fmax, "fneg": nx.fneg, "fabs": nx.fabs}
 FOLDABLE_OPS = frozenset(ir.INT_BINARY) | frozenset(_FLOAT_FOLD) | frozenset(ir.CASTS) | {
-    "icmp", "fcmp", "select", "not"}
+    "icmp", "fcmp", "select", "not", "sext", "zext", "trunc"}
 """The ops :func:`constant_fold` evaluates; a property test checks each against the ISS."""
 
 
@@ -81,6 +81,8 @@ def _fold(op: Op) -> object | None:
         return not cs[0]
     if n == "select":
         return cs[1] if cs[0] else cs[2]
+    if t == I64 or op.operands[0].type == I64:
+        return _fold_i64(op, cs)
     regs = [_reg(c) for c in cs]
     with np.errstate(all="ignore"):
         if n in _INT_FOLD and t == I32:
@@ -93,6 +95,25 @@ def _fold(op: Op) -> object | None:
             return _from_reg(_FLOAT_FOLD[n](*regs), F32)
         if n in ir.CASTS:
             return _from_reg(nx.cvt(n, regs[0]), t)
+    return None
+
+
+def _fold_i64(op: Op, cs: list) -> object | None:
+    """An op on 64-bit constants, on exact Python ints wrapped to 64 bits (sim/numerics.py:
+    the same functions define the reference of the int64 tests)."""
+    n = op.name
+    if n in nx.INT64_OPS:
+        return nx.int64_op(n, cs[0], cs[1])
+    if n == "icmp":
+        return nx.int64_cmp(op.attrs["cond"], cs[0], cs[1])
+    if n == "trunc":
+        return _s32(cs[0])
+    if n in ("sext", "zext"):
+        return _s32(cs[0]) if n == "sext" else int(cs[0]) & MASK32
+    if n in ("i2f", "u2f"):
+        return _from_reg(np.array([nx.cvt64(n, cs[0])], np.uint32), F32)
+    if n in ("f2i", "f2u"):
+        return nx.cvt64(n, int(_reg(cs[0])[0]))
     return None
 
 
@@ -147,7 +168,7 @@ def _simplify(op: Op):
     n = op.name
     cs = [const_value(v) for v in op.operands]
     a = op.operands[0] if op.operands else None
-    if n in ("add", "or", "xor", "shl", "shr", "sra") and op.result.type == I32:
+    if n in ("add", "or", "xor", "shl", "shr", "sra") and op.result.type in (I32, I64):
         if cs[1] == 0:
             return a
         if n in ("add", "or", "xor") and cs[0] == 0:
@@ -312,16 +333,18 @@ def strength_reduce(fn: Function) -> Function:
     elements) so equal scaled indices
     are computed once. Values are unchanged (all integer arithmetic wraps at 32 bits either way).
     """
+    pending: dict[int, tuple[Op, list[Op]]] = {}  # anchor -> ops to insert before it
     for op in list(fn.walk()):
         if op.name == "mul":
             for i in (0, 1):
                 c = const_value(op.operands[i])
                 if c is not None and c > 0 and c & (c - 1) == 0:
                     x = op.operands[1 - i]
-                    k = _new_const(op, c.bit_length() - 1)
+                    k = _new_const(op, c.bit_length() - 1, _int_type(x), pending)
                     op.name = "shl"
                     op.operands = [x, k]
                     break
+    _flush(pending)
     for op in list(fn.walk()):
         # add(x, add(y, c)) -> add(add(x, y), c): constants move outwards, towards offsets
         if op.name != "add":
@@ -331,10 +354,12 @@ def strength_reduce(fn: Function) -> Function:
             if isinstance(inner, Op) and inner.name == "add" and inner.parent is op.parent:
                 ci = [const_value(v) for v in inner.operands]
                 if ci[1] is not None and ci[0] is None and const_value(op.operands[1 - i]) is None:
-                    s = Op("add", [op.operands[1 - i], inner.operands[0]], [I32])
-                    _insert_before(op, s)
+                    s = Op("add", [op.operands[1 - i], inner.operands[0]],
+                           [_int_type(op.result)])
+                    _insert_before(op, s, pending)
                     op.operands = [s.result, inner.operands[1]]
                     break
+    _flush(pending)
     for op in list(fn.walk()):
         if op.name != "gep":
             continue
@@ -345,7 +370,7 @@ def strength_reduce(fn: Function) -> Function:
                 c = const_value(io.operands[i])
                 if c is not None:
                     inner = Op("gep", [p, io.operands[1 - i]], [p.type])
-                    _insert_before(op, inner)
+                    _insert_before(op, inner, pending)
                     op.operands = [inner.result, io.operands[i]]
                     break
         p, idx = op.operands
@@ -353,30 +378,63 @@ def strength_reduce(fn: Function) -> Function:
         c2 = const_value(idx)
         if c2 is not None and isinstance(po, Op) and po.name == "gep":
             c1 = const_value(po.operands[1])
-            if c1 is not None:
-                op.operands = [po.operands[0], _new_const(op, _s32(c1 + c2))]
+            if c1 is not None and idx.type == po.operands[1].type:
+                wide = idx.type == I64
+                op.operands = [po.operands[0], _new_const(
+                    op, nx.wrap_i64(c1 + c2) if wide else _s32(c1 + c2), idx.type, pending)]
+    _flush(pending)
     for op in list(fn.walk()):
         # gep(p, i) -> ptradd(p, shl(i, log2 size)): the scaled index becomes a value CSE
         # can share
         if op.name == "gep" and const_value(op.operands[1]) is None:
             size = op.operands[0].type.elem_size
-            sh = Op("shl", [op.operands[1], _new_const(op, size.bit_length() - 1)], [I32])
-            _insert_before(op, sh)
+            it = _int_type(op.operands[1])
+            sh = Op("shl", [op.operands[1],
+                            _new_const(op, size.bit_length() - 1, it, pending)], [it])
+            _insert_before(op, sh, pending)
             op.name = "ptradd"
             op.operands = [op.operands[0], sh.result]
+    _flush(pending)
     return fn
 
 
-def _insert_before(anchor: Op, new: Op) -> None:
+def _insert_before(anchor: Op, new: Op,
+                   pending: dict[int, tuple[Op, list[Op]]] | None = None) -> None:
+    """Put ``new`` just before ``anchor`` (after earlier insertions there); with
+    ``pending``, only note it for :func:`_flush` (one rebuild of each block instead of a
+    search per insertion)."""
     block = anchor.parent
-    i = block.ops.index(anchor)
     new.parent = block
+    if pending is not None:
+        pending.setdefault(id(anchor), (anchor, []))[1].append(new)
+        return
+    i = block.ops.index(anchor)
     block.ops.insert(i, new)
 
 
-def _new_const(anchor: Op, value: int) -> Value:
-    c = Op("const", [], [I32], {"value": value})
-    _insert_before(anchor, c)
+def _flush(pending: dict[int, tuple[Op, list[Op]]]) -> None:
+    """Carry out the insertions noted by :func:`_insert_before`."""
+    blocks = {id(anchor.parent): anchor.parent for anchor, _ in pending.values()}
+    for block in blocks.values():
+        ops: list[Op] = []
+        for op in block.ops:
+            hit = pending.get(id(op))
+            if hit is not None:
+                ops.extend(hit[1])
+            ops.append(op)
+        block.ops = ops
+    pending.clear()
+
+
+def _int_type(v: Value):
+    """The IR integer type of ``v`` without the unsigned note: I64 or I32."""
+    return I64 if v.type == I64 else I32
+
+
+def _new_const(anchor: Op, value: int, type=I32,
+               pending: dict[int, tuple[Op, list[Op]]] | None = None) -> Value:
+    c = Op("const", [], [type], {"value": value})
+    _insert_before(anchor, c, pending)
     return c.result
 
 
@@ -487,7 +545,8 @@ def loop_strength_reduce(fn: Function) -> Function:
         inside = _defined_in(body)
         lb, step = loop.operands[0], loop.operands[2]
         for op in list(body.ops):
-            if op.name != "ptradd" or op.operands[0].id in inside:
+            if op.name != "ptradd" or op.operands[0].id in inside or \
+                    op.operands[1].type != I32:
                 continue
             f = _affine(op.operands[1], iv, inside)
             if f is None:

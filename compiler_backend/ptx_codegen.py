@@ -14,14 +14,16 @@ from __future__ import annotations
 import struct
 from collections.abc import Callable
 
-from . import half_codegen, ir
+from . import half_codegen, ir, vectorize
 from .errors import CompileError
-from .ir import F32, I1, Function, Op, Value, const_value
+from .ir import F32, I1, I32, I64, Function, Op, Value, const_value
 
 _INT = {"add": "add.s32", "sub": "sub.s32", "mul": "mul.lo.s32", "mulhi": "mul.hi.s32",
         "mulhu": "mul.hi.u32", "and": "and.b32", "or": "or.b32", "xor": "xor.b32",
         "shl": "shl.b32", "shr": "shr.u32", "sra": "shr.s32", "min": "min.s32",
         "max": "max.s32", "minu": "min.u32", "maxu": "max.u32"}
+# the same ops on 64-bit integers (tl.int64: .s64 registers; shift amounts are .u32)
+_INT64 = {n: i.replace("32", "64") for n, i in _INT.items()}
 _FLOAT = {"fadd": "add.rn.ftz.f32", "fsub": "sub.rn.ftz.f32", "fmul": "mul.rn.ftz.f32",
           "fmin": "min.ftz.f32", "fmax": "max.ftz.f32", "fneg": "neg.ftz.f32",
           "fabs": "abs.ftz.f32", "ffma": "fma.rn.ftz.f32", "rcp": "rcp.approx.ftz.f32",
@@ -55,6 +57,7 @@ class PtxGen:
         self.labels = 0
         self.alias: dict[int, Value] = {}
         self.owner_preds: dict[int, str] = {}  # n -> predicate "tid < n" (emitted once)
+        self.vec = vectorize.Analysis(fn)
         # shl(i, k) values read only as byte offsets of global pointers: each use becomes
         # one mul.wide.s32 (64-bit element addressing), so the 32-bit shift is not emitted
         uses: dict[int, list[Op]] = {}
@@ -74,7 +77,7 @@ class PtxGen:
             return "p"
         if t == F32:
             return "f"
-        if t.is_ptr and t.space == "global":
+        if t.is_ptr and t.space == "global" or t == I64:
             return "rd"
         return "r"
 
@@ -107,7 +110,8 @@ class PtxGen:
         name = fn.name
         params = []
         for p in fn.params:
-            kind = "u64" if p.type.is_ptr else ("f32" if p.type == F32 else "u32")
+            kind = "u64" if p.type.is_ptr or p.type == I64 else (
+                "f32" if p.type == F32 else "u32")
             params.append(f"\t.param .{kind} {name}_param_{p.name}")
         self.entry: list[str] = []
         for p in fn.params:
@@ -118,6 +122,8 @@ class PtxGen:
                 self.emit(f"cvta.to.global.u64 {d}, {raw}")
             elif p.type == F32:
                 self.emit(f"ld.param.f32 {d}, [{name}_param_{p.name}]")
+            elif p.type == I64:
+                self.emit(f"ld.param.u64 {d}, [{name}_param_{p.name}]")
             else:
                 self.emit(f"ld.param.u32 {d}, [{name}_param_{p.name}]")
         top = len(self.lines)
@@ -131,12 +137,43 @@ class PtxGen:
                 if c != "h" or self.counts[c]]
         if fn.shared_bytes or any(op.name == "smem" for op in fn.walk()):
             # (a device_assert addresses shared memory even in a kernel that has none)
-            decl.append(f"\t.shared .align 4 .b8 smem[{max(fn.shared_bytes, 4)}];")
+            decl.append(f"\t.shared .align 16 .b8 smem[{max(fn.shared_bytes, 4)}];")
         return "\n".join(head + decl + self.lines + ["}", ""])
 
     def block(self, b: ir.Block) -> None:
+        lead: dict[int, vectorize.Run] = {}  # first load / last store of a run -> the run
+        skip: set[int] = set()
+        for run in vectorize.runs(self.vec, b):
+            at = run.ops[0] if run.ops[0].name == "load" else run.ops[-1]
+            lead[id(at)] = run
+            skip.update(id(op) for op in run.ops if op is not at)
         for op in b.ops:
-            _EMITTERS[op.name](self, op)
+            if id(op) in lead:
+                self.vector_access(lead[id(op)])
+            elif id(op) not in skip:
+                _EMITTERS[op.name](self, op)
+
+    def vector_access(self, run: vectorize.Run) -> None:
+        """One ``ld/st.{global,shared}.v2/v4`` for a run of adjacent 32-bit accesses (the
+        first one's address and mask; vectorize.py says why they serve all)."""
+        first = run.ops[0]
+        p = first.operands[0]
+        v = len(run.ops)
+        mask = 1 if first.name == "load" else 2
+        guard = self.r(first.operands[mask]) if len(first.operands) > mask else None
+        if first.name == "load":
+            regs = [self.r(op.result) for op in run.ops]
+            t = first.result.type
+            if len(first.operands) == 3:
+                for r in regs:
+                    self._mov(r, self.r(first.operands[2]), t)
+            self.emit(f"ld.{p.type.space}.v{v}.{self.ty(t)} {{{', '.join(regs)}}}, "
+                      f"{self.addr(p)}", guard)
+        else:
+            vals = [self.r(op.operands[1]) for op in run.ops]
+            t = first.operands[1].type
+            self.emit(f"st.{p.type.space}.v{v}.{self.ty(t)} {self.addr(p)}, "
+                      f"{{{', '.join(vals)}}}", guard)
 
     def unit_op(self, op: Op) -> None:
         """An op that is one instruction on registers (FP32, special functions, conversions)."""
@@ -147,7 +184,7 @@ class PtxGen:
     def _wide_scale(op: Op | None) -> int | None:
         """The multiplier of ``shl(i, k)`` by a constant 0 <= k < 16 (an element size
         scaling), else None."""
-        if not isinstance(op, Op) or op.name != "shl":
+        if not isinstance(op, Op) or op.name != "shl" or op.result.type != I32:
             return None
         k = const_value(op.operands[1])
         return 1 << k if isinstance(k, int) and 0 <= k < 16 else None
@@ -157,6 +194,20 @@ class PtxGen:
         if op.result.id in self.wide_only:
             return  # folded into each user's mul.wide.s32
         args = [self.r(v) for v in op.operands]
+        if op.result.type == I64:
+            if n in ("shl", "shr", "sra"):  # a .u32 amount, modulo 64
+                k = const_value(op.operands[1])
+                if k is not None:
+                    args[1] = str(k & 63)
+                else:
+                    t = self.new("r")
+                    self.emit(f"cvt.u32.u64 {t}, {args[1]}")
+                    self.emit(f"and.b32 {t}, {t}, 63")
+                    args[1] = t
+            if n not in _INT64 or n in ("mulhi", "mulhu"):
+                raise CompileError(f"{n} on int64 has no PTX form here")
+            self.emit(f"{_INT64[n]} {self.r(op.result)}, {', '.join(args)}")
+            return
         if n in ("shl", "shr", "sra") and const_value(op.operands[1]) is None:
             t = self.new("r")
             self.emit(f"and.b32 {t}, {args[1]}, 31")  # the ISA masks shift amounts
@@ -181,6 +232,8 @@ class PtxGen:
             tmp = self.new("r")
             self.emit(f"mov.u32 {tmp}, {1 if v else 0}")
             self.emit(f"setp.ne.u32 {r}, {tmp}, 0")
+        elif t == I64:
+            self.emit(f"mov.u64 {r}, {int(v) & 0xFFFFFFFFFFFFFFFF}")
         else:
             self.emit(f"mov.u32 {r}, {int(v) & 0xFFFFFFFF}")
 
@@ -228,7 +281,8 @@ class PtxGen:
 
     def op_icmp(self, op: Op) -> None:
         c = op.attrs["cond"]
-        ty = "u32" if c.endswith("u") else "s32"
+        bits = "64" if op.operands[0].type == I64 else "32"
+        ty = ("u" if c.endswith("u") else "s") + bits
         c = c[:-1] if c.endswith("u") else c
         a, b = (self.r(v) for v in op.operands)
         self.emit(f"setp.{c}.{ty} {self.r(op.result)}, {a}, {b}")
@@ -256,11 +310,24 @@ class PtxGen:
         if op.attrs["offset"]:
             self.emit(f"add.u32 {r}, {r}, {op.attrs['offset']}")
 
+    def index32(self, i: Value) -> str:
+        """A 32-bit register holding index ``i`` (the low word of an int64)."""
+        if i.type != I64:
+            return self.r(i)
+        t = self.new("r")
+        self.emit(f"cvt.u32.u64 {t}, {self.r(i)}")
+        return t
+
     def op_gep(self, op: Op) -> None:
         p, i = op.operands
         r = self.r(op.result)
         c = const_value(i)
         glob = p.type.space == "global"
+        if glob and c is None and i.type == I64:  # a 64-bit index: 64-bit arithmetic
+            t = self.new("rd")
+            self.emit(f"mul.lo.s64 {t}, {self.r(i)}, {p.type.elem_size}")
+            self.emit(f"add.s64 {r}, {self.r(p)}, {t}")
+            return
         if c is not None:
             self.emit(f"add.{'s64' if glob else 's32'} {r}, {self.r(p)}, "
                       f"{p.type.elem_size * c}")
@@ -271,7 +338,7 @@ class PtxGen:
             self.emit(f"add.s64 {r}, {self.r(p)}, {t}")
         else:
             t = self.new("r")
-            self.emit(f"shl.b32 {t}, {self.r(i)}, {p.type.elem_size.bit_length() - 1}")
+            self.emit(f"shl.b32 {t}, {self.index32(i)}, {p.type.elem_size.bit_length() - 1}")
             self.emit(f"add.s32 {r}, {self.r(p)}, {t}")
 
     def op_ptradd(self, op: Op) -> None:
@@ -280,14 +347,16 @@ class PtxGen:
         if p.type.space == "global":
             t = self.new("rd")
             scale = self._wide_scale(i.owner)
-            if scale is not None:
+            if i.type == I64:  # a 64-bit byte offset
+                t = self.r(i)
+            elif scale is not None:
                 # the 64-bit byte offset of a signed 32-bit index (as Triton writes it)
                 self.emit(f"mul.wide.s32 {t}, {self.r(i.owner.operands[0])}, {scale}")
             else:
                 self.emit(f"cvt.s64.s32 {t}, {self.r(i)}")
             self.emit(f"add.s64 {r}, {self.r(p)}, {t}")
         else:
-            self.emit(f"add.s32 {r}, {self.r(p)}, {self.r(i)}")
+            self.emit(f"add.s32 {r}, {self.r(p)}, {self.index32(i)}")
 
     def addr(self, p: Value) -> str:
         po = p.owner
@@ -298,7 +367,7 @@ class PtxGen:
         return f"[{self.r(p)}]"
 
     def ty(self, t: ir.Type) -> str:
-        return "f32" if t == F32 else "u16" if t.is_half else "u32"
+        return "f32" if t == F32 else "u16" if t.is_half else "u64" if t == I64 else "u32"
 
     def op_load(self, op: Op) -> None:
         p = op.operands[0]
@@ -308,8 +377,7 @@ class PtxGen:
         if len(op.operands) >= 2:
             guard = self.r(op.operands[1])
             if len(op.operands) == 3:
-                self.emit(f"mov.{'f32' if op.result.type == F32 else 'b32'} {r}, "
-                          f"{self.r(op.operands[2])}")
+                self.emit(f"mov.{self.btype(op.result.type)} {r}, {self.r(op.operands[2])}")
         self.emit(f"ld.{sp}.{self.ty(op.result.type)} {r}, {self.addr(p)}", guard)
 
     def owners(self, n: int) -> str:
@@ -346,7 +414,7 @@ class PtxGen:
         if name in ("fmin", "fmax"):
             self.atomic_fminmax(op, guard)
             return
-        kind = "f32" if v.type == F32 else "i32"
+        kind = "f32" if v.type == F32 else "i64" if v.type == I64 else "i32"
         a = _ATOM.get((name, kind))
         if a is None:
             raise CompileError(f"atomic {name} on {kind} has no PTX form")
@@ -382,7 +450,42 @@ class PtxGen:
         self.emit(f"activemask.b32 {m}")
         a, b = (self.r(v) for v in op.operands)
         ptx_mode = {"xor": "bfly"}.get(mode, mode)
+        if op.result.type == I64:  # the two words shuffled apart
+            lo, hi = self.new("r"), self.new("r")
+            self.emit(f"mov.b64 {{{lo}, {hi}}}, {a}")
+            for w in (lo, hi):
+                self.emit(f"shfl.sync.{ptx_mode}.b32 {w}, {w}, {b}, {c}, {m}")
+            self.emit(f"mov.b64 {self.r(op.result)}, {{{lo}, {hi}}}")
+            return
         self.emit(f"shfl.sync.{ptx_mode}.b32 {self.r(op.result)}, {a}, {b}, {c}, {m}")
+
+    _WIDE_CVT = {"sext": "cvt.s64.s32", "zext": "cvt.u64.u32", "trunc": "cvt.u32.u64"}
+
+    def op_cvt(self, op: Op) -> None:
+        """Conversions; with an int64 operand or result the .s64/.u64 forms."""
+        n, x = op.name, op.operands[0]
+        if n in self._WIDE_CVT:
+            ins = self._WIDE_CVT[n]
+        elif x.type == I64:
+            ins = f"cvt.rn.f32.{'s' if n == 'i2f' else 'u'}64"
+        elif op.result.type == I64:
+            ins = f"cvt.rzi.ftz.{'s' if n == 'f2i' else 'u'}64.f32"
+        else:
+            ins = _CVT[n]
+        self.emit(f"{ins} {self.r(op.result)}, {self.r(x)}")
+
+    def op_inttoptr(self, op: Op) -> None:
+        """An integer holding a generic address (a host-built address table) as a global
+        pointer; ``ptrtoint`` is the inverse."""
+        x = op.operands[0]
+        a = self.r(x)
+        if x.type != I64:
+            a = self.new("rd")
+            self.emit(f"cvt.u64.u32 {a}, {self.r(x)}")
+        self.emit(f"cvta.to.global.u64 {self.r(op.result)}, {a}")
+
+    def op_ptrtoint(self, op: Op) -> None:
+        self.emit(f"cvta.global.u64 {self.r(op.result)}, {self.r(op.operands[0])}")
 
     def op_vote(self, op: Op) -> None:
         mode = op.attrs["mode"]
@@ -486,6 +589,8 @@ _EMITTERS: dict[str, Callable[[PtxGen, Op], None]] = {
     **dict.fromkeys(_INT, PtxGen.int_op),
     **dict.fromkeys(("and", "or", "xor"), PtxGen.logic_op),
     **dict.fromkeys(_UNIT, PtxGen.unit_op),
+    **dict.fromkeys(("sext", "zext", "trunc", *_CVT), PtxGen.op_cvt),
+    "inttoptr": PtxGen.op_inttoptr, "ptrtoint": PtxGen.op_ptrtoint,
     "const": PtxGen.op_const, "sreg": PtxGen.op_sreg, "not": PtxGen.op_not,
     "icmp": PtxGen.op_icmp, "fcmp": PtxGen.op_fcmp, "select": PtxGen.op_select,
     "smem": PtxGen.op_smem, "gep": PtxGen.op_gep, "ptradd": PtxGen.op_ptradd,

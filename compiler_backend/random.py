@@ -2,9 +2,10 @@
 
 The same ``(seed, offset)`` gives Triton's numbers: Philox 4x32 with 10 rounds (Salmon et al.,
 "Parallel random numbers: as easy as 1, 2, 3", the Random123 constants), keyed by the seed's
-low and high words, counter ``(offset, 0, 0, 0)`` for 32-bit offsets. Each round takes two
-``mulhu`` (the exact high word of the unsigned 32x32 product), two ``mul``, four ``xor`` and
-the two key additions, so ``randint4x`` costs about 100 instructions per element.
+low and high words, counter ``(offset, 0, 0, 0)`` for 32-bit offsets and ``(low word, high
+word, 0, 0)`` for int64 offsets. Each round takes two ``mulhu`` (the exact high word of the
+unsigned 32x32 product), two ``mul``, four ``xor`` and the two key additions, so
+``randint4x`` costs about 100 instructions per element.
 
 A seed is widened to 64 bits as Triton does: an int32 value sign-extends (Triton passes
 Python ints in the int32 range as i32), a uint32 value zero-extends, and a constexpr seed may
@@ -16,7 +17,7 @@ agrees with Triton to the special-function unit's accuracy (docs/numerics.md).
 from __future__ import annotations
 
 from .errors import CompileError
-from .ir import F32, I1, I32, U32, Value
+from .ir import F32, I1, I32, I64, U32, Value
 from .lang_base import LN2, _builtin_named, _int, constexpr
 from .tiles import Coords, Lowering, Tile
 
@@ -39,6 +40,11 @@ def _word(ctx: Lowering, x, what: str) -> Tile:
     return ctx.cast(ctx.cast(t, I32) if t.type == I1 else t, U32)
 
 
+def _high_word(ctx: Lowering, t: Tile) -> Tile:
+    """The high word of an int64 tile as uint32 (Triton's ``(x >> 32).to(tl.uint32)``)."""
+    return ctx.cast(ctx.binary(">>", t, 32), U32)
+
+
 def _rounds(x) -> int:
     n = _int(x.value if isinstance(x, constexpr) else x, "n_rounds")
     if n < 0:
@@ -59,6 +65,8 @@ def _seed_words(ctx: Lowering, seed) -> tuple[Tile, Tile]:
         return (ctx.scalar(ctx.const(s & 0xFFFFFFFF, U32)),
                 ctx.scalar(ctx.const(s >> 32, U32)))
     lo = _word(ctx, seed, "the seed")
+    if seed.type == I64:
+        return lo, _high_word(ctx, seed)
     if seed.type.unsigned or seed.type == I1:
         hi = ctx.map1(lo, U32, lambda v: ctx.const(0, U32))
     else:
@@ -101,9 +109,11 @@ def philox(ctx: Lowering, seed, c0, c1, c2, c3, n_rounds=N_ROUNDS_DEFAULT):
 
 def randint4x(ctx: Lowering, seed, offset, n_rounds=N_ROUNDS_DEFAULT):
     """Four uint32 random words for each ``offset`` (counter ``(offset, 0, 0, 0)``)."""
-    off = _word(ctx, offset, "the offset")
+    t = ctx.to_tile(offset)
+    off = _word(ctx, t, "the offset")
     zero = ctx.map1(off, U32, lambda v: ctx.const(0, U32))
-    return philox(ctx, seed, off, zero, zero, zero, n_rounds)
+    hi = _high_word(ctx, t) if t.type == I64 else zero  # a 64-bit offset: (lo, hi, 0, 0)
+    return philox(ctx, seed, off, hi, zero, zero, n_rounds)
 
 
 def randint(ctx: Lowering, seed, offset, n_rounds=N_ROUNDS_DEFAULT) -> Tile:

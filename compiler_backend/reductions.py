@@ -1,7 +1,9 @@
 """Reductions along one axis of a 2-D tile by warp shuffles, shared memory only across warps.
 
-Element ``f`` of the row-major flattened ``(M, N)`` tile lives in thread ``f % T``, slot
-``f // T``; the thread id splits into lane (low ``log2 W`` bits) and warp. The reduced axis
+Element ``f`` of the row-major flattened ``(M, N)`` tile lives in thread ``(f // v) % T``,
+slot ``(f // (v * T)) * v + f % v`` (``v = Lowering.vec``; 1 is the cyclic layout): bits
+``[0, log2 v)`` of ``f`` and those above the thread id are slot bits; the thread id splits
+into lane (low ``log2 W`` bits) and warp. The reduced axis
 is a contiguous range of bits of ``f``: the low ``log2 N`` bits for ``axis=1``, the high
 ``log2 M`` bits for ``axis=0``. Those bits fall into slot, lane and warp bits, and each
 output element is combined in this order, which is the definition a NumPy model follows:
@@ -12,8 +14,9 @@ output element is combined in this order, which is the definition a NumPy model 
 3. the per-warp partial results, sequentially in increasing warp order, read from shared
    memory (one store per thread and slot, one barrier).
 
-Where no warp bit is reduced and the result already sits in its output layout (``axis=0``:
-thread ``t`` owns column ``t % N`` in every slot) there is no shared memory at all;
+Where no warp bit is reduced and the result already sits in its output layout (``axis=0``
+in the cyclic layout: thread ``t`` owns column ``t % N`` in every slot) there is no shared
+memory at all;
 ``axis=1`` results move to the output layout through shared memory (one load each). The
 path is chosen by an instruction estimate (:func:`uses_shuffles`); the other is the
 shared-memory exchange, where each output element is a sequential chain in index order.
@@ -72,21 +75,30 @@ def reduce_axis_shuffle(ctx: Lowering, t: Tile, axis: int, combine) -> Tile | No
         return None
     M, N = t.shape
     lt, lw, lo, hi = _bits(t.shape, axis, ctx.T, ctx.W)
+    lv = _log2(ctx.vec(t.shape))
     slots = t.materialize().slots
-    # 1. slots: the reduced slot bits [s_lo, s_hi) of the slot index
-    s_lo, s_hi = builtins.max(lo, lt) - lt, builtins.max(hi, lt) - lt
+    # flat-index bits: [0, lv) the slot's low bits, [lv, lv + lt) the thread id, the rest
+    # the slot's high bits (from bit lv); the reduced ones are [lo, hi)
+    smask = 0
+    for b in builtins.range(lo, hi):
+        if b < lv:
+            smask |= 1 << b
+        elif b >= lv + lt:
+            smask |= 1 << (b - lt)
+    t_lo, t_hi = builtins.max(lo, lv) - lv, builtins.max(builtins.min(hi, lv + lt) - lv, 0)
+    # 1. slots: the reduced slot bits, in increasing slot order
     groups: dict[int, ir.Value] = {}
     for s in builtins.range(len(slots)):
-        rep = s & ~(((1 << s_hi) - 1) ^ ((1 << s_lo) - 1))
+        rep = s & ~smask
         groups[rep] = slots[s] if rep not in groups else combine(groups[rep], slots[s])
     # 2. lanes: a butterfly over the reduced lane bits, highest first
     for rep, acc in groups.items():
-        for b in builtins.range(builtins.min(hi, lw) - 1, lo - 1, -1):
+        for b in builtins.range(builtins.min(t_hi, lw) - 1, t_lo - 1, -1):
             acc = combine(acc, ctx.b("shfl", acc, ctx.const(1 << b), mode="xor"))
         groups[rep] = acc
-    w_lo, w_hi = builtins.max(lo, lw), builtins.min(hi, lt)
+    w_lo, w_hi = builtins.max(t_lo, lw), t_hi
     out_shape = (M,) if axis == 1 else (N,)
-    if axis == 0 and w_lo >= w_hi:
+    if axis == 0 and w_lo >= w_hi and lv == 0:
         # every thread already holds the columns of its output slots (or, for a replicated
         # output, column t % N): no exchange
         return Tile(ctx, out_shape, t.type, slots=[groups[r] for r in sorted(groups)])
@@ -103,7 +115,7 @@ def reduce_axis_shuffle(ctx: Lowering, t: Tile, axis: int, combine) -> Tile | No
         flat0 = ctx.b("shl", o, ctx.const(_log2(N))) if axis == 1 else o
         acc = None
         for k in builtins.range(1 << builtins.max(0, w_hi - w_lo)):
-            idx = flat0 if k == 0 else ctx.b("add", flat0, ctx.const(k << w_lo))
+            idx = flat0 if k == 0 else ctx.b("add", flat0, ctx.const(k << (w_lo + lv)))
             v = ctx.b.op("load", [ctx.b("gep", base, idx)]).result
             acc = v if acc is None else combine(acc, v)
         return acc

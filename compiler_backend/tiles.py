@@ -1,8 +1,10 @@
 """Tile programs lowered onto threads.
 
 A tile value (shape ``(N,)`` or ``(M, N)``, power-of-two sizes) belongs to one *program*, and a
-program runs on one block of ``T`` threads. Element ``i`` of the row-major flattened tile
-lives in thread ``i % T``, slot ``i // T``; each thread owns ``max(1, numel // T)`` slots.
+program runs on one block of ``T`` threads. With ``v = Lowering.vec(shape)`` contiguous
+elements per thread (the blocked layout; ``v = 1`` is the cyclic one), element ``i`` of the
+row-major flattened tile lives in thread ``(i // v) % T``, slot ``(i // (v * T)) * v + i % v``;
+each thread owns ``max(1, numel // T)`` slots.
 Tiles smaller than the block are replicated: thread ``t`` holds element ``t % numel``
 (stores and atomics from replicas are masked off where duplicates would change the result).
 Scalars (shape ``()``) are one value per thread.
@@ -24,7 +26,7 @@ from simtgpu.isa import IMM_MAX, NUM_REGS
 from . import halfs, ir
 from .dtypes import dtype_of_type, to_ir_type
 from .errors import CompileError
-from .ir import F32, I1, I32, U32, Type, Value
+from .ir import F32, I1, I32, I64, U32, U64, Type, Value
 
 INT32_MAX = 2**31 - 1
 
@@ -250,14 +252,18 @@ class Tile:
         if bitcast and (t == F32) != (self.type == F32):
             raise CompileError("bitcast between float32 and integers is not supported "
                                "(int32 <-> uint32 bitcasts are)")
+        if bitcast and (t == I64) != (self.type == I64):
+            raise CompileError(f"bitcast from {self.type} to {t} changes the width (int64 <-> "
+                               "uint64 bitcasts are supported)")
         return self.ctx.cast(self, t)
 
 
 class Lowering:
     """Builds IR for one kernel: the thread layout, shared-memory scratch and tile semantics."""
 
-    def __init__(self, fn: ir.Function, threads: int, warp_size: int):
+    def __init__(self, fn: ir.Function, threads: int, warp_size: int, vec: int = 1):
         self.fn = fn
+        self.V = vec  # contiguous elements per thread at most (1: the cyclic layout)
         self.b = ir.Builder(fn.body)
         self.T = threads
         self.W = warp_size
@@ -291,22 +297,45 @@ class Lowering:
             n *= s
         return max(1, n // self.T)
 
+    def vec(self, shape: tuple[int, ...]) -> int:
+        """Contiguous elements per thread (Triton's ``sizePerThread``) of a tile of ``shape``:
+        ``min(V, elements per thread, last dimension)``, 1 for scalars and small tiles."""
+        if self.V == 1 or self.thread_level or not shape:
+            return 1
+        return max(1, min(self.V, math.prod(shape) // self.T, shape[-1]))
+
     def flat_index(self, shape: tuple[int, ...], slot: int) -> Value:
-        n = 1
-        for s in shape:
-            n *= s
+        """Row-major flat index of this thread's element in ``slot``: with ``v = vec(shape)``
+        slot ``s`` is element ``(s // v) * T * v + tid * v + s % v``."""
+        n = math.prod(shape)
         tid = self.tid()
         if n < self.T:
             return self.b("and", tid, self.const(n - 1))
-        if slot == 0:
+        v = self.vec(shape)
+        base = tid if v == 1 else self.b("shl", tid, self.const(_log2(v)))
+        off = slot // v * self.T * v + slot % v
+        return base if off == 0 else self.b("add", base, self.const(off))
+
+    def _tid_shr(self, lv: int, sh: int) -> Value:
+        """``(tid << lv) >> sh`` as one shift (or none)."""
+        tid = self.tid()
+        if sh == lv:
             return tid
-        return self.b("add", tid, self.const(slot * self.T))
+        if sh > lv:
+            return self.b("shr", tid, self.const(sh - lv))
+        return self.b("shl", tid, self.const(lv - sh))
 
     def coords(self, shape: tuple[int, ...], slot: int) -> list[Value]:
-        """Per-dimension indices of this thread's element in ``slot`` (shifts and masks)."""
-        n = 1
-        for s in shape:
-            n *= s
+        """Per-dimension indices of this thread's element in ``slot`` (shifts and masks).
+
+        With ``v`` contiguous elements per thread the element of slot ``s`` is the one of
+        slot ``s - s % v`` moved ``s % v`` along the last dimension (``v`` divides it), so
+        the ``v`` addresses of a group differ by constants a code generator can see."""
+        n = math.prod(shape)
+        v = self.vec(shape)
+        lv = _log2(v)
+        j = slot % v
+        span = self.T * v
         out: list[Value] = []
         inner = n
         tid = self.tid()
@@ -315,26 +344,33 @@ class Lowering:
             sh = _log2(inner)
             if n < self.T:
                 f = self.b("and", tid, self.const(n - 1))
-                v = self.b("shr", f, self.const(sh)) if sh else f
-                out.append(v if d == 0 else self.b("and", v, self.const(size - 1)))
+                x = self.b("shr", f, self.const(sh)) if sh else f
+                out.append(x if d == 0 else self.b("and", x, self.const(size - 1)))
                 continue
-            off = slot * self.T
+            off = slot // v * span
+            # the last dimension gets ``+ j``: folded into the one constant where no mask
+            # follows, so the offsets of a group differ only in it
+            jj = j if d == len(shape) - 1 else 0
             if off % inner == 0:
-                base = self.b("shr", tid, self.const(sh)) if sh else tid
+                base = self._tid_shr(lv, sh)
                 c = off >> sh
                 if d == 0:
+                    c += jj
                     out.append(self.b("add", base, self.const(c)) if c else base)
+                    continue
+                if c % size == 0:
+                    c = 0
+                if (span >> sh) > size or c:
+                    x = self.b("add", base, self.const(c)) if c else base
+                    x = self.b("and", x, self.const(size - 1))
                 else:
-                    if c % size == 0:
-                        c = 0
-                    v = self.b("add", base, self.const(c)) if c else base
-                    if (self.T >> sh) > size or c:
-                        v = self.b("and", v, self.const(size - 1))
-                    out.append(v)
+                    x = base
+                out.append(self.b("add", x, self.const(jj)) if jj else x)
             else:
-                f = self.flat_index(shape, slot)
-                v = self.b("shr", f, self.const(sh)) if sh else f
-                out.append(v if d == 0 else self.b("and", v, self.const(size - 1)))
+                f = self.flat_index(shape, slot - j)
+                x = self.b("shr", f, self.const(sh)) if sh else f
+                x = x if d == 0 else self.b("and", x, self.const(size - 1))
+                out.append(self.b("add", x, self.const(jj)) if jj else x)
         return out
 
     def replica_mask(self, shape: tuple[int, ...]) -> Value | None:
@@ -357,8 +393,11 @@ class Lowering:
         if isinstance(x, int):
             if like is not None and like.type == F32:
                 return self.scalar(self.const(float(x), F32))
-            if not -(1 << 31) <= x < (1 << 32):
-                raise CompileError(f"integer constant {x} does not fit in 32 bits")
+            if like is not None and like.type == I64 or not -(1 << 31) <= x < (1 << 32):
+                # as Triton: a literal beyond 32 bits is an int64 (a uint64 above 2**63 - 1)
+                if not -(1 << 63) <= x < (1 << 64):
+                    raise CompileError(f"integer constant {x} does not fit in 64 bits")
+                return self._typed_scalar(self.const(x, I64), U64 if x >= 1 << 63 else I64)
             return self.scalar(self.const(x, I32))
         if isinstance(x, float):
             return self.scalar(self.const(x, F32))
@@ -434,6 +473,10 @@ class Lowering:
         self.fn.shared_bytes = self.shared_top + self.scratch_bytes
 
     def shared_ptr(self, base: Value, elem_type: Type) -> Value:
+        if elem_type == I64:
+            raise CompileError("int64 tensors cannot be exchanged between threads (reductions, "
+                               "scans, transposes, relayouts): convert them with "
+                               ".to(tl.int32) first")
         want = ir.ptr("f32" if elem_type == F32 else "i32", "shared")
         if base.type == want:
             return base
@@ -533,22 +576,30 @@ class Lowering:
         type), which decides signed or unsigned conversion (IR values are signless)."""
         if v.type == t:
             return v
+        if (v.type.is_half and t == I64) or (v.type == I64 and t.is_half):
+            return self.to_type(self.to_type(v, F32, src), t, F32)  # through float32
         if v.type.is_half or t.is_half:
             return halfs.convert(self, v, t, src)
         src_unsigned = (src if src is not None else v.type).unsigned
         b = self.b
         if v.type == I1:
-            one = self.const(1.0, F32) if t == F32 else self.const(1, I32)
-            zero = self.const(0.0, F32) if t == F32 else self.const(0, I32)
+            it = I64 if t == I64 else I32
+            one = self.const(1.0, F32) if t == F32 else self.const(1, it)
+            zero = self.const(0.0, F32) if t == F32 else self.const(0, it)
             return b("select", v, one, zero)
         if t == I1:
-            if v.type == F32:
-                return b.op("fcmp", [v, self.const(0.0, F32)], {"cond": "ne"}).result
-            return b.op("icmp", [v, self.const(0)], {"cond": "ne"}).result
-        if v.type == I32 and t == F32:
+            if v.type == F32:  # NaN is true, as bool(nan) in Python
+                return self.fne(v, self.const(0.0, F32))
+            return b.op("icmp", [v, self.const(0, v.type)], {"cond": "ne"}).result
+        if v.type.is_int and t == F32:
             return b("u2f" if src_unsigned else "i2f", v)
-        if v.type == F32 and t == I32:
-            return b("f2u" if t.unsigned else "f2i", v)
+        if v.type == F32 and t.is_int:
+            attrs = {"bits": 64} if t == I64 else {}
+            return b.op("f2u" if t.unsigned else "f2i", [v], attrs).result
+        if v.type == I32 and t == I64:
+            return b("zext" if src_unsigned else "sext", v)
+        if v.type == I64 and t == I32:
+            return b("trunc", v)
         raise CompileError(f"cannot convert {v.type} to {t}")
 
     def cast(self, t: Tile, to: Type) -> Tile:
@@ -557,9 +608,27 @@ class Lowering:
                 return t
             return self.map1(t, to, lambda v: v)  # int32 <-> uint32: the same bits
         if t.type.is_ptr or to.is_ptr:
-            raise CompileError("pointer casts are not supported")
+            return self.pointer_cast(t, to)
         src = t.type
         return self.map1(t, to, lambda v: self.to_type(v, to, src))
+
+    def pointer_cast(self, t: Tile, to: Type) -> Tile:
+        """Integer <-> pointer casts (``x.to(tl.pointer_type(tl.float16))`` of an address
+        table) and pointer -> pointer casts of global pointers. An address is 64-bit on the
+        GPU through PTX; on this ISA it is the low 32 bits (the device's address space)."""
+        src = t.type
+        if src.is_ptr and src.space != "global" or to.is_ptr and to.space != "global":
+            raise CompileError("only global pointers convert to and from integers")
+        if to.is_ptr:
+            if not (src.is_ptr or src.is_int):
+                raise CompileError(f"cannot convert {src} to a pointer (an int64 or int32 "
+                                   "address converts)")
+            elem = str(to)[4:].split(",")[0]
+            return self.map1(t, to, lambda v: self.b.op(
+                "inttoptr", [self.b("ptrtoint", v) if src.is_ptr else v], {"elem": elem}).result)
+        if not to.is_int:
+            raise CompileError(f"cannot convert a pointer to {to} (to an integer: tl.int64)")
+        return self.map1(t, to, lambda v: self.to_type(self.b("ptrtoint", v), to, I64))
 
     def _typed_scalar(self, v: Value, rtype: Type) -> Tile:
         # the tile's type carries the unsigned note, which the IR value may lack
@@ -587,6 +656,11 @@ class Lowering:
             return halfs.common_type(a.type, b.type)
         if F32 in (a.type, b.type):
             return F32
+        if I64 in (a.type, b.type):
+            # Triton's integer promotion: the wider type; at a mixed signedness the unsigned
+            # type when it is at least as wide as the signed one
+            wide = [x for x in (a.type, b.type) if x == I64]
+            return U64 if any(x.unsigned for x in wide) else I64
         if I32 in (a.type, b.type):
             return U32 if a.type.unsigned or b.type.unsigned else I32
         return I1
@@ -595,6 +669,11 @@ class Lowering:
                 "<<": "shl", ">>": "sra"}
     _FLOAT_OPS = {"+": "fadd", "-": "fsub", "*": "fmul"}
     _CMP = {"<": "lt", "<=": "le", ">": "gt", ">=": "ge", "==": "eq", "!=": "ne"}
+
+    def fne(self, x: Value, y: Value) -> Value:
+        """Float ``x != y``, true when either is NaN (the ISA's and PTX's ``ne`` compares
+        are ordered: false on NaN); PTX's ``setp.neu`` is this."""
+        return self.b("not", self.b.op("fcmp", [x, y], {"cond": "eq"}).result)
 
     def binary(self, op: str, a, b) -> Tile:
         if not isinstance(a, Tile) and not isinstance(b, Tile):
@@ -614,6 +693,9 @@ class Lowering:
             if t.unsigned and cond not in ("eq", "ne"):
                 cond += "u"
             name = "fcmp" if t == F32 else "icmp"
+            if name == "fcmp" and cond == "ne":  # unordered, as Triton's and NumPy's !=
+                return self.mapn([a, b], I1, lambda x, y: self.fne(
+                    self.to_type(x, t, sa), self.to_type(y, t, sb)))
             return self.mapn([a, b], I1, lambda x, y: self.b.op(
                 name, [self.to_type(x, t, sa), self.to_type(y, t, sb)], {"cond": cond}).result)
         if op == "/":
@@ -634,14 +716,18 @@ class Lowering:
                 raise CompileError("floating-point % is not supported")
             raise CompileError(f"operator {op} is not defined on float32")
         if op in ("//", "%"):
+            if t == I64:
+                return self.mapn([a, b], t, lambda x, y: self.ldiv(
+                    op, self.to_type(x, I64, sa), self.to_type(y, I64, sb), t.unsigned))
             div = self.udiv if t.unsigned else self.idiv
             return self.mapn([a, b], t, lambda x, y: div(
                 op, self.to_type(x, I32), self.to_type(y, I32)))
         name = self._INT_OPS[op]
         if name == "sra" and t.unsigned:
             name = "shr"  # a logical shift for unsigned values
+        it = I64 if t == I64 else I32
         return self.mapn([a, b], t, lambda x, y: self.b(
-            name, self.to_type(x, I32), self.to_type(y, I32)))
+            name, self.to_type(x, it, sa), self.to_type(y, it, sb)))
 
     def pointer_arith(self, op: str, a: Tile, b: Tile) -> Tile:
         if op == "+" and b.type.is_ptr:
@@ -649,14 +735,16 @@ class Lowering:
         if op not in ("+", "-") or b.type.is_ptr:
             raise CompileError(f"operator {op} is not defined on pointers "
                                "(only pointer + integer and pointer - integer)")
-        if b.type not in (I32, I1):
+        if b.type not in (I32, I64, I1):
             raise CompileError("a pointer offset must be an integer, not " + str(b.type))
         neg = op == "-"
+        it = I64 if b.type == I64 else I32
+        st = b.type
 
         def f(p: Value, i: Value) -> Value:
-            i = self.to_type(i, I32)
+            i = self.to_type(i, it, st)
             if neg:
-                i = self.b("sub", self.const(0), i)
+                i = self.b("sub", self.const(0, it), i)
             return self.b("gep", p, i)
 
         return self.mapn([a, b], a.type, f)
@@ -746,6 +834,54 @@ class Lowering:
         if op == "//":
             return q
         return b("sub", x, b("mul", q, self.const(d)))
+
+    def ldiv(self, op: str, x: Value, y: Value, unsigned: bool) -> Value:
+        """int64 ``//`` and ``%`` (truncation toward zero; by zero as the 32-bit ops: ``x //
+        0`` is -1 for ``x >= 0`` and 1 for ``x < 0``, all ones unsigned, ``x % 0`` is ``x``):
+        by a constant power of two shifts; otherwise restoring division of the magnitudes,
+        one quotient bit per trip of a 64-trip loop, the same sequence on both targets (one
+        loop serves ``a // b`` and ``a % b`` of the same operands in the same block)."""
+        b = self.b
+
+        def c(v: int) -> Value:
+            return self.const(v, I64)
+
+        d = ir.const_value(y)
+        if d is not None and d > 0 and _is_pow2(d):
+            k = _log2(d)
+            if unsigned:
+                return b("shr", x, c(k)) if op == "//" else b("and", x, c(d - 1))
+            if k == 0:
+                return x if op == "//" else c(0)
+            bias = b("shr", b("sra", x, c(63)), c(64 - k))
+            q = b("sra", b("add", x, bias), c(k))
+            return q if op == "//" else b("sub", x, b("shl", q, c(k)))
+        key = ("ldiv", id(b.block), x.id, y.id, unsigned)  # a // b and a % b: one loop
+        if key in self.memo:
+            return self.memo[key][op == "%"]
+        ux, uy = x, y
+        if not unsigned:
+            nx = b.op("icmp", [x, c(0)], {"cond": "lt"}).result
+            ny = b.op("icmp", [y, c(0)], {"cond": "lt"}).result
+            ux = b("select", nx, b("sub", c(0), x), x)
+            uy = b("select", ny, b("sub", c(0), y), y)
+        body = ir.Block([I32, I64, I64, I64])  # trip, dividend bits left, quotient, remainder
+        _, xs, q, r = body.args
+        outer, b.block = b.block, body
+        r2 = b("or", b("shl", r, c(1)), b("shr", xs, c(63)))
+        ge = b.op("icmp", [r2, uy], {"cond": "geu"}).result
+        q2 = b("or", b("shl", q, c(1)), b("select", ge, c(1), c(0)))
+        body.append(ir.Op("yield", [b("shl", xs, c(1)), q2,
+                                    b("select", ge, b("sub", r2, uy), r2)], []))
+        b.block = outer
+        loop = b.op("for", [self.const(0), self.const(64), self.const(1), ux, c(0), c(0)],
+                    types=[I64, I64, I64], regions=[body])
+        _, q, r = loop.results
+        if not unsigned:
+            q = b("select", b("xor", nx, ny), b("sub", c(0), q), q)
+            r = b("select", nx, b("sub", c(0), r), r)
+        self.memo[key] = (q, r)
+        return q if op == "//" else r
 
     def udiv_runtime(self, x: Value, y: Value) -> Value:
         """floor(x / y) for 0 <= x < 2**31, 0 < y: a float estimate, a second estimate on
@@ -845,12 +981,12 @@ class Lowering:
                 return self.map1(a, F32, lambda v: self.b("fneg", v))
             if a.type == I1:
                 a = self.cast(a, I32)
-            return self.map1(a, a.type, lambda v: self.b("sub", self.const(0), v))
+            return self.map1(a, a.type, lambda v: self.b("sub", self.const(0, v.type), v))
         if op == "~":
             if a.type == I1:
                 return self.map1(a, I1, lambda v: self.b("not", v))
-            if a.type == I32:
-                return self.map1(a, a.type, lambda v: self.b("xor", v, self.const(-1)))
+            if a.type.is_int:
+                return self.map1(a, a.type, lambda v: self.b("xor", v, self.const(-1, v.type)))
             raise CompileError(f"~ is not defined on {a.type}")
         if op == "not":
             return self.map1(self.cast(a, I1), I1, lambda v: self.b("not", v))

@@ -30,11 +30,12 @@ TRITON_LANGUAGE_ALL = (
 
 _NOT_YET = "not yet: issue 13 lists it ({})"
 _TYPES = ("registers and memory words are 32-bit; of the narrower types only float16 and "
-          "bfloat16 exist (issue 12), 64-bit integers wait for issue 13's 64-bit offsets")
+          "bfloat16 exist (issue 12)")
 REASONS: dict[str, str] = {
-    **{n: _TYPES for n in ("float64", "float8e4b15", "float8e4nv", "float8e4b8", "float8e5",
-                           "float8e5b16", "int8", "int16", "int64", "uint8", "uint16",
-                           "uint64")},
+    **{n: _TYPES for n in ("float8e4b15", "float8e4nv", "float8e4b8", "float8e5",
+                           "float8e5b16", "int8", "int16", "uint8", "uint16")},
+    "float64": "the ISA has no double-precision arithmetic (int64 is a register pair with "
+               "32-bit integer operations; a float64 would need a software float library)",
     **{n: _NOT_YET.format("shape operations") for n in (
         "broadcast", "cat", "flip", "interleave", "join", "permute", "ravel", "reshape",
         "split", "trans", "view", "slice")},

@@ -64,8 +64,8 @@ def _check(result: Any, what: str) -> Any:
 
 def pack_kernel_params(kinds: list[str], args: list[Any], arena: int) -> list[np.ndarray]:
     """One NumPy scalar per PTX parameter, in order: pointers become 64-bit device addresses
-    (``arena + address``), ``i32``/``f32`` keep 32 bits. Kept alive by the caller until the
-    launch returns."""
+    (``arena + address``), ``i32``/``f32`` keep 32 bits, ``i64``/``u64`` are 64-bit. Kept
+    alive by the caller until the launch returns."""
     from .device_array import DeviceArray
 
     if len(kinds) != len(args):
@@ -79,6 +79,8 @@ def pack_kernel_params(kinds: list[str], args: list[Any], arena: int) -> list[np
             out.append(np.array([value], dtype=np.float32))
         elif kind in ("i32", "u32"):
             out.append(np.array([int(value) & 0xFFFFFFFF], dtype=np.uint32))
+        elif kind in ("i64", "u64"):
+            out.append(np.array([int(value) & 0xFFFFFFFFFFFFFFFF], dtype=np.uint64))
         else:
             raise DriverError(f"unknown parameter kind {kind!r}")
     return out

@@ -19,6 +19,11 @@ Options (``Device(backend="rtl", config=..., waves="build/run.fst")``):
     Device-memory timing of the DRAM model: a setting's name (``ideal``, the default;
     ``vortex``; ``realistic``) or a :class:`~simtgpu.arch.config.MemoryConfig`
     (docs/memory-system.md). Every setting runs on the same model build.
+``l1``
+    Each core's L1 data cache: True for the configuration's default
+    (:func:`~simtgpu.arch.config.l1_default`), False for none, an
+    :class:`~simtgpu.arch.config.L1Config`, or None (the default) for what the configuration
+    says. A different cache is a different model build.
 ``max_cycles``
     Cycles ``run_until_idle`` allows before it gives up (the hardware's own watchdog fault
     normally comes first).
@@ -41,7 +46,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from simtgpu.arch.command_queue import Mmio
-from simtgpu.arch.config import ConfigError, GpuConfig, MemoryConfig
+from simtgpu.arch.config import ConfigError, GpuConfig, L1Config, MemoryConfig
 from simtgpu.errors import SimtgpuError
 
 from .backend import Backend
@@ -63,9 +68,10 @@ class RtlBackend(Backend):
 
     def __init__(self, config: GpuConfig, waves: str | Path | None = None,
                  max_cycles: int = 200_000_000, instruction_budget: int | None = None,
-                 sim: RtlSim | None = None, memory: str | MemoryConfig | None = None):
+                 sim: RtlSim | None = None, memory: str | MemoryConfig | None = None,
+                 l1: bool | L1Config | None = None):
         """``sim``: drive this started model of ``config`` instead of starting one;
-        ``memory``: the device-memory setting (see the module docstring)."""
+        ``memory``: the device-memory setting, ``l1``: the L1 (see the module docstring)."""
         if instruction_budget is not None:
             raise DriverError("the rtl backend has no instruction budget (--budget): a launch "
                               "is bounded by the hardware's cycle watchdog and max_cycles")
@@ -73,11 +79,15 @@ class RtlBackend(Backend):
         from simtgpu.rtlsim.verilator import VerilatorError
         from simtgpu.rtlsim.verilator_runner import RtlSim
 
-        if memory is not None:
-            try:
+        try:
+            if memory is not None:
                 config = config.with_memory(memory)
-            except ConfigError as e:
-                raise DriverError(str(e)) from None
+            if l1 is not None:
+                config = config.with_l1(l1)
+        except ConfigError as e:
+            raise DriverError(str(e)) from None
+        if sim is not None and sim.cfg.l1 != config.l1_cache:
+            raise DriverError(f"the model was built with {sim.cfg.l1}, not {config.l1_cache}")
         self.config = config
         self.max_cycles = max_cycles
         self.cycles = 0

@@ -410,10 +410,10 @@ class Device:
             raise DriverError(f"trace file {sink.name}: {sink.error} (the launch ran; its "
                               "trace is incomplete)")
         after = self._read_counters()
-        delta = {k: (after[k] - before[k]) & _MASK32 for k in after}
+        delta = _counter_deltas(after, before)
         per_core = None
         if before_cores is not None:
-            per_core = [{k: (a[k] - b[k]) & _MASK32 for k in a}
+            per_core = [_counter_deltas(a, b)
                         for a, b in zip(self._read_core_counters(), before_cores, strict=True)]
         cycles = ((after["cycles_hi"] << 32 | after["cycles_lo"])
                   - (before["cycles_hi"] << 32 | before["cycles_lo"]))
@@ -577,6 +577,16 @@ class Device:
         read = self.backend.mmio_read
         return [{c.name.lower(): read(cq.core_counter_offset(i, c)) for c in cq.CoreCounter}
                 for i in range(self.config.cores)]
+
+
+_MAX_NAMES = frozenset(c.name.lower() for c in cq.MAX_COUNTERS)
+
+
+def _counter_deltas(after: dict[str, int], before: dict[str, int]) -> dict[str, int]:
+    """What a launch added to each counter (modulo 2**32); a maximum counter (zeroed when the
+    launch started) is its value after the launch."""
+    return {k: after[k] if k in _MAX_NAMES else (after[k] - before[k]) & _MASK32
+            for k in after}
 
 
 def _disassemble(word: int, pc: int, module: Module | None) -> str:

@@ -148,6 +148,7 @@ def launch_statistics(res: LaunchResult, config: GpuConfig,
         "counters": dict(c),
         "per_opcode": dict(res.per_opcode),
         "per_core": per_core,
+        "memory": _memory_statistics(c) if timed else None,
         "timeline": None,
         "notes": [],
     }
@@ -167,6 +168,22 @@ def launch_statistics(res: LaunchResult, config: GpuConfig,
     return out
 
 
+def _memory_statistics(c: dict[str, int]) -> dict[str, Any]:
+    """The cores' memory paths: L1 hit rate (hits over reads; a read merged into an
+    outstanding miss is not a hit; None without an L1), DRAM bytes, load latency."""
+    reads = c.get("l1_hits", 0) + c.get("l1_misses", 0) + c.get("l1_merges", 0)
+    loads = c.get("loads", 0)
+    return {
+        "l1_hit_rate_percent": round(100 * c.get("l1_hits", 0) / reads, 2) if reads else None,
+        "l1_mshr_full_cycles": c.get("l1_mshr_full", 0),
+        "dram_read_bytes": c.get("dram_read_bytes", 0),
+        "dram_write_bytes": c.get("dram_write_bytes", 0),
+        "loads": loads,
+        "load_latency_avg": round(c.get("load_latency_sum", 0) / loads, 2) if loads else None,
+        "load_latency_max": c.get("load_latency_max", 0),
+    }
+
+
 def render_statistics(stats: dict[str, Any]) -> str:
     """The IPC and stall-share lines of ``simtgpu run --stats`` (after the launch report)."""
     cfg = stats["config"]
@@ -176,6 +193,15 @@ def render_statistics(stats: dict[str, Any]) -> str:
              f"over {cfg['cores']} core{'s' if cfg['cores'] != 1 else ''}",
              f"  IPC per core         {stats['ipc_per_core']:.3f} (average)",
              f"  scheduler slots      {stats['scheduler_slots']:,} (issue + stall, all cores)"]
+    mem = stats.get("memory")
+    if mem is not None:
+        hit, avg = mem["l1_hit_rate_percent"], mem["load_latency_avg"]
+        hits = "n/a (no L1)" if hit is None else f"{hit:.1f} %"
+        lines.append(f"  memory               L1 hits {hits}"
+                     f", DRAM {mem['dram_read_bytes']:,} B read, "
+                     f"{mem['dram_write_bytes']:,} B written, load latency "
+                     f"{'n/a' if avg is None else f'{avg:.1f}'} avg / "
+                     f"{mem['load_latency_max']} max cycles")
     shares = stats["shares_percent"] or {}
     for name, pct in shares.items():
         n = stats["warp_instructions"] if name == "issue" else stats["stalls"][name]

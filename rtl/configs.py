@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, fields, replace
 
-from simtgpu.arch.config import CONFIGS, GpuConfig, MemoryConfig, memory_settings
+from simtgpu.arch.config import CONFIGS, GpuConfig, L1Config, MemoryConfig, memory_settings
 from simtgpu.errors import SimtgpuError
 
 __all__ = ["RTL_CONFIGS", "RtlConfig", "RtlConfigError", "get_rtl_config"]
@@ -188,6 +188,12 @@ class RtlConfig:
     def memory(self) -> MemoryConfig:
         """Device-memory timing of the harness's DRAM model (``gpu.memory_timing``)."""
         return self.gpu.memory_timing
+
+    @property
+    def l1(self) -> L1Config | None:
+        """Each core's L1 data cache (``gpu.l1_cache``), or None: the core's port goes straight
+        to the interconnect."""
+        return self.gpu.l1_cache
 
     @property
     def stack_depth(self) -> int:

@@ -316,6 +316,8 @@ class Core(wiring.Component):
         is_pick, issue_ok = iss.warp, iss.ok
         issued = port_view(iss.entry, layouts.id_is())
         m.d.comb += [ibuf.pop.eq(issue_ok), ibuf.pop_warp.eq(is_pick)]
+        # a fence issues once its warp's stores are complete: the L1 below invalidates
+        m.d.comb += self.fence.eq(issue_ok & (issued.dec.iid == iid("fence")))
 
         # scoreboard set at issue (an mma's whole destination group)
         is_mma_issue = issued.dec.sem == RSem.MMA

@@ -8,13 +8,20 @@
                                             |   processor)     |<--faults--  cores
                                             +--------+---------+
                                                      | mem (source N)
-    core 0 .. core N-1 --mem--> interconnect <-------+
-                                     |
-                                     +--> external memory port (request/response streams)
+    core i --mem--> CoreMemPath i (L1) --> interconnect <+
+                                                |
+                                                +--> external memory port (req/resp streams)
 
 Each core is built by ``core_factory(cfg, core_id)`` (default :class:`simtgpu.rtl.core.Core`)
 and must have :func:`simtgpu.rtl.signatures.core_signature`. The cores' retire ports are
 exposed unchanged for verification.
+
+Each core's memory port passes through its :class:`~simtgpu.rtl.mem_path.CoreMemPath`: the L1
+data cache of the configuration (none: a wire) and the measurements of that path. The cache
+lives here rather than in the core so that the core keeps one memory port whatever the memory
+hierarchy below it, and a configuration without L1 is exactly the earlier machine. It is
+invalidated when a launch starts and when a core issues a ``fence``; the command processor's
+memory source does not go through an L1.
 """
 
 from __future__ import annotations
@@ -29,6 +36,7 @@ from .configs import RtlConfig
 from .dispatcher import Dispatcher
 from .host_interface import CpState, HostInterface
 from .interconnect import Interconnect
+from .mem_path import CoreMemPath
 from .perf_counters import PerfCounters
 from .signatures import (
     core_signature,
@@ -117,12 +125,22 @@ class Gpu(wiring.Component):
             host.disp_done.eq(disp.done),
         ]
 
+        paths = []
+        for i, core in enumerate(cores):
+            m.submodules[f"mem_path{i}"] = path = CoreMemPath(cfg)
+            paths.append(path)
+            wiring.connect(m, core.mem, path.up)
+            wiring.connect(m, path.down, ic.src[i])
+            m.d.comb += [path.invalidate.eq(host.core_start | core.fence),
+                         perf.mem_perf[i].eq(path.perf)]
+        m.d.comb += perf.launch_start.eq(host.core_start)
+
         drained = Signal()
-        m.d.comb += drained.eq(Cat(*[c.drained for c in cores]).all() & ic.idle)
+        m.d.comb += drained.eq(Cat(*[c.drained for c in cores]).all()
+                               & Cat(*[p.idle for p in paths]).all() & ic.idle)
         m.d.comb += host.drained.eq(drained)
 
         for i, core in enumerate(cores):
-            wiring.connect(m, core.mem, ic.src[i])
             wiring.connect(m, disp.cores[i], core.dispatch)
             wiring.connect(m, core.fault, host.core_fault[i])
             m.d.comb += [

@@ -30,7 +30,11 @@ Policy, and why:
   was read before the store reached memory, so it would put stale data in the cache). A
   cycle in which a fill arrives accepts no new request (the fill owns the arrays).
 * ``invalidate`` clears every line (and accepts no request in that cycle): what a kernel
-  boundary or an acquiring ``fence`` needs, since the cache is not coherent.
+  boundary or an acquiring ``fence`` needs, since the cache is not coherent. Misses
+  outstanding at that moment become *stale*: their fills still answer the reads that waited
+  on them (those came before the invalidation) but are not installed, and no later read
+  merges into them (it takes a new MSHR), so nothing read from memory before the
+  invalidation is seen after it.
 * Replacement: the lowest invalid way of the set, else a per-set round-robin pointer.
 
 The contract above is what the unit bench (tests/rtl/units/test_l1_cache.py) holds the RTL
@@ -179,13 +183,14 @@ class L1Cache(wiring.Component):
 
         # --- MSHRs ----------------------------------------------------------------------
         mshr_valid = Signal(nm)
+        mshr_stale = Signal(nm)  # outstanding across an invalidate: no merge, no install
         mshr_line = Array(Signal(32 - ob, name=f"mshr_line{i}") for i in range(nm))
         pend = Signal()
         pend_idx = Signal(mbits)
         free = Signal()
         free_idx = Signal(mbits)
         for i in reversed(range(nm)):
-            with m.If(mshr_valid[i] & (mshr_line[i] == line)):
+            with m.If(mshr_valid[i] & ~mshr_stale[i] & (mshr_line[i] == line)):
                 m.d.comb += [pend.eq(1), pend_idx.eq(i)]
             with m.If(~mshr_valid[i]):
                 m.d.comb += [free.eq(1), free_idx.eq(i)]
@@ -220,7 +225,9 @@ class L1Cache(wiring.Component):
 
         # --- fills and acknowledgements from below --------------------------------------
         fill = Signal()
-        m.d.comb += fill.eq(dresp.valid & route_head.fill)
+        install = Signal()  # a fill whose line goes into the arrays (not a stale one)
+        m.d.comb += [fill.eq(dresp.valid & route_head.fill),
+                     install.eq(fill & ~mshr_stale.bit_select(route_head.mshr, 1))]
         fill_line = Signal(32 - ob)
         fill_set = Signal(max(1, sb))
         m.d.comb += fill_line.eq(mshr_line[route_head.mshr])
@@ -237,7 +244,7 @@ class L1Cache(wiring.Component):
         with m.If(fill):
             m.d.sync += mshr_valid.bit_select(route_head.mshr, 1).eq(0)
             if ways > 1:
-                with m.If(~any_invalid):
+                with m.If(install & ~any_invalid):
                     m.d.sync += rr[fill_set].eq(rr[fill_set] + 1)
             for i in range(rd):
                 with m.If(rob_valid[i] & ~rob_ready[i] & rob_fill[i]
@@ -283,7 +290,7 @@ class L1Cache(wiring.Component):
 
         # Array writes: a fill (no request is accepted in its cycle) or a store that hits.
         for w in range(ways):
-            with m.If(fill & (victim == w)):
+            with m.If(install & (victim == w)):
                 m.d.comb += [
                     tag_wr[w].addr.eq(fill_set), tag_wr[w].data.eq(fill_line[sb:]),
                     tag_wr[w].en.eq(1),
@@ -298,6 +305,7 @@ class L1Cache(wiring.Component):
                 m.d.sync += valid[w].bit_select(set_idx, 1).eq(0)
         with m.If(self.invalidate):
             m.d.sync += [v.eq(0) for v in valid]
+            m.d.sync += mshr_stale.eq(mshr_valid)
 
         with m.If(fire):
             m.d.sync += [
@@ -311,6 +319,7 @@ class L1Cache(wiring.Component):
             ]
             with m.If(new_miss):
                 m.d.sync += [mshr_valid.bit_select(free_idx, 1).eq(1),
+                             mshr_stale.bit_select(free_idx, 1).eq(0),
                              mshr_line[free_idx].eq(line)]
 
         # --- responses up, in request order ---------------------------------------------

@@ -16,16 +16,21 @@ one ``Switch`` over the address (no array index over the cores), cheap to evalua
 Retired instructions and thread instructions (popcount of the executing lanes) come from the
 cores' retire ports; stall reasons, memory transactions, divergences and barriers from the
 cores' perf strobes (:func:`simtgpu.rtl.signatures.perf_layout`), counted only while a
-kernel is active so that idle time between launches is not charged to ``STALL_IDLE``.
+kernel is active so that idle time between launches is not charged to ``STALL_IDLE``. The
+memory-path counters (L1, DRAM bytes, loads and their latency) come from each core's
+:class:`~simtgpu.rtl.mem_path.CoreMemPath` (:func:`~simtgpu.rtl.signatures.mem_perf_layout`).
+``LOAD_LATENCY_MAX`` is a maximum (``MAX_COUNTERS``): zeroed at ``launch_start`` as well as by
+``reset``, and the GPU-wide one is the largest of the cores'.
 """
 
 from __future__ import annotations
 
-from amaranth.hdl import Module, Signal
+from amaranth.hdl import Module, Mux, Signal
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 from simtgpu.arch.command_queue import (
     MAX_COUNTER_CORES,
+    MAX_COUNTERS,
     MMIO_ADDR_BITS,
     PERF_COUNTERS,
     CoreCounter,
@@ -34,7 +39,7 @@ from simtgpu.arch.command_queue import (
 )
 
 from .configs import RtlConfig
-from .signatures import perf_layout
+from .signatures import mem_perf_layout, perf_layout
 
 __all__ = ["PerfCounters"]
 
@@ -49,6 +54,14 @@ _STROBE = {
     Mmio.DIVERGENCE_EVENTS: "divergence",
     Mmio.BARRIERS: "barriers",
 }
+# Counter -> the memory-path strobe it sums.
+_MEM_STROBE = {
+    Mmio.L1_HITS: "l1_hit",
+    Mmio.L1_MISSES: "l1_miss",
+    Mmio.L1_MERGES: "l1_merge",
+    Mmio.L1_MSHR_FULL: "l1_mshr_full",
+    Mmio.LOADS: "load",
+}
 
 
 class PerfCounters(wiring.Component):
@@ -58,6 +71,10 @@ class PerfCounters(wiring.Component):
     -------
     core_perf: ``In(perf_layout()).array(cores)``
         Per-cycle event strobes of each core.
+    mem_perf: ``In(mem_perf_layout()).array(cores)``
+        Per-cycle events of each core's memory path.
+    launch_start: ``In(1)``
+        A launch starts: zero the maximum counters.
     retire_valid: ``In(cores)``; retire_exec: ``In(ArrayLayout(lanes, cores))``
         Retire-port valid and exec mask of each core.
     busy: ``In(1)``
@@ -80,6 +97,8 @@ class PerfCounters(wiring.Component):
         self.cfg = cfg
         super().__init__({
             "core_perf": In(perf_layout()).array(cfg.cores),
+            "mem_perf": In(mem_perf_layout()).array(cfg.cores),
+            "launch_start": In(1),
             "retire_valid": In(cfg.cores),
             "retire_exec": In(data.ArrayLayout(cfg.lanes, cfg.cores)),
             "busy": In(1),
@@ -106,6 +125,15 @@ class PerfCounters(wiring.Component):
             inc: dict[CoreCounter, object] = {
                 CoreCounter[reg.name]: getattr(self.core_perf[i], field) & self.active
                 for reg, field in _STROBE.items()}
+            mp = self.mem_perf[i]
+            inc.update({CoreCounter[reg.name]: getattr(mp, field) & self.active
+                        for reg, field in _MEM_STROBE.items()})
+            line = cfg.line_bytes
+            inc[CoreCounter.DRAM_READ_BYTES] = Mux(mp.dram_read & self.active, line, 0)
+            inc[CoreCounter.DRAM_WRITE_BYTES] = Mux(mp.dram_write & self.active, line, 0)
+            inc[CoreCounter.LOAD_LATENCY_SUM] = Mux(mp.load & self.active, mp.load_latency, 0)
+            # a maximum: the core's latency when it is a new one (see below), never summed
+            inc[CoreCounter.LOAD_LATENCY_MAX] = Mux(mp.load & self.active, mp.load_latency, 0)
             inc[CoreCounter.INSTRUCTIONS] = self.retire_valid[i]
             ex = self.retire_exec[i]
             inc[CoreCounter.THREAD_INSTRUCTIONS] = \
@@ -113,7 +141,14 @@ class PerfCounters(wiring.Component):
             assert set(inc) == set(CoreCounter), set(inc) ^ set(CoreCounter)
             core_incr.append(inc)
         incr: dict[Mmio, object] = {
-            c.total: sum(inc[c] for inc in core_incr) for c in CoreCounter}
+            c.total: sum(inc[c] for inc in core_incr) for c in CoreCounter
+            if c.total not in MAX_COUNTERS}
+        for c in CoreCounter:  # the largest of the cores' candidates
+            if c.total in MAX_COUNTERS:
+                best = core_incr[0][c]
+                for inc in core_incr[1:]:
+                    best = Mux(inc[c] > best, inc[c], best)
+                incr[c.total] = best
         incr[Mmio.COMMANDS] = self.command_done
         assert set(incr) == set(counters), set(counters) ^ set(incr)
 
@@ -124,9 +159,20 @@ class PerfCounters(wiring.Component):
         with m.Else():
             with m.If(self.busy):
                 m.d.sync += cycles.eq(cycles + 1)
-            m.d.sync += [c.eq(c + incr[reg]) for reg, c in counters.items()]
+            m.d.sync += [c.eq(c + incr[reg]) for reg, c in counters.items()
+                         if reg not in MAX_COUNTERS]
             for regs, inc in zip(per_core, core_incr, strict=True):
-                m.d.sync += [c.eq(c + inc[name]) for name, c in regs.items()]
+                m.d.sync += [c.eq(c + inc[name]) for name, c in regs.items()
+                             if name.total not in MAX_COUNTERS]
+            maxima = [(counters[reg], incr[reg]) for reg in MAX_COUNTERS]
+            maxima += [(regs[name], inc[name])
+                       for regs, inc in zip(per_core, core_incr, strict=True)
+                       for name in regs if name.total in MAX_COUNTERS]
+            for c, candidate in maxima:
+                with m.If(self.launch_start):
+                    m.d.sync += c.eq(0)
+                with m.Elif(candidate > c):
+                    m.d.sync += c.eq(candidate)
 
         m.d.sync += self.rdata.eq(0)
         with m.If(self.re):

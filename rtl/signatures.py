@@ -244,6 +244,26 @@ def perf_layout() -> data.StructLayout:
     return data.StructLayout({name: unsigned(1) for name in PERF_EVENTS})
 
 
+MEM_PERF_EVENTS = ("l1_hit", "l1_miss", "l1_merge", "l1_mshr_full", "dram_read",
+                   "dram_write", "load")
+LATENCY_BITS = 16
+"""Width of a measured load latency (cycles, modulo 2**16)."""
+
+
+def mem_perf_layout() -> data.StructLayout:
+    """Per-cycle events of a core's memory path (rtl/mem_path.py), for the counters.
+
+    ``l1_hit``, ``l1_miss``, ``l1_merge``: a read accepted by the L1 as a hit, a new miss, or
+    merged into a pending miss; ``l1_mshr_full``: a read held back because every MSHR is busy
+    (a stall cycle). ``dram_read``, ``dram_write``: a line request left the core's path toward
+    memory (a read or an atomic; a store). ``load``: a read's response reached the LSU, with
+    ``load_latency`` the cycles since the read was accepted on the core's port.
+    """
+    fields = {name: unsigned(1) for name in MEM_PERF_EVENTS}
+    fields["load_latency"] = unsigned(LATENCY_BITS)
+    return data.StructLayout(fields)
+
+
 def core_signature(cfg: RtlConfig) -> wiring.Signature:
     """The whole interface of one core.
 
@@ -259,6 +279,9 @@ def core_signature(cfg: RtlConfig) -> wiring.Signature:
     ``busy``: a block is resident or anything is in flight.
     ``drained``: nothing is in flight: pipeline stages empty, no memory request pending or
     unanswered (resident warps may still exist).
+    ``fence``: one-cycle pulse, a ``fence`` issued (the warp's stores are complete): the
+    memory path below invalidates its non-coherent L1 so that later loads see other cores'
+    stores (docs/memory-system.md).
     """
     return wiring.Signature({
         "mem": Out(mem_port_signature(cfg.line_words, cfg.tag_bits)),
@@ -274,4 +297,5 @@ def core_signature(cfg: RtlConfig) -> wiring.Signature:
         "flush": In(1),
         "busy": Out(1),
         "drained": Out(1),
+        "fence": Out(1),
     })

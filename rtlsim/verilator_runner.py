@@ -175,6 +175,25 @@ per simulated cycle at ``-O3`` than at ``-O2``; a profile-guided one gains nothi
 (38,053 against 38,052), so it keeps the shorter ``-O2`` compile (docs/performance.md)."""
 
 
+X86_64_V3 = frozenset({"avx", "avx2", "bmi1", "bmi2", "fma", "f16c", "abm", "movbe", "xsave"})
+"""The CPU flags (``/proc/cpuinfo``) of the x86-64-v3 level (Haswell, Zen and later)."""
+
+
+def cpu_cflags(cpuinfo: str | Path = "/proc/cpuinfo") -> str:
+    """Compiler flags for the machine that builds, and then runs, the model: ``-march=x86-64-v3``
+    where its CPU has that level (BMI2's flag-free shifts and ``andn`` shorten the model's
+    bit-field code), else none. Not ``-march=native``: it would pick AVX-512 on recent CPUs,
+    which valgrind cannot run (``bench_rtl --instructions``). The flag is part of the build's
+    cache key, so a cache moved to an older machine rebuilds instead of faulting."""
+    try:
+        with open(cpuinfo) as fh:
+            flags = next((line.split(":", 1)[1].split() for line in fh
+                          if line.startswith("flags")), [])
+    except OSError:
+        return ""
+    return "-march=x86-64-v3" if X86_64_V3 <= set(flags) else ""
+
+
 def _trace_format(trace: str | bool | None) -> str | None:
     """``"fst"``, ``"vcd"`` or None from a ``trace`` argument (True means FST)."""
     if trace is True:
@@ -255,7 +274,8 @@ def build_harness(config: str | GpuConfig | RtlConfig, *, trace: str | bool | No
         verilog = harness_verilog(cfg)
     text = verilog.read_bytes()
     rules = trace_rules() if fmt and not trace_all() else ""
-    flags = (f"LINE_WORDS={cfg.line_words} trace={fmt} pgo={pgo} {SPEED_FLAGS} "
+    cflags = f"-DLINE_WORDS={cfg.line_words} {cpu_cflags()}".strip()
+    flags = (f"{cflags} trace={fmt} pgo={pgo} {SPEED_FLAGS} "
              f"{SPEED_MAKEFLAGS[pgo]} {rules}").encode()
     main_cpp = driver_cpp(cfg.cores, cfg.lanes)
     key = _digest(text, main_cpp.encode(), flags)
@@ -281,7 +301,6 @@ def build_harness(config: str | GpuConfig | RtlConfig, *, trace: str | bool | No
             progress = BuildProgress(name, stages)
             progress.say(f"building the Verilator model ({what}, {stages} stages, minutes)")
         progress.say(f"log: {work / 'build.log'}")
-        cflags = f"-DLINE_WORDS={cfg.line_words}"
         (work / "harness.v").write_bytes(text)
         (work / "main.cpp").write_text(main_cpp)
         tracing: list[str] = []

@@ -44,6 +44,7 @@ __all__ = [
     "fmax", "fmin", "fmul", "fneg", "fsub", "ftz", "is_nan", "sfu", "sfu_error_bound",
     "HALF_CANONICAL_NAN", "HALF_FORMATS", "HCVT_OPS", "HALF2_OPS", "bf16_to_f32", "f16_to_f32",
     "f32_to_bf16", "f32_to_f16", "half2", "half_to_f64", "hcvt", "hfma2", "mma", "mma_error_bound",
+    "INT64_OPS", "cvt64", "int64_cmp", "int64_op", "wrap_i64",
 ]
 
 CANONICAL_NAN = 0x7FFFFFFF
@@ -272,6 +273,79 @@ def cvt(op: str, a: object) -> np.ndarray:
         t = np.clip(np.trunc(x), lo, hi)
     t = np.where(np.isnan(x), 0.0, t)
     return _out((t.astype(np.int64) & 0xFFFFFFFF).astype(np.uint32))
+
+
+# --- 64-bit integers (the compiler's tl.int64: constant folding and its reference) -----------
+
+INT64_OPS = ("add", "sub", "mul", "and", "or", "xor", "shl", "shr", "sra", "min", "max",
+             "minu", "maxu")
+
+
+def wrap_i64(x: int) -> int:
+    """``x`` wrapped to a signed 64-bit integer (two's complement, as NumPy's int64)."""
+    x &= (1 << 64) - 1
+    return x - (1 << 64) if x >> 63 else x
+
+
+def int64_op(op: str, a: int, b: int) -> int:
+    """The 64-bit integer op ``op`` on exact Python ints, wrapped to signed 64 bits. Shift
+    amounts are taken modulo 64 (as the 32-bit ISA takes them modulo 32); ``shr``, ``minu``
+    and ``maxu`` read the operands as unsigned."""
+    m = (1 << 64) - 1
+    a, b = wrap_i64(a), wrap_i64(b)
+    if op == "shl":
+        return wrap_i64(a << (b & 63))
+    if op in ("shr", "sra"):
+        return wrap_i64((a & m if op == "shr" else a) >> (b & 63))
+    if op in ("minu", "maxu"):
+        return wrap_i64((min if op == "minu" else max)(a & m, b & m))
+    fns = {"add": lambda: a + b, "sub": lambda: a - b, "mul": lambda: a * b,
+           "and": lambda: a & b, "or": lambda: a | b, "xor": lambda: a ^ b,
+           "min": lambda: min(a, b), "max": lambda: max(a, b)}
+    if op not in fns:
+        raise NumericsError(f"int64_op: unknown operation {op!r}; expected one of "
+                            f"{', '.join(INT64_OPS)}")
+    return wrap_i64(fns[op]())
+
+
+def int64_cmp(cond: str, a: int, b: int) -> bool:
+    """Integer comparison ``cond`` (eq ne lt le gt ge, and ltu leu gtu geu) of two 64-bit
+    values."""
+    a, b = wrap_i64(a), wrap_i64(b)
+    if cond.endswith("u"):
+        a, b, cond = a & ((1 << 64) - 1), b & ((1 << 64) - 1), cond[:-1]
+    return {"eq": a == b, "ne": a != b, "lt": a < b, "le": a <= b, "gt": a > b,
+            "ge": a >= b}[cond]
+
+
+def _int_to_f32_bits(x: int) -> int:
+    """The float32 nearest to the integer ``x`` (ties to even), as a bit pattern."""
+    m = abs(x)
+    shift = max(0, m.bit_length() - 24)
+    q, r = m >> shift, m & ((1 << shift) - 1)
+    if shift and (r > 1 << (shift - 1) or (r == 1 << (shift - 1) and q & 1)):
+        q += 1
+    f = float(q) * 2.0 ** shift  # exact: q <= 2**24
+    return int(f32_to_bits(np.float32(-f if x < 0 else f))[()])
+
+
+def cvt64(op: str, a: int) -> int:
+    """Conversions between 64-bit integers and float32: ``i2f``/``u2f`` read the signed or
+    unsigned 64-bit ``a`` and return float32 bits rounded to nearest even; ``f2i``/``f2u``
+    read float32 bits, truncate toward zero, saturate to the 64-bit range and turn NaN into
+    0 (as PTX's ``cvt.rzi.s64.f32``; ``f2u`` maps negatives to 0). Integer results are
+    signed 64-bit Python ints (an unsigned result wrapped)."""
+    if op in ("i2f", "u2f"):
+        a = wrap_i64(a)
+        return _int_to_f32_bits(a & ((1 << 64) - 1) if op == "u2f" else a)
+    if op not in ("f2i", "f2u"):
+        raise NumericsError(f"cvt64: unknown conversion {op!r}")
+    x = float(_f(_ftz(_u32(a))).reshape(-1)[0])
+    if x != x:
+        return 0
+    lo, hi = (-(1 << 63), (1 << 63) - 1) if op == "f2i" else (0, (1 << 64) - 1)
+    t = min(max(int(x), lo), hi) if abs(x) != float("inf") else (hi if x > 0 else lo)
+    return wrap_i64(t)
 
 
 def sfu(op: str, a: object) -> np.ndarray:

@@ -91,26 +91,34 @@ def bench_rtl(config: str = "small", n: int = 32768, m: int = 48, runs: int = 3,
 
 
 def bench_ipc(config: str = "small", sgemm_size: int = 64, memory: str | None = None,
-              ) -> list[dict]:
+              l1: bool | None = None) -> list[dict]:
     """Issue rate of the RTL on ``config``: :func:`simtgpu.rtlsim.workload.issue_rate` through
-    the driver's RTL backend, with device-memory setting ``memory`` (default ``ideal``)."""
+    the driver's RTL backend, with device-memory setting ``memory`` (default ``ideal``) and
+    each core's L1 on, off, or as the configuration says (None)."""
     from simtgpu.driver_model.device import Device
 
-    with Device(backend="rtl", config=config, memory=memory) as dev:
+    with Device(backend="rtl", config=config, memory=memory, l1=l1) as dev:
         return issue_rate(dev, sgemm_size)
 
 
 def _memory_row(kernel: str, size: str, setting: str, res, cfg, memory) -> dict:
-    """Figures of one launch: issue rate per core, DRAM bandwidth as a share of the modelled
-    peak (every core transaction is one line transfer: there is no cache yet), memory-stall
-    share of core-cycles."""
+    """Figures of one launch: issue rate per core, DRAM bandwidth (the lines the cores' memory
+    paths sent toward memory, by the counters) as a share of the modelled peak, memory-stall
+    share of core-cycles, the L1's hit rate (hits over reads, merges counted as not hits) and
+    the average and longest load latency."""
     c = res.counters
     line = 4 * cfg.lanes
     peak = memory.peak_bytes_per_cycle(line)
-    dram_bytes = c.get("mem_transactions", 0) * line
+    dram_bytes = c.get("dram_read_bytes", 0) + c.get("dram_write_bytes", 0)
     core_cycles = res.cycles * cfg.cores
+    reads = c.get("l1_hits", 0) + c.get("l1_misses", 0) + c.get("l1_merges", 0)
+    loads = c.get("loads", 0)
     return {
         "kernel": kernel, "size": size, "memory": setting, "timing": memory.describe(line),
+        "l1": cfg.l1_cache.describe(line) if cfg.l1_cache else "no L1",
+        "hit_rate": c.get("l1_hits", 0) / reads if reads else None,
+        "load_latency_avg": c.get("load_latency_sum", 0) / loads if loads else 0.0,
+        "load_latency_max": c.get("load_latency_max", 0),
         "cycles": res.cycles, "warp_instructions": res.instructions,
         "ipc": res.instructions / core_cycles if core_cycles else 0.0,
         "dram_bytes": dram_bytes,
@@ -122,20 +130,21 @@ def _memory_row(kernel: str, size: str, setting: str, res, cfg, memory) -> dict:
 def bench_memory(config: str = "small", settings: tuple[str, ...] = ("ideal", "vortex",
                                                                      "realistic"),
                  sgemm_size: int = 64, vadd_n: int = 8192, matmul_m: int = 32,
-                 gather_n: int = 4096) -> list[dict]:
+                 gather_n: int = 4096, l1s: tuple[bool, ...] = (False, True)) -> list[dict]:
     """The memory benchmark (docs/memory-system.md): sgemm_tiled, vector add, the naive
-    matmul and a random gather on ``config`` at each device-memory setting, one row per
-    (kernel, setting) from :func:`_memory_row`. Every result is checked against NumPy."""
+    matmul and a random gather on ``config`` at each device-memory setting, without and with
+    each core's L1 (``l1s``), one row per (kernel, L1, setting) from :func:`_memory_row`.
+    Every result is checked against NumPy."""
     from simtgpu.arch.config import get_config
     from simtgpu.driver_model.device import Device
 
     rows = []
     base = get_config(config)
-    for setting in settings:
-        cfg = base.with_memory(setting)
+    for l1, setting in ((l1, s) for l1 in l1s for s in settings):
+        cfg = base.with_memory(setting).with_l1(l1)
         memory = cfg.memory_timing
         rng = np.random.default_rng(3)
-        with Device(backend="rtl", config=config, memory=setting) as dev:
+        with Device(backend="rtl", config=config, memory=setting, l1=l1) as dev:
             tpb = cfg.warps_per_core * cfg.lanes
 
             n = sgemm_size

@@ -73,15 +73,19 @@ def iss_reproduce_command(config: str, seed: int) -> str:
 def run_random(config: str, seed: int, count: int, batch: int = 25,
                coverage: CoverageModel | None = None, iss_only: bool = False,
                run_name: str | None = None, memory: str | None = None,
-               progress: Callable[[int, int], None] | None = None) -> RegressResult:
+               progress: Callable[[int, int], None] | None = None,
+               l1: bool | None = None) -> RegressResult:
     """Programs ``seed .. seed+count-1`` for configuration ``config``, with the DRAM model at
-    setting ``memory`` (default ``ideal``; docs/memory-system.md); ``progress(programs
-    done, failures so far)`` is called after each batch."""
+    setting ``memory`` (default ``ideal``; docs/memory-system.md) and each core's L1 on
+    (``l1`` True: the configuration's default cache), off (False) or as configured (None);
+    ``progress(programs done, failures so far)`` is called after each batch."""
     from .harness import check_launches, rtl_config
 
     cfg = rtl_config(config)
     if memory is not None:
         cfg = cfg.with_(memory=cfg.gpu.with_memory(memory).memory)
+    if l1 is not None:
+        cfg = cfg.with_(l1=cfg.gpu.with_l1(l1).l1)
     res = RegressResult()
     t0 = time.perf_counter()
     for first in range(seed, seed + count, batch):
@@ -116,14 +120,15 @@ def run_random(config: str, seed: int, count: int, batch: int = 25,
 
 def _run_config(config: str, seed: int, count: int, batch: int, iss_only: bool,
                 coverage: CoverageModel | None = None,
-                memory: str | None = None) -> tuple[RegressResult, str]:
+                memory: str | None = None,
+                l1: bool | None = None) -> tuple[RegressResult, str]:
     """One configuration's share of a regression (in a worker process when parallel): its
     result and its coverage report."""
     cov = coverage if coverage is not None else CoverageModel(f"regress_{config}")
     label = f"regress {config}{' (ISS only)' if iss_only else ''}"
     res = run_random(config, seed, count, batch, cov, iss_only,
                      run_name=f"regress_{config}", memory=memory,
-                     progress=BatchProgress(label, count))
+                     progress=BatchProgress(label, count), l1=l1)
     return res, cov.report(f"Functional coverage of the random regression ({config})")
 
 
@@ -160,6 +165,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--memory", choices=MEMORY_SETTINGS, default=None,
                    help="DRAM-model setting of the RTL runs (default ideal; "
                    "docs/memory-system.md)")
+    p.add_argument("--l1", choices=("on", "off"), default=None,
+                   help="each core's L1 data cache in the RTL runs (default: as the "
+                   "configuration says; docs/memory-system.md)")
     p.add_argument("--jobs", "-j", default="1",
                    help="configurations run in parallel processes (a number or 'auto'; "
                    "default 1, which also merges their coverage into one report)")
@@ -172,6 +180,7 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError:
         p.error(f"--jobs takes a number or 'auto', not {args.jobs!r}")
     jobs = max(1, min(jobs, len(configs)))
+    l1 = None if args.l1 is None else args.l1 == "on"
     print(f"regress: {args.count:,} random programs per configuration ({', '.join(configs)}), "
           f"seeds {args.seed}..{args.seed + args.count - 1}"
           f"{', ISS only' if args.iss_only else ', RTL against the ISS'}; progress per batch "
@@ -182,12 +191,13 @@ def main(argv: list[str] | None = None) -> int:
         cov = CoverageModel()
         for config in configs:
             results[config], _ = _run_config(config, args.seed, args.count, args.batch,
-                                             args.iss_only, cov, args.memory)
+                                             args.iss_only, cov, args.memory, l1)
         reports.append(cov.report("Functional coverage of the random regression"))
     else:
         with ProcessPoolExecutor(jobs) as pool:
             futures = {c: pool.submit(_run_config, c, args.seed, args.count, args.batch,
-                                      args.iss_only, None, args.memory) for c in configs}
+                                      args.iss_only, None, args.memory, l1)
+                       for c in configs}
             for config, fut in futures.items():
                 results[config], report = fut.result()
                 reports.append(report)

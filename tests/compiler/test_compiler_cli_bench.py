@@ -77,3 +77,20 @@ def test_quality_figures():
         assert r.ratio <= 1.2, r  # within 1.2x of the hand-written kernel
     times = compile_times(repeat=2)
     assert all(ms < 100 for ms in times.values()), times
+
+
+def test_tutorial_compile_time_section():
+    # a measure, not a timed test: the rows and the section's form (docs/performance.md)
+    from simtgpu.compiler_backend import bench_compile
+
+    names = ["01 add BLOCK_SIZE=1024", "02 softmax BLOCK_SIZE=128", "03 matmul 32x32x16"]
+    rows = bench_compile.compile_times(repeat=1, names=names)
+    add, softmax, mm = rows
+    assert add.spilled > 0 and add.instructions > 1024 and not add.note  # 32 per thread
+    assert softmax.spilled == 0 and 0 < softmax.registers <= 32
+    assert "spill area lies beyond the reach" in mm.note and mm.instructions == 0
+    text = bench_compile.render(rows, {"commit": "abc", "date": "d", "cpu": "c", "nproc": "2"},
+                                1.5)
+    assert text.startswith("## Compile time of the tutorial kernels")
+    assert "| 01 add BLOCK_SIZE=1024 |" in text and "load average 1.5" in text
+    assert "does not fit: " in text and "--part compile" in text

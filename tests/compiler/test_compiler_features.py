@@ -160,13 +160,16 @@ def k_dot_loop(a_ptr, b_ptr, c_ptr, K, BM: tl.constexpr, BK: tl.constexpr,
     tl.store(c_ptr + rm[:, None] * BN + rn[None, :], acc)
 
 
-def test_dot_in_a_loop_exact_fma_order(iss_device):
+@pytest.mark.parametrize("size_per_thread", [None, 4])
+def test_dot_in_a_loop_exact_fma_order(iss_device, size_per_thread):
+    """Both layouts (4: each thread a 1x4 block of the output, loads shared per k)."""
     rng = np.random.default_rng(2)
     BM, BN, BK, K = 4, 8, 4, 12
     a = rng.standard_normal((BM, K)).astype(np.float32)
     b = rng.standard_normal((K, BN)).astype(np.float32)
     c = np.zeros((BM, BN), np.float32)
-    k_dot_loop[(1,)](a, b, c, K, BM=BM, BK=BK, BN=BN, num_warps=1)
+    k_dot_loop[(1,)](a, b, c, K, BM=BM, BK=BK, BN=BN, num_warps=1,
+                     size_per_thread=size_per_thread)
     # reference: per k-block an fma chain from 0 in k order, then added to acc
     want = np.zeros((BM, BN), np.float32)
     for k0 in range(0, K, BK):

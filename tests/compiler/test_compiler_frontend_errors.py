@@ -176,7 +176,7 @@ def test_spill_area_out_of_reach_is_a_clear_error():
     from simtgpu.compiler_backend.isa_codegen import SpillStride, spill_gpr
 
     with pytest.raises(CompileError, match="spill area lies beyond the reach"):
-        spill_gpr([], [], ir.Value(ir.I32), 1024, SpillStride())
+        spill_gpr([], [], [(ir.Value(ir.I32), 1024)], SpillStride())
 
 
 def test_cli_reports_without_traceback(tmp_path, capsys):

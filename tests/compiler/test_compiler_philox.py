@@ -139,6 +139,31 @@ def test_randint4x_and_randint(iss_device, seed):
 
 
 @triton.jit
+def k_randint_int64(out_ptr, seed, base, BLOCK: tl.constexpr):
+    i = tl.arange(0, BLOCK)
+    a, b, c, d = tl.randint4x(seed, base + i)  # an int64 seed and int64 offsets
+    tl.store(out_ptr + i * 4, a)
+    tl.store(out_ptr + i * 4 + 1, b)
+    tl.store(out_ptr + i * 4 + 2, c)
+    tl.store(out_ptr + i * 4 + 3, d)
+
+
+def test_randint4x_int64_seed_and_offsets(iss_device):
+    """As Triton: an int64 offset is the counter (low word, high word, 0, 0) and an int64
+    seed's words are the key."""
+    seed, base, n = 0x123456789AB, (5 << 32) - 7, 32
+    out = np.zeros(4 * n, np.uint32)
+    k_randint_int64[(1,)](out, seed, base, BLOCK=n)
+    offs = np.arange(n, dtype=np.uint64) + np.uint64(base)
+    z = np.zeros(n, np.uint32)
+    want = np_philox([offs & np.uint64(M32), offs >> np.uint64(32), z, z],
+                     [seed & M32, seed >> 32])
+    o = out.reshape(n, 4)
+    for j in range(4):
+        assert np.array_equal(o[:, j], want[j]), j
+
+
+@triton.jit
 def k_rand_const_seed(out_ptr, u4_ptr, SEED: tl.constexpr, BLOCK: tl.constexpr):
     off = tl.arange(0, BLOCK)
     tl.store(out_ptr + off, tl.rand(SEED, off))

@@ -18,30 +18,37 @@ def _lg(n: int) -> int:
     return n.bit_length() - 1
 
 
-def model_sum(x: np.ndarray, axis: int, T: int, W: int) -> np.ndarray:
+def model_sum(x: np.ndarray, axis: int, T: int, W: int, v: int = 1) -> np.ndarray:
     """The compiler's order of float32 additions for ``tl.sum(x, axis)`` on T threads of
-    warps of W lanes (element f of the flat tile in thread f % T, slot f // T)."""
+    warps of W lanes, ``v`` contiguous elements per thread (element
+    ``(s // v) * T * v + t * v + s % v`` of the flat tile in thread t, slot s)."""
     M, N = x.shape
-    lt, lw = _lg(T), _lg(W)
+    lt, lw, lv = _lg(T), _lg(W), _lg(v)
     lo, hi = (0, _lg(N)) if axis == 1 else (_lg(N), _lg(M * N))
-    vals = x.astype(np.float32).reshape(-1, T)  # [slot, thread]
-    s_lo, s_hi = max(lo, lt) - lt, max(hi, lt) - lt
-    reduced = ((1 << s_hi) - 1) ^ ((1 << s_lo) - 1)
+    nslots = M * N // T
+    tid = np.arange(T)
+
+    def flat(s):
+        return (s // v) * T * v + tid * v + s % v
+
+    vals = [x.astype(np.float32).reshape(-1)[flat(s)] for s in range(nslots)]
+    reduced = sum(1 << (b if b < lv else b - lt) for b in range(lo, hi)
+                  if b < lv or b >= lv + lt)
     groups: dict[int, np.ndarray] = {}
-    for s in range(vals.shape[0]):  # 1. the thread's slots in order
+    for s in range(nslots):  # 1. the thread's slots in order
         rep = s & ~reduced
         groups[rep] = vals[s].copy() if rep not in groups else groups[rep] + vals[s]
-    tid = np.arange(T)
+    t_lo, t_hi = max(lo, lv) - lv, max(min(hi, lv + lt) - lv, 0)
     shared = np.zeros(M * N, np.float32)
     for rep, a in groups.items():  # 2. the butterfly, highest lane bit first
-        for b in range(min(hi, lw) - 1, lo - 1, -1):
+        for b in range(min(t_hi, lw) - 1, t_lo - 1, -1):
             a = a + a[tid ^ (1 << b)]
-        shared[rep * T + tid] = a
-    w_lo, w_hi = max(lo, lw), min(hi, lt)
+        shared[flat(rep)] = a
+    w_lo, w_hi = max(t_lo, lw), t_hi
     out = []
     for o in range(M if axis == 1 else N):  # 3. the warps in order
         first = o * N if axis == 1 else o
-        parts = [shared[first + (k << w_lo)] for k in range(1 << max(0, w_hi - w_lo))]
+        parts = [shared[first + (k << (w_lo + lv))] for k in range(1 << max(0, w_hi - w_lo))]
         acc = parts[0]
         for p in parts[1:]:
             acc = np.float32(acc + p)
@@ -68,16 +75,19 @@ SHAPES = [(8, 4, 4), (4, 8, 4), (2, 64, 4), (1, 128, 2), (16, 16, 4), (32, 2, 4)
 
 @pytest.mark.parametrize("m, n, warps", SHAPES, ids=[f"{m}x{n}w{w}" for m, n, w in SHAPES])
 @pytest.mark.parametrize("axis", [0, 1])
-def test_axis_sum_is_the_documented_order(iss_device, m, n, warps, axis):
+@pytest.mark.parametrize("spt", [1, 4])
+def test_axis_sum_is_the_documented_order(iss_device, m, n, warps, axis, spt):
+    """In the cyclic layout and the blocked one (``size_per_thread=4``, PTX's)."""
     lanes = iss_device.config.lanes
     rng = np.random.default_rng(m * 1000 + n * 10 + warps + axis)
     x = rng.standard_normal((m, n)).astype(np.float32) * np.float32(1e3) ** rng.integers(
         -1, 2, (m, n)).astype(np.float32)  # magnitudes apart: the order shows in the bits
     out = np.zeros(m if axis == 1 else n, np.float32)
-    _axis_sum[(1,)](x, out, M=m, N=n, AXIS=axis, num_warps=warps)
+    _axis_sum[(1,)](x, out, M=m, N=n, AXIS=axis, num_warps=warps, size_per_thread=spt)
     T = warps * lanes
     if uses_shuffles((m, n), axis, T, lanes):
-        want = model_sum(x, axis, T, lanes)
+        v = max(1, min(spt, m * n // T, n))
+        want = model_sum(x, axis, T, lanes, v)
     else:  # the shared-memory exchange: a sequential chain in index order
         want = x[:, 0] if axis == 1 else x[0]
         for k in range(1, x.shape[axis]):

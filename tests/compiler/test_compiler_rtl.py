@@ -39,3 +39,8 @@ def test_examples_on_rtl():
         from test_compiler_half import half_kernels_on_rtl
 
         half_kernels_on_rtl()
+
+        # 64-bit integers: register pairs through the same ALU, loads and stores
+        from test_compiler_int64 import int64_kernels_on_rtl
+
+        int64_kernels_on_rtl()

@@ -109,3 +109,58 @@ def test_early_config_prune_gets_the_launch_keywords(iss_device):
     assert seen == [["n", "scale"]]
     assert set(k.configs_timings) == set(cfgs[:2])
     assert np.array_equal(y, x * 0.5)
+
+
+@triton.jit
+def k_softmax(out_ptr, in_ptr, in_stride, out_stride, n_rows, n_cols,
+              BLOCK_SIZE: tl.constexpr, num_stages: tl.constexpr):
+    for row in tl.range(tl.program_id(0), n_rows, tl.num_programs(0), num_stages=num_stages):
+        cols = tl.arange(0, BLOCK_SIZE)
+        x = tl.load(in_ptr + row * in_stride + cols, mask=cols < n_cols, other=-float("inf"))
+        e = tl.exp(x - tl.max(x, axis=0))
+        tl.store(out_ptr + row * out_stride + cols, e / tl.sum(e, axis=0), mask=cols < n_cols)
+
+
+@pytest.mark.parametrize("config, num_warps", [("full", 8), ("small", 4)])
+def test_occupancy_sizing_from_warmup_and_device_properties(config, num_warps):
+    # tutorial 02's host part: the launch is sized from the compiled kernel's registers and
+    # shared memory and from the device's properties
+    from compiler_helpers import current_device
+    from simtgpu.compiler_backend.runtime import driver
+
+    assert triton.runtime.driver is driver  # triton.runtime.driver.active..., as Triton
+    with current_device("iss", config) as dev:
+        cfg = dev.config
+        props = driver.active.utils.get_device_properties(driver.active.get_current_device())
+        assert props == {"multiprocessor_count": cfg.cores,
+                         "max_shared_mem": cfg.shared_bytes_per_core, "warpSize": cfg.lanes,
+                         "max_num_regs": 32 * cfg.warps_per_core * cfg.lanes,
+                         "max_threads_per_block": cfg.warps_per_core * cfg.lanes}
+        assert driver.active.get_current_target().warp_size == cfg.lanes
+        num_sm, num_regs = props["multiprocessor_count"], props["max_num_regs"]
+        size_smem, warp_size = props["max_shared_mem"], props["warpSize"]
+
+        rng = np.random.default_rng(4)
+        x = rng.standard_normal((37, 100)).astype(np.float32)
+        y = np.zeros_like(x)
+        n_rows, n_cols = x.shape
+        block = triton.next_power_of_2(n_cols)
+        num_stages = 4 if size_smem > 200000 else 2
+        kernel = k_softmax.warmup(y, x, x.strides[0] // 4, y.strides[0] // 4, n_rows, n_cols,
+                                  BLOCK_SIZE=block, num_stages=num_stages,
+                                  num_warps=num_warps, grid=(1,))
+        kernel._init_handles()
+        n_regs, smem = kernel.n_regs, kernel.metadata.shared
+        assert 0 < n_regs <= 32 and kernel.n_spills >= 0 and smem > 0
+        assert kernel.metadata.num_warps == num_warps
+        occupancy = num_regs // (n_regs * warp_size * num_warps)
+        occupancy = min(occupancy, size_smem // smem)
+        num_programs = min(num_sm * occupancy, n_rows)
+        assert num_programs >= 1
+        kernel[(num_programs, 1, 1)](y, x, x.strides[0] // 4, y.strides[0] // 4, n_rows, n_cols,
+                                     block, num_stages)
+        e = np.exp(x.astype(np.float64) - x.max(axis=1, keepdims=True))
+        assert np.allclose(y, e / e.sum(axis=1, keepdims=True), rtol=1e-5, atol=1e-6)
+        with pytest.raises(triton.LaunchError, match="compiled with BLOCK_SIZE"):
+            kernel[(1,)](y, x, x.strides[0] // 4, y.strides[0] // 4, n_rows, n_cols, 2 * block,
+                         num_stages)

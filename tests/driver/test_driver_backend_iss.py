@@ -49,7 +49,7 @@ def _word(b: IssBackend, addr: int) -> int:
 def test_identity_and_capabilities():
     b = IssBackend(CONFIGS["small"])
     assert b.mmio_read(Mmio.ID) == 0x53475055
-    assert b.mmio_read(Mmio.VERSION) == 2 << 16 | 1  # 2.1: 2.0 (code range) + per-core counters
+    assert b.mmio_read(Mmio.VERSION) == 2 << 16 | 2  # 2.2: 2.1 (per-core counters) + memory path
     cfg = CONFIGS["small"]
     assert [b.mmio_read(r) for r in (Mmio.CAP_CORES, Mmio.CAP_WARPS, Mmio.CAP_LANES,
                                      Mmio.CAP_SHARED_BYTES, Mmio.CAP_MEM_BYTES,

@@ -39,6 +39,26 @@ def test_branching_back_does_not_run_the_module_before() -> None:
     assert rec.cause is FaultCause.PC_OUT_OF_RANGE and rec.pc == 0  # 64 - 64
 
 
+# Other ways out of a module (the ISA has no register-indirect jump): a branch forward past
+# the end into the next module, a reconvergence target (ssy) outside it reached by sync, and
+# a divergent branch that sends only some lanes out. Each names the pc it left to.
+LEAVES = {
+    "bra_forward": (".kernel k\n    bra 8\n    exit\n.end\n", 8),
+    "ssy_sync": (".kernel k\n    ssy 64\n    sync\n    exit\n.end\n", 64),
+    "divergent_bra": (".kernel k\n    s2r r1, tid\n    movi r2, 2\n    isetp.lt p0, r1, r2\n"
+                      "@p0 bra 64\n    exit\n.end\n", 64),
+}
+
+
+@pytest.mark.parametrize("name", LEAVES)
+def test_other_ways_out_of_the_module_fault(name: str) -> None:
+    src, target = LEAVES[name]
+    code = assemble(src, f"{name}.s").code
+    rec = _run(code + STORES_42, 0, len(code))
+    assert rec.cause is FaultCause.PC_OUT_OF_RANGE and rec.pc == target
+    assert f"[0x0, {len(code):#x})" in rec.detail
+
+
 def test_a_negative_pc_is_reported_as_the_32_bit_pc() -> None:
     rec = _run(BACK, 0, len(BACK))
     assert rec.pc == 0xFFFF_FFC0 and "pc 0xffffffc0" in rec.detail

@@ -107,6 +107,33 @@ JUMPS_BACK = """
         exit
         .end
 """
+# more ways out (the ISA has no register-indirect jump): a branch past the end into the module
+# loaded next, a reconvergence point outside the module reached by sync, and a divergent
+# branch that sends lanes 0 and 1 out while 2 and 3 wait on the stack
+JUMPS_AHEAD = """
+        .kernel jumps_ahead
+        .param  p, ptr
+        bra     64
+        exit
+""" + "        nop\n" * 14 + "        .end\n"  # 64 bytes, the code alignment
+SYNCS_OUT = """
+        .kernel syncs_out
+        .param  p, ptr
+        ssy     64
+        sync
+        exit
+        .end
+"""
+DIVERGES_OUT = """
+        .kernel diverges_out
+        .param  p, ptr
+        movi    r2, 2
+        s2r     r1, tid
+        isetp.lt p0, r1, r2
+   @p0  bra     64
+        exit
+        .end
+"""
 
 
 def _leave_module(d: Device) -> list[tuple[str, int, int]]:
@@ -115,9 +142,13 @@ def _leave_module(d: Device) -> list[tuple[str, int, int]]:
     first, second = d.load_module(NO_EXIT), d.load_module(STORES_42)
     assert second.code_base == first.code_base + len(first.obj.code)  # it would fall in
     back = d.load_module(JUMPS_BACK)
+    ahead, after = d.load_module(JUMPS_AHEAD), d.load_module(STORES_42)
+    assert after.code_base == ahead.code_base + len(ahead.obj.code)  # bra 64 lands in it
     out = d.to_device(np.zeros(1, np.int32))
     seen = []
-    for module, name in ((first, "no_exit"), (back, "jumps_back")):
+    for module, name in ((first, "no_exit"), (back, "jumps_back"), (ahead, "jumps_ahead"),
+                         (d.load_module(SYNCS_OUT), "syncs_out"),
+                         (d.load_module(DIVERGES_OUT), "diverges_out")):
         with pytest.raises(KernelFault) as info:
             d.launch(module.kernel(name), grid=1, block=4, args=(out,))
         # pcs relative to the module: the devices may have loaded other modules before
@@ -130,7 +161,10 @@ def test_a_kernel_cannot_leave_its_module(dev):
     with Device(backend="iss", config="tiny") as iss:
         want = _leave_module(iss)
     assert want == [("PC_OUT_OF_RANGE", 0x40, 0),  # the word after the 16 nops
-                    ("PC_OUT_OF_RANGE", -64, 0)]  # 64 bytes before the module
+                    ("PC_OUT_OF_RANGE", -64, 0),  # 64 bytes before the module
+                    ("PC_OUT_OF_RANGE", 64, 0),  # the next module's first word
+                    ("PC_OUT_OF_RANGE", 64, 0),  # the ssy target
+                    ("PC_OUT_OF_RANGE", 64, 0)]  # the taken lanes' target
     assert _leave_module(dev) == want
     test_vector_add_and_counters(dev)  # the device works on
 

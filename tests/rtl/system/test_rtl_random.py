@@ -47,6 +47,18 @@ def test_regress(request, config):
         "\n".join(res.failures[:10])
 
 
+@pytest.mark.parametrize("config", CONFIGS)
+def test_random_programs_l1(config):
+    """Step-and-compare with each core's L1 on (its own model build): hits, misses, merges and
+    evictions under every program's loads, stores and atomics must not change what it
+    computes. ``python -m simtgpu.verification.regress --l1 on`` runs the long version."""
+    res = run_random(config, RANDOM_SEED + 7000, BATCH, batch=BATCH, l1=True,
+                     run_name=f"random_{config}_l1")
+    assert res.programs == BATCH
+    assert not res.failures, f"{len(res.failures)} of {BATCH} programs differ:\n" + \
+        "\n".join(res.failures[:5])
+
+
 @pytest.mark.parametrize("memory", ["realistic"])
 def test_random_programs_slow_memory(memory):
     """Step-and-compare with the DRAM model at a DRAM-like setting on ``tiny`` (same model

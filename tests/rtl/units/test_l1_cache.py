@@ -72,6 +72,7 @@ class L1Model:
         self.data = [[[0] * self.lw for _ in range(self.ways)] for _ in range(self.sets)]
         self.rr = [0] * self.sets
         self.mshr: list[int | None] = [None] * c.mshrs
+        self.stale = [False] * c.mshrs  # outstanding across an invalidate
         rd = c.rob_depth
         self.rob = [{"valid": False, "ready": False, "fill": False, "wait": 0,
                      "data": [0] * self.lw, "tag": 0} for _ in range(rd)]
@@ -79,7 +80,8 @@ class L1Model:
         self.dq: list[dict] = []
         self.route: list[dict] = []
         self.stats = {k: 0 for k in ("hit", "miss", "merge", "mshr_full", "evict",
-                                     "write_hit", "atomic_inval", "invalidate")}
+                                     "write_hit", "atomic_inval", "invalidate",
+                                     "stale_fill")}
 
     def lookup(self, addr: int) -> tuple[int, int, int, int | None]:
         line = addr >> self.ob
@@ -94,7 +96,8 @@ class L1Model:
         req = _decode_req(v["up__req__payload"], lw, c.tag_bits)
         line, s, _tag, way = self.lookup(req["addr"])
         hit = way is not None
-        pend = next((i for i, ln in enumerate(self.mshr) if ln == line), None)
+        pend = next((i for i, ln in enumerate(self.mshr) if ln == line and not self.stale[i]),
+                    None)
         free = next((i for i, ln in enumerate(self.mshr) if ln is None), None)
         fill = bool(v["down__resp__valid"] and self.route and self.route[0]["fill"])
         room = self.count != c.rob_depth and not fill and not v["invalidate"]
@@ -134,7 +137,10 @@ class L1Model:
         if v["down__resp__valid"]:
             r = self.route.pop(0)
             rdata = unpack(v["down__resp__payload"], 32, lw)
-            if r["fill"]:
+            if r["fill"] and self.stale[r["mshr"]]:
+                self.stats["stale_fill"] += 1
+                self.mshr[r["mshr"]] = None
+            elif r["fill"]:
                 fl = self.mshr[r["mshr"]]
                 fs = fl % self.sets
                 inval = [w for w in range(self.ways) if not self.valid[fs][w]]
@@ -147,6 +153,7 @@ class L1Model:
                 self.tags[fs][victim] = fl >> self.sb
                 self.data[fs][victim] = list(rdata)
                 self.mshr[r["mshr"]] = None
+            if r["fill"]:
                 for e in self.rob:
                     if e["valid"] and not e["ready"] and e["fill"] and e["wait"] == r["mshr"]:
                         e["ready"], e["data"] = True, list(rdata)
@@ -160,6 +167,7 @@ class L1Model:
                      data=list(self.data[s][way]) if hit else [0] * lw, tag=req["tag"])
             if new_miss:
                 self.mshr[free] = line
+                self.stale[free] = False
             if not is_read or new_miss:
                 down = dict(req)
                 if new_miss:
@@ -180,6 +188,7 @@ class L1Model:
         if v["invalidate"]:
             self.stats["invalidate"] += 1
             self.valid = [[False] * self.ways for _ in range(self.sets)]
+            self.stale = [ln is not None for ln in self.mshr]
         return out
 
 
@@ -294,7 +303,7 @@ def test_l1_cache_cycles() -> None:
     assert state["checked"] > 300, state
     assert st["hit"] > 200 and st["miss"] > 100 and st["merge"] > 20, st
     assert st["evict"] > 30 and st["write_hit"] > 30 and st["atomic_inval"] > 10, st
-    assert st["mshr_full"] > 0 and st["invalidate"] > 10, st
+    assert st["mshr_full"] > 0 and st["invalidate"] > 10 and st["stale_fill"] > 0, st
     check_cycles("l1_cache", bld, stim, want, "units_l1_cache_cycles")
 
 

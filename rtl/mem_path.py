@@ -1,0 +1,112 @@
+"""A core's path to memory: its L1 data cache (or none) and the measurements of that path.
+
+::
+
+    core (LSU) --up--> [ L1Cache (rtl/l1_cache.py) | wire ] --down--> interconnect
+                  ^                                         |
+                  +-- load latency: accept -> response      +-- DRAM traffic: lines sent
+
+It sits in the GPU (rtl/gpu.py) between each core's memory port and the interconnect, with the
+port's contract on both sides, so the core does not know whether it has a cache. With no L1
+(``L1Config.size_bytes`` 0, or ``GpuConfig.l1`` None) the path is a wire and every cycle count
+is what it was before the cache existed.
+
+``invalidate`` (a launch starting, or a ``fence`` issued by the core) clears the cache: L1s
+are not coherent, so this is what makes the host's writes before a launch, and another
+core's stores before a fence, visible (docs/memory-system.md, "Memory ordering").
+
+``perf`` (:func:`simtgpu.rtl.signatures.mem_perf_layout`) feeds the performance counters: the
+cache's strobes, the requests sent down, and each load's latency, measured from acceptance on
+the core's port to its response. Responses come back in request order, so a FIFO of
+acceptance times (one per request in flight) is enough; it holds ``TRACKED`` entries, more
+than the LSU's transactions in flight (8), and is a measurement only: it never holds a request.
+"""
+
+from __future__ import annotations
+
+from amaranth.hdl import Module, Signal
+from amaranth.lib import data, wiring
+from amaranth.lib.fifo import SyncFIFO
+from amaranth.lib.wiring import In, Out
+
+from .configs import RtlConfig
+from .l1_cache import L1Cache
+from .signatures import LATENCY_BITS, MemKind, mem_perf_layout, mem_port_signature
+
+__all__ = ["TRACKED", "CoreMemPath"]
+
+TRACKED = 32
+"""Requests in flight whose acceptance time the latency measurement keeps."""
+
+
+class CoreMemPath(wiring.Component):
+    """One core's L1 (per ``cfg.l1``) and the counters' events of its memory path.
+
+    Members
+    -------
+    up: ``In(mem_port_signature(line_words, tag_bits))``
+        From the core.
+    down: ``Out(mem_port_signature(line_words, tag_bits))``
+        To the interconnect.
+    invalidate: ``In(1)``
+        Clear the L1 (launch start, fence). Registered here, so the cache is cleared one
+        cycle later (which keeps the core's issue logic out of the cache's ready path): a load
+        that follows a fence in its warp reaches the cache four cycles after the fence issues
+        at the earliest (rr, ex1, ex2, mem), by when the lines are gone.
+    perf: ``Out(mem_perf_layout())``
+        Per-cycle events for the performance counters.
+    idle: ``Out(1)``
+        Nothing in flight inside the path.
+    """
+
+    def __init__(self, cfg: RtlConfig):
+        self.cfg = cfg
+        super().__init__({
+            "up": In(mem_port_signature(cfg.line_words, cfg.tag_bits)),
+            "down": Out(mem_port_signature(cfg.line_words, cfg.tag_bits)),
+            "invalidate": In(1),
+            "perf": Out(mem_perf_layout()),
+            "idle": Out(1),
+        })
+
+    def elaborate(self, platform) -> Module:
+        m = Module()
+        cfg = self.cfg
+        l1 = cfg.l1
+        p = self.perf
+        if l1 is None:
+            wiring.connect(m, wiring.flipped(self.up), wiring.flipped(self.down))
+            m.d.comb += self.idle.eq(1)
+        else:
+            m.submodules.l1 = cache = L1Cache(
+                line_words=cfg.line_words, size_bytes=l1.size_bytes, ways=l1.ways,
+                mshrs=l1.mshrs, rob_depth=l1.rob_depth, tag_bits=cfg.tag_bits)
+            wiring.connect(m, wiring.flipped(self.up), cache.up)
+            wiring.connect(m, cache.down, wiring.flipped(self.down))
+            invalidate = Signal()
+            m.d.sync += invalidate.eq(self.invalidate)
+            m.d.comb += [cache.invalidate.eq(invalidate), self.idle.eq(cache.idle),
+                         p.l1_hit.eq(cache.hit), p.l1_miss.eq(cache.miss),
+                         p.l1_merge.eq(cache.merge), p.l1_mshr_full.eq(cache.mshr_full)]
+
+        sent = self.down.req.valid & self.down.req.ready
+        kind = self.down.req.payload.kind
+        m.d.comb += [p.dram_read.eq(sent & (kind != MemKind.WRITE)),
+                     p.dram_write.eq(sent & (kind == MemKind.WRITE))]
+
+        # load latency: acceptance time of every request in flight, in request order
+        now = Signal(LATENCY_BITS)
+        m.d.sync += now.eq(now + 1)
+        entry = data.StructLayout({"read": 1, "time": LATENCY_BITS})
+        m.submodules.times = times = SyncFIFO(width=entry.size, depth=TRACKED)
+        up = self.up
+        w, r = Signal(entry), Signal(entry)
+        m.d.comb += [
+            w.read.eq(up.req.payload.kind == MemKind.READ), w.time.eq(now),
+            times.w_data.eq(w), times.w_en.eq(up.req.valid & up.req.ready),
+            r.eq(times.r_data),
+            times.r_en.eq(up.resp.valid & up.resp.ready),
+            p.load.eq(times.r_en & times.r_rdy & r.read),
+            p.load_latency.eq(now - r.time),
+        ]
+        return m
