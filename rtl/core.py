@@ -132,7 +132,7 @@ class Core(wiring.Component):
         m.submodules.preds = pf = PredicateFile(W, L)
         m.submodules.sfu = sfu = SfuSequencer(W, L, cfg.sfus)
         m.submodules.late_wb = lw = LateWriteback(W, L)
-        m.submodules.matrix = mx = MatrixUnit(W, L, cfg.mma_dots)
+        m.submodules.matrix = mx = MatrixUnit(W, L, cfg.mma_dots, gated=cfg.clock_gating)
         m.submodules.faults = fr = FaultRecorder(W, L)
         m.submodules.stalls = sc = StallClassifier(W)
         m.submodules.warp_waits = wwait = WarpWaits(W)

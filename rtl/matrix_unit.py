@@ -34,6 +34,8 @@ write-backs (tiny, 1 tree, and small, 2 trees: 31 cycles).
 
 from amaranth import (
     Cat,
+    ClockDomain,
+    ClockSignal,
     Const,
     DomainRenamer,
     EnableInserter,
@@ -185,6 +187,9 @@ class MatrixUnit(wiring.Component):
     dots:
         Dot-product trees: output elements started per cycle, ``dots * k`` multiply-adds
         per cycle; a power of two dividing ``lanes``.
+    gated:
+        The trees on a gated clock (the simulation model's form); False: under a clock
+        enable (the FPGA form, ``RtlConfig.clock_gating``). Same function, same timing.
 
     Ports, cycle by cycle:
 
@@ -197,8 +202,9 @@ class MatrixUnit(wiring.Component):
     - ``result``/``take``: the destination registers, D3 first; ``reset`` drops everything.
     """
 
-    def __init__(self, warps: int, lanes: int, dots: int = 1):
+    def __init__(self, warps: int, lanes: int, dots: int = 1, gated: bool = True):
         s = mma_shape(lanes)
+        self.gated = gated
         if dots < 1 or dots & (dots - 1) or lanes % dots:
             raise ValueError(f"dots must be a power of two dividing lanes ({lanes}), not {dots}")
         self.warps, self.lanes, self.dots, self.shape = warps, lanes, dots, s
@@ -222,16 +228,27 @@ class MatrixUnit(wiring.Component):
 
     def elaborate(self, platform) -> Module:
         m = Module()
-        # The unit's registers change only while it holds an mma (busy, set as it issues) or
-        # a reset arrives: a clock enable, so that an idle unit's registers hold. (A gated
-        # clock, as the half unit's operands have, was tried: its registers would sample the
-        # issue and read sequencing, the register file and ex1 in the same edge in which
-        # those change, a delta-cycle race that Amaranth's simulator resolves to the new
-        # values; see docs/tensor-core.md.)
+        # The sequencing and the operand and result buffers run on the core clock: the ones
+        # that only change while the unit holds an mma (busy, set as it issues) or a reset
+        # arrives under a clock enable (``sync`` below), the issue and read sequencing
+        # without (``core``). The trees run on the falling edge of a clock that only falls
+        # while busy (``mma``: the core clock ORed with ~busy; busy changes just after a
+        # rising edge, so the gate is closed or open before the clock falls, no glitch).
+        # Every signal the falling edge samples changed at a rising edge half a cycle
+        # earlier, so no simulator can see a same-edge race, and a Verilator model evaluates
+        # the trees only on their own edges: an idle unit costs the model nothing there.
+        # ``gated=False`` (the FPGA form, RtlConfig.clock_gating) takes the same falling edge
+        # of the core clock under a clock enable instead.
         active = Signal()
         m.d.comb += active.eq(self.busy | self.reset | ResetSignal())
-        m.submodules.logic = DomainRenamer({"core": "sync"})(EnableInserter(active)(
-            self._logic()))
+        m.domains.mma = mma = ClockDomain("mma", clk_edge="neg", local=True, reset_less=True)
+        logic = DomainRenamer({"core": "sync"})(EnableInserter(active)(self._logic()))
+        if self.gated:
+            m.d.comb += mma.clk.eq(ClockSignal() | ~self.busy)
+        else:
+            m.d.comb += mma.clk.eq(ClockSignal())
+            logic = EnableInserter({"mma": self.busy})(logic)
+        m.submodules.logic = logic
         return m
 
     def _logic(self) -> Module:  # noqa: C901 - one sequencer, kept together
@@ -301,16 +318,26 @@ class MatrixUnit(wiring.Component):
         b_src = {s.b_pos(r, h, ln): (r, h, ln) for r in range(s.regs_b) for h in (0, 1)
                  for ln in range(L)}
 
+        # The trees' side (domain mma, falling edges while busy) samples only registers of
+        # the core clock (stable at a falling edge) and its own: a copy of the operands, the
+        # format and the step, which it delays alongside its levels to pick C.
+        opg = [[Signal(32, name=f"opg{i}_{ln}") for ln in range(L)] for i in range(12)]
+        bf16g = Signal()
+        stepg = [Signal.like(step, name=f"stepg{i}") for i in range(latency)]
+        m.d.mma += [opg[i][ln].eq(bufs[i][ln]) for i in range(12) for ln in range(L)]
+        m.d.mma += [bf16g.eq(meta.bf16), stepg[0].eq(step)]
+        m.d.mma += [stepg[i].eq(stepg[i - 1]) for i in range(1, latency)]
+
         def half(g, src):
             r, h, ln = src
-            return bufs[g * 4 + r][ln].word_select(h, 16)
+            return opg[g * 4 + r][ln].word_select(h, 16)
 
         feed = computing & (step < steps)
         outs = []
         for p in range(P):
             a_in = [Signal(16, name=f"t{p}_a{j}") for j in range(k)]
             b_in = [Signal(16, name=f"t{p}_b{j}") for j in range(k)]
-            with m.Switch(step):
+            with m.Switch(stepg[0]):
                 for st in range(steps):
                     e = st * P + p
                     row, col = s.c_pos(e // L, e % L)
@@ -318,29 +345,32 @@ class MatrixUnit(wiring.Component):
                         for j in range(k):
                             m.d.comb += [a_in[j].eq(half(0, a_src[(row, j)])),
                                          b_in[j].eq(half(1, b_src[(j, col)]))]
-            # one register stage per tree level: products, log2 k sums, + C
+            # one register stage per tree level: products, log2 k sums, + C; the step that
+            # the core clock fed in cycle t is multiplied in the half cycle after it, so
+            # every level (and the result the core clock takes) is where it would be on the
+            # core clock
             level = []
             for j in range(k):
                 r = Signal(32, name=f"t{p}_mul{j}")
-                m.d.sync += r.eq(half_product(m, a_in[j], b_in[j], meta.bf16, f"t{p}_p{j}"))
+                m.d.mma += r.eq(half_product(m, a_in[j], b_in[j], bf16g, f"t{p}_p{j}"))
                 level.append(r)
             lv = 0
             while len(level) > 1:
                 nxt = []
                 for j in range(0, len(level), 2):
                     r = Signal(32, name=f"t{p}_add{lv}_{j // 2}")
-                    m.d.sync += r.eq(fp32_add(m, level[j], level[j + 1], f"t{p}_s{lv}_{j // 2}"))
+                    m.d.mma += r.eq(fp32_add(m, level[j], level[j + 1], f"t{p}_s{lv}_{j // 2}"))
                     nxt.append(r)
                 level, lv = nxt, lv + 1
             # C of the element whose products are at the last level now
             c_in = Signal(32, name=f"t{p}_c")
-            with m.Switch(pipe_s[latency - 2]):
+            with m.Switch(stepg[latency - 1]):
                 for st in range(steps):
                     e = st * P + p
                     with m.Case(st):
-                        m.d.comb += c_in.eq(bufs[8 + e // L][e % L])
+                        m.d.comb += c_in.eq(opg[8 + e // L][e % L])
             r = Signal(32, name=f"t{p}_addc")
-            m.d.sync += r.eq(fp32_add(m, level[0], c_in, f"t{p}_sc"))
+            m.d.mma += r.eq(fp32_add(m, level[0], c_in, f"t{p}_sc"))
             outs.append(r)
 
         m.d.sync += [pipe_v.eq(Cat(feed, pipe_v[:-1])), pipe_s[0].eq(step)]

@@ -21,13 +21,13 @@ A, B, C, D = 0, 4, 8, 12  # group bases in the modelled register file
 
 
 def run_mma(lanes: int, dots: int, fmt: str, a: np.ndarray, b: np.ndarray, c: np.ndarray,
-            gen: np.random.Generator) -> tuple[np.ndarray, list[int]]:
+            gen: np.random.Generator, gated: bool = True) -> tuple[np.ndarray, list[int]]:
     """D fragments (tiles, 4, lanes) of the unit, and the cycles each tile kept it busy.
     Between tiles the unit idles for 0 to 2 cycles with other data on its inputs (its
     registers hold)."""
     s = mma_shape(lanes)
     fa, fb, fc = mma_fragments(s, a, b, c)
-    dut = MatrixUnit(warps=2, lanes=lanes, dots=dots)
+    dut = MatrixUnit(warps=2, lanes=lanes, dots=dots, gated=gated)
     got = np.zeros((len(a), 4, lanes), np.uint32)
     busy_cycles: list[int] = []
 
@@ -87,14 +87,15 @@ def run_mma(lanes: int, dots: int, fmt: str, a: np.ndarray, b: np.ndarray, c: np
     return got, busy_cycles
 
 
-@pytest.mark.parametrize("lanes,dots", [(4, 1), (8, 2)])
+@pytest.mark.parametrize("lanes,dots,gated", [(4, 1, True), (8, 2, True), (4, 1, False)])
 @pytest.mark.parametrize("fmt", ["f16", "bf16"])
-def test_matrix_unit_matches_numerics(lanes, dots, fmt):
-    """Through stalls, late starts, a busy write port and idle gaps."""
+def test_matrix_unit_matches_numerics(lanes, dots, gated, fmt):
+    """Through stalls, late starts, a busy write port and idle gaps; the trees on the gated
+    clock and (the FPGA form) under a clock enable."""
     s = mma_shape(lanes)
     gen = rng(lanes * 10 + len(fmt))
     a, b, c = mma_tiles(gen, 40 if LONG else 6, s.m, s.n, s.k, fmt)
-    got, _ = run_mma(lanes, dots, fmt, a, b, c, gen)
+    got, _ = run_mma(lanes, dots, fmt, a, b, c, gen, gated)
     want = np.asarray(nx.mma(fmt, a, b, c), np.uint32)
     _, _, wd = mma_fragments(s, a, b, want)
     bad = np.argwhere(got != wd)
