@@ -20,7 +20,10 @@ can move in a cycle. The unit sequences them around the pipeline:
    lanes' fused :class:`~simtgpu.rtl.fpu.Fpu`, a third of its Verilog each (many copies
    cost the model and the export). The trees take ``dots`` output elements per
    cycle in the order of the destination's registers and lanes; the last result arrives
-   ``k_levels + 2`` cycles after the last step.
+   ``k_levels + 2`` cycles after the last step. They run on the falling edge of a clock
+   gated by ``busy`` and read only registers (their own and the core clock's operand
+   buffers), so no edge samples a signal it changes and an idle unit costs a Verilator
+   model nothing (see :meth:`MatrixUnit.elaborate`).
 4. **Write-back.** The destination registers D3, D2, D1, D0 are offered in turn to the late
    write-back (``result``, taken by ``take``), each clearing its scoreboard bit; the last
    one (D0, as on the ISS) carries the instruction's one retire record.

@@ -1,9 +1,13 @@
-"""``mma`` on one core (Amaranth simulator) against the ISS: fragments loaded per thread,
-in-place and back-to-back dependent ``mma`` (fp16 and bf16, overlapping groups), every
-destination register stored; the retire trace step-and-compared; the faults of a divergent
-``mma`` and of a misaligned group as the ISS reports them."""
+"""``mma`` on one core against the ISS: fragments loaded per thread, in-place and
+back-to-back dependent ``mma`` (fp16 and bf16, overlapping groups), every destination register
+stored. ``make test`` runs each program on the Verilator model of ``tiny`` (memory against the
+ISS, seconds each); ``SIMTGPU_LONG=1`` adds the Amaranth simulator's runs (minutes each): the
+retire trace step-and-compared, ``small``'s shape, and the faults of a divergent ``mma`` and
+of a misaligned group as the ISS reports them."""
 
 from __future__ import annotations
+
+import os
 
 import numpy as np
 import pytest
@@ -14,8 +18,12 @@ from simtgpu.sim import numerics as nx
 from simtgpu.sim.trace import per_warp as lines_per_warp
 from simtgpu.verification.compare import program_order
 from simtgpu.verification.fp_vectors import mma_fragments, mma_tiles
+from test_core_verilator import DATA, run_kernel
+from verilator_queue import queued_sim
 
 IN_REGS, OUT_REGS = 12, 16  # r8..r19 loaded, r8..r23 stored
+LONG = os.environ.get("SIMTGPU_LONG", "") not in ("", "0")
+long_run = pytest.mark.skipif(not LONG, reason="the Amaranth simulator, minutes: SIMTGPU_LONG=1")
 
 
 def _source(body: str, threads: int) -> str:
@@ -55,8 +63,25 @@ PROGRAMS = {
 }
 
 
+@pytest.fixture(scope="module")
+def tiny_sim():
+    with queued_sim("tiny") as s:
+        yield s
+
+
+@pytest.mark.parametrize("name", sorted(PROGRAMS))
+def test_mma_programs_on_verilator(tiny_sim, name):
+    """Each program on the Verilator model of tiny (the build the other core tests share)."""
+    lanes, warps = tiny_sim.cfg.lanes, 2
+    threads = warps * lanes
+    mem = _inputs(lanes, warps, "bf16" if name == "chain" else "f16", len(name))
+    run_kernel(tiny_sim, _source(PROGRAMS[name], threads), "k", (1,), (threads,),
+               [DATA, DATA + len(mem)], mem + bytes(4 * OUT_REGS * threads))
+
+
 # the Amaranth simulator takes a minute or two per program: every program on tiny, the one
 # that goes through every group on small (its other shape, m8n4k8 with a 2-register B)
+@long_run
 @pytest.mark.parametrize("cfgname,name", [("tiny", n) for n in sorted(PROGRAMS)]
                          + [("small", "chain")])
 def test_mma_programs_match_iss(cfgname, name):
@@ -79,6 +104,7 @@ def test_mma_programs_match_iss(cfgname, name):
     assert per_warp(ordered) == per_warp(ref)
 
 
+@long_run
 def test_mma_result_is_numerics_mma():
     """The stored D of one mma is ``numerics.mma`` of the tiles (not only the ISS's)."""
     cfg = small_config("tiny")
@@ -117,6 +143,7 @@ FAULTS = {
 }
 
 
+@long_run
 @pytest.mark.parametrize("case", sorted(FAULTS))
 def test_mma_faults_match_iss(case):
     body, cause = FAULTS[case]
