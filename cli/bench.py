@@ -339,6 +339,40 @@ def render_ipc(rows: list[dict], info: dict[str, str]) -> str:
     return "\n".join(lines)
 
 
+def render_mma(rows: list[dict], info: dict[str, str]) -> str:
+    """The matrix-unit GEMM section (cycle counts: deterministic, not timings)."""
+    from simtgpu.arch.config import CONFIGS
+    from simtgpu.isa.mma import mma_shape
+    from simtgpu.rtl.configs import get_rtl_config
+    from simtgpu.rtl.matrix_unit import mma_cycles
+
+    cfg = CONFIGS[rows[0]["config"]]
+    dots = get_rtl_config(cfg.name).mma_dots
+    s = mma_shape(cfg.lanes)
+    lines = [
+        "## RTL matrix unit: fp16 GEMM against FP32", "",
+        f"Multiply-accumulates per cycle per core of one {rows[0]['size']} GEMM on the RTL of "
+        f"`{cfg.name}` ({cfg.cores} cores x {cfg.warps_per_core} warps x {cfg.lanes} lanes, "
+        f"device-memory latency {cfg.mem_latency} cycles: the `ideal` memory setting, "
+        "**idealised**): examples/asm/sgemm_tiled.s with FP32 `ffma` against "
+        "examples/asm/hgemm_mma.s with `mma.f16` (fp16 inputs, FP32 accumulation), both "
+        "checked (hgemm bit for bit against `numerics.mma` in the kernel's order). The matrix "
+        f"unit has `mma_dots` = {dots} trees of k = {s.k} on `{cfg.name}`: one "
+        f"{s.name} `mma` ({s.macs} MACs) every {mma_cycles(cfg.lanes, dots)} cycles at best, "
+        f"{s.macs / mma_cycles(cfg.lanes, dots):.1f} MACs per cycle per core.", "",
+        f"Commit {info['commit']}, {info['date']}.", "",
+        "| kernel | size | detail | cycles | warp-instr | MACs / cycle / core | vs FP32 |",
+        "| --- | --- | --- | ---: | ---: | ---: | ---: |",
+    ]
+    lines += [f"| {r['kernel']} | {r['size']} | {r['detail']} | {r['cycles']:,} | "
+              f"{r['warp_instructions']:,} | {r['macs_per_cycle_core']:.2f} | "
+              f"{r['ratio']:.1f}x |" for r in rows]
+    lines += ["", "Target (issue 12): at least 4x the FP32 GEMM. Command: "
+              "`python -m simtgpu.cli.bench --part mma` (library: "
+              "`simtgpu.verification.bench_rtl.bench_mma`)."]
+    return "\n".join(lines)
+
+
 def render_memory(rows: list[dict], info: dict[str, str]) -> str:
     """The memory section: three memory settings, without and with the L1 (cycle counts:
     deterministic, not timings)."""
@@ -584,6 +618,10 @@ def _other_parts(parts: list[str], output: Path | None, explicit: bool = True) -
 
         rows = bench_ipc("small")
         _emit("rtl-ipc", render_ipc(rows, info), output, "ipc", _chart_ipc(rows))
+    if "mma" in parts:
+        from simtgpu.verification.bench_rtl import bench_mma
+
+        _emit("rtl-mma", render_mma(bench_mma("small"), info), output, "mma")
     if "memory" in parts:
         from simtgpu.verification.bench_rtl import bench_memory
 
@@ -633,8 +671,8 @@ def _other_parts(parts: list[str], output: Path | None, explicit: bool = True) -
               output, "ptx")
 
 
-PARTS = ("iss", "rtl", "ipc", "memory", "l2", "pipeline", "verilog", "compiler", "compile",
-         "ptx")
+PARTS = ("iss", "rtl", "ipc", "mma", "memory", "l2", "pipeline", "verilog", "compiler",
+         "compile", "ptx")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -653,7 +691,8 @@ def main(argv: list[str] | None = None) -> int:
                    "docs/performance.md; `make bench-docs` updates that one)")
     p.add_argument("--part", choices=PARTS, action="append",
                    help="measure only this part (repeatable; default all): iss throughput, "
-                   "rtl throughput, rtl issue rate (ipc), rtl at the three memory settings "
+                   "rtl throughput, rtl issue rate (ipc), fp16 GEMM on mma against FP32 (mma), "
+                   "rtl at the three memory settings "
                    "(memory), the shared L2 (l2), the compiled matmul by num_stages "
                    "(pipeline), Verilog generation shared and flat (verilog), compiler code "
                    "quality, compile time of the tutorial kernels "

@@ -72,6 +72,13 @@ class RtlConfig:
         Special-function units per core (a divisor of ``lanes``). A warp's SFU instruction
         goes through them in ``lanes / sfus`` passes. Defaults to ``lanes / 4`` (at least
         one): SFU instructions are rare, and each unit is as large as several FPUs.
+    mma_dots:
+        Dot-product trees of the core's matrix unit (rtl/matrix_unit.py): ``mma`` output
+        elements started per cycle, each tree ``k`` FP32 multipliers and ``k`` adders of the
+        ``mma`` shape at this warp width. Defaults to ``lanes / 4`` (at least one), which
+        gives ``lanes / 4 * k`` multiply-adds per cycle (tiny 8, small 16, full 128), twice
+        to four times the ``lanes`` FFMAs of the FP32 lanes, for about as many FP32 nodes as
+        a few lanes' FPUs; a power of two dividing ``lanes``.
     mem_queue_depth:
         Entries of the simulation DRAM model's response queue: the most requests in flight
         that any timing programmed at run time may allow. Defaults to the largest of the
@@ -97,6 +104,7 @@ class RtlConfig:
     drain_timeout_cycles: int = 1 << 16
     sim_memory_bytes: int = 0  # 0 = gpu.memory_bytes
     sfus: int = 0  # 0 = max(1, lanes // 4)
+    mma_dots: int = 0  # 0 = max(1, lanes // 4)
     mem_queue_depth: int = 0  # 0 = the largest in-flight limit of the memory settings
     clock_gating: bool = True
     max_blocks: int = 0  # 0 = warps
@@ -114,12 +122,17 @@ class RtlConfig:
             object.__setattr__(self, "sfus", max(1, self.gpu.lanes // 4))
         if self.max_blocks == 0:
             object.__setattr__(self, "max_blocks", self.gpu.warps_per_core)
+        if self.mma_dots == 0:
+            object.__setattr__(self, "mma_dots", max(1, self.gpu.lanes // 4))
         problems = []
         if not 1 <= self.max_blocks <= self.gpu.warps_per_core:
             problems.append(f"max_blocks must be from 1 to warps_per_core "
                             f"({self.gpu.warps_per_core}), not {self.max_blocks}")
         if not 1 <= self.sfus <= self.gpu.lanes or self.gpu.lanes % self.sfus:
             problems.append(f"sfus must divide lanes ({self.gpu.lanes}), not {self.sfus}")
+        if not _is_pow2(self.mma_dots) or self.gpu.lanes % self.mma_dots:
+            problems.append(f"mma_dots must be a power of two dividing lanes "
+                            f"({self.gpu.lanes}), not {self.mma_dots}")
         if not (_is_pow2(self.line_words) and self.line_words <= 32):
             problems.append("line_words must be a power of two from 1 to 32, "
                             f"not {self.line_words}")

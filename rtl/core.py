@@ -39,6 +39,7 @@ from amaranth.lib import data, wiring
 from amaranth.lib.memory import Memory
 from simtgpu.isa import INSTRUCTIONS, PT, SIMT_OPS, Sem
 from simtgpu.isa.instructions import Space
+from simtgpu.isa.mma import mma_shape
 
 from . import layouts, reuse
 from .alu import ALU_SEMS, Alu, AluOp, alu_op
@@ -56,6 +57,7 @@ from .issue import IssueSelect
 from .late_writeback import LateWriteback
 from .layouts import per_warp, port_view, split_signal
 from .lsu import Lsu, LsuOp
+from .matrix_unit import MatrixUnit
 from .multiplier import MulOp, Multiplier
 from .predicate_file import PredicateFile
 from .regfile import RegFile
@@ -71,9 +73,9 @@ from .warp_wait import WarpWait, WarpWaits
 
 ABSENT_INSTRUCTIONS: frozenset[str] = frozenset(
     i.mnemonic for i in INSTRUCTIONS
-    if i.sem is Sem.MMA or (i.sem is Sem.HALF and i.mnemonic not in HALF_UNIT_OPS))
-"""ISA instructions this core has no unit for yet (mma, until the matrix unit): they decode
-as illegal, so a program that uses them faults on the RTL instead of retiring wrong values."""
+    if i.sem is Sem.HALF and i.mnemonic not in HALF_UNIT_OPS)
+"""ISA instructions this core has no unit for (none today): they decode as illegal, so a
+program that uses them faults on the RTL instead of retiring wrong values."""
 
 
 def _select(m: Module, index, values: list, width: int, name: str) -> Signal:
@@ -129,10 +131,11 @@ class Core(wiring.Component):
                                      cfg.tag_bits)
         m.submodules.warp_unit = wu = WarpUnit(L)
         m.submodules.ibuf = ibuf = InstrBuffers(W)
-        m.submodules.issue_select = iss = IssueSelect(W, cfg.regs)
+        m.submodules.issue_select = iss = IssueSelect(W, cfg.regs, mma_shape(L).regs_b)
         m.submodules.preds = pf = PredicateFile(W, L)
         m.submodules.sfu = sfu = SfuSequencer(W, L, cfg.sfus)
         m.submodules.late_wb = lw = LateWriteback(W, L)
+        m.submodules.matrix = mx = MatrixUnit(W, L, cfg.mma_dots, gated=cfg.clock_gating)
         m.submodules.faults = fr = FaultRecorder(W, L)
         m.submodules.stalls = sc = StallClassifier(W)
         m.submodules.warp_waits = wwait = WarpWaits(W)
@@ -150,6 +153,7 @@ class Core(wiring.Component):
         wiring.connect(m, wiring.flipped(self.mem), lsu.mem)
         wiring.connect(m, lsu.lwb, lw.lwb)
         wiring.connect(m, sfu.result, lw.sfu)
+        wiring.connect(m, mx.result, lw.mma)
 
         m.submodules.imem = imem = Memory(shape=32, depth=cfg.imem_words, init=[])
         imem_w = imem.write_port()
@@ -305,7 +309,7 @@ class Core(wiring.Component):
             mine = slot_warps[k]
             alone = (slot_busy & ~(1 << k)) == 0
             all_done = (mine != 0) & ((finished & mine) == mine)
-            settled = ((mine & ~quiet) == 0) & ~sfu.busy & stack.ready
+            settled = ((mine & ~quiet) == 0) & ~sfu.busy & ~mx.busy & stack.ready
             m.d.comb += [
                 slot_running[k].eq(slot_busy[k] & ~slot_closing[k]
                                    & ~(initing & (init_slot == k))),
@@ -418,7 +422,9 @@ class Core(wiring.Component):
             wiring.connect(m, ibuf.head[w], iss.head[w])
         m.d.comb += [iss.valid.eq(ibuf.valid), iss.runnable.eq(member & ~finished),
                      iss.pending.eq(sb.pending), iss.sfu_busy.eq(sfu.busy),
-                     iss.enable.eq(can_issue & ~stall & ~lwb_wait), iss.clear.eq(sb.clear),
+                     iss.mma_busy.eq(mx.busy),
+                     iss.enable.eq(can_issue & ~stall & ~lwb_wait & ~mx.read),
+                     iss.clear.eq(sb.clear),
                      iss.release.eq(bar.release), iss.release_warps.eq(bar.waiting)]
         is_pick, issue_ok = iss.warp, iss.ok
         issued = port_view(iss.entry, layouts.id_is())
@@ -426,12 +432,21 @@ class Core(wiring.Component):
         # a fence issues once its warp's stores are complete: the L1 below invalidates
         m.d.comb += self.fence.eq(issue_ok & (issued.dec.iid == iid("fence")))
 
-        # scoreboard set at issue
-        m.d.comb += [sb.set.en.eq(issue_ok & (issued.dec.wr_reg | issued.dec.wr_pred)),
+        # scoreboard set at issue (an mma's whole destination group)
+        is_mma_issue = issued.dec.sem == RSem.MMA
+        m.d.comb += [sb.set.en.eq(issue_ok & (issued.dec.wr_reg | issued.dec.wr_pred
+                                              | is_mma_issue)),
                      sb.set.warp.eq(is_pick),
                      sb.set.idx.eq(issued.dec.rd),
                      sb.set.pred.eq(issued.dec.wr_pred),
+                     sb.set.group.eq(is_mma_issue),
                      sfu.reserve.eq(issue_ok & (issued.dec.sem == RSem.SFU))]
+        # an mma reads its groups' first registers as it issues, the rest through the
+        # matrix unit's read cycles (rtl/matrix_unit.py)
+        m.d.comb += [mx.issue.valid.eq(issue_ok & is_mma_issue), mx.issue.warp.eq(is_pick),
+                     mx.issue.a.eq(issued.dec.rs1), mx.issue.b.eq(issued.dec.rs2),
+                     mx.issue.c.eq(issued.dec.rs3), mx.ren.eq(~stall),
+                     *[mx.rdata[p].eq(rf.rdata[p]) for p in range(3)]]
 
         # register read addresses
         m.d.comb += [rf.ren.eq(~stall),
@@ -439,6 +454,8 @@ class Core(wiring.Component):
                      rf.raddr[1].eq(rf.addr(is_pick, issued.dec.rs2)),
                      rf.raddr[2].eq(rf.addr(is_pick, Mux(issued.dec.rd_rd, issued.dec.rd,
                                                          issued.dec.rs3)))]
+        with m.If(mx.read):
+            m.d.comb += [rf.raddr[p].eq(rf.addr(mx.result.warp, mx.raddr[p])) for p in range(3)]
         for l in range(L):
             _, rp = tid_mems[l]
             m.d.comb += [rp.addr.eq(is_pick), rp.en.eq(~stall)]
@@ -558,7 +575,7 @@ class Core(wiring.Component):
                     m.d.comb += ex1.result[l].eq(wu.shfl[l])
                 with m.Case(RSem.VOTE):
                     m.d.comb += [ex1.result[l].eq(wu.ballot), ex1.presult[l].eq(wu.vote_pred[l])]
-                with m.Case(RSem.SFU):
+                with m.Case(RSem.SFU, RSem.MMA):
                     m.d.comb += ex1.deferred.eq(1)
                 with m.Case(RSem.SREG):
                     m.d.comb += ex1.result[l].eq(x.b[l])
@@ -588,6 +605,8 @@ class Core(wiring.Component):
                      stack.active.eq(x.active), stack.live.eq(x_live),
                      stack.guard.eq(x.exec)]
         bar_divergent = leaving & is_bar & (x.active != x_live)
+        is_mma = xd.sem == RSem.MMA
+        mma_divergent = leaving & is_mma & (x.exec != (1 << L) - 1)
         m.d.comb += [bar.arrive.eq(leaving & is_bar & ~bar_divergent), bar.warp.eq(x.warp)]
 
         # warp state updates from control resolution, and the pc from fetch
@@ -611,6 +630,12 @@ class Core(wiring.Component):
                      sfu.ex1.wr.eq(xd.wr_reg), sfu.ex1.pc.eq(x.pc),
                      sfu.ex1.active.eq(x.active), sfu.ex1.exec.eq(x.exec),
                      sfu.ex1.stale.eq(sfu_stale)]
+        # the matrix unit starts as an mma leaves ex1 (unless it faults or is stale)
+        m.d.comb += [mx.ex1.start.eq(leaving & is_mma),
+                     mx.ex1.abort.eq(mma_divergent | sfu_stale),
+                     mx.ex1.bf16.eq(xd.iid == iid("mma.bf16")), mx.ex1.rd.eq(xd.rd),
+                     mx.ex1.pc.eq(x.pc), mx.ex1.active.eq(x.active), mx.ex1.exec.eq(x.exec),
+                     mx.take.eq(lw.mma_take), mx.reset.eq(whole_reset)]
 
         # --- ex2: multiplier and FPU results -----------------------------------------------
         m.submodules.ex1_ex2 = ex1_ex2_st = Stage("ex1_ex2", uop)
@@ -736,8 +761,9 @@ class Core(wiring.Component):
                      fr.mem.pc.eq(y.pc), fr.mem.word.eq(y.word),
                      fr.ex1.stack.eq(stack.done & stack.fault),
                      fr.ex1.stack_cause.eq(stack.fault_cause),
-                     fr.ex1.divergent.eq(bar_divergent), fr.ex1.warp.eq(x.warp),
-                     fr.ex1.lanes.eq(x.active), fr.ex1.pc.eq(x.pc), fr.ex1.word.eq(x.word),
+                     fr.ex1.divergent.eq(bar_divergent), fr.ex1.divergent_mma.eq(mma_divergent),
+                     fr.ex1.warp.eq(x.warp), fr.ex1.lanes.eq(Mux(is_mma, x.exec, x.active)),
+                     fr.ex1.pc.eq(x.pc), fr.ex1.word.eq(x.word),
                      fr.bar.arrive.eq(bar.arrive), fr.bar.warp.eq(bar.warp),
                      fr.bar.waiting.eq(bar.waiting), fr.bar.deadlock.eq(bar.deadlock),
                      fr.issue.valid.eq(iss.fault), fr.issue.pc_fault.eq(issued.pc_fault),
@@ -748,7 +774,7 @@ class Core(wiring.Component):
 
         # --- completion, status, performance events ---------------------------------------
         pipe_busy = (sch_if.valid | if_id.valid | is_rr.valid | rr_ex1.valid | ex1_ex2.valid
-                     | ex2_mem.valid | mem_wb.valid | sfu.busy)
+                     | ex2_mem.valid | mem_wb.valid | sfu.busy | mx.busy)
         m.d.comb += [self.drained.eq(~pipe_busy & lsu.idle & stack.ready),
                      drained_core.eq(self.drained)]
         m.d.comb += self.busy.eq((slot_busy != 0) | pipe_busy | ~lsu.idle)
@@ -770,7 +796,8 @@ class Core(wiring.Component):
         m.d.comb += [sc.issued.eq(issue_ok), sc.running.eq(running),
                      sc.any_live.eq((member & ~finished) != 0), sc.mem_hold.eq(mem_hold),
                      sc.lwb_valid.eq(lsu.lwb.valid), sc.ex1_block.eq(ex1_block),
-                     sc.sfu_wb.eq(sfu.result.valid), sc.structural_warps.eq(iss.structural),
+                     sc.sfu_wb.eq(sfu.result.valid | mx.result.valid),
+                     sc.structural_warps.eq(iss.structural),
                      sc.hazard.eq(iss.hazard), sc.parked.eq(iss.parked),
                      sc.bar_hold.eq(iss.bar_hold),
                      p.stall_idle.eq(sc.stall_idle), p.stall_memory.eq(sc.stall_memory),

@@ -2,8 +2,8 @@
 
 Faults are raised by four stages and units; when several are raised in the same cycle the
 oldest instruction's wins: ``mem`` (the LSU: misaligned or out-of-range access), then ``ex1``
-(a SIMT stack fault, then a divergent ``bar``), then the barrier unit (deadlock or watchdog),
-then ``is`` (illegal instruction, fetch past the code). Once a fault is recorded the core
+(a SIMT stack fault, then a divergent ``bar`` or ``mma``), then the barrier unit (deadlock or
+watchdog), then ``is`` (illegal instruction, fetch past the code). Once a fault is recorded the core
 fetches and issues nothing more, and later faults are ignored.
 
 A barrier deadlock names the lowest-numbered waiting warp, counting one arriving in this
@@ -39,8 +39,9 @@ class FaultRecorder(wiring.Component):
     Ports (each source names its instruction: ``warp``, ``lanes``, ``pc``, ``word``):
 
     - ``mem``: ``valid`` with ``cause``; ``lanes`` are the faulting lanes.
-    - ``ex1``: ``stack`` (the SIMT stack unit answered with ``stack_cause``) and
-      ``divergent`` (a ``bar`` with ``active != live``); ``lanes`` is the active mask.
+    - ``ex1``: ``stack`` (the SIMT stack unit answered with ``stack_cause``),
+      ``divergent`` (a ``bar`` with ``active != live``; ``lanes`` is the active mask) and
+      ``divergent_mma`` (an ``mma`` without every lane; ``lanes`` are the executing ones).
     - ``bar``: ``arrive``/``warp`` (a warp reaches the barrier, with ``ex1``'s pc and word),
       ``waiting`` (the warps waiting), ``deadlock``; ``live[w]``: warp ``w``'s live lanes.
     - ``issue``: ``valid`` (an illegal head is picked) and ``pc_fault`` (its fetch was past
@@ -62,7 +63,7 @@ class FaultRecorder(wiring.Component):
             "block": In(dim3_layout()),
             "mem": In(fault_source_signature(warps, lanes, valid=1, cause=FaultCause)),
             "ex1": In(fault_source_signature(warps, lanes, stack=1, stack_cause=FaultCause,
-                                             divergent=1)),
+                                             divergent=1, divergent_mma=1)),
             "bar": In(wiring.Signature({"arrive": Out(1), "warp": Out(wb),
                                         "waiting": Out(warps), "deadlock": Out(1)})),
             "live": In(lanes).array(warps),
@@ -115,6 +116,8 @@ class FaultRecorder(wiring.Component):
                 fault(ex1.stack_cause, ex1.warp, ex1.lanes, ex1.pc, ex1.word)
             with m.Elif(ex1.divergent):
                 fault(FaultCause.DIVERGENT_BARRIER, ex1.warp, ex1.lanes, ex1.pc, ex1.word)
+            with m.Elif(ex1.divergent_mma):
+                fault(FaultCause.DIVERGENT_MMA, ex1.warp, ex1.lanes, ex1.pc, ex1.word)
             with m.Elif(bar.deadlock):
                 fault(FaultCause.BARRIER_DEADLOCK, first, first_live, first_pc, first_word)
             with m.Elif(self.issue.valid):

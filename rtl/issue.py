@@ -25,8 +25,9 @@ from .params import require_positive
 from .scheduler import RoundRobin
 
 
-def needs(m: Module, dec: data.View, regs: int) -> Signal:
-    """Scoreboard bits an instruction reads or writes (registers, then predicates).
+def needs(m: Module, dec: data.View, regs: int, mma_b_regs: int = 4) -> Signal:
+    """Scoreboard bits an instruction reads or writes (registers, then predicates); for an
+    ``mma`` every register of its groups (A, C and D: 4, B: ``mma_b_regs``).
 
     Register and predicate masks are built apart from one-bit shifts: a shift of the
     full-width constant would be a 167-bit vector in the Verilog."""
@@ -38,8 +39,12 @@ def needs(m: Module, dec: data.View, regs: int) -> Signal:
     def prd(idx, cond):
         return Mux(cond & (idx != PT), 1 << idx, 0)
 
-    regs_ = (reg(dec.rs1, dec.rd_rs1) | reg(dec.rs2, dec.rd_rs2)
-             | reg(dec.rs3, dec.rd_rs3) | reg(dec.rd, dec.rd_rd | dec.wr_reg))
+    mma = dec.sem == RSem.MMA
+    b_mask = (1 << mma_b_regs) - 1
+    regs_ = Mux(mma, (0xF << dec.rs1) | (b_mask << dec.rs2) | (0xF << dec.rs3)
+                | (0xF << dec.rd),
+                reg(dec.rs1, dec.rd_rs1) | reg(dec.rs2, dec.rd_rs2)
+                | reg(dec.rs3, dec.rd_rs3) | reg(dec.rd, dec.rd_rd | dec.wr_reg))
     prds = (prd(dec.guard, 1) | prd(dec.rs1[:3], dec.rd_ps1)
             | prd(dec.rs2[:3], dec.rd_ps2) | prd(dec.rs3[:3], dec.rd_ps3)
             | prd(dec.rd[:3], dec.wr_pred))
@@ -49,11 +54,11 @@ def needs(m: Module, dec: data.View, regs: int) -> Signal:
 
 def is_long(dec: data.View):
     """The instruction's register result comes back through the late write-back: a global
-    load or atomic, ``ldparam``, or an SFU instruction."""
+    load or atomic, ``ldparam``, an SFU instruction or an ``mma``."""
     glob = Cat(dec.iid == iid(i.mnemonic) for i in INSTRUCTIONS
                if i.sem in (Sem.LOAD, Sem.ATOMIC, Sem.PARAM)
                and i.space is not Space.SHARED).any()
-    return glob | (dec.sem == RSem.SFU)
+    return glob | (dec.sem == RSem.SFU) | (dec.sem == RSem.MMA)
 
 
 def clear_port(warps: int) -> data.StructLayout:
@@ -81,7 +86,8 @@ class IssueSelect(wiring.Component):
     - per warp with a buffered head (``valid``) that belongs to a running warp
       (``runnable``): ``hazard`` (it needs a pending bit of a short-latency producer),
       ``parked`` (it needs a register a late write-back will write, or is a ``fence``
-      with stores outstanding), ``structural`` (it would issue but for the busy SFU);
+      with stores outstanding), ``structural`` (it would issue but for the busy SFU or
+      matrix unit);
       ``bar_hold``: the warps held at a barrier. ``hazard`` and ``parked`` do not look at
       ``runnable`` or ``bar_hold``.
 
@@ -98,9 +104,9 @@ class IssueSelect(wiring.Component):
       round-robin pointer alone.
     """
 
-    def __init__(self, warps: int, regs: int = 32):
+    def __init__(self, warps: int, regs: int = 32, mma_b_regs: int = 4):
         require_positive(warps=warps)
-        self.warps, self.regs = warps, regs
+        self.warps, self.regs, self.mma_b_regs = warps, regs, mma_b_regs
         wb = max(1, (warps - 1).bit_length())
         entry = fields_signature(layouts.id_is())
         super().__init__({
@@ -111,6 +117,7 @@ class IssueSelect(wiring.Component):
             "runnable": In(warps),
             "pending": In(data.ArrayLayout(regs + NUM_PREDS, warps)),
             "sfu_busy": In(1),
+            "mma_busy": In(1),
             "enable": In(1),
             "clear": In(data.ArrayLayout(clear_port(warps), 2)),
             "store_sent": In(1),
@@ -142,12 +149,13 @@ class IssueSelect(wiring.Component):
             h = heads[w]
             has = self.valid[w]
             is_fence = h.dec.iid == iid("fence")
-            haz_bits = needs(m, h.dec, regs) & self.pending[w]
+            haz_bits = needs(m, h.dec, regs, self.mma_b_regs) & self.pending[w]
             haz = haz_bits != 0
             # the hazard is on a register a long-latency instruction will write
             on_long = (haz_bits[:regs] & state[w].long) != 0
             park = on_long | (is_fence & (state[w].stores != 0))
-            busy_unit = (h.dec.sem == RSem.SFU) & self.sfu_busy
+            busy_unit = (((h.dec.sem == RSem.SFU) & self.sfu_busy)
+                         | ((h.dec.sem == RSem.MMA) & self.mma_busy))
             go = ~bar_hold[w] & self.runnable[w]
             m.d.comb += [self.hazard[w].eq(has & haz & ~park), self.parked[w].eq(has & park),
                          self.structural[w].eq(has & busy_unit & ~haz & ~park & go),
@@ -167,7 +175,8 @@ class IssueSelect(wiring.Component):
                      self.warp.eq(rr.grant),
                      rr.advance.eq(issue), rr.restart.eq(self.reset)]
 
-        long_set = ok & is_long(issued.dec) & issued.dec.wr_reg
+        long_set = ok & is_long(issued.dec) & (issued.dec.wr_reg
+                                               | (issued.dec.sem == RSem.MMA))
         for w in range(W):
             picked = ok & (rr.grant == w)
             with m.If(picked & Cat(issued.dec.iid == iid(n) for n in BARRIER_OPS).any()):
@@ -176,7 +185,8 @@ class IssueSelect(wiring.Component):
                         | self.reset_warps[w]):
                 m.d.sync += bar_hold[w].eq(0)
 
-            set_bits = Mux(long_set & (rr.grant == w), 1 << issued.dec.rd, 0)
+            set_bits = Mux(long_set & (rr.grant == w),
+                           Mux(issued.dec.sem == RSem.MMA, 0xF, 1) << issued.dec.rd, 0)
             clr = [Mux(c.en & ~c.pred & (c.warp == w), 1 << c.idx, 0) for c in self.clear]
             clr_bits = Signal(regs, name=f"w{w}_long_clr")
             m.d.comb += clr_bits.eq(clr[0] | clr[1])

@@ -1,8 +1,9 @@
 """Late write-back: who uses the register file's one write port and the retire port.
 
-Three sources write registers: the ``wb`` stage, the LSU's late write-back stream (global
-loads and atomics, ``ldparam``) and the SFU's result after its last pass. ``wb`` always
-wins; a late write-back takes a cycle in which ``wb`` is empty, the LSU's before the SFU's.
+Four sources write registers: the ``wb`` stage, the LSU's late write-back stream (global
+loads and atomics, ``ldparam``), the SFU's result after its last pass and the matrix unit's
+destination registers, one per cycle. ``wb`` always wins; a late write-back takes a cycle in
+which ``wb`` is empty, the LSU's before the SFU's before the matrix unit's.
 The same choice drives the retire port and the scoreboard's second clear port (the first
 belongs to ``wb``).
 
@@ -17,6 +18,7 @@ from amaranth.lib.wiring import In, Out
 
 from .issue import clear_port
 from .lsu import lwb_layout
+from .matrix_unit import matrix_result_signature
 from .params import require_positive
 from .sfu_sequencer import sfu_result_signature
 from .signatures import dim3_layout, retire_signature
@@ -60,6 +62,8 @@ class LateWriteback(wiring.Component):
        ``clear`` and retires.
     3. ``sfu.valid`` with ``wb`` empty and no late write-back: ``sfu_take``; the SFU result
        writes, clears and retires (unless ``sfu.stale``).
+    4. ``mma.valid`` with none of the above: ``mma_take``; the register writes (not ``r0``)
+       and clears its bit; the last of the ``mma`` (``mma.retire``) retires it.
 
     A write-back of ``wb`` with ``deferred`` set retires nothing but still takes the port
     (its values come later). ``wait``: a late write-back waits and ``bubble_coming`` is low,
@@ -74,6 +78,8 @@ class LateWriteback(wiring.Component):
             "lwb": In(stream.Signature(lwb_layout(warps, lanes))),
             "sfu": In(sfu_result_signature(warps, lanes)),
             "sfu_take": Out(1),
+            "mma": In(matrix_result_signature(warps, lanes)),
+            "mma_take": Out(1),
             "bubble_coming": In(1),
             "wait": Out(1),
             "block": In(dim3_layout()),
@@ -88,8 +94,11 @@ class LateWriteback(wiring.Component):
         z_values, sfu_values = Cat(*z.values), Cat(*sfu.values)
         lwb_take = lwb.valid & lwb.ready
         sfu_take = sfu.valid & ~z.valid & ~lwb.valid
+        mx = self.mma
+        mma_take = mx.valid & ~z.valid & ~lwb.valid & ~sfu.valid
         m.d.comb += [lwb.ready.eq(~z.valid), self.sfu_take.eq(sfu_take),
-                     self.wait.eq((lwb.valid | sfu.valid) & ~self.bubble_coming)]
+                     self.mma_take.eq(mma_take),
+                     self.wait.eq((lwb.valid | sfu.valid | mx.valid) & ~self.bubble_coming)]
 
         with m.If(z.valid & z.wr_reg & ~z.deferred):
             m.d.comb += [rf.we.eq(z.exec), rf.warp.eq(z.warp), rf.rd.eq(z.rd),
@@ -100,6 +109,9 @@ class LateWriteback(wiring.Component):
         with m.Elif(sfu_take):
             m.d.comb += [rf.we.eq(Mux(sfu.wr, sfu.exec, 0)), rf.warp.eq(sfu.warp),
                          rf.rd.eq(sfu.rd), rf.data.eq(sfu_values)]
+        with m.Elif(mma_take):
+            m.d.comb += [rf.we.eq(Mux(mx.rd != 0, mx.exec, 0)), rf.warp.eq(mx.warp),
+                         rf.rd.eq(mx.rd), rf.data.eq(Cat(*mx.values))]
 
         m.d.comb += self.clear.pred.eq(0)
         with m.If(lwb_take):
@@ -108,6 +120,9 @@ class LateWriteback(wiring.Component):
         with m.Elif(sfu_take):
             m.d.comb += [self.clear.en.eq(sfu.wr), self.clear.warp.eq(sfu.warp),
                          self.clear.idx.eq(sfu.rd)]
+        with m.Elif(mma_take):
+            m.d.comb += [self.clear.en.eq(1), self.clear.warp.eq(mx.warp),
+                         self.clear.idx.eq(mx.rd)]
 
         with m.If(z.valid & ~z.deferred):
             m.d.comb += [rt.valid.eq(1), rt.warp.eq(z.warp), rt.pc.eq(z.pc),
@@ -126,5 +141,10 @@ class LateWriteback(wiring.Component):
             m.d.comb += [rt.valid.eq(~sfu.stale), rt.warp.eq(sfu.warp), rt.pc.eq(sfu.pc),
                          rt.mask.eq(sfu.active), rt.exec.eq(sfu.exec),
                          rt.rd_valid.eq(sfu.wr), rt.rd.eq(sfu.rd), rt.values.eq(sfu_values)]
+        with m.Elif(mma_take):
+            m.d.comb += [rt.valid.eq(mx.retire), rt.warp.eq(mx.warp), rt.pc.eq(mx.pc),
+                         rt.mask.eq(mx.active), rt.exec.eq(mx.exec),
+                         rt.rd_valid.eq(mx.retire_rd != 0), rt.rd.eq(mx.retire_rd),
+                         rt.values.eq(Cat(*mx.values))]
         m.d.comb += rt.block.eq(self.block)
         return m

@@ -38,10 +38,12 @@ class Scoreboard(wiring.Component):
         self.width = regs + NUM_PREDS
         wb = max(1, (warps - 1).bit_length())
         port = data.StructLayout({"en": 1, "warp": wb, "idx": 5, "pred": 1})
+        # group: the four registers idx..idx+3 (an mma's destination group, idx aligned)
+        set_port = data.StructLayout({"en": 1, "warp": wb, "idx": 5, "pred": 1, "group": 1})
         super().__init__({
             "reset": In(1),
             "reset_warps": In(warps),
-            "set": In(port),
+            "set": In(set_port),
             "clear": In(data.ArrayLayout(port, clear_ports)),
             "pending": Out(data.ArrayLayout(self.width, warps)),
         })
@@ -53,6 +55,8 @@ class Scoreboard(wiring.Component):
         with m.If(port.en):
             with m.If(port.pred):
                 m.d.comb += one.eq(Cat(Const(0, self.regs), 1 << port.idx[:3]))
+            with m.Elif(getattr(port, "group", 0)):
+                m.d.comb += one.eq(0xF << port.idx)
             with m.Else():
                 m.d.comb += one.eq(1 << port.idx)
         return one

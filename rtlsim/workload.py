@@ -15,12 +15,33 @@ from typing import Any
 
 import numpy as np
 from simtgpu.assembler.examples import example_asm
+from simtgpu.isa.mma import mma_shape
 
-__all__ = ["issue_rate"]
+__all__ = ["hgemm_mma", "hgemm_mma_reference", "issue_rate", "sgemm_tiled"]
 
 
 def _per_core_ipc(res: Any, cores_used: int) -> float:
     return res.instructions / res.cycles / cores_used if res.cycles else 0.0
+
+
+def sgemm_tiled(dev: Any, n: int, rng: np.random.Generator) -> tuple[Any, tuple[int, int]]:
+    """An ``n`` x ``n`` x ``n`` examples/asm/sgemm_tiled.s on ``dev`` with the tile of
+    examples/sgemm.py, of standard-normal float32 from ``rng``, checked against float64
+    NumPy. Returns the launch and the tile (bx, by)."""
+    cfg = dev.config
+    bx = 16 if cfg.lanes >= 32 else 8 if cfg.lanes >= 8 else 4  # examples/sgemm.py's tiles
+    by = max(1, min(bx, cfg.warps_per_core * cfg.lanes // bx))
+    k = dev.load_module(example_asm("sgemm_tiled")).kernel("sgemm_tiled")
+    A = rng.standard_normal((n, n)).astype(np.float32)
+    B = rng.standard_normal((n, n)).astype(np.float32)
+    dA, dB, dC = dev.to_device(A), dev.to_device(B), dev.zeros(n * n, np.float32)
+    r = dev.launch(k, grid=(-(-n // bx), -(-n // by)), block=(bx, by),
+                   args=(dA, dB, dC, n, n, n))
+    want = A.astype(np.float64) @ B.astype(np.float64)
+    if np.max(np.abs(dC.to_host().reshape(n, n) - want)) > 1e-4 * n * max(
+            1.0, float(np.max(np.abs(want)))):
+        raise AssertionError("sgemm_tiled differs from NumPy")
+    return r, (bx, by)
 
 
 def issue_rate(dev: Any, sgemm_size: int = 64) -> list[dict]:
@@ -43,19 +64,7 @@ def issue_rate(dev: Any, sgemm_size: int = 64) -> list[dict]:
                  f"{res[300].instructions} warp-instr in {res[300].cycles} cycles"})
 
     n = sgemm_size
-    bx = 16 if cfg.lanes >= 32 else 8 if cfg.lanes >= 8 else 4  # examples/sgemm.py's tiles
-    by = max(1, min(bx, block // bx))
-    k = dev.load_module(example_asm("sgemm_tiled")).kernel("sgemm_tiled")
-    rng = np.random.default_rng(2)
-    A = rng.standard_normal((n, n)).astype(np.float32)
-    B = rng.standard_normal((n, n)).astype(np.float32)
-    dA, dB, dC = dev.to_device(A), dev.to_device(B), dev.zeros(n * n, np.float32)
-    grid = (-(-n // bx), -(-n // by))
-    r = dev.launch(k, grid=grid, block=(bx, by), args=(dA, dB, dC, n, n, n))
-    got = dC.to_host().reshape(n, n)
-    want = A.astype(np.float64) @ B.astype(np.float64)
-    if np.max(np.abs(got - want)) > 1e-4 * n * max(1.0, float(np.max(np.abs(want)))):
-        raise AssertionError("sgemm_tiled on the RTL differs from NumPy")
+    r, (bx, by) = sgemm_tiled(dev, n, np.random.default_rng(2))
     c = r.counters
     cycles = r.cycles * cfg.cores
     rows.append({"what": f"sgemm_tiled {n}x{n}x{n}, tile {bx}x{by}", "ipc":
@@ -77,3 +86,38 @@ def issue_rate(dev: Any, sgemm_size: int = 64) -> list[dict]:
                  "detail": f"{data / (3 * warps):.2f} transactions per warp access of "
                  f"{cfg.lanes} consecutive words (line = {cfg.lanes} words; minimum 1.00)"})
     return rows
+
+
+def hgemm_mma(dev: Any, a: np.ndarray, b: np.ndarray, warps_per_block: int = 0
+              ) -> tuple[np.ndarray, Any]:
+    """``C = A @ B`` by examples/asm/hgemm_mma.s on ``dev``: ``a`` (m, k) and ``b`` (k, n)
+    fp16 (``np.float16`` or their uint16 patterns), C float32. Blocks of
+    ``warps_per_block`` warps (default: every warp of a core). Returns C and the launch."""
+    cfg = dev.config
+    s = mma_shape(cfg.lanes)
+    bw = warps_per_block or cfg.warps_per_core
+    (m, k), n = a.shape, b.shape[1]
+    if b.shape[0] != k or m % s.m or n % (2 * s.n * bw) or k % s.k or k == 0:
+        raise ValueError(f"hgemm_mma: {m}x{k} @ {b.shape[0]}x{n} needs m a multiple of {s.m}, "
+                         f"n of {2 * s.n * bw}, k of {s.k} (and k > 0)")
+    a16 = np.ascontiguousarray(np.asarray(a).view(np.uint16))
+    bt16 = np.ascontiguousarray(np.asarray(b).view(np.uint16).T)
+    kern = dev.load_module(example_asm("hgemm_mma")).kernel("hgemm_mma")
+    d_a, d_bt = dev.to_device(a16), dev.to_device(bt16)
+    d_c = dev.zeros(m * n, np.float32)
+    res = dev.launch(kern, grid=(n // (2 * s.n * bw), m // s.m), block=bw * cfg.lanes,
+                     args=(d_a, d_bt, d_c, m, n, k))
+    return d_c.to_host().reshape(m, n), res
+
+
+def hgemm_mma_reference(a: np.ndarray, b: np.ndarray, lanes: int) -> np.ndarray:
+    """What hgemm_mma.s computes at warp width ``lanes``, as FP32 bit patterns: D = +0.0,
+    then ``D = numerics.mma("f16", A[:, kk:kk+k], B[kk:kk+k, :], D)`` per k step."""
+    from simtgpu.sim import numerics as nx
+
+    a16, b16 = np.asarray(a).view(np.uint16), np.asarray(b).view(np.uint16)
+    step = mma_shape(lanes).k
+    d = np.zeros((a16.shape[0], b16.shape[1]), np.uint32)
+    for kk in range(0, a16.shape[1], step):
+        d = np.asarray(nx.mma("f16", a16[:, kk:kk + step], b16[kk:kk + step], d), np.uint32)
+    return d

@@ -17,9 +17,9 @@ from pathlib import Path
 
 import numpy as np
 from simtgpu.assembler.examples import example_asm
-from simtgpu.rtlsim.workload import issue_rate
+from simtgpu.rtlsim.workload import hgemm_mma, hgemm_mma_reference, issue_rate, sgemm_tiled
 
-__all__ = ["VORTEX_IPC", "bench_ipc", "bench_memory", "bench_pipeline", "bench_rtl",
+__all__ = ["VORTEX_IPC", "bench_ipc", "bench_memory", "bench_mma", "bench_pipeline", "bench_rtl",
            "model_instructions", "render_pipeline"]
 
 VORTEX_IPC = {"vector_add": 0.34, "sgemm_tiled": 0.42}
@@ -228,18 +228,7 @@ def bench_memory(config: str = "small", settings: tuple[str, ...] = ("ideal", "v
 
             if "sgemm_tiled" in kernels:
                 n = sgemm_size
-                bx = 16 if cfg.lanes >= 32 else 8 if cfg.lanes >= 8 else 4
-                by = max(1, min(bx, tpb // bx))
-                k = dev.load_module(example_asm("sgemm_tiled")).kernel("sgemm_tiled")
-                A = rng.standard_normal((n, n)).astype(np.float32)
-                B = rng.standard_normal((n, n)).astype(np.float32)
-                dA, dB, dC = dev.to_device(A), dev.to_device(B), dev.zeros(n * n, np.float32)
-                r = dev.launch(k, grid=(-(-n // bx), -(-n // by)), block=(bx, by),
-                               args=(dA, dB, dC, n, n, n))
-                want = A.astype(np.float64) @ B.astype(np.float64)
-                if np.max(np.abs(dC.to_host().reshape(n, n) - want)) > 1e-4 * n * max(
-                        1.0, float(np.max(np.abs(want)))):
-                    raise AssertionError(f"sgemm_tiled on the RTL ({setting}) differs from NumPy")
+                r, _ = sgemm_tiled(dev, n, rng)
                 rows.append(_memory_row("sgemm_tiled", f"{n}x{n}x{n}", setting, r, cfg, memory))
 
             if "vector_add" in kernels:
@@ -295,6 +284,36 @@ def bench_memory(config: str = "small", settings: tuple[str, ...] = ("ideal", "v
     return [dict(row, config=config) for row in rows]
 
 
+def bench_mma(config: str = "small", n: int = 64) -> list[dict]:
+    """Multiply-accumulates per cycle per core of an ``n`` cubed GEMM on the RTL of
+    ``config``: examples/asm/sgemm_tiled.s (FP32 ffma) and examples/asm/hgemm_mma.s (fp16
+    inputs, FP32 accumulation on the matrix unit), each checked (sgemm against float64,
+    hgemm bit for bit against ``numerics.mma`` in the kernel's order). One row per kernel;
+    ``ratio``: its MACs per cycle over sgemm_tiled's."""
+    from simtgpu.driver_model.device import Device
+
+    rows = []
+    with Device(backend="rtl", config=config) as dev:
+        cores = dev.config.cores
+        r, (bx, by) = sgemm_tiled(dev, n, np.random.default_rng(4))
+        rows.append({"kernel": "sgemm_tiled.s (ffma)", "detail": f"tile {bx}x{by}",
+                     "cycles": r.cycles, "warp_instructions": r.instructions})
+        rng = np.random.default_rng(5)
+        a = rng.uniform(-1, 1, (n, n)).astype(np.float16)
+        b = rng.uniform(-1, 1, (n, n)).astype(np.float16)
+        got, r = hgemm_mma(dev, a, b)
+        if got.view(np.uint32).tolist() != hgemm_mma_reference(a, b, dev.config.lanes).tolist():
+            raise AssertionError("hgemm_mma on the RTL differs from numerics.mma")
+        rows.append({"kernel": "hgemm_mma.s (mma.f16)", "detail":
+                     f"{dev.config.warps_per_core} warps per block, 2 tiles per warp",
+                     "cycles": r.cycles, "warp_instructions": r.instructions})
+    for row in rows:
+        row.update(size=f"{n}x{n}x{n}", config=config,
+                   macs_per_cycle_core=n ** 3 / row["cycles"] / cores)
+        row["ratio"] = row["macs_per_cycle_core"] / rows[0]["macs_per_cycle_core"]
+    return rows
+
+
 def _figures(name: str, size: str, res, cpu: float, walls: list[float]) -> dict:
     wall = res.wall_s
     return {
@@ -342,19 +361,33 @@ def model_instructions(config: str = "small", n: int = 4096, m: int = 24) -> lis
     return rows
 
 
+def _table(header: list[str], rows: list[list[str]]) -> None:
+    """Print a Markdown table, the first two columns left-aligned, the rest right."""
+    print("| " + " | ".join(header) + " |")
+    print("| " + " | ".join("---" if i < 2 else "---:" for i in range(len(header))) + " |")
+    for row in rows:
+        print("| " + " | ".join(row) + " |")
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m simtgpu.verification.bench_rtl")
     p.add_argument("--config", default="small")
     p.add_argument("--instructions", action="store_true",
                    help="count the model's machine instructions per simulated cycle "
                         "(valgrind) instead of timing it")
+    p.add_argument("--mma", action="store_true",
+                   help="MACs per cycle per core of hgemm_mma.s against sgemm_tiled.s")
     args = p.parse_args(argv)
+    if args.mma:
+        _table(["kernel", "size", "cycles", "warp-instr", "MACs / cycle / core", "vs FP32"],
+               [[r["kernel"], r["size"], f"{r['cycles']:,}", f"{r['warp_instructions']:,}",
+                 f"{r['macs_per_cycle_core']:.2f}", f"{r['ratio']:.1f}x"]
+                for r in bench_mma(args.config)])
+        return 0
     if args.instructions:
-        print("| kernel | size | cycles | model instructions | per cycle |")
-        print("| --- | --- | ---: | ---: | ---: |")
-        for r in model_instructions(args.config):
-            print(f"| {r['kernel']} | {r['size']} | {r['cycles']:,} | {r['instructions']:,} | "
-                  f"{r['per_cycle']:,.0f} |")
+        _table(["kernel", "size", "cycles", "model instructions", "per cycle"],
+               [[r["kernel"], r["size"], f"{r['cycles']:,}", f"{r['instructions']:,}",
+                 f"{r['per_cycle']:,.0f}"] for r in model_instructions(args.config)])
         return 0
     print("| kernel | size | cycles | thread-instr | wall s | cycles/s | thread-instr/s | IPC |")
     print("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |")

@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["FP_EDGES", "FP_SPECIALS", "INT_EDGES", "fp_operands", "int_operands"]
+__all__ = ["FP_EDGES", "FP_SPECIALS", "HALF_SPECIALS", "INT_EDGES", "fp_operands",
+           "int_operands", "mma_fragments", "mma_tiles"]
 
 FP_SPECIALS = np.array([
     0x00000000, 0x80000000,  # +-0
@@ -119,3 +120,67 @@ def int_operands(rng: np.random.Generator, n: int, arity: int) -> list[np.ndarra
         pick = rng.integers(0, 4, n)
         cols.append(np.select([pick == 1, pick == 2], [small, edge], uniform).astype(np.uint32))
     return cols
+
+
+HALF_SPECIALS = {
+    "f16": np.array([0x0000, 0x8000, 0x7C00, 0xFC00, 0x7E00, 0x7C01, 0xFFFF,  # 0, inf, NaN
+                     0x0001, 0x83FF, 0x0200, 0x0400, 0x8400, 0x7BFF, 0xFBFF,  # sub, min, max
+                     0x3C00, 0xBC00, 0x3C01, 0x1400], dtype=np.uint16),
+    "bf16": np.array([0x0000, 0x8000, 0x7F80, 0xFF80, 0x7FC0, 0x7F81, 0xFFFF,
+                      0x0001, 0x807F, 0x0040, 0x0080, 0x8080, 0x7F7F, 0xFF7F,
+                      0x3F80, 0xBF80, 0x3F81, 0x3380], dtype=np.uint16),
+}
+"""Half patterns that every mma tile generator mixes in: signed zeros, infinities, NaNs,
+subnormals (kept by fp16, read as zero by bf16's FP32 products), the extremes, 1 and its
+neighbours."""
+
+
+def mma_tiles(rng: np.random.Generator, n: int, m: int, nn: int, k: int, fmt: str
+              ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``n`` random ``mma`` tiles: A (n, m, k) and B (n, k, nn) ``fmt`` patterns (uint16),
+    C (n, m, nn) FP32 patterns (uint32). Most elements are moderate normals (so most sums
+    stay finite and cancel or round); each tile also mixes in :data:`HALF_SPECIALS` and
+    arbitrary patterns at a rate of 0, 2 % or 20 %, and C is either moderate or drawn from
+    :func:`fp_operands` (FP32 specials, extremes, ties)."""
+    mbits, bias = (10, 15) if fmt == "f16" else (7, 127)
+
+    def halves(shape: tuple[int, ...]) -> np.ndarray:
+        size = int(np.prod(shape))
+        sign = rng.integers(0, 2, size)
+        exp = rng.integers(bias - 6, bias + 6, size)
+        out = (sign << 15) | (exp << mbits) | rng.integers(0, 1 << mbits, size)
+        rate = np.repeat(rng.choice([0.0, 0.02, 0.2], n), size // n)
+        pick = rng.random(size) < rate
+        spec = HALF_SPECIALS[fmt][rng.integers(0, len(HALF_SPECIALS[fmt]), size)]
+        out = np.where(pick & (rng.random(size) < 0.5), spec, out)
+        out = np.where(pick & (rng.random(size) < 0.5), rng.integers(0, 1 << 16, size), out)
+        return out.astype(np.uint16).reshape(shape)
+
+    a, b = halves((n, m, k)), halves((n, k, nn))
+    (wild,) = fp_operands(rng, n * m * nn, 1)
+    tame = _pack(rng.integers(0, 2, n * m * nn), rng.integers(120, 134, n * m * nn),
+                 rng.integers(0, 1 << 23, n * m * nn))
+    c = np.where(np.repeat(rng.random(n) < 0.3, m * nn), wild, tame).reshape(n, m, nn)
+    return a, b, c.astype(np.uint32)
+
+
+def mma_fragments(shape, a: np.ndarray, b: np.ndarray, c: np.ndarray
+                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The register fragments of tiles ``a``, ``b``, ``c`` (leading tile axis) in the
+    layout of ``shape`` (an ``isa.mma.MmaShape``): arrays (tiles, registers, lanes) of
+    uint32, element for element from ``shape.a_pos``/``b_pos``/``c_pos``."""
+    t, lanes = a.shape[0], shape.lanes
+    fa = np.zeros((t, shape.regs_a, lanes), np.uint32)
+    fb = np.zeros((t, shape.regs_b, lanes), np.uint32)
+    fc = np.zeros((t, shape.regs_c, lanes), np.uint32)
+    for ln in range(lanes):
+        for h in (0, 1):
+            for r in range(shape.regs_a):
+                va = a[(slice(None), *shape.a_pos(r, h, ln))]
+                fa[:, r, ln] |= va.astype(np.uint32) << 16 * h
+            for r in range(shape.regs_b):
+                vb = b[(slice(None), *shape.b_pos(r, h, ln))]
+                fb[:, r, ln] |= vb.astype(np.uint32) << 16 * h
+        for r in range(shape.regs_c):
+            fc[:, r, ln] = c[(slice(None), *shape.c_pos(r, ln))]
+    return fa, fb, fc

@@ -19,7 +19,9 @@ seed alone). The constraints keep every program meaningful on any correct model:
 * Control: every divergent branch is bracketed (``ssy``/``bra``/``sync`` per
   docs/execution-model.md); if/else and loops nest up to 5 deep (10 stack entries); loop trip
   counts are 1..4 per thread (or uniform); barriers only at the top level, before any exit,
-  as a write / ``bar`` / read-a-neighbour / ``bar`` exchange through shared memory.
+  as a write / ``bar`` / read-a-neighbour / ``bar`` exchange through shared memory; ``mma``
+  (whole-warp, aligned groups among ``r8``/``r12``/``r16``, from a third random stream) only
+  at the top level, before any exit, in blocks of whole warps.
 * No ``clock`` reads (the ISS counts instructions, the RTL cycles).
 
 The epilogue stores every data register and the predicates to ``out``, so final memory holds
@@ -60,10 +62,11 @@ _FP1 = ["fabs", "fneg"]
 _CVT = [i.mnemonic for i in INSTRUCTIONS if i.sem is Sem.CVT]
 _HCVT = [i.mnemonic for i in INSTRUCTIONS if i.sem is Sem.HALF and i.family == "hcvt"]
 _HALF2 = [f"{op}.{fmt}" for op in HALF2_OPS for fmt in HALF_FORMATS]
-NOT_GENERATED: frozenset[str] = frozenset(
-    i.mnemonic for i in INSTRUCTIONS if i.sem is Sem.MMA)
+NOT_GENERATED: frozenset[str] = frozenset()
 """Instructions the generator leaves out: those the RTL core does not execute yet
 (``rtl.core.ABSENT_INSTRUCTIONS``, checked equal by tests/rtl/system)."""
+_MMA = [i.mnemonic for i in INSTRUCTIONS if i.sem is Sem.MMA]
+_MMA_GROUPS = [r for r in DATA if int(r[1:]) % 4 == 0]  # r8, r12, r16
 _SFU = [i.mnemonic for i in INSTRUCTIONS if i.sem is Sem.SFU]
 _ICMP = [i.mnemonic for i in INSTRUCTIONS if i.sem is Sem.ICMP]
 _FCMP = [i.mnemonic for i in INSTRUCTIONS if i.sem is Sem.FCMP]
@@ -86,6 +89,7 @@ class GenOptions:
     fp: bool = True
     shuffles: bool = True
     half: bool = True  # fp16/bf16 conversions in place of half the int/float conversions
+    mma: bool = True  # whole-warp mma between the top-level statements of full-warp blocks
     max_blocks: int = 3
 
 
@@ -108,6 +112,7 @@ class _Gen:
         # every program generated before they existed) stays the same
         self.hr = random.Random(seed ^ 0x16F16)
         self.ar = random.Random(seed ^ 0xA70A)  # likewise for the later atomics
+        self.mr = random.Random(seed ^ 0x3A3A)  # a third for mma, likewise
         self.lanes = lanes
         self.opts = opts
         r = self.r
@@ -177,6 +182,11 @@ class _Gen:
             kinds += ["exit"]
         if depth == 0:
             kinds += ["skip"]
+            # an mma needs every lane of the warp: only at the top level (no divergence),
+            # before any thread exits, in blocks of whole warps (the ISS faults otherwise)
+            if (self.opts.mma and not self.exited and self.tpb % self.lanes == 0
+                    and self.mr.random() < 0.15):
+                self.s_mma()
         kind = r.choice(kinds)
         getattr(self, f"s_{kind}")(depth, in_loop)
 
@@ -254,6 +264,12 @@ class _Gen:
     def s_sfu(self, depth: int, in_loop: bool) -> None:
         self.features.add("sfu")
         self.emit(f"{self.r.choice(_SFU)} {self.d()}, {self.d()}", self.guard())
+
+    def s_mma(self) -> None:
+        self.features.add("mma")
+        mr = self.mr
+        groups = [mr.choice(_MMA_GROUPS) for _ in range(4)]
+        self.emit(f"{mr.choice(_MMA)} {', '.join(groups)}")
 
     def s_ldg(self, depth: int, in_loop: bool) -> None:
         r = self.r

@@ -199,20 +199,25 @@ def fp16_tolerance(a, b) -> np.ndarray:
     return 2.0 ** -11 * np.abs(exact) + 2.0 ** -24 * steps * absprod + 2.0 ** -25
 
 
-def test_triton_matmul_tutorial_fp16_on_iss():
-    """The tutorial kernel with fp16 A, B and C: its store rounds the float32 accumulator
-    to fp16 (as the tutorial's accumulator.to(tl.float16) does)."""
+def matmul_tutorial_fp16() -> None:
+    """The tutorial kernel with fp16 A, B and C on the current device, against NumPy: its
+    store rounds the float32 accumulator to fp16 (as the tutorial's
+    accumulator.to(tl.float16) does)."""
     M, N, K = 24, 16, 20  # ragged in M and K: the tutorial's masks and modulo wrap
     rng = np.random.default_rng(7)
     a = rng.standard_normal((M, K)).astype(np.float16)
     b = rng.standard_normal((K, N)).astype(np.float16)
     c = np.zeros((M, N), np.float16)
-    triton.set_device(Device(backend="iss", config="small"))
     grid = lambda meta: (triton.cdiv(M, meta["BLOCK_SIZE_M"])  # noqa: E731
                          * triton.cdiv(N, meta["BLOCK_SIZE_N"]),)
     matmul_kernel[grid](a, b, c, M, N, K, K, 1, N, 1, N, 1, **MATMUL_CONFIG)
     err = np.abs(c.astype(np.float64) - a.astype(np.float64) @ b.astype(np.float64))
     assert (err <= fp16_tolerance(a, b)).all(), err.max()
+
+
+def test_triton_matmul_tutorial_fp16_on_iss():
+    triton.set_device(Device(backend="iss", config="small"))
+    matmul_tutorial_fp16()
     t0 = time.process_time()
     ck = compile_function(matmul_kernel.fn, MATMUL_TYPES, MATMUL_CONFIG, Target("isa", 8))
     assert time.process_time() - t0 < 1.0
@@ -292,13 +297,9 @@ def test_sass_uses_tensor_core(tmp_path):
 
 # --- the RTL (called from test_compiler_rtl.py, which builds the Verilator model once) ------
 def half_kernels_on_rtl():
-    """On the current (rtl) device: the elementwise fp16/bf16 kernel bit for bit, and
-    tl.dot on mma against numerics.mma once the core has the matrix unit (``mma`` not in
-    ``rtl.core.ABSENT_INSTRUCTIONS``); until then the launch must stop with the architectural
-    ILLEGAL_INSTRUCTION fault, not retire wrong values."""
-    from simtgpu.errors import SimtgpuError
-    from simtgpu.rtl.core import ABSENT_INSTRUCTIONS
-
+    """On the current (rtl, small) device: the elementwise fp16/bf16 kernel bit for bit,
+    tl.dot on the matrix unit against numerics.mma bit for bit, and Triton's matmul
+    tutorial with fp16 against NumPy."""
     rng = np.random.default_rng(9)
     for dt in (np.float16, BF16):
         x = (rng.standard_normal(37) * 4).astype(dt)
@@ -313,12 +314,9 @@ def half_kernels_on_rtl():
     b = rng.standard_normal((K, N)).astype(np.float16)
     c = rng.standard_normal((M, N)).astype(np.float32)
     o = np.zeros((M, N), np.float32)
-    if "mma.f16" in ABSENT_INSTRUCTIONS:
-        with pytest.raises(SimtgpuError, match="ILLEGAL_INSTRUCTION"):
-            dot_tile[(1,)](a, b, c, o, M=M, N=N, K=K, num_warps=2)
-        return
     dot_tile[(1,)](a, b, c, o, M=M, N=N, K=K, num_warps=2)
     assert np.array_equal(o.view(np.uint32), _mma_reference("f16", a, b, c, s.k).view(np.uint32))
+    matmul_tutorial_fp16()
 
 
 @triton.jit

@@ -35,7 +35,7 @@ def test_examples_on_rtl():
         assert [tuned.configs_timings[c] for c in CONFIGS] == own
         assert tuned.best_config is CONFIGS[int(np.argmin(own))]
 
-        # fp16/bf16 elementwise, and tl.dot on mma once the RTL has the matrix unit
+        # fp16/bf16 elementwise, tl.dot on the matrix unit, the matmul tutorial with fp16
         from test_compiler_half import half_kernels_on_rtl
 
         half_kernels_on_rtl()

@@ -24,13 +24,20 @@ def test_scoreboard_random_against_model():
             for p in ports:
                 en, w, idx, pred = (rng.random() < 0.6, rng.randrange(warps), rng.randrange(32),
                                     rng.random() < 0.3)
+                # the set port's group form: an mma's four destination registers
+                group = p is dut.set and not pred and rng.random() < 0.3
+                if group:
+                    idx &= ~3
+                    ctx.set(p.group, 1)
+                elif p is dut.set:
+                    ctx.set(p.group, 0)
                 ctx.set(p.en, en)
                 ctx.set(p.warp, w)
                 ctx.set(p.idx, idx)
                 ctx.set(p.pred, pred)
-                drive.append((en, w, (regs + (idx & 7)) if pred else idx))
+                drive.append((en, w, (regs + (idx & 7)) if pred else idx, group))
             clr = [0] * warps
-            for en, w, bit in drive[1:]:
+            for en, w, bit, _ in drive[1:]:
                 if en:
                     clr[w] |= 1 << bit
             for w in range(warps):
@@ -39,9 +46,9 @@ def test_scoreboard_random_against_model():
             await ctx.tick()
             for w in range(warps):
                 model[w] &= ~clr[w]
-            en, w, bit = drive[0]
+            en, w, bit, group = drive[0]
             if en:
-                model[w] |= 1 << bit
+                model[w] |= (0xF if group else 1) << bit
         ctx.set(dut.reset, 1)
         await ctx.tick()
         for w in range(warps):

@@ -3,6 +3,8 @@ of the Verilator model, results checked against NumPy, faults reported as on the
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pytest
 from simtgpu.assembler.examples import example_asm
@@ -211,3 +213,36 @@ def test_run_cli_memory_option(capsys):
     assert rc == 0
     assert "c[:3] = [1. 2. 3.]" in out
     assert "device memory        realistic: 50 cycles, 8 B/cycle, 32 in flight" in out
+
+
+def test_hgemm_mma_on_the_matrix_unit(dev):
+    """examples/asm/hgemm_mma.s on the RTL: bit for bit the reference order of numerics.mma
+    (the ISS run and the float64 check are in tests/driver/test_hgemm_mma.py)."""
+    from simtgpu.rtlsim.workload import hgemm_mma, hgemm_mma_reference
+
+    rng = np.random.default_rng(5)
+    a = rng.uniform(-2, 2, (8, 16)).astype(np.float16)
+    b = rng.uniform(-2, 2, (16, 16)).astype(np.float16)
+    got, res = hgemm_mma(dev, a, b)
+    assert got.view(np.uint32).tolist() == hgemm_mma_reference(a, b, 4).tolist()
+    assert res.backend == "rtl"
+
+
+def test_random_mma_tiles_on_the_matrix_unit(dev):
+    """A sample of verification/mma_check.py's random tiles (fp16 and bf16, specials and
+    subnormals mixed in) through the RTL's mma, bit for bit against numerics.mma; the
+    million-tile run is behind SIMTGPU_LONG=1 (test_million_mma_tiles)."""
+    from simtgpu.verification.mma_check import check_mma_tiles
+
+    r = check_mma_tiles(dev, 64, seed=1, batch=32)
+    assert r["tiles"] == 64 and r["mismatches"] == 0, r["first"]
+
+
+@pytest.mark.skipif(os.environ.get("SIMTGPU_LONG", "") in ("", "0"),
+                    reason="the million-tile run: SIMTGPU_LONG=1")
+def test_million_mma_tiles():
+    from simtgpu.verification.mma_check import check_mma_tiles
+
+    with Device(backend="rtl", config="small") as d:
+        r = check_mma_tiles(d, 1_000_000)
+    assert r["mismatches"] == 0, r["first"]

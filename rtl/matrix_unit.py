@@ -1,0 +1,412 @@
+"""Matrix unit: one warp's ``mma.f16``/``mma.bf16`` (``D = A x B + C``) per core.
+
+An ``mma`` names three source groups (A: 4 registers, B: 2 or 4, C: 4) and a destination
+group of 4 (isa/mma.py), more than the register file's three read ports and one write port
+can move in a cycle. The unit sequences them around the pipeline:
+
+1. **Operand reads.** The ``mma`` reads A0, B0 and C0 through the ordinary ``is``/``rr``
+   path as it issues. In each of the next three cycles in which the read ports advance
+   (``ren``) the unit drives them itself (``read`` high: ``is`` issues nothing) with
+   A[r], B[r], C[r] for r = 1, 2, 3, and latches the data a cycle later. Nothing of the
+   warp can write a source meanwhile: the ``mma`` issued with none of its registers pending
+   and the read cycles are issue bubbles.
+2. **Start.** The ``mma`` leaves ex1 as a deferred instruction (``ex1.start``). A
+   divergent or stale one (``ex1.abort``) drops the unit back to idle with nothing written.
+3. **Compute.** ``dots`` dot-product trees, each ``k`` products (:func:`half_product`:
+   ``fmul`` of two widened halves, exact, so no rounding), a balanced tree of ``log2 k``
+   levels of FP32 adders (:func:`fp32_add`) and one adder for C, one register stage per
+   level (so bit for bit ``numerics.mma``: exact half-to-FP32 conversion, ``fmul``, the
+   pairwise ``fadd`` tree, ``fadd`` of C). The nodes are made for this place rather than the
+   lanes' fused :class:`~simtgpu.rtl.fpu.Fpu`, a third of its Verilog each (many copies
+   cost the model and the export). The trees take ``dots`` output elements per
+   cycle in the order of the destination's registers and lanes; the last result arrives
+   ``k_levels + 2`` cycles after the last step. They run on the falling edge of a clock
+   gated by ``busy`` and read only registers (their own and the core clock's operand
+   buffers), so no edge samples a signal it changes and an idle unit costs a Verilator
+   model nothing (see :meth:`MatrixUnit.elaborate`).
+4. **Write-back.** The destination registers D3, D2, D1, D0 are offered in turn to the late
+   write-back (``result``, taken by ``take``), each clearing its scoreboard bit; the last
+   one (D0, as on the ISS) carries the instruction's one retire record.
+
+One ``mma`` is in the unit at a time: ``busy`` from its issue until its last register is
+taken (the next ``mma`` waits in ``is`` as a structural hazard). Cycles per ``mma`` with
+no stall and a free write port (:func:`mma_cycles`): the issue, 3 read cycles, 2 to latch
+and start, ``4 * lanes / dots`` compute steps, ``log2 k + 2`` cycles of tree latency and 4
+write-backs (tiny, 1 tree, and small, 2 trees: 31 cycles).
+"""
+
+from amaranth import (
+    Cat,
+    ClockDomain,
+    ClockSignal,
+    Const,
+    DomainRenamer,
+    EnableInserter,
+    Module,
+    Mux,
+    ResetSignal,
+    Signal,
+    signed,
+)
+from amaranth.lib import data, wiring
+from amaranth.lib.wiring import In, Out
+from simtgpu.isa.mma import mma_shape
+
+from .fp_utils import CANONICAL_NAN, lzc_chain, unpack
+
+__all__ = ["MatrixUnit", "mma_cycles"]
+
+
+def mma_cycles(lanes: int, dots: int) -> int:
+    """Cycles the unit is busy with one ``mma`` from its issue to its last write-back when
+    the pipeline never stalls and the write port is free (the unit's throughput)."""
+    s = mma_shape(lanes)
+    # issue, 3 reads, the last latch, the start of the trees, the steps, the tree latency,
+    # 4 write-backs
+    return 1 + 3 + 1 + 1 + 4 * lanes // dots + (s.k.bit_length() - 1) + 2 + 4
+
+
+def _unpack_half(m: Module, h, bf16, name: str):
+    """Sign, unbiased exponent ``e`` and 11-bit significand ``sig`` of the fp16 (``bf16``
+    low) or bf16 pattern ``h``, value ``sig * 2**(e - 10)``, as FP32 arithmetic with FTZ sees
+    its exact widening (``numerics.f16_to_f32``/``bf16_to_f32``): an fp16 subnormal keeps its
+    value (its widening is a normal FP32), a bf16 subnormal reads as zero."""
+    e = Signal(signed(10), name=f"{name}_e")
+    sig = Signal(11, name=f"{name}_sig")
+    zero, inf, nan = (Signal(name=f"{name}_{x}") for x in ("zero", "inf", "nan"))
+    ef, mf = h[10:15], h[:10]  # fp16
+    eb, mb = h[7:15], h[:7]  # bf16
+    with m.If(bf16):
+        m.d.comb += [e.eq(eb - 127), sig.eq(Cat(Const(0, 3), mb, 1)), zero.eq(eb == 0),
+                     inf.eq((eb == 0xFF) & (mb == 0)), nan.eq((eb == 0xFF) & (mb != 0))]
+    with m.Else():
+        m.d.comb += [e.eq(Mux(ef == 0, 1, ef) - 15), sig.eq(Cat(mf, ef != 0)),
+                     zero.eq((ef == 0) & (mf == 0)), inf.eq((ef == 0x1F) & (mf == 0)),
+                     nan.eq((ef == 0x1F) & (mf != 0))]
+    return h[15], e, sig, zero, inf, nan
+
+
+def half_product(m: Module, a, b, bf16, name: str) -> Signal:
+    """FP32 pattern of ``fmul(widen(a), widen(b))`` for two fp16 (``bf16`` low) or bf16
+    patterns: the 11x11-bit product of the significands is exact in FP32's 24 bits, so
+    there is no rounding; a result below 2**-126 is an exact subnormal (flushed to zero, as
+    FTZ does) or underflows, one of 2**128 or more overflows to infinity."""
+    sa, ea, ma, za, ia, na = _unpack_half(m, a, bf16, f"{name}_a")
+    sb, eb, mb, zb, ib, nb = _unpack_half(m, b, bf16, f"{name}_b")
+    prod = Signal(22, name=f"{name}_p")
+    m.d.comb += prod.eq(ma * mb)
+    lz = lzc_chain(m, prod, f"{name}_lz")
+    norm = Signal(22, name=f"{name}_n")
+    exp = Signal(signed(12), name=f"{name}_exp")  # biased
+    m.d.comb += [norm.eq(prod << lz), exp.eq(ea + eb + (1 + 127) - lz)]
+    sign = sa ^ sb
+    out = Signal(32, name=name)
+    with m.If(na | nb | (ia & zb) | (ib & za)):
+        m.d.comb += out.eq(CANONICAL_NAN)
+    with m.Elif(ia | ib | (exp >= 0xFF)):
+        m.d.comb += out.eq(Cat(Const(0, 23), Const(0xFF, 8), sign))
+    with m.Elif(za | zb | (exp <= 0)):
+        m.d.comb += out.eq(Cat(Const(0, 31), sign))
+    with m.Else():
+        m.d.comb += out.eq(Cat(Const(0, 2), norm[:21], exp[:8], sign))
+    return out
+
+
+def fp32_add(m: Module, a, b, name: str) -> Signal:
+    """FP32 pattern of ``numerics.fadd(a, b)``: FTZ in and out, round to nearest even,
+    canonical NaN. A plain adder (align, add, normalise, round), much smaller than the
+    lanes' fused datapath; a result below 2**-126 can only come from cancellation, which is
+    exact, so flushing it needs no rounding."""
+    x, y = unpack(m, a, f"{name}_x"), unpack(m, b, f"{name}_y")
+    swap = x.bits[:31] < y.bits[:31]  # big: the larger magnitude
+    eb, es = Mux(swap, y.exp, x.exp), Mux(swap, x.exp, y.exp)
+    mb, ms = Mux(swap, y.mant, x.mant), Mux(swap, x.mant, y.mant)
+    sgn_b, sgn_s = Mux(swap, y.sign, x.sign), Mux(swap, x.sign, y.sign)
+    d = Signal(8, name=f"{name}_d")
+    m.d.comb += d.eq(eb - es)
+    # the smaller significand with 3 extra bits, shifted right by d; bit 0 sticky
+    small = Signal(27, name=f"{name}_s")
+    wide = Cat(Const(0, 27), ms)  # 51 bits: ms at 27..50, a shift by 27 or more
+    # leaves it all below bit 25, in the sticky bit
+    sh = Signal(51, name=f"{name}_sh")
+    m.d.comb += sh.eq(wide >> Mux(d > 27, 27, d))
+    m.d.comb += small.eq(Cat(sh[:25].any(), sh[25:51]))
+    big = Cat(Const(0, 3), mb)  # 27 bits
+    sub = sgn_b ^ sgn_s
+    total = Signal(28, name=f"{name}_t")
+    m.d.comb += total.eq(Mux(sub, big - small, big + small))
+    zero_sum = total == 0
+    lz = lzc_chain(m, total, f"{name}_lz")
+    norm = Signal(28, name=f"{name}_n")
+    m.d.comb += norm.eq(total << lz)  # leading one at bit 27
+    exp = Signal(signed(11), name=f"{name}_e")
+    m.d.comb += exp.eq(eb + 1 - lz)
+    # keep 24 bits (27..4); bit 3 rounds, 2..0 stick
+    keep = norm[4:28]
+    rnd = norm[3] & (norm[:3].any() | keep[0])
+    rounded = Signal(25, name=f"{name}_r")
+    m.d.comb += rounded.eq(keep + rnd)
+    exp_r = Signal(signed(11), name=f"{name}_er")
+    frac = Signal(23, name=f"{name}_f")
+    m.d.comb += [exp_r.eq(exp + rounded[24]),
+                 frac.eq(Mux(rounded[24], rounded[1:24], rounded[:23]))]
+    out = Signal(32, name=name)
+    with m.If(x.nan | y.nan | (x.inf & y.inf & sub)):
+        m.d.comb += out.eq(CANONICAL_NAN)
+    with m.Elif(x.inf | y.inf):
+        m.d.comb += out.eq(Cat(Const(0, 23), Const(0xFF, 8), sgn_b))
+    with m.Elif(x.zero & y.zero):
+        m.d.comb += out.eq(Cat(Const(0, 31), x.sign & y.sign))
+    with m.Elif(zero_sum):
+        m.d.comb += out.eq(0)  # exact cancellation: +0 under round to nearest
+    with m.Elif(exp_r >= 0xFF):
+        m.d.comb += out.eq(Cat(Const(0, 23), Const(0xFF, 8), sgn_b))
+    with m.Elif(exp_r <= 0):
+        m.d.comb += out.eq(Cat(Const(0, 31), sgn_b))
+    with m.Else():
+        m.d.comb += out.eq(Cat(frac, exp_r[:8], sgn_b))
+    return out
+
+
+def matrix_result_signature(warps: int, lanes: int) -> wiring.Signature:
+    """One destination register of an ``mma`` for the late write-back (from the unit's
+    side): lanes ``exec`` of register ``rd`` of ``warp`` take ``values``; ``retire``: the
+    last one, which carries the retire record (pc, masks, register ``retire_rd``)."""
+    wb = max(1, (warps - 1).bit_length())
+    return wiring.Signature({
+        "valid": Out(1), "warp": Out(wb), "rd": Out(5), "retire": Out(1), "retire_rd": Out(5),
+        "pc": Out(32), "active": Out(lanes), "exec": Out(lanes),
+        "values": Out(32).array(lanes),
+    })
+
+
+class MatrixUnit(wiring.Component):
+    """Parameters
+    ----------
+    warps:
+        Warp slots.
+    lanes:
+        Lanes per warp (the ``mma`` shape is ``isa.mma.mma_shape(lanes)``).
+    dots:
+        Dot-product trees: output elements started per cycle, ``dots * k`` multiply-adds
+        per cycle; a power of two dividing ``lanes``.
+    gated:
+        The trees on a gated clock (the simulation model's form); False: under a clock
+        enable (the FPGA form, ``RtlConfig.clock_gating``). Same function, same timing.
+
+    Ports, cycle by cycle:
+
+    - ``issue``: an ``mma`` issues (``warp``, group bases ``a``, ``b``, ``c``); its A0,
+      B0, C0 are on ``rdata`` in the next cycle; ``busy`` from the next cycle.
+    - ``read``/``raddr``: the unit uses the three read ports (registers of ``issue.warp``);
+      the data is latched from ``rdata`` a cycle after a cycle with ``ren`` high.
+    - ``ex1``: ``start`` (the ``mma`` leaves ex1: ``bf16``, ``rd``, ``pc``, masks) with
+      ``abort`` (it faulted or is younger than a fault: nothing is written or retired).
+    - ``result``/``take``: the destination registers, D3 first; ``reset`` drops everything.
+    """
+
+    def __init__(self, warps: int, lanes: int, dots: int = 1, gated: bool = True):
+        s = mma_shape(lanes)
+        self.gated = gated
+        if dots < 1 or dots & (dots - 1) or lanes % dots:
+            raise ValueError(f"dots must be a power of two dividing lanes ({lanes}), not {dots}")
+        self.warps, self.lanes, self.dots, self.shape = warps, lanes, dots, s
+        wb = max(1, (warps - 1).bit_length())
+        vec = data.ArrayLayout(32, lanes)
+        super().__init__({
+            "reset": In(1),
+            "issue": In(wiring.Signature({"valid": Out(1), "warp": Out(wb), "a": Out(5),
+                                          "b": Out(5), "c": Out(5)})),
+            "ren": In(1),
+            "read": Out(1),
+            "raddr": Out(data.ArrayLayout(5, 3)),
+            "rdata": In(data.ArrayLayout(vec, 3)),
+            "ex1": In(wiring.Signature({"start": Out(1), "abort": Out(1), "bf16": Out(1),
+                                        "rd": Out(5), "pc": Out(32), "active": Out(lanes),
+                                        "exec": Out(lanes)})),
+            "busy": Out(1),
+            "result": Out(matrix_result_signature(warps, lanes)),
+            "take": In(1),
+        })
+
+    def elaborate(self, platform) -> Module:
+        m = Module()
+        # The sequencing and the operand and result buffers run on the core clock: the ones
+        # that only change while the unit holds an mma (busy, set as it issues) or a reset
+        # arrives under a clock enable (``sync`` below), the issue and read sequencing
+        # without (``core``). The trees run on the falling edge of a clock that only falls
+        # while busy (``mma``: the core clock ORed with ~busy; busy changes just after a
+        # rising edge, so the gate is closed or open before the clock falls, no glitch).
+        # Every signal the falling edge samples changed at a rising edge half a cycle
+        # earlier, so no simulator can see a same-edge race, and a Verilator model evaluates
+        # the trees only on their own edges: an idle unit costs the model nothing there.
+        # ``gated=False`` (the FPGA form, RtlConfig.clock_gating) takes the same falling edge
+        # of the core clock under a clock enable instead.
+        active = Signal()
+        m.d.comb += active.eq(self.busy | self.reset | ResetSignal())
+        m.domains.mma = mma = ClockDomain("mma", clk_edge="neg", local=True, reset_less=True)
+        logic = DomainRenamer({"core": "sync"})(EnableInserter(active)(self._logic()))
+        if self.gated:
+            m.d.comb += mma.clk.eq(ClockSignal() | ~self.busy)
+        else:
+            m.d.comb += mma.clk.eq(ClockSignal())
+            logic = EnableInserter({"mma": self.busy})(logic)
+        m.submodules.logic = logic
+        return m
+
+    def _logic(self) -> Module:  # noqa: C901 - one sequencer, kept together
+        m = Module()
+        s, L, P = self.shape, self.lanes, self.dots
+        k, levels = s.k, s.k.bit_length() - 1
+        steps = 4 * L // P
+        latency = levels + 2  # multiply, log2 k add levels, add C
+
+        # The issue and the read sequencing run in domain core (the core clock, no enable):
+        # the issue is taken while the unit is idle. Everything else is in sync, enabled only
+        # while busy.
+        busy = Signal()
+        warp = Signal.like(self.issue.warp)
+        base = Signal(data.ArrayLayout(5, 3))  # A, B, C group bases
+        slot = Signal(range(5))  # next register of the groups to read (1..3), 4 = all issued
+        cap = Signal()  # rdata holds register cap_slot of the groups in this cycle
+        cap_slot = Signal(2)
+        have = Signal(4)  # registers of the groups latched
+        bufs = [[Signal(32, name=f"op{g}_{r}_{ln}") for ln in range(L)] for g in range(3)
+                for r in range(4)]  # bufs[g * 4 + r][lane]; g = 0 A, 1 B, 2 C
+        started = Signal()
+        meta = Signal(data.StructLayout({"bf16": 1, "rd": 5, "pc": 32, "active": L,
+                                         "exec": L}))
+        step = Signal(range(steps + 1))
+        computing = Signal()
+        pipe_v = Signal(latency)  # valid of each tree stage
+        pipe_s = [Signal(range(steps), name=f"step_d{i}") for i in range(latency)]
+        dbuf = [[Signal(32, name=f"d{r}_{ln}") for ln in range(L)] for r in range(4)]
+        writing = Signal()
+        wreg = Signal(2)
+
+        m.d.comb += self.busy.eq(busy)
+        # --- operand reads ----------------------------------------------------------------
+        reading = busy & (slot >= 1) & (slot <= 3)
+        m.d.comb += [self.read.eq(reading)]
+        for g in range(3):
+            m.d.comb += self.raddr[g].eq(base[g] + slot[:2])
+        with m.If(reading & self.ren):
+            m.d.core += [slot.eq(slot + 1), cap.eq(1), cap_slot.eq(slot[:2])]
+        with m.Elif(~self.issue.valid):
+            m.d.core += cap.eq(0)
+        with m.If(cap):
+            m.d.sync += have.eq(have | (1 << cap_slot))
+            with m.Switch(cap_slot):
+                for r in range(4):
+                    with m.Case(r):
+                        for g in range(3):
+                            m.d.sync += [bufs[g * 4 + r][ln].eq(self.rdata[g][ln])
+                                         for ln in range(L)]
+        with m.If(self.issue.valid):
+            m.d.core += [busy.eq(1), warp.eq(self.issue.warp), slot.eq(1), cap.eq(1),
+                         cap_slot.eq(0), base[0].eq(self.issue.a), base[1].eq(self.issue.b),
+                         base[2].eq(self.issue.c)]
+
+        # --- start: the instruction leaves ex1 --------------------------------------------
+        x = self.ex1
+        with m.If(x.start):
+            m.d.sync += [started.eq(1), meta.bf16.eq(x.bf16), meta.rd.eq(x.rd),
+                         meta.pc.eq(x.pc), meta.active.eq(x.active), meta.exec.eq(x.exec)]
+        with m.If(started & (have == 0xF)):
+            m.d.sync += [computing.eq(1), started.eq(0), have.eq(0)]
+
+        # --- compute: dots trees of one-cycle FP32 nodes ------------------------------------
+        a_src = {s.a_pos(r, h, ln): (r, h, ln) for r in range(s.regs_a) for h in (0, 1)
+                 for ln in range(L)}
+        b_src = {s.b_pos(r, h, ln): (r, h, ln) for r in range(s.regs_b) for h in (0, 1)
+                 for ln in range(L)}
+
+        # The trees' side (domain mma, falling edges while busy) samples only registers of
+        # the core clock (stable at a falling edge) and its own: a copy of the operands, the
+        # format and the step, which it delays alongside its levels to pick C.
+        opg = [[Signal(32, name=f"opg{i}_{ln}") for ln in range(L)] for i in range(12)]
+        bf16g = Signal()
+        stepg = [Signal.like(step, name=f"stepg{i}") for i in range(latency)]
+        m.d.mma += [opg[i][ln].eq(bufs[i][ln]) for i in range(12) for ln in range(L)]
+        m.d.mma += [bf16g.eq(meta.bf16), stepg[0].eq(step)]
+        m.d.mma += [stepg[i].eq(stepg[i - 1]) for i in range(1, latency)]
+
+        def half(g, src):
+            r, h, ln = src
+            return opg[g * 4 + r][ln].word_select(h, 16)
+
+        feed = computing & (step < steps)
+        outs = []
+        for p in range(P):
+            a_in = [Signal(16, name=f"t{p}_a{j}") for j in range(k)]
+            b_in = [Signal(16, name=f"t{p}_b{j}") for j in range(k)]
+            with m.Switch(stepg[0]):
+                for st in range(steps):
+                    e = st * P + p
+                    row, col = s.c_pos(e // L, e % L)
+                    with m.Case(st):
+                        for j in range(k):
+                            m.d.comb += [a_in[j].eq(half(0, a_src[(row, j)])),
+                                         b_in[j].eq(half(1, b_src[(j, col)]))]
+            # one register stage per tree level: products, log2 k sums, + C; the step that
+            # the core clock fed in cycle t is multiplied in the half cycle after it, so
+            # every level (and the result the core clock takes) is where it would be on the
+            # core clock
+            level = []
+            for j in range(k):
+                r = Signal(32, name=f"t{p}_mul{j}")
+                m.d.mma += r.eq(half_product(m, a_in[j], b_in[j], bf16g, f"t{p}_p{j}"))
+                level.append(r)
+            lv = 0
+            while len(level) > 1:
+                nxt = []
+                for j in range(0, len(level), 2):
+                    r = Signal(32, name=f"t{p}_add{lv}_{j // 2}")
+                    m.d.mma += r.eq(fp32_add(m, level[j], level[j + 1], f"t{p}_s{lv}_{j // 2}"))
+                    nxt.append(r)
+                level, lv = nxt, lv + 1
+            # C of the element whose products are at the last level now
+            c_in = Signal(32, name=f"t{p}_c")
+            with m.Switch(stepg[latency - 1]):
+                for st in range(steps):
+                    e = st * P + p
+                    with m.Case(st):
+                        m.d.comb += c_in.eq(opg[8 + e // L][e % L])
+            r = Signal(32, name=f"t{p}_addc")
+            m.d.mma += r.eq(fp32_add(m, level[0], c_in, f"t{p}_sc"))
+            outs.append(r)
+
+        m.d.sync += [pipe_v.eq(Cat(feed, pipe_v[:-1])), pipe_s[0].eq(step)]
+        m.d.sync += [pipe_s[i].eq(pipe_s[i - 1]) for i in range(1, latency)]
+        with m.If(feed):
+            m.d.sync += step.eq(step + 1)
+        with m.If(pipe_v[latency - 1]):
+            with m.Switch(pipe_s[latency - 1]):
+                for st in range(steps):
+                    with m.Case(st):
+                        for p in range(P):
+                            e = st * P + p
+                            m.d.sync += dbuf[e // L][e % L].eq(outs[p])
+            with m.If(pipe_s[latency - 1] == steps - 1):
+                m.d.sync += [computing.eq(0), step.eq(0), writing.eq(1), wreg.eq(3)]
+
+        # --- write-back: D3, D2, D1, D0; D0 retires ----------------------------------------
+        res = self.result
+        m.d.comb += [res.valid.eq(writing), res.warp.eq(warp), res.rd.eq(meta.rd + wreg),
+                     res.retire.eq(wreg == 0), res.retire_rd.eq(meta.rd), res.pc.eq(meta.pc),
+                     res.active.eq(meta.active), res.exec.eq(meta.exec)]
+        with m.Switch(wreg):
+            for r in range(4):
+                with m.Case(r):
+                    m.d.comb += [res.values[ln].eq(dbuf[r][ln]) for ln in range(L)]
+        with m.If(self.take):
+            m.d.sync += wreg.eq(wreg - 1)
+            with m.If(wreg == 0):
+                m.d.core += [busy.eq(0), slot.eq(0)]
+                m.d.sync += writing.eq(0)
+
+        with m.If((x.start & x.abort) | self.reset):
+            m.d.core += [busy.eq(0), slot.eq(0), cap.eq(0)]
+            m.d.sync += [have.eq(0), started.eq(0), computing.eq(0), step.eq(0),
+                         writing.eq(0), pipe_v.eq(0)]
+        return m
