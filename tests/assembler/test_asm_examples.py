@@ -17,6 +17,7 @@ SIGNATURES = {
     "classify": ("divergence.s", ["x ptr", "out ptr", "n i32"]),
     "matmul": ("matmul.s", ["a ptr", "b ptr", "c ptr", "m i32", "n i32", "k i32"]),
     "sgemm_tiled": ("sgemm_tiled.s", ["a ptr", "b ptr", "c ptr", "m i32", "n i32", "k i32"]),
+    "hgemm_mma": ("hgemm_mma.s", ["a ptr", "bt ptr", "c ptr", "m i32", "n i32", "k i32"]),
     "alu_loop": ("alu_loop.s", ["out ptr", "iters i32"]),
     "gather": ("gather.s", ["src ptr", "idx ptr", "out ptr", "n i32"]),
 }
