@@ -94,8 +94,8 @@ class RtlConfig:
         Blocks a core may hold at once (block slots); 0 means ``warps`` (a block has at
         least one warp). Defaults to 1, the one-block-at-a-time core: several resident
         blocks still hang a `small` core on one-warp blocks (test_matmul in
-        tests/rtl/core/test_core_verilator.py with ``max_blocks=0``), so they are opt-in. A block is placed only where
-        its warps and shared memory fit beside the resident ones.
+        tests/rtl/core/test_core_verilator.py with ``max_blocks=0``), so they are opt-in. A
+        block is placed only where its warps and shared memory fit beside the resident ones.
     """
 
     gpu: GpuConfig
