@@ -78,11 +78,11 @@ def test_resident_blocks(config):
         cycles = r["CYCLES_LO"]
         wpb = -(-ln.block[0] // cfg.lanes)
         rows = -(-ln.shared_bytes // row)
-        fit = min(cfg.warps // wpb, cfg.shared_bytes // row // rows)
+        fit = min(cfg.warps // wpb, cfg.shared_bytes // row // rows, cfg.max_blocks)
         assert r["RESIDENT_BLOCKS"] <= cycles * cfg.cores * fit, (name, r, fit)
         assert r["RESIDENT_WARPS"] <= r["RESIDENT_BLOCKS"] * wpb, (name, r)
         assert r["RESIDENT_WARPS"] >= r["INSTRUCTIONS"], (name, r)  # an issue needs a warp
-        if name == "resident_one_warp":
+        if name == "resident_one_warp" and cfg.max_blocks > 1:
             assert r["RESIDENT_BLOCKS"] > cycles * cfg.cores, (name, r)
         if name == "resident_shared_bound":
             assert fit < cfg.warps, "the shared size must bind before the warp slots"
