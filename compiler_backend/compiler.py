@@ -233,9 +233,6 @@ def compile_function(fn, arg_types: dict[str, Type], constexprs: dict, target: T
                                 optimize, enable_fp_fusion, config, specialize,
                                 size_per_thread, num_stages=stages, chunk=chunks)
 
-    def fewer(n: int) -> CompiledKernel:
-        return again(n, chunk)
-
     if block is None:
         block = (num_warps * target.warp_size, 1, 1)
     threads = block[0] * block[1] * block[2]
@@ -305,7 +302,7 @@ def compile_function(fn, arg_types: dict[str, Type], constexprs: dict, target: T
             raise ValueError(f"unknown target {target.kind}")
     except CompileError as e:
         if f.meta.get("num_stages", 1) > 1:  # the pipelined loop is over a limit: fewer
-            return fewer(f.meta["num_stages"] - 1)
+            return again(f.meta["num_stages"] - 1, chunk)
         # code generation limits (registers) belong to the kernel as a whole: point at it
         src = KernelSource.from_function(fn)
         raise e.at(src.loc(src.tree), f"kernel '{f.name}': ") from None
@@ -327,11 +324,11 @@ def compile_function(fn, arg_types: dict[str, Type], constexprs: dict, target: T
         except KernelError:
             if piped == 1:
                 raise
-            return fewer(piped - 1)
+            return again(piped - 1, chunk)
     if piped > 1 and stats.get("spilled"):
         # on this ISA's 32 registers a stage that spills costs more than it hides: keep the
         # stage count that spills least (the most stages among equals)
-        alt = fewer(piped - 1)
+        alt = again(piped - 1, chunk)
         if alt.n_spills < ck.n_spills:
             return alt
     ck.compile_ms = (time.perf_counter() - t0) * 1000

@@ -7,8 +7,6 @@ of a misaligned group as the ISS reports them."""
 
 from __future__ import annotations
 
-import os
-
 import numpy as np
 import pytest
 from core_bench import DATA_ADDR, launch_from_asm, per_warp, run_iss, run_rtl, small_config
@@ -22,8 +20,6 @@ from test_core_verilator import DATA, run_kernel
 from verilator_queue import queued_sim
 
 IN_REGS, OUT_REGS = 12, 16  # r8..r19 loaded, r8..r23 stored
-LONG = os.environ.get("SIMTGPU_LONG", "") not in ("", "0")
-long_run = pytest.mark.skipif(not LONG, reason="the Amaranth simulator, minutes: SIMTGPU_LONG=1")
 
 
 def _source(body: str, threads: int) -> str:
@@ -81,7 +77,7 @@ def test_mma_programs_on_verilator(tiny_sim, name):
 
 # the Amaranth simulator takes a minute or two per program: every program on tiny, the one
 # that goes through every group on small (its other shape, m8n4k8 with a 2-register B)
-@long_run
+@pytest.mark.long  # the Amaranth simulator, minutes
 @pytest.mark.parametrize("cfgname,name", [("tiny", n) for n in sorted(PROGRAMS)]
                          + [("small", "chain")])
 def test_mma_programs_match_iss(cfgname, name):
@@ -104,7 +100,7 @@ def test_mma_programs_match_iss(cfgname, name):
     assert per_warp(ordered) == per_warp(ref)
 
 
-@long_run
+@pytest.mark.long  # the Amaranth simulator, minutes
 def test_mma_result_is_numerics_mma():
     """The stored D of one mma is ``numerics.mma`` of the tiles (not only the ISS's)."""
     cfg = small_config("tiny")
@@ -143,7 +139,7 @@ FAULTS = {
 }
 
 
-@long_run
+@pytest.mark.long  # the Amaranth simulator, minutes
 @pytest.mark.parametrize("case", sorted(FAULTS))
 def test_mma_faults_match_iss(case):
     body, cause = FAULTS[case]

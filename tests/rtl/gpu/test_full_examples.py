@@ -9,15 +9,11 @@ model build"), so this runs with ``SIMTGPU_LONG=1``.
 
 from __future__ import annotations
 
-import os
-
 import numpy as np
 import pytest
 from example_scripts import load_example
 from simtgpu.assembler.examples import EXAMPLES
 from simtgpu.driver_model.device_array import DeviceArray
-
-LONG = os.environ.get("SIMTGPU_LONG", "") not in ("", "0")
 
 CASES = [
     ("vector_add", ["--size", "3001"]),
@@ -45,7 +41,7 @@ def _read_backs(monkeypatch, name: str, argv: list[str], backend: str) -> list[n
     return got
 
 
-@pytest.mark.skipif(not LONG, reason="full's Verilator build takes minutes: SIMTGPU_LONG=1")
+@pytest.mark.long  # full's Verilator build takes minutes
 @pytest.mark.parametrize("name,argv", CASES, ids=[c[0] for c in CASES])
 def test_example_on_full_rtl_is_bit_identical_to_the_iss(monkeypatch, capsys, name, argv):
     iss = _read_backs(monkeypatch, name, argv, "iss")

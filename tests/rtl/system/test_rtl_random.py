@@ -9,8 +9,6 @@ build/coverage_make_test.md.
 
 from __future__ import annotations
 
-import os
-
 import pytest
 from rtl_common import CONFIGS, RANDOM_PER_CONFIG, RANDOM_SEED
 from simtgpu.verification.coverage import CoverageModel
@@ -73,12 +71,8 @@ def test_random_programs_slow_memory(memory):
         "\n".join(res.failures[:5])
 
 
-_LONG = os.environ.get("SIMTGPU_LONG", "") not in ("", "0")
-
-
 @pytest.mark.parametrize("l1", [
-    pytest.param(False, id="l2", marks=pytest.mark.skipif(
-        not _LONG, reason="a model build of its own (L2 without L1), minutes: SIMTGPU_LONG=1")),
+    pytest.param(False, id="l2", marks=pytest.mark.long),  # a model build of its own
     pytest.param(True, id="l1_l2")])
 def test_random_programs_l2(l1):
     """Step-and-compare on ``tiny`` with the shared L2 on, alone and below each core's L1
