@@ -3,8 +3,6 @@ of the Verilator model, results checked against NumPy, faults reported as on the
 
 from __future__ import annotations
 
-import os
-
 import numpy as np
 import pytest
 from simtgpu.assembler.examples import example_asm
@@ -238,8 +236,7 @@ def test_random_mma_tiles_on_the_matrix_unit(dev):
     assert r["tiles"] == 64 and r["mismatches"] == 0, r["first"]
 
 
-@pytest.mark.skipif(os.environ.get("SIMTGPU_LONG", "") in ("", "0"),
-                    reason="the million-tile run: SIMTGPU_LONG=1")
+@pytest.mark.long  # the million-tile run, minutes
 def test_million_mma_tiles():
     from simtgpu.verification.mma_check import check_mma_tiles
 
