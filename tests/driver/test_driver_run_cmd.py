@@ -179,3 +179,76 @@ def test_long_launch_reports_progress_and_stops_at_the_budget(tmp_path, capsys, 
     reports = [line for line in err.splitlines() if line.startswith("spin: running, ")]
     assert [r.split()[2] for r in reports] == ["1,000", "2,000", "3,000", "4,000", "5,000"]
     assert reports[0].endswith("Ctrl-C stops the launch")
+
+
+# Each thread stores its global id into its word of the local area (slot-major: base +
+# 4 * gtid) and copies the word, read back, to out[gtid].
+LOCAL_PROBE = """
+.kernel probe
+    .param out, ptr
+    .param __local, ptr
+    ldparam r1, __local
+    s2r r2, ctaid.x
+    s2r r3, ntid.x
+    mul r2, r2, r3
+    s2r r4, tid
+    add r2, r2, r4
+    shli r5, r2, 2
+    add r6, r1, r5
+    stg [r6], r2
+    ldg r7, [r6]
+    ldparam r8, out
+    add r8, r8, r5
+    stg [r8], r7
+    exit
+.end
+"""
+
+
+@pytest.fixture
+def probe(tmp_path):
+    path = tmp_path / "probe.s"
+    path.write_text(LOCAL_PROBE)
+    return str(path)
+
+
+def test_run_gives_a_local_area_with_local_bytes(probe, capsys):
+    rc, out, err = _run(capsys, probe, "-k", "probe", "--grid", "2", "--block", "8",
+                        "--config", "tiny", "--local-bytes", "4", "--arg", "out=i32[16]",
+                        "--print", "out")
+    assert rc == 0, err
+    with np.printoptions(threshold=64, linewidth=100):
+        assert f"out = {np.arange(16, dtype=np.int32)}" in out
+
+
+@pytest.mark.parametrize("args, msg", [
+    ([], "kernel probe keeps values in local memory (its last parameter is __local): give "
+         "its bytes per thread with --local-bytes"),
+    (["--local-bytes", "4", "--arg", "__local=i32[4]"],
+     "__local is the hidden local-memory parameter"),
+])
+def test_run_local_memory_errors_name_the_option(probe, capsys, args, msg):
+    rc, _, err = _run(capsys, probe, "-k", "probe", "--grid", "1", "--block", "8",
+                      "--config", "tiny", "--arg", "out=i32[8]", *args)
+    assert rc == 1
+    assert msg in err and "Traceback" not in err
+
+
+def test_local_bytes_for_a_kernel_without_local_memory(vadd, capsys):
+    rc, _, err = _run(capsys, vadd, "-k", "vector_add", "--grid", "1", "--block", "8",
+                      "--local-bytes", "8", "--arg", "a=f32[8]", "b=f32[8]", "c=f32[8]",
+                      "n=i32:8")
+    assert rc == 1 and "Traceback" not in err
+    assert "--local-bytes 8: kernel vector_add has no __local parameter" in err
+
+
+@pytest.mark.parametrize("value", ["-4", "6", "four"])
+def test_bad_local_bytes_is_a_usage_error(probe, capsys, value):
+    with pytest.raises(SystemExit) as info:
+        _run(capsys, probe, "-k", "probe", "--grid", "1", "--block", "8",
+             f"--local-bytes={value}", "--arg", "out=i32[8]")
+    assert info.value.code == 2
+    err = capsys.readouterr().err
+    assert "--local-bytes" in err
+    assert ("not an integer" if value == "four" else
+            f"a non-negative multiple of 4 bytes, not {value}") in err
