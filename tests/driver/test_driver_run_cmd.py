@@ -10,6 +10,7 @@ from simtgpu.assembler.examples import example_asm
 from simtgpu.cli.main import main
 from simtgpu.driver_model.argspec import parse_arg, parse_print
 from simtgpu.driver_model.errors import DriverError
+from test_driver_local_memory import PROBE
 
 
 @pytest.fixture
@@ -181,44 +182,20 @@ def test_long_launch_reports_progress_and_stops_at_the_budget(tmp_path, capsys, 
     assert reports[0].endswith("Ctrl-C stops the launch")
 
 
-# Each thread stores its global id into its word of the local area (slot-major: base +
-# 4 * gtid) and copies the word, read back, to out[gtid].
-LOCAL_PROBE = """
-.kernel probe
-    .param out, ptr
-    .param __local, ptr
-    ldparam r1, __local
-    s2r r2, ctaid.x
-    s2r r3, ntid.x
-    mul r2, r2, r3
-    s2r r4, tid
-    add r2, r2, r4
-    shli r5, r2, 2
-    add r6, r1, r5
-    stg [r6], r2
-    ldg r7, [r6]
-    ldparam r8, out
-    add r8, r8, r5
-    stg [r8], r7
-    exit
-.end
-"""
-
-
 @pytest.fixture
 def probe(tmp_path):
     path = tmp_path / "probe.s"
-    path.write_text(LOCAL_PROBE)
+    path.write_text(PROBE)  # (addr, value: each thread's local word's address and value)
     return str(path)
 
 
 def test_run_gives_a_local_area_with_local_bytes(probe, capsys):
     rc, out, err = _run(capsys, probe, "-k", "probe", "--grid", "2", "--block", "8",
-                        "--config", "tiny", "--local-bytes", "4", "--arg", "out=i32[16]",
-                        "--print", "out")
+                        "--config", "tiny", "--local-bytes", "4", "--arg", "addr=u32[16]",
+                        "value=u32[16]", "--print", "value")
     assert rc == 0, err
-    with np.printoptions(threshold=64, linewidth=100):
-        assert f"out = {np.arange(16, dtype=np.int32)}" in out
+    with np.printoptions(threshold=64, linewidth=100):  # each thread read back its global id
+        assert f"value = {np.arange(16, dtype=np.uint32)}" in out
 
 
 @pytest.mark.parametrize("args, msg", [
@@ -229,7 +206,7 @@ def test_run_gives_a_local_area_with_local_bytes(probe, capsys):
 ])
 def test_run_local_memory_errors_name_the_option(probe, capsys, args, msg):
     rc, _, err = _run(capsys, probe, "-k", "probe", "--grid", "1", "--block", "8",
-                      "--config", "tiny", "--arg", "out=i32[8]", *args)
+                      "--config", "tiny", "--arg", "addr=u32[8]", "value=u32[8]", *args)
     assert rc == 1
     assert msg in err and "Traceback" not in err
 
@@ -246,7 +223,7 @@ def test_local_bytes_for_a_kernel_without_local_memory(vadd, capsys):
 def test_bad_local_bytes_is_a_usage_error(probe, capsys, value):
     with pytest.raises(SystemExit) as info:
         _run(capsys, probe, "-k", "probe", "--grid", "1", "--block", "8",
-             f"--local-bytes={value}", "--arg", "out=i32[8]")
+             f"--local-bytes={value}", "--arg", "addr=u32[8]")
     assert info.value.code == 2
     err = capsys.readouterr().err
     assert "--local-bytes" in err
