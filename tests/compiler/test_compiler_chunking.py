@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 import simtgpu.compiler_backend as triton
 import simtgpu.compiler_backend.language as tl
-from compiler_helpers import current_device
+from compiler_helpers import current_device, example
 from simtgpu.compiler_backend.errors import KernelError
 from simtgpu.sim import numerics
 from test_compiler_philox import np_randint4x, np_uniform
@@ -109,15 +109,6 @@ def test_too_big_unrolled_falls_back_to_chunks(iss_device):
     assert len(ck.object_file().code) <= iss_device.config.imem_bytes
 
 
-@triton.jit
-def k_add(x_ptr, y_ptr, out_ptr, n, BLOCK_SIZE: tl.constexpr):
-    offsets = tl.program_id(0) * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
-    mask = offsets < n
-    x = tl.load(x_ptr + offsets, mask=mask)
-    y = tl.load(y_ptr + offsets, mask=mask)
-    tl.store(out_ptr + offsets, x + y, mask=mask)
-
-
 def test_share_beyond_registers_and_shared_spills_is_a_chunk_loop(iss_device):
     # 512 elements per thread (16384 on 32 threads): more than registers and a shared spill
     # area hold, which is no limit for a chunk loop
@@ -125,8 +116,9 @@ def test_share_beyond_registers_and_shared_spills_is_a_chunk_loop(iss_device):
     rng = np.random.default_rng(8)
     x, y = rng.standard_normal((2, n)).astype(np.float32)
     out = np.full(n, -7, np.float32)
-    ck = k_add.warmup(x, y, out, n, BLOCK_SIZE=16384, grid=(1,))
-    k_add[(1,)](x, y, out, n, BLOCK_SIZE=16384)
+    add = example("vector_add").add_kernel  # (tutorial 01's)
+    ck = add.warmup(x, y, out, n, BLOCK_SIZE=16384, grid=(1,))
+    add[(1,)](x, y, out, n, BLOCK_SIZE=16384)
     assert ck.stats["chunks"] > 1 and ck.stats["spilled"] == 0
     np.testing.assert_array_equal(out, x + y)
 
