@@ -26,7 +26,7 @@ import bisect
 import heapq
 import struct
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from simtgpu.isa import BY_MNEMONIC, IMM_MAX, IMM_MIN, SREG_BY_NAME
 from simtgpu.isa.abi import LOCAL_PARAM
@@ -914,6 +914,11 @@ class _Positions:
     end: dict[int, int]  # last sighting, before loop extension
     vals: dict[int, Value]
     clobbered: list[tuple[int, int]]
+    # the scan's state every SNAPSHOT_EVERY intervals: (seq, start of interval seq, heap of
+    # the active intervals, free registers), and the registers it assigned: a round resumes
+    # from the last state before the code the spill changed
+    states: list[tuple[int, int, list, dict[str, int]]] = field(default_factory=list)
+    assign: dict[int, str] = field(default_factory=dict)
 
     def respill(self, code: list[MI], uses: UseCache, lo: int, hi: int, shift: int,
                 gone: set[int]) -> None:
@@ -924,6 +929,8 @@ class _Positions:
         start, end, vals = self.start, self.end, self.vals
         for vid in gone:
             del start[vid], end[vid], vals[vid]
+            self.assign.pop(vid, None)
+        self.states = [st for st in self.states if st[1] < lo2]
         if d:
             start = {k: p + d if p >= cut else p for k, p in start.items()}
             end = {k: p + d if p >= cut else p for k, p in end.items()}
@@ -969,15 +976,25 @@ def allocate(code: list[MI], loops: list[tuple[int, int]],
             end[vid] = e0
     order = sorted(sorted(start), key=start.__getitem__)  # by (start, id)
     kinds: dict[int, str] = {}  # register class by type object (types compare slowly)
-    assign: dict[int, str] = {}
-    # the free registers of each class as a bit mask (the lowest set bit is the lowest free)
-    free = {"r": sum(1 << r for r in gprs), "p": sum(1 << r for r in PREDS)}
-    names = {c: [f"{c}{r}" for r in range(32)] for c in free}
+    assign, states = known.assign, known.states
+    names = {c: [f"{c}{r}" for r in range(32)] for c in ("r", "p")}
     clobber_pos = [p for p, _ in clobbered]
-    active: list[tuple[int, int, int, str, int]] = []  # heap of (end, seq, vid, cls, reg)
+    active: list[tuple[int, int, int, str, int]]  # heap of (end, seq, vid, cls, reg)
+    if states:  # (the intervals before it are the same, their ends may have moved)
+        first_seq, _, was, free = states[-1]
+        active = [(end[a[2]], *a[1:]) for a in was]
+        heapq.heapify(active)
+        free = dict(free)
+    else:
+        first_seq, active = 0, []
+        # the free registers of each class as a bit mask (the lowest set bit: the lowest)
+        free = {"r": sum(1 << r for r in gprs), "p": sum(1 << r for r in PREDS)}
     heappop, heappush = heapq.heappop, heapq.heappush
-    for seq, vid in enumerate(order):
+    for seq in range(first_seq, len(order)):
+        vid = order[seq]
         s0 = start[vid]
+        if not seq % SNAPSHOT_EVERY and (not states or states[-1][0] < seq):
+            states.append((seq, s0, list(active), dict(free)))
         while active and active[0][0] < s0:
             _, _, _, c, r = heappop(active)
             free[c] |= 1 << r
@@ -1009,6 +1026,10 @@ def allocate(code: list[MI], loops: list[tuple[int, int]],
         assign[vid] = names[cls][reg]
         heappush(active, (e0, seq, vid, cls, reg))
     return assign
+
+
+SNAPSHOT_EVERY = 256
+"""Intervals between two saved states of the linear scan (:class:`_Positions`)."""
 
 
 class UseCache(dict):
