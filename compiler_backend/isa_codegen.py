@@ -760,37 +760,58 @@ def spill_gpr(code: list[MI], loops: list[tuple[int, int]], spills: list[tuple[V
 
     out: list[MI] = code[:lo]
     where: list[int] = []  # new index of instruction lo + j
+    placed: list[int] | None = []  # new index of instruction lo + j itself (after reloads)
+    fresh: list[tuple[Value, int, int]] = []  # the short-lived registers' live positions
     for i in range(lo, hi + 1):
         mi = code[i]
         where.append(len(out))
         ks = at.get(i)
         if ks is None:
+            if placed is not None:
+                placed.append(len(out))
             out.append(mi)
             continue
         ks.sort()
+        if (mi.op == "pmove" and local) or mi.clobbers:
+            placed = None  # (values move to other instructions: positions are rescanned)
         if mi.op == "pmove" and local:  # (shared spilling keeps its code as it was)
             out += _spill_pmove(mi, index, spills, addr, load, store)
             uses.drop(mi)
             continue
         stores: list[MI] = []
+        temp_at: list[tuple[Value, int, MI | None]] = []  # (temp, reload index, its store)
         for k in ks:
             v, offset = spills[k]
             t = temps[(i, k)]
             used, defined = flags[(i, k)]
+            reload = -1
             if used:  # (a reload inside an mma sequence stays off the mma registers)
                 pre, mem = addr(offset)
-                out += pre + [MI(load, [t, mem], [t], clobbers=mi.clobbers)]
+                out += pre
+                reload = len(out)
+                out.append(MI(load, [t, mem], [t], clobbers=mi.clobbers))
             _replace_values(mi, {v.id: t})
             uses.drop(mi)
+            st = None
             if defined:
                 pre, mem = addr(offset)
-                stores = pre + [MI(store, [mem, t])] + stores
+                st = MI(store, [mem, t])
+                stores = pre + [st] + stores
+            temp_at.append((t, reload, st))
+        me = len(out)
+        if placed is not None:
+            placed.append(me)
         out.append(mi)
         out += stores
+        for t, reload, st in temp_at:  # (a reload defines it, a store reads it)
+            first = 2 * reload + 1 if reload >= 0 else 2 * me + 1
+            last = 2 * me if st is None else \
+                2 * (me + 1 + next(j for j, x in enumerate(stores) if x is st))
+            fresh.append((t, first, last))
     shift = len(out) - hi - 1  # (instructions after the window move by the code added)
     out += code[hi + 1:]
     if uses.positions is not None and uses.positions.code is code and window is not None:
-        uses.positions.respill(out, uses, lo, hi, shift, set(index))
+        uses.positions.respill(out, uses, lo, hi, shift, set(index), placed, fresh)
 
     def moved(i: int) -> int:
         return i if i < lo else where[i - lo] if i <= hi else i + shift
@@ -921,16 +942,33 @@ class _Positions:
     assign: dict[int, str] = field(default_factory=dict)
 
     def respill(self, code: list[MI], uses: UseCache, lo: int, hi: int, shift: int,
-                gone: set[int]) -> None:
+                gone: set[int], placed: list[int] | None = None,
+                fresh: list[tuple[Value, int, int]] = ()) -> None:
         """Follow the spill that rewrote ``self.code[lo:hi + 1]`` into ``code[lo:hi + shift
-        + 1]`` and took the values ``gone`` (all their sightings in that window) out."""
-        ws, we, wv, wc = _sightings(code, uses, lo, hi + shift)
+        + 1]`` and took the values ``gone`` (all their sightings in that window) out. With
+        ``placed`` (the new index of each instruction of the window) and ``fresh`` (the
+        values the spill added, with their first and last positions), every other value's
+        sightings stayed on their instructions and only move; without, the window is
+        rescanned."""
         cut, d, lo2 = 2 * (hi + 1), 2 * shift, 2 * lo
         start, end, vals = self.start, self.end, self.vals
         for vid in gone:
             del start[vid], end[vid], vals[vid]
             self.assign.pop(vid, None)
         self.states = [st for st in self.states if st[1] < lo2]
+        if placed is not None:
+            nx = placed
+            start = {k: p if p < lo2 else p + d if p >= cut else 2 * nx[(p >> 1) - lo] + (p & 1)
+                     for k, p in start.items()}
+            end = {k: p if p < lo2 else p + d if p >= cut else 2 * nx[(p >> 1) - lo] + (p & 1)
+                   for k, p in end.items()}
+            for t, first, last in fresh:
+                start[t.id], end[t.id], vals[t.id] = first, last, t
+            self.clobbered = [(p if p < lo2 else p + d if p >= cut
+                               else 2 * nx[(p >> 1) - lo] + 1, m) for p, m in self.clobbered]
+            self.code, self.start, self.end = code, start, end
+            return
+        ws, we, wv, wc = _sightings(code, uses, lo, hi + shift)
         if d:
             start = {k: p + d if p >= cut else p for k, p in start.items()}
             end = {k: p + d if p >= cut else p for k, p in end.items()}
