@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import numpy as np
 import pytest
@@ -229,3 +230,35 @@ def test_bad_local_bytes_is_a_usage_error(probe, capsys, value):
     assert "--local-bytes" in err
     assert ("not an integer" if value == "four" else
             f"a non-negative multiple of 4 bytes, not {value}") in err
+
+
+def test_compile_then_run_a_kernel_that_spills_to_local_memory(capsys, tmp_path):
+    # tutorial 03's matmul at 32x32x8 on 8-lane warps spills hundreds of values, beyond the
+    # shared spill area's reach: `simtgpu compile` names the bytes `simtgpu run` needs
+    from simtgpu.assembler.examples import EXAMPLES
+
+    out = tmp_path / "mm.s"
+    ints = [f"--sig={n}=i32" for n in ("M", "N", "K", "stride_am", "stride_ak", "stride_bk",
+                                         "stride_bn", "stride_cm", "stride_cn")]
+    rc = main(["compile", str(EXAMPLES / "dsl" / "matmul.py"), "-k", "matmul_kernel",
+               "--sig=a_ptr=*fp32", "--sig=b_ptr=*fp32", "--sig=c_ptr=*fp32", *ints,
+               "-D", "BLOCK_SIZE_M=32", "-D", "BLOCK_SIZE_N=32", "-D", "BLOCK_SIZE_K=8",
+               "-D", "GROUP_SIZE_M=4", "--config", "full", "--warp-size", "8", "-o", str(out)])
+    err = capsys.readouterr().err
+    assert rc == 0, err
+    m = re.search(r"spilled to local memory, (\d+) bytes per thread: simtgpu run "
+                  r"--local-bytes (\d+)", err)
+    assert m and m.group(1) == m.group(2)
+    arrays = ["a_ptr=f32[32,32]:randint", "b_ptr=f32[32,32]:randint", "c_ptr=f32[32,32]"]
+    strides = ["M=i32:32", "N=i32:32", "K=i32:32", "stride_am=i32:32", "stride_ak=i32:1",
+               "stride_bk=i32:32", "stride_bn=i32:1", "stride_cm=i32:32", "stride_cn=i32:1"]
+    rc, text, err = _run(capsys, str(out), "-k", "matmul_kernel", "--config", "full",
+                         "--grid", "1", "--block", "32", "--local-bytes", m.group(1),
+                         "--arg", *arrays, *strides, "--print", "c_ptr[0]",
+                         "--print", "c_ptr[31]")
+    assert rc == 0, err
+    rng = np.random.default_rng(0)  # (the run's seed; arrays are made in parameter order)
+    a, b = (parse_arg(s).make_array(rng) for s in arrays[:2])
+    c = a @ b  # small integers: exact in fp32
+    with np.printoptions(threshold=64, linewidth=100):
+        assert f"c_ptr[0] = {c[0]}" in text and f"c_ptr[31] = {c[31]}" in text
