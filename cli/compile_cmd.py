@@ -181,8 +181,10 @@ def run(args: argparse.Namespace) -> int:
     size = ""
     if ck.stats.get("registers"):
         spilled = ck.stats.get("spilled", 0)
+        local = ck.stats.get("local_bytes", 0)
         size = f", {ck.stats['registers']} registers, {spilled} spilled" + (
-            f" to {ck.stats['spill_space']} memory" if spilled else "")
+            f" to {ck.stats['spill_space']} memory" if spilled else "") + (
+            f", {local} bytes per thread: simtgpu run --local-bytes {local}" if local else "")
     print(f"{args.kernel}: {args.target} -> {out} ({ck.compile_ms:.1f} ms{size})",
           file=sys.stderr)
     return 0

@@ -20,6 +20,7 @@ import numpy as np
 from simtgpu.arch.config import CONFIGS, MEMORY_SETTINGS
 from simtgpu.driver_model.argspec import ArgSpec, parse_arg, parse_print
 from simtgpu.driver_model.errors import DriverError
+from simtgpu.isa.abi import LOCAL_PARAM
 
 
 def register(subparsers: Any) -> None:
@@ -34,6 +35,10 @@ def register(subparsers: Any) -> None:
                    metavar="SPEC", help="NAME=TYPE[N]:INIT (array) or NAME=TYPE:VALUE")
     p.add_argument("--shared", type=int, default=0, metavar="BYTES",
                    help="dynamic shared memory bytes on top of the kernel's .shared")
+    p.add_argument("--local-bytes", type=_local_bytes, default=0, metavar="BYTES",
+                   help=f"local memory per thread for a kernel whose last parameter is the "
+                   f"hidden {LOCAL_PARAM} (register spills; `simtgpu compile` reports the "
+                   "bytes); docs/execution-model.md")
     p.add_argument("--backend", default="iss", help="iss (default), rtl or cuda")
     p.add_argument("--config", default="small", choices=sorted(CONFIGS),
                    help="GPU configuration (default small)")
@@ -93,6 +98,12 @@ def bind_args(kernel: Any, specs: list[ArgSpec]) -> list[ArgSpec]:
             raise DriverError(f"--arg {s.text}: '{s.name}' given twice")
         by_name[s.name] = s
     params = kernel.info.params
+    if params and params[-1].name == LOCAL_PARAM:  # (the driver fills it: --local-bytes)
+        params = params[:-1]
+        if LOCAL_PARAM in by_name:
+            raise DriverError(f"--arg {by_name[LOCAL_PARAM].text}: {LOCAL_PARAM} is the hidden "
+                              "local-memory parameter, which the driver fills in: give its "
+                              "bytes per thread with --local-bytes")
     names = {p.name for p in params}
     unknown = [s.name for s in specs if s.name not in names]
     if unknown:
@@ -128,6 +139,30 @@ def fault_report(fault: Any) -> str:
     if r.detail:
         lines.append(f"  detail      {r.detail}")
     return "\n".join(lines)
+
+
+def _local_bytes(text: str) -> int:
+    try:
+        value = int(text, 0)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{text}' is not an integer") from None
+    if value < 0 or value % 4:
+        raise argparse.ArgumentTypeError(f"local memory per thread is a non-negative "
+                                         f"multiple of 4 bytes, not {value}")
+    return value
+
+
+def _check_local(kernel: Any, local_bytes: int) -> None:
+    """--local-bytes against the kernel's hidden local-memory parameter."""
+    params = kernel.info.params
+    has = bool(params) and params[-1].name == LOCAL_PARAM
+    if has and not local_bytes:
+        raise DriverError(f"kernel {kernel.name} keeps values in local memory (its last "
+                          f"parameter is {LOCAL_PARAM}): give its bytes per thread with "
+                          "--local-bytes BYTES (`simtgpu compile` reports them)")
+    if local_bytes and not has:
+        raise DriverError(f"--local-bytes {local_bytes}: kernel {kernel.name} has no "
+                          f"{LOCAL_PARAM} parameter (it uses no local memory)")
 
 
 def _seed(text: str) -> int:
@@ -207,6 +242,7 @@ def _run_on(dev: Any, args: argparse.Namespace, specs: list[ArgSpec], prints: li
     if iss is not None:  # a long simulation says how far it is and how to stop it
         iss.progress = ProgressReport(kernel.name)
     ordered = bind_args(kernel, specs)
+    _check_local(kernel, args.local_bytes)
     arrays = {s.name: s for s in ordered if s.is_array}
     for name, _ in prints:
         if name not in arrays:
@@ -228,7 +264,7 @@ def _run_on(dev: Any, args: argparse.Namespace, specs: list[ArgSpec], prints: li
         timeline = dev.backend.timeline = CounterTimeline()
     try:
         res = dev.launch(kernel, grid, block, launch_args, shared_bytes=args.shared,
-                         trace=args.trace)
+                         trace=args.trace, local_bytes=args.local_bytes)
     except KernelFault as fault:
         print(fault_report(fault), file=sys.stderr)
         return 1

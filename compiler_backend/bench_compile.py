@@ -3,7 +3,8 @@ configurations use on ``small``: the ports in examples/dsl/ where there is one, 
 our own kernels in the tutorials' style (below).
 
 ``compile_times()`` compiles each one for the ISA target and returns its CPU time (best of
-``repeat``) with its size in instructions, registers and spilled values. It is a measure,
+``repeat``) with its size in instructions, registers and spilled values, and the CPU time
+of its PTX (the same front end and passes, no register allocation). It is a measure,
 not a timed test: ``python -m simtgpu.cli.bench --part compile`` writes the figures into
 docs/performance.md. Issue 13's target is under one second per kernel.
 """
@@ -191,6 +192,7 @@ class CompileTime:
     spilled: int
     note: str = ""  # why it does not compile (a limit of the configuration), if it does not
     spill_space: str = ""  # where the spilled values are: shared or local memory
+    ptx_ms: float = 0.0  # the same kernel compiled to PTX
 
     @property
     def spills(self) -> str:
@@ -198,11 +200,12 @@ class CompileTime:
         return f"{self.spilled} ({self.spill_space})" if self.spilled else "0"
 
 
-def compile_one(name: str, warp_size: int = 8):
-    """The compiled kernel of case ``name`` (uncached), for 4 warps."""
+def compile_one(name: str, warp_size: int = 8, target: Target | None = None):
+    """The compiled kernel of case ``name`` (uncached), for 4 warps, for this ISA (or
+    ``target``)."""
     jf, types, cexpr = kernel_of(name)
     jf.cache.clear()
-    return jf.compile(Target("isa", warp_size), types, cexpr, 4)
+    return jf.compile(target or Target("isa", warp_size), types, cexpr, 4)
 
 
 def compile_times(repeat: int = 3, names: list[str] | None = None) -> list[CompileTime]:
@@ -220,10 +223,15 @@ def compile_times(repeat: int = 3, names: list[str] | None = None) -> list[Compi
             except KernelError as e:  # a limit of the configuration: the time to say so
                 note = e.message.split(": ", 1)[-1]
             best = min(best, time.process_time() - t0)
+        ptx = float("inf")
+        for _ in range(repeat):
+            t0 = time.process_time()
+            compile_one(name, target=Target.ptx())
+            ptx = min(ptx, time.process_time() - t0)
         stats = ck.stats if ck is not None else {}
         out.append(CompileTime(name, round(best * 1000, 1), stats.get("static_instructions", 0),
                                stats.get("registers", 0), stats.get("spilled", 0), note,
-                               stats.get("spill_space", "")))
+                               stats.get("spill_space", ""), round(ptx * 1000, 1)))
     return out
 
 
@@ -241,20 +249,20 @@ def render(rows: list[CompileTime], info: dict[str, str], load: float) -> str:
         "iteration, as it would not fit unrolled; 03 at 32x32x16 spills to local memory in "
         "device memory and exceeds the instruction memory too). Spilled values stay in "
         "shared memory while they fit, else they go to local memory (docs/compiler.md). "
-        "Best of 3 in process "
-        "CPU time.", "",
+        "*PTX ms* compiles the same kernel to PTX (front end and passes, no register "
+        "allocation: ptxas allocates). Best of 3 in process CPU time.", "",
         f"Commit {info['commit']}, {info['date']}, {info['cpu']} ({info['nproc']} cores, "
         f"load average {load:.1f} while measuring).", "",
-        "| kernel | compile ms | instructions | registers | spilled values (where) |",
-        "| --- | ---: | ---: | ---: | ---: |",
+        "| kernel | compile ms | instructions | registers | spilled values (where) | PTX ms |",
+        "| --- | ---: | ---: | ---: | ---: | ---: |",
     ]
     for r in rows:
         if r.note:
             lines.append(f"| {r.kernel} | {r.ms:.0f} (to the error) | does not fit: {r.note} "
-                         "| | |")
+                         f"| | | {r.ptx_ms:.0f} |")
         else:
             lines.append(f"| {r.kernel} | {r.ms:.0f} | {r.instructions:,} | {r.registers} | "
-                         f"{r.spills} |")
+                         f"{r.spills} | {r.ptx_ms:.0f} |")
     worst = max(rows, key=lambda r: r.ms)
     lines += ["", f"Slowest: {worst.kernel}, {worst.ms:.0f} ms. Target (issue 13): under "
               "1 s per tutorial kernel. Command: `python -m simtgpu.cli.bench --part "
@@ -265,7 +273,7 @@ def render(rows: list[CompileTime], info: dict[str, str], load: float) -> str:
 def main() -> None:
     for row in compile_times(repeat=1):
         print(f"{row.kernel:34s} {row.ms:8.1f} ms  {row.instructions:5d} instr  "
-              f"{row.registers:2d} regs  {row.spills} spilled")
+              f"{row.registers:2d} regs  {row.spills} spilled  {row.ptx_ms:6.1f} ms PTX")
 
 
 if __name__ == "__main__":

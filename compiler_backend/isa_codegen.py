@@ -26,7 +26,7 @@ import bisect
 import heapq
 import struct
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from simtgpu.isa import BY_MNEMONIC, IMM_MAX, IMM_MIN, SREG_BY_NAME
 from simtgpu.isa.abi import LOCAL_PARAM
@@ -643,7 +643,13 @@ class PredicatePressure(CompileError):
 
 
 class GprPressure(PredicatePressure):
-    """More general-purpose values live than registers."""
+    """More general-purpose values live than registers; ``spans`` gives each live value's
+    first and last instruction (before loop extension: where it is read or written)."""
+
+    def __init__(self, message: str, live: list[tuple[int, Value]],
+                 spans: dict[int, tuple[int, int]]):
+        super().__init__(message, live)
+        self.spans = spans
 
 
 class SpillReach(CompileError):
@@ -681,7 +687,8 @@ def _replace_values(mi: MI, new: dict[int, Value]) -> None:
 
 
 def spill_gpr(code: list[MI], loops: list[tuple[int, int]], spills: list[tuple[Value, int]],
-              stride: SpillStride, uses: UseCache | None = None, local: bool = False
+              stride: SpillStride, uses: UseCache | None = None, local: bool = False,
+              window: tuple[int, int] | None = None
               ) -> tuple[list[MI], list[tuple[int, int]]]:
     """Keep each ``v`` of ``spills`` in this thread's word of shared memory at ``offset +
     tid * stride``: reload it into a short-lived register before each use and store it after
@@ -692,7 +699,9 @@ def spill_gpr(code: list[MI], loops: list[tuple[int, int]], spills: list[tuple[V
 
     One pass serves the whole batch and gives the code of spilling them one after another:
     the reloads before an instruction in batch order, its stores in reverse order, and the
-    short-lived registers numbered value by value."""
+    short-lived registers numbered value by value. ``window`` (first, last), when given,
+    holds every instruction that reads or writes a value of ``spills`` (the allocator knows
+    their live ranges): only those are visited, the code around is kept as it is."""
     for _, offset in spills:
         if offset > IMM_MAX and not local:
             raise SpillReach("the kernel needs more registers than this GPU has and its "
@@ -704,7 +713,9 @@ def spill_gpr(code: list[MI], loops: list[tuple[int, int]], spills: list[tuple[V
     index = {v.id: k for k, (v, _) in enumerate(spills)}
     # (position, used, defined) of each instruction touching a spilled value, per value
     hits: list[list[tuple[int, bool, bool]]] = [[] for _ in spills]
-    for i, mi in enumerate(code):
+    lo, hi = (0, len(code) - 1) if window is None else window
+    for i in range(lo, hi + 1):
+        mi = code[i]
         used = cached(id(mi))
         if used is None:
             used = fill(mi)
@@ -747,36 +758,65 @@ def spill_gpr(code: list[MI], loops: list[tuple[int, int]], spills: list[tuple[V
             return [], Mem(base, offset)
         return [MI("li", [scratch, offset]), MI("add", [scratch, scratch, base])], Mem(scratch, 0)
 
-    out: list[MI] = []
-    where: list[int] = []
-    for i, mi in enumerate(code):
+    out: list[MI] = code[:lo]
+    where: list[int] = []  # new index of instruction lo + j
+    placed: list[int] | None = []  # new index of instruction lo + j itself (after reloads)
+    fresh: list[tuple[Value, int, int]] = []  # the short-lived registers' live positions
+    for i in range(lo, hi + 1):
+        mi = code[i]
         where.append(len(out))
         ks = at.get(i)
         if ks is None:
+            if placed is not None:
+                placed.append(len(out))
             out.append(mi)
             continue
         ks.sort()
+        if (mi.op == "pmove" and local) or mi.clobbers:
+            placed = None  # (values move to other instructions: positions are rescanned)
         if mi.op == "pmove" and local:  # (shared spilling keeps its code as it was)
             out += _spill_pmove(mi, index, spills, addr, load, store)
             uses.drop(mi)
             continue
         stores: list[MI] = []
+        temp_at: list[tuple[Value, int, MI | None]] = []  # (temp, reload index, its store)
         for k in ks:
             v, offset = spills[k]
             t = temps[(i, k)]
             used, defined = flags[(i, k)]
+            reload = -1
             if used:  # (a reload inside an mma sequence stays off the mma registers)
                 pre, mem = addr(offset)
-                out += pre + [MI(load, [t, mem], [t], clobbers=mi.clobbers)]
+                out += pre
+                reload = len(out)
+                out.append(MI(load, [t, mem], [t], clobbers=mi.clobbers))
             _replace_values(mi, {v.id: t})
             uses.drop(mi)
+            st = None
             if defined:
                 pre, mem = addr(offset)
-                stores = pre + [MI(store, [mem, t])] + stores
+                st = MI(store, [mem, t])
+                stores = pre + [st] + stores
+            temp_at.append((t, reload, st))
+        me = len(out)
+        if placed is not None:
+            placed.append(me)
         out.append(mi)
         out += stores
-    where.append(len(out))
-    return out, [(where[s], where[e + 1] - 1) for s, e in loops]
+        for t, reload, st in temp_at:  # (a reload defines it, a store reads it)
+            first = 2 * reload + 1 if reload >= 0 else 2 * me + 1
+            last = 2 * me if st is None else \
+                2 * (me + 1 + next(j for j, x in enumerate(stores) if x is st))
+            fresh.append((t, first, last))
+    shift = len(out) - hi - 1  # (instructions after the window move by the code added)
+    out += code[hi + 1:]
+    if uses.positions is not None and uses.positions.code is code and window is not None:
+        uses.positions.respill(out, uses, lo, hi, shift, set(index), placed, fresh)
+
+    def moved(i: int) -> int:
+        return i if i < lo else where[i - lo] if i <= hi else i + shift
+
+    return out, [(moved(s), moved(e + 1) - 1) for s, e in loops]
 
 
 def _spill_pmove(mi: MI, index: dict[int, int], spills: list[tuple[Value, int]], addr,
@@ -850,29 +890,112 @@ def spill_predicate(code: list[MI], loops: list[tuple[int, int]], v: Value,
     return out, new_loops
 
 
+def _sightings(code: list[MI], uses: UseCache, first: int, last: int):
+    """First and last position of each value read or written by ``code[first:last + 1]``
+    (uses of instruction i at 2i, definitions at 2i + 1), the values by id, and the
+    positions of instructions that clobber registers with the mask of those registers."""
+    cached, fill = uses.get, uses.fill
+    start: dict[int, int] = {}
+    end: dict[int, int] = {}
+    vals: dict[int, Value] = {}
+    clobbered: list[tuple[int, int]] = []
+    pos = 2 * first
+    for i in range(first, last + 1):  # positions rise: a first sighting starts, a last ends
+        mi = code[i]
+        used = cached(id(mi))
+        if used is None:
+            used = fill(mi)
+        for v in used:
+            vid = v.id
+            if vid not in end:
+                start[vid] = pos
+                vals[vid] = v
+            end[vid] = pos
+        pos += 1
+        for v in mi.defs:
+            vid = v.id
+            if vid not in end:
+                start[vid] = pos
+                vals[vid] = v
+            end[vid] = pos
+        if mi.clobbers:
+            clobbered.append((pos, sum(1 << r for r in mi.clobbers)))
+        pos += 1
+    return start, end, vals, clobbered
+
+
+@dataclass
+class _Positions:
+    """The sightings of one code list (:func:`_sightings` of all of it), kept between
+    allocation rounds: a spill rewrites a window of the code, so the next round rescans
+    only that window and moves the positions after it."""
+
+    code: list[MI]
+    start: dict[int, int]
+    end: dict[int, int]  # last sighting, before loop extension
+    vals: dict[int, Value]
+    clobbered: list[tuple[int, int]]
+    # the scan's state every SNAPSHOT_EVERY intervals: (seq, start of interval seq, heap of
+    # the active intervals, free registers), and the registers it assigned: a round resumes
+    # from the last state before the code the spill changed
+    states: list[tuple[int, int, list, dict[str, int]]] = field(default_factory=list)
+    assign: dict[int, str] = field(default_factory=dict)
+
+    def respill(self, code: list[MI], uses: UseCache, lo: int, hi: int, shift: int,
+                gone: set[int], placed: list[int] | None = None,
+                fresh: list[tuple[Value, int, int]] = ()) -> None:
+        """Follow the spill that rewrote ``self.code[lo:hi + 1]`` into ``code[lo:hi + shift
+        + 1]`` and took the values ``gone`` (all their sightings in that window) out. With
+        ``placed`` (the new index of each instruction of the window) and ``fresh`` (the
+        values the spill added, with their first and last positions), every other value's
+        sightings stayed on their instructions and only move; without, the window is
+        rescanned."""
+        cut, d, lo2 = 2 * (hi + 1), 2 * shift, 2 * lo
+        start, end, vals = self.start, self.end, self.vals
+        for vid in gone:
+            del start[vid], end[vid], vals[vid]
+            self.assign.pop(vid, None)
+        self.states = [st for st in self.states if st[1] < lo2]
+        if placed is not None:
+            nx = placed
+            start = {k: p if p < lo2 else p + d if p >= cut else 2 * nx[(p >> 1) - lo] + (p & 1)
+                     for k, p in start.items()}
+            end = {k: p if p < lo2 else p + d if p >= cut else 2 * nx[(p >> 1) - lo] + (p & 1)
+                   for k, p in end.items()}
+            for t, first, last in fresh:
+                start[t.id], end[t.id], vals[t.id] = first, last, t
+            self.clobbered = [(p if p < lo2 else p + d if p >= cut
+                               else 2 * nx[(p >> 1) - lo] + 1, m) for p, m in self.clobbered]
+            self.code, self.start, self.end = code, start, end
+            return
+        ws, we, wv, wc = _sightings(code, uses, lo, hi + shift)
+        if d:
+            start = {k: p + d if p >= cut else p for k, p in start.items()}
+            end = {k: p + d if p >= cut else p for k, p in end.items()}
+        for vid, p in ws.items():
+            s0 = start.get(vid)
+            if s0 is None or s0 >= lo2:  # (a value in the window starts there or before)
+                start[vid] = p
+                vals[vid] = wv[vid]
+            e0 = end.get(vid)
+            if e0 is None or e0 < cut + d:  # (and ends there or after)
+                end[vid] = we[vid]
+        self.clobbered = ([c for c in self.clobbered if c[0] < lo2] + wc
+                          + [(p + d, m) for p, m in self.clobbered if p >= cut])
+        self.code, self.start, self.end = code, start, end
+
+
 def allocate(code: list[MI], loops: list[tuple[int, int]],
              uses: UseCache | None = None, gprs: tuple[int, ...] = GPRS) -> dict[int, str]:
     """Linear scan: map each virtual register to one of ``gprs`` (r1..r30) or p0..p5, the
     lowest free one. A value live across an instruction that ``clobbers`` (an mma sequence)
     avoids the fixed mma registers."""
     uses = UseCache() if uses is None else uses
-    cached, fill = uses.get, uses.fill
-    start: dict[int, int] = {}
-    end: dict[int, int] = {}
-    vals: dict[int, Value] = {}
-    pos = 0
-    for mi in code:  # positions rise, so a value's first sighting starts it, its last ends it
-        used = cached(id(mi))
-        if used is None:
-            used = fill(mi)
-        for group in (used, mi.defs):  # uses at 2i, definitions at 2i + 1
-            for v in group:
-                vid = v.id
-                if vid not in end:
-                    start[vid] = pos
-                    vals[vid] = v
-                end[vid] = pos
-            pos += 1
+    known = uses.positions
+    if known is None or known.code is not code:
+        known = uses.positions = _Positions(code, *_sightings(code, uses, 0, len(code) - 1))
+    start, vals, clobbered = known.start, known.vals, known.clobbered
+    end = dict(known.end)  # (extended below)
     if loops:  # a value live into a loop lives through it (the least fixed point)
         spans = [(2 * s, 2 * e + 1) for s, e in loops]
         first = min(s for s, _ in spans)
@@ -889,17 +1012,30 @@ def allocate(code: list[MI], loops: list[tuple[int, int]],
                         e0 = le
                         grown = True
             end[vid] = e0
-    order = sorted(zip(start.values(), start.keys(), strict=True))  # by (start, id)
+    order = sorted(sorted(start), key=start.__getitem__)  # by (start, id)
     kinds: dict[int, str] = {}  # register class by type object (types compare slowly)
-    assign: dict[int, str] = {}
-    free = {"r": set(gprs), "p": set(PREDS)}
-    clobbered = [(2 * i + 1, mi.clobbers) for i, mi in enumerate(code) if mi.clobbers]
+    assign, states = known.assign, known.states
+    names = {c: [f"{c}{r}" for r in range(32)] for c in ("r", "p")}
     clobber_pos = [p for p, _ in clobbered]
-    active: list[tuple[int, int, int, str, int]] = []  # heap of (end, seq, vid, cls, reg)
-    for seq, (s0, vid) in enumerate(order):
+    active: list[tuple[int, int, int, str, int]]  # heap of (end, seq, vid, cls, reg)
+    if states:  # (the intervals before it are the same, their ends may have moved)
+        first_seq, _, was, free = states[-1]
+        active = [(end[a[2]], *a[1:]) for a in was]
+        heapq.heapify(active)
+        free = dict(free)
+    else:
+        first_seq, active = 0, []
+        # the free registers of each class as a bit mask (the lowest set bit: the lowest)
+        free = {"r": sum(1 << r for r in gprs), "p": sum(1 << r for r in PREDS)}
+    heappop, heappush = heapq.heappop, heapq.heappush
+    for seq in range(first_seq, len(order)):
+        vid = order[seq]
+        s0 = start[vid]
+        if not seq % SNAPSHOT_EVERY and (not states or states[-1][0] < seq):
+            states.append((seq, s0, list(active), dict(free)))
         while active and active[0][0] < s0:
-            _, _, _, c, r = heapq.heappop(active)
-            free[c].add(r)
+            _, _, _, c, r = heappop(active)
+            free[c] |= 1 << r
         e0 = end[vid]
         t = vals[vid].type
         cls = kinds.get(id(t))
@@ -909,8 +1045,8 @@ def allocate(code: list[MI], loops: list[tuple[int, int]],
         if cls == "r" and clobbered:
             k, k_end = (bisect.bisect_left(clobber_pos, s0),
                         bisect.bisect_right(clobber_pos, e0))
-            if k < k_end:
-                pool = pool.difference(*(c for _, c in clobbered[k:k_end]))
+            for _, c in clobbered[k:k_end]:
+                pool &= ~c
         if not pool:
             live = sorted((a for a in active if a[3] == cls), key=lambda a: a[1])
             live_vals = [(a[0], vals[a[2]]) for a in live] + [(e0, vals[vid])]
@@ -921,18 +1057,24 @@ def allocate(code: list[MI], loops: list[tuple[int, int]],
                     "at once); use a smaller BLOCK or more warps (num_warps)", live_vals)
             raise GprPressure(
                 f"the kernel needs more than {len(gprs)} general-purpose registers ({n} live "
-                "at once)", live_vals)
-        reg = min(pool)
-        free[cls].discard(reg)
-        assign[vid] = f"{cls}{reg}"
-        heapq.heappush(active, (e0, seq, vid, cls, reg))
+                "at once)", live_vals,
+                {v.id: (start[v.id] // 2, known.end[v.id] // 2) for _, v in live_vals})
+        reg = (pool & -pool).bit_length() - 1
+        free[cls] &= ~(1 << reg)
+        assign[vid] = names[cls][reg]
+        heappush(active, (e0, seq, vid, cls, reg))
     return assign
+
+
+SNAPSHOT_EVERY = 256
+"""Intervals between two saved states of the linear scan (:class:`_Positions`)."""
 
 
 class UseCache(dict):
     """The registers each instruction reads (:func:`_mi_uses`), by instruction identity, for
     the allocation rounds of one kernel; a pass that rewrites an instruction drops it. Look
-    up with ``cache.get(id(mi)) or cache.fill(mi)``."""
+    up with ``cache.get(id(mi)) or cache.fill(mi)``. It also keeps the positions of the code
+    allocated last (:class:`_Positions`), which :func:`spill_gpr` brings up to date."""
 
     def fill(self, mi: MI) -> list[Value]:
         uses = _mi_uses(mi)
@@ -946,6 +1088,7 @@ class UseCache(dict):
     def __init__(self) -> None:
         super().__init__()
         self.keep: list[MI] = []
+        self.positions: _Positions | None = None  # of the code allocated last
 
 
 # ---------------------------------------------------------------------------------------
@@ -1151,7 +1294,10 @@ def _allocate_spilling(code: list[MI], loops: list[tuple[int, int]], local_threa
                     break
             if not chosen:
                 raise CompileError(str(e)) from None
-            code, loops = spill_gpr(code, loops, chosen, stride, uses, bool(local_threads))
+            window = (min(e.spans[v.id][0] for v, _ in chosen),
+                      max(e.spans[v.id][1] for v, _ in chosen))
+            code, loops = spill_gpr(code, loops, chosen, stride, uses, bool(local_threads),
+                                    window)
             spill_slots += len(chosen)
         except PredicatePressure as e:
             # spill the live predicate whose interval reaches furthest

@@ -21,8 +21,6 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 
-from simtgpu.isa import IMM_MAX, NUM_REGS
-
 from . import halfs, ir
 from .dtypes import dtype_of_type, to_ir_type
 from .errors import CompileError
@@ -61,10 +59,14 @@ class Coords:
         return self._idx
 
 
-MAX_ELEMENTS_PER_THREAD = NUM_REGS + (IMM_MAX + 1) // 4
-"""More elements of one tile per thread than registers plus spill slots (which sit within a
-memory offset's reach) can never compile: refused when the tile is made, at its line, rather
-than after minutes of lowering and register allocation."""
+MAX_ELEMENTS_PER_THREAD = 4096
+"""The most elements of one tile a thread's share may hold. Registers do not bound it
+(values that do not fit spill, to local memory where the shared spill area is too small),
+nor does instruction memory for an elementwise kernel (it runs as a chunk loop,
+:mod:`.chunking`); but every share is first lowered unrolled, one value per element, and
+beyond this the lowering alone takes tens of seconds (a vector add of 4,096 elements per
+thread compiles to a chunk loop in about 6 s). Refused when the tile is made, at its line,
+rather than after minutes of lowering."""
 
 
 MAX_LAZY_DEPTH = 64
@@ -84,8 +86,8 @@ class Tile:
         if per_thread > MAX_ELEMENTS_PER_THREAD:
             raise CompileError(
                 f"a tile of shape {self.shape} is {per_thread} elements per thread on "
-                f"{ctx.T} threads; at most {MAX_ELEMENTS_PER_THREAD} fit in a thread's "
-                "registers and spill area (use a smaller block size or more warps)")
+                f"{ctx.T} threads; at most {MAX_ELEMENTS_PER_THREAD} are lowered per thread "
+                "(use a smaller block size or more warps)")
         self.type = type
         self.slots = slots
         self.fn = fn

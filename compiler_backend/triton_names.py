@@ -47,7 +47,7 @@ REASONS: dict[str, str] = {
                "(write it with tl.max, tl.exp and tl.sum)",
     "dot_scaled": "needs the 8-bit and 4-bit float types",
     "inline_asm_elementwise": "inline PTX has no meaning on this ISA",
-    "TRITON_MAX_TENSOR_NUMEL": "the limit here is per thread (registers and spill area), "
+    "TRITON_MAX_TENSOR_NUMEL": "the limit here is per thread (tiles.MAX_ELEMENTS_PER_THREAD), "
                                "reported when a tile is made",
     "block_type": "a type object of Triton's IR; kernels here do not name it",
     "pi32_t": "a type object of Triton's IR; kernels here do not name it",

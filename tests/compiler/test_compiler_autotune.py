@@ -135,7 +135,7 @@ def test_prune_configs_by(iss_device):
 
 def test_configs_that_cannot_run_are_skipped(iss_device):
     too_many_threads = triton.Config({"BLOCK_SIZE": 64}, num_warps=8)  # 64 threads > 32
-    too_big = triton.Config({"BLOCK_SIZE": 1 << 14})  # more registers than a thread has
+    too_big = triton.Config({"BLOCK_SIZE": 1 << 18})  # over MAX_ELEMENTS_PER_THREAD
     fits = triton.Config({"BLOCK_SIZE": 32}, num_warps=2)
     k = triton.autotune([too_many_threads, too_big, fits], key=["n_elements"])(add)
     x = np.arange(100, dtype=np.float32)

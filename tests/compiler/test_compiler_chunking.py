@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 import simtgpu.compiler_backend as triton
 import simtgpu.compiler_backend.language as tl
-from compiler_helpers import current_device
+from compiler_helpers import current_device, example
 from simtgpu.compiler_backend.errors import KernelError
 from simtgpu.sim import numerics
 from test_compiler_philox import np_randint4x, np_uniform
@@ -107,6 +107,20 @@ def test_too_big_unrolled_falls_back_to_chunks(iss_device):
     ck, _, _ = run_mix(45, 50, 16, 64, None)
     assert ck.stats["chunks"] > 1
     assert len(ck.object_file().code) <= iss_device.config.imem_bytes
+
+
+def test_share_beyond_registers_and_shared_spills_is_a_chunk_loop(iss_device):
+    # 512 elements per thread (16384 on 32 threads): more than registers and a shared spill
+    # area hold, which is no limit for a chunk loop
+    n = 16384 - 5
+    rng = np.random.default_rng(8)
+    x, y = rng.standard_normal((2, n)).astype(np.float32)
+    out = np.full(n, -7, np.float32)
+    add = example("vector_add").add_kernel  # (tutorial 01's)
+    ck = add.warmup(x, y, out, n, BLOCK_SIZE=16384, grid=(1,))
+    add[(1,)](x, y, out, n, BLOCK_SIZE=16384)
+    assert ck.stats["chunks"] > 1 and ck.stats["spilled"] == 0
+    np.testing.assert_array_equal(out, x + y)
 
 
 def test_chunked_dropout_is_bit_identical_to_unrolled(iss_device):

@@ -89,8 +89,9 @@ def test_tutorial_compile_time_section():
     assert add.spilled > 0 and add.instructions > 1024 and not add.note  # 32 per thread
     assert softmax.spilled == 0 and 0 < softmax.registers <= 32
     assert mm.spill_space == "local" and mm.spilled > 0 and not mm.note  # beyond shared
+    assert all(r.ptx_ms > 0 for r in rows)
     text = bench_compile.render(rows, {"commit": "abc", "date": "d", "cpu": "c", "nproc": "2"},
                                 1.5)
     assert text.startswith("## Compile time of the tutorial kernels")
     assert "| 01 add BLOCK_SIZE=1024 |" in text and "load average 1.5" in text
-    assert "(local) |" in text and "--part compile" in text
+    assert "(local) |" in text and "--part compile" in text and "| PTX ms |" in text

@@ -111,15 +111,15 @@ def k_wide(x_ptr, y_ptr, BLOCK: tl.constexpr):
     tl.store(y_ptr + offs, x * tl.sum(x, axis=0) + tl.cumsum(x, axis=0))
 
 
-def test_tile_over_the_registers_and_spill_area(iss_device):
-    # hundreds of values per thread: more than registers and spill words hold (the
-    # statement that makes the tile is named)
-    n = 4096
+def test_tile_over_the_elements_per_thread(iss_device):
+    # more than MAX_ELEMENTS_PER_THREAD values per thread (the statement that makes the
+    # tile is named)
+    n = 8 * 8192
     x = np.ones(n, np.float32)
     y = np.zeros(n, np.float32)
     line = inspect.getsourcelines(k_wide.fn)[1] + 2  # the arange that makes the tile
     with pytest.raises(KernelError, match=rf"test_compiler_limits\.py:{line}:\d+: a tile of "
                        rf"shape \({n},\) is {n // 8} elements per thread on 8 threads; at most "
-                       r"\d+ fit in a thread's registers and spill area"):
+                       r"4096 are lowered per thread"):
         k_wide[(1,)](x, y, BLOCK=n, num_warps=1)
     assert np.all(y == 0)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import numpy as np
 import pytest
@@ -10,6 +11,7 @@ from simtgpu.assembler.examples import example_asm
 from simtgpu.cli.main import main
 from simtgpu.driver_model.argspec import parse_arg, parse_print
 from simtgpu.driver_model.errors import DriverError
+from test_driver_local_memory import PROBE
 
 
 @pytest.fixture
@@ -179,3 +181,84 @@ def test_long_launch_reports_progress_and_stops_at_the_budget(tmp_path, capsys, 
     reports = [line for line in err.splitlines() if line.startswith("spin: running, ")]
     assert [r.split()[2] for r in reports] == ["1,000", "2,000", "3,000", "4,000", "5,000"]
     assert reports[0].endswith("Ctrl-C stops the launch")
+
+
+@pytest.fixture
+def probe(tmp_path):
+    path = tmp_path / "probe.s"
+    path.write_text(PROBE)  # (addr, value: each thread's local word's address and value)
+    return str(path)
+
+
+def test_run_gives_a_local_area_with_local_bytes(probe, capsys):
+    rc, out, err = _run(capsys, probe, "-k", "probe", "--grid", "2", "--block", "8",
+                        "--config", "tiny", "--local-bytes", "4", "--arg", "addr=u32[16]",
+                        "value=u32[16]", "--print", "value")
+    assert rc == 0, err
+    with np.printoptions(threshold=64, linewidth=100):  # each thread read back its global id
+        assert f"value = {np.arange(16, dtype=np.uint32)}" in out
+
+
+@pytest.mark.parametrize("args, msg", [
+    ([], "kernel probe keeps values in local memory (its last parameter is __local): give "
+         "its bytes per thread with --local-bytes"),
+    (["--local-bytes", "4", "--arg", "__local=i32[4]"],
+     "__local is the hidden local-memory parameter"),
+])
+def test_run_local_memory_errors_name_the_option(probe, capsys, args, msg):
+    rc, _, err = _run(capsys, probe, "-k", "probe", "--grid", "1", "--block", "8",
+                      "--config", "tiny", "--arg", "addr=u32[8]", "value=u32[8]", *args)
+    assert rc == 1
+    assert msg in err and "Traceback" not in err
+
+
+def test_local_bytes_for_a_kernel_without_local_memory(vadd, capsys):
+    rc, _, err = _run(capsys, vadd, "-k", "vector_add", "--grid", "1", "--block", "8",
+                      "--local-bytes", "8", "--arg", "a=f32[8]", "b=f32[8]", "c=f32[8]",
+                      "n=i32:8")
+    assert rc == 1 and "Traceback" not in err
+    assert "--local-bytes 8: kernel vector_add has no __local parameter" in err
+
+
+@pytest.mark.parametrize("value", ["-4", "6", "four"])
+def test_bad_local_bytes_is_a_usage_error(probe, capsys, value):
+    with pytest.raises(SystemExit) as info:
+        _run(capsys, probe, "-k", "probe", "--grid", "1", "--block", "8",
+             f"--local-bytes={value}", "--arg", "addr=u32[8]")
+    assert info.value.code == 2
+    err = capsys.readouterr().err
+    assert "--local-bytes" in err
+    assert ("not an integer" if value == "four" else
+            f"a non-negative multiple of 4 bytes, not {value}") in err
+
+
+def test_compile_then_run_a_kernel_that_spills_to_local_memory(capsys, tmp_path):
+    # tutorial 03's matmul at 32x32x8 on 8-lane warps spills hundreds of values, beyond the
+    # shared spill area's reach: `simtgpu compile` names the bytes `simtgpu run` needs
+    from simtgpu.assembler.examples import EXAMPLES
+
+    out = tmp_path / "mm.s"
+    ints = [f"--sig={n}=i32" for n in ("M", "N", "K", "stride_am", "stride_ak", "stride_bk",
+                                         "stride_bn", "stride_cm", "stride_cn")]
+    rc = main(["compile", str(EXAMPLES / "dsl" / "matmul.py"), "-k", "matmul_kernel",
+               "--sig=a_ptr=*fp32", "--sig=b_ptr=*fp32", "--sig=c_ptr=*fp32", *ints,
+               "-D", "BLOCK_SIZE_M=32", "-D", "BLOCK_SIZE_N=32", "-D", "BLOCK_SIZE_K=8",
+               "-D", "GROUP_SIZE_M=4", "--config", "full", "--warp-size", "8", "-o", str(out)])
+    err = capsys.readouterr().err
+    assert rc == 0, err
+    m = re.search(r"spilled to local memory, (\d+) bytes per thread: simtgpu run "
+                  r"--local-bytes (\d+)", err)
+    assert m and m.group(1) == m.group(2)
+    arrays = ["a_ptr=f32[32,32]:randint", "b_ptr=f32[32,32]:randint", "c_ptr=f32[32,32]"]
+    strides = ["M=i32:32", "N=i32:32", "K=i32:32", "stride_am=i32:32", "stride_ak=i32:1",
+               "stride_bk=i32:32", "stride_bn=i32:1", "stride_cm=i32:32", "stride_cn=i32:1"]
+    rc, text, err = _run(capsys, str(out), "-k", "matmul_kernel", "--config", "full",
+                         "--grid", "1", "--block", "32", "--local-bytes", m.group(1),
+                         "--arg", *arrays, *strides, "--print", "c_ptr[0]",
+                         "--print", "c_ptr[31]")
+    assert rc == 0, err
+    rng = np.random.default_rng(0)  # (the run's seed; arrays are made in parameter order)
+    a, b = (parse_arg(s).make_array(rng) for s in arrays[:2])
+    c = a @ b  # small integers: exact in fp32
+    with np.printoptions(threshold=64, linewidth=100):
+        assert f"c_ptr[0] = {c[0]}" in text and f"c_ptr[31] = {c[31]}" in text
