@@ -24,8 +24,12 @@ are bit-identical with ``num_stages=1``. A loop qualifies when (conservatively):
   and loop-carried values through pure ops only, whose next values also follow that way
   (pointer increments: ``a_ptrs += BLOCK_K * stride``).
 
-On PTX the loads are ``ld.global`` issued a stage ahead into registers; on this ISA the
-same, which hides a DRAM latency of about one loop body per stage (docs/compiler.md).
+On this ISA the loads go ahead into registers, which hides a DRAM latency of about one
+loop body per stage. On PTX, where it can (:func:`_staged_stores`), the loop copies its
+staged tiles straight into ``S`` shared-memory slots instead (``cp_async``, Triton's
+``cp.async`` with commit and wait groups: :func:`_async_body`), else it stages them in
+registers as on the ISA (docs/compiler.md). A loop's ``tl.range(..., num_stages=k)``
+(attribute ``stages``) sets its own ``S``.
 """
 
 from __future__ import annotations
