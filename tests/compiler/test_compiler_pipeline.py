@@ -19,9 +19,11 @@ BK = 4
 
 
 @triton.jit
-def _mm(a_ptr, b_ptr, c_ptr, K, KSTATIC: tl.constexpr, BM: tl.constexpr, BK: tl.constexpr):
+def _mm(a_ptr, b_ptr, c_ptr, K, KSTATIC: tl.constexpr, BM: tl.constexpr, BK: tl.constexpr,
+        LOOP_STAGES: tl.constexpr = None):
     """An 8 x 8 tile of A (8 x K) @ B (K x 8), K a runtime value or (KSTATIC >= 0) a
-    constexpr, so that the trip count is dynamic or known at compile time."""
+    constexpr, so that the trip count is dynamic or known at compile time; LOOP_STAGES the
+    loop's own num_stages (None: the launch's)."""
     if KSTATIC >= 0:
         kk = KSTATIC
     else:
@@ -31,7 +33,7 @@ def _mm(a_ptr, b_ptr, c_ptr, K, KSTATIC: tl.constexpr, BM: tl.constexpr, BK: tl.
     a_ptrs = a_ptr + offs_m[:, None] * kk + offs_k[None, :]
     b_ptrs = b_ptr + offs_k[:, None] * BM + offs_m[None, :]
     acc = tl.zeros((BM, BM), dtype=tl.float32)
-    for k in range(0, tl.cdiv(kk, BK)):
+    for k in tl.range(0, tl.cdiv(kk, BK), num_stages=LOOP_STAGES):
         a = tl.load(a_ptrs, mask=offs_k[None, :] < kk - k * BK, other=0.0)
         b = tl.load(b_ptrs, mask=offs_k[:, None] < kk - k * BK, other=0.0)
         acc = tl.dot(a, b, acc)
@@ -170,24 +172,6 @@ def test_sass_of_pipelined_matmul_copies_with_ldgsts():
             assert "LDG" not in ops
 
 
-@triton.jit
-def _mm_range(a_ptr, b_ptr, c_ptr, K, BM: tl.constexpr, BK: tl.constexpr,
-              LOOP_STAGES: tl.constexpr):
-    """_mm with the loop's own num_stages (tl.range, as in Triton)."""
-    offs_m = tl.arange(0, BM)
-    offs_k = tl.arange(0, BK)
-    a_ptrs = a_ptr + offs_m[:, None] * K + offs_k[None, :]
-    b_ptrs = b_ptr + offs_k[:, None] * BM + offs_m[None, :]
-    acc = tl.zeros((BM, BM), dtype=tl.float32)
-    for k in tl.range(0, tl.cdiv(K, BK), num_stages=LOOP_STAGES):
-        a = tl.load(a_ptrs, mask=offs_k[None, :] < K - k * BK, other=0.0)
-        b = tl.load(b_ptrs, mask=offs_k[:, None] < K - k * BK, other=0.0)
-        acc = tl.dot(a, b, acc)
-        a_ptrs += BK
-        b_ptrs += BK * BM
-    tl.store(c_ptr + offs_m[:, None] * BM + offs_m[None, :], acc)
-
-
 def test_loop_num_stages_overrides_the_kernels(iss_device):
     """tl.range(..., num_stages=k) sets that loop's stages on both targets, over the
     launch's (and the target's default): the ISA pipelines a loop that asks for 2 although
@@ -197,13 +181,14 @@ def test_loop_num_stages_overrides_the_kernels(iss_device):
     types = dict(a_ptr=P, b_ptr=P, c_ptr=P, K=ir.I32)
 
     def isa(loop: int, **kw):
-        return compile_function(_mm_range.fn, types, dict(BM=8, BK=4, LOOP_STAGES=loop),
+        return compile_function(_mm.fn, types, dict(KSTATIC=-1, BM=8, BK=4, LOOP_STAGES=loop),
                                 Target("isa"), 4, **kw)
 
     assert isa(2).stats["num_stages"] == 2 and isa(1, num_stages=3).stats["num_stages"] == 1
     assert isa(2).code != isa(1).code and isa(1, num_stages=2).code == isa(1).code
     for loop, launch in ((2, None), (4, 1), (1, 3)):
-        ptx = compile_function(_mm_range.fn, types, dict(BM=16, BK=16, LOOP_STAGES=loop),
+        ptx = compile_function(_mm.fn, types, dict(KSTATIC=-1, BM=16, BK=16,
+                                                   LOOP_STAGES=loop),
                                Target.ptx(), 4, num_stages=launch).code
         assert re.findall(r"wait_group (\d+)", ptx) == ([str(loop - 2), "0"] if loop > 1
                                                           else []), (loop, launch)
@@ -214,7 +199,7 @@ def test_loop_num_stages_overrides_the_kernels(iss_device):
     got = {}
     for loop in (1, 2):
         c = np.full((8, 8), np.nan, np.float32)
-        _mm_range[(1,)](a, b, c, k, BM=8, BK=BK, LOOP_STAGES=loop)
+        _mm[(1,)](a, b, c, k, KSTATIC=-1, BM=8, BK=BK, LOOP_STAGES=loop)
         got[loop] = c
     assert np.array_equal(got[1].view(np.uint32), got[2].view(np.uint32))
     np.testing.assert_allclose(got[2], a.astype(np.float64) @ b.astype(np.float64),
