@@ -287,8 +287,8 @@ def _staged_stores(fn: Function, loop: Op, loads: list[Op], stages: int) -> _Cop
     if fn.meta.get("asserts") or fn.meta.get("prints"):
         return None
     for o in body.walk():
-        shared = any(v.type.is_ptr and v.type.space == "shared" for v in o.operands)
-        if shared and (o.parent is not body or o.name not in ("load", "store")):
+        if o.name in ("load", "store", "atomic") and o.operands[0].type.space == "shared" \
+                and (o.parent is not body or o.name == "atomic"):
             return None
     uses = _uses(body)
     stores = []
@@ -336,13 +336,14 @@ def _copy(b: ir.Builder, copies: _Copies, got, offset: Value) -> None:
 
 def _async_body(body: Block, copies: _Copies, top: Block, got, slot: Value) -> Value:
     """Rewrite the loop body for copies into ``copies.stages`` shared-memory slots, trip
-    ``i`` reading slot ``i % stages`` (byte offset ``slot``, carried): the staged stores
-    become ``cp_wait [stages - 2]`` (this trip's copies have landed; the barrier after the
-    stores makes the other threads' visible), every shared access moves to the slot, and
-    the body ends with the copies of trip ``i + stages - 1`` into the slot trip ``i - 1``
-    read (every thread is past it: that barrier) and a ``cp_commit``. The barrier before
-    the stores guarded the stores against the previous trip's reads; with the copies after
-    the other barrier it has nothing left to guard and goes. Returns the next slot."""
+    ``i`` reading slot ``i % stages`` (byte offset ``slot``, carried): the first staged
+    store becomes ``cp_wait [stages - 2]`` and the others go (this trip's copies have
+    landed; the barrier after the stores makes the other threads' visible); every shared
+    access moves to the slot; the body ends with the copies of trip ``i + stages - 1``
+    into the slot trip ``i - 1`` read (every thread is past it: that barrier) and a
+    ``cp_commit``. The barrier before the stores guarded them against the previous trip's
+    reads; with the copies after the other barrier it has nothing left to guard and goes.
+    Returns the next slot."""
     s, size = copies.stages, copies.slot
     pre = Block()
     b = ir.Builder(pre)
@@ -351,7 +352,7 @@ def _async_body(body: Block, copies: _Copies, top: Block, got, slot: Value) -> V
             b("add", slot, b.const(size, I32)))
     dead = {id(o) for o in copies.stores}
     dead.update(id(o.operands[1].owner) for o in copies.stores)
-    at = body.ops.index(copies.stores[0])
+    at = min(body.ops.index(st) for st in copies.stores)
     ops = [o for o in body.ops[:at] if id(o) not in dead]
     rest = [o for o in body.ops[at:] if id(o) not in dead and o is not body.terminator]
     if ops and ops[-1].name == "barrier" and rest and rest[0].name == "barrier":
