@@ -316,7 +316,11 @@ def _bits(v: Value) -> int | None:
 
 
 def _shared_before(fn: Function, loop: Op) -> bool:
-    """Whether an op before ``loop`` (in program order) accesses shared memory."""
+    """Whether code that runs before ``loop`` may access shared memory: an op before it
+    in program order, or any, when it is nested (the previous trip of an enclosing loop
+    may still be reading the slots)."""
+    if loop.parent is not fn.body:
+        return True
     for o in fn.walk():
         if o is loop:
             return False

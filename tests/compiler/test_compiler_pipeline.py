@@ -216,3 +216,52 @@ def test_loop_num_stages_must_be_a_constant():
 
     with pytest.raises(KernelError, match="num_stages must be a compile-time integer"):
         compile_function(bad.fn, dict(x_ptr=P, n=ir.I32), {}, Target("isa"), 1)
+
+
+@triton.jit
+def _mm_tiles(a_ptr, b_ptr, c_ptr, K, T, OTHER: tl.constexpr, BM: tl.constexpr,
+              BK: tl.constexpr):
+    """_mm over T output tiles (an outer loop around the K loop), masked-off elements of
+    A read as OTHER."""
+    offs_m = tl.arange(0, BM)
+    offs_k = tl.arange(0, BK)
+    for t in range(0, T):
+        a_ptrs = a_ptr + t * BM * K + offs_m[:, None] * K + offs_k[None, :]
+        b_ptrs = b_ptr + offs_k[:, None] * BM + offs_m[None, :]
+        acc = tl.zeros((BM, BM), dtype=tl.float32)
+        for k in range(0, tl.cdiv(K, BK)):
+            a = tl.load(a_ptrs, mask=offs_k[None, :] < K - k * BK, other=OTHER)
+            b = tl.load(b_ptrs, mask=offs_k[:, None] < K - k * BK, other=0.0)
+            acc = tl.dot(a, b, acc)
+            a_ptrs += BK
+            b_ptrs += BK * BM
+        tl.store(c_ptr + t * BM * BM + offs_m[:, None] * BM + offs_m[None, :], acc)
+
+
+def _tiles_ptx(other: float) -> str:
+    P = ir.ptr("f32")
+    return compile_function(_mm_tiles.fn, dict(a_ptr=P, b_ptr=P, c_ptr=P, K=ir.I32, T=ir.I32),
+                            dict(OTHER=other, BM=16, BK=16), Target.ptx(), 4,
+                            num_stages=3).code
+
+
+def test_nested_copies_wait_for_the_previous_tile_and_other_must_be_zero(iss_device):
+    """In an outer loop the prologue's copies overwrite slots the previous tile's last
+    trips read: a barrier comes first. A masked load whose other is not 0 cannot be a
+    zero-filling copy: that loop stages through registers (ld.global ahead). Both agree
+    with NumPy on the ISS (the ISA pipelines in registers either way)."""
+    ptx = _tiles_ptx(0.0)
+    outer = ptx.index("$L_loop")
+    first_copy = ptx.index("cp.async", outer)
+    assert "bar.sync" in ptx[outer:first_copy]
+    regs = _tiles_ptx(1.0)
+    assert "cp.async" not in regs and regs.count("ld.global") > ptx.count("ld.global")
+    k, tiles = 2 * BK + 1, 2
+    rng = np.random.default_rng(7)
+    a = rng.standard_normal((tiles * 8, k)).astype(np.float32)
+    b = rng.standard_normal((k, 8)).astype(np.float32)
+    for other in (0.0, 1.0):
+        c = np.full((tiles, 8, 8), np.nan, np.float32)
+        _mm_tiles[(1,)](a, b, c, k, tiles, OTHER=other, BM=8, BK=BK, num_stages=2)
+        want = (a.astype(np.float64) @ b.astype(np.float64)).reshape(tiles, 8, 8)
+        np.testing.assert_allclose(c, want, rtol=1e-5, atol=1e-5)
