@@ -230,10 +230,10 @@ def _pipeline(fn: Function, loop: Op, ahead: int, async_copy: bool) -> bool:
     got, nxt = emit(b, at, ahead_args)
     if derive:
         nxt = []
-    for o in top.ops:
-        o.parent = body
     if copies is None:
         got = load(b, got)
+        for o in top.ops:
+            o.parent = body
         _replace_in(body, {ld.result.id: a for ld, a in zip(loads, buf_args[0], strict=True)})
         body.ops = [o for o in body.ops if o not in loads]
         # the ahead loads go first: the barriers, the shared stores and the compute overlap
