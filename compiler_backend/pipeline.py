@@ -279,10 +279,11 @@ def _staged_stores(fn: Function, loop: Op, loads: list[Op], stages: int) -> _Cop
     """The copies of a PTX loop whose staged loads can go straight to shared memory
     (``cp.async``), else None (then the loads are staged in registers). Each such load must
     be a 32-bit one whose only use is one unmasked store to shared memory at the body's top
-    level, zero where masked off (``cp.async`` zero-fills); the body may touch shared
-    memory only at its top level and by loads and stores (every access moves to its trip's
-    slot); the kernel must not report asserts or prints (they keep flags in shared memory);
-    and ``stages`` copies of the shared memory must fit the 48 KiB of a static array."""
+    level and followed by a barrier, zero where masked off (``cp.async`` zero-fills); the
+    body may touch shared memory only at its top level and by loads and stores (every
+    access moves to its trip's slot); the kernel must not report asserts or prints (they
+    keep flags in shared memory); and ``stages`` copies of the shared memory must fit the
+    48 KiB of a static array."""
     body = loop.regions[0]
     if fn.meta.get("asserts") or fn.meta.get("prints"):
         return None
@@ -300,6 +301,9 @@ def _staged_stores(fn: Function, loop: Op, loads: list[Op], stages: int) -> _Cop
                 or other is not None and _bits(other) != 0):
             return None
         stores.append(us[0])
+    after = body.ops[max(body.ops.index(st) for st in stores):]
+    if not any(o.name == "barrier" for o in after):
+        return None  # (the copies go after that barrier: every thread is past its reads)
     slot = fn.meta.setdefault("slot_bytes", -(-max(fn.shared_bytes, 4) // 16) * 16)
     if stages * slot > 48 * 1024:
         return None
@@ -343,11 +347,11 @@ def _async_body(body: Block, copies: _Copies, top: Block, got, slot: Value) -> V
     ``i`` reading slot ``i % stages`` (byte offset ``slot``, carried): the first staged
     store becomes ``cp_wait [stages - 2]`` and the others go (this trip's copies have
     landed; the barrier after the stores makes the other threads' visible); every shared
-    access moves to the slot; the body ends with the copies of trip ``i + stages - 1``
-    into the slot trip ``i - 1`` read (every thread is past it: that barrier) and a
-    ``cp_commit``. The barrier before the stores guarded them against the previous trip's
-    reads; with the copies after the other barrier it has nothing left to guard and goes.
-    Returns the next slot."""
+    access moves to the slot; right after that barrier come the copies of trip
+    ``i + stages - 1`` into the slot trip ``i - 1`` read (every thread is past it) and a
+    ``cp_commit``, so they fly while the trip computes. The barrier before the stores
+    guarded them against the previous trip's reads; with the copies after the other
+    barrier it has nothing left to guard and goes. Returns the next slot."""
     s, size = copies.stages, copies.slot
     pre = Block()
     b = ir.Builder(pre)
@@ -376,7 +380,9 @@ def _async_body(body: Block, copies: _Copies, top: Block, got, slot: Value) -> V
               b("sub", slot, b.const(size, I32)))
     _copy(b, copies, got, write)
     b.op("cp_commit", [])
-    body.ops = out + top.ops + [body.terminator]
+    bar = next(k for k, o in enumerate(out) if o.name == "cp_wait")
+    bar = next(k for k in range(bar, len(out)) if out[k].name == "barrier")
+    body.ops = out[:bar + 1] + top.ops + out[bar + 1:] + [body.terminator]
     for o in body.ops:
         o.parent = body
     return nxt
