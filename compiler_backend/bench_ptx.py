@@ -95,6 +95,7 @@ class Sass:
     spill_bytes: int
     vector_memory: int
     loops: list[int] = field(default_factory=list)  # instructions per loop body
+    async_copies: int = 0  # LDGSTS: global-to-shared copies past the registers (cp.async)
 
 
 @dataclass
@@ -170,10 +171,18 @@ def parse_ptxas(stderr: str) -> tuple[int, int]:
 
 def sass_of(ptx: str, tool: dict[str, str], name: str) -> Sass:
     """Assemble ``ptx`` with ptxas and read its figures."""
+    regs, spill, listing = assemble(ptx, tool, name)
+    n, vec, loops = parse_sass(listing)
+    return Sass(n, regs, spill, vec, loops, len(re.findall(r"\bLDGSTS\b", listing)))
+
+
+def assemble(ptx: str, tool: dict[str, str], name: str, arch: str = ARCH
+             ) -> tuple[int, int, str]:
+    """(registers, spilled bytes, SASS listing) of ``ptx`` through ptxas and cuobjdump."""
     with tempfile.TemporaryDirectory() as tmp:
         src, cubin = Path(tmp) / f"{name}.ptx", Path(tmp) / f"{name}.cubin"
         src.write_text(ptx)
-        r = subprocess.run([tool["ptxas"], "-v", f"-arch={ARCH}", str(src), "-o", str(cubin)],
+        r = subprocess.run([tool["ptxas"], "-v", f"-arch={arch}", str(src), "-o", str(cubin)],
                            capture_output=True, text=True, timeout=300)
         if r.returncode != 0:
             raise SimtgpuError(f"ptxas rejected the PTX of {name}:\n{r.stderr}")
@@ -182,8 +191,7 @@ def sass_of(ptx: str, tool: dict[str, str], name: str) -> Sass:
                            text=True, timeout=300)
         if d.returncode != 0:
             raise SimtgpuError(f"cuobjdump failed on {name}:\n{d.stderr}")
-    n, vec, loops = parse_sass(d.stdout)
-    return Sass(n, regs, spill, vec, loops)
+    return regs, spill, d.stdout
 
 
 # -- the two compilers -----------------------------------------------------------------------
@@ -280,6 +288,7 @@ def render(rs: list[Row], info: dict[str, str], triton_version: str) -> str:
         f"constexprs and `num_warps=4`, compiled ahead of time without a GPU (Triton "
         f"{triton_version}, FP fusion on and `tl.dot` in IEEE fp32 in both). Instructions "
         "exclude alignment NOPs; *vector mem.* counts 64- and 128-bit loads and stores; "
+        "*LDGSTS* the global-to-shared copies that bypass the registers (`cp.async`); "
         "*loop bodies* lists the "
         "instructions of each loop (backward branch to its target). In the first table Triton "
         "is given no alignment or divisibility hints (`ASTSource` without `attrs`), so "
@@ -287,8 +296,8 @@ def render(rs: list[Row], info: dict[str, str], triton_version: str) -> str:
         "aligned launch. These are static counts, not timings.", "",
         f"Commit {info['commit']}, {info['date']}.", "",
         "| kernel | constexprs | SASS instr. (ours / Triton) | ratio | registers | "
-        "spilled bytes | vector mem. | loop bodies |",
-        "| --- | --- | ---: | ---: | ---: | ---: | ---: | --- |",
+        "spilled bytes | vector mem. | loop bodies | LDGSTS |",
+        "| --- | --- | ---: | ---: | ---: | ---: | ---: | --- | ---: |",
     ]
     ratios, aligned = [], []
     for r in rs:
@@ -297,7 +306,7 @@ def render(rs: list[Row], info: dict[str, str], triton_version: str) -> str:
         if t is None:
             lines.append(f"| {r.case.label} | {ce} | {o.instructions} / - | - | "
                          f"{o.registers} / - | {o.spill_bytes} / - | {o.vector_memory} / - | "
-                         f"{_loops(o)} / - |")
+                         f"{_loops(o)} / - | {o.async_copies} / - |")
             continue
         ratio = o.instructions / t.instructions
         ratios.append(ratio)
@@ -306,7 +315,7 @@ def render(rs: list[Row], info: dict[str, str], triton_version: str) -> str:
         lines.append(f"| {r.case.label} | {ce} | {o.instructions} / {t.instructions} | "
                      f"{ratio:.2f} | {o.registers} / {t.registers} | {o.spill_bytes} / "
                      f"{t.spill_bytes} | {o.vector_memory} / {t.vector_memory} | "
-                     f"{_loops(o)} / {_loops(t)} |")
+                     f"{_loops(o)} / {_loops(t)} | {o.async_copies} / {t.async_copies} |")
     notes = [r for r in rs if r.note]
     if ratios:
         geo = math.exp(sum(math.log(x) for x in ratios) / len(ratios))

@@ -212,7 +212,8 @@ def compile_function(fn, arg_types: dict[str, Type], constexprs: dict, target: T
                      specialize: dict[str, str] | None = None,
                      size_per_thread: int | None = None,
                      num_stages: int | None = None,
-                     chunk: int | None = None) -> CompiledKernel:
+                     chunk: int | None = None,
+                     max_stages: int | None = None) -> CompiledKernel:
     """Compile the Python kernel ``fn`` for ``target``; ``enable_fp_fusion`` contracts a
     multiply feeding an add into one fused multiply-add (as in Triton). With ``config`` (a
     :class:`simtgpu.arch.config.GpuConfig`, isa target), a kernel over that configuration's
@@ -221,8 +222,9 @@ def compile_function(fn, arg_types: dict[str, Type], constexprs: dict, target: T
     :data:`SPECIALIZATIONS` keys the launch arguments are known to satisfy;
     ``size_per_thread`` (1, 2 or 4) sets the contiguous elements each thread owns (default:
     :func:`default_vec`); ``num_stages`` pipelines loops that stage global tiles in shared
-    memory (:mod:`.pipeline`; default ``DEFAULT_STAGES`` of the target, 1 turns it off; fewer
-    stages where more would exceed a limit or spill more registers); ``chunk`` (isa target)
+    memory (:mod:`.pipeline`; default ``DEFAULT_STAGES`` of the target, 1 turns it off; a
+    loop's ``tl.range(..., num_stages=k)`` overrides it; fewer stages where more would exceed
+    a limit or spill more registers: ``max_stages`` caps every loop's); ``chunk`` (isa target)
     the elements per thread each iteration of an elementwise kernel's chunk loop handles:
     None chooses (a loop only where the unrolled code would not fit, see :mod:`.chunking`),
     0 keeps the code unrolled."""
@@ -231,7 +233,8 @@ def compile_function(fn, arg_types: dict[str, Type], constexprs: dict, target: T
     def again(stages: int | None, chunks: int | None) -> CompiledKernel:
         return compile_function(fn, arg_types, constexprs, target, num_warps, block, name,
                                 optimize, enable_fp_fusion, config, specialize,
-                                size_per_thread, num_stages=stages, chunk=chunks)
+                                size_per_thread, num_stages=stages, chunk=chunks,
+                                max_stages=stages)
 
     if block is None:
         block = (num_warps * target.warp_size, 1, 1)
@@ -259,10 +262,11 @@ def compile_function(fn, arg_types: dict[str, Type], constexprs: dict, target: T
             from .pipeline import DEFAULT_STAGES, pipeline_loops
 
             stages = DEFAULT_STAGES[target.kind] if num_stages is None else num_stages
-            if pipeline_loops(f, stages):
+            used = pipeline_loops(f, stages, target.kind == "ptx", max_stages)
+            if used > 1:
                 passes.optimize(f, verify=False, fp_fusion=enable_fp_fusion)
                 ir.verify(f)
-                f.meta["num_stages"] = stages
+                f.meta["num_stages"] = used
         return f
 
     f = lowered(threads)

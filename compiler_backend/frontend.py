@@ -413,10 +413,18 @@ class AstToIr(LoopLowering):
                              "tl.static_range(...)")
         fobj = self.expr(it.func)
         args = [self.expr(a) for a in it.args]
+        stages = None
         for kw in it.keywords:
             if kw.arg not in ("num_stages", "loop_unroll_factor", "warp_specialize",
                               "disallow_acc_multi_buffer", "flatten"):
                 raise self.error(kw, f"unsupported loop option '{kw.arg}'")
+            if kw.arg == "num_stages":
+                stages = self.expr(kw.value)
+                if stages is not None and (not isinstance(stages, int) or isinstance(
+                        stages, bool) or stages < 1):
+                    what = "a run-time value" if isinstance(stages, Tile) else repr(stages)
+                    raise self.error(kw, "num_stages must be a compile-time integer >= 1 "
+                                     f"(tl.constexpr or a literal), not {what}")
         self.node = node
         if fobj not in (builtins.range, language.range, language.static_range):
             raise self.error(it, "a kernel loop must iterate over range(...), tl.range(...) "
@@ -443,9 +451,10 @@ class AstToIr(LoopLowering):
                 self.env[var] = i
                 self.block(node.body)
             return
-        self.dynamic_for(node, var, args)
+        self.dynamic_for(node, var, args, stages)
 
-    def dynamic_for(self, node: ast.For, var: str, args: list) -> None:
+    def dynamic_for(self, node: ast.For, var: str, args: list, stages: int | None = None
+                    ) -> None:
         ctx = self.ctx
         step = args[2]
         if isinstance(step, int) and step == 0:
@@ -477,6 +486,8 @@ class AstToIr(LoopLowering):
         op = ctx.b.op("for", [b.scalar for b in bounds] + init_slots,
                       types=[s.type for s in init_slots], regions=[body])
         op.attrs["step_sign"] = -1 if isinstance(step, int) and step < 0 else 1
+        if stages is not None:  # tl.range(..., num_stages=k): this loop's (pipeline.py)
+            op.attrs["stages"] = stages
         ctx.scratch_dirty = True
         self.env = pre  # names assigned in the body but not carried keep their old values
         self.bind_carried(carried, op.results)

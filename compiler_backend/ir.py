@@ -153,8 +153,12 @@ PURE_OPS = frozenset(
 )
 # mma (warp matrix multiply-accumulate: 4 A words, B words, 4 C f32 -> 4 D f32) needs the
 # whole warp, as shfl does: it is never moved, merged or removed
+# cp_async (PTX only: shared dst, global src, optional mask: a copy that bypasses the
+# registers, zero-filling where the mask is false), cp_commit and cp_wait [n] (PTX's commit and wait
+# groups) come from software pipelining on PTX (pipeline.py)
+ASYNC_COPY_OPS = ("cp_async", "cp_commit", "cp_wait")
 SIDE_EFFECT_OPS = frozenset(("store", "atomic", "barrier", "exit", "fence", "vote", "shfl",
-                             "load", "for", "if", "while", "yield", "mma"))
+                             "load", "for", "if", "while", "yield", "mma") + ASYNC_COPY_OPS)
 ALL_OPS = PURE_OPS | SIDE_EFFECT_OPS  # the IR's op list: verifier and code generators use it
 
 
@@ -317,7 +321,7 @@ def result_types(name: str, operands: list[Value], attrs: dict) -> list[Type]:
         return [I32 if attrs["mode"] == "ballot" else I1]
     if name == "sreg":
         return [I32]
-    if name in ("store", "barrier", "exit", "fence", "yield"):
+    if name in ("store", "barrier", "exit", "fence", "yield", *ASYNC_COPY_OPS):
         return []
     raise IRError(f"no typing rule for op {name}")
 

@@ -315,6 +315,11 @@ class ISel:
     def op_exit(self, op: Op) -> None:
         self.emit("exit")
 
+    def op_ptx_only(self, op: Op) -> None:
+        """The asynchronous copies of PTX's pipelining: this ISA pipelines through registers
+        (pipeline.py), so they never reach it."""
+        raise CompileError(f"'{op.name}' is a PTX-only op (the ISA pipelines in registers)")
+
     def guard_of(self, mask: Value) -> tuple[Value | None, bool]:
         g = self.reg(mask)
         if isinstance(g, Sym):
@@ -604,7 +609,7 @@ _EMITTERS: dict[str, Callable[[ISel, Op], None]] = {
     "vote": ISel.op_vote, "barrier": ISel.op_barrier, "fence": ISel.op_fence,
     "exit": ISel.op_exit, "load": ISel.op_load, "store": ISel.op_store,
     "atomic": ISel.op_atomic, "for": ISel.op_for, "if": ISel.op_if, "yield": ISel.op_yield,
-    "while": ISel.op_while,
+    "while": ISel.op_while, **dict.fromkeys(ir.ASYNC_COPY_OPS, ISel.op_ptx_only),
     **dict.fromkeys(ir.HALF_OPS, half_codegen.isa_half_op), "mma": half_codegen.isa_mma,
     **dict.fromkeys(("sext", "zext", "trunc"), ISel.op_wide),
     "inttoptr": ISel.op_same_bits, "ptrtoint": ISel.op_same_bits,

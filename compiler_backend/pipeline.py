@@ -24,14 +24,21 @@ are bit-identical with ``num_stages=1``. A loop qualifies when (conservatively):
   and loop-carried values through pure ops only, whose next values also follow that way
   (pointer increments: ``a_ptrs += BLOCK_K * stride``).
 
-On PTX the loads are ``ld.global`` issued a stage ahead into registers; on this ISA the
-same, which hides a DRAM latency of about one loop body per stage (docs/compiler.md).
+On this ISA the loads go ahead into registers, which hides a DRAM latency of about one
+loop body per stage. On PTX, where it can (:func:`_staged_stores`), the loop copies its
+staged tiles straight into ``S`` shared-memory slots instead (``cp_async``, Triton's
+``cp.async`` with commit and wait groups: :func:`_async_body`), else it stages them in
+registers as on the ISA (docs/compiler.md). A loop's ``tl.range(..., num_stages=k)``
+(attribute ``stages``) sets its own ``S``.
 """
 
 from __future__ import annotations
 
+import struct
+from dataclasses import dataclass
+
 from . import ir
-from .ir import I32, Block, Function, Op, Value
+from .ir import I32, Block, Function, Op, Value, const_value
 
 DEFAULT_STAGES = {"ptx": 3, "isa": 1}
 """``num_stages`` when a launch does not say: Triton's CUDA default (3) on PTX; off on this
@@ -39,16 +46,23 @@ ISA, whose 32 registers hold a stage ahead only for small per-thread tiles (and 
 costs more than the latency it hides: docs/performance.md), so it is asked for per launch."""
 
 
-def pipeline_loops(fn: Function, num_stages: int) -> int:
-    """Pipeline every qualifying ``for`` loop of ``fn`` with ``num_stages`` stages; the number
-    of loops changed (0 with ``num_stages`` below 2)."""
-    if num_stages < 2:
-        return 0
+def pipeline_loops(fn: Function, num_stages: int, async_copy: bool = False,
+                   most: int | None = None) -> int:
+    """Pipeline every qualifying ``for`` loop of ``fn`` with ``num_stages`` stages, or the
+    stages its ``tl.range(..., num_stages=k)`` asks for (attribute ``stages``), at most
+    ``most``; the largest stage count used (1: no loop changed). ``async_copy`` (PTX):
+    staged tiles go to shared memory by ``cp_async`` where they can (:func:`_staged_stores`),
+    else through registers."""
     loops = [op for op in fn.walk() if op.name == "for"]
-    done = [op for op in reversed(loops) if _pipeline(fn, op, num_stages - 1)]
+    used = 1
+    for op in reversed(loops):
+        k = op.attrs.get("stages", num_stages)
+        k = k if most is None else min(k, most)
+        if k >= 2 and _pipeline(fn, op, k - 1, async_copy):
+            used = max(used, k)
     for op in [o for o in fn.walk() if o.name == "for" and o.attrs.get("num_stages")]:
         _drop_dead_carried(fn, op)
-    return len(done)
+    return used
 
 
 def _drop_dead_carried(fn: Function, loop: Op) -> None:
@@ -109,7 +123,7 @@ def _slice(roots: list[Value], defs: dict[int, Op], carried: dict[int, int],
     return True
 
 
-def _pipeline(fn: Function, loop: Op, ahead: int) -> bool:
+def _pipeline(fn: Function, loop: Op, ahead: int, async_copy: bool) -> bool:
     if loop.attrs.get("step_sign", 1) <= 0 or loop.parent is None:
         return False
     body = loop.regions[0]
@@ -140,9 +154,11 @@ def _pipeline(fn: Function, loop: Op, ahead: int) -> bool:
     lo, hi, step = loop.operands[:3]
     iv = body.args[0]
 
-    def emit(b: ir.Builder, at: Value, state: list[Value]) -> tuple[list[Value], list[Value]]:
-        """The loads for induction value ``at`` (masked by ``at < hi``) with the chain
-        values ``state``; returns (loaded values, the chain advanced one iteration)."""
+    def emit(b: ir.Builder, at: Value, state: list[Value]
+             ) -> tuple[list[tuple[Value, Value, list[Value]]], list[Value]]:
+        """The address computation of the loads for induction value ``at`` with the chain
+        values ``state``: per load (in range: ``at < hi``, its mask or None, its operands),
+        and the chain advanced one iteration."""
         m = {iv.id: at}
         m.update({body.args[1 + k].id: s for k, s in zip(chain, state, strict=True)})
         for o in order:
@@ -153,41 +169,56 @@ def _pipeline(fn: Function, loop: Op, ahead: int) -> bool:
         got = []
         for ld in loads:
             ops = [m.get(v.id, v) for v in ld.operands]
-            mask = inr if len(ops) == 1 else b("and", ops[1], inr)
-            ops = [ops[0], mask] + ops[2:]
-            got.append(b.op("load", ops, dict(ld.attrs), [ld.result.type]).result)
+            got.append((inr, ops[1] if len(ops) > 1 else None, ops))
         nxt = []
         for k in chain:
             y = yld.operands[k]
             nxt.append(m.get(y.id, y))
         return got, nxt
 
+    def load(b: ir.Builder, got) -> list[Value]:
+        """The loads (masked off out of range) of what ``emit`` returned."""
+        out = []
+        for ld, (inr, mask, ops) in zip(loads, got, strict=True):
+            ops = [ops[0], inr if mask is None else b("and", mask, inr)] + ops[2:]
+            out.append(b.op("load", ops, dict(ld.attrs), [ld.result.type]).result)
+        return out
+
+    copies = _staged_stores(fn, loop, loads, ahead + 1) if async_copy else None
     # prologue, just before the loop
     pro = Block()
     b = ir.Builder(pro)
     b.loc = loop.loc
     state = [loop.operands[3 + k] for k in chain]
     bufs: list[list[Value]] = []
+    if copies is not None and _shared_before(fn, loop):
+        b.op("barrier", [])  # the copies must not overwrite what earlier code still reads
     for j in range(ahead):
         at = lo if j == 0 else b("add", lo, b("mul", step, b.const(j, I32)))
         got, state = emit(b, at, state)
-        bufs.append(got)
+        if copies is None:
+            bufs.append(load(b, got))
+        else:
+            _copy(b, copies, got, b.const(j * copies.slot, I32))
+            b.op("cp_commit", [])
+    nbuf = 0 if copies is not None else ahead  # register buffers (none: shared slots)
     # the new loop: carried values, the chain ahead (unless every chain value advances by a
     # loop-invariant amount: then it is derived from the current one, saving registers),
-    # then the buffers stage by stage
+    # then the buffers stage by stage (or, copying, the byte offset of this trip's slot)
     incs = [_invariant_step(yld.operands[k], body.args[1 + k], defs, body) for k in chain]
     derive = all(inc is not None for inc in incs)
     if derive:
         state = []
     n_old = len(body.args) - 1
     extra_types = ([loop.operands[3 + k].type for k in chain if not derive]
-                   + [ld.result.type for _ in range(ahead) for ld in loads])
+                   + [ld.result.type for _ in range(nbuf) for ld in loads]
+                   + ([I32] if copies is not None else []))
     new_args = [Value(t, body) for t in extra_types]
     body.args.extend(new_args)
     n_chain = 0 if derive else len(chain)
     ahead_args = new_args[:n_chain]
     buf_args = [new_args[n_chain + s * len(loads):n_chain + (s + 1) * len(loads)]
-                for s in range(ahead)]
+                for s in range(nbuf)]
     top = Block()
     b = ir.Builder(top)
     b.loc = loop.loc
@@ -199,29 +230,178 @@ def _pipeline(fn: Function, loop: Op, ahead: int) -> bool:
     got, nxt = emit(b, at, ahead_args)
     if derive:
         nxt = []
-    for o in top.ops:
-        o.parent = body
-    _replace_in(body, {ld.result.id: a for ld, a in zip(loads, buf_args[0], strict=True)})
-    body.ops = [o for o in body.ops if o not in loads]
-    # the ahead loads go first: the barriers, the shared stores and the compute overlap
-    # them (on the RTL this beat placing them after the stores: docs/compiler.md)
-    body.ops[0:0] = top.ops
-    yld.operands = (yld.operands[:n_old] + nxt
-                    + [v for s in range(1, ahead) for v in buf_args[s]] + got)
+    if copies is None:
+        got = load(b, got)
+        for o in top.ops:
+            o.parent = body
+        _replace_in(body, {ld.result.id: a for ld, a in zip(loads, buf_args[0], strict=True)})
+        body.ops = [o for o in body.ops if o not in loads]
+        # the ahead loads go first: the barriers, the shared stores and the compute overlap
+        # them (on the RTL this beat placing them after the stores: docs/compiler.md)
+        body.ops[0:0] = top.ops
+        tail = [v for s in range(1, nbuf) for v in buf_args[s]] + got
+    else:
+        tail = [_async_body(body, copies, top, got, new_args[-1])]
+    yld.operands = yld.operands[:n_old] + nxt + tail
     operands = list(loop.operands)
     if derive:
         _shift_chain(fn, loop, ahead, chain, incs, ahead_args, pro, operands)
     operands += state + [v for s in bufs for v in s]
+    if copies is not None:
+        operands.append(ir.Builder(pro).const(0, I32))
     new = Op("for", operands, [r.type for r in loop.results] + extra_types, dict(loop.attrs),
              [body], loc=loop.loc)
     new.attrs["num_stages"] = ahead + 1
+    if copies is not None:
+        new.attrs["async_copy"] = True
     parent = loop.parent
     i = parent.ops.index(loop)
-    for o in pro.ops + [new]:
+    after = [Op("cp_wait", [], [], {"n": 0}, loc=loop.loc)] if copies is not None else []
+    for o in pro.ops + [new] + after:
         o.parent = parent
-    parent.ops[i:i + 1] = pro.ops + [new]
+    parent.ops[i:i + 1] = pro.ops + [new] + after
     _replace_in(fn.body, {r.id: n for r, n in zip(loop.results, new.results, strict=False)})
     return True
+
+
+@dataclass
+class _Copies:
+    """The staged tiles of a loop that copies them with ``cp_async``: ``stores[k]`` the
+    shared-memory store of load ``k``; ``slot`` the bytes of one stage's copy of shared
+    memory; ``stages`` the number of slots."""
+
+    stores: list[Op]
+    slot: int
+    stages: int
+
+
+def _staged_stores(fn: Function, loop: Op, loads: list[Op], stages: int) -> _Copies | None:
+    """The copies of a PTX loop whose staged loads can go straight to shared memory
+    (``cp.async``), else None (then the loads are staged in registers). Each such load must
+    be a 32-bit one whose only use is one unmasked store to shared memory at the body's top
+    level and followed by a barrier, zero where masked off (``cp.async`` zero-fills); the
+    body may touch shared memory only at its top level and by loads and stores (every
+    access moves to its trip's slot); the kernel must not report asserts or prints (they
+    keep flags in shared memory); and ``stages`` copies of the shared memory must fit the
+    48 KiB of a static array."""
+    body = loop.regions[0]
+    if fn.meta.get("asserts") or fn.meta.get("prints"):
+        return None
+    for o in body.walk():
+        if o.name in ("load", "store", "atomic") and o.operands[0].type.space == "shared" \
+                and (o.parent is not body or o.name == "atomic"):
+            return None
+    uses = _uses(body)
+    stores = []
+    for ld in loads:
+        us = uses.get(ld.result.id, [])
+        other = ld.operands[2] if len(ld.operands) > 2 else None
+        if (len(us) != 1 or us[0].parent is not body or len(us[0].operands) != 2
+                or ld.result.type.is_half or ld.operands[0].type.elem_size != 4
+                or other is not None and _bits(other) != 0):
+            return None
+        stores.append(us[0])
+    after = body.ops[max(body.ops.index(st) for st in stores):]
+    if not any(o.name == "barrier" for o in after):
+        return None  # (the copies go after that barrier: every thread is past its reads)
+    slot = fn.meta.setdefault("slot_bytes", -(-max(fn.shared_bytes, 4) // 16) * 16)
+    if stages * slot > 48 * 1024:
+        return None
+    fn.shared_bytes = max(fn.shared_bytes, stages * slot)
+    return _Copies(stores, slot, stages)
+
+
+def _bits(v: Value) -> int | None:
+    """The bit pattern of a 32-bit constant (``-0.0`` is not zero), else None."""
+    c = const_value(v)
+    if isinstance(c, float):
+        return struct.unpack("<I", struct.pack("<f", c))[0]
+    return None if c is None else int(c) & 0xFFFFFFFF
+
+
+def _shared_before(fn: Function, loop: Op) -> bool:
+    """Whether code that runs before ``loop`` may access shared memory: an op before it
+    in program order, or any, when it is nested (the previous trip of an enclosing loop
+    may still be reading the slots)."""
+    if loop.parent is not fn.body:
+        return True
+    for o in fn.walk():
+        if o is loop:
+            return False
+        if o.name in ("load", "store", "atomic") and o.operands[0].type.space == "shared":
+            return True
+    return False
+
+
+def _copy(b: ir.Builder, copies: _Copies, got, offset: Value) -> None:
+    """One ``cp_async`` per staged load, into the slot ``offset`` bytes on."""
+    memo: dict[int, Value] = {}
+    for st, (inr, mask, ops) in zip(copies.stores, got, strict=True):
+        dst = _rebased(b, st.operands[0], offset, None, memo)
+        # out of range, a zero-size copy (no branch around it, as ptxas makes of a guard)
+        b.op("cp_async", [dst, ops[0], inr if mask is None else b("and", mask, inr)])
+
+
+def _async_body(body: Block, copies: _Copies, top: Block, got, slot: Value) -> Value:
+    """Rewrite the loop body for copies into ``copies.stages`` shared-memory slots, trip
+    ``i`` reading slot ``i % stages`` (byte offset ``slot``, carried): the first staged
+    store becomes ``cp_wait [stages - 2]`` and the others go (this trip's copies have
+    landed; the barrier after the stores makes the other threads' visible); every shared
+    access moves to the slot; right after that barrier come the copies of trip
+    ``i + stages - 1`` into the slot trip ``i - 1`` read (every thread is past it) and a
+    ``cp_commit``, so they fly while the trip computes. The barrier before the stores
+    guarded them against the previous trip's reads; with the copies after the other
+    barrier it has nothing left to guard and goes. Returns the next slot."""
+    s, size = copies.stages, copies.slot
+    pre = Block()
+    b = ir.Builder(pre)
+    last = b.const((s - 1) * size, I32)
+    nxt = b("select", b("icmp", slot, last, cond="eq"), b.const(0, I32),
+            b("add", slot, b.const(size, I32)))
+    dead = {id(o) for o in copies.stores}
+    dead.update(id(o.operands[1].owner) for o in copies.stores)
+    at = min(body.ops.index(st) for st in copies.stores)
+    ops = [o for o in body.ops[:at] if id(o) not in dead]
+    rest = [o for o in body.ops[at:] if id(o) not in dead and o is not body.terminator]
+    if ops and ops[-1].name == "barrier" and rest and rest[0].name == "barrier":
+        ops.pop()
+    ops.append(Op("cp_wait", [], [], {"n": s - 2}))
+    ops += rest
+    memo: dict[int, Value] = {}
+    out = list(pre.ops)
+    for o in ops:
+        if o.name in ("load", "store") and o.operands[0].type.space == "shared":
+            rb = Block()
+            o.operands[0] = _rebased(ir.Builder(rb), o.operands[0], slot, body, memo)
+            out += rb.ops
+        out.append(o)
+    b = ir.Builder(top)
+    write = b("select", b("icmp", slot, b.const(0, I32), cond="eq"), last,
+              b("sub", slot, b.const(size, I32)))
+    _copy(b, copies, got, write)
+    b.op("cp_commit", [])
+    bar = next(k for k, o in enumerate(out) if o.name == "cp_wait")
+    bar = next(k for k in range(bar, len(out)) if out[k].name == "barrier")
+    body.ops = out[:bar + 1] + top.ops + out[bar + 1:] + [body.terminator]
+    for o in body.ops:
+        o.parent = body
+    return nxt
+
+
+def _rebased(b: ir.Builder, p: Value, slot: Value, body: Block | None,
+             memo: dict[int, Value]) -> Value:
+    """Shared pointer ``p`` moved ``slot`` bytes on; a constant ``gep`` from outside
+    ``body`` stays on top, where the PTX address folds it (one add per base pointer)."""
+    if p.id in memo:
+        return memo[p.id]
+    o = p.owner
+    if isinstance(o, Op) and o.name == "gep" and o.parent is not body \
+            and const_value(o.operands[1]) is not None:
+        r = b("gep", _rebased(b, o.operands[0], slot, body, memo), o.operands[1])
+    else:
+        r = b("ptradd", p, slot)
+    memo[p.id] = r
+    return r
 
 
 def _shift_chain(fn: Function, loop: Op, ahead: int, chain: list[int], incs: list[Op],

@@ -57,6 +57,8 @@ class PtxGen:
         self.labels = 0
         self.alias: dict[int, Value] = {}
         self.owner_preds: dict[int, str] = {}  # n -> predicate "tid < n" (emitted once)
+        self.src_sizes: dict[tuple[int, int, int], str] = {}  # cp.async src-size registers
+        self.current: ir.Block | None = None  # the block being emitted
         self.vec = vectorize.Analysis(fn)
         # shl(i, k) values read only as byte offsets of global pointers: each use becomes
         # one mul.wide.s32 (64-bit element addressing), so the 32-bit shift is not emitted
@@ -141,6 +143,11 @@ class PtxGen:
         return "\n".join(head + decl + self.lines + ["}", ""])
 
     def block(self, b: ir.Block) -> None:
+        outer, self.current = self.current, b
+        self._block(b)
+        self.current = outer
+
+    def _block(self, b: ir.Block) -> None:
         lead: dict[int, vectorize.Run] = {}  # first load / last store of a run -> the run
         skip: set[int] = set()
         for run in vectorize.runs(self.vec, b):
@@ -159,6 +166,9 @@ class PtxGen:
         first = run.ops[0]
         p = first.operands[0]
         v = len(run.ops)
+        if first.name == "cp_async":
+            self.cp_async(first, 4 * v)
+            return
         mask = 1 if first.name == "load" else 2
         guard = self.r(first.operands[mask]) if len(first.operands) > mask else None
         if first.name == "load":
@@ -406,6 +416,30 @@ class PtxGen:
                 guard = both
         self.emit(f"st.{p.type.space}.{self.ty(v.type)} {self.addr(p)}, {self.r(v)}", guard)
 
+    def cp_async(self, op: Op, size: int) -> None:
+        """``cp.async`` of ``size`` bytes (16: ``.cg``, through L2 only, as Triton emits;
+        4 and 8: ``.ca``); a mask is the src-size operand: 0 bytes read, zeros written."""
+        dst, src = op.operands[:2]
+        tail = ""
+        if len(op.operands) == 3:  # (one selp per mask and size in a block)
+            key = (id(self.current), op.operands[2].id, size)
+            if key not in self.src_sizes:
+                self.src_sizes[key] = self.new("r")
+                self.emit(f"selp.u32 {self.src_sizes[key]}, {size}, 0, "
+                          f"{self.r(op.operands[2])}")
+            tail = f", {self.src_sizes[key]}"
+        self.emit(f"cp.async.{'cg' if size == 16 else 'ca'}.shared.global {self.addr(dst)}, "
+                  f"{self.addr(src)}, {size}{tail}")
+
+    def op_cp_async(self, op: Op) -> None:
+        self.cp_async(op, op.operands[1].type.elem_size)
+
+    def op_cp_commit(self, op: Op) -> None:
+        self.emit("cp.async.commit_group")
+
+    def op_cp_wait(self, op: Op) -> None:
+        self.emit(f"cp.async.wait_group {op.attrs['n']}")
+
     def op_atomic(self, op: Op) -> None:
         p, v = op.operands[:2]
         mask = ir.write_mask(op)
@@ -598,6 +632,8 @@ _EMITTERS: dict[str, Callable[[PtxGen, Op], None]] = {
     "shfl": PtxGen.op_shfl, "vote": PtxGen.op_vote, "barrier": PtxGen.op_barrier,
     "fence": PtxGen.op_fence, "exit": PtxGen.op_exit, "for": PtxGen.op_for,
     "if": PtxGen.op_if, "yield": PtxGen.op_yield, "while": PtxGen.op_while,
+    "cp_async": PtxGen.op_cp_async, "cp_commit": PtxGen.op_cp_commit,
+    "cp_wait": PtxGen.op_cp_wait,
     **dict.fromkeys(ir.HALF_OPS, half_codegen.ptx_half_op), "mma": half_codegen.ptx_mma,
 }
 ir.check_op_table(_EMITTERS, "the PTX code generator")

@@ -113,11 +113,10 @@ class Analysis:
             return min(self.div(x) for x in self.ivs[v.id])
         if v.id in self.carried:
             init, nxt = self.carried[v.id]
-            terms, k = self.lin(nxt)
-            step = [(t, co) for t, co in terms.values() if t.id != v.id]
-            if terms.get(v.id, (None, 0))[1] != 1:
-                return 1
-            return min([self.div(init), _tz(k)] + [_tz(co) * self.div(t) for t, co in step])
+            arms = _arms(nxt)  # a select: a wrap-around (pipeline.py's shared-memory slot)
+            return min([self.div(init)] + [
+                self.div(x) if len(arms) > 1 and v.id not in self.lin(x)[0]
+                else self._next_div(v, x) for x in arms])
         op = v.owner
         if not isinstance(op, Op) or len(op.results) != 1:
             return 1
@@ -137,6 +136,15 @@ class Analysis:
         if op.name == "mul":
             return min(_BIG, self.div(a[0]) * self.div(a[1]))
         return 1
+
+    def _next_div(self, v: Value, nxt: Value) -> int:
+        """Divisibility of carried ``v``'s next value ``nxt`` (``v`` plus a step) given
+        that of ``v``."""
+        terms, k = self.lin(nxt)
+        step = [(t, co) for t, co in terms.values() if t.id != v.id]
+        if terms.get(v.id, (None, 0))[1] != 1:
+            return 1
+        return min([_tz(k)] + [_tz(co) * self.div(t) for t, co in step])
 
     def base_div(self, terms: dict) -> int:
         """Divisibility of the variable part of a linear form."""
@@ -165,6 +173,14 @@ class Analysis:
         tj, cj = self.lin(oj.operands[side])
         return (_key(t0) == _key(tj) and cj - c0 == j and c0 % v == 0
                 and self.base_div(t0) % v == 0 and self.div(o0.operands[1 - side]) % v == 0)
+
+
+def _arms(v: Value) -> list[Value]:
+    """The values a ``select`` tree may give (``v`` itself when it is no select)."""
+    op = v.owner
+    if isinstance(op, Op) and op.name == "select":
+        return _arms(op.operands[1]) + _arms(op.operands[2])
+    return [v]
 
 
 def _combine(x: tuple[dict, int], y: tuple[dict, int], sign: int) -> tuple[dict, int]:
@@ -199,11 +215,13 @@ def _access(op: Op):
         if val.type.is_half or val.type == ir.I1:
             return None
         return p, (op.operands[2] if len(op.operands) > 2 else None), val
+    if op.name == "cp_async":  # (the destination is checked apart: _fits)
+        return op.operands[1], (op.operands[2] if len(op.operands) > 2 else None), None
     return None
 
 
 _MEMORY = ("load", "store", "atomic", "barrier", "fence", "shfl", "vote", "exit", "for", "if",
-           "while", "mma")
+           "while", "mma", *ir.ASYNC_COPY_OPS)
 
 
 def runs(an: Analysis, block: ir.Block) -> list[Run]:
@@ -246,4 +264,12 @@ def _fits(an: Analysis, group: list[Op], v: int) -> bool:
             return False
         if first.name == "load" and x is not x0:
             return False  # one ``other`` value, defined before the first load
+    if first.name == "cp_async":  # contiguous aligned destinations
+        d0, dc0 = an.lin(first.operands[0])
+        if dc0 % size or an.base_div(d0) % size:
+            return False
+        for j, op in enumerate(group):
+            dj, dcj = an.lin(op.operands[0])
+            if _key(dj) != _key(d0) or dcj - dc0 != 4 * j:
+                return False
     return True

@@ -3,21 +3,27 @@ a shared-memory-staged loop run S - 1 iterations ahead; results stay bit-identic
 num_stages=1 on the ISS and match NumPy, for trip counts 0, 1, 2, S-1, S, S+1, static and
 dynamic; the PTX is accepted by ptxas."""
 
+import importlib.util
+import re
+
 import numpy as np
 import pytest
 import simtgpu.compiler_backend as triton
 import simtgpu.compiler_backend.language as tl
-from simtgpu.compiler_backend import ir
+from simtgpu.compiler_backend import compiler, ir
 from simtgpu.compiler_backend.compiler import Target, compile_function
+from simtgpu.compiler_backend.errors import KernelError
 from test_compiler_ptx import needs_ptxas, ptxas_errors
 
 BK = 4
 
 
 @triton.jit
-def _mm(a_ptr, b_ptr, c_ptr, K, KSTATIC: tl.constexpr, BM: tl.constexpr, BK: tl.constexpr):
+def _mm(a_ptr, b_ptr, c_ptr, K, KSTATIC: tl.constexpr, BM: tl.constexpr, BK: tl.constexpr,
+        LOOP_STAGES: tl.constexpr = None):
     """An 8 x 8 tile of A (8 x K) @ B (K x 8), K a runtime value or (KSTATIC >= 0) a
-    constexpr, so that the trip count is dynamic or known at compile time."""
+    constexpr, so that the trip count is dynamic or known at compile time; LOOP_STAGES the
+    loop's own num_stages (None: the launch's)."""
     if KSTATIC >= 0:
         kk = KSTATIC
     else:
@@ -27,7 +33,7 @@ def _mm(a_ptr, b_ptr, c_ptr, K, KSTATIC: tl.constexpr, BM: tl.constexpr, BK: tl.
     a_ptrs = a_ptr + offs_m[:, None] * kk + offs_k[None, :]
     b_ptrs = b_ptr + offs_k[:, None] * BM + offs_m[None, :]
     acc = tl.zeros((BM, BM), dtype=tl.float32)
-    for k in range(0, tl.cdiv(kk, BK)):
+    for k in tl.range(0, tl.cdiv(kk, BK), num_stages=LOOP_STAGES):
         a = tl.load(a_ptrs, mask=offs_k[None, :] < kk - k * BK, other=0.0)
         b = tl.load(b_ptrs, mask=offs_k[:, None] < kk - k * BK, other=0.0)
         acc = tl.dot(a, b, acc)
@@ -86,15 +92,33 @@ def _ptx(stages: int, arch: str = "sm_90") -> str:
                             num_stages=stages).code
 
 
-def test_ptx_issues_loads_ahead():
-    """With 3 stages the loads of two iterations sit in the prologue and one in the loop
-    body: three times the ld.global of the unpipelined kernel, in the same loop."""
-    one, three = _ptx(1), _ptx(3)
-    assert three.count("ld.global") == 3 * one.count("ld.global") > 0
+def test_ptx_copies_ahead_with_cp_async():
+    """On PTX the staged tiles go global -> shared by cp.async, no register in between:
+    with S stages the copies of S - 1 iterations sit in the prologue and one in the loop
+    body, each stage one commit group; the loop waits for all but the S - 2 youngest
+    groups (Triton's wait_group num_stages - 2), then a barrier; the loop reads S slots
+    of shared memory; wait_group 0 after it."""
+    one = _ptx(1)
+    loads = one.count("ld.global")
+    assert loads > 0 and "cp.async" not in one
+    for s in (2, 3, 4):
+        ptx = _ptx(s)
+        loop = ptx[ptx.index("$L_loop"):ptx.index("$L_exit", ptx.index("$L_loop"))]
+        assert ptx.count("cp.async.ca.shared.global") == s * loads, s
+        assert "ld.global" not in loop  # the staged loads: none left in registers
+        assert ptx.count("cp.async.commit_group") == s and loop.count("commit_group") == 1
+        assert re.findall(r"cp\.async\.wait_group (\d+)", loop) == [str(s - 2)]
+        wait = loop.index("cp.async.wait_group")
+        # the barrier, then the next copies (they fly while this trip computes), then reads
+        bar = loop.index("bar.sync", wait)
+        assert bar < loop.index("cp.async.ca", wait) < loop.index("ld.shared", wait)
+        assert ptx[ptx.index("$L_exit", ptx.index("$L_loop")):].count("wait_group 0") == 1
+        size = int(re.search(r"\.b8 smem\[(\d+)\]", ptx).group(1))
+        assert size == s * int(re.search(r"\.b8 smem\[(\d+)\]", one).group(1))
 
 
 @needs_ptxas
-@pytest.mark.parametrize("stages", [2, 3])
+@pytest.mark.parametrize("stages", [2, 3, 4])
 def test_ptxas_accepts_pipelined(tmp_path, stages):
     for arch in ("sm_90", "sm_80"):
         assert ptxas_errors(tmp_path, _ptx(stages, arch), arch) == ""
@@ -122,3 +146,124 @@ def test_isa_keeps_fewer_stages_where_more_would_spill():
     assert three.stats["num_stages"] < 3 and three.n_spills <= one.n_spills
     assert compile_function(_mm.fn, types, cexpr, Target("isa"), 4).stats["num_stages"] == 1
     assert compile_function(_mm.fn, types, cexpr, Target.ptx(), 4).stats["num_stages"] == 3
+
+
+@pytest.mark.skipif(importlib.util.find_spec("triton") is None,
+                    reason="cuobjdump comes with Triton (pip install 'simtgpu[bench]')")
+def test_sass_of_pipelined_matmul_copies_with_ldgsts():
+    """ptxas turns the copies of the examples' matmul into LDGSTS (global to shared past
+    the registers), the commits into LDGDEPBAR and the waits into DEPBAR; with
+    num_stages=1 the tiles go through LDG and STS."""
+    from simtgpu.compiler_backend import bench_ptx
+
+    tool = bench_ptx.tools()
+    case = next(c for c in bench_ptx.CASES if c.label.startswith("matmul"))
+    fn = getattr(bench_ptx._load(case.file, False, "cpasync"), case.kernel)
+    types = {k: compiler.parse_type(v) for k, v in case.signature.items()}
+    for s in (1, 3):
+        ptx = compile_function(fn.fn, types, dict(case.constexprs), Target.ptx("sm_90"),
+                               case.num_warps, num_stages=s).code
+        _, _, sass = bench_ptx.assemble(ptx, tool, f"mm{s}")
+        ops = re.findall(r"^\s*/\*[0-9a-f]+\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9]*)", sass,
+                         re.M)
+        if s == 1:
+            assert "LDGSTS" not in ops and "LDG" in ops and "STS" in ops
+        else:
+            assert ops.count("LDGSTS") == len(re.findall(r"cp\.async\.c[ag]\.", ptx)) > 0
+            assert ops.count("LDGDEPBAR") == 3 and ops.count("DEPBAR") == 2
+            assert "LDG" not in ops
+
+
+def test_loop_num_stages_overrides_the_kernels(iss_device):
+    """tl.range(..., num_stages=k) sets that loop's stages on both targets, over the
+    launch's (and the target's default): the ISA pipelines a loop that asks for 2 although
+    it does not by default, PTX waits for num_stages - 2 groups of the loop's count, and
+    the ISS results equal NumPy's and num_stages=1's bit for bit."""
+    P = ir.ptr("f32")
+    types = dict(a_ptr=P, b_ptr=P, c_ptr=P, K=ir.I32)
+
+    def isa(loop: int, **kw):
+        return compile_function(_mm.fn, types, dict(KSTATIC=-1, BM=8, BK=4, LOOP_STAGES=loop),
+                                Target("isa"), 4, **kw)
+
+    assert isa(2).stats["num_stages"] == 2 and isa(1, num_stages=3).stats["num_stages"] == 1
+    assert isa(2).code != isa(1).code and isa(1, num_stages=2).code == isa(1).code
+    for loop, launch in ((2, None), (4, 1), (1, 3)):
+        ptx = compile_function(_mm.fn, types, dict(KSTATIC=-1, BM=16, BK=16,
+                                                   LOOP_STAGES=loop),
+                               Target.ptx(), 4, num_stages=launch).code
+        assert re.findall(r"wait_group (\d+)", ptx) == ([str(loop - 2), "0"] if loop > 1
+                                                          else []), (loop, launch)
+    rng = np.random.default_rng(5)
+    k = 3 * BK - 1
+    a = rng.standard_normal((8, k)).astype(np.float32)
+    b = rng.standard_normal((k, 8)).astype(np.float32)
+    got = {}
+    for loop in (1, 2):
+        c = np.full((8, 8), np.nan, np.float32)
+        _mm[(1,)](a, b, c, k, KSTATIC=-1, BM=8, BK=BK, LOOP_STAGES=loop)
+        got[loop] = c
+    assert np.array_equal(got[1].view(np.uint32), got[2].view(np.uint32))
+    np.testing.assert_allclose(got[2], a.astype(np.float64) @ b.astype(np.float64),
+                               rtol=1e-5, atol=1e-5)
+
+
+def test_loop_num_stages_must_be_a_constant():
+    P = ir.ptr("f32")
+
+    @triton.jit
+    def bad(x_ptr, n):
+        for i in tl.range(0, n, num_stages=n):
+            tl.store(x_ptr + i, 1.0)
+
+    with pytest.raises(KernelError, match="num_stages must be a compile-time integer"):
+        compile_function(bad.fn, dict(x_ptr=P, n=ir.I32), {}, Target("isa"), 1)
+
+
+@triton.jit
+def _mm_tiles(a_ptr, b_ptr, c_ptr, K, T, OTHER: tl.constexpr, BM: tl.constexpr,
+              BK: tl.constexpr):
+    """_mm over T output tiles (an outer loop around the K loop), masked-off elements of
+    A read as OTHER."""
+    offs_m = tl.arange(0, BM)
+    offs_k = tl.arange(0, BK)
+    for t in range(0, T):
+        a_ptrs = a_ptr + t * BM * K + offs_m[:, None] * K + offs_k[None, :]
+        b_ptrs = b_ptr + offs_k[:, None] * BM + offs_m[None, :]
+        acc = tl.zeros((BM, BM), dtype=tl.float32)
+        for k in range(0, tl.cdiv(K, BK)):
+            a = tl.load(a_ptrs, mask=offs_k[None, :] < K - k * BK, other=OTHER)
+            b = tl.load(b_ptrs, mask=offs_k[:, None] < K - k * BK, other=0.0)
+            acc = tl.dot(a, b, acc)
+            a_ptrs += BK
+            b_ptrs += BK * BM
+        tl.store(c_ptr + t * BM * BM + offs_m[:, None] * BM + offs_m[None, :], acc)
+
+
+def _tiles_ptx(other: float) -> str:
+    P = ir.ptr("f32")
+    return compile_function(_mm_tiles.fn, dict(a_ptr=P, b_ptr=P, c_ptr=P, K=ir.I32, T=ir.I32),
+                            dict(OTHER=other, BM=16, BK=16), Target.ptx(), 4,
+                            num_stages=3).code
+
+
+def test_nested_copies_wait_for_the_previous_tile_and_other_must_be_zero(iss_device):
+    """In an outer loop the prologue's copies overwrite slots the previous tile's last
+    trips read: a barrier comes first. A masked load whose other is not 0 cannot be a
+    zero-filling copy: that loop stages through registers (ld.global ahead). Both agree
+    with NumPy on the ISS (the ISA pipelines in registers either way)."""
+    ptx = _tiles_ptx(0.0)
+    outer = ptx.index("$L_loop")
+    first_copy = ptx.index("cp.async", outer)
+    assert "bar.sync" in ptx[outer:first_copy]
+    regs = _tiles_ptx(1.0)
+    assert "cp.async" not in regs and regs.count("ld.global") > ptx.count("ld.global")
+    k, tiles = 2 * BK + 1, 2
+    rng = np.random.default_rng(7)
+    a = rng.standard_normal((tiles * 8, k)).astype(np.float32)
+    b = rng.standard_normal((k, 8)).astype(np.float32)
+    for other in (0.0, 1.0):
+        c = np.full((tiles, 8, 8), np.nan, np.float32)
+        _mm_tiles[(1,)](a, b, c, k, tiles, OTHER=other, BM=8, BK=BK, num_stages=2)
+        want = (a.astype(np.float64) @ b.astype(np.float64)).reshape(tiles, 8, 8)
+        np.testing.assert_allclose(c, want, rtol=1e-5, atol=1e-5)
