@@ -91,11 +91,9 @@ class RtlConfig:
         enable on the core clock instead, the form an FPGA wants; the FPGA flow
         (:mod:`simtgpu.rtlsim.synth`) builds that. Same function and cycle counts.
     max_blocks:
-        Blocks a core may hold at once (block slots); 0 means ``warps`` (a block has at
-        least one warp). Defaults to 1, the one-block-at-a-time core: several resident
-        blocks still hang a `small` core on one-warp blocks (test_matmul in
-        tests/rtl/core/test_core_verilator.py with ``max_blocks=0``), so they are opt-in. A
-        block is placed only where its warps and shared memory fit beside the resident ones.
+        Blocks a core may hold at once (block slots); 0, the default, means ``warps`` (a
+        block has at least one warp); 1 gives the one-block-at-a-time core. A block is
+        placed only where its warps and shared memory fit beside the resident ones.
     """
 
     gpu: GpuConfig
@@ -109,7 +107,7 @@ class RtlConfig:
     mma_dots: int = 0  # 0 = max(1, lanes // 4)
     mem_queue_depth: int = 0  # 0 = the largest in-flight limit of the memory settings
     clock_gating: bool = True
-    max_blocks: int = 1  # 0 = warps; 1 until several blocks pass the whole suite
+    max_blocks: int = 0  # 0 = warps
 
     def __post_init__(self) -> None:
         if self.mem_queue_depth == 0:

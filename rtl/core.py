@@ -327,10 +327,16 @@ class Core(wiring.Component):
             m.d.sync += slot_closing.eq(1 << closing_pick)
         with m.If(slot_closing != 0):
             m.d.comb += self.dispatch.block_done.eq(1)
-            m.d.sync += [slot_closing.eq(0), slot_busy.eq(slot_busy & ~slot_closing)]
-            for k in range(S):
-                with m.If(slot_closing[k]):
-                    m.d.sync += member.eq(member & ~slot_warps[k])
+            m.d.sync += slot_closing.eq(0)
+        # only the closing slot's own bits: in the same cycle a block may be taken into
+        # another slot (its slot_busy bit) and an init walk may end (its warps' member
+        # bits), and an assignment to the whole of slot_busy or member here would undo them
+        for k in range(S):
+            with m.If(slot_closing[k]):
+                m.d.sync += slot_busy[k].eq(0)
+                for w in range(W):
+                    with m.If(slot_warps[k][w]):
+                        m.d.sync += member[w].eq(0)
         with m.If(self.flush):
             m.d.sync += [member.eq(0), slot_busy.eq(0), slot_closing.eq(0), initing.eq(0),
                          sh_clear_end.eq(0)]

@@ -216,3 +216,35 @@ ATOMIC_OPS_ALL = _new_atomics()
 """The atomics added for Triton's names (and/or/xor, float min/max, cas) on one warp, global
 and shared, every lane on one cell per operation; operands in ``vals`` (16 words, then 16 swap
 values), the cells' initial words in ``cells``."""
+
+
+UNEVEN_BLOCKS = """
+        .kernel k
+        .param data, ptr
+        s2r     r1, ctaid.x
+        s2r     r2, tid.x
+        s2r     r3, ntid.x
+        muli    r4, r1, 5
+        andi    r4, r4, 7               ; trip count (5 * block) % 8: neighbours differ
+        mul     r5, r1, r3
+        add     r5, r5, r2
+        shli    r5, r5, 2
+        ldparam r6, data
+        add     r6, r6, r5              ; &data[block * ntid + tid]
+        ldg     r7, [r6]
+        movi    r8, 0
+        isetp.le p0, r4, r0
+   @p0  bra     store                   ; uniform: the trip count is the block's
+loop:   add     r8, r8, r7
+        ldg     r9, [r6]                ; a global load per trip: memory timing too
+        xor     r7, r7, r9
+        addi    r7, r7, 3
+        addi    r4, r4, -1
+        isetp.gt p1, r4, r0
+   @p1  bra     loop
+store:  stg     [r6], r8
+        exit
+        .end
+"""
+"""One-warp blocks (``ntid`` = lanes) of uneven length: 0 to 7 trips, each with a global
+load, so resident blocks finish in every order and phase against the next ones' arrival."""

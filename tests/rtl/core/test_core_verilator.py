@@ -8,7 +8,7 @@ import struct
 
 import numpy as np
 import pytest
-from kernels import ALL_UNITS, LOOP, SHARED_CONFLICTS, chain_program
+from kernels import ALL_UNITS, LOOP, SHARED_CONFLICTS, UNEVEN_BLOCKS, chain_program
 from simtgpu.arch.command_queue import Command, CommandOp, Mmio, pack
 from simtgpu.assembler import assemble
 from simtgpu.assembler.examples import example_asm
@@ -121,6 +121,19 @@ def test_matmul(sim):
     pa, pb, pc = DATA, DATA + a.nbytes, DATA + a.nbytes + b.nbytes
     run_kernel(sim, example_asm("matmul").read_text(), "matmul", grid, (bx, by),
                [pa, pb, pc, m_, n_, k_], a.tobytes() + b.tobytes() + bytes(4 * m_ * n_))
+
+
+def test_uneven_one_warp_blocks(sim):
+    """Many one-warp blocks of uneven length, several resident per core (block slots): a
+    slot closes in the same cycle as another block is taken in or ends its init walk, in
+    every phase. Before the fix the closing slot's update of the slot-busy and warp-member
+    bits undid those of the other block, which then never ran or never completed (the
+    matmul above hung `small`)."""
+    rng = np.random.default_rng(11)
+    blocks = 48
+    x = rng.integers(0, 1 << 32, blocks * sim.cfg.lanes, dtype=np.uint32)
+    run_kernel(sim, UNEVEN_BLOCKS, "k", (blocks,), (sim.cfg.lanes,), [DATA], x.tobytes(),
+               max_cycles=1_000_000)
 
 
 def test_alu_loop_ipc(sim):
