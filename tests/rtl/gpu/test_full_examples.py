@@ -2,9 +2,10 @@
 example reads back is bit-identical to the ISS's, and each example's own NumPy check passes.
 
 ``full``'s model is built from the Verilog with module reuse (rtlsim/module_reuse.py), which
-brought its generation under a minute; its Verilator build still takes longer than the
-regression's budget allows on the 2-core machine (docs/performance.md, "Verilog generation and
-model build"), so this runs with ``SIMTGPU_LONG=1``.
+brought its generation under a minute; its Verilator build still takes far longer than the
+regression's budget allows on the 2-core machine (Verilator inlines the shared modules again:
+233 MB of C++, at least 40 CPU minutes to compile; docs/performance.md, "Verilator model build
+of `full`"), so this runs with ``SIMTGPU_LONG=1``.
 """
 
 from __future__ import annotations
@@ -41,7 +42,7 @@ def _read_backs(monkeypatch, name: str, argv: list[str], backend: str) -> list[n
     return got
 
 
-@pytest.mark.long  # full's Verilator build takes minutes
+@pytest.mark.long  # full's Verilator build takes over an hour of CPU
 @pytest.mark.parametrize("name,argv", CASES, ids=[c[0] for c in CASES])
 def test_example_on_full_rtl_is_bit_identical_to_the_iss(monkeypatch, capsys, name, argv):
     iss = _read_backs(monkeypatch, name, argv, "iss")
