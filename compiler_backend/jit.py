@@ -94,6 +94,20 @@ class KernelInterface:
         raise NotImplementedError
 
 
+
+def _block_shape(name: str, block) -> tuple[int, int, int]:
+    """``block=`` of a launch, CUDA style: an int or up to three positive ints."""
+    dims = (block,) if isinstance(block, int) else block
+    try:
+        dims = tuple(dims)
+    except TypeError:
+        dims = None
+    if (not dims or len(dims) > 3
+            or not all(isinstance(d, int) and not isinstance(d, bool) and d > 0 for d in dims)):
+        raise LaunchError(f"{name}: block must be a positive int or a tuple of 1 to 3 "
+                          f"positive ints, not {block!r}")
+    return dims + (1,) * (3 - len(dims))
+
 class JITFunction(KernelInterface):
     """A kernel written in the DSL; index it with a grid to launch it."""
 
@@ -205,7 +219,7 @@ class JITFunction(KernelInterface):
         num_warps = int(options.get("num_warps", default_warps))
         block = options.get("block")
         if block is not None:
-            block = tuple(block) + (1,) * (3 - len(tuple(block)))
+            block = _block_shape(self.__name__, block)
         spt = options.get("size_per_thread")
         if spt not in (None, 1, 2, 4):
             raise LaunchError(f"{self.__name__}: size_per_thread must be 1, 2 or 4, not {spt!r}")

@@ -282,10 +282,12 @@ def _staged_stores(fn: Function, loop: Op, loads: list[Op], stages: int) -> _Cop
     level and followed by a barrier, zero where masked off (``cp.async`` zero-fills); the
     body may touch shared memory only at its top level and by loads and stores (every
     access moves to its trip's slot); the kernel must not report asserts or prints (they
-    keep flags in shared memory); and ``stages`` copies of the shared memory must fit the
-    48 KiB of a static array."""
+    keep flags in shared memory) nor hold user shared arrays (``shared_array``: their data
+    may cross trips or the loop's ends, where a per-trip slot would lose it; the compiler's
+    own scratch lives within a trip); and ``stages`` copies of the shared memory must fit
+    the 48 KiB of a static array."""
     body = loop.regions[0]
-    if fn.meta.get("asserts") or fn.meta.get("prints"):
+    if fn.meta.get("asserts") or fn.meta.get("prints") or fn.meta.get("user_shared_bytes"):
         return None
     for o in body.walk():
         if o.name in ("load", "store", "atomic") and o.operands[0].type.space == "shared" \

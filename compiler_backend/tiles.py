@@ -487,6 +487,8 @@ class Lowering:
             op.attrs["offset"] = self.shared_top
             del op.attrs["scratch"]
         self.fn.shared_bytes = self.shared_top + self.scratch_bytes
+        if self.shared_top:  # (the pipeliner must not move user arrays: pipeline.py)
+            self.fn.meta["user_shared_bytes"] = self.shared_top
 
     def shared_ptr(self, base: Value, elem_type: Type) -> Value:
         if elem_type == I64:

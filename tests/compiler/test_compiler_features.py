@@ -146,6 +146,24 @@ def test_thread_level_intrinsics(iss_device):
     assert cnt[0] == int((x > 0).sum())
 
 
+def test_block_given_as_an_int_or_a_tuple(iss_device):
+    """``block=T`` is ``block=(T, 1, 1)`` (same bits); anything else is a launch error."""
+    from simtgpu.compiler_backend.jit import LaunchError
+
+    T = 4 * iss_device.config.lanes
+    x = np.linspace(-1, 2, T).astype(np.float32)
+    outs = []
+    for block in (T, (T,), (T, 1, 1)):
+        out = np.zeros(T * 6, np.float32)
+        k_warp[(1,)](x, out, np.zeros(1, np.int32), block=block)
+        outs.append(out)
+    np.testing.assert_array_equal(outs[0], outs[2])
+    np.testing.assert_array_equal(outs[1], outs[2])
+    for bad in (0, -4, (T, 1, 1, 1), (), "32", (T, 1.5), True):
+        with pytest.raises(LaunchError, match=r"k_warp: block must be a positive int"):
+            k_warp[(1,)](x, np.zeros(T * 6, np.float32), np.zeros(1, np.int32), block=bad)
+
+
 @triton.jit
 def k_dot_loop(a_ptr, b_ptr, c_ptr, K, BM: tl.constexpr, BK: tl.constexpr,
                BN: tl.constexpr):

@@ -267,3 +267,44 @@ def test_nested_copies_wait_for_the_previous_tile_and_other_must_be_zero(iss_dev
         _mm_tiles[(1,)](a, b, c, k, tiles, OTHER=other, BM=8, BK=BK, num_stages=2)
         want = (a.astype(np.float64) @ b.astype(np.float64)).reshape(tiles, 8, 8)
         np.testing.assert_allclose(c, want, rtol=1e-5, atol=1e-5)
+
+
+@triton.jit
+def _shared_running_sum(x_ptr, out_ptr, n, T: tl.constexpr):
+    """A thread-level kernel whose user shared array carries a running sum across trips and
+    out of the loop, beside a tile staged through shared memory each trip."""
+    tid = tl.thread_id(0)
+    acc = tl.shared_array((T,), tl.float32)
+    buf = tl.shared_array((T,), tl.float32)
+    acc[tid] = 0.0
+    for i in range(0, n, T):
+        buf[tid] = tl.load(x_ptr + i + tid)
+        tl.barrier()
+        acc[tid] = acc[tid] + buf[T - 1 - tid]
+        tl.barrier()
+    tl.store(out_ptr + tid, acc[tid])
+
+
+def test_user_shared_arrays_keep_their_place(iss_device):
+    """A per-trip shared slot would split ``acc`` into num_stages copies (each trip adding
+    to a different one, the store after the loop reading the first): with user shared
+    arrays the PTX loop stages in registers, its shared memory is not multiplied; on the
+    ISS the sums match NumPy with num_stages 3."""
+    P = ir.ptr("f32")
+
+    def ptx(stages: int) -> str:
+        return compile_function(_shared_running_sum.fn, dict(x_ptr=P, out_ptr=P, n=ir.I32),
+                                dict(T=32), Target.ptx(), 1, num_stages=stages).code
+
+    three, one = ptx(3), ptx(1)
+    assert "cp.async" not in three
+    size = r"\.b8 smem\[(\d+)\]"
+    assert re.search(size, three).group(1) == re.search(size, one).group(1) == "256"
+    t, trips = 8, 5
+    x = np.random.default_rng(3).standard_normal(t * trips).astype(np.float32)
+    out = np.zeros(t, np.float32)
+    _shared_running_sum[(1,)](x, out, t * trips, T=t, block=t, num_stages=3)
+    want = np.zeros(t, np.float32)
+    for i in range(trips):  # the kernel's order of float32 additions
+        want = want + x[i * t:(i + 1) * t][::-1]
+    np.testing.assert_array_equal(out, want)
