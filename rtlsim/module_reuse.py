@@ -22,7 +22,7 @@ from amaranth.lib import wiring
 from amaranth.lib.wiring import In
 from simtgpu.rtl import reuse
 
-__all__ = ["ModuleReuse", "SharedModule", "component_ports"]
+__all__ = ["ModuleReuse", "SharedModule", "component_ports", "module_name", "shared_modules"]
 
 
 def component_ports(unit: wiring.Component) -> dict[str, tuple[Signal, object]]:
@@ -35,6 +35,21 @@ def component_ports(unit: wiring.Component) -> dict[str, tuple[Signal, object]]:
             value, rtlil._ir.PortDirection.Input if member.flow == In
             else rtlil._ir.PortDirection.Output)
     return ports
+
+
+def module_name(cls_name: str, number: int) -> str:
+    """The name of the ``number``-th shared module, of class ``cls_name``: ``<Class>_u<n>``."""
+    return f"{cls_name}_u{number}"
+
+
+_MODULE_HEAD = re.compile(r"^module (\w+_u\d+)\(", re.M)
+
+
+def shared_modules(verilog: str) -> list[str]:
+    """Names of the shared modules (:func:`module_name`) in ``verilog``, a Verilog export made
+    with module reuse (``generate_verilog(..., reuse=True)``), in the order they are written:
+    the units a Verilator build may verilate on their own (``hier_block``)."""
+    return _MODULE_HEAD.findall(verilog)
 
 
 @dataclass
@@ -115,7 +130,7 @@ class ModuleReuse:
 
     def _define(self, unit: wiring.Component, params: dict[str, tuple[int, int]]
                 ) -> SharedModule:
-        name = f"{type(unit).__name__}_u{self._names}"  # named before its own units are
+        name = module_name(type(unit).__name__, self._names)  # named before its units are
         self._names += 1
         ports = component_ports(unit)
         signals = {n: Signal(w, name=f"param_{n}") for n, (_, w) in params.items()}

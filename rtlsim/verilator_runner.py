@@ -209,13 +209,37 @@ def _trace_format(trace: str | bool | None) -> str | None:
 def _pgo_wanted(cfg: RtlConfig, trace: str | None, trainer: Trainer | None) -> bool:
     """Profile-guided g++ builds (the C++ is compiled twice) when there is a trainer, for the
     named configurations the driver launches, unless ``$SIMTGPU_RTL_PGO=0``. The driver's
-    trainer knows only the named configurations; waveform builds are left plain."""
-    if trainer is None or trace or os.environ.get("SIMTGPU_RTL_PGO", "1") == "0":
+    trainer knows only the named configurations; waveform builds are left plain, and so are
+    hierarchical ones (:func:`hierarchical`: their blocks are compiled by make files of their
+    own, which the profile-guided recompile does not reach)."""
+    if (trainer is None or trace or hierarchical(cfg)
+            or os.environ.get("SIMTGPU_RTL_PGO", "1") == "0"):
         return False
     try:
         return get_rtl_config(cfg.name) == cfg
     except SimtgpuError:  # not a named configuration
         return False
+
+
+HIER_MIN_LANES = 64
+"""A GPU of at least this many lanes in all (cores times lanes per core) is verilated
+hierarchically (:func:`hier_blocks`). A flat build inlines every instance, so ``full``'s 128
+copies of each lane unit and four of the core become 233 MB of C++ and over an hour of g++;
+``tiny`` (4 lanes) and ``small`` (16) build flat in minutes and stay as they are
+(docs/performance.md)."""
+
+
+def hierarchical(cfg: RtlConfig) -> bool:
+    """Whether the model of ``cfg`` is built hierarchically (:data:`HIER_MIN_LANES`)."""
+    return cfg.cores * cfg.lanes >= HIER_MIN_LANES
+
+
+def hier_blocks(cfg: RtlConfig, verilog: str) -> list[str]:
+    """The modules that Verilator verilates and compiles once each, as ``hier_block``s of a
+    ``--hierarchical`` build: every shared module of the export ``verilog`` (the core, the lane
+    units: :func:`.module_reuse.shared_modules`) where :func:`hierarchical`; else none, a flat
+    build."""
+    return module_reuse.shared_modules(verilog) if hierarchical(cfg) else []
 
 
 def _run_build(cmd: list[str], env: dict[str, str], work: Path, what: str) -> None:
@@ -264,6 +288,8 @@ def build_harness(config: str | GpuConfig | RtlConfig, *, trace: str | bool | No
     name = f"rtl model {cfg.name}{f' (traced, {fmt})' if fmt else ''}"
     what = ("profile-guided: C++ compiled, trained, compiled again" if pgo
             else "with waveform tracing" if fmt else "plain")
+    if hierarchical(cfg):
+        what += ", hierarchical"
     stages = 4 if pgo else 2
     progress = None
     if not _verilog_path(cfg, "harness").exists():  # a new design: the model is built too
@@ -274,10 +300,13 @@ def build_harness(config: str | GpuConfig | RtlConfig, *, trace: str | bool | No
     else:
         verilog = harness_verilog(cfg)
     text = verilog.read_bytes()
+    hier = hier_blocks(cfg, text.decode())
     rules = trace_rules() if fmt and not trace_all() else ""
     cflags = f"-DLINE_WORDS={cfg.line_words} {cpu_cflags()}".strip()
     flags = (f"{cflags} trace={fmt} pgo={pgo} {SPEED_FLAGS} "
              f"{SPEED_MAKEFLAGS[pgo]} {rules}").encode()
+    if hier:  # appended, so that a flat build's key is what it always was
+        flags += f" hier_block={','.join(hier)}".encode()
     main_cpp = driver_cpp(cfg.cores, cfg.lanes)
     key = _digest(text, main_cpp.encode(), flags)
     kind = ""  # build folder: small-<key>, small-trace-<key> (FST), small-trace-vcd-all-<key>
@@ -311,12 +340,19 @@ def build_harness(config: str | GpuConfig | RtlConfig, *, trace: str | bool | No
                 vlt = work / "trace.vlt"
                 vlt.write_text(rules)
             tracing = trace_args(fmt, vlt)  # control files go before the Verilog
+        blocks: list[str] = []
+        if hier:
+            vlt = work / "hier.vlt"
+            vlt.write_text("`verilator_config\n"
+                           + "".join(f'hier_block -module "{m}"\n' for m in hier))
+            blocks = ["--hierarchical", str(vlt)]
         cmd = [verilator_exe(), "--cc", "--exe", "--top-module", "harness",
                "-Wno-fatal", "-Wno-lint", "-Wno-style",
                *SPEED_FLAGS,
                "--Mdir", str(work / "obj"), "-o", str(work / "Vharness_run"),
                "-CFLAGS", cflags,
-               str(WAIVERS), *tracing, str(work / "harness.v"), str(work / "main.cpp")]
+               str(WAIVERS), *tracing, *blocks, str(work / "harness.v"),
+               str(work / "main.cpp")]
         if pgo:
             cmd += ["-CFLAGS", "-fprofile-generate", "-LDFLAGS", "-fprofile-generate"]
         env = verilator_env()

@@ -9,7 +9,10 @@ from amaranth.hdl import Module
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 from simtgpu.rtl import reuse
+from simtgpu.rtl.configs import get_rtl_config
 from simtgpu.rtlsim import synth
+from simtgpu.rtlsim.module_reuse import shared_modules
+from simtgpu.rtlsim.verilator_runner import hier_blocks, hierarchical
 from simtgpu.rtlsim.verilog_export import export
 
 
@@ -99,3 +102,14 @@ def test_without_an_export_the_design_is_flat():
     unit = _Acc(0)
     assert reuse.shared(unit, ()) is unit and reuse.param(unit, "index", 5) == 5
     unit._MustUse__silence = True
+
+
+def test_the_hierarchical_build_takes_its_blocks_from_the_shared_modules():
+    shared, _ = export(_Top(), "gate")
+    flat, _ = export(_Top(), "gold", reuse=False)
+    assert shared_modules(shared) == ["_Acc_u0"] and shared_modules(flat) == []
+    # full (4 x 32 lanes) is built hierarchically; tiny and small stay flat
+    assert [hierarchical(get_rtl_config(n)) for n in ("tiny", "small", "full")] == [
+        False, False, True]
+    assert hier_blocks(get_rtl_config("full"), shared) == ["_Acc_u0"]
+    assert hier_blocks(get_rtl_config("small"), shared) == []
