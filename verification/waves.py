@@ -307,7 +307,7 @@ class Pipeline:
     stages: dict[str, list[tuple[int, int] | None]]
     stall: list[str | None]
     waits: list[list[str]]  # [warp][cycle]
-    retire: list[tuple[int, int] | None]
+    retire: list[tuple[int, int] | None]  # (warp slot, pc) the retire port showed
     accept: list[int]
     word: list[int]  # decoder.word (the word being decoded in id)
     deferred: list[int]  # mem_wb.deferred (a late write-back retires it later)
@@ -319,8 +319,10 @@ def pipeline(dump: Dump, core: int = 0) -> Pipeline:
     if not 0 <= core < cfg.cores:
         raise WaveError(f"--core {core}: the dump has cores 0..{cfg.cores - 1}")
     p = f"core{core}."
+    # the retire port names a warp by its index in its block; the stage registers, like the
+    # late write-back unit's own retire port, by its warp slot (several blocks per core)
     names = ["clk", f"{p}accept", f"{p}decoder.word", f"{p}mem_wb.deferred",
-             f"retire__{core}__valid", f"retire__{core}__warp", f"retire__{core}__pc"]
+             f"retire__{core}__valid", f"{p}late_wb.retire__warp", f"retire__{core}__pc"]
     for reg in STAGE_SIGNALS.values():
         names += [f"{p}{reg}.valid", f"{p}{reg}.warp", f"{p}{reg}.pc"]
     names += [f"{p}stalls.stall_{r}" for r in STALL_REASONS]
@@ -337,7 +339,8 @@ def pipeline(dump: Dump, core: int = 0) -> Pipeline:
     waits = []
     for w in range(cfg.warps):
         waits.append([WAIT_NAMES[x] for x in dump.sample(f"{p}w{w}_wait", times)])
-    rv, rw, rpc = (dump.sample(f"retire__{core}__{f}", times) for f in ("valid", "warp", "pc"))
+    rv, rw, rpc = (dump.sample(name, times) for name in (
+        f"retire__{core}__valid", f"{p}late_wb.retire__warp", f"retire__{core}__pc"))
     retire = [(rw[i], rpc[i]) if rv[i] else None for i in range(len(times))]
     return Pipeline(core, cfg, cycles, stages, stall, waits, retire,
                     dump.sample(f"{p}accept", times), dump.sample(f"{p}decoder.word", times),
