@@ -962,15 +962,14 @@ class _Positions:
             self.assign.pop(vid, None)
         self.states = [st for st in self.states if st[1] < lo2]
         if placed is not None:
-            nx = placed
-            start = {k: p if p < lo2 else p + d if p >= cut else 2 * nx[(p >> 1) - lo] + (p & 1)
-                     for k, p in start.items()}
-            end = {k: p if p < lo2 else p + d if p >= cut else 2 * nx[(p >> 1) - lo] + (p & 1)
-                   for k, p in end.items()}
+            def moved(p: int) -> int:  # (a position in the window follows its instruction)
+                return p if p < lo2 else p + d if p >= cut else 2 * placed[(p >> 1) - lo] + (p & 1)
+
+            start = {k: moved(p) for k, p in start.items()}
+            end = {k: moved(p) for k, p in end.items()}
             for t, first, last in fresh:
                 start[t.id], end[t.id], vals[t.id] = first, last, t
-            self.clobbered = [(p if p < lo2 else p + d if p >= cut
-                               else 2 * nx[(p >> 1) - lo] + 1, m) for p, m in self.clobbered]
+            self.clobbered = [(moved(p), m) for p, m in self.clobbered]
             self.code, self.start, self.end = code, start, end
             return
         ws, we, wv, wc = _sightings(code, uses, lo, hi + shift)
