@@ -743,6 +743,9 @@ cumprod = builtin(_scans.cumprod)
 sort = builtin(_scans.sort)
 histogram = builtin(_scans.histogram)
 xor_sum = builtin(_scans.xor_sum)
+reduce_or = builtin(_scans.reduce_or)
+topk = builtin(_scans.topk)
+bitonic_merge = builtin(_scans.bitonic_merge)
 
 
 THREAD_LEVEL_NAMES = frozenset({"thread_id", "block_dim", "lane_id", "warp_id", "shfl_down",
@@ -799,7 +802,14 @@ rand4x = _RANDOM["rand4x"]
 pair_uniform_to_normal = _RANDOM["pair_uniform_to_normal"]
 randn = _RANDOM["randn"]
 randn4x = _RANDOM["randn4x"]
-from .stdlib import add, cast, constexpr_function, max_constancy, swizzle2d  # noqa: E402, F401
+from .stdlib import (  # noqa: E402, F401 - language names
+    add,
+    cast,
+    constexpr_function,
+    max_constancy,
+    softmax,
+    swizzle2d,
+)
 
 math = Namespace("tl.math", {n: globals()[n] for n in MATH_NAMES + LIBDEVICE_NAMES})
 """Triton's ``tl.math`` namespace (an unknown name is a compile error at its place)."""

@@ -10,7 +10,7 @@ METHOD_NAMES = frozenset({
     "trans", "permute", "reshape", "view", "ravel", "expand_dims", "broadcast_to", "split",
     "flip", "sum", "max", "min", "argmax", "argmin", "reduce", "associative_scan", "cumsum",
     "cumprod", "sort", "histogram", "gather", "abs", "exp", "exp2", "log", "log2", "sqrt",
-    "rsqrt", "sin", "cos", "sigmoid", "xor_sum", "broadcast",
+    "rsqrt", "sin", "cos", "sigmoid", "xor_sum", "broadcast", "reduce_or", "softmax", "topk",
 })
 
 

@@ -23,7 +23,7 @@ import builtins
 
 from . import ir
 from .errors import CompileError
-from .ir import F32, I1, I32, Type, Value
+from .ir import F32, I1, I32, U32, Type, Value
 from .lang_base import _int, _shape
 from .tiles import Coords, Lowering, Tile, _log2
 
@@ -229,36 +229,65 @@ def cumprod(ctx: Lowering, input, axis=0, reverse: bool = False):
     return _builtin_scan(ctx, input, axis, reverse, "mul")
 
 
-def xor_sum(ctx: Lowering, input, axis=None, keep_dims: bool = False):
-    """The xor of the (integer) elements along ``axis`` (all axes for None)."""
+def _bitwise_reduce(ctx: Lowering, input, axis, keep_dims: bool, op: str, name: str):
+    """The ``op`` (``xor``, ``or``) of the integer elements along ``axis`` (all for None)."""
     ts, _ = _operands(ctx, input)
     t = ts[0]
-    if t.type != I32:
-        raise CompileError("tl.xor_sum needs integers")
+    if t.type not in (I32, U32):
+        raise CompileError(f"tl.{name} needs integers")
     if t.is_scalar:
         return t
     flat, a = _flat_axis(ctx, [t], axis)
 
     def combine(x: list[Value], y: list[Value]) -> list[Value]:
-        return [ctx.b("xor", x[0], y[0])]
+        return [ctx.b(op, x[0], y[0])]
 
     r = _walk_lines(ctx, flat, a, combine, scan=False, reverse=False)[0]
     return _keep_dims(ctx, r, t.shape, axis, a) if keep_dims else r
 
 
-def sort(ctx: Lowering, x, dim=None, descending: bool = False) -> Tile:
-    """Sort along ``dim`` (the last axis; Triton supports only that one): each element's
-    place is the number of elements before it in the order, ties kept in index order (a
-    stable sort, as ``np.sort(kind="stable")``; NaNs are not ordered)."""
+def xor_sum(ctx: Lowering, input, axis=None, keep_dims: bool = False):
+    """The xor of the (integer) elements along ``axis`` (all axes for None)."""
+    return _bitwise_reduce(ctx, input, axis, keep_dims, "xor", "xor_sum")
+
+
+def reduce_or(ctx: Lowering, input, axis, keep_dims: bool = False):
+    """The bitwise or of the (integer) elements along ``axis`` (all axes for None)."""
+    return _bitwise_reduce(ctx, input, axis, keep_dims, "or", "reduce_or")
+
+
+def _ordering(ctx: Lowering, x, what: str, dim) -> tuple[Tile, Type]:
+    """The tile that ``what`` (sort, topk, bitonic_merge) orders along its last axis, and
+    the type to give the result back in: booleans are ordered as int32 and halves as
+    their exact float32 values."""
     t = ctx.to_tile(x)
-    if t.is_scalar:
-        return t
     ty = t.type
     if ty == I1:
         t = ctx.cast(t, I32)
-    d = len(t.shape) - 1 if dim is None else _axis(t.shape, dim)
-    if d != len(t.shape) - 1:
-        raise CompileError("tl.sort sorts along the last axis only (as Triton)")
+    elif ty.is_half:
+        t = ctx.cast(t, F32)
+    if t.type.is_ptr:
+        raise CompileError(f"tl.{what} cannot order pointers")
+    if not t.is_scalar:
+        d = len(t.shape) - 1 if dim is None else _axis(t.shape, dim)
+        if d != len(t.shape) - 1:
+            raise CompileError(f"tl.{what} works along the last axis only (as Triton)")
+    return t, ty
+
+
+def _compare(ctx: Lowering, ty: Type, cond: str, a: Value, b: Value) -> Value:
+    """``a cond b`` in the order of ``ty``: unsigned for uint32, false for a NaN."""
+    if ty == F32:
+        return ctx.b.op("fcmp", [a, b], {"cond": cond}).result
+    if ty.unsigned and cond not in ("eq", "ne"):
+        cond += "u"
+    return ctx.b.op("icmp", [a, b], {"cond": cond}).result
+
+
+def _sorted_rows(ctx: Lowering, t: Tile, descending: bool) -> Value:
+    """Sort each line of ``t`` along its last axis into shared memory: the returned pointer
+    holds the sorted tile in row-major order. Each element's place is the number of
+    elements before it in the order, ties kept in index order (a stable sort)."""
     shape, n, numel = t.shape, t.shape[-1], t.numel
     mt = t.materialize()
     ctx.scratch_barrier()
@@ -267,7 +296,6 @@ def sort(ctx: Lowering, x, dim=None, descending: bool = False) -> Tile:
     dst = ctx.b("gep", src, ctx.const(numel))
     ctx.store_tile_shared(mt, src)
     ctx.barrier()
-    cmp = "fcmp" if mt.type == F32 else "icmp"
     before = "gt" if descending else "lt"
     for s, v in enumerate(mt.slots):
         flat = ctx.flat_index(shape, s)
@@ -278,8 +306,8 @@ def sort(ctx: Lowering, x, dim=None, descending: bool = False) -> Tile:
         ctx.b.block = body
         j, rank = body.args
         u = ctx.b.op("load", [ctx.b("gep", src, ctx.b("add", row, j))]).result
-        ahead = ctx.b.op(cmp, [u, v], {"cond": before}).result
-        tie = ctx.b("and", ctx.b.op(cmp, [u, v], {"cond": "eq"}).result,
+        ahead = _compare(ctx, mt.type, before, u, v)
+        tie = ctx.b("and", _compare(ctx, mt.type, "eq", u, v),
                     ctx.b.op("icmp", [j, i], {"cond": "lt"}).result)
         one = ctx.b("select", ctx.b("or", ahead, tie), ctx.const(1), ctx.const(0))
         body.append(ir.Op("yield", [ctx.b("add", rank, one)], []))
@@ -290,13 +318,89 @@ def sort(ctx: Lowering, x, dim=None, descending: bool = False) -> Tile:
         rep = ctx.replica_mask(shape)
         ctx.b.op("store", [dest, v] + ([rep] if rep is not None else []))
     ctx.barrier()
-
-    def fn(c: Coords) -> Value:
-        return ctx.b.op("load", [ctx.b("gep", dst, ctx.linearize(c.idx(), shape))]).result
-
-    out = Tile(ctx, shape, mt.type, fn=fn).materialize()
     ctx.scratch_dirty = True
-    return ctx.cast(out, I1) if ty == I1 else out
+    return dst
+
+
+def _read_rows(ctx: Lowering, base: Value, shape: tuple[int, ...], out_shape: tuple[int, ...],
+               ty: Type, back: Type) -> Tile:
+    """The tile of ``out_shape`` whose element ``[..., j]`` is element ``[..., j]`` of the
+    row-major ``shape`` tile at ``base`` (the first columns when ``out_shape`` is narrower),
+    in the type ``back``."""
+    def fn(c: Coords) -> Value:
+        return ctx.b.op("load", [ctx.b("gep", base, ctx.linearize(c.idx(), shape))]).result
+
+    out = Tile(ctx, out_shape, ty, fn=fn).materialize()
+    return out if back == ty else ctx.cast(out, back)
+
+
+def sort(ctx: Lowering, x, dim=None, descending: bool = False) -> Tile:
+    """Sort along ``dim`` (the last axis; Triton supports only that one), stable (ties in
+    index order, as ``np.sort(kind="stable")``; NaNs are not ordered); uint32 in unsigned
+    order, halves by value."""
+    t, ty = _ordering(ctx, x, "sort", dim)
+    if t.is_scalar:
+        return ctx.to_tile(x)
+    dst = _sorted_rows(ctx, t, bool(descending))
+    return _read_rows(ctx, dst, t.shape, t.shape, t.type, ty)
+
+
+def topk(ctx: Lowering, x, k, dim=None, descending: bool = True) -> Tile:
+    """The ``k`` largest elements along the last axis, largest first (the ``k`` smallest,
+    smallest first, with ``descending=False``): the first ``k`` of :func:`sort`. As in
+    Triton, ``k`` is a power of two no larger than the axis."""
+    t, ty = _ordering(ctx, x, "topk", dim)
+    kk = _int(k, "k")
+    if t.is_scalar:
+        raise CompileError("tl.topk needs a tensor")
+    n = t.shape[-1]
+    if kk < 1 or kk & (kk - 1) or kk > n:
+        raise CompileError(f"tl.topk: k must be a power of two from 1 to {n} (the size of "
+                           f"the last axis), not {kk}")
+    dst = _sorted_rows(ctx, t, bool(descending))
+    return _read_rows(ctx, dst, t.shape, t.shape[:-1] + (kk,), t.type, ty)
+
+
+def bitonic_merge(ctx: Lowering, x, dim=None, descending: bool = False) -> Tile:
+    """Triton's bitonic merge along the last axis: compare-and-swap rounds at strides
+    ``n/2, n/4, ..., 1``, each pair put in ascending order (descending with
+    ``descending``). A bitonic line comes out sorted; any other line comes out as the same
+    network leaves it in Triton (a pair is swapped when ``(left > right) != descending``,
+    so a NaN pair is swapped only when descending)."""
+    t, ty = _ordering(ctx, x, "bitonic_merge", dim)
+    if t.is_scalar:
+        return ctx.to_tile(x)
+    shape, n, numel = t.shape, t.shape[-1], t.numel
+    desc = bool(descending)
+    ctx.scratch_barrier()
+    base = ctx.scratch(8 * numel)
+    bufs = [ctx.shared_ptr(base, t.type)]
+    bufs.append(ctx.b("gep", bufs[0], ctx.const(numel)))
+    stride, k = n // 2, 0
+    while stride >= 1:
+        # one barrier per round: the two buffers alternate, so a round's writes never meet
+        # the previous round's reads
+        mt = t.materialize()
+        buf = bufs[k % 2]
+        ctx.store_tile_shared(mt, buf)
+        ctx.barrier()
+
+        def fn(c: Coords, mt=mt, buf=buf, stride=stride) -> Value:
+            flat = ctx.linearize(c.idx(), shape)
+            me = mt.at(c)
+            other = ctx.b.op("load", [ctx.b("gep", buf, ctx.b("xor", flat, ctx.const(stride)))]
+                             ).result
+            left = ctx.b.op("icmp", [ctx.b("and", flat, ctx.const(stride)), ctx.const(0)],
+                            {"cond": "eq"}).result
+            lo, hi = ctx.b("select", left, me, other), ctx.b("select", left, other, me)
+            gt = _compare(ctx, mt.type, "gt", lo, hi)
+            swap = ctx.b("xor", gt, ctx.const(True, I1)) if desc else gt
+            return ctx.b("select", swap, other, me)
+
+        t = Tile(ctx, shape, t.type, fn=fn).materialize()
+        stride, k = stride // 2, k + 1
+    ctx.scratch_dirty = True
+    return t if ty == t.type else ctx.cast(t, ty)
 
 
 def histogram(ctx: Lowering, input, num_bins, mask=None) -> Tile:

@@ -28,7 +28,6 @@ TRITON_LANGUAGE_ALL = (
     "zeros_like").split()
 """``triton.language.__all__`` of Triton 3.x (the main branch of 2025: 136 names)."""
 
-_NOT_YET = "not yet: issue 13 lists it ({})"
 _TYPES = ("registers and memory words are 32-bit; of the narrower types only float16 and "
           "bfloat16 exist (issue 12)")
 REASONS: dict[str, str] = {
@@ -36,15 +35,8 @@ REASONS: dict[str, str] = {
                            "float8e5b16", "int8", "int16", "uint8", "uint16")},
     "float64": "the ISA has no double-precision arithmetic (int64 is a register pair with "
                "32-bit integer operations; a float64 would need a software float library)",
-    **{n: _NOT_YET.format("shape operations") for n in (
-        "broadcast", "cat", "flip", "interleave", "join", "permute", "ravel", "reshape",
-        "split", "trans", "view", "slice")},
-    **{n: _NOT_YET.format("scans and user reductions") for n in (
-        "associative_scan", "cumprod", "cumsum", "reduce", "reduce_or", "xor_sum")},
-    **{n: _NOT_YET.format("sort, histogram, gather") for n in (
-        "sort", "topk", "bitonic_merge", "histogram", "gather")},
-    "softmax": "not yet: needs a reduction along a chosen axis with keep_dims "
-               "(write it with tl.max, tl.exp and tl.sum)",
+    "slice": "an object of Triton's front end (what `:` in `x[None, :]` becomes); indexing "
+             "with `:` and `None` works here without it",
     "dot_scaled": "needs the 8-bit and 4-bit float types",
     "inline_asm_elementwise": "inline PTX has no meaning on this ISA",
     "TRITON_MAX_TENSOR_NUMEL": "the limit here is per thread (tiles.MAX_ELEMENTS_PER_THREAD), "
