@@ -99,6 +99,12 @@ class BlockPointer(_Window):
     offsets: tuple
     order: tuple[int, ...]
 
+    def advance(self, offsets, _ctx: Lowering | None = None) -> BlockPointer:
+        """``ptr.advance(offsets)``: ``tl.advance(ptr, offsets)``, as Triton's member."""
+        return advance(self.ctx, self, offsets)
+
+    advance._simtgpu_builtin = True  # type: ignore[attr-defined]
+
     # --- loops carry the offsets -------------------------------------------------------------
     def carry_parts(self) -> list[Tile]:
         """The run-time state a loop carries: the offsets, as int32 scalars."""

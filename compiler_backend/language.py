@@ -815,8 +815,23 @@ math = Namespace("tl.math", {n: globals()[n] for n in MATH_NAMES + LIBDEVICE_NAM
 """Triton's ``tl.math`` namespace (an unknown name is a compile error at its place)."""
 _libdevice = Namespace("tl.extra.libdevice", {n: globals()[n]
                                               for n in MATH_NAMES + LIBDEVICE_NAMES})
-extra = Namespace("tl.extra", {"libdevice": _libdevice,
-                               "cuda": Namespace("tl.extra.cuda", {"libdevice": _libdevice})})
+_cuda = Namespace("tl.extra.cuda", {"libdevice": _libdevice})
+extra = Namespace("tl.extra", {"libdevice": _libdevice, "cuda": _cuda})
+
+
+def _register_submodules() -> None:
+    """Make Triton's import paths work with the imports swapped: ``from
+    triton.language.extra.libdevice import tanh``, ``from triton.language.extra.cuda import
+    libdevice``, ``from triton.language.math import tanh`` (``language`` is one module here,
+    so its namespaces are entered into ``sys.modules`` under those names)."""
+    import sys
+
+    for sub, ns in (("math", math), ("extra", extra), ("extra.libdevice", _libdevice),
+                    ("extra.cuda", _cuda), ("extra.cuda.libdevice", _libdevice)):
+        sys.modules.setdefault(f"{__name__}.{sub}", ns)
+
+
+_register_submodules()
 
 __all__ = [n for n in dir() if not n.startswith("_") and n not in (
     "annotations", "builtins", "dataclass", "ir", "builtin", "dtype_of_type", "to_ir_type",

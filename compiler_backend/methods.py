@@ -3,14 +3,19 @@
 
 from __future__ import annotations
 
-from . import language
+from . import language, stdlib
 from .tiles import Tile
 
 METHOD_NAMES = frozenset({
+    # Triton 3.5's members of tl.tensor (its @_tensor_member_fn functions and the methods of
+    # class tensor), plus broadcast and topk
     "trans", "permute", "reshape", "view", "ravel", "expand_dims", "broadcast_to", "split",
     "flip", "sum", "max", "min", "argmax", "argmin", "reduce", "associative_scan", "cumsum",
     "cumprod", "sort", "histogram", "gather", "abs", "exp", "exp2", "log", "log2", "sqrt",
     "rsqrt", "sin", "cos", "sigmoid", "xor_sum", "broadcast", "reduce_or", "softmax", "topk",
+    "cast", "cdiv", "ceil", "floor", "erf", "sqrt_rn", "item", "logical_and", "logical_or",
+    "store", "atomic_add", "atomic_and", "atomic_cas", "atomic_max", "atomic_min", "atomic_or",
+    "atomic_xchg", "atomic_xor",
 })
 
 
@@ -32,5 +37,8 @@ def tensor_attribute(t: Tile, name: str):
     """The value of attribute ``name`` of a tensor (a bound method, or ``.T``), or None."""
     if name == "T":
         return language.trans(t, _ctx=t.ctx)
-    fn = getattr(language, name, None) if name in METHOD_NAMES else None
+    if name not in METHOD_NAMES:
+        return None
+    # item, logical_and and logical_or are members only, as in Triton (not tl.* names)
+    fn = getattr(language, name, None) or getattr(stdlib, name, None)
     return BoundMethod(fn, t) if fn is not None else None

@@ -1,11 +1,14 @@
 """Small ``triton.language`` names that are compositions of other builtins: ``tl.add``,
-``tl.cast``, ``tl.max_constancy``, ``tl.softmax``, ``tl.swizzle2d`` and
-``tl.constexpr_function``."""
+``tl.cast``, ``tl.max_constancy``, ``tl.softmax``, ``tl.swizzle2d``,
+``tl.constexpr_function``, and the tensor members ``x.item()``, ``x.logical_and(y)`` and
+``x.logical_or(y)``."""
 
 from __future__ import annotations
 
 import operator
 
+from .errors import CompileError
+from .ir import I1
 from .lang_base import _minmax, builtin
 from .tiles import Lowering, Tile
 
@@ -43,6 +46,38 @@ def softmax(ctx: Lowering, x, dim=None, keep_dims: bool = False, ieee_rounding: 
     z = ctx.binary("-", x, tl.max(x, d, keep_dims=keep_dims, _ctx=ctx))
     num = tl.exp(z, _ctx=ctx)
     return tl.fdiv(num, tl.sum(num, d, keep_dims=keep_dims, _ctx=ctx), ieee_rounding, _ctx=ctx)
+
+
+@builtin
+def item(ctx: Lowering, input) -> Tile:
+    """The one element of a one-element tensor, as a scalar (``x.item()``)."""
+    from .shapes import reshape
+
+    t = ctx.to_tile(input)
+    if t.numel != 1:
+        raise CompileError(f"item() needs a tensor of one element, not one of shape "
+                           f"{list(t.shape)}")
+    return reshape(ctx, t, ())
+
+
+def _logical(ctx: Lowering, op: str, name: str, x, y) -> Tile:
+    a, b = ctx.to_tile(x), ctx.to_tile(y)
+    if a.type != I1 or b.type != I1:
+        raise CompileError(f"{name} needs two booleans (int1, e.g. comparisons), as in "
+                           f"Triton; compare with 0 first (x != 0)")
+    return ctx.binary(op, a, b)
+
+
+@builtin
+def logical_and(ctx: Lowering, input, other) -> Tile:
+    """``x.logical_and(y)`` of two boolean tensors."""
+    return _logical(ctx, "&", "logical_and", input, other)
+
+
+@builtin
+def logical_or(ctx: Lowering, input, other) -> Tile:
+    """``x.logical_or(y)`` of two boolean tensors."""
+    return _logical(ctx, "|", "logical_or", input, other)
 
 
 _PY = {"+": operator.add, "-": operator.sub, "*": operator.mul, "//": operator.floordiv,

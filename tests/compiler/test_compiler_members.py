@@ -1,0 +1,96 @@
+"""Triton's import paths with the imports swapped, and the members of ``tl.tensor`` that
+Triton 3.5 defines (``x.cast``, ``x.item()``, ``x.logical_and(y)``, ``ptr.store(v)``,
+``ptr.atomic_add(v)``, ``x.floor()`` ... and a block pointer's ``.advance``), each on the
+ISS against NumPy."""
+
+import math
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import simtgpu.compiler_backend as triton
+import simtgpu.compiler_backend.language as tl
+from compiler_helpers import compile_error
+from simtgpu.compiler_backend import ir
+
+F = np.float32
+
+
+@pytest.mark.parametrize("statement, name", [
+    ("from simtgpu.compiler_backend.language.extra.libdevice import tanh", "tanh"),
+    ("from simtgpu.compiler_backend.language.extra.cuda import libdevice", "libdevice.pow"),
+    ("from simtgpu.compiler_backend.language.extra import libdevice", "libdevice.erf"),
+    ("from simtgpu.compiler_backend.language.math import tanh", "tanh"),
+    ("import simtgpu.compiler_backend.language.extra.cuda.libdevice as libdevice",
+     "libdevice.exp"),
+])
+def test_triton_import_paths_reach_the_language(statement, name):
+    # a fresh interpreter: the import must work before anything imported the language
+    code = (f"{statement}\nimport simtgpu.compiler_backend.language as tl\n"
+            f"f = {name}\nassert f is getattr(tl, f.__name__), f\nprint('ok')")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert r.stdout.strip() == "ok", r.stderr
+
+
+@triton.jit
+def k_members(x_ptr, o_ptr, c_ptr, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs)
+    (o_ptr + offs).store(x.cast(tl.int32).cast(tl.float32))
+    (o_ptr + BLOCK + offs).store(x.floor() + x.ceil() + x.erf() + x.abs().sqrt_rn()
+                                 + offs.cdiv(4).to(tl.float32))
+    pos = x > 0
+    big = x > 1
+    (o_ptr + 2 * BLOCK + offs).store(pos.logical_and(big).to(tl.float32)
+                                     + 2.0 * pos.logical_or(x < -1).to(tl.float32))
+    first = tl.sum(tl.where(offs == 0, x, 0.0), axis=0, keep_dims=True)  # shape [1]
+    (o_ptr + 3 * BLOCK).store(first.item())
+    c_ptr.atomic_add(pos.to(tl.int32).sum())
+    (c_ptr + 1).atomic_max(offs)
+
+
+def test_tensor_members_match_numpy(iss_device):
+    x = np.random.default_rng(2).standard_normal(32).astype(F) * 3
+    o = np.zeros(3 * 32 + 1, F)
+    c = np.zeros(2, np.int32)
+    k_members[(1,)](x, o, c, BLOCK=32)
+    assert np.array_equal(o[:32], np.trunc(x))
+    erf = np.array([math.erf(v) for v in x.astype(float)], F)
+    cdiv = (np.arange(32) + 3) // 4
+    np.testing.assert_allclose(o[32:64], np.floor(x) + np.ceil(x) + erf + np.sqrt(np.abs(x))
+                               + cdiv, atol=4e-6)
+    want = ((x > 0) & (x > 1)).astype(F) + 2 * ((x > 0) | (x < -1)).astype(F)
+    assert np.array_equal(o[64:96], want)
+    assert o[96] == x[0]
+    assert c[0] == (x > 0).sum() and c[1] == 31
+
+
+@triton.jit
+def k_advance(a_ptr, o_ptr, M: tl.constexpr, N: tl.constexpr, BM: tl.constexpr):
+    bp = tl.make_block_ptr(a_ptr, (M, N), (N, 1), (0, 0), (BM, N), (1, 0))
+    acc = tl.zeros((BM, N), tl.float32)
+    for _ in range(M // BM):
+        acc += tl.load(bp)
+        bp = bp.advance((BM, 0))
+    rm = tl.arange(0, BM)
+    rn = tl.arange(0, N)
+    tl.store(o_ptr + rm[:, None] * N + rn[None, :], acc)
+
+
+def test_block_pointer_advance_member(iss_device):
+    a = np.arange(64, dtype=F).reshape(8, 8)
+    o = np.zeros((2, 8), F)
+    k_advance[(1,)](a, o, M=8, N=8, BM=2)
+    assert np.array_equal(o, a.reshape(4, 2, 8).sum(0))
+
+
+@pytest.mark.parametrize("line, message", [
+    ("tl.arange(0, 8).item()", "item() needs a tensor of one element, not one of shape [8]"),
+    ("tl.arange(0, 8).logical_and(tl.arange(0, 8) > 2)", "logical_and needs two booleans"),
+])
+def test_member_misuse_is_a_clear_error(tmp_path, line, message):
+    err = compile_error(tmp_path, "member_err", f"def kern(x_ptr):\n    y = {line}\n",
+                        dict(x_ptr=ir.ptr("f32")))
+    assert message in str(err)
+    assert err.loc.line == 7, str(err)
