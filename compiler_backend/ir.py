@@ -147,9 +147,11 @@ WIDE_OPS = ("sext", "zext", "trunc", "inttoptr", "ptrtoint")
 HALF_OPS = ("h2f", "f2h", "hadd", "hsub", "hmul", "hpack")
 INT_CONDS = ("eq", "ne", "lt", "le", "gt", "ge", "ltu", "leu", "gtu", "geu")
 FLOAT_CONDS = ("eq", "ne", "lt", "le", "gt", "ge")
+# bitcast: the same 32 bits as float32 <-> int32 (the result type is attrs["to"])
 PURE_OPS = frozenset(
     INT_BINARY + FLOAT_BINARY + FLOAT_UNARY + CASTS + HALF_OPS + WIDE_OPS
-    + ("const", "sreg", "ffma", "icmp", "fcmp", "not", "select", "gep", "ptradd", "smem")
+    + ("const", "sreg", "ffma", "icmp", "fcmp", "not", "select", "gep", "ptradd", "smem",
+       "bitcast")
 )
 # mma (warp matrix multiply-accumulate: 4 A words, B words, 4 C f32 -> 4 D f32) needs the
 # whole warp, as shfl does: it is never moved, merged or removed
@@ -293,6 +295,8 @@ def result_types(name: str, operands: list[Value], attrs: dict) -> list[Type]:
         return [I64]
     if name == "trunc":
         return [I32]
+    if name == "bitcast":
+        return [F32 if attrs.get("to") == "f32" else I32]
     if name == "inttoptr":
         return [ptr(attrs["elem"])]
     if name == "h2f":

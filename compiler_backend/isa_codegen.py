@@ -243,7 +243,8 @@ class ISel:
         self.emit("add", r, self.reg(op.operands[0]), self.reg(op.operands[1]), defs=[r])
 
     def op_same_bits(self, op: Op) -> None:
-        """inttoptr/ptrtoint of a 32-bit word: an address is the word itself."""
+        """inttoptr/ptrtoint of a 32-bit word (an address is the word itself) and bitcast
+        (registers hold 32 bits of any type)."""
         if op.operands[0].type == ir.I64 or op.result.type == ir.I64:
             self.op_wide(op)
         self.alias[op.result.id] = self.v(op.operands[0])
@@ -612,7 +613,7 @@ _EMITTERS: dict[str, Callable[[ISel, Op], None]] = {
     "while": ISel.op_while, **dict.fromkeys(ir.ASYNC_COPY_OPS, ISel.op_ptx_only),
     **dict.fromkeys(ir.HALF_OPS, half_codegen.isa_half_op), "mma": half_codegen.isa_mma,
     **dict.fromkeys(("sext", "zext", "trunc"), ISel.op_wide),
-    "inttoptr": ISel.op_same_bits, "ptrtoint": ISel.op_same_bits,
+    "inttoptr": ISel.op_same_bits, "ptrtoint": ISel.op_same_bits, "bitcast": ISel.op_same_bits,
 }
 ir.check_op_table(_EMITTERS, "the ISA code generator")
 

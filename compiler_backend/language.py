@@ -761,22 +761,39 @@ from .debug_ops import (  # noqa: E402, F401 - language names
     static_print,
 )
 from .libmath import (  # noqa: E402, F401 - language names
+    LIBDEVICE_ALIASES,
     LIBDEVICE_NAMES,
     MATH_NAMES,
     Namespace,
     PropagateNan,
+    acos,
+    asin,
+    atan,
+    atan2,
     ceil,
     clamp,
+    copysign,
+    cosh,
     div_rn,
     erf,
+    exp10,
     expm1,
     fdiv,
     floor,
+    fmod,
+    hypot,
     isinf,
     isnan,
     log1p,
+    log10,
+    nearbyint,
     pow,
+    rint,
+    round,
+    signbit,
+    sinh,
     sqrt_rn,
+    tan,
     tanh,
     trunc,
     umulhi,
@@ -813,8 +830,9 @@ from .stdlib import (  # noqa: E402, F401 - language names
 
 math = Namespace("tl.math", {n: globals()[n] for n in MATH_NAMES + LIBDEVICE_NAMES})
 """Triton's ``tl.math`` namespace (an unknown name is a compile error at its place)."""
-_libdevice = Namespace("tl.extra.libdevice", {n: globals()[n]
-                                              for n in MATH_NAMES + LIBDEVICE_NAMES})
+_libdevice = Namespace("tl.extra.libdevice", {
+    **{n: globals()[n] for n in MATH_NAMES + LIBDEVICE_NAMES},
+    **{a: globals()[n] for a, n in LIBDEVICE_ALIASES.items()}})
 _cuda = Namespace("tl.extra.cuda", {"libdevice": _libdevice})
 extra = Namespace("tl.extra", {"libdevice": _libdevice, "cuda": _cuda})
 
@@ -837,4 +855,4 @@ __all__ = [n for n in dir() if not n.startswith("_") and n not in (
     "annotations", "builtins", "dataclass", "ir", "builtin", "dtype_of_type", "to_ir_type",
     "Lowering", "Coords", "LN2", "LOG2E", "CompileError", "Type", "Value", "F32", "I1", "I32",
     "THREAD_LEVEL_NAMES", "SharedArray", "dtypes", "Namespace", "MATH_NAMES",
-    "LIBDEVICE_NAMES")]
+    "LIBDEVICE_NAMES", "LIBDEVICE_ALIASES")]

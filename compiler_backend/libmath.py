@@ -127,6 +127,133 @@ class _Ops:
         return self.sel(self.cmp("lt", a, self.c(0.5)), series, big)
 
 
+    # --- the libdevice functions of the second set (rounding, fmod, inverse trigonometry,
+    # hyperbolic, sign bits) ---------------------------------------------------------------
+    def bits(self, v: Value) -> Value:
+        return self.b.op("bitcast", [v], {"to": "i32"}).result
+
+    def from_bits(self, v: Value) -> Value:
+        return self.b.op("bitcast", [v], {"to": "f32"}).result
+
+    def copysign(self, mag: Value, sign: Value) -> Value:
+        """|mag| with the sign bit of ``sign`` (NaNs and zeros included)."""
+        m = self.b("and", self.bits(mag), self.ctx.const(0x7FFFFFFF))
+        s = self.b("and", self.bits(sign), self.ctx.const(-0x80000000))
+        return self.from_bits(self.b("or", m, s))
+
+    def _integral(self, x: Value, r: Value) -> Value:
+        """A rounding ``r`` of |x| given back with x's sign (-0.0 for a negative x that
+        rounds to 0), and x itself from 2**23 on (already an integer), inf and NaN."""
+        r = self.copysign(r, x)
+        return self.sel(self.cmp("lt", self("fabs", x), self.c(_TWO23)), r, x)
+
+    def rint(self, x: Value) -> Value:
+        """Round half to even: |x| + 2**23 - 2**23 in round-to-nearest-even arithmetic."""
+        a = self("fabs", x)
+        return self._integral(x, self("fsub", self("fadd", a, self.c(_TWO23)), self.c(_TWO23)))
+
+    def round(self, x: Value) -> Value:
+        """Round half away from zero: trunc(|x|), plus 1 where the (exact) fraction is at
+        least 0.5."""
+        a = self("fabs", x)
+        t = self.trunc(a)
+        up = self.cmp("ge", self("fsub", a, t), self.c(0.5))
+        return self._integral(x, self.sel(up, self("fadd", t, self.c(1.0)), t))
+
+    def div(self, a: Value, b: Value) -> Value:
+        return self("fmul", a, self("rcp", b))
+
+    def atan01(self, t: Value) -> Value:
+        """atan(t) for 0 <= t <= 1: above tan(pi/12) by atan(t) = pi/6 + atan(u), u =
+        (t sqrt3 - 1) / (t + sqrt3); then the odd series to u**15 (|u| <= tan(pi/12): the
+        truncation is below 5e-11 relative)."""
+        s3 = 1.7320508075688772
+        hi = self.cmp("gt", t, self.c(0.2679491924311227))
+        u = self.div(self("ffma", t, self.c(s3), self.c(-1.0)), self("fadd", t, self.c(s3)))
+        u = self.sel(hi, u, t)
+        u2 = self("fmul", u, u)
+        p = self.poly(u2, [1.0, -1 / 3, 1 / 5, -1 / 7, 1 / 9, -1 / 11, 1 / 13, -1 / 15])
+        r = self("fmul", u, p)
+        return self.sel(hi, self("fadd", r, self.c(0.5235987755982988)), r)
+
+    def atan(self, x: Value) -> Value:
+        a = self("fabs", x)
+        inv = self.cmp("gt", a, self.c(1.0))
+        r = self.atan01(self.sel(inv, self("rcp", a), a))
+        r = self.sel(inv, self("fsub", self.c(1.5707963267948966), r), r)
+        return self.copysign(r, x)  # NaN stays NaN
+
+    def atan2(self, y: Value, x: Value) -> Value:
+        """C's atan2: atan of min(|x|,|y|) / max(|x|,|y|), then the octant, with the
+        signed-zero and infinity rules (atan2(+-0, -0) = +-pi, atan2(inf, inf) = pi/4)."""
+        ax, ay = self("fabs", x), self("fabs", y)
+        mx, mn = self("fmax", ax, ay), self("fmin", ax, ay)
+        inf = self.c(float("inf"))
+        t = self.div(mn, mx)
+        t = self.sel(self.cmp("eq", mx, self.c(0.0)), self.c(0.0), t)
+        t = self.sel(self.cmp("eq", mn, inf), self.c(1.0), t)  # both infinite
+        r = self.atan01(t)
+        r = self.sel(self.cmp("gt", ay, ax), self("fsub", self.c(1.5707963267948966), r), r)
+        neg_x = self.b.op("icmp", [self.bits(x), self.ctx.const(0)], {"cond": "lt"}).result
+        r = self.sel(neg_x, self("fsub", self.c(3.141592653589793), r), r)
+        r = self.copysign(r, y)
+        nan = self("not", self("and", self.cmp("eq", x, x), self.cmp("eq", y, y)))
+        return self.sel(nan, self("fadd", x, y), r)
+
+    def fmod(self, x: Value, y: Value) -> Value:
+        """C's fmod, exact while |x / y| < 2**22: q = trunc(|x| / |y|) and the fused
+        residual |x| - q |y| (exact: a multiple of ulp(|y|) below 2 |y|), corrected twice
+        for the quotient's rounding, with x's sign."""
+        ax, ay = self("fabs", x), self("fabs", y)
+        q = self.trunc(self.div(ax, ay))
+        r = self("ffma", self("fneg", q), ay, ax)
+        for _ in range(2):
+            r = self.sel(self.cmp("lt", r, self.c(0.0)), self("fadd", r, ay), r)
+            r = self.sel(self.cmp("ge", r, ay), self("fsub", r, ay), r)
+        r = self.sel(self.cmp("lt", ax, ay), ax, r)  # also |y| = inf with x finite
+        r = self.copysign(r, x)
+        bad = self("or", self.cmp("eq", ay, self.c(0.0)),
+                   self.cmp("eq", ax, self.c(float("inf"))))
+        bad = self("or", bad, self("not", self("and", self.cmp("eq", x, x),
+                                                self.cmp("eq", y, y))))
+        return self.sel(bad, self.c(float("nan")), r)
+
+    def sinh(self, x: Value) -> Value:
+        """(e - 1/e) / 2 as (m + m / (m + 1)) / 2 with m = expm1(|x|): accurate near 0."""
+        m = self.expm1(self("fabs", x))
+        r = self("fmul", self("fadd", m, self.div(m, self("fadd", m, self.c(1.0)))),
+                 self.c(0.5))
+        r = self.sel(self.cmp("eq", m, self.c(float("inf"))), m, r)
+        return self.copysign(r, x)
+
+    def cosh(self, x: Value) -> Value:
+        e = self.exp(self("fabs", x))
+        return self("ffma", e, self.c(0.5), self.div(self.c(0.5), e))
+
+    def exp10(self, x: Value) -> Value:
+        """10**x with x log2(10) in two parts, as :meth:`exp`."""
+        l2, l2_lo = 3.321928094887362, 3.321928094887362 - float(np.float32(3.321928094887362))
+        hi = self("fmul", x, self.c(l2))
+        lo = self("ffma", x, self.c(l2), self("fneg", hi))
+        lo = self("ffma", x, self.c(l2_lo), lo)
+        e = self("exp2", hi)
+        fixed = self("ffma", e, self("fmul", lo, self.c(LN2)), e)
+        return self.sel(self.cmp("lt", self("fabs", hi), self.c(128.0)), fixed, e)
+
+    def hypot(self, x: Value, y: Value) -> Value:
+        """max * sqrt(1 + (min/max)**2), so no square overflows; inf if either is
+        infinite (even with a NaN), as C says."""
+        ax, ay = self("fabs", x), self("fabs", y)
+        mx, mn = self("fmax", ax, ay), self("fmin", ax, ay)
+        t = self.div(mn, mx)
+        r = self("fmul", mx, self("sqrt", self("ffma", t, t, self.c(1.0))))
+        r = self.sel(self.cmp("eq", mx, self.c(0.0)), self.c(0.0), r)
+        nan = self("not", self("and", self.cmp("eq", x, x), self.cmp("eq", y, y)))
+        r = self.sel(nan, self("fadd", x, y), r)
+        inf = self.c(float("inf"))
+        return self.sel(self("or", self.cmp("eq", ax, inf), self.cmp("eq", ay, inf)), inf, r)
+
+
 def _ops_builtin(name: str, doc: str, method: str):
     def fn(ctx: Lowering, x) -> Tile:
         ops = _Ops(ctx)
@@ -140,6 +267,77 @@ trunc = _ops_builtin("trunc", "x rounded toward zero (exact).", "trunc")
 expm1 = _ops_builtin("expm1", "exp(x) - 1, accurate near 0.", "expm1")
 log1p = _ops_builtin("log1p", "log(1 + x), accurate near 0.", "log1p")
 erf = _ops_builtin("erf", "The error function.", "erf")
+rint = _ops_builtin("rint", "x rounded to the nearest integer, ties to even (exact).", "rint")
+nearbyint = _ops_builtin("nearbyint", "As rint: ties to even (exact).", "rint")
+round = _ops_builtin("round", "x rounded to the nearest integer, ties away from zero "  # noqa: A001
+                     "(exact).", "round")
+atan = _ops_builtin("atan", "The arc tangent.", "atan")
+sinh = _ops_builtin("sinh", "The hyperbolic sine.", "sinh")
+cosh = _ops_builtin("cosh", "The hyperbolic cosine.", "cosh")
+exp10 = _ops_builtin("exp10", "10 ** x.", "exp10")
+
+
+def _ops_builtin2(name: str, doc: str, method: str):
+    def fn(ctx: Lowering, x, y) -> Tile:
+        ops = _Ops(ctx)
+        return _map_f32(ctx, (x, y), getattr(ops, method))
+
+    return _builtin_named(name, doc, fn)
+
+
+atan2 = _ops_builtin2("atan2", "The angle of the point (x, y): C's atan2(y, x).", "atan2")
+fmod = _ops_builtin2("fmod", "C's fmod: x - trunc(x / y) * y with x's sign, exact while "
+                     "|x / y| < 2**22.", "fmod")
+hypot = _ops_builtin2("hypot", "sqrt(x*x + y*y) without overflow.", "hypot")
+copysign = _ops_builtin2("copysign", "|x| with the sign of y.", "copysign")
+
+
+@builtin
+def asin(ctx: Lowering, x) -> Tile:
+    """The arc sine: atan2(x, sqrt((1 - x)(1 + x)))."""
+    ops = _Ops(ctx)
+    return _map_f32(ctx, (x,), lambda v: ops.atan2(v, ops("sqrt", ops(
+        "fmul", ops("fsub", ops.c(1.0), v), ops("fadd", ops.c(1.0), v)))))
+
+
+@builtin
+def acos(ctx: Lowering, x) -> Tile:
+    """The arc cosine: atan2(sqrt((1 - x)(1 + x)), x)."""
+    ops = _Ops(ctx)
+    return _map_f32(ctx, (x,), lambda v: ops.atan2(ops("sqrt", ops(
+        "fmul", ops("fsub", ops.c(1.0), v), ops("fadd", ops.c(1.0), v))), v))
+
+
+@builtin
+def tan(ctx: Lowering, x) -> Tile:
+    """The Taylor series to x**15 below |x| = 0.5 (the SFU sine's error is absolute, too
+    large relative to a small tangent), else sin(x) / cos(x) on the SFU."""
+    ops = _Ops(ctx)
+
+    def f(v: Value) -> Value:
+        x2 = ops("fmul", v, v)
+        series = ops("fmul", v, ops.poly(x2, [1.0, 1 / 3, 2 / 15, 17 / 315, 62 / 2835,
+                                              1382 / 155925, 21844 / 6081075,
+                                              929569 / 638512875]))
+        big = ops.div(ops("sin", v), ops("cos", v))
+        return ops.sel(ops.cmp("lt", ops("fabs", v), ops.c(0.5)), series, big)
+
+    return _map_f32(ctx, (x,), f)
+
+
+@builtin
+def log10(ctx: Lowering, x) -> Tile:
+    """log2(x) * log10(2)."""
+    ops = _Ops(ctx)
+    return _map_f32(ctx, (x,), lambda v: ops("fmul", ops("log2", v), ops.c(0.3010299956639812)))
+
+
+@builtin
+def signbit(ctx: Lowering, x) -> Tile:
+    """1 where x's sign bit is set (-0.0 and negative NaNs included), else 0 (int32)."""
+    ops = _Ops(ctx)
+    return ctx.mapn([_f32(ctx, x)], I32,
+                    lambda v: ctx.b("shr", ops.bits(v), ctx.const(31)))
 
 
 @builtin
@@ -306,7 +504,18 @@ MATH_NAMES = ("umulhi", "exp", "exp2", "fma", "log", "log2", "cos", "rsqrt", "si
               "sqrt_rn", "abs", "fdiv", "div_rn", "erf", "floor", "ceil", "cdiv")
 """Triton 3.x ``tl.math`` (plus ``cdiv``, which Triton's standard library exports)."""
 
-LIBDEVICE_NAMES = ("tanh", "pow", "log1p", "expm1", "trunc", "isnan", "isinf", "clamp")
+LIBDEVICE_NAMES = ("tanh", "pow", "log1p", "expm1", "trunc", "isnan", "isinf", "clamp",
+                   "rint", "nearbyint", "round", "fmod", "atan", "atan2", "asin", "acos", "tan",
+                   "sinh", "cosh", "log10", "exp10", "hypot", "copysign", "signbit")
 """libdevice-style functions beyond Triton's ``tl.math`` (also under ``tl.math`` here, as
 Triton 2.x kernels call them there). language.py builds ``tl.math`` and ``tl.extra`` from
 these two lists."""
+
+LIBDEVICE_ALIASES = {"fabs": "abs", "fmax": "maximum", "fmin": "minimum",
+                     "fast_expf": "exp", "fast_exp10f": "exp10", "fast_logf": "log",
+                     "fast_log2f": "log2", "fast_log10f": "log10", "fast_powf": "pow",
+                     "fast_sinf": "sin", "fast_cosf": "cos", "fast_tanf": "tan",
+                     "fast_dividef": "fdiv"}
+"""libdevice names that are another function here: ``fast_*`` are libdevice's approximate
+forms (the functions here are already the fast ones), ``fmax``/``fmin`` prefer the number
+over a NaN as the ISA's ``fmax`` does. Only under ``tl.extra.libdevice``."""

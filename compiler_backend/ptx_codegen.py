@@ -518,6 +518,10 @@ class PtxGen:
             self.emit(f"cvt.u64.u32 {a}, {self.r(x)}")
         self.emit(f"cvta.to.global.u64 {self.r(op.result)}, {a}")
 
+    def op_bitcast(self, op: Op) -> None:
+        """The same 32 bits in a register of the other kind (.f32 <-> .b32)."""
+        self.emit(f"mov.b32 {self.r(op.result)}, {self.r(op.operands[0])}")
+
     def op_ptrtoint(self, op: Op) -> None:
         self.emit(f"cvta.global.u64 {self.r(op.result)}, {self.r(op.operands[0])}")
 
@@ -625,6 +629,7 @@ _EMITTERS: dict[str, Callable[[PtxGen, Op], None]] = {
     **dict.fromkeys(_UNIT, PtxGen.unit_op),
     **dict.fromkeys(("sext", "zext", "trunc", *_CVT), PtxGen.op_cvt),
     "inttoptr": PtxGen.op_inttoptr, "ptrtoint": PtxGen.op_ptrtoint,
+    "bitcast": PtxGen.op_bitcast,
     "const": PtxGen.op_const, "sreg": PtxGen.op_sreg, "not": PtxGen.op_not,
     "icmp": PtxGen.op_icmp, "fcmp": PtxGen.op_fcmp, "select": PtxGen.op_select,
     "smem": PtxGen.op_smem, "gep": PtxGen.op_gep, "ptradd": PtxGen.op_ptradd,

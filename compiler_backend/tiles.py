@@ -262,12 +262,16 @@ class Tile:
         t = to_ir_type(dtype)
         if bitcast:
             halfs.check_bitcast(self.type, t)
-        if bitcast and (t == F32) != (self.type == F32):
-            raise CompileError("bitcast between float32 and integers is not supported "
-                               "(int32 <-> uint32 bitcasts are)")
         if bitcast and (t == I64) != (self.type == I64):
             raise CompileError(f"bitcast from {self.type} to {t} changes the width (int64 <-> "
                                "uint64 bitcasts are supported)")
+        if bitcast and (t == F32) != (self.type == F32):
+            if I1 in (t, self.type) or t.is_ptr or self.type.is_ptr:
+                raise CompileError(f"bitcast from {self.type} to {t}: only float32, int32 "
+                                   "and uint32 share a width")
+            to = "f32" if t == F32 else "i32"
+            return self.ctx.mapn([self], t, lambda v: self.ctx.b.op("bitcast", [v],
+                                                                    {"to": to}).result)
         return self.ctx.cast(self, t)
 
 

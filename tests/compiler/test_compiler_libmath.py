@@ -94,15 +94,31 @@ CASES = {
     "log2": (lambda: _inputs(1e-30, 1e30, small=False), np.log2, 1),
     "sqrt": (lambda: _inputs(0, 1e30, small=False), np.sqrt, 1),
     "rsqrt": (lambda: _inputs(1e-30, 1e30, small=False), lambda v: 1 / np.sqrt(v), 1),
+    "atan": (lambda: _inputs(-50, 50), np.arctan, 4),
+    "asin": (lambda: _inputs(-1, 1), np.arcsin, 4),
+    "acos": (lambda: _inputs(-1, 1, small=False), np.arccos, 4),
+    "tan": (lambda: _inputs(-1.5, 1.5), np.tan, 4),
+    "sinh": (lambda: _inputs(-80, 80), np.sinh, 4),
+    "cosh": (lambda: _inputs(-80, 80), np.cosh, 4),
+    "log10": (lambda: _inputs(1e-30, 1e30, small=False), np.log10, 2),
+    "exp10": (lambda: _inputs(-37, 37), lambda v: 10.0 ** v, 2),
 }
 BINARY = {
     "pow": (lambda: (_inputs(1e-3, 100, small=False), _inputs(-10, 10, small=False)),
             np.power, 64),
+    "atan2": (lambda: (_inputs(-100, 100), _inputs(-100, 100)), np.arctan2, 4),
+    "hypot": (lambda: (_inputs(-1e30, 1e30), _inputs(-1e30, 1e30)), np.hypot, 4),
 }
 EXACT = {
     "floor": (lambda: _inputs(-1e3, 1e3), np.floor),
     "ceil": (lambda: _inputs(-1e3, 1e3), np.ceil),
     "trunc": (lambda: _inputs(-1e8, 1e8), np.trunc),
+    "rint": (lambda: _inputs(-1e3, 1e3), np.rint),
+    "nearbyint": (lambda: _inputs(-1e3, 1e3), np.rint),
+    # C's round: ties away from zero (trunc(|x| + 0.5) in float64 is exact here)
+    "round": (lambda: _inputs(-1e3, 1e3),
+              lambda v: np.where(np.abs(v) < 2**23, np.copysign(np.trunc(
+                  np.abs(v.astype(np.float64)) + 0.5), v), v)),
     "sqrt_rn": (lambda: np.abs(RNG.standard_normal(N) * 10.0 ** RNG.uniform(-30, 30, N)
                                ).astype(np.float32), np.sqrt),
 }
@@ -131,13 +147,42 @@ def test_accuracy_within_documented_bound(iss_device, name):
     assert err.max() <= bound, f"{name}({x[err.argmax()]!r}): {err.max():.2f} ulp"
 
 
-def test_pow_within_documented_bound(iss_device):
-    gen, ref, bound = BINARY["pow"]
+@pytest.mark.parametrize("name", sorted(BINARY))
+def test_binary_within_documented_bound(iss_device, name):
+    gen, ref, bound = BINARY[name]
     x, y = gen()
     r = ref(x.astype(np.float64), y.astype(np.float64))
     ok = (np.abs(r) < 1e30) & (np.abs(r) > 1e-30)
-    err = ulps(run("pow", x, y)[ok], r[ok])
-    assert err.max() <= bound
+    err = ulps(run(name, x, y)[ok], r[ok])
+    assert err.max() <= bound, f"{name}: {err.max():.2f} ulp"
+
+
+def test_fmod_exact_below_its_quotient_limit(iss_device):
+    x = (RNG.standard_normal(N) * 10.0 ** RNG.uniform(-3, 5, N)).astype(np.float32)
+    y = (RNG.standard_normal(N) * 10.0 ** RNG.uniform(-3, 3, N)).astype(np.float32)
+    x[:6] = [5.0, -5.0, 4.0, -4.0, 1e-3, 7.5]
+    y[:6] = [3.0, 3.0, 2.0, -2.0, 1.0, -np.inf]
+    ok = np.abs(x / y) < 2**22
+    got = run("fmod", x, y)
+    want = np.fmod(x, y)
+    np.testing.assert_array_equal(got[ok].view(np.uint32), want[ok].view(np.uint32))
+    with np.errstate(invalid="ignore"):
+        bad = run("fmod", np.float32([1.0, np.inf, np.nan]), np.float32([0.0, 2.0, 1.0]))
+    assert np.isnan(bad).all()
+
+
+def test_sign_and_quadrant_rules(iss_device):
+    z = np.float32([0.0, -0.0, 0.0, -0.0, np.inf, -np.inf, np.inf, 1.0, np.nan, -1.0])
+    w = np.float32([0.0, 0.0, -0.0, -0.0, np.inf, np.inf, -np.inf, np.nan, 1.0, -np.inf])
+    for name, ref in (("atan2", np.arctan2), ("hypot", np.hypot), ("copysign", np.copysign)):
+        got = run(name, z, w)
+        want = ref(z, w).astype(np.float32)
+        np.testing.assert_array_equal(np.isnan(got), np.isnan(want), err_msg=name)
+        ok = ~np.isnan(want)
+        np.testing.assert_allclose(got[ok], want[ok], rtol=3e-7, err_msg=name)
+        np.testing.assert_array_equal(np.signbit(got[ok]), np.signbit(want[ok]), err_msg=name)
+    got = run("signbit", z)  # int32 0 or 1, stored as float32
+    np.testing.assert_array_equal(got, np.signbit(z).astype(np.float32))
 
 
 @pytest.mark.parametrize("name", sorted(EXACT))
@@ -249,13 +294,16 @@ def test_unknown_math_name_is_a_compile_error_at_its_place(tmp_path):
 def test_libdevice_namespaces():
     assert tl.extra.libdevice.tanh is tl.math.tanh is tl.tanh
     assert tl.extra.cuda.libdevice.pow is tl.pow
+    assert tl.extra.libdevice.fast_expf is tl.exp and tl.extra.libdevice.fmax is tl.maximum
+    assert tl.extra.libdevice.fast_dividef is tl.fdiv and tl.extra.libdevice.round is tl.round
 
 
 @pytest.mark.skipif(shutil.which("ptxas") is None and not Path("/usr/local/bin/ptxas").exists(),
                     reason="ptxas not installed")
-@pytest.mark.parametrize("name", sorted(CASES) + sorted(EXACT) + ["pow", "div_rn"])
+@pytest.mark.parametrize("name", sorted(CASES) + sorted(EXACT) + sorted(BINARY)
+                         + ["div_rn", "fmod", "copysign", "signbit"])
 def test_libmath_ptx_assembles(tmp_path, name):
-    k = _binary(name) if name in ("pow", "div_rn") else _unary(name)
+    k = _binary(name) if name in (*BINARY, "div_rn", "fmod", "copysign") else _unary(name)
     types = {p: parse_type("*fp32") for p in k.src.params if p.endswith("ptr")}
     types["n"] = parse_type("i32")
     ck = compile_function(k.fn, types, {"BLOCK": 128}, Target.ptx("sm_90"))
