@@ -94,3 +94,29 @@ def test_member_misuse_is_a_clear_error(tmp_path, line, message):
                         dict(x_ptr=ir.ptr("f32")))
     assert message in str(err)
     assert err.loc.line == 7, str(err)
+
+
+@triton.jit
+def k_bitcast(x_ptr, o_ptr, u_ptr, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs)
+    bits = x.to(tl.int32, bitcast=True)
+    tl.store(o_ptr + offs, (bits ^ (1 << 31)).to(tl.float32, bitcast=True))  # -x by its bits
+    tl.store(u_ptr + offs, x.to(tl.uint32, bitcast=True) >> 23)  # sign and exponent
+
+
+def test_float_int_bitcasts_keep_the_bits(iss_device):
+    x = np.random.default_rng(4).standard_normal(16).astype(F)
+    x[:3] = [0.0, -np.inf, 1e-30]
+    o = np.zeros(16, F)
+    u = np.zeros(16, np.uint32)
+    k_bitcast[(1,)](x, o, u, BLOCK=16)
+    np.testing.assert_array_equal(o.view(np.uint32), (-x).view(np.uint32))
+    np.testing.assert_array_equal(u, x.view(np.uint32) >> 23)
+
+
+def test_bitcast_of_another_width_is_a_clear_error(tmp_path):
+    err = compile_error(tmp_path, "bitcast_err",
+                        "def kern(x_ptr):\n    y = (tl.arange(0, 8) > 2).to(tl.float32, "
+                        "bitcast=True)\n", dict(x_ptr=ir.ptr("f32")))
+    assert "only float32, int32 and uint32 share a width" in str(err)
