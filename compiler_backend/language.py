@@ -784,6 +784,7 @@ from .libmath import (  # noqa: E402, F401 - language names
     hypot,
     isinf,
     isnan,
+    llrint,
     log1p,
     log10,
     nearbyint,
@@ -834,6 +835,8 @@ _libdevice = Namespace("tl.extra.libdevice", {
     **{n: globals()[n] for n in MATH_NAMES + LIBDEVICE_NAMES},
     **{a: globals()[n] for a, n in LIBDEVICE_ALIASES.items()}})
 _cuda = Namespace("tl.extra.cuda", {"libdevice": _libdevice})
+libdevice = _libdevice
+"""``tl.libdevice``: where Triton 2.x kept libdevice (``tl.libdevice.llrint(x)``)."""
 extra = Namespace("tl.extra", {"libdevice": _libdevice, "cuda": _cuda})
 
 

@@ -14,7 +14,7 @@ import enum
 import numpy as np
 
 from .errors import CompileError
-from .ir import F32, I1, I32, Value
+from .ir import F32, I1, I32, I64, Value
 from .lang_base import LN2, LOG2E, _builtin_named, _minmax, builtin, constexpr
 from .tiles import Lowering, Tile
 
@@ -333,6 +333,12 @@ def log10(ctx: Lowering, x) -> Tile:
 
 
 @builtin
+def llrint(ctx: Lowering, x) -> Tile:
+    """x rounded to the nearest integer, ties to even, as an int64."""
+    return ctx.cast(rint.__wrapped__(ctx, x), I64)
+
+
+@builtin
 def signbit(ctx: Lowering, x) -> Tile:
     """1 where x's sign bit is set (-0.0 and negative NaNs included), else 0 (int32)."""
     ops = _Ops(ctx)
@@ -506,7 +512,7 @@ MATH_NAMES = ("umulhi", "exp", "exp2", "fma", "log", "log2", "cos", "rsqrt", "si
 
 LIBDEVICE_NAMES = ("tanh", "pow", "log1p", "expm1", "trunc", "isnan", "isinf", "clamp",
                    "rint", "nearbyint", "round", "fmod", "atan", "atan2", "asin", "acos", "tan",
-                   "sinh", "cosh", "log10", "exp10", "hypot", "copysign", "signbit")
+                   "sinh", "cosh", "log10", "exp10", "hypot", "copysign", "signbit", "llrint")
 """libdevice-style functions beyond Triton's ``tl.math`` (also under ``tl.math`` here, as
 Triton 2.x kernels call them there). language.py builds ``tl.math`` and ``tl.extra`` from
 these two lists."""

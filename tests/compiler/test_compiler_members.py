@@ -120,3 +120,21 @@ def test_bitcast_of_another_width_is_a_clear_error(tmp_path):
                         "def kern(x_ptr):\n    y = (tl.arange(0, 8) > 2).to(tl.float32, "
                         "bitcast=True)\n", dict(x_ptr=ir.ptr("f32")))
     assert "only float32, int32 and uint32 share a width" in str(err)
+
+
+@triton.jit
+def k_quantize(x_ptr, q_ptr, BLOCK: tl.constexpr):
+    # the Triton 2.x form of bitsandbytes' row-wise quantisation (tl.libdevice.llrint)
+    offs = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs)
+    max_val = tl.max(tl.abs(x), axis=0)
+    tl.store(q_ptr + offs, tl.libdevice.llrint(127. * (x / max_val)).to(tl.int32))
+
+
+def test_libdevice_llrint_rounds_ties_to_even(iss_device):
+    x = np.random.default_rng(6).standard_normal(32).astype(F)
+    q = np.zeros(32, np.int32)
+    k_quantize[(1,)](x, q, BLOCK=32)
+    # the kernel's x / max_val is x * rcp(max_val) (Triton's fast division): model it so
+    r = np.float32(1) / np.abs(x).max()
+    np.testing.assert_array_equal(q, np.rint(np.float32(127.0) * (x * r)).astype(np.int32))
