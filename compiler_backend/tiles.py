@@ -550,6 +550,31 @@ class Lowering:
         lazy = Tile(self, shape, t.type, fn=fn)
         return lazy
 
+    def _relayout_pointers(self, t: Tile) -> Tile:
+        """A tensor of pointers in another layout (``(base + rows[:, None]) + cols[None, :]``
+        broadcasts a materialised column of pointers): pointers are not exchanged, their
+        offsets from the pointer parameter they share are (an address is 64-bit in PTX; a
+        parameter is the same in every thread, so each thread can add it again)."""
+        params = {p.value for p in self.fn.params}
+        root, offsets = None, []
+        for v in t.slots:
+            off = None
+            while isinstance(v.owner, ir.Op) and v.owner.name == "gep":
+                p, i = v.owner.operands
+                if i.type != I32:
+                    break
+                off = i if off is None else self.b("add", off, i)
+                v = p
+            if v not in params or (root is not None and v is not root):
+                raise CompileError("cannot exchange a tensor of pointers between threads "
+                                   "unless all are int32 offsets from one pointer parameter: "
+                                   "broadcast the integer offsets and add them to the "
+                                   "pointer after")
+            root = v
+            offsets.append(off if off is not None else self.const(0))
+        moved = self.relayout(Tile(self, t.shape, I32, slots=offsets))
+        return self.mapn([moved], t.type, lambda o: self.b("gep", root, o))
+
     def relayout(self, t: Tile) -> Tile:
         """Store a materialised tile in a shared region reserved for this exchange and return
         a lazy tile that reads any element of it.
@@ -564,6 +589,8 @@ class Lowering:
             return self.cast(self.relayout(t), I1)
         if t.type.is_half:
             return halfs.via_f32(self, t, self.relayout)
+        if t.type.is_ptr:
+            return self._relayout_pointers(t)
         if self.loop_depth:
             self.barrier()  # the previous iteration's readers are done
         base = self.b.op("smem", [], {"offset": self.alloc_shared(t.numel * 4)},
