@@ -20,6 +20,65 @@ class dtype:  # noqa: N801 - the Triton spelling
     def __repr__(self) -> str:
         return f"tl.{self.name}"
 
+    # Triton's questions about a type, so that kernels which branch on them at compile time
+    # (``if x.dtype.is_floating(): ...``) run unchanged
+    @property
+    def primitive_bitwidth(self) -> int:
+        return {"int1": 1, "float16": 16, "bfloat16": 16, "int64": 64, "uint64": 64}.get(
+            self.name, 32)
+
+    @property
+    def itemsize(self) -> int:
+        return max(1, self.primitive_bitwidth // 8)
+
+    @property
+    def int_bitwidth(self) -> int:
+        return self.primitive_bitwidth
+
+    @property
+    def scalar(self) -> dtype:
+        return self
+
+    def is_floating(self) -> bool:
+        return self.name in ("float32", "float16", "bfloat16")
+
+    is_standard_floating = is_floating
+
+    def is_int_signed(self) -> bool:
+        return self.name in ("int32", "int64")
+
+    def is_int_unsigned(self) -> bool:  # int1 too, as Triton counts it
+        return self.name in ("int1", "uint32", "uint64")
+
+    def is_int(self) -> bool:
+        return self.is_int_signed() or self.is_int_unsigned()
+
+    def is_bool(self) -> bool:
+        return self.name == "int1"
+
+    def is_ptr(self) -> bool:
+        return False
+
+    def is_block(self) -> bool:
+        return False
+
+    def get_int_max_value(self) -> int:
+        bits = self.int_bitwidth
+        return 2 ** (bits - 1) - 1 if self.is_int_signed() else 2 ** bits - 1
+
+    def get_int_min_value(self) -> int:
+        return -(2 ** (self.int_bitwidth - 1)) if self.is_int_signed() else 0
+
+
+_PREDICATES = {"is_fp16": "float16", "is_bf16": "bfloat16", "is_fp32": "float32",
+               "is_int1": "int1", "is_int32": "int32", "is_int64": "int64",
+               "is_uint32": "uint32", "is_uint64": "uint64"}
+for _m, _n in _PREDICATES.items():
+    setattr(dtype, _m, lambda self, _n=_n: self.name == _n)
+for _m in ("is_fp8", "is_fp8e4nv", "is_fp8e4b8", "is_fp8e4b15", "is_fp8e5", "is_fp8e5b16",
+           "is_fp64", "is_int8", "is_int16", "is_uint8", "is_uint16"):
+    setattr(dtype, _m, lambda self: False)  # types that do not exist here
+
 
 float32 = dtype("float32", F32)
 int32 = dtype("int32", I32)

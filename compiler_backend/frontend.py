@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from simtgpu.errors import SourceLocation
 
-from . import ir, language
+from . import dtypes, ir, language
 from .errors import CompileError, KernelError
 from .ir import F32, I1, I32, Type
 from .libmath import Namespace
@@ -676,7 +676,9 @@ class AstToIr(LoopLowering):
             raise self.error(node, f"cannot call '{getattr(f, '__name__', f)}' on tensors "
                              "inside a kernel (only tl.* functions and @jit helpers)")
         if f in _PY_CALLS_OK or getattr(f, "__module__", "") in ("math",) or getattr(
-                f, "_simtgpu_host", False) or isinstance(f, type):
+                f, "_simtgpu_host", False) or isinstance(f, type) or isinstance(
+                getattr(f, "__self__", None), dtypes.dtype | dtypes.pointer_type):
+            # (a type's own questions, x.dtype.is_floating(), are compile-time calls too)
             try:
                 return f(*args, **kwargs)
             except Exception as e:  # noqa: BLE001 - a compile-time evaluation mistake

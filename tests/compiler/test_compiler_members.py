@@ -138,3 +138,29 @@ def test_libdevice_llrint_rounds_ties_to_even(iss_device):
     # the kernel's x / max_val is x * rcp(max_val) (Triton's fast division): model it so
     r = np.float32(1) / np.abs(x).max()
     np.testing.assert_array_equal(q, np.rint(np.float32(127.0) * (x * r)).astype(np.int32))
+
+
+@triton.jit
+def k_dtype_questions(X, O, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    x = tl.load(X + offs)
+    if x.dtype.is_floating():
+        x = x * 2
+    if x.dtype.primitive_bitwidth == 32 and X.dtype.element_ty.is_fp32() and not x.dtype.is_int():
+        x = x + 1
+    if x.dtype.is_int_unsigned():
+        x = x + x.dtype.get_int_max_value() - x.dtype.get_int_max_value() + 5
+    tl.store(O + offs, x)
+
+
+def test_dtype_questions_are_compile_time(iss_device):
+    x = np.arange(8, dtype=F)
+    o = np.zeros(8, F)
+    k_dtype_questions[(1,)](x, o, BLOCK=8)
+    assert np.array_equal(o, x * 2 + 1)
+    u = np.arange(8, dtype=np.uint32)
+    ou = np.zeros(8, np.uint32)
+    k_dtype_questions[(1,)](u, ou, BLOCK=8)
+    assert np.array_equal(ou, u + 5)
+    assert tl.int32.get_int_min_value() == -2**31 and tl.uint64.get_int_max_value() == 2**64 - 1
+    assert tl.float16.itemsize == 2 and tl.int1.is_bool() and not tl.float32.is_fp8()
