@@ -527,9 +527,12 @@ def dot(ctx: Lowering, input, other, acc=None, input_precision=None, allow_tf32=
         r = dot_mma.dot(ctx, a, b, acc, input_precision, out_dtype)
         if r is not None:
             return r
+    if (len(a.shape) == 3 and len(b.shape) == 3 and a.shape[0] == b.shape[0]
+            and a.shape[2] == b.shape[1]):
+        return _dot_batched(ctx, ctx.cast(a, F32), ctx.cast(b, F32), acc)
     if len(a.shape) != 2 or len(b.shape) != 2 or a.shape[1] != b.shape[0]:
-        raise CompileError(f"tl.dot needs (M, K) and (K, N) tiles, got {list(a.shape)} and "
-                           f"{list(b.shape)}")
+        raise CompileError(f"tl.dot needs (M, K) and (K, N) tiles, or (B, M, K) and (B, K, N), "
+                           f"got {list(a.shape)} and {list(b.shape)}")
     a, b = ctx.cast(a, F32), ctx.cast(b, F32)
     M, K = a.shape
     N = b.shape[1]
@@ -563,6 +566,37 @@ def dot(ctx: Lowering, input, other, acc=None, input_precision=None, allow_tf32=
         return s
 
     out = Tile(ctx, (M, N), F32, fn=fn).materialize()
+    ctx.scratch_dirty = True
+    return out
+
+
+def _dot_batched(ctx: Lowering, a: Tile, b: Tile, acc) -> Tile:
+    """(B, M, K) @ (B, K, N), Triton's batched dot: each (batch, m, n) element is the same
+    K-step fused multiply-add chain from ``acc`` (or 0) as a 2-D dot's, on operands in shared
+    memory."""
+    nb, M, K = a.shape
+    N = b.shape[2]
+    if acc is not None:
+        acc = ctx.broadcast_to(ctx.cast(ctx.to_tile(acc), F32), (nb, M, N)).materialize()
+    ctx.scratch_barrier()
+    base = ctx.scratch((nb * M * K + nb * K * N) * 4)
+    ctx.store_tile_shared(a.materialize(), base)
+    bbase = ctx.b("gep", base, ctx.const(nb * M * K))
+    ctx.store_tile_shared(b.materialize(), bbase)
+    ctx.barrier()
+
+    def fn(c: Coords) -> Value:
+        bi, m, n = c.idx()
+        arow = ctx.b("gep", base, ctx.linearize([bi, m, ctx.const(0)], (nb, M, K)))
+        bcol = ctx.b("gep", bbase, ctx.linearize([bi, ctx.const(0), n], (nb, K, N)))
+        s = acc.at(c) if acc is not None else ctx.const(0.0, F32)
+        for k in builtins.range(K):
+            av = ctx.b.op("load", [ctx.b("gep", arow, ctx.const(k))]).result
+            bv = ctx.b.op("load", [ctx.b("gep", bcol, ctx.const(k * N))]).result
+            s = ctx.b("ffma", av, bv, s)
+        return s
+
+    out = Tile(ctx, (nb, M, N), F32, fn=fn).materialize()
     ctx.scratch_dirty = True
     return out
 

@@ -68,3 +68,36 @@ def test_pointers_from_different_bases_are_a_clear_error(tmp_path):
         "    tl.store(x_ptr + r[:, None] * 16 + r[None, :], tl.load(p[:, None] + r[None, :]))\n"),
         dict(x_ptr=ir.ptr("f32"), t_ptr=ir.ptr("i64")))
     assert "unless all are int32 offsets from one pointer parameter" in str(err)
+
+
+@triton.jit
+def k_batched_dot(A, B, C, Acc, NB: tl.constexpr, M: tl.constexpr, N: tl.constexpr,
+                  K: tl.constexpr):
+    bi = tl.arange(0, NB)[:, None, None]
+    m = tl.arange(0, M)[None, :, None]
+    n = tl.arange(0, N)[None, None, :]
+    k = tl.arange(0, K)
+    a = tl.load(A + bi * M * K + m * K + k[None, None, :])
+    b = tl.load(B + bi * K * N + k[None, :, None] * N + n)
+    acc = tl.load(Acc + bi * M * N + m * N + n)
+    tl.store(C + bi * M * N + m * N + n, tl.dot(a, b, acc))
+
+
+@pytest.mark.parametrize("dt", [np.float32, np.float16])
+def test_batched_dot_matches_numpy(iss_device, dt):
+    rng = np.random.default_rng(1)
+    a = rng.standard_normal((2, 8, 16)).astype(dt)
+    b = rng.standard_normal((2, 16, 4)).astype(dt)
+    acc = rng.standard_normal((2, 8, 4)).astype(F)
+    c = np.zeros((2, 8, 4), F)
+    k_batched_dot[(1,)](a, b, c, acc, NB=2, M=8, N=4, K=16)
+    want = acc + np.matmul(a.astype(np.float64), b.astype(np.float64))
+    np.testing.assert_allclose(c, want, rtol=1e-5, atol=1e-5)
+
+
+@needs_ptxas
+def test_batched_dot_passes_ptxas(tmp_path):
+    types = dict(A=ir.ptr("f32"), B=ir.ptr("f32"), C=ir.ptr("f32"), Acc=ir.ptr("f32"))
+    text = compile_function(k_batched_dot.fn, types, dict(NB=2, M=8, N=4, K=16),
+                            Target.ptx("sm_90"), 4).code
+    assert not (err := ptxas_errors(tmp_path, text)), err
