@@ -164,3 +164,20 @@ def test_occupancy_sizing_from_warmup_and_device_properties(config, num_warps):
         with pytest.raises(triton.LaunchError, match="compiled with BLOCK_SIZE"):
             kernel[(1,)](y, x, x.strides[0] // 4, y.strides[0] // 4, n_rows, n_cols, 2 * block,
                          num_stages)
+
+
+def test_tutorial07_libdevice_asin_from_its_import_path(iss_device):
+    # tutorial 07 imports libdevice as `from triton.language.extra import libdevice`
+    from simtgpu.compiler_backend.language.extra import libdevice
+
+    @triton.jit
+    def asin_kernel(x_ptr, y_ptr, n_elements, BLOCK_SIZE: tl.constexpr):
+        offsets = tl.program_id(axis=0) * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
+        mask = offsets < n_elements
+        tl.store(y_ptr + offsets, libdevice.asin(tl.load(x_ptr + offsets, mask=mask)),
+                 mask=mask)
+
+    x = np.random.default_rng(7).uniform(-1, 1, 100).astype(np.float32)
+    y = np.zeros_like(x)
+    asin_kernel[(triton.cdiv(100, 32),)](x, y, 100, BLOCK_SIZE=32)
+    np.testing.assert_allclose(y, np.arcsin(x.astype(np.float64)), rtol=1e-6, atol=1e-7)
