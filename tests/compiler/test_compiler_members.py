@@ -13,6 +13,8 @@ import simtgpu.compiler_backend as triton
 import simtgpu.compiler_backend.language as tl
 from compiler_helpers import compile_error
 from simtgpu.compiler_backend import ir
+from simtgpu.compiler_backend.compiler import Target, compile_function
+from test_compiler_ptx import needs_ptxas, ptxas_errors
 
 F = np.float32
 
@@ -164,3 +166,17 @@ def test_dtype_questions_are_compile_time(iss_device):
     assert np.array_equal(ou, u + 5)
     assert tl.int32.get_int_min_value() == -2**31 and tl.uint64.get_int_max_value() == 2**64 - 1
     assert tl.float16.itemsize == 2 and tl.int1.is_bool() and not tl.float32.is_fp8()
+
+
+@needs_ptxas
+@pytest.mark.parametrize("kern, types, cexpr", [
+    (k_members, dict(x_ptr=ir.ptr("f32"), o_ptr=ir.ptr("f32"), c_ptr=ir.ptr("i32")),
+     dict(BLOCK=32)),
+    (k_bitcast, dict(x_ptr=ir.ptr("f32"), o_ptr=ir.ptr("f32"), u_ptr=ir.ptr("u32")),
+     dict(BLOCK=16)),
+    (k_advance, dict(a_ptr=ir.ptr("f32"), o_ptr=ir.ptr("f32")), dict(M=8, N=8, BM=2)),
+    (k_quantize, dict(x_ptr=ir.ptr("f32"), q_ptr=ir.ptr("i32")), dict(BLOCK=32)),
+], ids=["members", "bitcast", "advance", "llrint"])
+def test_members_pass_ptxas(tmp_path, kern, types, cexpr):
+    text = compile_function(kern.fn, types, cexpr, Target.ptx("sm_90"), 4).code
+    assert not (err := ptxas_errors(tmp_path, text)), err
