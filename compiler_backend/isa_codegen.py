@@ -883,16 +883,28 @@ def spill_predicate(code: list[MI], loops: list[tuple[int, int]], v: Value,
                     ) -> tuple[list[MI], list[tuple[int, int]]] | None:
     """Keep predicate ``v`` as 0/1 in a general register and re-derive it before each use
     (``mov g, r0; @v addi g, r0, 1`` after its definition, ``isetp.ne t, g, r0`` before a
-    use). Returns the rewritten code, or None when ``v`` is not a simple single definition."""
-    defs = [i for i, mi in enumerate(code) if v in mi.defs]  # (values compare by identity)
+    use). Returns the rewritten code, or None when ``v`` is not a simple single definition.
+    Where the allocator knows ``v``'s live range (``uses.positions``), only that window is
+    visited and the positions are carried to the next round (:meth:`_Positions.respill`),
+    as :func:`spill_gpr` does: the code is the same."""
+    uses = UseCache() if uses is None else uses
+    known = uses.positions
+    if known is not None and known.code is code and v.id in known.start:
+        lo, hi = known.start[v.id] // 2, known.end[v.id] // 2  # (every sighting of v)
+    else:
+        known, lo, hi = None, 0, len(code) - 1
+    defs = [i for i in range(lo, hi + 1) if v in code[i].defs]  # (values: by identity)
     if len(defs) != 1 or code[defs[0]].op in ("pmove", "group") or code[defs[0]].partial:
         return None
-    uses = UseCache() if uses is None else uses
     cached, fill = uses.get, uses.fill
     g = ir.Value(ir.I32)
-    out: list[MI] = []
-    where: list[int] = []
-    for i, mi in enumerate(code):
+    out: list[MI] = code[:lo]
+    where: list[int] = []  # new index of instruction lo + j (its isetp where it has one)
+    placed: list[int] = []  # new index of instruction lo + j itself
+    fresh: list[tuple[Value, int, int]] = []  # the new values' first and last positions
+    g_seen: list[int] = []
+    for i in range(lo, hi + 1):
+        mi = code[i]
         where.append(len(out))
         used = cached(id(mi))
         if used is None:
@@ -900,20 +912,34 @@ def spill_predicate(code: list[MI], loops: list[tuple[int, int]], v: Value,
         if v in used:
             uses.drop(mi)
             t = ir.Value(I1)
+            k = len(out)
             out.append(MI("isetp.ne", [t, g, Sym("r0")], [t]))
-            where[-1] = len(out) - 1 if mi.op != "label" else len(out)
+            where[-1] = k if mi.op != "label" else k + 1
             mi.args = [t if a is v else a for a in mi.args]
             if mi.guard is v:
                 mi.guard = t
             if mi.moves:
                 mi.moves = [(d, t if s is v else s) for d, s in mi.moves]
+            fresh.append((t, 2 * k + 1, 2 * (k + 1)))  # (the isetp defines it, mi reads it)
+            g_seen.append(2 * k)
+        placed.append(len(out))
         out.append(mi)
         if i == defs[0]:
+            m = len(out)
             out.append(MI("mov", [g, Sym("r0")], [g]))
             out.append(MI("addi", [g, Sym("r0"), 1], [g], guard=v, partial=True))
-    where.append(len(out))
-    new_loops = [(where[s], where[e + 1] - 1) for s, e in loops]
-    return out, new_loops
+            fresh.append((v, 2 * (m - 1) + 1, 2 * (m + 1)))  # (defined, read as the guard)
+            g_seen += [2 * m + 1, 2 * (m + 1) + 1]
+    fresh.append((g, min(g_seen), max(g_seen)))
+    shift = len(out) - hi - 1  # (instructions after the window move by the code added)
+    out += code[hi + 1:]
+    if known is not None:
+        known.respill(out, uses, lo, hi, shift, {v.id}, placed, fresh)
+
+    def moved(i: int) -> int:
+        return i if i < lo else where[i - lo] if i <= hi else i + shift
+
+    return out, [(moved(s), moved(e + 1) - 1) for s, e in loops]
 
 
 def _sightings(code: list[MI], uses: UseCache, first: int, last: int):
