@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+import gc
 import time
 from dataclasses import dataclass, field
 from types import SimpleNamespace
@@ -206,6 +208,27 @@ def default_vec(target: Target) -> int:
     return 4 if target.kind == "ptx" else 1
 
 
+def _without_gc(compile):
+    """Run ``compile`` with Python's cyclic garbage collector paused: the IR (operations
+    pointing at their blocks and back) is all cycles, and as it grows the collector walks
+    it again and again, to free nothing until the compile is over (softmax at 16,384 on one
+    warp of ``small``: 3.5 s with it, 2.1 s without; what the compile leaves is collected
+    once the collector runs again)."""
+
+    @functools.wraps(compile)
+    def run(*args, **kwargs):
+        if not gc.isenabled():
+            return compile(*args, **kwargs)
+        gc.disable()
+        try:
+            return compile(*args, **kwargs)
+        finally:
+            gc.enable()
+
+    return run
+
+
+@_without_gc
 def compile_function(fn, arg_types: dict[str, Type], constexprs: dict, target: Target,
                      num_warps: int = 4, block: tuple[int, int, int] | None = None,
                      name: str | None = None, optimize: bool = True,
