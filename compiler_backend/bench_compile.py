@@ -251,7 +251,9 @@ def render(rows: list[CompileTime], info: dict[str, str], load: float) -> str:
     lines = [
         "## Compile time of the tutorial kernels", "",
         "The tutorials' kernels (the ports in examples/dsl/, and tutorial-style kernels "
-        "of our own in compiler_backend/bench_compile.py for 04, 06 and 08), "
+        "of our own in compiler_backend/bench_compile.py for 04, 06 and 08; 06 is the "
+        "release 3.1 form, int64 head offsets included, which "
+        "tests/compiler/test_compiler_int64.py runs against NumPy), "
         "compiled for the ISA of `small` (8 lanes, 4 warps) at the block sizes their "
         "configurations use there: front end, passes, instruction selection, register "
         "allocation with spilling and assembly text, without assembling or checking the "
