@@ -399,6 +399,18 @@ def test_int64_ptx_is_native_and_ptxas_accepts_it(tmp_path, kernel, types):
     _ptxas(tmp_path, ck.code)
 
 
+@pytest.mark.parametrize("stage", [1, 3])
+def test_tutorial06_ptx_has_int64_head_offsets_and_ptxas_accepts_it(tmp_path, stage):
+    from simtgpu.compiler_backend.bench_compile import _ATTN, t06_attention
+
+    ck = compile_function(t06_attention.fn, _ATTN, {"HEAD_DIM": 16, "BLOCK_M": 16,
+                                                     "BLOCK_N": 16, "STAGE": stage},
+                          Target.ptx("sm_90"))
+    for form in ("cvt.s64.s32", "mul.lo.s64"):  # off_z.to(tl.int64) * stride_qz
+        assert form in ck.code, form
+    _ptxas(tmp_path, ck.code)
+
+
 def test_int64_errors_name_the_place(tmp_path):
     e = compile_error(tmp_path, "sum64", "def kern(x_ptr):\n"
                       "    x = tl.load(x_ptr + tl.arange(0, 64))\n"
