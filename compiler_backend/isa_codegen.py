@@ -1260,6 +1260,8 @@ def _generate_shared(fn: Function, budget: int | None = None) -> IsaResult:
     reserve = 0  # spill slots per thread reserved at the front of shared memory
     isel = ISel(fn, 0)
     first = isel.run()
+    if budget is not None and (n := _length(first)) > budget:
+        raise CodeTooLong(n, budget, 0)  # (before the shape, a walk of all of it)
     first_loops = list(isel.loops)
     shape = _shape(first)  # (before allocation rewrites the instructions)
     code, loops, regs, spill_slots, stride = _allocate_spilling(first, isel.loops,
