@@ -7,6 +7,7 @@ import gc
 import time
 from dataclasses import dataclass, field
 from types import SimpleNamespace
+from typing import TYPE_CHECKING
 
 import numpy as np
 from simtgpu.errors import SimtgpuError
@@ -15,7 +16,9 @@ from . import chunking, ir, passes
 from .errors import CompileError, KernelError
 from .frontend import KernelSource, lower_kernel
 from .ir import F32, I32, I64, U32, U64, Type
-from .isa_codegen import CodeTooLong
+
+if TYPE_CHECKING:
+    from .isa_codegen import CodeTooLong
 
 
 @dataclass(frozen=True)
@@ -306,6 +309,8 @@ def compile_function(fn, arg_types: dict[str, Type], constexprs: dict, target: T
     params = [(p.name, param_kind(p.type)) for p in f.params]
     elements = {p.name: p.type.elem for p in f.params if p.type.is_ptr}
     stats: dict = {}
+    from .isa_codegen import CodeTooLong  # (imported late, as the code generators are)
+
     try:
         if target.kind == "isa":
             from .isa_codegen import generate
