@@ -134,6 +134,8 @@ def _apply(op: Token, a: Value, b: Value) -> Value:
 
 def evaluate(tokens: list[Token], resolve: Resolver) -> Value:
     """Evaluate a whole operand; extra tokens after a complete expression are an error."""
+    if len(tokens) == 1 and tokens[0].kind == "int":  # (most operands: no parser needed)
+        return Value(parse_int(tokens[0].text, tokens[0].col))
     p = _Parser(tokens, resolve)
     v = p.binary(0)
     t = p.peek()

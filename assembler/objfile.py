@@ -170,9 +170,11 @@ class ObjectFile:
 
 
 def highest_register(code: bytes) -> int:
-    """The highest general register any valid instruction in ``code`` names (0 if none)."""
+    """The highest general register any valid instruction in ``code`` names (0 if none).
+    Each distinct word is decoded once (compiled code repeats its spill and address
+    arithmetic words many times over)."""
     top = 0
-    for (word,) in struct.iter_unpack("<I", code):
+    for word in set(w for (w,) in struct.iter_unpack("<I", code)):
         try:
             d = decode(word)
         except EncodingError:

@@ -33,13 +33,18 @@ def t04_dropout(x_ptr, out_ptr, n_elements, p, seed, BLOCK_SIZE: tl.constexpr):
 @jit
 def _attn_inner(acc, l_i, m_i, q, K_blk, V_blk, start_m, qk_scale, BLOCK_M: tl.constexpr,
                 BLOCK_N: tl.constexpr, STAGE: tl.constexpr, offs_m, offs_n, N_CTX):
+    # STAGE 1: the blocks left of the diagonal, 2: the diagonal block (masked), 3: all
     if STAGE == 1:
         lo, hi = 0, start_m * BLOCK_M
-    else:
+    elif STAGE == 2:
         lo, hi = start_m * BLOCK_M, (start_m + 1) * BLOCK_M
+        lo = tl.multiple_of(lo, BLOCK_M)
+    else:
+        lo, hi = 0, N_CTX
     K_blk = tl.advance(K_blk, (0, lo))
     V_blk = tl.advance(V_blk, (lo, 0))
     for start_n in range(lo, hi, BLOCK_N):
+        start_n = tl.multiple_of(start_n, BLOCK_N)
         k = tl.load(K_blk)
         qk = tl.dot(q, k)
         if STAGE == 2:
@@ -64,22 +69,27 @@ def _attn_inner(acc, l_i, m_i, q, K_blk, V_blk, start_m, qk_scale, BLOCK_M: tl.c
 
 
 @jit
-def t06_attention(Q, K, V, sm_scale, Out, N_CTX, HEAD_DIM: tl.constexpr,
-                  BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, STAGE: tl.constexpr):
+def t06_attention(Q, K, V, sm_scale, Out, stride_qz, stride_qh, stride_qm, stride_qk, H, N_CTX,
+                  HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+                  STAGE: tl.constexpr):
+    # tutorial 06's forward kernel (release 3.1 form: the head's base offset in int64, block
+    # pointers; one set of strides for Q, K, V and Out); STAGE 3 is causal, 1 is not
     start_m = tl.program_id(0)
     off_hz = tl.program_id(1)
-    qvk_offset = off_hz * N_CTX * HEAD_DIM
+    off_z = off_hz // H
+    off_h = off_hz % H
+    qvk_offset = off_z.to(tl.int64) * stride_qz + off_h.to(tl.int64) * stride_qh
     Q_blk = tl.make_block_ptr(base=Q + qvk_offset, shape=(N_CTX, HEAD_DIM),
-                              strides=(HEAD_DIM, 1), offsets=(start_m * BLOCK_M, 0),
+                              strides=(stride_qm, stride_qk), offsets=(start_m * BLOCK_M, 0),
                               block_shape=(BLOCK_M, HEAD_DIM), order=(1, 0))
     V_blk = tl.make_block_ptr(base=V + qvk_offset, shape=(N_CTX, HEAD_DIM),
-                              strides=(HEAD_DIM, 1), offsets=(0, 0),
+                              strides=(stride_qm, stride_qk), offsets=(0, 0),
                               block_shape=(BLOCK_N, HEAD_DIM), order=(1, 0))
     K_blk = tl.make_block_ptr(base=K + qvk_offset, shape=(HEAD_DIM, N_CTX),
-                              strides=(1, HEAD_DIM), offsets=(0, 0),
+                              strides=(stride_qk, stride_qm), offsets=(0, 0),
                               block_shape=(HEAD_DIM, BLOCK_N), order=(0, 1))
     O_blk = tl.make_block_ptr(base=Out + qvk_offset, shape=(N_CTX, HEAD_DIM),
-                              strides=(HEAD_DIM, 1), offsets=(start_m * BLOCK_M, 0),
+                              strides=(stride_qm, stride_qk), offsets=(start_m * BLOCK_M, 0),
                               block_shape=(BLOCK_M, HEAD_DIM), order=(1, 0))
     offs_m = start_m * BLOCK_M + tl.arange(0, BLOCK_M)
     offs_n = tl.arange(0, BLOCK_N)
@@ -136,7 +146,8 @@ def _types(**kinds: str) -> dict[str, ir.Type]:
     return {k: {"p": _P, "i": _I, "f": _F}[v] for k, v in kinds.items()}
 
 
-_ATTN = _types(Q="p", K="p", V="p", sm_scale="f", Out="p", N_CTX="i")
+_ATTN = _types(Q="p", K="p", V="p", sm_scale="f", Out="p", stride_qz="i", stride_qh="i",
+               stride_qm="i", stride_qk="i", H="i", N_CTX="i")
 
 # name -> (kernel, parameter types, constexprs): a kernel of examples/dsl/ (the tutorials'
 # own, ported) by its label in bench_ptx.CASES, or one of the kernels above; all on
@@ -240,7 +251,9 @@ def render(rows: list[CompileTime], info: dict[str, str], load: float) -> str:
     lines = [
         "## Compile time of the tutorial kernels", "",
         "The tutorials' kernels (the ports in examples/dsl/, and tutorial-style kernels "
-        "of our own in compiler_backend/bench_compile.py for 04, 06 and 08), "
+        "of our own in compiler_backend/bench_compile.py for 04, 06 and 08; 06 is the "
+        "release 3.1 form, int64 head offsets included, which "
+        "tests/compiler/test_compiler_int64.py runs against NumPy), "
         "compiled for the ISA of `small` (8 lanes, 4 warps) at the block sizes their "
         "configurations use there: front end, passes, instruction selection, register "
         "allocation with spilling and assembly text, without assembling or checking the "

@@ -99,12 +99,16 @@ def pick(fn: ir.Function) -> int:
     return fits[0] if fits else 1
 
 
+def can_chunk(fn: ir.Function) -> bool:
+    """True when ``fn`` is unrolled over several elements per thread and a chunk loop could
+    replace it."""
+    return fn.meta.get("slots", 1) > 1 and "chunks" not in fn.meta and why_not(fn) is None
+
+
 def too_big(fn: ir.Function, code_bytes: int, config) -> bool:
     """True when ``fn``'s unrolled code of ``code_bytes`` does not fit ``config``'s instruction
     memory but a chunk loop could replace it (the estimate :func:`choose` goes by missed)."""
-    return (config is not None and code_bytes > config.imem_bytes
-            and fn.meta.get("slots", 1) > 1 and "chunks" not in fn.meta
-            and why_not(fn) is None)
+    return config is not None and code_bytes > config.imem_bytes and can_chunk(fn)
 
 
 def choose(fn: ir.Function, lower: Callable[[int], ir.Function], threads: int,

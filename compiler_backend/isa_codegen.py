@@ -662,6 +662,27 @@ class SpillReach(CompileError):
     """The shared spill area lies beyond an immediate offset's reach."""
 
 
+class CodeTooLong(CompileError):
+    """The code under allocation already holds more instructions than the budget allows.
+    Allocation rounds only add instructions (reloads, stores, re-derived predicates), so
+    the finished code would be longer still: raised at the round that passes the budget
+    rather than after all of them."""
+
+    def __init__(self, instructions: int, budget: int, spilled: int):
+        super().__init__(f"more than {budget} instructions ({instructions} already, "
+                         + (f"with {spilled} values spilled so far" if spilled else
+                            "before any register is allocated") + ")")
+        self.instructions = instructions
+        self.budget = budget
+        self.spilled = spilled
+
+
+def _length(code: list[MI]) -> int:
+    """Instructions ``code`` assembles into at least (labels none, a parallel copy none or
+    more, a pre-header group its members)."""
+    return sum(len(mi.group) if mi.group else mi.op not in ("label", "pmove") for mi in code)
+
+
 @dataclass
 class SpillStride:
     """Bytes between two threads' spill areas, known once spilling is finished."""
@@ -863,16 +884,28 @@ def spill_predicate(code: list[MI], loops: list[tuple[int, int]], v: Value,
                     ) -> tuple[list[MI], list[tuple[int, int]]] | None:
     """Keep predicate ``v`` as 0/1 in a general register and re-derive it before each use
     (``mov g, r0; @v addi g, r0, 1`` after its definition, ``isetp.ne t, g, r0`` before a
-    use). Returns the rewritten code, or None when ``v`` is not a simple single definition."""
-    defs = [i for i, mi in enumerate(code) if v in mi.defs]  # (values compare by identity)
+    use). Returns the rewritten code, or None when ``v`` is not a simple single definition.
+    Where the allocator knows ``v``'s live range (``uses.positions``), only that window is
+    visited and the positions are carried to the next round (:meth:`_Positions.respill`),
+    as :func:`spill_gpr` does: the code is the same."""
+    uses = UseCache() if uses is None else uses
+    known = uses.positions
+    if known is not None and known.code is code and v.id in known.start:
+        lo, hi = known.start[v.id] // 2, known.end[v.id] // 2  # (every sighting of v)
+    else:
+        known, lo, hi = None, 0, len(code) - 1
+    defs = [i for i in range(lo, hi + 1) if v in code[i].defs]  # (values: by identity)
     if len(defs) != 1 or code[defs[0]].op in ("pmove", "group") or code[defs[0]].partial:
         return None
-    uses = UseCache() if uses is None else uses
     cached, fill = uses.get, uses.fill
     g = ir.Value(ir.I32)
-    out: list[MI] = []
-    where: list[int] = []
-    for i, mi in enumerate(code):
+    out: list[MI] = code[:lo]
+    where: list[int] = []  # new index of instruction lo + j (its isetp where it has one)
+    placed: list[int] = []  # new index of instruction lo + j itself
+    fresh: list[tuple[Value, int, int]] = []  # the new values' first and last positions
+    g_seen: list[int] = []
+    for i in range(lo, hi + 1):
+        mi = code[i]
         where.append(len(out))
         used = cached(id(mi))
         if used is None:
@@ -880,20 +913,34 @@ def spill_predicate(code: list[MI], loops: list[tuple[int, int]], v: Value,
         if v in used:
             uses.drop(mi)
             t = ir.Value(I1)
+            k = len(out)
             out.append(MI("isetp.ne", [t, g, Sym("r0")], [t]))
-            where[-1] = len(out) - 1 if mi.op != "label" else len(out)
+            where[-1] = k if mi.op != "label" else k + 1
             mi.args = [t if a is v else a for a in mi.args]
             if mi.guard is v:
                 mi.guard = t
             if mi.moves:
                 mi.moves = [(d, t if s is v else s) for d, s in mi.moves]
+            fresh.append((t, 2 * k + 1, 2 * (k + 1)))  # (the isetp defines it, mi reads it)
+            g_seen.append(2 * k)
+        placed.append(len(out))
         out.append(mi)
         if i == defs[0]:
+            m = len(out)
             out.append(MI("mov", [g, Sym("r0")], [g]))
             out.append(MI("addi", [g, Sym("r0"), 1], [g], guard=v, partial=True))
-    where.append(len(out))
-    new_loops = [(where[s], where[e + 1] - 1) for s, e in loops]
-    return out, new_loops
+            fresh.append((v, 2 * (m - 1) + 1, 2 * (m + 1)))  # (defined, read as the guard)
+            g_seen += [2 * m + 1, 2 * (m + 1) + 1]
+    fresh.append((g, min(g_seen), max(g_seen)))
+    shift = len(out) - hi - 1  # (instructions after the window move by the code added)
+    out += code[hi + 1:]
+    if known is not None:
+        known.respill(out, uses, lo, hi, shift, {v.id}, placed, fresh)
+
+    def moved(i: int) -> int:
+        return i if i < lo else where[i - lo] if i <= hi else i + shift
+
+    return out, [(moved(s), moved(e + 1) - 1) for s, e in loops]
 
 
 def _sightings(code: list[MI], uses: UseCache, first: int, last: int):
@@ -1169,18 +1216,26 @@ class IsaResult:
     local_bytes: int = 0  # bytes of local memory per thread (the driver allocates them)
 
 
-def generate(fn: Function, shared_limit: int | None = None) -> IsaResult:
+def generate(fn: Function, shared_limit: int | None = None,
+             budget: int | None = None) -> IsaResult:
     """IR (after passes) to assembly text for one kernel. Spilled registers stay in shared
     memory (faster) while the spill area fits in front of the kernel's shared data, within
     ``shared_limit`` bytes and an immediate offset's reach; otherwise they go to per-thread
-    local memory in device memory (docs/execution-model.md)."""
+    local memory in device memory (docs/execution-model.md). With ``budget`` (instructions),
+    :class:`CodeTooLong` as soon as the code is known to exceed it: shared spilling costs
+    three instructions an access and local spilling one, so a kernel too long with the one
+    is tried with the other before it is refused."""
     try:
-        res = _generate_shared(fn)
+        res = _generate_shared(fn, budget)
     except SpillReach:
-        return _generate_local(fn)
+        return _generate_local(fn, budget)
+    except CodeTooLong as e:
+        if not e.spilled:  # (selection alone is too long: local spilling cannot help)
+            raise
+        return _generate_local(fn, budget)
     if res.spilled and shared_limit is not None and \
             shared_size(res.text) > shared_limit:
-        return _generate_local(fn)
+        return _generate_local(fn, budget)
     return res
 
 
@@ -1192,22 +1247,26 @@ def shared_size(text: str) -> int:
     return 0
 
 
-def _generate_local(fn: Function) -> IsaResult:
+def _generate_local(fn: Function, budget: int | None = None) -> IsaResult:
     """Spill to local memory: r30 holds this thread's address there, so allocation has
     one register fewer."""
     isel = ISel(fn, 0)
     code = isel.run()
-    code, loops, regs, spill_slots, _ = _allocate_spilling(code, isel.loops, fn.threads)
+    code, loops, regs, spill_slots, _ = _allocate_spilling(code, isel.loops, fn.threads,
+                                                           budget)
     return _emit(fn, code, regs, fn.shared_bytes, spill_slots, local=spill_slots > 0)
 
 
-def _generate_shared(fn: Function) -> IsaResult:
+def _generate_shared(fn: Function, budget: int | None = None) -> IsaResult:
     reserve = 0  # spill slots per thread reserved at the front of shared memory
     isel = ISel(fn, 0)
     first = isel.run()
+    if budget is not None and (n := _length(first)) > budget:
+        raise CodeTooLong(n, budget, 0)  # (before the shape, a walk of all of it)
     first_loops = list(isel.loops)
     shape = _shape(first)  # (before allocation rewrites the instructions)
-    code, loops, regs, spill_slots, stride = _allocate_spilling(first, isel.loops)
+    code, loops, regs, spill_slots, stride = _allocate_spilling(first, isel.loops,
+                                                                budget=budget)
     for _ in range(6):
         if spill_slots <= reserve:
             break
@@ -1221,7 +1280,8 @@ def _generate_shared(fn: Function) -> IsaResult:
             _move_immediates(first, again)
             break
         shape = None
-        code, loops, regs, spill_slots, stride = _allocate_spilling(again, isel.loops)
+        code, loops, regs, spill_slots, stride = _allocate_spilling(again, isel.loops,
+                                                                    budget=budget)
     else:
         raise CompileError("register allocation with spilling did not settle")
     stride.value = 4 * reserve
@@ -1270,18 +1330,24 @@ def _move_immediates(first: list[MI], again: list[MI]) -> None:
                   else x for x, y in zip(a.args, b.args, strict=True)]
 
 
-def _allocate_spilling(code: list[MI], loops: list[tuple[int, int]], local_threads: int = 0):
+def _allocate_spilling(code: list[MI], loops: list[tuple[int, int]], local_threads: int = 0,
+                       budget: int | None = None):
     """Allocation; values that do not fit go to this thread's spill words at the front of
     shared memory (``tid * stride + 4 * slot``), or with ``local_threads`` (the block's
     threads) to local memory at ``4 * local_threads * slot`` from this thread's address in
-    r30 (slot-major: a warp's lanes spill to consecutive words)."""
+    r30 (slot-major: a warp's lanes spill to consecutive words). :class:`CodeTooLong` once
+    the code passes ``budget`` instructions (checked before each round)."""
     gprs = tuple(r for r in GPRS if r != LOCAL_GPR) if local_threads else GPRS
     step = 4 * local_threads if local_threads else 4
     spilled: set[int] = set()
     spill_slots = 0
     stride = SpillStride()
     uses = UseCache()
+    length = _length(code)  # (every spill adds only instructions: updated by the growth)
     while True:
+        if budget is not None and length > budget:
+            raise CodeTooLong(length, budget, len(spilled))
+        before = len(code)
         try:
             regs = allocate(code, loops, uses, gprs)
             break
@@ -1316,6 +1382,7 @@ def _allocate_spilling(code: list[MI], loops: list[tuple[int, int]], local_threa
                     break
             else:
                 raise CompileError(str(e)) from None
+        length += len(code) - before
     return code, loops, regs, spill_slots, stride
 
 

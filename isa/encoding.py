@@ -15,7 +15,19 @@ class EncodingError(ValueError):
 
 
 def used_fields(instr: Instr) -> tuple[Field, ...]:
-    """The fields an instruction gives meaning to; all other bits must be zero."""
+    """The fields an instruction gives meaning to; all other bits must be zero (worked out
+    once per instruction: the assembler asks for every word it encodes)."""
+    got = _USED.get(instr.mnemonic)
+    if got is None:
+        got = _USED[instr.mnemonic] = _used_fields(instr)
+    return got
+
+
+_USED: dict[str, tuple[Field, ...]] = {}
+_ALLOWED: dict[str, dict[str, tuple[int, int, int, int]]] = {}  # (min, max, mask, lo) by name
+
+
+def _used_fields(instr: Instr) -> tuple[Field, ...]:
     names = {"op", "pred", "pneg"}
     if instr.fn is not None:
         names.add("fn")
@@ -44,14 +56,18 @@ def encode(instr: Instr | str, fields: dict[str, int], pred: int = PT, pneg: boo
     if instr.fn is not None:
         values["fn"] = instr.fn
     word = 0
-    allowed = {f.name: f for f in used_fields(instr)}
+    allowed = _ALLOWED.get(instr.mnemonic)
+    if allowed is None:
+        allowed = _ALLOWED[instr.mnemonic] = {
+            f.name: (f.min, f.max, f.mask, f.lo) for f in used_fields(instr)}
     for name, value in values.items():
-        if name not in allowed:
+        got = allowed.get(name)
+        if got is None:
             raise EncodingError(f"{instr.mnemonic} has no field {name}")
-        f = allowed[name]
-        if not f.min <= value <= f.max:
-            raise EncodingError(f"{name} value {value} out of range {f.min}..{f.max}")
-        word = f.insert(word, value)
+        lo, hi, mask, shift = got
+        if not lo <= value <= hi:
+            raise EncodingError(f"{name} value {value} out of range {lo}..{hi}")
+        word |= (value & mask) << shift  # (Field.insert)
     for op in instr.operands:
         if op.align > 1 and values.get(op.fields[0], 0) % op.align:
             raise EncodingError(f"register r{values[op.fields[0]]} must be a "

@@ -1,13 +1,16 @@
-"""The allocation rounds of a spilling kernel carry their live ranges and the linear scan's
-state from one round to the next (isa_codegen._Positions). Reference: the same kernels with
-every round starting afresh (the carried state dropped), which must give the same code."""
+"""The allocation rounds of a spilling kernel (general registers and predicates) carry their
+live ranges and the linear scan's state from one round to the next (isa_codegen._Positions).
+Reference: the same kernels with every round starting afresh (the carried state dropped),
+which must give the same code."""
 
 import pytest
 from simtgpu.compiler_backend import isa_codegen
 from simtgpu.compiler_backend.bench_compile import compile_one
 
-# spills to shared memory, to local memory (with parallel copies), and a kernel with loops
-CASES = ["03 matmul 32x16x8", "03 matmul 32x32x16", "06 attention 16x16 d=16 causal"]
+# spills to shared memory, to local memory (with parallel copies), a kernel with loops and
+# one that spills predicates (27 of its 1024 elements' masks)
+CASES = ["03 matmul 32x16x8", "03 matmul 32x32x16", "06 attention 16x16 d=16 causal",
+         "01 add BLOCK_SIZE=1024"]
 
 
 @pytest.mark.parametrize("name", CASES)

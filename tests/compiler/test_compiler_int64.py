@@ -239,61 +239,22 @@ def test_int64_shifts_by_constants(iss_device, k):
     np.testing.assert_array_equal(out, want)
 
 
-@triton.jit
-def k_attention(Q, K, V, Out, sm_scale, stride_qz, stride_qh, stride_qm, stride_qk, H, N_CTX,
-                HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
-    # tutorial 06 (release 3.1 form): the head's base offset in int64, block pointers
-    start_m = tl.program_id(0)
-    off_hz = tl.program_id(1)
-    off_z = off_hz // H
-    off_h = off_hz % H
-    qvk_offset = off_z.to(tl.int64) * stride_qz + off_h.to(tl.int64) * stride_qh
-    Q_block_ptr = tl.make_block_ptr(base=Q + qvk_offset, shape=(N_CTX, HEAD_DIM),
-                                    strides=(stride_qm, stride_qk),
-                                    offsets=(start_m * BLOCK_M, 0),
-                                    block_shape=(BLOCK_M, HEAD_DIM), order=(1, 0))
-    K_block_ptr = tl.make_block_ptr(base=K + qvk_offset, shape=(HEAD_DIM, N_CTX),
-                                    strides=(stride_qk, stride_qm), offsets=(0, 0),
-                                    block_shape=(HEAD_DIM, BLOCK_N), order=(0, 1))
-    V_block_ptr = tl.make_block_ptr(base=V + qvk_offset, shape=(N_CTX, HEAD_DIM),
-                                    strides=(stride_qm, stride_qk), offsets=(0, 0),
-                                    block_shape=(BLOCK_N, HEAD_DIM), order=(1, 0))
-    O_block_ptr = tl.make_block_ptr(base=Out + qvk_offset, shape=(N_CTX, HEAD_DIM),
-                                    strides=(stride_qm, stride_qk),
-                                    offsets=(start_m * BLOCK_M, 0),
-                                    block_shape=(BLOCK_M, HEAD_DIM), order=(1, 0))
-    m_i = tl.zeros([BLOCK_M], dtype=tl.float32) - float("inf")
-    l_i = tl.zeros([BLOCK_M], dtype=tl.float32) + 1.0
-    acc = tl.zeros([BLOCK_M, HEAD_DIM], dtype=tl.float32)
-    qk_scale = sm_scale * 1.44269504
-    q = tl.load(Q_block_ptr)
-    for _ in range(0, N_CTX, BLOCK_N):
-        k = tl.load(K_block_ptr)
-        qk = tl.dot(q, k)
-        m_ij = tl.maximum(m_i, tl.max(qk, 1) * qk_scale)
-        qk = qk * qk_scale - m_ij[:, None]
-        p = tl.math.exp2(qk)
-        l_ij = tl.sum(p, 1)
-        alpha = tl.math.exp2(m_i - m_ij)
-        l_i = l_i * alpha + l_ij
-        acc = acc * alpha[:, None]
-        v = tl.load(V_block_ptr)
-        acc = tl.dot(p, v, acc)
-        m_i = m_ij
-        V_block_ptr = tl.advance(V_block_ptr, (BLOCK_N, 0))
-        K_block_ptr = tl.advance(K_block_ptr, (0, BLOCK_N))
-    tl.store(O_block_ptr, acc / l_i[:, None])
+@pytest.mark.parametrize("stage", [1, 3])
+def test_tutorial06_int64_head_offsets(iss_device, stage):
+    # the compile bench's tutorial 06 kernel (release 3.1 form: int64 head offsets, block
+    # pointers), not causal (STAGE 1) and causal (STAGE 3: two inlined inner loops)
+    from simtgpu.compiler_backend.bench_compile import t06_attention
 
-
-def test_tutorial06_int64_head_offsets(iss_device):
     rng = np.random.default_rng(6)
     Z, H, N, D = 2, 2, 16, 8
     q, k, v = (rng.standard_normal((Z, H, N, D)).astype(np.float32) for _ in range(3))
     out = np.zeros_like(q)
     st4 = [x // 4 for x in q.strides]
-    k_attention[(N // 8, Z * H)](q, k, v, out, 0.5, *st4, H, N, HEAD_DIM=D, BLOCK_M=8,
-                                 BLOCK_N=8)
+    t06_attention[(N // 8, Z * H)](q, k, v, 0.5, out, *st4, H, N, HEAD_DIM=D, BLOCK_M=8,
+                                   BLOCK_N=8, STAGE=stage)
     s = q.astype(np.float64) @ k.astype(np.float64).transpose(0, 1, 3, 2) * 0.5
+    if stage == 3:
+        s = np.where(np.tril(np.ones((N, N), bool)), s, -np.inf)
     p = np.exp(s - s.max(-1, keepdims=True))
     want = (p / p.sum(-1, keepdims=True)) @ v
     np.testing.assert_allclose(out, want, rtol=1e-4, atol=1e-5)
@@ -434,6 +395,18 @@ def test_int64_ptx_is_native_and_ptxas_accepts_it(tmp_path, kernel, types):
              "k_pointer_round_trip": ["cvta.global.u64", "cvta.to.global.u64"],
              "k_grouped_matmul": ["cvta.to.global.u64"]}[kernel.__name__]
     for form in forms:
+        assert form in ck.code, form
+    _ptxas(tmp_path, ck.code)
+
+
+@pytest.mark.parametrize("stage", [1, 3])
+def test_tutorial06_ptx_has_int64_head_offsets_and_ptxas_accepts_it(tmp_path, stage):
+    from simtgpu.compiler_backend.bench_compile import _ATTN, t06_attention
+
+    ck = compile_function(t06_attention.fn, _ATTN, {"HEAD_DIM": 16, "BLOCK_M": 16,
+                                                     "BLOCK_N": 16, "STAGE": stage},
+                          Target.ptx("sm_90"))
+    for form in ("cvt.s64.s32", "mul.lo.s64"):  # off_z.to(tl.int64) * stride_qz
         assert form in ck.code, form
     _ptxas(tmp_path, ck.code)
 

@@ -90,9 +90,13 @@ def test_instruction_memory_over_the_configuration():
     cfg = CONFIGS["tiny"]  # 4 KiB: 1024 instructions
     types = {"x_ptr": P}
     target = Target("isa", cfg.lanes)
-    with pytest.raises(KernelError, match=_where(k_unrolled) + r": is \d+ bytes of code "
-                       r"\(\d+ instructions\); the 'tiny' configuration has 4096 bytes of "
-                       r"instruction memory"):
+    with pytest.raises(KernelError, match=_where(k_unrolled) + r": needs more than 1024 "
+                       r"instructions \(\d+ already, before any register is allocated\); the "
+                       r"'tiny' configuration has 4096 bytes of instruction memory \(1024 "
+                       r"instructions\): each thread's 4 elements of a tile are unrolled \(one "
+                       r"copy of the code per element\) and chunk=0 keeps it unrolled; use a "
+                       r"smaller block size \(fewer elements per thread\) or fewer unrolled "
+                       r"loops"):
         compile_function(k_unrolled.fn, types, {"STEPS": 150}, target, num_warps=2,
                          config=cfg, chunk=0)
     # elementwise: by default a loop over each thread's 4 elements instead, which fits
@@ -123,3 +127,59 @@ def test_tile_over_the_elements_per_thread(iss_device):
                        r"4096 are lowered per thread"):
         k_wide[(1,)](x, y, BLOCK=n, num_warps=1)
     assert np.all(y == 0)
+
+
+@triton.jit
+def k_softmax_row(out_ptr, in_ptr, n_cols, BLOCK_SIZE: tl.constexpr):
+    cols = tl.arange(0, BLOCK_SIZE)
+    x = tl.load(in_ptr + cols, mask=cols < n_cols, other=-float("inf"))
+    e = tl.exp(x - tl.max(x, axis=0))
+    tl.store(out_ptr + cols, e / tl.sum(e, axis=0), mask=cols < n_cols)
+
+
+def test_too_long_unchunkable_kernel_fails_early(monkeypatch):
+    # a reduction mixed with elementwise work cannot run as a chunk loop: 4096 columns on
+    # 'small' (4 warps of 8 lanes) are 128 unrolled elements per thread, far more code
+    # than the 4096 instructions of instruction memory. Refused as soon as the code under
+    # allocation passes the limit (allocation rounds only add instructions): completing
+    # the allocation takes 244 rounds, and assembling the result would follow.
+    from simtgpu.compiler_backend import isa_codegen
+
+    cfg = CONFIGS["small"]
+    rounds = []
+    allocate = isa_codegen.allocate
+    monkeypatch.setattr(isa_codegen, "allocate", lambda *a, **k: rounds.append(1) or
+                        allocate(*a, **k))
+    assembled = []
+    monkeypatch.setattr("simtgpu.assembler.assemble", lambda *a, **k: assembled.append(1))
+    types = {"out_ptr": P, "in_ptr": P, "n_cols": ir.I32}
+    with pytest.raises(KernelError, match=_where(k_softmax_row) + r": needs more than 4096 "
+                       r"instructions \(\d+ already, with \d+ values spilled so far\); the "
+                       r"'small' configuration has 16384 bytes of instruction memory \(4096 "
+                       r"instructions\): each thread's 128 elements of a tile are unrolled "
+                       r"\(one copy of the code per element\) and the kernel cannot run as a "
+                       r"chunk loop \(it uses shared memory\); use a smaller block size "
+                       r"\(fewer elements per thread\) or fewer unrolled loops"):
+        compile_function(k_softmax_row.fn, types, {"BLOCK_SIZE": 4096},
+                         Target("isa", cfg.lanes), num_warps=4, config=cfg)
+    assert 0 < len(rounds) <= 100 and not assembled
+    # with fewer warps than the configuration allows, more warps are the other way out;
+    # 512 elements per thread are too long before any register is allocated
+    rounds.clear()
+    with pytest.raises(KernelError, match=r"\(\d+ already, before any register is allocated"
+                       r"\).* each thread's 512 elements .* use a smaller block size \(fewer "
+                       r"elements per thread\), more warps \(num_warps up to 4\) or fewer "
+                       r"unrolled loops"):
+        compile_function(k_softmax_row.fn, types, {"BLOCK_SIZE": 4096},
+                         Target("isa", cfg.lanes), num_warps=1, config=cfg)
+    assert not rounds and not assembled
+
+
+def test_softmax_row_at_the_largest_block_that_fits(iss_device):
+    # 1024 columns on 'small' (4 warps of 8 lanes: 32 elements per thread, spilled) fit
+    rng = np.random.default_rng(7)
+    x = rng.standard_normal(1000).astype(np.float32)
+    y = np.zeros(1024, np.float32)
+    k_softmax_row[(1,)](y, x, 1000, BLOCK_SIZE=1024, num_warps=4)
+    e = np.exp(x.astype(np.float64) - x.max())
+    assert np.allclose(y[:1000], e / e.sum(), rtol=1e-5, atol=1e-7)
