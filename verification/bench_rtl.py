@@ -23,10 +23,20 @@ __all__ = ["VORTEX_IPC", "bench_ipc", "bench_memory", "bench_mma", "bench_pipeli
            "model_instructions", "render_pipeline"]
 
 VORTEX_IPC = {"vector_add": 0.34, "sgemm_tiled": 0.42}
-MEMORY_KERNELS = ("sgemm_tiled", "vector_add", "matmul", "gather")
-"""The kernels of :func:`bench_memory`."""
 """Vortex's published warp-instructions per cycle on one core (the figures issue 11 cites),
 set beside ours in docs/performance.md."""
+MEMORY_KERNELS = ("sgemm_tiled", "vector_add", "vector_add4", "matmul", "gather")
+"""The kernels of :func:`bench_memory`."""
+
+
+def vector_add4_launch(n: int, block: int) -> tuple[int, int]:
+    """``(grid, block)`` of examples/asm/vector_add4.s for ``n`` elements in blocks of
+    ``block`` threads (a power of two): its header's launch rule, 32 threads for every 128
+    elements, in all a multiple of 32."""
+    if block < 1 or block & (block - 1):
+        raise ValueError(f"vector_add4 needs a power-of-two block, not {block}")
+    threads = 32 * -(-n // 128)
+    return -(-threads // block), block
 
 
 def _sim_cpu(dev) -> float:
@@ -204,13 +214,15 @@ def _memory_row(kernel: str, size: str, setting: str, res, cfg, memory) -> dict:
 
 def bench_memory(config: str = "small", settings: tuple[str, ...] = ("ideal", "vortex",
                                                                      "realistic"),
-                 sgemm_size: int = 64, vadd_n: int = 8192, matmul_m: int = 32,
-                 gather_n: int = 4096,
+                 sgemm_size: int = 64, vadd_n: int = 8192, vadd4_n: int = 32768,
+                 vadd4_block: int = 32, matmul_m: int = 32, gather_n: int = 4096,
                  caches: tuple[tuple[bool, bool], ...] = ((False, False), (True, False),
                                                           (True, True)),
                  kernels: tuple[str, ...] = MEMORY_KERNELS) -> list[dict]:
-    """The memory benchmark (docs/memory-system.md): ``kernels`` of sgemm_tiled, vector add,
-    the naive matmul and a random gather on ``config`` at each device-memory setting, with
+    """The memory benchmark (docs/memory-system.md): ``kernels`` of sgemm_tiled, vector add
+    (examples/asm/vector_add.s, and examples/asm/vector_add4.s with four elements per thread
+    in blocks of ``vadd4_block`` threads), the naive matmul and a random gather on ``config``
+    at each device-memory setting, with
     each ``(L1, L2)`` of ``caches`` (each core's L1, the shared L2: on or off), one row per
     (kernel, caches, setting) from :func:`_memory_row`. Every result is checked against
     NumPy."""
@@ -249,6 +261,19 @@ def bench_memory(config: str = "small", settings: tuple[str, ...] = ("ideal", "v
                     raise AssertionError(f"vector_add in 1-warp blocks ({setting}) differs")
                 rows.append(_memory_row("vector_add, 1-warp blocks", f"n={n}", setting, r, cfg,
                                         memory))
+
+            if "vector_add4" in kernels:
+                n = vadd4_n
+                k = dev.load_module(example_asm("vector_add4")).kernel("vector_add4")
+                a = rng.standard_normal(n).astype(np.float32)
+                b = rng.standard_normal(n).astype(np.float32)
+                da, db, dc = dev.to_device(a), dev.to_device(b), dev.empty(n, np.float32)
+                grid, block = vector_add4_launch(n, vadd4_block)
+                r = dev.launch(k, grid=grid, block=block, args=(da, db, dc, n))
+                if not np.array_equal(dc.to_host().view(np.uint32), (a + b).view(np.uint32)):
+                    raise AssertionError(f"vector_add4 on the RTL ({setting}) differs from NumPy")
+                rows.append(_memory_row(f"vector_add4, {block}-thread blocks", f"n={n}", setting,
+                                        r, cfg, memory))
 
             if "matmul" in kernels:
                 m = matmul_m
