@@ -279,9 +279,9 @@ def random_traffic(model, lw: int, tb: int, rng: random.Random, lines: list[int]
     """``cycles`` of the cache ``model`` in a random environment: an initiator offering reads,
     stores and atomics (``ops``) over ``lines`` (the first 4 hot: merges), a memory below
     (:class:`Below`, answering after ``randrange(*latency)`` cycles and in order), random
-    ``resp.ready`` and ``invalidate`` (in that share of the cycles). Every response taken is checked against a flat
-    reference memory updated in request order. Returns the stimulus, the model's outputs and
-    counts (``checked``: reads compared)."""
+    ``resp.ready`` and ``invalidate`` (in that share of the cycles). Every response taken is
+    checked against a flat reference memory updated in request order. Returns the stimulus,
+    the model's outputs and counts (``checked``: reads compared)."""
     below = Below(rng, lw, latency)
     ref = Below(random.Random(0), lw)  # the flat reference (its queue is unused)
     expected: list[list[int] | int | None] = []  # per accepted request, in order
