@@ -3,15 +3,16 @@
 ;   c[i] = a[i] + b[i]   (f32) for every i < n, four elements per thread
 ;
 ; Launch: 1-D; every 32 consecutive threads (by global id g = ctaid.x * ntid.x + tid.x) cover
-; a chunk of 128 elements, so launch ceil(n / 128) * 32 threads or more, in all a multiple of
-; 32: blocks of a power-of-two size with grid = ceil(n / (4 * block)), at least 32 / block.
+; a chunk of 128 elements, so launch at least ceil(n / 128) * 32 threads, in all a multiple of
+; 32: power-of-two blocks, grid = ceil(ceil(n / 128) * 32 / block)
+; (simtgpu.verification.bench_rtl.vector_add4_launch).
 ; Teaches: memory-level parallelism. Thread g handles elements e + 32 j (j = 0..3), with
 ; e = (g / 32) * 128 + g % 32: for each j a warp's lanes read consecutive words (one line per
 ; warp access whatever the warp size, since it is at most 32), and the four offsets are
 ; immediates (128 j bytes), so the eight loads are issued back to back and are all in
 ; flight at once before the first add waits for its operands. The plain vector_add.s has
-; two loads in flight per thread and spends 17 instructions per element, this one about 10;
-; on a bandwidth-bound memory both matter (docs/memory-system.md).
+; two loads in flight per thread and spends 19 instructions per element, this one 10.5 (42
+; per thread); on a bandwidth-bound memory both matter (docs/memory-system.md).
 
         .kernel vector_add4
         .param  a, ptr
