@@ -29,14 +29,16 @@ MEMORY_KERNELS = ("sgemm_tiled", "vector_add", "vector_add4", "matmul", "gather"
 """The kernels of :func:`bench_memory`."""
 
 
-def vector_add4_launch(n: int, block: int) -> tuple[int, int]:
-    """``(grid, block)`` of examples/asm/vector_add4.s for ``n`` elements in blocks of
-    ``block`` threads (a power of two): its header's launch rule, 32 threads for every 128
-    elements, in all a multiple of 32."""
+def vector_add4_launch(n: int, block: int, threads: int) -> tuple[int, int]:
+    """``(grid, block)`` of examples/asm/vector_add4.s (a grid-stride loop) for ``n``
+    elements in blocks of ``block`` threads (a power of two): about ``threads`` in all (the
+    GPU's warp slots, say), rounded up to a multiple of 32 and no more than the
+    ``32 * ceil(n / 128)`` that one trip of the loop needs, its header's launch rule."""
     if block < 1 or block & (block - 1):
         raise ValueError(f"vector_add4 needs a power-of-two block, not {block}")
-    threads = 32 * -(-n // 128)
-    return -(-threads // block), block
+    need = 32 * max(1, -(-n // 128))
+    total = min(need, 32 * max(1, -(-threads // 32)))
+    return -(-total // block), block
 
 
 def _sim_cpu(dev) -> float:
@@ -214,14 +216,15 @@ def _memory_row(kernel: str, size: str, setting: str, res, cfg, memory) -> dict:
 
 def bench_memory(config: str = "small", settings: tuple[str, ...] = ("ideal", "vortex",
                                                                      "realistic"),
-                 sgemm_size: int = 64, vadd_n: int = 8192, vadd4_n: int = 32768,
-                 vadd4_block: int = 32, matmul_m: int = 32, gather_n: int = 4096,
+                 sgemm_size: int = 64, vadd_n: int = 8192, vadd4_n: int = 8192,
+                 vadd4_block: int | None = None, matmul_m: int = 32, gather_n: int = 4096,
                  caches: tuple[tuple[bool, bool], ...] = ((False, False), (True, False),
                                                           (True, True)),
                  kernels: tuple[str, ...] = MEMORY_KERNELS) -> list[dict]:
     """The memory benchmark (docs/memory-system.md): ``kernels`` of sgemm_tiled, vector add
-    (examples/asm/vector_add.s, and examples/asm/vector_add4.s with four elements per thread
-    in blocks of ``vadd4_block`` threads), the naive matmul and a random gather on ``config``
+    (examples/asm/vector_add.s, and examples/asm/vector_add4.s: a grid-stride loop with four
+    elements per thread per trip, as many threads as the cores hold, in blocks of
+    ``vadd4_block`` threads, one warp by default), the naive matmul and a random gather on ``config``
     at each device-memory setting, with
     each ``(L1, L2)`` of ``caches`` (each core's L1, the shared L2: on or off), one row per
     (kernel, caches, setting) from :func:`_memory_row`. Every result is checked against
@@ -268,12 +271,13 @@ def bench_memory(config: str = "small", settings: tuple[str, ...] = ("ideal", "v
                 a = rng.standard_normal(n).astype(np.float32)
                 b = rng.standard_normal(n).astype(np.float32)
                 da, db, dc = dev.to_device(a), dev.to_device(b), dev.empty(n, np.float32)
-                grid, block = vector_add4_launch(n, vadd4_block)
+                grid, block = vector_add4_launch(n, vadd4_block or cfg.lanes, cfg.cores * tpb)
                 r = dev.launch(k, grid=grid, block=block, args=(da, db, dc, n))
                 if not np.array_equal(dc.to_host().view(np.uint32), (a + b).view(np.uint32)):
                     raise AssertionError(f"vector_add4 on the RTL ({setting}) differs from NumPy")
-                rows.append(_memory_row(f"vector_add4, {block}-thread blocks", f"n={n}", setting,
-                                        r, cfg, memory))
+                rows.append(_memory_row("vector_add4 (grid-stride, 4 per trip)",
+                                        f"n={n}, {grid * block} threads", setting, r, cfg,
+                                        memory))
 
             if "matmul" in kernels:
                 m = matmul_m

@@ -90,14 +90,18 @@ def test_vector_add_and_saxpy() -> None:
     assert np.array_equal(gpu.get(pb, np.float32, n), want)
 
 
-@pytest.mark.parametrize(("n", "block", "warp_size"), [(300, 32, 8), (1000, 8, 4),
-                                                       (4096, 64, 32), (129, 1, 4)])
-def test_vector_add4(n: int, block: int, warp_size: int) -> None:
+@pytest.mark.parametrize(("n", "block", "threads", "warp_size"),
+                         [(300, 32, 512, 8), (1000, 8, 32, 4), (4096, 64, 128, 32),
+                          (129, 1, 5, 4), (8192, 16, 96, 8)])
+def test_vector_add4(n: int, block: int, threads: int, warp_size: int) -> None:
+    """The grid-stride loop: one trip (enough threads) or many, tails inside a chunk and
+    inside a trip, warps narrower and as wide as the chunk."""
     a = RNG.standard_normal(n).astype(np.float32)
     b = RNG.standard_normal(n).astype(np.float32)
     gpu = Gpu(warp_size=warp_size)
     pa, pb, pc = gpu.put(a), gpu.put(b), gpu.put(np.full(n + 130, 7, np.float32))
-    grid, _ = vector_add4_launch(n, block)  # the launch rule of the kernel's header
+    grid, _ = vector_add4_launch(n, block, threads)  # the launch rule of the kernel's header
+    assert (grid * block) % 32 == 0
     gpu.launch("vector_add4.s", "vector_add4", (grid, 1, 1), (block, 1, 1), pa, pb, pc, n)
     got = gpu.get(pc, np.float32, n + 130)
     assert np.array_equal(got[:n], a + b)
