@@ -225,9 +225,9 @@ def bench_memory(config: str = "small", settings: tuple[str, ...] = ("ideal", "v
     (examples/asm/vector_add.s, and examples/asm/vector_add4.s: a grid-stride loop with four
     elements per thread per trip, as many threads as the cores hold, in blocks of
     ``vadd4_block`` threads, one warp by default), the naive matmul and a random gather on
-    ``config`` at each device-memory setting, with each ``(L1, L2)`` of ``caches`` (each core's L1, the shared L2: on or off), one row per
-    (kernel, caches, setting) from :func:`_memory_row`. Every result is checked against
-    NumPy."""
+    ``config`` at each device-memory setting, with each ``(L1, L2)`` of ``caches`` (each
+    core's L1, the shared L2: on or off), one row per (kernel, caches, setting) from
+    :func:`_memory_row`. Every result is checked against NumPy."""
     from simtgpu.arch.config import get_config
     from simtgpu.driver_model.device import Device
 
