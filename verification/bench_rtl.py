@@ -214,6 +214,25 @@ def _memory_row(kernel: str, size: str, setting: str, res, cfg, memory) -> dict:
     }
 
 
+def _vector_adds(dev, kernel: str, n: int, rng: np.random.Generator, setting: str,
+                 launches: list[tuple[int, int]]) -> list:
+    """Launch the vector-add example ``kernel`` on ``n`` standard-normal pairs from ``rng``
+    once per ``(grid, block)`` of ``launches``, each into a fresh output checked bit for bit
+    against NumPy; the launches' results."""
+    k = dev.load_module(example_asm(kernel)).kernel(kernel)
+    a = rng.standard_normal(n).astype(np.float32)
+    b = rng.standard_normal(n).astype(np.float32)
+    da, db = dev.to_device(a), dev.to_device(b)
+    out = []
+    for grid, block in launches:
+        dc = dev.empty(n, np.float32)
+        out.append(dev.launch(k, grid=grid, block=block, args=(da, db, dc, n)))
+        if not np.array_equal(dc.to_host().view(np.uint32), (a + b).view(np.uint32)):
+            raise AssertionError(f"{kernel} in blocks of {block} on the RTL ({setting}) "
+                                 "differs from NumPy")
+    return out
+
+
 def bench_memory(config: str = "small", settings: tuple[str, ...] = ("ideal", "vortex",
                                                                      "realistic"),
                  sgemm_size: int = 64, vadd_n: int = 8192, vadd4_n: int = 8192,
@@ -247,33 +266,17 @@ def bench_memory(config: str = "small", settings: tuple[str, ...] = ("ideal", "v
 
             if "vector_add" in kernels:
                 n = vadd_n
-                k = dev.load_module(example_asm("vector_add")).kernel("vector_add")
-                a = rng.standard_normal(n).astype(np.float32)
-                b = rng.standard_normal(n).astype(np.float32)
-                da, db, dc = dev.to_device(a), dev.to_device(b), dev.empty(n, np.float32)
-                r = dev.launch(k, grid=-(-n // tpb), block=tpb, args=(da, db, dc, n))
-                if not np.array_equal(dc.to_host().view(np.uint32), (a + b).view(np.uint32)):
-                    raise AssertionError(f"vector_add on the RTL ({setting}) differs from NumPy")
+                # whole-core blocks, then one-warp blocks: a core holds several at once
+                r, r1 = _vector_adds(dev, "vector_add", n, rng, setting,
+                                     [(-(-n // tpb), tpb), (-(-n // cfg.lanes), cfg.lanes)])
                 rows.append(_memory_row("vector_add", f"n={n}", setting, r, cfg, memory))
-
-                # the same vector add in one-warp blocks: a core holds several of them at once
-                dc = dev.empty(n, np.float32)
-                r = dev.launch(k, grid=-(-n // cfg.lanes), block=cfg.lanes, args=(da, db, dc, n))
-                if not np.array_equal(dc.to_host().view(np.uint32), (a + b).view(np.uint32)):
-                    raise AssertionError(f"vector_add in 1-warp blocks ({setting}) differs")
-                rows.append(_memory_row("vector_add, 1-warp blocks", f"n={n}", setting, r, cfg,
+                rows.append(_memory_row("vector_add, 1-warp blocks", f"n={n}", setting, r1, cfg,
                                         memory))
 
             if "vector_add4" in kernels:
                 n = vadd4_n
-                k = dev.load_module(example_asm("vector_add4")).kernel("vector_add4")
-                a = rng.standard_normal(n).astype(np.float32)
-                b = rng.standard_normal(n).astype(np.float32)
-                da, db, dc = dev.to_device(a), dev.to_device(b), dev.empty(n, np.float32)
                 grid, block = vector_add4_launch(n, vadd4_block or cfg.lanes, cfg.cores * tpb)
-                r = dev.launch(k, grid=grid, block=block, args=(da, db, dc, n))
-                if not np.array_equal(dc.to_host().view(np.uint32), (a + b).view(np.uint32)):
-                    raise AssertionError(f"vector_add4 on the RTL ({setting}) differs from NumPy")
+                (r,) = _vector_adds(dev, "vector_add4", n, rng, setting, [(grid, block)])
                 rows.append(_memory_row("vector_add4 (grid-stride, 4 per trip)",
                                         f"n={n}, {grid * block} threads", setting, r, cfg,
                                         memory))
