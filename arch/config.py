@@ -42,6 +42,10 @@ def _refuse(what: str, problems: list[str]) -> None:
         raise ConfigError(f"{what}: " + "; ".join(problems))
 
 
+MAX_MSHRS = 64
+"""Most MSHRs a cache (an L1, a bank of the L2) may have: as many as its reorder buffer can
+hold at most, so that every request in flight could be a miss to a line of its own."""
+
 MEMORY_SETTINGS = ("ideal", "vortex", "realistic")
 """The named device-memory settings every configuration has (:func:`memory_settings`)."""
 
@@ -124,8 +128,8 @@ def _cache_problems(cache: L1Config | L2Config, level: str) -> list[str]:
                         f"not {cache.size_bytes}")
     if not _is_pow2(cache.ways):
         problems.append(f"ways must be a power of two, not {cache.ways}")
-    if not 1 <= cache.mshrs <= 16:
-        problems.append(f"mshrs must be from 1 to 16, not {cache.mshrs}")
+    if not 1 <= cache.mshrs <= MAX_MSHRS:
+        problems.append(f"mshrs must be from 1 to {MAX_MSHRS}, not {cache.mshrs}")
     if not (_is_pow2(cache.rob_depth) and 2 <= cache.rob_depth <= 64):
         problems.append(f"rob_depth must be a power of two from 2 to 64, not {cache.rob_depth}")
     return problems
@@ -157,7 +161,7 @@ class L1Config:
     ways:
         Associativity, a power of two.
     mshrs:
-        Lines with a read miss outstanding at once (1 to 16).
+        Lines with a read miss outstanding at once (1 to 64).
     rob_depth:
         Requests in flight through the cache (hits, misses, stores, atomics), a power of two
         from 2 to 64: the cache's reorder buffer keeps the port's in-order responses.
@@ -199,7 +203,7 @@ class L2Config:
     banks:
         Banks, a power of two: line ``n`` lives in bank ``n mod banks``.
     mshrs:
-        Lines with a read miss outstanding at once, per bank (1 to 16).
+        Lines with a read miss outstanding at once, per bank (1 to 64).
     rob_depth:
         Requests in flight through each bank, a power of two from 2 to 64.
     """
@@ -382,7 +386,7 @@ CONFIGS: dict[str, GpuConfig] = {
     for cfg in (
         GpuConfig("tiny", cores=1, warps_per_core=2, lanes=4, shared_bytes_per_core=4 * KIB,
                   memory_bytes=1 * MIB, mem_latency=4, imem_bytes=4 * KIB),
-        GpuConfig("small", cores=2, warps_per_core=4, lanes=8, shared_bytes_per_core=16 * KIB,
+        GpuConfig("small", cores=2, warps_per_core=8, lanes=8, shared_bytes_per_core=16 * KIB,
                   memory_bytes=16 * MIB, mem_latency=8, imem_bytes=16 * KIB),
         GpuConfig("full", cores=4, warps_per_core=8, lanes=32, shared_bytes_per_core=48 * KIB,
                   memory_bytes=64 * MIB, mem_latency=20, imem_bytes=64 * KIB),
@@ -422,13 +426,17 @@ _L1_DEFAULTS = {
     # name: (size, ways, MSHRs, requests in flight). Scaled-down GPU L1s: an SM's L1 data
     # cache holds 32 to 128 KiB for 32-lane warps and 48 to 64 resident warps; these keep
     # about 4 KiB per 8 lanes of 4 warps, so a core's working set of a few rows fits, and
-    # enough MSHRs for each warp's loads in flight (docs/memory-system.md).
+    # enough MSHRs for each warp's loads in flight (docs/memory-system.md). small's MSHRs
+    # and reorder buffer cover its share of the bandwidth-delay product at `realistic`
+    # (Little's law: 16 B/cycle x ~110 cycles / 32-byte lines = 55 lines for 2 cores, and
+    # stores and hits hold entries too); with 8 MSHRs its 2 cores could keep only 16 reads in
+    # flight, 5 B/cycle at 100 cycles (real GPUs keep thousands of misses per SM in flight).
     "tiny": (1 * KIB, 2, 4, 16),
-    "small": (4 * KIB, 4, 8, 32),
+    "small": (4 * KIB, 4, 32, 64),
     "full": (16 * KIB, 4, 16, 32),
 }
 
-L1_DEFAULT_ON = False
+L1_DEFAULT_ON = True
 """The single switch: whether the named configurations are built with their L1 by default
 (docs/memory-system.md says why it is off)."""
 
@@ -446,12 +454,15 @@ _L2_DEFAULTS = {
     # name: (size, ways, banks, MSHRs per bank, requests in flight per bank). Scaled-down GPU
     # L2s: a real one holds 2 to 50 MiB in 16 to 128 slices for 20 to 140 SMs, about 8 times
     # the SMs' L1s together; these keep that ratio to the cores' L1s, a bank per core or two.
+    # small's MSHRs and reorder buffers per bank hold the cores' requests in flight (2 x 64)
+    # over its 4 banks with room for an uneven spread: a bank that cannot take a request
+    # stops the requests behind it too.
     "tiny": (8 * KIB, 4, 2, 4, 16),
-    "small": (32 * KIB, 8, 4, 8, 16),
+    "small": (32 * KIB, 8, 4, 16, 32),
     "full": (256 * KIB, 8, 8, 16, 32),
 }
 
-L2_DEFAULT_ON = False
+L2_DEFAULT_ON = True
 """The single switch: whether the named configurations are built with their L2 by default
 (docs/memory-system.md says why it is off)."""
 

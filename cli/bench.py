@@ -434,7 +434,12 @@ def render_memory(rows: list[dict], info: dict[str, str]) -> str:
               "`vector_add, 1-warp blocks` is the same vector add in blocks of one warp: a core "
               "holds as many of them at once as it has warp slots (block slots, "
               "docs/microarchitecture.md), where a one-block core would run one warp at a time. "
-              "Command: `python -m simtgpu.cli.bench --part memory` (library: "
+              "`vector_add4 (grid-stride, 4 per trip)` is examples/asm/vector_add4.s, a "
+              "separate kernel: as many threads as the cores hold, each looping over the "
+              "array with eight loads in flight per trip; it is the bandwidth test (issue 11: "
+              "85 % of the DRAM bandwidth at `realistic`), the plain vector add is "
+              "issue-bound below it (docs/memory-system.md, \"What bounds the bytes in "
+              "flight\"). Command: `python -m simtgpu.cli.bench --part memory` (library: "
               "`simtgpu.verification.bench_rtl.bench_memory`)."]
     return "\n".join(lines)
 

@@ -43,6 +43,12 @@ def _bits(n: int) -> int:
     return max(1, (n - 1).bit_length())
 
 
+def _default_lsu_depth(gpu: GpuConfig) -> int:
+    """``RtlConfig.lsu_depth`` 0: the L1's reorder buffer, or 8 with no L1."""
+    l1 = gpu.l1_cache
+    return l1.rob_depth if l1 is not None else 8
+
+
 @dataclass(frozen=True)
 class RtlConfig:
     """One hardware build.
@@ -94,6 +100,13 @@ class RtlConfig:
         Blocks a core may hold at once (block slots); 0, the default, means ``warps`` (a
         block has at least one warp); 1 gives the one-block-at-a-time core. A block is
         placed only where its warps and shared memory fit beside the resident ones.
+    lsu_depth:
+        Global transactions a core's LSU may have outstanding on its memory port (its
+        response FIFO), a power of two from 2 to 64. 0, the default, means the L1's
+        ``rob_depth`` (what the cache below can hold in flight: a deeper LSU would only wait
+        on it, a shallower one would leave it idle), or 8 with no L1 (the LSU every figure
+        without an L1 was measured with). By Little's law a core keeps at most
+        ``lsu_depth / latency`` lines per cycle moving (docs/memory-system.md).
     """
 
     gpu: GpuConfig
@@ -108,6 +121,7 @@ class RtlConfig:
     mem_queue_depth: int = 0  # 0 = the largest in-flight limit of the memory settings
     clock_gating: bool = True
     max_blocks: int = 0  # 0 = warps
+    lsu_depth: int = 0  # 0 = the L1's rob_depth, 8 with no L1
 
     def __post_init__(self) -> None:
         if self.mem_queue_depth == 0:
@@ -124,7 +138,12 @@ class RtlConfig:
             object.__setattr__(self, "max_blocks", self.gpu.warps_per_core)
         if self.mma_dots == 0:
             object.__setattr__(self, "mma_dots", max(1, self.gpu.lanes // 4))
+        if self.lsu_depth == 0:
+            object.__setattr__(self, "lsu_depth", _default_lsu_depth(self.gpu))
         problems = []
+        if not (_is_pow2(self.lsu_depth) and 2 <= self.lsu_depth <= 64):
+            problems.append(f"lsu_depth must be a power of two from 2 to 64, "
+                            f"not {self.lsu_depth}")
         if not 1 <= self.max_blocks <= self.gpu.warps_per_core:
             problems.append(f"max_blocks must be from 1 to warps_per_core "
                             f"({self.gpu.warps_per_core}), not {self.max_blocks}")
@@ -297,6 +316,9 @@ class RtlConfig:
             rtl_changes["sim_memory_bytes"] = 0
         if gpu_changes and "mem_queue_depth" not in rtl_changes:
             rtl_changes["mem_queue_depth"] = 0
+        if gpu_changes and "lsu_depth" not in rtl_changes \
+                and self.lsu_depth == _default_lsu_depth(self.gpu):
+            rtl_changes["lsu_depth"] = 0
         return replace(self, gpu=gpu, **rtl_changes)
 
 

@@ -128,7 +128,7 @@ class Core(wiring.Component):
         m.submodules.scoreboard = sb = Scoreboard(W, cfg.regs, clear_ports=2)
         m.submodules.stack = stack = SimtStack(W, L, cfg.stack_depth)
         m.submodules.lsu = lsu = Lsu(W, L, cfg.line_words, cfg.shared_bytes, cfg.memory_bytes,
-                                     cfg.tag_bits)
+                                     cfg.tag_bits, fifo_depth=cfg.lsu_depth)
         m.submodules.warp_unit = wu = WarpUnit(L)
         m.submodules.ibuf = ibuf = InstrBuffers(W)
         m.submodules.issue_select = iss = IssueSelect(W, cfg.regs, mma_shape(L).regs_b)

@@ -51,6 +51,7 @@ from amaranth.lib import data, wiring
 from amaranth.lib.fifo import SyncFIFO
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
+from simtgpu.arch.config import MAX_MSHRS
 
 from .signatures import AtomOp, MemKind, mem_port_signature, mem_request_layout
 
@@ -127,8 +128,8 @@ class L1Cache(wiring.Component):
         if not _pow2(sets) or sets * line_bytes * ways != size_bytes:
             problems.append(f"size_bytes must be a power-of-two number of sets of {ways} ways "
                             f"of {line_bytes}-byte lines, not {size_bytes}")
-        if not 1 <= mshrs <= 16:
-            problems.append(f"mshrs must be from 1 to 16, not {mshrs}")
+        if not 1 <= mshrs <= MAX_MSHRS:
+            problems.append(f"mshrs must be from 1 to {MAX_MSHRS}, not {mshrs}")
         if not (_pow2(rob_depth) and 2 <= rob_depth <= 64):
             problems.append(f"rob_depth must be a power of two from 2 to 64, not {rob_depth}")
         if problems:

@@ -18,8 +18,9 @@ core's stores before a fence, visible (docs/memory-system.md, "Memory ordering")
 ``perf`` (:func:`simtgpu.rtl.signatures.mem_perf_layout`) feeds the performance counters: the
 cache's strobes, the requests sent down, and each load's latency, measured from acceptance on
 the core's port to its response. Responses come back in request order, so a FIFO of
-acceptance times (one per request in flight) is enough; it holds ``TRACKED`` entries, more
-than the LSU's transactions in flight (8), and is a measurement only: it never holds a request.
+acceptance times (one per request in flight) is enough; it holds as many entries as the LSU
+can have transactions in flight (``cfg.lsu_depth``), so it never fills before the LSU stops
+sending, and is a measurement only: it never holds a request.
 """
 
 from __future__ import annotations
@@ -33,10 +34,7 @@ from .configs import RtlConfig
 from .l1_cache import L1Cache
 from .signatures import LATENCY_BITS, MemKind, mem_perf_layout, mem_port_signature
 
-__all__ = ["TRACKED", "CoreMemPath"]
-
-TRACKED = 32
-"""Requests in flight whose acceptance time the latency measurement keeps."""
+__all__ = ["CoreMemPath"]
 
 
 class CoreMemPath(wiring.Component):
@@ -98,7 +96,7 @@ class CoreMemPath(wiring.Component):
         now = Signal(LATENCY_BITS)
         m.d.sync += now.eq(now + 1)
         entry = data.StructLayout({"read": 1, "time": LATENCY_BITS})
-        m.submodules.times = times = SyncFIFO(width=entry.size, depth=TRACKED)
+        m.submodules.times = times = SyncFIFO(width=entry.size, depth=cfg.lsu_depth)
         up = self.up
         w, r = Signal(entry), Signal(entry)
         m.d.comb += [

@@ -23,10 +23,22 @@ __all__ = ["VORTEX_IPC", "bench_ipc", "bench_memory", "bench_mma", "bench_pipeli
            "model_instructions", "render_pipeline"]
 
 VORTEX_IPC = {"vector_add": 0.34, "sgemm_tiled": 0.42}
-MEMORY_KERNELS = ("sgemm_tiled", "vector_add", "matmul", "gather")
-"""The kernels of :func:`bench_memory`."""
 """Vortex's published warp-instructions per cycle on one core (the figures issue 11 cites),
 set beside ours in docs/performance.md."""
+MEMORY_KERNELS = ("sgemm_tiled", "vector_add", "vector_add4", "matmul", "gather")
+"""The kernels of :func:`bench_memory`."""
+
+
+def vector_add4_launch(n: int, block: int, threads: int) -> tuple[int, int]:
+    """``(grid, block)`` of examples/asm/vector_add4.s (a grid-stride loop) for ``n``
+    elements in blocks of ``block`` threads (a power of two): about ``threads`` in all (the
+    GPU's warp slots, say), rounded up to a multiple of 32 and no more than the
+    ``32 * ceil(n / 128)`` that one trip of the loop needs, its header's launch rule."""
+    if block < 1 or block & (block - 1):
+        raise ValueError(f"vector_add4 needs a power-of-two block, not {block}")
+    need = 32 * max(1, -(-n // 128))
+    total = min(need, 32 * max(1, -(-threads // 32)))
+    return -(-total // block), block
 
 
 def _sim_cpu(dev) -> float:
@@ -202,18 +214,39 @@ def _memory_row(kernel: str, size: str, setting: str, res, cfg, memory) -> dict:
     }
 
 
+def _vector_adds(dev, kernel: str, n: int, rng: np.random.Generator, setting: str,
+                 launches: list[tuple[int, int]]) -> list:
+    """Launch the vector-add example ``kernel`` on ``n`` standard-normal pairs from ``rng``
+    once per ``(grid, block)`` of ``launches``, each into a fresh output checked bit for bit
+    against NumPy; the launches' results."""
+    k = dev.load_module(example_asm(kernel)).kernel(kernel)
+    a = rng.standard_normal(n).astype(np.float32)
+    b = rng.standard_normal(n).astype(np.float32)
+    da, db = dev.to_device(a), dev.to_device(b)
+    out = []
+    for grid, block in launches:
+        dc = dev.empty(n, np.float32)
+        out.append(dev.launch(k, grid=grid, block=block, args=(da, db, dc, n)))
+        if not np.array_equal(dc.to_host().view(np.uint32), (a + b).view(np.uint32)):
+            raise AssertionError(f"{kernel} in blocks of {block} on the RTL ({setting}) "
+                                 "differs from NumPy")
+    return out
+
+
 def bench_memory(config: str = "small", settings: tuple[str, ...] = ("ideal", "vortex",
                                                                      "realistic"),
-                 sgemm_size: int = 64, vadd_n: int = 8192, matmul_m: int = 32,
-                 gather_n: int = 4096,
+                 sgemm_size: int = 64, vadd_n: int = 8192, vadd4_n: int = 8192,
+                 vadd4_block: int | None = None, matmul_m: int = 32, gather_n: int = 4096,
                  caches: tuple[tuple[bool, bool], ...] = ((False, False), (True, False),
                                                           (True, True)),
                  kernels: tuple[str, ...] = MEMORY_KERNELS) -> list[dict]:
-    """The memory benchmark (docs/memory-system.md): ``kernels`` of sgemm_tiled, vector add,
-    the naive matmul and a random gather on ``config`` at each device-memory setting, with
-    each ``(L1, L2)`` of ``caches`` (each core's L1, the shared L2: on or off), one row per
-    (kernel, caches, setting) from :func:`_memory_row`. Every result is checked against
-    NumPy."""
+    """The memory benchmark (docs/memory-system.md): ``kernels`` of sgemm_tiled, vector add
+    (examples/asm/vector_add.s, and examples/asm/vector_add4.s: a grid-stride loop with four
+    elements per thread per trip, as many threads as the cores hold, in blocks of
+    ``vadd4_block`` threads, one warp by default), the naive matmul and a random gather on
+    ``config`` at each device-memory setting, with each ``(L1, L2)`` of ``caches`` (each
+    core's L1, the shared L2: on or off), one row per (kernel, caches, setting) from
+    :func:`_memory_row`. Every result is checked against NumPy."""
     from simtgpu.arch.config import get_config
     from simtgpu.driver_model.device import Device
 
@@ -233,21 +266,19 @@ def bench_memory(config: str = "small", settings: tuple[str, ...] = ("ideal", "v
 
             if "vector_add" in kernels:
                 n = vadd_n
-                k = dev.load_module(example_asm("vector_add")).kernel("vector_add")
-                a = rng.standard_normal(n).astype(np.float32)
-                b = rng.standard_normal(n).astype(np.float32)
-                da, db, dc = dev.to_device(a), dev.to_device(b), dev.empty(n, np.float32)
-                r = dev.launch(k, grid=-(-n // tpb), block=tpb, args=(da, db, dc, n))
-                if not np.array_equal(dc.to_host().view(np.uint32), (a + b).view(np.uint32)):
-                    raise AssertionError(f"vector_add on the RTL ({setting}) differs from NumPy")
+                # whole-core blocks, then one-warp blocks: a core holds several at once
+                r, r1 = _vector_adds(dev, "vector_add", n, rng, setting,
+                                     [(-(-n // tpb), tpb), (-(-n // cfg.lanes), cfg.lanes)])
                 rows.append(_memory_row("vector_add", f"n={n}", setting, r, cfg, memory))
+                rows.append(_memory_row("vector_add, 1-warp blocks", f"n={n}", setting, r1, cfg,
+                                        memory))
 
-                # the same vector add in one-warp blocks: a core holds several of them at once
-                dc = dev.empty(n, np.float32)
-                r = dev.launch(k, grid=-(-n // cfg.lanes), block=cfg.lanes, args=(da, db, dc, n))
-                if not np.array_equal(dc.to_host().view(np.uint32), (a + b).view(np.uint32)):
-                    raise AssertionError(f"vector_add in 1-warp blocks ({setting}) differs")
-                rows.append(_memory_row("vector_add, 1-warp blocks", f"n={n}", setting, r, cfg,
+            if "vector_add4" in kernels:
+                n = vadd4_n
+                grid, block = vector_add4_launch(n, vadd4_block or cfg.lanes, cfg.cores * tpb)
+                (r,) = _vector_adds(dev, "vector_add4", n, rng, setting, [(grid, block)])
+                rows.append(_memory_row("vector_add4 (grid-stride, 4 per trip)",
+                                        f"n={n}, {grid * block} threads", setting, r, cfg,
                                         memory))
 
             if "matmul" in kernels:

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 from simtgpu.assembler import ObjectFile, assemble_file
 from simtgpu.assembler.examples import EXAMPLES_ASM as EXAMPLES
+from simtgpu.verification.bench_rtl import vector_add4_launch
 
 SIGNATURES = {
     "vector_add": ("vector_add.s", ["a ptr", "b ptr", "c ptr", "n i32"]),
@@ -20,6 +21,7 @@ SIGNATURES = {
     "hgemm_mma": ("hgemm_mma.s", ["a ptr", "bt ptr", "c ptr", "m i32", "n i32", "k i32"]),
     "alu_loop": ("alu_loop.s", ["out ptr", "iters i32"]),
     "gather": ("gather.s", ["src ptr", "idx ptr", "out ptr", "n i32"]),
+    "vector_add4": ("vector_add4.s", ["a ptr", "b ptr", "c ptr", "n i32"]),
 }
 
 
@@ -86,6 +88,24 @@ def test_vector_add_and_saxpy() -> None:
     # (barring a double-rounding tie, which these seeded values do not hit)
     want = (np.float64(1.5) * a.astype(np.float64) + b.astype(np.float64)).astype(np.float32)
     assert np.array_equal(gpu.get(pb, np.float32, n), want)
+
+
+@pytest.mark.parametrize(("n", "block", "threads", "warp_size"),
+                         [(300, 32, 512, 8), (1000, 8, 32, 4), (4096, 64, 128, 32),
+                          (129, 1, 5, 4), (8192, 16, 96, 8)])
+def test_vector_add4(n: int, block: int, threads: int, warp_size: int) -> None:
+    """The grid-stride loop: one trip (enough threads) or many, tails inside a chunk and
+    inside a trip, warps narrower and as wide as the chunk."""
+    a = RNG.standard_normal(n).astype(np.float32)
+    b = RNG.standard_normal(n).astype(np.float32)
+    gpu = Gpu(warp_size=warp_size)
+    pa, pb, pc = gpu.put(a), gpu.put(b), gpu.put(np.full(n + 130, 7, np.float32))
+    grid, _ = vector_add4_launch(n, block, threads)  # the launch rule of the kernel's header
+    assert (grid * block) % 32 == 0
+    gpu.launch("vector_add4.s", "vector_add4", (grid, 1, 1), (block, 1, 1), pa, pb, pc, n)
+    got = gpu.get(pc, np.float32, n + 130)
+    assert np.array_equal(got[:n], a + b)
+    assert np.all(got[n:] == 7)  # every element past n is guarded off
 
 
 @pytest.mark.parametrize("block", [1, 4, 32, 64, 256])

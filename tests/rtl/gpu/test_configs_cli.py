@@ -52,3 +52,26 @@ def test_rtl_command_reports_unwritable_path(tmp_path, capsys) -> None:
     assert main(["rtl", "--config", "tiny", "-o", str(blocker / "gpu.v")]) == 1
     err = capsys.readouterr().err
     assert "cannot write Verilog" in err and "Traceback" not in err
+
+
+def test_lsu_depth_follows_the_l1() -> None:
+    """The LSU holds as many transactions as the L1 below it (8 with none), keeps an
+    explicit depth across variants, and refuses depths it cannot build."""
+    from simtgpu.arch.config import ConfigError, L1Config, L2Config
+
+    small = CONFIGS["small"]
+    assert get_rtl_config(small.with_l1(True)).lsu_depth == small.with_l1(True).l1.rob_depth
+    assert get_rtl_config(small.with_l1(False)).lsu_depth == 8
+    assert get_rtl_config(small.with_l1(L1Config(4096, 4, 8, 16))).lsu_depth == 16
+    deep = get_rtl_config(small.with_l1(False), lsu_depth=32)
+    assert deep.with_(mem_latency=9).lsu_depth == 32
+    assert deep.for_build().lsu_depth == 32
+    with pytest.raises(RtlConfigError, match="lsu_depth must be a power of two from 2 to 64, "
+                                             "not 48"):
+        get_rtl_config("small", lsu_depth=48)
+    L1Config(4096, mshrs=64)
+    L2Config(32768, mshrs=64)
+    with pytest.raises(ConfigError, match="mshrs must be from 1 to 64, not 65"):
+        L1Config(4096, mshrs=65)
+    with pytest.raises(ConfigError, match="mshrs must be from 1 to 64, not 0"):
+        L2Config(32768, mshrs=0)

@@ -84,6 +84,7 @@ class L1Model:
         self.rob = [{"valid": False, "ready": False, "fill": False, "wait": 0,
                      "data": [0] * self.lw, "tag": 0} for _ in range(rd)]
         self.head = self.tail = self.count = 0
+        self.peak_mshrs = 0  # most MSHRs busy at once (how deep a bench reached)
         self.dq: list[dict] = []
         self.route: list[dict] = []
         self.stats = {k: 0 for k in ("hit", "miss", "merge", "mshr_full", "evict",
@@ -228,14 +229,15 @@ class L1Model:
             self.stats["invalidate"] += 1
             self.valid = [[False] * self.ways for _ in range(self.sets)]
             self.stale = [ln is not None for ln in self.mshr]
+        self.peak_mshrs = max(self.peak_mshrs, sum(x is not None for x in self.mshr))
         return out
 
 
 class Below:
     """Memory under the cache: in order, a random latency, executes requests on arrival."""
 
-    def __init__(self, rng: random.Random, lw: int):
-        self.rng, self.lw = rng, lw
+    def __init__(self, rng: random.Random, lw: int, latency: tuple[int, int] = (1, 9)):
+        self.rng, self.lw, self.latency = rng, lw, latency
         self.words: dict[int, int] = {}
         self.queue: list[tuple[int, list[int], int]] = []
 
@@ -256,7 +258,7 @@ class Below:
             data = [0] * lw
         else:
             data = [self.word(base + 4 * i) for i in range(lw)]
-        due = max(t + self.rng.randrange(1, 9), self.queue[-1][0] if self.queue else 0)
+        due = max(t + self.rng.randrange(*self.latency), self.queue[-1][0] if self.queue else 0)
         self.queue.append((due, data, r["tag"]))
 
 
@@ -271,14 +273,16 @@ def apply_atomic(old: int, r: dict) -> int:
 
 
 def random_traffic(model, lw: int, tb: int, rng: random.Random, lines: list[int],
-                   cycles: int, ops: tuple[int, ...] = (ATOM_ADD, ATOM_EXCH, ATOM_CAS)
+                   cycles: int, ops: tuple[int, ...] = (ATOM_ADD, ATOM_EXCH, ATOM_CAS),
+                   latency: tuple[int, int] = (1, 9), invalidate: float = 0.01
                    ) -> tuple[list[Vector], list[Vector], dict]:
     """``cycles`` of the cache ``model`` in a random environment: an initiator offering reads,
     stores and atomics (``ops``) over ``lines`` (the first 4 hot: merges), a memory below
-    (:class:`Below`), random ``resp.ready`` and ``invalidate``. Every response taken is
+    (:class:`Below`, answering after ``randrange(*latency)`` cycles and in order), random
+    ``resp.ready`` and ``invalidate`` (in that share of the cycles). Every response taken is
     checked against a flat reference memory updated in request order. Returns the stimulus,
     the model's outputs and counts (``checked``: reads compared)."""
-    below = Below(rng, lw)
+    below = Below(rng, lw, latency)
     ref = Below(random.Random(0), lw)  # the flat reference (its queue is unused)
     expected: list[list[int] | int | None] = []  # per accepted request, in order
     state: dict = {"cur": None, "tag": 0, "resp": 0, "checked": 0}
@@ -338,7 +342,7 @@ def random_traffic(model, lw: int, tb: int, rng: random.Random, lines: list[int]
             "down__resp__valid": int(due is not None),
             "down__resp__payload": pack_fields([(pack(due[1], 32), 32 * lw), (due[2], tb)])
             if due is not None else 0,
-            "invalidate": int(rng.random() < 0.01),
+            "invalidate": int(rng.random() < invalidate),
         }
         state["vec"] = vec
         return vec
@@ -360,3 +364,27 @@ def test_l1_cache_cycles() -> None:
     assert st["evict"] > 30 and st["write_hit"] > 30 and st["atomic_inval"] > 10, st
     assert st["mshr_full"] > 0 and st["invalidate"] > 10 and st["stale_fill"] > 0, st
     check_cycles("l1_cache", bld, stim, want, "units_l1_cache_cycles")
+
+
+DEEP = {"line_words": 4, "size_bytes": 1024, "ways": 4, "mshrs": 32, "rob_depth": 64,
+        "tag_bits": 6}
+"""A cache as deep as ``small``'s L1 (32 MSHRs, 64 requests in flight), on a small array."""
+
+
+def test_l1_cache_deep_cycles() -> None:
+    """Many misses in flight at once: memory 60 to 120 cycles away (a DRAM's latency) and 96
+    lines over 16 sets, so every MSHR fills and reads wait for one (the MSHR and
+    reorder-buffer indices past 16 and 32 that the shallow bench never reaches); fewer
+    invalidations than there, so that lines live long enough to be hit."""
+    bld, cache = build_unit("l1_cache_deep", lambda: L1Cache(**DEEP))
+    rng = random.Random(SEED + 71)
+    model = L1Model(cache)
+    lines = [rng.randrange(0x100, 0x800) for _ in range(96)]
+    stim, want, state = random_traffic(model, cache.line_words, cache.tag_bits, rng, lines,
+                                       4000, latency=(60, 121), invalidate=0.004)
+    st = model.stats
+    assert state["checked"] > 300, state
+    assert st["miss"] > 300 and st["merge"] > 20 and st["hit"] > 20, st
+    assert st["mshr_full"] > 0 and st["stale_fill"] > 0 and st["write_hit"] > 10, st
+    assert model.peak_mshrs == DEEP["mshrs"], model.peak_mshrs
+    check_cycles("l1_cache_deep", bld, stim, want, "units_l1_cache_deep_cycles")
