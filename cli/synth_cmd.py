@@ -37,6 +37,11 @@ def register(subparsers: Any) -> None:
     p.add_argument("--top", choices=("gpu", "core"), default="gpu",
                    help="gpu: the whole GPU (default); core: one SIMT core alone (for a "
                    "configuration whose GPU is larger than the ECP5-85F)")
+    p.add_argument("--shell", action="store_true",
+                   help="replace the pipelined datapath units (FPU, half unit, multiplier, "
+                   "matrix unit, SFU lanes, the LSU's atomic adder) by registers at their "
+                   "ports: a quicker timing loop for the control paths (docs/performance.md, "
+                   "'Timing loop')")
     p.add_argument("--freq", type=float, default=100.0,
                    help="clock constraint for nextpnr in MHz (default 100)")
     p.add_argument("--flow", choices=("auto", "ecp5", "generic"), default="auto",
@@ -58,11 +63,12 @@ def register(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from simtgpu.cli.bench import BENCH_OUT, PERF_DOC, machine, write_section
-    from simtgpu.rtlsim.synth import load_result, synthesize
+    from simtgpu.rtlsim.synth import DATAPATH_SHELLS, load_result, synthesize
 
     if args.freq <= 0:
         raise SystemExit("simtgpu synth: --freq must be positive")
-    tag = args.config + ("-core" if args.top == "core" else "")
+    tag = (args.config + ("-core" if args.top == "core" else "")
+           + ("-shell" if args.shell else ""))
     workdir = args.workdir or ROOT / "build" / "synth" / tag
     if args.report_only:
         flow = args.flow if args.flow != "auto" else (
@@ -70,10 +76,13 @@ def run(args: argparse.Namespace) -> int:
         res = load_result(args.config, args.top, workdir, flow)
     else:
         res = synthesize(args.config, workdir, args.freq, args.flow, args.seed,
-                         progress=lambda s: print(s, flush=True), top=args.top)
+                         progress=lambda s: print(s, flush=True), top=args.top,
+                         shells=DATAPATH_SHELLS if args.shell else ())
     command = f"simtgpu synth --config {args.config}"
     if args.top != "gpu":
         command += f" --top {args.top}"
+    if args.shell:
+        command += " --shell"
     if args.freq != 100.0:
         command += f" --freq {args.freq:g}"
     if args.flow != "auto":
@@ -158,6 +167,9 @@ def render(res, command: str, info: dict[str, str]) -> str:
             "`flatten` and nextpnr-ecp5 `--85k --out-of-context` (LFE5U-85F, no I/O pins)"
             + (f" with a {res.target_mhz:g} MHz clock constraint" if res.target_mhz else "")
             + f". Tool time: {times}.", "",
+            *([f"Register shells (the quick timing loop) in place of: "
+               f"{', '.join(f'`{s}`' for s in res.shells)}; the area figures below are "
+               "those of the shells, not of the units.", ""] if res.shells else []),
             f"Commit {info['commit']}, {info['date']}. Command: `{command}`.", "",
             "| resource | used | LFE5U-85F | share |", "| --- | ---: | ---: | ---: |"]
         for k in COLUMNS:

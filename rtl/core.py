@@ -56,7 +56,7 @@ from .isa_consts import Sem as RSem
 from .issue import IssueSelect
 from .late_writeback import LateWriteback
 from .layouts import per_warp, port_view, split_signal
-from .lsu import Lsu, LsuOp
+from .lsu import Lsu, LsuOp, LsuPrep
 from .matrix_unit import MatrixUnit
 from .multiplier import MulOp, Multiplier
 from .predicate_file import PredicateFile
@@ -129,6 +129,8 @@ class Core(wiring.Component):
         m.submodules.stack = stack = SimtStack(W, L, cfg.stack_depth)
         m.submodules.lsu = lsu = Lsu(W, L, cfg.line_words, cfg.shared_bytes, cfg.memory_bytes,
                                      cfg.tag_bits, fifo_depth=cfg.lsu_depth)
+        m.submodules.lsu_prep = lsu_prep = LsuPrep(L, cfg.line_words, cfg.shared_bytes,
+                                                   cfg.memory_bytes)
         m.submodules.warp_unit = wu = WarpUnit(L)
         m.submodules.ibuf = ibuf = InstrBuffers(W)
         m.submodules.issue_select = iss = IssueSelect(W, cfg.regs, mma_shape(L).regs_b)
@@ -231,9 +233,13 @@ class Core(wiring.Component):
         init_cnt = Signal(range(W * L + 1))
         sh_clear_row = Signal(range(lsu.shared.rows + 1))
         sh_clear_end = Signal(range(lsu.shared.rows + 1))
-        m.d.comb += [lsu.clear.eq(sh_clear_row < sh_clear_end), lsu.clear_row.eq(sh_clear_row)]
+        # sh_clearing is sh_clear_row < sh_clear_end, kept in a register: the LSU's hold (and
+        # with it the stall of the whole back end) waits on it
+        sh_clearing = Signal()
+        m.d.comb += [lsu.clear.eq(sh_clearing), lsu.clear_row.eq(sh_clear_row)]
         with m.If(lsu.clear):
-            m.d.sync += sh_clear_row.eq(sh_clear_row + 1)
+            m.d.sync += [sh_clear_row.eq(sh_clear_row + 1),
+                         sh_clearing.eq(sh_clear_row + 1 < sh_clear_end)]
         tx, ty, tz = Signal(16), Signal(16), Signal(16)
 
         ready = (~fault_q & ~initing & (fits != 0) & (~lsu.clear | (slot_busy == 0))
@@ -244,7 +250,8 @@ class Core(wiring.Component):
             m.d.sync += [blk.eq(pl), init_cnt.eq(0), initing.eq(1), init_slot.eq(pick),
                          init_base.eq(pick * pl.num_warps),
                          tx.eq(0), ty.eq(0), tz.eq(0),
-                         sh_clear_row.eq(first_row), sh_clear_end.eq(first_row + pl_rows)]
+                         sh_clear_row.eq(first_row), sh_clear_end.eq(first_row + pl_rows),
+                         sh_clearing.eq(pl_rows != 0)]
             for k in range(S):
                 with m.If(pick == k):
                     m.d.sync += [slot_busy[k].eq(1), slots[k].block_id.eq(pl.block_id),
@@ -339,7 +346,7 @@ class Core(wiring.Component):
                         m.d.sync += member[w].eq(0)
         with m.If(self.flush):
             m.d.sync += [member.eq(0), slot_busy.eq(0), slot_closing.eq(0), initing.eq(0),
-                         sh_clear_end.eq(0)]
+                         sh_clear_end.eq(0), sh_clearing.eq(0)]
 
         # a block arriving on an empty core resets the units wholesale (and their round-robin
         # pointers), as a one-block core does; beside other blocks only its own warps
@@ -660,17 +667,12 @@ class Core(wiring.Component):
                 with m.Case(RSem.HALF):
                     m.d.comb += ex2.result[l].eq(halfs[l].result)
 
-        # --- mem: LSU ------------------------------------------------------------------------
-        m.submodules.ex2_mem = ex2_mem_st = Stage("ex2_mem", uop)
-        ex2_mem = ex2_mem_st.q
-        # mem may move on while ex1 is held: a bubble enters mem then
-        m.d.comb += [ex2_mem_st.stall.eq(mem_hold), ex2_mem_st.kill.eq(stall),
-                     ex2_mem_st.d.eq(ex2)]
-        y = ex2_mem
+        # the LSU's checks and address work for the instruction in ex2 (LsuPrep), registered
+        # into mem beside it
         lsu_op = Signal(LsuOp)
         atom_fn = Signal(5)
-        m.d.comb += atom_fn.eq(y.dec.fn)
-        with m.Switch(y.dec.iid):
+        m.d.comb += atom_fn.eq(ex1_ex2.dec.fn)
+        with m.Switch(ex1_ex2.dec.iid):
             for ins in INSTRUCTIONS:
                 if ins.space is None:
                     continue
@@ -686,6 +688,24 @@ class Core(wiring.Component):
                     m.d.comb += lsu_op.eq(op)
                     if ins.sem is Sem.ATOMIC and ins.fn is None:
                         m.d.comb += atom_fn.eq(AtomOp.CAS)
+        m.d.comb += [lsu_prep.op.eq(lsu_op), lsu_prep.fn.eq(atom_fn),
+                     lsu_prep.exec.eq(ex1_ex2.exec), lsu_prep.addr.eq(ex1_ex2.a),
+                     lsu_prep.shared_size.eq(blk.shared_bytes),
+                     lsu_prep.shared_base.eq(slot_field(slot_of(ex1_ex2.warp, "ex2_slot"),
+                                                        "shared_base", 32, "ex2_shared_base")),
+                     lsu_prep.param_addr.eq(blk.param_addr),
+                     lsu_prep.param_size.eq(blk.param_size)]
+
+        # --- mem: LSU ------------------------------------------------------------------------
+        m.submodules.ex2_mem = ex2_mem_st = Stage("ex2_mem", uop)
+        ex2_mem = ex2_mem_st.q
+        # mem may move on while ex1 is held: a bubble enters mem then
+        m.d.comb += [ex2_mem_st.stall.eq(mem_hold), ex2_mem_st.kill.eq(stall),
+                     ex2_mem_st.d.eq(ex2)]
+        y = ex2_mem
+        mem_prep = split_signal(lsu_prep.q.shape(), "ex2_mem_lsu")
+        with m.If(~mem_hold):  # loaded with ex2_mem (a bubble's is never looked at)
+            m.d.sync += mem_prep.eq(lsu_prep.q)
         # precise faults: the instructions of the faulting warp still in the pipeline behind
         # the fault are younger; they leave no trace (no memory access, no retire)
         def dead(warp) -> Signal:
@@ -697,15 +717,10 @@ class Core(wiring.Component):
         # raised with younger instructions of the warp already in flight)
         m.d.comb += sfu_stale.eq(dead(x.warp) | (~fault_q & running & lsu.fault & y_valid
                                                   & (y.warp == x.warp)))
-        m.d.comb += [lsu.valid.eq(y_valid), lsu.op.eq(lsu_op), lsu.fn.eq(atom_fn),
+        m.d.comb += [lsu.valid.eq(y_valid), lsu.prep.eq(mem_prep),
                      lsu.warp.eq(y.warp), lsu.pc.eq(y.pc), lsu.rd.eq(y.dec.rd),
                      lsu.wr.eq(y.dec.wr_reg), lsu.active.eq(y.active), lsu.exec.eq(y.exec),
-                     lsu.addr.eq(y.a), lsu.data.eq(y.b), lsu.cdata.eq(y.c),
-                     lsu.shared_size.eq(blk.shared_bytes),
-                     lsu.shared_base.eq(slot_field(slot_of(y.warp, "mem_slot"), "shared_base",
-                                                   32, "mem_shared_base")),
-                     lsu.param_addr.eq(blk.param_addr),
-                     lsu.param_size.eq(blk.param_size),
+                     lsu.data.eq(y.b), lsu.cdata.eq(y.c),
                      mem_hold.eq(lsu.hold)]
         m.submodules.mem_wb = mem_wb_st = Stage("mem_wb", uop)
         mem_wb = mem_wb_st.q
@@ -713,7 +728,7 @@ class Core(wiring.Component):
                      mem_wb_st.d.deferred.eq(y.deferred | lsu.deferred),
                      mem_wb_st.d.valid.eq(y_valid & ~lsu.fault)]
         # outstanding global stores per warp (fences)
-        m.d.comb += [iss.store_sent.eq(lsu.sent & (lsu.op == LsuOp.STG)),
+        m.d.comb += [iss.store_sent.eq(lsu.sent & (mem_prep.op == LsuOp.STG)),
                      iss.store_sent_warp.eq(lsu.sent_warp),
                      iss.store_acked.eq(lsu.acked & ~lsu.acked_load),
                      iss.store_acked_warp.eq(lsu.acked_warp)]

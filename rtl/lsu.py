@@ -20,6 +20,15 @@ Shared memory accesses go to the banked :class:`SharedMemory`: one cycle per rou
 conflict-free lanes; they wait while ``clear`` zeroes the shared memory for a new block.
 A shared load's data is ready in the ``wb`` stage (``sh_values``), as with the synchronous
 register file.
+
+The work that needs only the instruction is done a stage earlier, in ``ex2``, by
+:class:`LsuPrep`, and the core registers it into ``mem`` beside the instruction (``prep``):
+the effective and shared-memory word addresses, the range and alignment checks with the
+fault they raise, and for every pair of lanes whether the two can go in one transaction
+(global: the same line) or one round (shared: not the same bank at different words). Whether
+the instruction needs another cycle (``hold``, which stalls the stages behind it) is then an
+OR over the pairs of remaining lanes instead of the coalescing and bank selection themselves,
+and the cycle counts are those of doing it all in ``mem``.
 """
 
 from amaranth import Cat, Const, Module, Mux, Signal
@@ -32,7 +41,7 @@ from .atomic_alu import atomic_result
 from .fpu import Fpu, FpuOp
 from .isa_consts import FaultCause
 from .layouts import split_signal
-from .shared_memory import SharedMemory
+from .shared_memory import SharedMemory, shared_geometry
 from .signatures import AtomOp, MemKind, mem_port_signature
 
 _ATOM_BITS = AtomOp.as_shape().width
@@ -62,6 +71,99 @@ def lwb_layout(warps: int, lanes: int) -> data.StructLayout:
     })
 
 
+def lane_pairs(lanes: int) -> list[tuple[int, int]]:
+    """The pairs ``(i, j)``, ``i < j``, of lanes, in the order of the ``split`` bits."""
+    return [(i, j) for i in range(lanes) for j in range(i + 1, lanes)]
+
+
+def prep_layout(lanes: int, word_bits: int) -> data.StructLayout:
+    """What :class:`LsuPrep` works out in ``ex2`` for the LSU in ``mem``."""
+    return data.StructLayout({
+        "op": LsuOp,
+        "fn": 5,
+        "ea": data.ArrayLayout(32, lanes),  # effective address (ldparam: in the param block)
+        "word": data.ArrayLayout(word_bits, lanes),  # shared-memory word, block base added
+        "fault": 1,  # an executing lane is misaligned or out of range
+        "fault_cause": FaultCause,
+        "fault_lanes": lanes,
+        # pair (i, j) of lane_pairs: the two lanes never go in one transaction (global: other
+        # lines; atomics: always) or one shared-memory round (same bank, other words)
+        "split": max(1, len(lane_pairs(lanes))),
+    })
+
+
+class LsuPrep(wiring.Component):
+    """The LSU's part of ``ex2``: everything about a memory instruction that does not depend
+    on the memory's answers, worked out one stage early so that ``mem`` starts from
+    registers (see the module docstring).
+
+    Parameters
+    ----------
+    lanes, line_words, shared_bytes, memory_bytes:
+        As for :class:`Lsu`.
+    """
+
+    def __init__(self, lanes: int, line_words: int, shared_bytes: int, memory_bytes: int):
+        self.lanes, self.line_words, self.memory_bytes = lanes, line_words, memory_bytes
+        _, self.word_bits, _ = shared_geometry(lanes, shared_bytes)
+        vec = data.ArrayLayout(32, lanes)
+        super().__init__({
+            "op": In(LsuOp),
+            "fn": In(5),
+            "exec": In(lanes),
+            "addr": In(vec),
+            "shared_size": In(32),
+            "shared_base": In(32),  # the block's first byte in the shared memory
+            "param_addr": In(32),
+            "param_size": In(16),
+            "q": Out(prep_layout(lanes, self.word_bits)),
+        })
+
+    def elaborate(self, platform) -> Module:
+        m = Module()
+        lanes, op, q = self.lanes, self.op, self.q
+        line_shift = 2 + max(0, (self.line_words - 1).bit_length())
+        lb = max(0, (lanes - 1).bit_length())
+        m.d.comb += [q.op.eq(op), q.fn.eq(self.fn)]
+        ea = [Signal(32, name=f"ea{l}") for l in range(lanes)]
+        word = [Signal(self.word_bits, name=f"word{l}") for l in range(lanes)]
+        mis = Signal(lanes)
+        oor = Signal(lanes)
+        for l in range(lanes):
+            a = self.addr[l]
+            m.d.comb += [ea[l].eq(Mux(op == LsuOp.LDPARAM, a + self.param_addr, a)),
+                         word[l].eq((a + self.shared_base)[2:]),
+                         q.ea[l].eq(ea[l]), q.word[l].eq(word[l]), mis[l].eq(a[:2] != 0)]
+            # a word must lie wholly inside its space; out of range is reported before
+            # misalignment, as the ISS does
+            with m.Switch(op):
+                with m.Case(LsuOp.LDG, LsuOp.STG, LsuOp.ATOM):
+                    m.d.comb += oor[l].eq((a < GLOBAL_NULL_GUARD) | (a + 4 > self.memory_bytes))
+                with m.Case(LsuOp.LDS, LsuOp.STS, LsuOp.ATOMS):
+                    m.d.comb += oor[l].eq(a + 4 > self.shared_size)
+                with m.Case(LsuOp.LDPARAM):
+                    m.d.comb += oor[l].eq(a + 4 > self.param_size)
+        bad_mis = Signal(lanes)
+        bad_oor = Signal(lanes)
+        m.d.comb += [bad_mis.eq(self.exec & mis), bad_oor.eq(self.exec & oor)]
+        with m.If((op != LsuOp.NONE) & ((bad_mis | bad_oor) != 0)):
+            m.d.comb += q.fault.eq(1)
+            with m.If(bad_oor != 0):
+                m.d.comb += [q.fault_cause.eq(FaultCause.OUT_OF_RANGE), q.fault_lanes.eq(bad_oor)]
+            with m.Else():
+                m.d.comb += [q.fault_cause.eq(FaultCause.MISALIGNED), q.fault_lanes.eq(bad_mis)]
+        for p, (i, j) in enumerate(lane_pairs(lanes)):
+            with m.Switch(op):
+                with m.Case(LsuOp.LDG, LsuOp.STG, LsuOp.LDPARAM):
+                    m.d.comb += q.split[p].eq(ea[i][line_shift:] != ea[j][line_shift:])
+                with m.Case(LsuOp.ATOM, LsuOp.ATOMS):
+                    m.d.comb += q.split[p].eq(1)
+                with m.Case(LsuOp.LDS, LsuOp.STS):
+                    m.d.comb += q.split[p].eq((word[i][:lb] == word[j][:lb])
+                                              & (word[i] != word[j]))
+        return m
+
+
 class Lsu(wiring.Component):
     """Parameters
     ----------
@@ -77,6 +179,8 @@ class Lsu(wiring.Component):
         Memory request tag width (the tag is the warp slot).
     fifo_depth:
         Transactions that may be outstanding on the memory port.
+
+    ``prep`` is the instruction's :class:`LsuPrep` output, registered from ``ex2``.
     """
 
     def __init__(self, warps: int, lanes: int, line_words: int, shared_bytes: int,
@@ -89,21 +193,15 @@ class Lsu(wiring.Component):
         vec = data.ArrayLayout(32, lanes)
         super().__init__({
             "valid": In(1),
-            "op": In(LsuOp),
-            "fn": In(5),
+            "prep": In(prep_layout(lanes, self.shared.word_bits)),
             "warp": In(wb),
             "pc": In(32),
             "rd": In(5),
             "wr": In(1),
             "active": In(lanes),
             "exec": In(lanes),
-            "addr": In(vec),
             "data": In(vec),
             "cdata": In(vec),
-            "shared_size": In(32),
-            "shared_base": In(32),  # the block's first byte in the shared memory
-            "param_addr": In(32),
-            "param_size": In(16),
             "hold": Out(1),
             "deferred": Out(1),
             "fault": Out(1),
@@ -131,47 +229,28 @@ class Lsu(wiring.Component):
         line_mask = ~(4 * lw - 1) & 0xFFFF_FFFF
         m.submodules.shared = sh = self.shared
 
-        op = self.op
+        prep = self.prep
+        op, fn = prep.op, prep.fn
         is_global = (op == LsuOp.LDG) | (op == LsuOp.STG) | (op == LsuOp.ATOM) | \
             (op == LsuOp.LDPARAM)
         is_shared = (op == LsuOp.LDS) | (op == LsuOp.STS)
         is_load = (op == LsuOp.LDG) | (op == LsuOp.ATOM) | (op == LsuOp.LDPARAM)
         active = self.valid & (op != LsuOp.NONE)
-
-        # --- effective addresses and checks ------------------------------------------------
-        addr = [Signal(32, name=f"ea{l}") for l in range(lanes)]
-        mis = Signal(lanes)
-        oor = Signal(lanes)
-        for l in range(lanes):
-            a = self.addr[l]
-            m.d.comb += addr[l].eq(Mux(op == LsuOp.LDPARAM, a + self.param_addr, a))
-            m.d.comb += mis[l].eq(a[:2] != 0)
-            # a word must lie wholly inside its space; out of range is reported before
-            # misalignment, as the ISS does
-            with m.Switch(op):
-                with m.Case(LsuOp.LDG, LsuOp.STG, LsuOp.ATOM):
-                    m.d.comb += oor[l].eq((a < GLOBAL_NULL_GUARD) | (a + 4 > self.memory_bytes))
-                with m.Case(LsuOp.LDS, LsuOp.STS, LsuOp.ATOMS):
-                    m.d.comb += oor[l].eq(a + 4 > self.shared_size)
-                with m.Case(LsuOp.LDPARAM):
-                    m.d.comb += oor[l].eq(a + 4 > self.param_size)
+        addr = prep.ea
 
         started = Signal()
         rem_q = Signal(lanes)
         rem = Signal(lanes)
         m.d.comb += rem.eq(Mux(started, rem_q, self.exec))
-        bad_mis = Signal(lanes)
-        bad_oor = Signal(lanes)
-        m.d.comb += [bad_mis.eq(self.exec & mis), bad_oor.eq(self.exec & oor)]
-        faulting = active & ~started & ((bad_mis | bad_oor) != 0)
+        # the checks were made in ex2 (LsuPrep); a bad lane faults before anything is sent
+        faulting = active & ~started & prep.fault
         with m.If(faulting):
-            m.d.comb += self.fault.eq(1)
-            with m.If(bad_oor != 0):
-                m.d.comb += [self.fault_cause.eq(FaultCause.OUT_OF_RANGE),
-                             self.fault_lanes.eq(bad_oor)]
-            with m.Else():
-                m.d.comb += [self.fault_cause.eq(FaultCause.MISALIGNED),
-                             self.fault_lanes.eq(bad_mis)]
+            m.d.comb += [self.fault.eq(1), self.fault_cause.eq(prep.fault_cause),
+                         self.fault_lanes.eq(prep.fault_lanes)]
+        # more than one transaction or round left: two remaining lanes that cannot share one
+        more = Signal()
+        m.d.comb += more.eq(Cat(rem[i] & rem[j] & prep.split[p]
+                                for p, (i, j) in enumerate(lane_pairs(lanes))).any())
 
         # --- global: coalescing into line transactions ------------------------------------
         meta = data.StructLayout({
@@ -209,7 +288,7 @@ class Lsu(wiring.Component):
             with m.Default():
                 m.d.comb += req.kind.eq(MemKind.READ)
         # atom.cas has its own opcode; the core hands it over as fn AtomOp.CAS
-        m.d.comb += req.atom_op.eq(self.fn[:_ATOM_BITS])
+        m.d.comb += req.atom_op.eq(fn[:_ATOM_BITS])
         # each word of the line is picked into its own signal and the payload is written once:
         # per-lane assignments into the packed payload would copy the whole line per lane
         for j in range(lw):
@@ -241,8 +320,7 @@ class Lsu(wiring.Component):
         go_atoms = active & (op == LsuOp.ATOMS) & ~faulting & (rem != 0) & ~self.clear
         m.d.comb += [sh.clear.eq(self.clear), sh.clear_row.eq(self.clear_row)]
         for l in range(lanes):
-            m.d.comb += [sh.word[l].eq((addr[l] + self.shared_base)[2:]),
-                         sh.wdata[l].eq(self.data[l])]
+            m.d.comb += [sh.word[l].eq(prep.word[l]), sh.wdata[l].eq(self.data[l])]
         with m.If(go_shared):
             m.d.comb += [sh.req.eq(rem), sh.we.eq(op == LsuOp.STS)]
         cap = split_signal(data.ArrayLayout(32, lanes), "cap")
@@ -264,7 +342,7 @@ class Lsu(wiring.Component):
         m.d.comb += [fpu.en.eq(1), fpu.op.eq(FpuOp.FADD), fpu.a.eq(old_now),
                      fpu.b.eq(leader_b)]
         # every operation but fadd (which waits for the adder) is ready in phase 1
-        computed = atomic_result(m, self.fn[:_ATOM_BITS], old_now, leader_b, leader_c,
+        computed = atomic_result(m, fn[:_ATOM_BITS], old_now, leader_b, leader_c,
                                  fpu.result)
         a_done = Signal()
         with m.If(go_atoms):
@@ -278,7 +356,7 @@ class Lsu(wiring.Component):
                 with m.Case(2):
                     m.d.sync += a_phase.eq(3)
                 with m.Case(3):  # write, remember the old value for the lane
-                    new = Mux(self.fn == AtomOp.FADD, fpu.result, a_new)
+                    new = Mux(fn == AtomOp.FADD, fpu.result, a_new)
                     m.d.comb += [sh.req.eq(leader), sh.we.eq(1), a_done.eq(1)]
                     for l in range(lanes):
                         m.d.comb += sh.wdata[l].eq(new)
@@ -287,23 +365,25 @@ class Lsu(wiring.Component):
                     m.d.sync += a_phase.eq(0)
 
         # --- sequencing ---------------------------------------------------------------------
+        # ``hold`` is ``rem_next != 0``, told by ``more`` without the groups and rounds
         rem_next = Signal(lanes)
         with m.If(go_global):
-            m.d.comb += rem_next.eq(Mux(accepted, rem & ~group, rem))
+            m.d.comb += [rem_next.eq(Mux(accepted, rem & ~group, rem)),
+                         self.hold.eq(~accepted | more)]
         with m.Elif(go_shared):
-            m.d.comb += rem_next.eq(rem & ~sh.served)
+            m.d.comb += [rem_next.eq(rem & ~sh.served), self.hold.eq(more)]
         with m.Elif(go_atoms):
-            m.d.comb += rem_next.eq(Mux(a_done, rem & ~leader, rem))
+            m.d.comb += [rem_next.eq(Mux(a_done, rem & ~leader, rem)),
+                         self.hold.eq(~a_done | more)]
         with m.Elif(sh_wait):
-            m.d.comb += rem_next.eq(rem)
-        m.d.comb += self.hold.eq(active & ~faulting & (rem_next != 0))
+            m.d.comb += [rem_next.eq(rem), self.hold.eq(rem != 0)]
         with m.If(self.hold):
             m.d.sync += [started.eq(1), rem_q.eq(rem_next)]
         with m.Else():
             m.d.sync += started.eq(0)
         m.d.comb += [
             self.deferred.eq(active & is_load & (self.exec != 0)),
-            self.sent.eq(go_global & accepted & (rem_next == 0)),
+            self.sent.eq(go_global & accepted & ~more),
             self.sent_warp.eq(self.warp),
         ]
 

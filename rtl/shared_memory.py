@@ -16,6 +16,13 @@ from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
 
+def shared_geometry(lanes: int, size_bytes: int) -> tuple[int, int, int]:
+    """Rows, word-address bits and row-address bits of a shared memory of ``size_bytes``
+    (rounded up to whole rows of ``lanes`` banks)."""
+    rows = -(-size_bytes // (4 * lanes))
+    return rows, max(1, (rows * lanes - 1).bit_length()), max(1, (rows - 1).bit_length())
+
+
 class SharedMemory(wiring.Component):
     """Parameters
     ----------
@@ -29,9 +36,7 @@ class SharedMemory(wiring.Component):
         if size_bytes < 4:
             raise ValueError(f"size_bytes must be at least 4, not {size_bytes}")
         self.lanes = lanes
-        self.rows = -(-size_bytes // (4 * lanes))
-        self.word_bits = max(1, (self.rows * lanes - 1).bit_length())
-        self.row_bits = max(1, (self.rows - 1).bit_length())
+        self.rows, self.word_bits, self.row_bits = shared_geometry(lanes, size_bytes)
         vec = data.ArrayLayout(32, lanes)
         super().__init__({
             "req": In(lanes),

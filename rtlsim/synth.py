@@ -9,6 +9,15 @@
    achieved Fmax on an LFE5U-85F and the critical path, whose net names (Amaranth hierarchy
    joined by dots, as ``flatten`` writes them) name the unit and the pipeline stage.
 
+A quicker loop for timing work (``shells``): the datapath units that sit between pipeline
+registers (FPU, half unit, multiplier, matrix unit, SFU lanes, the LSU's atomic adder) are
+replaced, in the Verilog, by registers at their outputs fed by an XOR fold of their inputs
+(:func:`register_shells`). Every path into such a unit then ends at a register and every path
+out of it starts at one, as in the real unit (each has a register at its output and takes
+at least one cycle); what is lost is the unit's own paths between its registers, which a
+run on the unit alone measures. The control of the core (issue, stall, LSU, SIMT stack,
+faults) is placed and routed as it is, on about a third of the core's LUTs.
+
 A configuration larger than the ECP5-85F (``full``) stops after a generic yosys synthesis
 (``synth -run begin:fine``: word-level cells, memories not yet mapped) and reports those cell
 counts. Both tools come from the ``synth`` extra (``pip install -e '.[synth]'``): yosys and
@@ -33,8 +42,8 @@ from simtgpu.errors import SimtgpuError
 if TYPE_CHECKING:
     from simtgpu.rtl.configs import RtlConfig
 
-__all__ = ["ECP5_85F", "SynthError", "SynthResult", "load_result", "run_yosys", "synthesize",
-           "synthesize_verilog", "unit_stage"]
+__all__ = ["DATAPATH_SHELLS", "ECP5_85F", "SynthError", "SynthResult", "load_result",
+           "register_shells", "run_yosys", "synthesize", "synthesize_verilog", "unit_stage"]
 
 # LFE5U-85F resources (Lattice FPGA-DS-02012, table 1.1)
 ECP5_85F = {"LUT4": 83_640, "TRELLIS_FF": 83_640, "DP16KD": 208, "MULT18X18D": 156}
@@ -52,7 +61,7 @@ UNIT_STAGES = {
     "preds": "rr, wb", "rr_ex1": "rr/ex1", "alu": "ex1", "fcmp": "ex1", "warp_unit": "ex1",
     "stack": "ex1", "barrier": "ex1", "mul": "rr..ex2", "fpu": "rr..ex2", "ex1_ex2": "ex1/ex2",
     "sfu": "ex1..wb", "ex2_mem": "ex2/mem", "lsu": "mem", "mem_wb": "mem/wb", "late_wb": "wb",
-    "faults": "mem (fault record)", "stalls": "perf", "tid": "rr",
+    "faults": "mem (fault record)", "stalls": "perf", "tid": "rr", "lsu_prep": "ex2",
 }
 
 
@@ -84,6 +93,7 @@ class SynthResult:
     path: list[PathStep] = field(default_factory=list)
     stage_seconds: dict[str, float] = field(default_factory=dict)
     top: str = "gpu"
+    shells: list[str] = field(default_factory=list)  # modules run as register shells
 
     @property
     def logic_ns(self) -> float:
@@ -258,6 +268,69 @@ def critical_path(report: dict, top: str, units: Iterable[str] = ()) -> list[Pat
     return steps
 
 
+# -- register shells -------------------------------------------------------------------------
+DATAPATH_SHELLS = (r"Fpu_u\d+", r"HalfUnit_u\d+", r"Multiplier_u\d+", r"(.+\.)?matrix",
+                   r"(.+\.)?sfu\.sfu\d+", r"(.+\.)?lsu\.atom_fpu")
+"""Module names (regular expressions, whole name) of the pipelined datapath units that
+``--shell`` replaces: each takes its operands from a stage register or the register file and
+returns its result through a register of its own."""
+
+_PORT = re.compile(r"^\s*(input|output)\s+(?:\[(\d+):(\d+)\]\s*)?(\\\S+ |\w+)\s*;", re.M)
+
+
+def register_shells(text: str, patterns: Iterable[str] = DATAPATH_SHELLS
+                    ) -> tuple[str, list[str]]:
+    """Verilog ``text`` with the body of every module whose name matches one of ``patterns``
+    replaced by a register shell: the same ports; each output bit a flip-flop on the
+    module's clock (its input named ``clk`` or ``*clk``) loaded with the XOR of a share of the
+    input bits, so every input still has a load and nothing upstream is optimised away.
+    Returns the text and the names of the modules replaced."""
+    regexes = [re.compile(p) for p in patterns]
+    out, done, pos = [], [], 0
+    for m in re.finditer(r"^module (\\?)(\S+?)\s*\(", text, re.M):
+        name = m.group(2)
+        if not any(r.fullmatch(name) for r in regexes):
+            continue
+        head_end = text.index(");", m.end()) + 2
+        end = text.index("\nendmodule", head_end)
+        out += [text[pos:head_end], _shell_body(name, text[head_end:end])]
+        pos = end
+        done.append(name)
+    return "".join(out) + text[pos:], done
+
+
+def _shell_body(name: str, body: str) -> str:
+    ports = [(d, int(hi or 0) - int(lo or 0) + 1, n.strip() + (" " if n.startswith("\\") else ""))
+             for d, hi, lo, n in _PORT.findall(body)]
+    clocks = [n for d, _, n in ports if d == "input" and n.strip().lstrip("\\").endswith("clk")]
+    if not clocks:
+        raise SynthError(f"module {name} has no clock input (clk): it cannot become a "
+                         "register shell")
+    srcs = [(w, n) for d, w, n in ports if d == "input" and n not in clocks
+            and n.strip().lstrip("\\") != "rst"]
+    n_in = sum(w for w, _ in srcs)
+    n_out = sum(w for d, w, _ in ports if d == "output")
+
+    def decl(d: str, w: int, n: str) -> str:
+        return f"  {d} {f'[{w - 1}:0] ' if w > 1 else ''}{n};"
+
+    lines = [decl(d, w, n) for d, w, n in ports]
+    lines.append(f"  wire [{max(n_in, 1) - 1}:0] shell_in = "
+                 f"{{{', '.join(n for _, n in srcs) if srcs else chr(39) + 'b0'}}};")
+    lines.append(f"  reg [{max(n_out, 1) - 1}:0] shell_q = 0;")
+    lines.append(f"  always @(posedge {clocks[0]}) begin")
+    for j in range(n_out):
+        bits = [f"shell_in[{k}]" for k in range(j % max(n_in, 1), n_in, n_out)] or ["1'b0"]
+        lines.append(f"    shell_q[{j}] <= {' ^ '.join(bits)};")
+    lines.append("  end")
+    off = 0
+    for d, w, n in ports:
+        if d == "output":
+            lines.append(f"  assign {n} = shell_q[{off + w - 1}:{off}];")
+            off += w
+    return "\n" + "\n".join(lines)
+
+
 # -- the flow --------------------------------------------------------------------------------
 # synth_ecp5 up to its LUT mapping, then ABC (not ABC9: yosys 0.70's ABC9 fails an internal
 # assertion when it reintegrates the LSU's netlist of an unflattened design), then the rest
@@ -296,9 +369,10 @@ def fpga_rtl_config(config: str) -> RtlConfig:
 
 def synthesize(config: str, workdir: Path, freq_mhz: float = 100.0, flow: str = "auto",
                seed: int = 1, progress: Callable[[str], None] = print,
-               top: str = "gpu") -> SynthResult:
+               top: str = "gpu", shells: Iterable[str] = ()) -> SynthResult:
     """Run the flow on the GPU (``top="core"``: on core 0 alone) of configuration ``config``
-    in ``workdir``.
+    in ``workdir``; the modules matching ``shells`` become register shells
+    (:func:`register_shells`).
 
     ``flow``: ``ecp5`` (map to ECP5, place and route), ``generic`` (word-level cell counts
     only) or ``auto`` (``generic`` for a GPU of more than 64 lanes in all, which does not fit
@@ -315,9 +389,13 @@ def synthesize(config: str, workdir: Path, freq_mhz: float = 100.0, flow: str = 
     _tools(flow)
     t = time.monotonic()
     text = generate_verilog(cfg, top)
+    if shells:
+        text, replaced = register_shells(text, shells)
+        progress(f"synth {config}: register shells for {', '.join(replaced) or 'nothing'}")
     res = synthesize_verilog(config, text, top, workdir, freq_mhz, flow, seed, progress,
                              verilog_s=time.monotonic() - t)
     res.top = top
+    res.shells = replaced if shells else []
     return res
 
 

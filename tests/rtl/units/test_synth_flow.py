@@ -9,6 +9,8 @@ from amaranth import Module, Signal
 from amaranth.back import verilog
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
+from simtgpu.rtl.alu import Alu
+from simtgpu.rtl.multiplier import Multiplier
 from simtgpu.rtl.regfile import RegFile
 from simtgpu.rtl.scheduler import RoundRobin
 from simtgpu.rtl.shared_memory import SharedMemory
@@ -121,3 +123,45 @@ def test_the_fpga_build_has_one_clock() -> None:
         synth.fpga_rtl_config("tiny"), "gpu"))))
     assert clocks == ["clk"]
     assert synth.fpga_rtl_config("tiny").clock_gating is False
+
+
+class _Multiply(wiring.Component):
+    """A pipelined multiplier between registers: the smallest design with a datapath unit
+    that ``--shell`` replaces."""
+    a: In(32)
+    b: In(32)
+    y: Out(32)
+
+    def elaborate(self, platform) -> Module:
+        m = Module()
+        m.submodules.mul = mul = Multiplier(latency=2)
+        m.submodules.alu = alu = Alu()
+        m.d.sync += [mul.a.eq(self.a), mul.b.eq(self.b), alu.a.eq(self.a), alu.b.eq(self.b),
+                     self.y.eq(mul.result ^ alu.result)]
+        m.d.comb += mul.en.eq(1)
+        return m
+
+
+def _ports(text: str, module: str) -> list[tuple[str, str, str]]:
+    body = text[text.index(f"module \\{module}"):]
+    body = body[:body.index("endmodule")]
+    return sorted(re.findall(r"^\s*(input|output)\s+(\[\d+:0\]\s*)?(\S+)\s*;", body, re.M))
+
+
+def test_register_shell_keeps_ports_and_drops_the_unit(tmp_path) -> None:
+    text = verilog.convert(_Multiply(), name="top", emit_src=False)
+    shelled, replaced = synth.register_shells(text, [r"top\.mul"])
+    assert replaced == ["top.mul"]
+    assert _ports(shelled, "top.mul") == _ports(text, "top.mul")
+    assert _ports(shelled, "top.alu") == _ports(text, "top.alu")  # not matched: unchanged
+    whole = synth.synthesize_verilog("mul", text, "top", tmp_path / "whole", place=False,
+                                     progress=lambda s: None)
+    shell = synth.synthesize_verilog("mul", shelled, "top", tmp_path / "shell", place=False,
+                                     progress=lambda s: None)
+    assert whole.cells.get("MULT18X18D", 0) >= 1 and shell.cells.get("MULT18X18D", 0) == 0
+    # the shell: one flip-flop per output bit of the multiplier, beside the design's own 96
+    assert dict(shell.units)["mul"].get("TRELLIS_FF", 0) == 32
+    assert shell.cells["TRELLIS_FF"] == 96 + 32
+    # a unit without a clock (the combinational ALU) cannot be a register shell
+    with pytest.raises(synth.SynthError, match="top.alu has no clock input"):
+        synth.register_shells(text, [r"top\.alu"])
