@@ -382,7 +382,7 @@ CONFIGS: dict[str, GpuConfig] = {
     for cfg in (
         GpuConfig("tiny", cores=1, warps_per_core=2, lanes=4, shared_bytes_per_core=4 * KIB,
                   memory_bytes=1 * MIB, mem_latency=4, imem_bytes=4 * KIB),
-        GpuConfig("small", cores=2, warps_per_core=4, lanes=8, shared_bytes_per_core=16 * KIB,
+        GpuConfig("small", cores=2, warps_per_core=8, lanes=8, shared_bytes_per_core=16 * KIB,
                   memory_bytes=16 * MIB, mem_latency=8, imem_bytes=16 * KIB),
         GpuConfig("full", cores=4, warps_per_core=8, lanes=32, shared_bytes_per_core=48 * KIB,
                   memory_bytes=64 * MIB, mem_latency=20, imem_bytes=64 * KIB),
@@ -428,7 +428,7 @@ _L1_DEFAULTS = {
     "full": (16 * KIB, 4, 16, 32),
 }
 
-L1_DEFAULT_ON = False
+L1_DEFAULT_ON = True
 """The single switch: whether the named configurations are built with their L1 by default
 (docs/memory-system.md says why it is off)."""
 
@@ -451,7 +451,7 @@ _L2_DEFAULTS = {
     "full": (256 * KIB, 8, 8, 16, 32),
 }
 
-L2_DEFAULT_ON = False
+L2_DEFAULT_ON = True
 """The single switch: whether the named configurations are built with their L2 by default
 (docs/memory-system.md says why it is off)."""
 
