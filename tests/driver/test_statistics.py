@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 from simtgpu.arch.command_queue import CoreCounter
+from simtgpu.arch.config import CONFIGS
 from simtgpu.assembler.examples import example_asm
 from simtgpu.cli.main import main
 from simtgpu.driver_model.device import Device
@@ -47,7 +48,9 @@ def test_json_on_stdout_matches_the_iss_counts(capsys):
     assert stats["per_opcode"] == iss["per_opcode"]
     assert sum(stats["per_opcode"].values()) == stats["warp_instructions"]
     assert stats["divergence_events"] == iss["divergence_events"]
-    assert stats["config"] == {"name": "small", "cores": 2, "warps_per_core": 4, "lanes": 8}
+    small = CONFIGS["small"]
+    assert stats["config"] == {"name": "small", "cores": small.cores,
+                               "warps_per_core": small.warps_per_core, "lanes": small.lanes}
     assert stats["grid"] == [4, 1, 1] and stats["block"] == [32, 1, 1]
     # the ISS has no cycles: no IPC, no stalls, and it says so
     assert stats["cycles"] is None and stats["ipc"] is None and stats["stalls"] is None

@@ -11,7 +11,7 @@ EXAMPLES = "examples/asm/"
 
 CONFIGS = {
     "tiny": lambda: small_config("tiny"),  # 2 warps x 4 lanes
-    "small": lambda: small_config("small"),  # 4 warps x 8 lanes
+    "small": lambda: small_config("small"),  # CONFIGS["small"]: 8 warps x 8 lanes
 }
 
 

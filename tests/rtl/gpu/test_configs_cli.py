@@ -13,7 +13,8 @@ from simtgpu.rtl.configs import RtlConfigError, get_rtl_config
 def test_named_configs_follow_the_driver() -> None:
     sizes = {name: (get_rtl_config(name).cores, get_rtl_config(name).warps,
                     get_rtl_config(name).lanes) for name in ("tiny", "small", "full")}
-    assert sizes == {"tiny": (1, 2, 4), "small": (2, 4, 8), "full": (4, 8, 32)}
+    assert sizes == {name: (CONFIGS[name].cores, CONFIGS[name].warps_per_core,
+                            CONFIGS[name].lanes) for name in ("tiny", "small", "full")}
     for name, gpu in CONFIGS.items():
         cfg = get_rtl_config(name)
         assert cfg.gpu is gpu
