@@ -55,11 +55,11 @@ def register(subparsers: Any) -> None:
     p.add_argument("--l1", choices=("on", "off"), default=None,
                    help="with --backend rtl: build each core with its L1 data cache (the "
                    "configuration's default size) or without (default: the configuration's "
-                   "own, on for tiny, small and full; docs/memory-system.md)")
+                   "own; docs/memory-system.md)")
     p.add_argument("--l2", choices=("on", "off"), default=None,
                    help="with --backend rtl: build the GPU with its shared L2 (the "
                    "configuration's default size) or without (default: the configuration's "
-                   "own, on for tiny, small and full; docs/memory-system.md)")
+                   "own; docs/memory-system.md)")
     p.add_argument("--stats", action="store_true",
                    help="print the launch statistics: counts, IPC and stall shares per core "
                    "and in total")

@@ -23,12 +23,12 @@ Options (``Device(backend="rtl", config=..., waves="build/run.fst")``):
     Each core's L1 data cache: True for the configuration's default
     (:func:`~simtgpu.arch.config.l1_default`), False for none, an
     :class:`~simtgpu.arch.config.L1Config`, or None (the default) for what the configuration
-    says (the named configurations carry theirs). A different cache is a different model build.
+    says. A different cache is a different model build.
 ``l2``
     The shared L2: True for the configuration's default
     (:func:`~simtgpu.arch.config.l2_default`), False for none, an
     :class:`~simtgpu.arch.config.L2Config`, or None (the default) for what the configuration
-    says (the named configurations carry theirs). A different L2 is a different model build.
+    says. A different L2 is a different model build.
 ``max_cycles``
     Cycles ``run_until_idle`` allows before it gives up (the hardware's own watchdog fault
     normally comes first).
