@@ -7,6 +7,7 @@ import re
 
 import numpy as np
 import pytest
+from simtgpu.arch.config import CONFIGS
 from simtgpu.assembler.examples import example_asm
 from simtgpu.cli.main import main
 from simtgpu.driver_model.argspec import parse_arg, parse_print
@@ -124,8 +125,10 @@ def test_negative_seed_is_a_usage_error(vadd, capsys):
 
 def test_run_bad_geometry_and_kernel(vadd, capsys):
     base = ["--arg", "a=f32[8]", "b=f32[8]", "c=f32[8]", "n=i32:8"]
-    rc, _, err = _run(capsys, vadd, "-k", "vector_add", "--grid", "1", "--block", "64", *base)
-    assert rc == 1 and "allows at most 32" in err
+    most = CONFIGS["small"].max_threads_per_block  # the run command's default configuration
+    rc, _, err = _run(capsys, vadd, "-k", "vector_add", "--grid", "1", "--block",
+                      str(2 * most), *base)
+    assert rc == 1 and f"allows at most {most}" in err
     rc, _, err = _run(capsys, vadd, "-k", "vector_add", "--grid", "1,x", "--block", "8", *base)
     assert rc == 1 and "--grid '1,x'" in err
     rc, _, err = _run(capsys, vadd, "-k", "nope", "--grid", "1", "--block", "8", *base)

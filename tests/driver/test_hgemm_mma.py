@@ -24,7 +24,7 @@ def check_hgemm(dev, m: int, n: int, k: int, seed: int) -> None:
     assert res.divergence_events == 0
 
 
-@pytest.mark.parametrize("config,m,n,k", [("tiny", 8, 16, 16), ("small", 16, 32, 24)])
+@pytest.mark.parametrize("config,m,n,k", [("tiny", 8, 16, 16), ("small", 16, 64, 24)])
 def test_hgemm_mma_iss(config, m, n, k):
     check_hgemm(Device(backend="iss", config=config), m, n, k, seed=1)
 
