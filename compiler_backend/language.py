@@ -542,12 +542,7 @@ def dot(ctx: Lowering, input, other, acc=None, input_precision=None, allow_tf32=
             raise CompileError(f"tl.dot accumulator of shape {list(acc.shape)} does not fit "
                                f"({M}, {N})")
         acc = ctx.broadcast_to(acc, (M, N)).materialize()
-    ctx.scratch_barrier()
-    base = ctx.scratch((M * K + K * N) * 4)
-    ctx.store_tile_shared(a.materialize(), base)
-    bbase = ctx.b("gep", base, ctx.const(M * K))
-    ctx.store_tile_shared(b.materialize(), bbase)
-    ctx.barrier()
+    base, bbase = _operands_to_shared(ctx, a, b)
 
     if M * N >= ctx.T:
         out = _dot_outer(ctx, base, bbase, acc, M, N, K)
@@ -557,17 +552,34 @@ def dot(ctx: Lowering, input, other, acc=None, input_precision=None, allow_tf32=
     def fn(c: Coords) -> Value:
         m, n = c.idx()
         arow = ctx.b("gep", base, ctx.b("shl", m, ctx.const(K.bit_length() - 1)))
-        bcol = ctx.b("gep", bbase, n)
-        s = acc.at(c) if acc is not None else ctx.const(0.0, F32)
-        for k in builtins.range(K):
-            av = ctx.b.op("load", [ctx.b("gep", arow, ctx.const(k))]).result
-            bv = ctx.b.op("load", [ctx.b("gep", bcol, ctx.const(k * N))]).result
-            s = ctx.b("ffma", av, bv, s)
-        return s
+        return _fma_chain(ctx, arow, ctx.b("gep", bbase, n), acc, c, K, N)
 
     out = Tile(ctx, (M, N), F32, fn=fn).materialize()
     ctx.scratch_dirty = True
     return out
+
+
+def _operands_to_shared(ctx: Lowering, a: Tile, b: Tile) -> tuple[Value, Value]:
+    """Both dot operands into the scratch area, row-major, A first: (A's base, B's base)."""
+    ctx.scratch_barrier()
+    base = ctx.scratch((a.numel + b.numel) * 4)
+    ctx.store_tile_shared(a.materialize(), base)
+    bbase = ctx.b("gep", base, ctx.const(a.numel))
+    ctx.store_tile_shared(b.materialize(), bbase)
+    ctx.barrier()
+    return base, bbase
+
+
+def _fma_chain(ctx: Lowering, arow: Value, bcol: Value, acc: Tile | None, c: Coords, K: int,
+               N: int) -> Value:
+    """One output element: ``acc + a0*b0``, then ``+ a1*b1`` ... as fused multiply-adds, A's
+    row at ``arow`` (contiguous) and B's column at ``bcol`` (stride N)."""
+    s = acc.at(c) if acc is not None else ctx.const(0.0, F32)
+    for k in builtins.range(K):
+        av = ctx.b.op("load", [ctx.b("gep", arow, ctx.const(k))]).result
+        bv = ctx.b.op("load", [ctx.b("gep", bcol, ctx.const(k * N))]).result
+        s = ctx.b("ffma", av, bv, s)
+    return s
 
 
 def _dot_batched(ctx: Lowering, a: Tile, b: Tile, acc) -> Tile:
@@ -578,23 +590,13 @@ def _dot_batched(ctx: Lowering, a: Tile, b: Tile, acc) -> Tile:
     N = b.shape[2]
     if acc is not None:
         acc = ctx.broadcast_to(ctx.cast(ctx.to_tile(acc), F32), (nb, M, N)).materialize()
-    ctx.scratch_barrier()
-    base = ctx.scratch((nb * M * K + nb * K * N) * 4)
-    ctx.store_tile_shared(a.materialize(), base)
-    bbase = ctx.b("gep", base, ctx.const(nb * M * K))
-    ctx.store_tile_shared(b.materialize(), bbase)
-    ctx.barrier()
+    base, bbase = _operands_to_shared(ctx, a, b)
 
     def fn(c: Coords) -> Value:
         bi, m, n = c.idx()
         arow = ctx.b("gep", base, ctx.linearize([bi, m, ctx.const(0)], (nb, M, K)))
         bcol = ctx.b("gep", bbase, ctx.linearize([bi, ctx.const(0), n], (nb, K, N)))
-        s = acc.at(c) if acc is not None else ctx.const(0.0, F32)
-        for k in builtins.range(K):
-            av = ctx.b.op("load", [ctx.b("gep", arow, ctx.const(k))]).result
-            bv = ctx.b.op("load", [ctx.b("gep", bcol, ctx.const(k * N))]).result
-            s = ctx.b("ffma", av, bv, s)
-        return s
+        return _fma_chain(ctx, arow, bcol, acc, c, K, N)
 
     out = Tile(ctx, (nb, M, N), F32, fn=fn).materialize()
     ctx.scratch_dirty = True
