@@ -861,9 +861,22 @@ from .stdlib import (  # noqa: E402, F401 - language names
     cast,
     constexpr_function,
     max_constancy,
-    softmax,
     swizzle2d,
 )
+
+
+@builtin
+def softmax(ctx: Lowering, x, dim=None, keep_dims: bool = False, ieee_rounding: bool = False
+            ) -> Tile:
+    """Triton's ``tl.softmax``: ``exp(x - max(x, dim)) / sum(exp(...), dim)`` along ``dim``
+    (axis 0 for None), the quotient by ``tl.fdiv`` (``ieee_rounding``: correctly rounded).
+    As in Triton, with ``keep_dims=False`` the reduced result broadcasts against ``x`` from
+    the right, which fits ``dim=0`` (or a 1-D ``x``); along the last axis of a 2-D tile
+    pass ``keep_dims=True``."""
+    d = 0 if dim is None else dim
+    z = ctx.binary("-", x, max(x, d, keep_dims=keep_dims, _ctx=ctx))
+    num = exp(z, _ctx=ctx)
+    return fdiv(num, sum(num, d, keep_dims=keep_dims, _ctx=ctx), ieee_rounding, _ctx=ctx)
 
 math = Namespace("tl.math", {n: globals()[n] for n in MATH_NAMES + LIBDEVICE_NAMES})
 """Triton's ``tl.math`` namespace (an unknown name is a compile error at its place)."""

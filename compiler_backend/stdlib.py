@@ -1,5 +1,5 @@
 """Small ``triton.language`` names that are compositions of other builtins: ``tl.add``,
-``tl.cast``, ``tl.max_constancy``, ``tl.softmax``, ``tl.swizzle2d``,
+``tl.cast``, ``tl.max_constancy``, ``tl.swizzle2d``,
 ``tl.constexpr_function``, and the tensor members ``x.item()``, ``x.logical_and(y)`` and
 ``x.logical_or(y)``."""
 
@@ -30,22 +30,6 @@ def cast(ctx: Lowering, input, dtype, fp_downcast_rounding=None, bitcast: bool =
 def max_constancy(ctx: Lowering, input, values):
     """A hint (runs of equal values); accepted, and not needed by this code generator."""
     return input
-
-
-@builtin
-def softmax(ctx: Lowering, x, dim=None, keep_dims: bool = False, ieee_rounding: bool = False
-            ) -> Tile:
-    """Triton's ``tl.softmax``: ``exp(x - max(x, dim)) / sum(exp(...), dim)`` along ``dim``
-    (axis 0 for None), the quotient by ``tl.fdiv`` (``ieee_rounding``: correctly rounded).
-    As in Triton, with ``keep_dims=False`` the reduced result broadcasts against ``x`` from
-    the right, which fits ``dim=0`` (or a 1-D ``x``); along the last axis of a 2-D tile
-    pass ``keep_dims=True``."""
-    from . import language as tl
-
-    d = 0 if dim is None else dim
-    z = ctx.binary("-", x, tl.max(x, d, keep_dims=keep_dims, _ctx=ctx))
-    num = tl.exp(z, _ctx=ctx)
-    return tl.fdiv(num, tl.sum(num, d, keep_dims=keep_dims, _ctx=ctx), ieee_rounding, _ctx=ctx)
 
 
 @builtin
