@@ -78,6 +78,7 @@ for _m, _n in _PREDICATES.items():
 for _m in ("is_fp8", "is_fp8e4nv", "is_fp8e4b8", "is_fp8e4b15", "is_fp8e5", "is_fp8e5b16",
            "is_fp64", "is_int8", "is_int16", "is_uint8", "is_uint16"):
     setattr(dtype, _m, lambda self: False)  # types that do not exist here
+del _m, _n
 
 
 float32 = dtype("float32", F32)
