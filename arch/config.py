@@ -386,7 +386,7 @@ CONFIGS: dict[str, GpuConfig] = {
     for cfg in (
         GpuConfig("tiny", cores=1, warps_per_core=2, lanes=4, shared_bytes_per_core=4 * KIB,
                   memory_bytes=1 * MIB, mem_latency=4, imem_bytes=4 * KIB),
-        GpuConfig("small", cores=2, warps_per_core=4, lanes=8, shared_bytes_per_core=16 * KIB,
+        GpuConfig("small", cores=2, warps_per_core=8, lanes=8, shared_bytes_per_core=16 * KIB,
                   memory_bytes=16 * MIB, mem_latency=8, imem_bytes=16 * KIB),
         GpuConfig("full", cores=4, warps_per_core=8, lanes=32, shared_bytes_per_core=48 * KIB,
                   memory_bytes=64 * MIB, mem_latency=20, imem_bytes=64 * KIB),

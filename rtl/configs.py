@@ -323,7 +323,7 @@ class RtlConfig:
 
 
 RTL_CONFIGS: dict[str, RtlConfig] = {name: RtlConfig(gpu) for name, gpu in CONFIGS.items()}
-"""The named configurations ``tiny`` (1 core, 2 warps, 4 lanes), ``small`` (2 cores, 4 warps,
+"""The named configurations ``tiny`` (1 core, 2 warps, 4 lanes), ``small`` (2 cores, 8 warps,
 8 lanes) and ``full`` (4 cores, 8 warps, 32 lanes) with default RTL parameters."""
 
 

@@ -305,17 +305,22 @@ def atomic_launches(lanes: int, warps: int) -> list[KernelLaunch]:
                     blocks=2)]
 
 
-def residency_launches(lanes: int, warps: int) -> list[KernelLaunch]:
+def residency_launches(lanes: int, warps: int,
+                       core_shared_bytes: int = 16 * 1024) -> list[KernelLaunch]:
     """Several blocks resident on a core at once: one-warp blocks filling every warp slot,
-    blocks whose shared memory lets fewer of them in than the warp slots would (the next
-    waits for space), and barriers in resident blocks side by side. Each block first reads
-    its whole shared area (zero: a new block sees none of the previous one's data), then
-    fills it with values of its own block id, meets a barrier, and reads a neighbour's
-    word: a block that saw another's shared memory stores a wrong sum."""
+    blocks whose shared memory lets fewer of them in than the warp slots would (half as
+    many, at least one, in a core of ``core_shared_bytes``; the next waits for space), and
+    barriers in resident blocks side by side. Each block first reads its whole shared area
+    (zero: a new block sees none of the previous one's data), then fills it with values of
+    its own block id, meets a barrier, and reads a neighbour's word (within its area, and
+    every thread goes round each loop as often as the others: no launch faults, even on a
+    barrier): a block that saw another's shared memory stores a wrong sum."""
     launches = []
+    bound_words = core_shared_bytes // 4 // max(1, warps // 2) // lanes * lanes
+    half_tpb = max(1, warps // 2) * lanes - 1
     for tag, shared_words, tpb in (("one_warp", lanes, lanes),
-                                   ("shared_bound", 384 * warps, lanes),
-                                   ("half", 2 * lanes, max(1, warps // 2) * lanes - 1)):
+                                   ("shared_bound", bound_words, lanes),
+                                   ("half", 2 * half_tpb, half_tpb)):
         body = f"""
         s2r     r13, ctaid.x
         s2r     r14, warpid
