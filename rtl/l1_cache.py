@@ -42,6 +42,15 @@ to, cycle by cycle, with a Python model written from it. Tags and data live in
 ``amaranth.lib.memory.Memory`` arrays, one per way, with asynchronous read ports (distributed
 RAM on an FPGA; a single-cycle lookup keeps the first version simple); valid bits are
 flip-flops so that ``invalidate`` takes one cycle.
+
+The reorder buffer keeps only flags in flip-flops. What an entry answers with is in memories
+read at the head: the line of a hit or an acknowledgement's data by entry, and a read miss's
+line in a *fill slot* (one line per slot, ``rob_depth`` slots) that the miss takes when it is
+accepted and gives back when the last read waiting on it (itself or a merged one) leaves. A
+fill thus writes one line, where writing it into every waiting entry cost most of the cache's
+simulation time (docs/memory-system.md, *Simulation cost*). Every taken slot has a reader in
+the buffer, so a slot is free whenever the buffer has room: slots never hold a request back
+and are not part of the contract.
 """
 
 from __future__ import annotations
@@ -207,16 +216,9 @@ class L1Cache(wiring.Component):
                 m.d.comb += [free.eq(1), free_idx.eq(i)]
 
         # --- reorder buffer -------------------------------------------------------------
-        # Per entry only flags are flip-flops; what an entry answers with lives in memories
-        # read at the head, so a fill writes one line, not every entry waiting on it (a
-        # broadcast of whole lines into ``rob_depth`` registers was most of the cache's
-        # simulation time). ``rob_mem``: the line of a hit, an acknowledgement's data, an
-        # atomic's old word, by entry. A read miss takes a *fill slot* (``slot_mem``, one
-        # line each, ``rob_depth`` of them): its fill is written there, and every entry that
-        # waits on that miss (the first and the merged ones) names the slot and reads it
-        # when it leaves. A slot is given back when its last reader leaves; each taken slot
-        # has a reader in the buffer, so there is a free one whenever the buffer has room,
-        # and slots never hold a request back (the contract does not see them).
+        # Flags in flip-flops; answers in memories read at the head: ``rob_mem`` by entry
+        # (a hit's line, an acknowledgement's data, an atomic's old word), ``slot_mem`` by
+        # fill slot (a read miss's line; see the module docstring).
         rob_valid = Signal(rd)
         rob_ready = Signal(rd)  # answered (a hit, or acknowledged); a fill's entry: see below
         rob_fill = Signal(rd)  # a read miss or merge: answers with its slot's line
