@@ -372,14 +372,15 @@ def _figures(name: str, size: str, res, cpu: float, walls: list[float]) -> dict:
     }
 
 
-def model_instructions(config: str = "small", n: int = 4096, m: int = 24) -> list[dict]:
+def model_instructions(config: str = "small", n: int = 4096, m: int = 24, l1: bool | None = None,
+                       l2: bool | None = None) -> list[dict]:
     """Machine instructions the Verilator model executes per simulated cycle, counted by
     valgrind (callgrind) over the model's clock loop only, for vector add and matmul.
 
     Unlike wall time this count does not move with the machine's load, so it compares two
     versions of the RTL exactly (it does not see cache misses, which also cost time). Needs
     ``valgrind`` on PATH; the kernels run about 50 times slower under it, hence the small
-    default sizes."""
+    default sizes. ``l1``, ``l2``: the caches, as for :func:`bench_rtl`."""
     import os
     import shutil
     import tempfile
@@ -394,14 +395,14 @@ def model_instructions(config: str = "small", n: int = 4096, m: int = 24) -> lis
                 f"valgrind -q --tool=callgrind --toggle-collect=run_cycles* --dump-line=no "
                 f"--callgrind-out-file={out}")
             try:
-                (row,) = bench_rtl(config, n=n, m=m, runs=1, kernels=(kernel,))
+                (row,) = bench_rtl(config, n=n, m=m, runs=1, kernels=(kernel,), l1=l1, l2=l2)
             finally:
                 del os.environ["SIMTGPU_RTL_PREFIX"]
             totals = [line for line in out.read_text().splitlines()
                       if line.startswith(("summary:", "totals:"))]
             instructions = int(totals[-1].split()[1])
-        rows.append({"kernel": kernel, "size": row["size"], "cycles": row["cycles"],
-                     "instructions": instructions,
+        rows.append({"kernel": kernel, "caches": row["caches"], "size": row["size"],
+                     "cycles": row["cycles"], "instructions": instructions,
                      "per_cycle": instructions / row["cycles"], "config": config})
     return rows
 
@@ -424,8 +425,8 @@ def main(argv: list[str] | None = None) -> int:
                    help="MACs per cycle per core of hgemm_mma.s against sgemm_tiled.s")
     p.add_argument("--caches", nargs="+", choices=list(CACHE_BUILDS), default=None,
                    metavar="BUILD",
-                   help="time these cache builds one after another (none, L1, L2, L1+L2; "
-                        "default: the configuration's own caches)")
+                   help="time (or count, with --instructions) these cache builds one after "
+                        "another (none, L1, L2, L1+L2; default: the configuration's own caches)")
     args = p.parse_args(argv)
     if args.mma:
         _table(["kernel", "size", "cycles", "warp-instr", "MACs / cycle / core", "vs FP32"],
@@ -433,12 +434,13 @@ def main(argv: list[str] | None = None) -> int:
                  f"{r['macs_per_cycle_core']:.2f}", f"{r['ratio']:.1f}x"]
                 for r in bench_mma(args.config)])
         return 0
-    if args.instructions:
-        _table(["kernel", "size", "cycles", "model instructions", "per cycle"],
-               [[r["kernel"], r["size"], f"{r['cycles']:,}", f"{r['instructions']:,}",
-                 f"{r['per_cycle']:,.0f}"] for r in model_instructions(args.config)])
-        return 0
     builds = [CACHE_BUILDS[c] for c in args.caches] if args.caches else [(None, None)]
+    if args.instructions:
+        _table(["kernel", "caches", "size", "cycles", "model instructions", "per cycle"],
+               [[r["kernel"], r["caches"], r["size"], f"{r['cycles']:,}",
+                 f"{r['instructions']:,}", f"{r['per_cycle']:,.0f}"]
+                for l1, l2 in builds for r in model_instructions(args.config, l1=l1, l2=l2)])
+        return 0
     rows = [r for l1, l2 in builds for r in bench_rtl(args.config, l1=l1, l2=l2)]
     _table(["kernel", "caches", "size", "cycles", "thread-instr", "wall s", "cycles/s",
             "cycles / CPU-s", "IPC"],
