@@ -47,10 +47,10 @@ The reorder buffer keeps only flags in flip-flops. What an entry answers with is
 read at the head: the line of a hit or an acknowledgement's data by entry, and a read miss's
 line in a *fill slot* (one line per slot, ``rob_depth`` slots) that the miss takes when it is
 accepted and gives back when the last read waiting on it (itself or a merged one) leaves. A
-fill thus writes one line, where writing it into every waiting entry cost most of the cache's
-simulation time (docs/memory-system.md, *Simulation cost*). Every taken slot has a reader in
-the buffer, so a slot is free whenever the buffer has room: slots never hold a request back
-and are not part of the contract.
+fill thus writes one line; writing it into every waiting entry was about a third of the L1's
+cost in simulation speed (docs/memory-system.md, *Simulation cost*). Every taken slot has a
+reader in the buffer, so a slot is free whenever the buffer has room: slots never hold a
+request back and are not part of the contract.
 """
 
 from __future__ import annotations
