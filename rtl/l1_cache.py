@@ -42,6 +42,15 @@ to, cycle by cycle, with a Python model written from it. Tags and data live in
 ``amaranth.lib.memory.Memory`` arrays, one per way, with asynchronous read ports (distributed
 RAM on an FPGA; a single-cycle lookup keeps the first version simple); valid bits are
 flip-flops so that ``invalidate`` takes one cycle.
+
+The reorder buffer keeps only flags in flip-flops. What an entry answers with is in memories
+read at the head: the line of a hit or an acknowledgement's data by entry, and a read miss's
+line in a *fill slot* (one line per slot, ``rob_depth`` slots) that the miss takes when it is
+accepted and gives back when the last read waiting on it (itself or a merged one) leaves. A
+fill thus writes one line; writing it into every waiting entry was about a third of the L1's
+cost in simulation speed (docs/memory-system.md, *Simulation cost*). Every taken slot has a
+reader in the buffer, so a slot is free whenever the buffer has room: slots never hold a
+request back and are not part of the contract.
 """
 
 from __future__ import annotations
@@ -207,22 +216,45 @@ class L1Cache(wiring.Component):
                 m.d.comb += [free.eq(1), free_idx.eq(i)]
 
         # --- reorder buffer -------------------------------------------------------------
+        # Flags in flip-flops; answers in memories read at the head: ``rob_mem`` by entry
+        # (a hit's line, an acknowledgement's data, an atomic's old word), ``slot_mem`` by
+        # fill slot (a read miss's line; see the module docstring).
         rob_valid = Signal(rd)
-        rob_ready = Signal(rd)
-        rob_wait = Array(Signal(mbits, name=f"rob_wait{i}") for i in range(rd))  # MSHR
-        rob_fill = Signal(rd)  # waiting on an MSHR's fill (else on a pass-through ack)
-        rob_data = Array(Signal(width, name=f"rob_data{i}") for i in range(rd))
-        rob_tag = Array(Signal(self.tag_bits, name=f"rob_tag{i}") for i in range(rd))
+        rob_ready = Signal(rd)  # answered (a hit, or acknowledged); a fill's entry: see below
+        rob_fill = Signal(rd)  # a read miss or merge: answers with its slot's line
         head = Signal(rbits)
         tail = Signal(rbits)
         count = Signal(range(rd + 1))
+        m.submodules.rob_mem = rob_mem = Memory(shape=unsigned(width), depth=rd, init=[])
+        m.submodules.rob_tags = rob_tags = Memory(shape=unsigned(self.tag_bits), depth=rd,
+                                                  init=[])
+        m.submodules.rob_slots = rob_slots = Memory(shape=unsigned(rbits), depth=rd, init=[])
+        m.submodules.slot_mem = slot_mem = Memory(shape=unsigned(width), depth=rd, init=[])
+        m.submodules.slot_last = slot_last = Memory(shape=unsigned(rbits), depth=rd, init=[])
+        m.submodules.mshr_slot = mshr_slot = Memory(shape=unsigned(rbits), depth=nm, init=[])
+        rob_rd, rob_wr_acc, rob_wr_ack = (rob_mem.read_port(domain="comb"),
+                                          rob_mem.write_port(), rob_mem.write_port())
+        tags_rd, tags_wr = rob_tags.read_port(domain="comb"), rob_tags.write_port()
+        rslot_rd, rslot_wr = rob_slots.read_port(domain="comb"), rob_slots.write_port()
+        slot_rd, slot_wr = slot_mem.read_port(domain="comb"), slot_mem.write_port()
+        last_rd, last_wr = slot_last.read_port(domain="comb"), slot_last.write_port()
+        mslot_rd, mslot_wr = mshr_slot.read_port(domain="comb"), mshr_slot.write_port()
+        slot_busy = Signal(rd)
+        slot_filled = Signal(rd)
+        slot_free = Signal(rbits)  # the lowest free slot
+        for i in reversed(range(rd)):
+            with m.If(~slot_busy[i]):
+                m.d.comb += slot_free.eq(i)
+        m.d.comb += [rob_rd.addr.eq(head), tags_rd.addr.eq(head), rslot_rd.addr.eq(head),
+                     slot_rd.addr.eq(rslot_rd.data), last_rd.addr.eq(rslot_rd.data),
+                     mslot_rd.addr.eq(pend_idx)]
 
         # Downstream requests, and what each response is for (the memory answers in order).
         dq_layout = mem_request_layout(lw, self.tag_bits)
         execute = self.atomics == "execute"
         route_layout = data.StructLayout({
             "fill": unsigned(1), "keep": unsigned(1), "mshr": unsigned(mbits),
-            "rob": unsigned(rbits)})
+            "rob": unsigned(rbits), "slot": unsigned(rbits), "read": unsigned(1)})
         # Executing atomics, a line fetch for an atomic holds no reorder-buffer entry.
         qdepth = rd + nm if execute else rd
         m.submodules.dq = dq = SyncFIFO(width=dq_layout.size, depth=qdepth)
@@ -261,14 +293,15 @@ class L1Cache(wiring.Component):
             if ways > 1:
                 with m.If(install & ~any_invalid):
                     m.d.sync += rr[fill_set].eq(rr[fill_set] + 1)
-            for i in range(rd):
-                with m.If(rob_valid[i] & ~rob_ready[i] & rob_fill[i]
-                          & (rob_wait[i] == route_head.mshr)):
-                    m.d.sync += [rob_ready[i].eq(1), rob_data[i].eq(dresp.payload.rdata)]
+            with m.If(route_head.read):  # an atomic's line fetch has no reader
+                m.d.sync += slot_filled.bit_select(route_head.slot, 1).eq(1)
+                m.d.comb += [slot_wr.addr.eq(route_head.slot),
+                             slot_wr.data.eq(dresp.payload.rdata), slot_wr.en.eq(1)]
         with m.Elif(dresp.valid):
             m.d.sync += rob_ready.bit_select(route_head.rob, 1).eq(1)
             with m.If(~route_head.keep):  # an executed atomic keeps its old word
-                m.d.sync += rob_data[route_head.rob].eq(dresp.payload.rdata)
+                m.d.comb += [rob_wr_ack.addr.eq(route_head.rob),
+                             rob_wr_ack.data.eq(dresp.payload.rdata), rob_wr_ack.en.eq(1)]
 
         # --- accepting a request ----------------------------------------------------------
         is_read = Signal()
@@ -318,6 +351,7 @@ class L1Cache(wiring.Component):
             dq_entry.addr.eq(Mux(new_miss | fetch, Cat(Const(0, ob), line), p.addr)),
             dq.w_data.eq(dq_entry.as_value()), dq.w_en.eq(send),
             r_entry.fill.eq(new_miss | fetch), r_entry.mshr.eq(free_idx), r_entry.rob.eq(tail),
+            r_entry.slot.eq(slot_free), r_entry.read.eq(new_miss),
             r_entry.keep.eq(is_atomic & ~fetch if execute else 0),
             route.w_data.eq(r_entry.as_value()), route.w_en.eq(send),
         ]
@@ -358,27 +392,47 @@ class L1Cache(wiring.Component):
             m.d.sync += [
                 rob_valid.bit_select(tail, 1).eq(1),
                 rob_ready.bit_select(tail, 1).eq(is_read & hit),
-                rob_fill.bit_select(tail, 1).eq(is_read),
-                rob_wait[tail].eq(Mux(pend, pend_idx, free_idx)),
-                rob_data[tail].eq(Mux(is_atomic, atom_old, hit_data)),
-                rob_tag[tail].eq(p.tag),
+                rob_fill.bit_select(tail, 1).eq(is_read & ~hit),
                 tail.eq(tail + 1),
             ]
+            m.d.comb += [
+                rob_wr_acc.addr.eq(tail), rob_wr_acc.data.eq(Mux(is_atomic, atom_old, hit_data)),
+                rob_wr_acc.en.eq(1),
+                tags_wr.addr.eq(tail), tags_wr.data.eq(p.tag), tags_wr.en.eq(1),
+            ]
+        # A read miss's entry names a new slot, a merged read its MSHR's; either is, for now,
+        # the slot's last reader.
+        read_slot = Signal(rbits)
+        m.d.comb += read_slot.eq(Mux(new_miss, slot_free, mslot_rd.data))
+        with m.If(fire & is_read & ~hit):
+            m.d.comb += [rslot_wr.addr.eq(tail), rslot_wr.data.eq(read_slot), rslot_wr.en.eq(1),
+                         last_wr.addr.eq(read_slot), last_wr.data.eq(tail), last_wr.en.eq(1)]
+        with m.If(fire & new_miss):
+            m.d.sync += [slot_busy.bit_select(slot_free, 1).eq(1),
+                         slot_filled.bit_select(slot_free, 1).eq(0)]
+            m.d.comb += [mslot_wr.addr.eq(free_idx), mslot_wr.data.eq(slot_free),
+                         mslot_wr.en.eq(1)]
         with m.If((fire & new_miss) | fetch):
             m.d.sync += [mshr_valid.bit_select(free_idx, 1).eq(1),
                          mshr_stale.bit_select(free_idx, 1).eq(0),
                          mshr_line[free_idx].eq(line)]
 
         # --- responses up, in request order ---------------------------------------------
+        head_fill = Signal()
         m.d.comb += [
-            resp.valid.eq(rob_valid.bit_select(head, 1) & rob_ready.bit_select(head, 1)),
-            resp.payload.rdata.eq(Mux(resp.valid, rob_data[head], 0)),
-            resp.payload.tag.eq(Mux(resp.valid, rob_tag[head], 0)),
+            head_fill.eq(rob_fill.bit_select(head, 1)),
+            resp.valid.eq(rob_valid.bit_select(head, 1)
+                          & Mux(head_fill, slot_filled.bit_select(rslot_rd.data, 1),
+                                rob_ready.bit_select(head, 1))),
+            resp.payload.rdata.eq(Mux(resp.valid, Mux(head_fill, slot_rd.data, rob_rd.data), 0)),
+            resp.payload.tag.eq(Mux(resp.valid, tags_rd.data, 0)),
         ]
         retire = Signal()
         m.d.comb += retire.eq(resp.valid & resp.ready)
         with m.If(retire):
             m.d.sync += [rob_valid.bit_select(head, 1).eq(0), head.eq(head + 1)]
+            with m.If(head_fill & (last_rd.data == head)):  # the slot's last reader leaves
+                m.d.sync += slot_busy.bit_select(rslot_rd.data, 1).eq(0)
         with m.If(fire & ~retire):
             m.d.sync += count.eq(count + 1)
         with m.Elif(retire & ~fire):

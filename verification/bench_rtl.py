@@ -66,15 +66,18 @@ def _timed(dev, kernel, grid, block, args, runs: int) -> tuple[object, float, li
 
 
 def bench_rtl(config: str = "small", n: int = 32768, m: int = 48, runs: int = 3,
-              kernels: tuple[str, ...] = ("vector_add", "matmul")) -> list[dict]:
+              kernels: tuple[str, ...] = ("vector_add", "matmul"), l1: bool | None = None,
+              l2: bool | None = None) -> list[dict]:
     """Run vector add (``n`` elements) and an ``m`` x ``m`` x ``m`` matmul on the RTL backend,
     ``runs`` times each (sizes of about 85,000 cycles each on ``small``, so launch overheads
-    do not count); one dict of figures per kernel, from its median run."""
+    do not count), with each core's L1 and the shared L2 on, off, or as the configuration
+    says (None); one dict of figures per kernel, from its median run."""
     from simtgpu.driver_model.device import Device
 
     rng = np.random.default_rng(1)
     out = []
-    with Device(backend="rtl", config=config) as dev:
+    with Device(backend="rtl", config=config, l1=l1, l2=l2) as dev:
+        caches = _caches_label(dev.backend.config)
         tpb = dev.config.warps_per_core * dev.config.lanes
         a = rng.standard_normal(n).astype(np.float32)
         b = rng.standard_normal(n).astype(np.float32)
@@ -101,7 +104,18 @@ def bench_rtl(config: str = "small", n: int = 32768, m: int = 48, runs: int = 3,
             if np.max(np.abs(got - want)) > 1e-3 * max(1.0, float(np.max(np.abs(want)))):
                 raise AssertionError("matmul on the RTL differs from NumPy")
             out.append(_figures("matmul", f"{m}x{m}x{m}", res, cpu, walls))
-    return [dict(row, config=config) for row in out]
+    return [dict(row, config=config, caches=caches) for row in out]
+
+
+def _caches_label(cfg) -> str:
+    """Which caches a configuration has on: ``none``, ``L1``, ``L2`` or ``L1+L2``."""
+    on = [name for name, c in (("L1", cfg.l1_cache), ("L2", cfg.l2_cache)) if c]
+    return "+".join(on) or "none"
+
+
+CACHE_BUILDS = {"none": (False, False), "L1": (True, False), "L2": (False, True),
+                "L1+L2": (True, True)}
+"""The four cache builds :func:`bench_rtl` can be asked for (``--caches``), as ``(l1, l2)``."""
 
 
 def bench_ipc(config: str = "small", sgemm_size: int = 64, memory: str | None = None,
@@ -358,14 +372,15 @@ def _figures(name: str, size: str, res, cpu: float, walls: list[float]) -> dict:
     }
 
 
-def model_instructions(config: str = "small", n: int = 4096, m: int = 24) -> list[dict]:
+def model_instructions(config: str = "small", n: int = 4096, m: int = 24, l1: bool | None = None,
+                       l2: bool | None = None) -> list[dict]:
     """Machine instructions the Verilator model executes per simulated cycle, counted by
     valgrind (callgrind) over the model's clock loop only, for vector add and matmul.
 
     Unlike wall time this count does not move with the machine's load, so it compares two
     versions of the RTL exactly (it does not see cache misses, which also cost time). Needs
     ``valgrind`` on PATH; the kernels run about 50 times slower under it, hence the small
-    default sizes."""
+    default sizes. ``l1``, ``l2``: the caches, as for :func:`bench_rtl`."""
     import os
     import shutil
     import tempfile
@@ -380,14 +395,14 @@ def model_instructions(config: str = "small", n: int = 4096, m: int = 24) -> lis
                 f"valgrind -q --tool=callgrind --toggle-collect=run_cycles* --dump-line=no "
                 f"--callgrind-out-file={out}")
             try:
-                (row,) = bench_rtl(config, n=n, m=m, runs=1, kernels=(kernel,))
+                (row,) = bench_rtl(config, n=n, m=m, runs=1, kernels=(kernel,), l1=l1, l2=l2)
             finally:
                 del os.environ["SIMTGPU_RTL_PREFIX"]
             totals = [line for line in out.read_text().splitlines()
                       if line.startswith(("summary:", "totals:"))]
             instructions = int(totals[-1].split()[1])
-        rows.append({"kernel": kernel, "size": row["size"], "cycles": row["cycles"],
-                     "instructions": instructions,
+        rows.append({"kernel": kernel, "caches": row["caches"], "size": row["size"],
+                     "cycles": row["cycles"], "instructions": instructions,
                      "per_cycle": instructions / row["cycles"], "config": config})
     return rows
 
@@ -408,6 +423,10 @@ def main(argv: list[str] | None = None) -> int:
                         "(valgrind) instead of timing it")
     p.add_argument("--mma", action="store_true",
                    help="MACs per cycle per core of hgemm_mma.s against sgemm_tiled.s")
+    p.add_argument("--caches", nargs="+", choices=list(CACHE_BUILDS), default=None,
+                   metavar="BUILD",
+                   help="time (or count, with --instructions) these cache builds one after "
+                        "another (none, L1, L2, L1+L2; default: the configuration's own caches)")
     args = p.parse_args(argv)
     if args.mma:
         _table(["kernel", "size", "cycles", "warp-instr", "MACs / cycle / core", "vs FP32"],
@@ -415,17 +434,19 @@ def main(argv: list[str] | None = None) -> int:
                  f"{r['macs_per_cycle_core']:.2f}", f"{r['ratio']:.1f}x"]
                 for r in bench_mma(args.config)])
         return 0
+    builds = [CACHE_BUILDS[c] for c in args.caches] if args.caches else [(None, None)]
     if args.instructions:
-        _table(["kernel", "size", "cycles", "model instructions", "per cycle"],
-               [[r["kernel"], r["size"], f"{r['cycles']:,}", f"{r['instructions']:,}",
-                 f"{r['per_cycle']:,.0f}"] for r in model_instructions(args.config)])
+        _table(["kernel", "caches", "size", "cycles", "model instructions", "per cycle"],
+               [[r["kernel"], r["caches"], r["size"], f"{r['cycles']:,}",
+                 f"{r['instructions']:,}", f"{r['per_cycle']:,.0f}"]
+                for l1, l2 in builds for r in model_instructions(args.config, l1=l1, l2=l2)])
         return 0
-    print("| kernel | size | cycles | thread-instr | wall s | cycles/s | thread-instr/s | IPC |")
-    print("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |")
-    for r in bench_rtl(args.config):
-        print(f"| {r['kernel']} | {r['size']} | {r['cycles']} | {r['thread_instructions']} | "
-              f"{r['wall_s']:.2f} | {r['cycles_per_s']:,.0f} | "
-              f"{r['thread_instructions_per_s']:,.0f} | {r['ipc']:.2f} |")
+    rows = [r for l1, l2 in builds for r in bench_rtl(args.config, l1=l1, l2=l2)]
+    _table(["kernel", "caches", "size", "cycles", "thread-instr", "wall s", "cycles/s",
+            "cycles / CPU-s", "IPC"],
+           [[r["kernel"], r["caches"], r["size"], f"{r['cycles']:,}",
+             f"{r['thread_instructions']:,}", f"{r['wall_s']:.2f}", f"{r['cycles_per_s']:,.0f}",
+             f"{r['cycles_per_cpu_s']:,.0f}", f"{r['ipc']:.2f}"] for r in rows])
     return 0
 
 

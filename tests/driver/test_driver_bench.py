@@ -71,3 +71,16 @@ def test_default_output_is_a_copy_in_build_not_the_tracked_page(tmp_path, monkey
     assert tracked.read_text() == "# Performance\n\nkept\n"
     copy = (tmp_path / "build" / "performance.md").read_text()
     assert copy.startswith("# Performance\n\nkept\n") and "compiler-quality" in copy
+
+
+def test_rtl_bench_cache_builds_are_labelled_by_what_is_on():
+    """bench_rtl --caches: each named build turns on exactly the caches its name says (the
+    labels of its table come from the configuration, not from the name asked for)."""
+    from simtgpu.arch.config import get_config
+    from simtgpu.verification.bench_rtl import CACHE_BUILDS, _caches_label
+
+    base = get_config("small")
+    for name, (l1, l2) in CACHE_BUILDS.items():
+        cfg = base.with_l1(l1).with_l2(l2)
+        assert (cfg.l1_cache is not None, cfg.l2_cache is not None) == (l1, l2)
+        assert _caches_label(cfg) == name
