@@ -293,7 +293,9 @@ class Lsu(wiring.Component):
         # per-lane assignments into the packed payload would copy the whole line per lane
         for j in range(lw):
             word = Signal(32, name=f"wdata{j}")
-            hit = Cat(group[l] & (widx[l] == j) for l in range(lanes))
+            # a signal, not an expression: Amaranth emits an expression anew at every use
+            hit = Signal(lanes, name=f"hit{j}")
+            m.d.comb += hit.eq(Cat(group[l] & (widx[l] == j) for l in range(lanes)))
             for l in range(lanes):  # the highest lane writing word j wins
                 with m.If(hit[l]):
                     m.d.comb += word.eq(self.data[l])
