@@ -37,6 +37,7 @@ from amaranth.lib.fifo import SyncFIFOBuffered
 from amaranth.lib.wiring import In, Out
 from simtgpu.isa import GLOBAL_NULL_GUARD
 
+from . import reuse
 from .atomic_alu import atomic_result
 from .fpu import Fpu, FpuOp
 from .isa_consts import FaultCause
@@ -293,7 +294,9 @@ class Lsu(wiring.Component):
         # per-lane assignments into the packed payload would copy the whole line per lane
         for j in range(lw):
             word = Signal(32, name=f"wdata{j}")
-            hit = Cat(group[l] & (widx[l] == j) for l in range(lanes))
+            # a signal, not an expression: Amaranth emits an expression anew at every use
+            hit = Signal(lanes, name=f"hit{j}")
+            m.d.comb += hit.eq(Cat(group[l] & (widx[l] == j) for l in range(lanes)))
             for l in range(lanes):  # the highest lane writing word j wins
                 with m.If(hit[l]):
                     m.d.comb += word.eq(self.data[l])
@@ -331,7 +334,8 @@ class Lsu(wiring.Component):
 
         # shared atomics: one lane at a time in lane order; read, compute (the FP adder takes
         # its latency for atoms.fadd, the others wait the same), write
-        m.submodules.atom_fpu = fpu = Fpu(latency=2)
+        fpu = Fpu(latency=2)  # the lanes' FPU module in exported Verilog (rtl/reuse.py)
+        m.submodules.atom_fpu = reuse.shared(fpu, 2)
         a_phase = Signal(range(4))
         a_old = Signal(32)
         a_new = Signal(32)

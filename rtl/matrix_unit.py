@@ -52,9 +52,10 @@ from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 from simtgpu.isa.mma import mma_shape
 
+from . import reuse
 from .fp_utils import CANONICAL_NAN, lzc_chain, unpack
 
-__all__ = ["MatrixUnit", "mma_cycles"]
+__all__ = ["DotTree", "MatrixUnit", "mma_cycles"]
 
 
 def mma_cycles(lanes: int, dots: int) -> int:
@@ -118,10 +119,15 @@ def fp32_add(m: Module, a, b, name: str) -> Signal:
     lanes' fused datapath; a result below 2**-126 can only come from cancellation, which is
     exact, so flushing it needs no rounding."""
     x, y = unpack(m, a, f"{name}_x"), unpack(m, b, f"{name}_y")
-    swap = x.bits[:31] < y.bits[:31]  # big: the larger magnitude
-    eb, es = Mux(swap, y.exp, x.exp), Mux(swap, x.exp, y.exp)
-    mb, ms = Mux(swap, y.mant, x.mant), Mux(swap, x.mant, y.mant)
-    sgn_b, sgn_s = Mux(swap, y.sign, x.sign), Mux(swap, x.sign, y.sign)
+    # named signals, not expressions: Amaranth writes an expression out anew at every use
+    swap = Signal(name=f"{name}_swap")  # big: the larger magnitude
+    m.d.comb += swap.eq(x.bits[:31] < y.bits[:31])
+    eb, es = Signal(8, name=f"{name}_eb"), Signal(8, name=f"{name}_es")
+    mb, ms = Signal(24, name=f"{name}_mb"), Signal(24, name=f"{name}_ms")
+    sgn_b, sgn_s = Signal(name=f"{name}_sb"), Signal(name=f"{name}_ss")
+    m.d.comb += [eb.eq(Mux(swap, y.exp, x.exp)), es.eq(Mux(swap, x.exp, y.exp)),
+                 mb.eq(Mux(swap, y.mant, x.mant)), ms.eq(Mux(swap, x.mant, y.mant)),
+                 sgn_b.eq(Mux(swap, y.sign, x.sign)), sgn_s.eq(Mux(swap, x.sign, y.sign))]
     d = Signal(8, name=f"{name}_d")
     m.d.comb += d.eq(eb - es)
     # the smaller significand with 3 extra bits, shifted right by d; bit 0 sticky
@@ -166,6 +172,58 @@ def fp32_add(m: Module, a, b, name: str) -> Signal:
     with m.Else():
         m.d.comb += out.eq(Cat(frac, exp_r[:8], sgn_b))
     return out
+
+
+class DotTree(wiring.Component):
+    """One dot-product tree of the matrix unit: ``k`` products of halves
+    (:func:`half_product`), a balanced tree of ``log2 k`` levels of :func:`fp32_add` and one
+    adder for ``c``, one register per level on the falling edge of the core clock while
+    ``busy``. ``a``, ``b`` and ``bf16`` are taken by the products, ``c`` by the last adder
+    ``log2 k + 1`` edges later; ``sum`` is the last adder's register. A component of its own
+    so that exported Verilog holds one definition for the unit's ``dots`` trees
+    (rtl/reuse.py).
+
+    ``gated``: the levels run on the falling edge of the core clock ORed with ``~busy``, so
+    an idle tree costs a Verilator model nothing; False: on the falling edge of the core
+    clock under the enable ``busy`` (the FPGA form, ``RtlConfig.clock_gating``). The clock
+    is made here from the core clock, as the unit makes its own (``MatrixUnit.elaborate``):
+    both are one gate from the core clock, so no simulator sees a tree's edge after the
+    unit's registers that feed it have changed at the same edge."""
+
+    def __init__(self, k: int, gated: bool = True):
+        if k < 2 or k & (k - 1):
+            raise ValueError(f"k must be a power of two of at least 2, not {k}")
+        self.k, self.gated = k, gated
+        super().__init__({"busy": In(1), "bf16": In(1), "a": In(16).array(k),
+                          "b": In(16).array(k), "c": In(32), "sum": Out(32)})
+
+    def elaborate(self, platform) -> Module:
+        m = Module()
+        m.domains.tree = tree = ClockDomain("tree", clk_edge="neg", local=True,
+                                            reset_less=True)
+        level = []
+        regs = []
+        for j in range(self.k):
+            r = Signal(32, name=f"mul{j}")
+            regs.append(r.eq(half_product(m, self.a[j], self.b[j], self.bf16, f"p{j}")))
+            level.append(r)
+        lv = 0
+        while len(level) > 1:
+            nxt = []
+            for j in range(0, len(level), 2):
+                r = Signal(32, name=f"add{lv}_{j // 2}")
+                regs.append(r.eq(fp32_add(m, level[j], level[j + 1], f"s{lv}_{j // 2}")))
+                nxt.append(r)
+            level, lv = nxt, lv + 1
+        regs.append(self.sum.eq(fp32_add(m, level[0], self.c, "sc")))
+        if self.gated:
+            m.d.comb += tree.clk.eq(ClockSignal() | ~self.busy)
+            m.d.tree += regs
+        else:
+            m.d.comb += tree.clk.eq(ClockSignal())
+            with m.If(self.busy):
+                m.d.tree += regs
+        return m
 
 
 def matrix_result_signature(warps: int, lanes: int) -> wiring.Signature:
@@ -337,6 +395,10 @@ class MatrixUnit(wiring.Component):
 
         feed = computing & (step < steps)
         outs = []
+        # the trees: one module in exported Verilog, instantiated dots times (rtl/reuse.py)
+        trees = [DotTree(k, self.gated) for _ in range(P)]
+        for p in range(P):
+            m.submodules[f"tree{p}"] = reuse.shared(trees[p], (k, self.gated))
         for p in range(P):
             a_in = [Signal(16, name=f"t{p}_a{j}") for j in range(k)]
             b_in = [Signal(16, name=f"t{p}_b{j}") for j in range(k)]
@@ -348,23 +410,6 @@ class MatrixUnit(wiring.Component):
                         for j in range(k):
                             m.d.comb += [a_in[j].eq(half(0, a_src[(row, j)])),
                                          b_in[j].eq(half(1, b_src[(j, col)]))]
-            # one register stage per tree level: products, log2 k sums, + C; the step that
-            # the core clock fed in cycle t is multiplied in the half cycle after it, so
-            # every level (and the result the core clock takes) is where it would be on the
-            # core clock
-            level = []
-            for j in range(k):
-                r = Signal(32, name=f"t{p}_mul{j}")
-                m.d.mma += r.eq(half_product(m, a_in[j], b_in[j], bf16g, f"t{p}_p{j}"))
-                level.append(r)
-            lv = 0
-            while len(level) > 1:
-                nxt = []
-                for j in range(0, len(level), 2):
-                    r = Signal(32, name=f"t{p}_add{lv}_{j // 2}")
-                    m.d.mma += r.eq(fp32_add(m, level[j], level[j + 1], f"t{p}_s{lv}_{j // 2}"))
-                    nxt.append(r)
-                level, lv = nxt, lv + 1
             # C of the element whose products are at the last level now
             c_in = Signal(32, name=f"t{p}_c")
             with m.Switch(stepg[latency - 1]):
@@ -372,9 +417,11 @@ class MatrixUnit(wiring.Component):
                     e = st * P + p
                     with m.Case(st):
                         m.d.comb += c_in.eq(opg[8 + e // L][e % L])
-            r = Signal(32, name=f"t{p}_addc")
-            m.d.mma += r.eq(fp32_add(m, level[0], c_in, f"t{p}_sc"))
-            outs.append(r)
+            tree = trees[p]
+            m.d.comb += [tree.busy.eq(busy), tree.bf16.eq(bf16g), tree.c.eq(c_in)]
+            m.d.comb += [tree.a[j].eq(a_in[j]) for j in range(k)]
+            m.d.comb += [tree.b[j].eq(b_in[j]) for j in range(k)]
+            outs.append(tree.sum)
 
         m.d.sync += [pipe_v.eq(Cat(feed, pipe_v[:-1])), pipe_s[0].eq(step)]
         m.d.sync += [pipe_s[i].eq(pipe_s[i - 1]) for i in range(1, latency)]

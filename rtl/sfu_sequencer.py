@@ -11,6 +11,7 @@ from amaranth import Cat, Module, Mux, Signal
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
+from . import reuse
 from .layouts import split_signal
 from .sfu import Sfu
 
@@ -75,8 +76,8 @@ class SfuSequencer(wiring.Component):
         passes = L // S
         vec = data.ArrayLayout(32, L)
         sfus = [Sfu() for _ in range(S)]
-        for u in range(S):
-            m.submodules[f"sfu{u}"] = sfus[u]
+        for u in range(S):  # one module in exported Verilog (rtl/reuse.py)
+            m.submodules[f"sfu{u}"] = reuse.shared(sfus[u], ())
         x, res = self.ex1, self.result
         start = x.start
         wb_valid = Signal()

@@ -10,10 +10,12 @@ Reads are synchronous: ``rdata[l]`` is the word read for lane ``l`` in the *prev
 (valid for the lanes of ``served_q``).
 """
 
-from amaranth import Module, Signal
+from amaranth import Cat, Module, Signal
 from amaranth.lib import data, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
+
+from . import reuse
 
 
 def shared_geometry(lanes: int, size_bytes: int) -> tuple[int, int, int]:
@@ -55,43 +57,80 @@ class SharedMemory(wiring.Component):
         lanes = self.lanes
         lb = max(1, (lanes - 1).bit_length())
         bank_of = [self.word[l][:lb] if lanes > 1 else 0 for l in range(lanes)]
-        row_of = [self.word[l][lb:] if lanes > 1 else self.word[l] for l in range(lanes)]
         lane_bank_q = [Signal(lb, name=f"lane{l}_bank_q") for l in range(lanes)]
-        served = []
-        bank_rdata = []
-        for b in range(lanes):
-            mem = Memory(shape=32, depth=self.rows, init=[])
-            m.submodules[f"bank{b}"] = mem
-            wp = mem.write_port()
-            rp = mem.read_port(domain="sync")
-            bank_rdata.append(rp.data)
-            hits = [self.req[l] & (bank_of[l] == b) for l in range(lanes)]
-            row = Signal(self.row_bits, name=f"bank{b}_row")
-            # the lowest requesting lane of this bank leads; same-word lanes ride along
-            for l in reversed(range(lanes)):
-                with m.If(hits[l]):
-                    m.d.comb += row.eq(row_of[l])
-            same = [Signal(name=f"bank{b}_lane{l}") for l in range(lanes)]
-            for l in range(lanes):
-                m.d.comb += same[l].eq(hits[l] & (row_of[l] == row))
-            served.append(same)
-            wdata = Signal(32, name=f"bank{b}_wdata")
-            for l in range(lanes):  # highest same-word lane wins
-                with m.If(same[l]):
-                    m.d.comb += wdata.eq(self.wdata[l])
-            any_hit = Signal(name=f"bank{b}_any")
-            m.d.comb += any_hit.eq(sum(same[l] for l in range(lanes)) != 0)
-            with m.If(self.clear):
-                m.d.comb += [wp.en.eq(1), wp.addr.eq(self.clear_row), wp.data.eq(0)]
-            with m.Else():
-                m.d.comb += [wp.en.eq(any_hit & self.we), wp.addr.eq(row), wp.data.eq(wdata)]
-            m.d.comb += [rp.addr.eq(row), rp.en.eq(any_hit & ~self.we)]
+        banks = [SharedBank(lanes, self.rows, b) for b in range(lanes)]
+        for b, bank in enumerate(banks):  # one module in exported Verilog (rtl/reuse.py)
+            m.submodules[f"bank{b}"] = reuse.shared(bank, (lanes, self.rows),
+                                                    {"index": (b, lb)})
+            m.d.comb += [bank.req.eq(self.req), bank.we.eq(self.we), bank.word.eq(self.word),
+                         bank.wdata.eq(self.wdata), bank.clear.eq(self.clear),
+                         bank.clear_row.eq(self.clear_row)]
         for l in range(lanes):
-            m.d.comb += self.served[l].eq(sum(served[b][l] for b in range(lanes)) != 0)
+            m.d.comb += self.served[l].eq(Cat(bank.same[l] for bank in banks).any())
             m.d.sync += lane_bank_q[l].eq(bank_of[l])
             with m.Switch(lane_bank_q[l]):
                 for b in range(lanes):
                     with m.Case(b):
-                        m.d.comb += self.rdata[l].eq(bank_rdata[b])
+                        m.d.comb += self.rdata[l].eq(banks[b].rdata)
         m.d.sync += self.served_q.eq(self.served & ~self.we.replicate(lanes))
+        return m
+
+
+class SharedBank(wiring.Component):
+    """Bank ``index`` of a :class:`SharedMemory`: its RAM and the selection of the lanes it
+    serves in a cycle (``same``: the lowest requesting lane of the bank and every other one
+    at the same word; ``rdata``: the word read in the previous cycle). A component of its
+    own so that exported Verilog holds one definition for the ``lanes`` banks, the index an
+    input there (:func:`simtgpu.rtl.reuse.param`)."""
+
+    def __init__(self, lanes: int, rows: int, index: int):
+        self.lanes, self.rows, self.index = lanes, rows, index
+        word_bits = max(1, (rows * lanes - 1).bit_length())
+        row_bits = max(1, (rows - 1).bit_length())
+        super().__init__({
+            "req": In(lanes),
+            "we": In(1),
+            "word": In(data.ArrayLayout(word_bits, lanes)),
+            "wdata": In(data.ArrayLayout(32, lanes)),
+            "clear": In(1),
+            "clear_row": In(row_bits),
+            "same": Out(lanes),
+            "rdata": Out(32),
+        })
+
+    def elaborate(self, platform) -> Module:
+        m = Module()
+        lanes = self.lanes
+        lb = max(1, (lanes - 1).bit_length())
+        mem = Memory(shape=32, depth=self.rows, init=[])
+        m.submodules.ram = mem
+        wp = mem.write_port()
+        rp = mem.read_port(domain="sync")
+        m.d.comb += self.rdata.eq(rp.data)
+        row_of = [self.word[l][lb:] if lanes > 1 else self.word[l] for l in range(lanes)]
+        hits = Signal(lanes)
+        if lanes > 1:
+            index = reuse.param(self, "index", self.index)
+            m.d.comb += hits.eq(Cat(self.req[l] & (self.word[l][:lb] == index)
+                                    for l in range(lanes)))
+        else:
+            m.d.comb += hits.eq(self.req)
+        row = Signal(len(self.clear_row))
+        # the lowest requesting lane of this bank leads; same-word lanes ride along
+        for l in reversed(range(lanes)):
+            with m.If(hits[l]):
+                m.d.comb += row.eq(row_of[l])
+        for l in range(lanes):
+            m.d.comb += self.same[l].eq(hits[l] & (row_of[l] == row))
+        wdata = Signal(32)
+        for l in range(lanes):  # highest same-word lane wins
+            with m.If(self.same[l]):
+                m.d.comb += wdata.eq(self.wdata[l])
+        any_hit = Signal()
+        m.d.comb += any_hit.eq(self.same.any())
+        with m.If(self.clear):
+            m.d.comb += [wp.en.eq(1), wp.addr.eq(self.clear_row), wp.data.eq(0)]
+        with m.Else():
+            m.d.comb += [wp.en.eq(any_hit & self.we), wp.addr.eq(row), wp.data.eq(wdata)]
+        m.d.comb += [rp.addr.eq(row), rp.en.eq(any_hit & ~self.we)]
         return m

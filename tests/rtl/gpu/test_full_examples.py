@@ -2,14 +2,14 @@
 example reads back is bit-identical to the ISS's, and each example's own NumPy check passes.
 
 ``full``'s model is built from the Verilog with module reuse (rtlsim/module_reuse.py) and, as
-every GPU of at least 64 lanes, hierarchically: each shared module (the core and the five lane
-units) is verilated and compiled once as a Verilator ``hier_block``
-(``verilator_runner.hier_blocks``), and plain rather than profile-guided (the driver's trainer is
-not used for it). A flat build inlines all 237 instances into 233 MB of C++, over an hour of
-g++; from scratch the hierarchical build took 482 CPU seconds in all (Verilog export, 135 s
-verilate, C++ compile; 8 min 39 s of wall time at a load average of 4.4 to 5.7 on the 2-core
-machine; docs/performance.md, "Verilator model build of `full`"). That is still over the
-regression's budget, so this runs with ``SIMTGPU_LONG=1``.
+every GPU of at least 64 lanes, hierarchically: each shared module (the core, the five lane
+units, the SFU, the shared-memory bank and the matrix unit's dot-product tree) is verilated and
+compiled once as a Verilator ``hier_block`` (``verilator_runner.hier_blocks``), and plain rather
+than profile-guided (the driver's trainer is not used for it). From scratch the build took 302
+CPU seconds in all (Verilog export about 38, verilate about 95, C++ compile the rest;
+docs/performance.md, "Verilator model build of `full`"), about 4 minutes of wall time on the idle
+2-core machine by that split, and the six examples then run in about 45 s. Together that is more
+than the regression can add, so this runs with ``SIMTGPU_LONG=1``.
 """
 
 from __future__ import annotations
@@ -50,7 +50,7 @@ def _read_backs(monkeypatch, name: str, argv: list[str], backend: str) -> list[n
     return got
 
 
-@pytest.mark.long  # full's Verilator build takes about 8 CPU minutes
+@pytest.mark.long  # full's Verilator build takes about 5 CPU minutes
 @pytest.mark.parametrize("name,argv", CASES, ids=[c[0] for c in CASES])
 def test_example_on_full_rtl_is_bit_identical_to_the_iss(monkeypatch, capsys, name, argv):
     iss = _read_backs(monkeypatch, name, argv, "iss")

@@ -10,6 +10,7 @@ from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 from simtgpu.rtl import reuse
 from simtgpu.rtl.configs import get_rtl_config
+from simtgpu.rtl.shared_memory import SharedMemory
 from simtgpu.rtlsim import synth
 from simtgpu.rtlsim.module_reuse import shared_modules
 from simtgpu.rtlsim.verilator_runner import hier_blocks, hierarchical
@@ -113,3 +114,15 @@ def test_the_hierarchical_build_takes_its_blocks_from_the_shared_modules():
         False, False, True]
     assert hier_blocks(get_rtl_config("full"), shared) == ["_Acc_u0"]
     assert hier_blocks(get_rtl_config("small"), shared) == []
+
+
+def test_shared_memory_banks_as_one_module_are_the_flat_banks(tmp_path):
+    """The banks of a shared memory are one module whose bank index is a port
+    (rtl/shared_memory.py ``SharedBank``); yosys proves that export equivalent to the flat
+    one, where each bank compares with its own constant."""
+    shared, _ = export(SharedMemory(4, 64), "gate")
+    flat, _ = export(SharedMemory(4, 64), "gold", reuse=False)
+    assert shared_modules(shared) == ["SharedBank_u0"]
+    (tmp_path / "gate.v").write_text(shared)
+    (tmp_path / "gold.v").write_text(flat)
+    synth.run_yosys(EQUIV.format(gold="gold", gate="gate"), tmp_path)

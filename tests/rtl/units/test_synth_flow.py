@@ -22,7 +22,7 @@ def test_shared_memory_banks_become_block_ram(tmp_path) -> None:
     text = verilog.convert(SharedMemory(4, 4096), name="shared", emit_src=False)
     res = synth.synthesize_verilog("shared", text, "shared", tmp_path, place=False,
                                    progress=lambda s: None)
-    assert dict(res.memories) == {f"bank{b}": "block RAM (DP16KD, 512 x 36 pseudo-dual-port)"
+    assert dict(res.memories) == {f"bank{b}.ram": "block RAM (DP16KD, 512 x 36 pseudo-dual-port)"
                                   for b in range(4)}
     assert res.cells["DP16KD"] == 4
     assert res.cells.get("TRELLIS_FF", 0) < 4 * 256  # far fewer than one per RAM bit
