@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 from rtl_common import CONFIGS
 from simtgpu.arch.config import l1_default, l2_default
-from simtgpu.verification.compare import compare_traces
+from simtgpu.verification.compare import EXTRA_PC, compare_traces
 from simtgpu.verification.directed import ALL_GROUPS, fault_launches
 from simtgpu.verification.harness import check_launches, common_part, rtl_config
 
@@ -155,7 +155,7 @@ def test_fault(config, name):
     # whole grid at the fault: their extra lines are a scheduling choice.
     f = gold.fault
     keep = [i for i, (w, g) in enumerate(zip(want_lines, got_lines, strict=True))
-            if w["pc"] != -1 or (tuple(g["block"]), g["warp"]) == (tuple(f.block), f.warp)]
+            if w["pc"] != EXTRA_PC or (tuple(g["block"]), g["warp"]) == (tuple(f.block), f.warp)]
     want_lines = [want_lines[i] for i in keep]
     got_lines = [got_lines[i] for i in keep]
     mm = compare_traces(ln, want_lines, got_lines, cfg.lanes)
