@@ -7,11 +7,11 @@ watchdog), then ``is`` (illegal instruction, fetch past the code). Once a fault 
 fetches and issues nothing more, and later faults are left out of the record.
 
 Faults are precise for every warp that raises one, not only the recorded one: ``dead`` names
-each warp that raised a fault since ``flush`` (the recorded warp, and any other whose
-instruction faulted in the same cycle or later, while instructions issued before the first
-fault drain). The core retires nothing of a dead warp from its faulting instruction on; were
-the mask only the record's warp, a second warp's faulting instruction (a divergent ``bar``
-right behind the first one's, say) would retire as if it had executed.
+the recorded warp and each other one whose instruction faulted in ``mem`` or ``ex1`` in the
+same cycle or later, while the instructions issued before the first fault drain. The core
+retires nothing of a dead warp from its faulting instruction on; were the mask only the
+record's warp, a second warp's faulting instruction (a divergent ``bar`` right behind the
+first one's, say) would retire as if it had executed.
 
 A barrier deadlock names the lowest-numbered waiting warp, counting one arriving in this
 cycle (the deadlock is raised as the last live warp arrives), with its live mask and the pc
@@ -58,8 +58,8 @@ class FaultRecorder(wiring.Component):
     above that raises one is recorded (with ``block``) and ``fault.valid`` rises in the
     next cycle; the record stays unchanged until ``flush`` clears ``fault.valid`` (a fault
     raised in the flush cycle is still recorded). ``dead`` rises in the cycle after a warp
-    raises a fault from ``mem``, ``ex1`` or ``issue`` (or is named by the record) and holds
-    until ``flush``.
+    raises a fault from ``mem`` or ``ex1`` (or is named by the record) and holds until
+    ``flush``.
     """
 
     def __init__(self, warps: int, lanes: int):
@@ -91,12 +91,12 @@ class FaultRecorder(wiring.Component):
         m.d.comb += rec.eq(record)
 
         ex1, bar = self.ex1, self.bar
-        # the warps whose instruction faults in this cycle, recorded or not
+        # the warps whose instruction in the pipeline faults in this cycle, recorded or not
+        # (an illegal head raises its fault instead of issuing: nothing of it to drop)
         raised = Signal(W)
         m.d.comb += raised.eq(Mux(self.mem.valid, 1 << self.mem.warp, 0)
                               | Mux(ex1.stack | ex1.divergent | ex1.divergent_mma,
-                                    1 << ex1.warp, 0)
-                              | Mux(self.issue.valid, 1 << self.issue.warp, 0))
+                                    1 << ex1.warp, 0))
         dead = Signal(W)
         m.d.comb += self.dead.eq(dead)
 
