@@ -706,16 +706,17 @@ class Core(wiring.Component):
         mem_prep = split_signal(lsu_prep.q.shape(), "ex2_mem_lsu")
         with m.If(~mem_hold):  # loaded with ex2_mem (a bubble's is never looked at)
             m.d.sync += mem_prep.eq(lsu_prep.q)
-        # precise faults: the instructions of the faulting warp still in the pipeline behind
-        # the fault are younger; they leave no trace (no memory access, no retire)
+        # precise faults: the instructions of a faulting warp still in the pipeline behind
+        # the fault are younger; they leave no trace (no memory access, no retire). Every warp
+        # that faulted is dead, not only the recorded one (rtl/fault_recorder.py).
         def dead(warp) -> Signal:
-            return fault_q & (warp == fault_rec.warp)
+            return fr.dead.bit_select(warp, 1)
 
         y_valid = y.valid & ~dead(y.warp)
         # an SFU instruction younger than a fault of its warp must not retire: one that starts
         # after the fault, or as a global access of its warp faults in mem (the only fault
         # raised with younger instructions of the warp already in flight)
-        m.d.comb += sfu_stale.eq(dead(x.warp) | (~fault_q & running & lsu.fault & y_valid
+        m.d.comb += sfu_stale.eq(dead(x.warp) | (running & lsu.fault & y_valid
                                                   & (y.warp == x.warp)))
         m.d.comb += [lsu.valid.eq(y_valid), lsu.prep.eq(mem_prep),
                      lsu.warp.eq(y.warp), lsu.pc.eq(y.pc), lsu.rd.eq(y.dec.rd),

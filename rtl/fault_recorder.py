@@ -4,7 +4,14 @@ Faults are raised by four stages and units; when several are raised in the same 
 oldest instruction's wins: ``mem`` (the LSU: misaligned or out-of-range access), then ``ex1``
 (a SIMT stack fault, then a divergent ``bar`` or ``mma``), then the barrier unit (deadlock or
 watchdog), then ``is`` (illegal instruction, fetch past the code). Once a fault is recorded the core
-fetches and issues nothing more, and later faults are ignored.
+fetches and issues nothing more, and later faults are left out of the record.
+
+Faults are precise for every warp that raises one, not only the recorded one: ``dead`` names
+the recorded warp and each other one whose instruction faulted in ``mem`` or ``ex1`` in the
+same cycle or later, while the instructions issued before the first fault drain. The core
+retires nothing of a dead warp from its faulting instruction on; were the mask only the
+record's warp, a second warp's faulting instruction (a divergent ``bar`` right behind the
+first one's, say) would retire as if it had executed.
 
 A barrier deadlock names the lowest-numbered waiting warp, counting one arriving in this
 cycle (the deadlock is raised as the last live warp arrives), with its live mask and the pc
@@ -50,7 +57,9 @@ class FaultRecorder(wiring.Component):
     Cycle by cycle: while ``running`` and no fault is held, the first source in the order
     above that raises one is recorded (with ``block``) and ``fault.valid`` rises in the
     next cycle; the record stays unchanged until ``flush`` clears ``fault.valid`` (a fault
-    raised in the flush cycle is still recorded).
+    raised in the flush cycle is still recorded). ``dead`` rises in the cycle after a warp
+    raises a fault from ``mem`` or ``ex1`` (or is named by the record) and holds until
+    ``flush``.
     """
 
     def __init__(self, warps: int, lanes: int):
@@ -69,6 +78,7 @@ class FaultRecorder(wiring.Component):
             "live": In(lanes).array(warps),
             "issue": In(fault_source_signature(warps, lanes, valid=1, pc_fault=1)),
             "fault": Out(fault_signature(lanes)),
+            "dead": Out(warps),
         })
 
     def elaborate(self, platform) -> Module:
@@ -80,12 +90,22 @@ class FaultRecorder(wiring.Component):
         record = Signal(rec.shape())
         m.d.comb += rec.eq(record)
 
+        ex1, bar = self.ex1, self.bar
+        # the warps whose instruction in the pipeline faults in this cycle, recorded or not
+        # (an illegal head raises its fault instead of issuing: nothing of it to drop)
+        raised = Signal(W)
+        m.d.comb += raised.eq(Mux(self.mem.valid, 1 << self.mem.warp, 0)
+                              | Mux(ex1.stack | ex1.divergent | ex1.divergent_mma,
+                                    1 << ex1.warp, 0))
+        dead = Signal(W)
+        m.d.comb += self.dead.eq(dead)
+
         def fault(cause, warp, lanes, pc, word):
             m.d.sync += [held.eq(1), record.cause.eq(cause), record.warp.eq(warp),
                          record.lane_mask.eq(lanes), record.pc.eq(pc),
-                         record.instr.eq(word), record.block.eq(self.block)]
+                         record.instr.eq(word), record.block.eq(self.block),
+                         dead.eq(raised | (1 << warp))]
 
-        ex1, bar = self.ex1, self.bar
         arrivals = layouts.per_warp(layouts.bar_arrival(), W)
         for w in range(W):
             with m.If(bar.arrive & (bar.warp == w)):
@@ -107,7 +127,9 @@ class FaultRecorder(wiring.Component):
             m.d.comb += [first_pc.eq(ex1.pc), first_word.eq(ex1.word)]
 
         with m.If(self.flush):
-            m.d.sync += held.eq(0)
+            m.d.sync += [held.eq(0), dead.eq(0)]
+        with m.Elif(held):
+            m.d.sync += dead.eq(dead | raised)
         with m.If(~held & self.running):
             with m.If(self.mem.valid):
                 fault(self.mem.cause, self.mem.warp, self.mem.lanes, self.mem.pc,

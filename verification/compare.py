@@ -50,6 +50,10 @@ def _lane_diff(want: dict, got: dict, lanes: int) -> str:
 _KEYS = ("pc", "mask", "exec", "rd", "values", "pd", "pvalues")
 
 
+EXTRA_PC = -1
+"""The pc of the ISS line that :func:`simtgpu.verification.harness.common_part` puts beside an
+RTL line with no ISS partner (a faulting launch: the ISS stopped before that instruction)."""
+
 REORDER_WINDOW = 64
 """How far (in the warp's program order) an instruction may retire ahead of an older one.
 The core has a scoreboard: an independent instruction may write back before an older
@@ -100,13 +104,18 @@ def compare_traces(launch: KernelLaunch, want: list[dict], got: list[dict], lane
             if not diff:
                 continue
             pc = w["pc"]
-            lines = [f"{where}, instruction {i} at pc {pc:#x} `{_disasm(launch, pc)}`: "
-                     f"{diff[0]} differs"]
-            detail = _lane_diff(w, g, lanes)
-            if detail:
-                lines.append("  " + detail)
-            for k in diff:
-                lines.append(f"  {k}: expected {_fmt(w.get(k))}, rtl {_fmt(g.get(k))}")
+            if pc == EXTRA_PC:
+                lines = [f"{where}, instruction {i}: the rtl retired pc {g['pc']:#x} "
+                         f"`{_disasm(launch, g['pc'])}`, which the ISS did not retire "
+                         "before the launch's fault"]
+            else:
+                lines = [f"{where}, instruction {i} at pc {pc:#x} `{_disasm(launch, pc)}`: "
+                         f"{diff[0]} differs"]
+                detail = _lane_diff(w, g, lanes)
+                if detail:
+                    lines.append("  " + detail)
+                for k in diff:
+                    lines.append(f"  {k}: expected {_fmt(w.get(k))}, rtl {_fmt(g.get(k))}")
             if i:
                 prev = wl[i - 1]["pc"]
                 lines.append(f"  previous instruction of this warp: pc {prev:#x} "

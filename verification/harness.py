@@ -154,7 +154,7 @@ def common_part(want: list[dict], got: list[dict]) -> tuple[list[dict], list[dic
     see compare.REORDER_WINDOW), and the RTL lines in that order."""
     from simtgpu.sim.trace import per_warp
 
-    from .compare import REORDER_WINDOW
+    from .compare import EXTRA_PC, REORDER_WINDOW
 
     ww, gw = per_warp(want), per_warp(got)
     out_w: list[dict] = []
@@ -175,7 +175,7 @@ def common_part(want: list[dict], got: list[dict]) -> tuple[list[dict], list[dic
             while start in used:
                 start += 1
         pairs.sort(key=lambda p: p[0])
-        out_w += [wl[i] if i < len(wl) else {**g, "pc": -1} for i, g in pairs]
+        out_w += [wl[i] if i < len(wl) else {**g, "pc": EXTRA_PC} for i, g in pairs]
         out_g += [g for _, g in pairs]
     return out_w, out_g
 

@@ -75,9 +75,11 @@ def test_instruction_buffers_against_fifo_model():
 
 
 def test_fault_recorder_priority_and_hold():
-    """Random simultaneous fault sources: the first one (mem, stack, divergent bar, barrier
-    deadlock, issue) is recorded, held until flush, and the deadlock names the lowest
-    waiting warp with the pc and word of its bar."""
+    """Random simultaneous fault sources: the first one (mem, stack, divergent bar, divergent
+    mma, barrier deadlock, issue) is recorded, held until flush, and the deadlock names the
+    lowest waiting warp with the pc and word of its bar. ``dead`` names the recorded warp and
+    every warp whose instruction faulted in mem or ex1 since the flush, recorded or not (so
+    none of them retires its faulting instruction)."""
     warps, lanes = 4, 8
     dut = FaultRecorder(warps, lanes)
     rng = random.Random(3)
@@ -85,7 +87,7 @@ def test_fault_recorder_priority_and_hold():
     stack_causes = [FaultCause.STACK_OVERFLOW, FaultCause.STACK_UNDERFLOW]
 
     async def bench(ctx):
-        held, record = False, None
+        held, record, dead = False, None, 0
         bar_at = [(0, 0)] * warps  # pc and word of each warp's last bar
         live = [rng.getrandbits(lanes) for _ in range(warps)]
         for w in range(warps):
@@ -96,6 +98,7 @@ def test_fault_recorder_priority_and_hold():
         ctx.set(dut.block.z, block[2])
         for step in range(1500):
             assert ctx.get(dut.fault.valid) == held
+            assert ctx.get(dut.dead) == dead, step
             if held:
                 rec = dut.fault.record
                 got = (ctx.get(rec.cause).value, ctx.get(rec.warp), ctx.get(rec.lane_mask),
@@ -112,7 +115,7 @@ def test_fault_recorder_priority_and_hold():
 
             mem, ex1, iss = src(dut.mem), src(dut.ex1), src(dut.issue)
             raise_ = {k: rng.random() < 0.15 for k in
-                      ("mem", "stack", "divergent", "deadlock", "issue")}
+                      ("mem", "stack", "divergent", "mma", "deadlock", "issue")}
             mem_cause, stack_cause = rng.choice(mem_causes), rng.choice(stack_causes)
             pc_fault = rng.random() < 0.5
             arrive = rng.random() < 0.3
@@ -122,7 +125,7 @@ def test_fault_recorder_priority_and_hold():
             flush = rng.random() < 0.05
             _drive(ctx, dut.mem, valid=raise_["mem"], cause=mem_cause)
             _drive(ctx, dut.ex1, stack=raise_["stack"], stack_cause=stack_cause,
-                   divergent=raise_["divergent"])
+                   divergent=raise_["divergent"], divergent_mma=raise_["mma"])
             _drive(ctx, dut.bar, deadlock=raise_["deadlock"], arrive=arrive, warp=arrive_warp,
                    waiting=waiting)
             _drive(ctx, dut.issue, valid=raise_["issue"], pc_fault=pc_fault)
@@ -137,6 +140,9 @@ def test_fault_recorder_priority_and_hold():
             elif raise_["divergent"]:
                 new = (FaultCause.DIVERGENT_BARRIER, ex1["warp"], ex1["lanes"], ex1["pc"],
                        ex1["word"])
+            elif raise_["mma"]:
+                new = (FaultCause.DIVERGENT_MMA, ex1["warp"], ex1["lanes"], ex1["pc"],
+                       ex1["word"])
             elif raise_["deadlock"]:
                 arrived = waiting | (1 << arrive_warp if arrive else 0)
                 first = next((w for w in range(warps) if arrived >> w & 1), 0)
@@ -148,11 +154,17 @@ def test_fault_recorder_priority_and_hold():
                        if pc_fault else
                        (FaultCause.ILLEGAL_INSTRUCTION, iss["warp"], iss["lanes"], iss["pc"],
                         iss["word"]))
+            raised = ((1 << mem["warp"] if raise_["mem"] else 0)
+                      | (1 << ex1["warp"] if raise_["stack"] or raise_["divergent"]
+                         or raise_["mma"] else 0))
             was_held = held
             if flush:
-                held = False
+                held, dead = False, 0
+            elif was_held:
+                dead |= raised
             if not was_held and running and new is not None:
                 held, record = True, (new[0].value, *new[1:])
+                dead = raised | 1 << new[1]
             if arrive:
                 bar_at[arrive_warp] = (ex1["pc"], ex1["word"])
 

@@ -115,3 +115,23 @@ def test_pc_past_the_loaded_code(tail):
     assert len(launch.code) < tiny().imem_words * 4
     assert (rtl.fault["warp"], rtl.fault["lanes"], rtl.fault["instr"]) == \
         (ref.warp, ref.lane_mask, 0)
+
+
+def test_second_warps_fault_is_precise_too():
+    """Both warps reach a divergent ``bar`` (no ``ssy``: the lanes that skip the branch stay
+    apart) in consecutive cycles; warp 0's is recorded. Warp 1's ``bar`` faults too, although
+    the record keeps only the first: it must not retire, nor anything younger of warp 1 (the
+    ISS retires no ``bar`` here: it stops at the first, and would fault at the second). With
+    only the recorded warp's instructions dropped, warp 1's ``bar`` retired."""
+    body = ("s2r r1, laneid\n        andi r1, r1, 1\n        isetp.eq p0, r1, r0\n"
+            "   @p0  bra B\nB:      bar\n        addi r2, r2, 1")
+    src = (f"        .kernel k\n        .param out, ptr\n        {body}\n        exit\n"
+           "        .end\n")
+    launch, rtl, ref = faulting_run(src, 8, FaultCause.DIVERGENT_BARRIER, trace_retire=True,
+                                    after_fault=40)
+    assert (rtl.fault["warp"], rtl.fault["lanes"]) == (ref.warp, ref.lane_mask) == (0, 0b0101)
+    late = [(x["warp"], x["pc"]) for x in rtl.retired if x["pc"] >= ref.pc]
+    assert late == [], f"retired at or after the bar at pc {ref.pc:#x}: {late}"
+    # and warp 1 got as far as the bar: both warps retired every instruction before it
+    before = sorted((x["warp"], x["pc"]) for x in rtl.retired)
+    assert before == [(w, pc) for w in (0, 1) for pc in range(0, ref.pc, 4)]

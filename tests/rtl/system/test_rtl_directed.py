@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import pytest
 from rtl_common import CONFIGS
-from simtgpu.verification.compare import compare_traces
+from simtgpu.arch.config import l1_default, l2_default
+from simtgpu.verification.compare import EXTRA_PC, compare_traces
 from simtgpu.verification.directed import ALL_GROUPS, fault_launches
 from simtgpu.verification.harness import check_launches, common_part, rtl_config
 
@@ -92,6 +93,43 @@ def test_resident_blocks(config):
             assert fit < cfg.warps, "the shared size must bind before the warp slots"
 
 
+CACHED_CONFIG = "tiny"
+CACHED_GROUPS = ("residency", "barriers", "atomics")
+"""The groups that run again with both caches on, whatever ``L1_DEFAULT_ON`` and
+``L2_DEFAULT_ON`` say: several resident blocks, barriers and atomics, where the caches' timing
+and the L2's atomics meet the core's block and fault logic."""
+
+
+def _cached_config():
+    cfg = rtl_config(CACHED_CONFIG)
+    return cfg.with_(l1=l1_default(cfg.gpu), l2=l2_default(cfg.gpu))
+
+
+def _cached_launches() -> list:
+    cfg = _cached_config()
+    return [ln for g in CACHED_GROUPS for ln in ALL_GROUPS[g](cfg.lanes, cfg.warps)]
+
+
+_cached_cache: dict = {}
+
+
+@pytest.mark.parametrize("name", [ln.name for ln in _cached_launches()])
+def test_directed_with_caches(name):
+    """Step-and-compare against the ISS with each core's L1 and the L2 on. resident_half
+    used to fail here: two resident blocks reached a divergent ``bar`` on consecutive cycles
+    (the caches' timing lines them up), and the second block's ``bar`` retired although it
+    faulted, because only the recorded warp's instructions were dropped."""
+    if not _cached_cache:
+        cfg = _cached_config()
+        assert cfg.l1 is not None and cfg.l2 is not None
+        launches = _cached_launches()
+        failures, _, _ = check_launches(cfg, launches, f"directed_{CACHED_CONFIG}_caches")
+        _cached_cache.update({ln.name: None for ln in launches})
+        for f in failures:
+            _cached_cache[f.split(":")[0]] = f
+    assert _cached_cache[name] is None, _cached_cache[name]
+
+
 _fault_cache: dict = {}
 
 
@@ -121,7 +159,7 @@ def test_fault(config, name):
     # whole grid at the fault: their extra lines are a scheduling choice.
     f = gold.fault
     keep = [i for i, (w, g) in enumerate(zip(want_lines, got_lines, strict=True))
-            if w["pc"] != -1 or (tuple(g["block"]), g["warp"]) == (tuple(f.block), f.warp)]
+            if w["pc"] != EXTRA_PC or (tuple(g["block"]), g["warp"]) == (tuple(f.block), f.warp)]
     want_lines = [want_lines[i] for i in keep]
     got_lines = [got_lines[i] for i in keep]
     mm = compare_traces(ln, want_lines, got_lines, cfg.lanes)

@@ -259,10 +259,14 @@ def test_cli_stats_with_l1(dev, capsys):
     assert c["dram_read_bytes"] == line * c["l1_misses"]
     assert c["dram_write_bytes"] == 4 * n
     reads = c["l1_hits"] + c["l1_misses"] + c["l1_merges"]
+    # the L2 is as the configuration's default says (L2_DEFAULT_ON): no rate without one
+    l2_reads = c.get("l2_hits", 0) + c.get("l2_misses", 0) + c.get("l2_merges", 0)
+    assert (dev.backend.sim.cfg.l2 is not None) == (l2_reads > 0)
     assert mem == {
         "l1_hit_rate_percent": round(100 * c["l1_hits"] / reads, 2),
         "l1_mshr_full_cycles": c["l1_mshr_full"],
-        "l2_hit_rate_percent": None, "l2_mshr_full_cycles": 0,
+        "l2_hit_rate_percent": round(100 * c["l2_hits"] / l2_reads, 2) if l2_reads else None,
+        "l2_mshr_full_cycles": c.get("l2_mshr_full", 0),
         "ext_read_bytes": c["ext_read_bytes"], "ext_write_bytes": c["ext_write_bytes"],
         "dram_read_bytes": c["dram_read_bytes"], "dram_write_bytes": c["dram_write_bytes"],
         "loads": c["loads"], "load_latency_avg": round(c["load_latency_sum"] / c["loads"], 2),
