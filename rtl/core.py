@@ -558,7 +558,10 @@ class Core(wiring.Component):
 
         m.submodules.rr_ex1 = rr_ex1_st = Stage("rr_ex1", uop)
         rr_ex1 = rr_ex1_st.q
-        m.d.comb += [rr_ex1_st.stall.eq(stall), rr_ex1_st.d.eq(rr)]
+        # the younger instructions of a faulting warp are dropped as they enter ex1
+        # (rtl/fault_recorder.py: kill)
+        m.d.comb += [rr_ex1_st.stall.eq(stall), rr_ex1_st.d.eq(rr),
+                     rr_ex1_st.d.valid.eq(rr.valid & ~fr.kill.bit_select(rr.warp, 1))]
         for l in range(L):
             with m.If(d.sem == RSem.SREG):
                 m.d.comb += rr_ex1_st.d.b[l].eq(sreg_val[l])
@@ -655,7 +658,9 @@ class Core(wiring.Component):
         # --- ex2: multiplier and FPU results -----------------------------------------------
         m.submodules.ex1_ex2 = ex1_ex2_st = Stage("ex1_ex2", uop)
         ex1_ex2 = ex1_ex2_st.q
-        m.d.comb += [ex1_ex2_st.stall.eq(stall), ex1_ex2_st.d.eq(ex1)]
+        # ... and as they leave it, with an instruction that faults as it leaves ex1
+        m.d.comb += [ex1_ex2_st.stall.eq(stall), ex1_ex2_st.d.eq(ex1),
+                     ex1_ex2_st.d.valid.eq(ex1.valid & ~fr.kill.bit_select(x.warp, 1))]
         ex2 = split_signal(uop, "ex2")
         m.d.comb += ex2.eq(ex1_ex2)
         for l in range(L):
@@ -706,9 +711,9 @@ class Core(wiring.Component):
         mem_prep = split_signal(lsu_prep.q.shape(), "ex2_mem_lsu")
         with m.If(~mem_hold):  # loaded with ex2_mem (a bubble's is never looked at)
             m.d.sync += mem_prep.eq(lsu_prep.q)
-        # precise faults: the instructions of a faulting warp still in the pipeline behind
-        # the fault are younger; they leave no trace (no memory access, no retire). Every warp
-        # that faulted is dead, not only the recorded one (rtl/fault_recorder.py).
+        # precise faults: the instructions of a warp still in the pipeline behind a fault it
+        # raised in mem are younger; they leave no trace (no memory access, no retire). Every
+        # warp that faulted there is dead, not only the recorded one (rtl/fault_recorder.py).
         def dead(warp) -> Signal:
             return fr.dead.bit_select(warp, 1)
 

@@ -6,12 +6,24 @@ oldest instruction's wins: ``mem`` (the LSU: misaligned or out-of-range access),
 watchdog), then ``is`` (illegal instruction, fetch past the code). Once a fault is recorded the core
 fetches and issues nothing more, and later faults are left out of the record.
 
-Faults are precise for every warp that raises one, not only the recorded one: ``dead`` names
-the recorded warp and each other one whose instruction faulted in ``mem`` or ``ex1`` in the
-same cycle or later, while the instructions issued before the first fault drain. The core
-retires nothing of a dead warp from its faulting instruction on; were the mask only the
-record's warp, a second warp's faulting instruction (a divergent ``bar`` right behind the
-first one's, say) would retire as if it had executed.
+Faults are precise for every warp that raises one, not only the recorded one, and in both
+directions: what is older than the faulting instruction completes, what is younger (and the
+faulting instruction itself) leaves no trace. Which instructions are younger follows from
+where the fault is raised:
+
+- in ``mem``: every instruction of the warp behind it. ``dead`` names these warps (from the
+  next cycle); the core drops their instructions as they reach ``mem``.
+- in ``ex1`` (as the instruction leaves it): the faulting instruction and everything of the
+  warp behind ``ex1``; the older ones in ``ex2`` and ``mem`` complete. ``kill`` names these
+  warps and the ``mem`` ones, already in the cycle of the fault; the core drops their
+  instructions as they enter and as they leave ``ex1``.
+- at issue (an illegal head) and in a barrier deadlock: nothing younger of the warp has been
+  issued (a ``bar`` holds its warp's issue), so nothing is dropped; the deadlocking ``bar``
+  retires, as on the ISS.
+
+Every warp that raises a fault in ``mem`` or ``ex1``, in the cycle of the first fault or
+later, is named, not only the recorded one: a second warp's divergent ``bar`` right behind
+the first one's would otherwise retire as if it had executed.
 
 A barrier deadlock names the lowest-numbered waiting warp, counting one arriving in this
 cycle (the deadlock is raised as the last live warp arrives), with its live mask and the pc
@@ -57,9 +69,10 @@ class FaultRecorder(wiring.Component):
     Cycle by cycle: while ``running`` and no fault is held, the first source in the order
     above that raises one is recorded (with ``block``) and ``fault.valid`` rises in the
     next cycle; the record stays unchanged until ``flush`` clears ``fault.valid`` (a fault
-    raised in the flush cycle is still recorded). ``dead`` rises in the cycle after a warp
-    raises a fault from ``mem`` or ``ex1`` (or is named by the record) and holds until
-    ``flush``.
+    raised in the flush cycle is still recorded). From the first fault until ``flush``
+    (while ``running`` or a fault is held): ``dead`` holds, from the next cycle, each warp
+    that raised a fault in ``mem``; ``kill`` holds each warp that raises or raised one in
+    ``mem`` or ``ex1``, already in the cycle it is raised.
     """
 
     def __init__(self, warps: int, lanes: int):
@@ -79,6 +92,7 @@ class FaultRecorder(wiring.Component):
             "issue": In(fault_source_signature(warps, lanes, valid=1, pc_fault=1)),
             "fault": Out(fault_signature(lanes)),
             "dead": Out(warps),
+            "kill": Out(warps),
         })
 
     def elaborate(self, platform) -> Module:
@@ -91,20 +105,21 @@ class FaultRecorder(wiring.Component):
         m.d.comb += rec.eq(record)
 
         ex1, bar = self.ex1, self.bar
-        # the warps whose instruction in the pipeline faults in this cycle, recorded or not
-        # (an illegal head raises its fault instead of issuing: nothing of it to drop)
-        raised = Signal(W)
-        m.d.comb += raised.eq(Mux(self.mem.valid, 1 << self.mem.warp, 0)
-                              | Mux(ex1.stack | ex1.divergent | ex1.divergent_mma,
-                                    1 << ex1.warp, 0))
-        dead = Signal(W)
-        m.d.comb += self.dead.eq(dead)
+        # the warps whose instruction faults in mem or ex1 in this cycle, recorded or not
+        raised_mem, raised_ex1 = Signal(W), Signal(W)
+        m.d.comb += [raised_mem.eq(Mux(self.mem.valid, 1 << self.mem.warp, 0)),
+                     raised_ex1.eq(Mux(ex1.stack | ex1.divergent | ex1.divergent_mma,
+                                       1 << ex1.warp, 0))]
+        dead_mem, dead_ex1 = Signal(W), Signal(W)
+        m.d.comb += [self.dead.eq(dead_mem),
+                     self.kill.eq(dead_mem | dead_ex1 | Mux(held | self.running,
+                                                            raised_mem | raised_ex1, 0))]
 
         def fault(cause, warp, lanes, pc, word):
             m.d.sync += [held.eq(1), record.cause.eq(cause), record.warp.eq(warp),
                          record.lane_mask.eq(lanes), record.pc.eq(pc),
                          record.instr.eq(word), record.block.eq(self.block),
-                         dead.eq(raised | (1 << warp))]
+                         dead_mem.eq(raised_mem), dead_ex1.eq(raised_ex1)]
 
         arrivals = layouts.per_warp(layouts.bar_arrival(), W)
         for w in range(W):
@@ -127,9 +142,9 @@ class FaultRecorder(wiring.Component):
             m.d.comb += [first_pc.eq(ex1.pc), first_word.eq(ex1.word)]
 
         with m.If(self.flush):
-            m.d.sync += [held.eq(0), dead.eq(0)]
+            m.d.sync += [held.eq(0), dead_mem.eq(0), dead_ex1.eq(0)]
         with m.Elif(held):
-            m.d.sync += dead.eq(dead | raised)
+            m.d.sync += [dead_mem.eq(dead_mem | raised_mem), dead_ex1.eq(dead_ex1 | raised_ex1)]
         with m.If(~held & self.running):
             with m.If(self.mem.valid):
                 fault(self.mem.cause, self.mem.warp, self.mem.lanes, self.mem.pc,

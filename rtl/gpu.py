@@ -88,6 +88,9 @@ class Gpu(wiring.Component):
         Retire port of every core.
     busy, fault, idle: ``Out(1)``
         STATUS.BUSY, STATUS.FAULT, and "nothing queued or running, no fault".
+    drained: ``Out(1)``
+        Every core is drained and the memory path has nothing outstanding: after a fault,
+        what was in flight has retired (a test bench samples the retire ports until then).
     """
 
     def __init__(self, cfg: RtlConfig, core_factory: CoreFactory | None = None):
@@ -101,6 +104,7 @@ class Gpu(wiring.Component):
             "busy": Out(1),
             "fault": Out(1),
             "idle": Out(1),
+            "drained": Out(1),
         })
 
     def elaborate(self, platform) -> Module:
@@ -177,7 +181,7 @@ class Gpu(wiring.Component):
         m.d.comb += drained.eq(Cat(*[c.drained for c in cores]).all()
                                & Cat(*[p.idle for p in paths]).all() & ic.idle
                                & (l2.idle if l2 is not None else 1))
-        m.d.comb += host.drained.eq(drained)
+        m.d.comb += [host.drained.eq(drained), self.drained.eq(drained)]
 
         for i, core in enumerate(cores):
             wiring.connect(m, disp.cores[i], core.dispatch)

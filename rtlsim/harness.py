@@ -18,7 +18,8 @@ Ports (Verilog names in brackets; the top module is ``harness``):
   ``mem_timing__cycles_per_line``, ``mem_timing__max_inflight``]: reprograms the DRAM model's
   timing (:func:`simtgpu.rtlsim.memory_model.timing_signature`); leave ``we`` low to keep the
   configuration's own setting.
-* ``done``: the command queue is empty and idle, or a fault stopped it. ``fault``, ``busy``.
+* ``done``: the command queue is empty and idle, or a fault stopped it. ``fault``, ``busy``,
+  ``drained`` (nothing in flight in the cores and the memory path).
 * ``retire__<i>__*``: retire port of core ``i``.
 * ``clk``, ``rst``: the clock, and the synchronous reset (hold it for at least two cycles).
 
@@ -74,7 +75,7 @@ class SimHarness(wiring.Component):
             "mem_timing": In(timing_signature(self.memory.queue_depth)),
             **{name: gpu[name] for name in ("imem_bd", "retire")},
             "done": Out(1),
-            **{name: gpu[name] for name in ("busy", "fault")},
+            **{name: gpu[name] for name in ("busy", "fault", "drained")},
             **clock,
         })
 
@@ -100,5 +101,6 @@ class SimHarness(wiring.Component):
             self.done.eq(~gpu.busy),
             self.busy.eq(gpu.busy),
             self.fault.eq(gpu.fault),
+            self.drained.eq(gpu.drained),
         ]
         return m

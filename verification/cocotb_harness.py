@@ -8,7 +8,8 @@ For each launch of the job file (``SIMTGPU_JOB``, written by
 2. programs the host interface exactly as the driver does: ``QUEUE_BASE``,
    ``QUEUE_ENTRIES``, ``FENCE_ADDR``, a LAUNCH record in the ring, ``DOORBELL``,
 3. records every retire-port sample of every core while the kernel runs (a monitor that
-   samples once per cycle on the falling edge), until ``done`` or a fault,
+   samples once per cycle on the falling edge), until ``done``, or after a fault until the
+   GPU has drained what was in flight,
 4. reads STATUS, the FAULT_* registers and the performance counters over MMIO, and the
    buffers back through the memory backdoor.
 
@@ -178,7 +179,14 @@ async def run_launch(h: Harness, job: dict, launch: dict, previous_end: int) -> 
         h.sample_retire(retired)
         busy = int(d.busy.value)
         seen_busy = seen_busy or bool(busy)
-        if int(d.fault.value) or (seen_busy and int(d.done.value)):
+        if int(d.fault.value):
+            # the cores finish what is in flight before they are flushed: the older
+            # instructions of the faulting warp (loads among them) retire then, as on the ISS
+            while not int(d.drained.value) and h.cycle - start <= limit:
+                await h.tick()
+                h.sample_retire(retired)
+            break
+        if seen_busy and int(d.done.value):
             break
         if h.cycle - start > limit:
             timed_out = True

@@ -374,6 +374,13 @@ def fault_launches(lanes: int, warps: int) -> list[tuple[KernelLaunch, FaultCaus
                             tpb=tpb or lanes, blocks=blocks), cause))
 
     k("illegal", "        .word   0xffffffff", FaultCause.ILLEGAL_INSTRUCTION)
+    # older instructions of the faulting warp still in flight (a store among them) complete
+    k("illegal_after_work", """
+        addi    r20, r5, 1
+        stg     [r3], r20
+        addi    r21, r5, 2
+        addi    r22, r5, 3
+        .word   0xffffffff""", FaultCause.ILLEGAL_INSTRUCTION)
     k("out_of_range", "        movi    r8, 16\n        ldg     r9, [r8]",
       FaultCause.OUT_OF_RANGE)
     k("out_of_range_high", "        lui     r8, 0x7fff\n        stg     [r8], r5",
@@ -386,6 +393,18 @@ def fault_launches(lanes: int, warps: int) -> list[tuple[KernelLaunch, FaultCaus
         isetp.eq p1, r8, r0
         ssy     j
    @p1  bra     e
+        bar
+        sync
+e:      sync
+j:""", FaultCause.DIVERGENT_BARRIER)
+    k("divergent_barrier_after_work", """
+        andi    r8, r6, 1
+        isetp.eq p1, r8, r0
+        ssy     j
+   @p1  bra     e
+        addi    r20, r5, 3
+        stg     [r3], r20
+        addi    r21, r5, 4
         bar
         sync
 e:      sync

@@ -137,8 +137,9 @@ def check_one(cfg: RtlConfig, launch: KernelLaunch, golden: IssRun, rtl: RtlRun
     if got_fault is None:
         mm = compare_traces(launch, golden.trace, rtl.trace, cfg.lanes)
     else:
-        # A fault stops the launch with younger instructions of other warps (and older
-        # in-flight loads of the faulting one) not retired: compare what both retired.
+        # A fault stops the launch with younger instructions of other warps not retired on
+        # one side or the other: compare what both retired (test_fault checks that the
+        # faulting warp lost nothing older).
         mm = compare_traces(launch, *common_part(golden.trace, rtl.trace), cfg.lanes)
     if mm is not None:
         return Mismatch(f"{head}: {mm}")

@@ -77,9 +77,11 @@ def test_instruction_buffers_against_fifo_model():
 def test_fault_recorder_priority_and_hold():
     """Random simultaneous fault sources: the first one (mem, stack, divergent bar, divergent
     mma, barrier deadlock, issue) is recorded, held until flush, and the deadlock names the
-    lowest waiting warp with the pc and word of its bar. ``dead`` names the recorded warp and
-    every warp whose instruction faulted in mem or ex1 since the flush, recorded or not (so
-    none of them retires its faulting instruction)."""
+    lowest waiting warp with the pc and word of its bar. From the first fault to the flush,
+    ``dead`` names every warp whose instruction faulted in mem (from the next cycle), and
+    ``kill`` every warp whose instruction faults or faulted in mem or ex1 (in the same cycle
+    too), recorded or not; an illegal head and a deadlock name none (nothing younger of
+    their warp was issued)."""
     warps, lanes = 4, 8
     dut = FaultRecorder(warps, lanes)
     rng = random.Random(3)
@@ -87,7 +89,7 @@ def test_fault_recorder_priority_and_hold():
     stack_causes = [FaultCause.STACK_OVERFLOW, FaultCause.STACK_UNDERFLOW]
 
     async def bench(ctx):
-        held, record, dead = False, None, 0
+        held, record, dead, dead_ex1 = False, None, 0, 0
         bar_at = [(0, 0)] * warps  # pc and word of each warp's last bar
         live = [rng.getrandbits(lanes) for _ in range(warps)]
         for w in range(warps):
@@ -130,6 +132,11 @@ def test_fault_recorder_priority_and_hold():
                    waiting=waiting)
             _drive(ctx, dut.issue, valid=raise_["issue"], pc_fault=pc_fault)
             _drive(ctx, dut, running=running, flush=flush)
+            raised_mem = 1 << mem["warp"] if raise_["mem"] else 0
+            raised_ex1 = (1 << ex1["warp"] if raise_["stack"] or raise_["divergent"]
+                          or raise_["mma"] else 0)
+            now = raised_mem | raised_ex1 if held or running else 0
+            assert ctx.get(dut.kill) == dead | dead_ex1 | now, step
             await ctx.tick()
 
             new = None
@@ -154,17 +161,15 @@ def test_fault_recorder_priority_and_hold():
                        if pc_fault else
                        (FaultCause.ILLEGAL_INSTRUCTION, iss["warp"], iss["lanes"], iss["pc"],
                         iss["word"]))
-            raised = ((1 << mem["warp"] if raise_["mem"] else 0)
-                      | (1 << ex1["warp"] if raise_["stack"] or raise_["divergent"]
-                         or raise_["mma"] else 0))
             was_held = held
             if flush:
-                held, dead = False, 0
+                held, dead, dead_ex1 = False, 0, 0
             elif was_held:
-                dead |= raised
+                dead |= raised_mem
+                dead_ex1 |= raised_ex1
             if not was_held and running and new is not None:
                 held, record = True, (new[0].value, *new[1:])
-                dead = raised | 1 << new[1]
+                dead, dead_ex1 = raised_mem, raised_ex1
             if arrive:
                 bar_at[arrive_warp] = (ex1["pc"], ex1["word"])
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import pytest
 from rtl_common import CONFIGS
 from simtgpu.arch.config import l1_default, l2_default
+from simtgpu.sim.trace import per_warp
 from simtgpu.verification.compare import EXTRA_PC, compare_traces
 from simtgpu.verification.directed import ALL_GROUPS, fault_launches
 from simtgpu.verification.harness import check_launches, common_part, rtl_config
@@ -164,6 +165,12 @@ def test_fault(config, name):
     got_lines = [got_lines[i] for i in keep]
     mm = compare_traces(ln, want_lines, got_lines, cfg.lanes)
     assert mm is None, mm
+    # ... and nothing older is lost: the faulting warp retired on the RTL every instruction
+    # it retired on the ISS (the lines the RTL did not retire are not compared above)
+    key = (*f.block, f.warp)
+    pcs = [sorted(t["pc"] for t in per_warp(tr).get(key, [])) for tr in (gold.trace, rtl.trace)]
+    assert pcs[0] == pcs[1], f"{name}: the faulting warp retired pcs {[hex(p) for p in pcs[0]]} " \
+        f"on the ISS, {[hex(p) for p in pcs[1]]} on the rtl"
     r = rtl.regs
     got = (r["FAULT_PC"], r["FAULT_WARP"], r["FAULT_LANES"],
            (r["FAULT_BLOCK_X"], r["FAULT_BLOCK_Y"], r["FAULT_BLOCK_Z"]))
