@@ -436,7 +436,7 @@ _L1_DEFAULTS = {
     "full": (16 * KIB, 4, 16, 32),
 }
 
-L1_DEFAULT_ON = False
+L1_DEFAULT_ON = True
 """The single switch: whether the named configurations are built with their L1 by default
 (docs/memory-system.md says why it is off)."""
 
@@ -462,7 +462,7 @@ _L2_DEFAULTS = {
     "full": (256 * KIB, 8, 8, 16, 32),
 }
 
-L2_DEFAULT_ON = False
+L2_DEFAULT_ON = True
 """The single switch: whether the named configurations are built with their L2 by default
 (docs/memory-system.md says why it is off)."""
 

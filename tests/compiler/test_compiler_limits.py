@@ -138,14 +138,15 @@ def k_softmax_row(out_ptr, in_ptr, n_cols, BLOCK_SIZE: tl.constexpr):
 
 
 def test_too_long_unchunkable_kernel_fails_early(monkeypatch):
-    # a reduction mixed with elementwise work cannot run as a chunk loop: 4096 columns on
-    # 'small' (4 warps of 8 lanes) are 128 unrolled elements per thread, far more code
-    # than the 4096 instructions of instruction memory. Refused as soon as the code under
+    # a reduction mixed with elementwise work cannot run as a chunk loop: 128 columns per
+    # thread on 'small' (all its warps of 8 lanes) are 128 unrolled elements per thread, far
+    # more code than the 4096 instructions of instruction memory. Refused as soon as the code under
     # allocation passes the limit (allocation rounds only add instructions): completing
     # the allocation takes 244 rounds, and assembling the result would follow.
     from simtgpu.compiler_backend import isa_codegen
 
     cfg = CONFIGS["small"]
+    nw = cfg.warps_per_core
     rounds = []
     allocate = isa_codegen.allocate
     monkeypatch.setattr(isa_codegen, "allocate", lambda *a, **k: rounds.append(1) or
@@ -160,15 +161,15 @@ def test_too_long_unchunkable_kernel_fails_early(monkeypatch):
                        r"\(one copy of the code per element\) and the kernel cannot run as a "
                        r"chunk loop \(it uses shared memory\); use a smaller block size "
                        r"\(fewer elements per thread\) or fewer unrolled loops"):
-        compile_function(k_softmax_row.fn, types, {"BLOCK_SIZE": 4096},
-                         Target("isa", cfg.lanes), num_warps=4, config=cfg)
+        compile_function(k_softmax_row.fn, types, {"BLOCK_SIZE": 128 * cfg.lanes * nw},
+                         Target("isa", cfg.lanes), num_warps=nw, config=cfg)
     assert 0 < len(rounds) <= 100 and not assembled
     # with fewer warps than the configuration allows, more warps are the other way out;
     # 512 elements per thread are too long before any register is allocated
     rounds.clear()
     with pytest.raises(KernelError, match=r"\(\d+ already, before any register is allocated"
                        r"\).* each thread's 512 elements .* use a smaller block size \(fewer "
-                       r"elements per thread\), more warps \(num_warps up to 4\) or fewer "
+                       rf"elements per thread\), more warps \(num_warps up to {nw}\) or fewer "
                        r"unrolled loops"):
         compile_function(k_softmax_row.fn, types, {"BLOCK_SIZE": 4096},
                          Target("isa", cfg.lanes), num_warps=1, config=cfg)
