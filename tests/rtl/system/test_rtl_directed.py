@@ -16,12 +16,12 @@ from simtgpu.verification.directed import ALL_GROUPS, fault_launches
 from simtgpu.verification.harness import check_launches, common_part, rtl_config
 
 
-def _launches(cfg):
+def _launches(cfg, groups=tuple(ALL_GROUPS)):
     out = []
-    for name, fn in ALL_GROUPS.items():
+    for name in groups:
         # the residency kernels size their shared areas by the core's
         extra = (cfg.shared_bytes,) if name == "residency" else ()
-        out += fn(cfg.lanes, cfg.warps, *extra)
+        out += ALL_GROUPS[name](cfg.lanes, cfg.warps, *extra)
     return out
 
 
@@ -107,8 +107,7 @@ def _cached_config():
 
 
 def _cached_launches() -> list:
-    cfg = _cached_config()
-    return [ln for g in CACHED_GROUPS for ln in ALL_GROUPS[g](cfg.lanes, cfg.warps)]
+    return _launches(_cached_config(), CACHED_GROUPS)
 
 
 _cached_cache: dict = {}
@@ -116,10 +115,12 @@ _cached_cache: dict = {}
 
 @pytest.mark.parametrize("name", [ln.name for ln in _cached_launches()])
 def test_directed_with_caches(name):
-    """Step-and-compare against the ISS with each core's L1 and the L2 on. resident_half
-    used to fail here: two resident blocks reached a divergent ``bar`` on consecutive cycles
-    (the caches' timing lines them up), and the second block's ``bar`` retired although it
-    faulted, because only the recorded warp's instructions were dropped."""
+    """Step-and-compare against the ISS with each core's L1 and the L2 on, whatever the
+    default switches say. resident_half (when it still met a divergent ``bar``) failed here:
+    two resident blocks reached the faulting ``bar`` on consecutive cycles (the caches'
+    timing lines them up), and the second block's ``bar`` retired, because only the recorded
+    warp's instructions were dropped (tests/rtl/core test_second_warps_fault_is_precise_too
+    keeps that case)."""
     if not _cached_cache:
         cfg = _cached_config()
         assert cfg.l1 is not None and cfg.l2 is not None
