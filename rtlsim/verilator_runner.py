@@ -77,14 +77,21 @@ def build_dir() -> Path:
 
 
 def _hardware_sources() -> bytes:
-    """Name and source of every module the harness Verilog is generated from: all of rtl/
-    (imported here, so that the core a factory imports lazily is included too) and the
-    hardware of rtlsim/ (harness, memory model, device-memory array, Verilog export and its
-    module reuse)."""
+    """Name and source of every file the Verilog is generated from: all of rtl/ (imported
+    here, so that the core a factory imports lazily is loaded too), the hardware of rtlsim/
+    (harness, memory model, device-memory array, Verilog export and its module reuse), and
+    the packages the RTL derives from: isa/ (encodings, decoder tables), arch/ (the
+    configuration and the command queue) and sim/ (the numerics both sides share)."""
     names = sorted(m.name for m in pkgutil.iter_modules(simtgpu.rtl.__path__))
     modules = [importlib.import_module(f"simtgpu.rtl.{n}") for n in names]
     modules += [harness, memory_model, sim_ram, verilog_export, module_reuse]
-    return b"".join(m.__name__.encode() + Path(m.__file__).read_bytes() for m in modules)
+    files = {Path(m.__file__) for m in modules}
+    for pkg in ("isa", "arch", "sim"):
+        files |= set(Path(importlib.import_module(f"simtgpu.{pkg}").__file__).parent
+                     .rglob("*.py"))
+    root = Path(simtgpu.rtl.__file__).parent.parent
+    return b"".join(str(f.relative_to(root)).encode() + f.read_bytes()
+                    for f in sorted(files))
 
 
 _HARDWARE_SOURCES = _hardware_sources()
@@ -123,10 +130,13 @@ class _Lock:
         self.f.close()
 
 
-def _prune(folder: Path, prefix: str, suffix: str = "", keep: int = 3) -> None:
+def _prune(folder: Path, prefix: str, suffix: str = "", keep: int = 3,
+           idle_s: float = 3600.0) -> None:
     """Delete all but the ``keep`` newest ``<prefix><16 hex><suffix>`` entries of ``folder``
     (old builds of one configuration; a running model keeps its executable open, so deleting
-    is safe), and failed builds' ``<prefix><hash>.<tmp>`` folders once they are a day old."""
+    is safe) that nobody used for ``idle_s`` seconds (a regression uses more variants of one
+    configuration at once than ``keep``), and failed builds' ``<prefix><hash>.<tmp>`` folders
+    once they are a day old."""
     done = re.compile(re.escape(prefix) + r"[0-9a-f]{16}" + re.escape(suffix))
     failed = re.compile(re.escape(prefix) + r"[0-9a-f]{16}\.\w+")
     entries = [p for p in folder.iterdir() if done.fullmatch(p.name)]
@@ -134,11 +144,21 @@ def _prune(folder: Path, prefix: str, suffix: str = "", keep: int = 3) -> None:
     now = time.time()
     stale = [p for p in folder.iterdir()
              if p.is_dir() and failed.fullmatch(p.name) and now - p.stat().st_mtime > 86400]
-    for old in entries[keep:] + stale:
+    idle = [p for p in entries[keep:] if now - p.stat().st_mtime > idle_s]
+    for old in idle + stale:
         if old.is_dir():
             shutil.rmtree(old, ignore_errors=True)
         else:
             old.unlink(missing_ok=True)
+
+
+def _touch(path: Path) -> bool:
+    """Mark a cached file as used now (so :func:`_prune` keeps it); False when it is absent."""
+    try:
+        os.utime(path)
+    except FileNotFoundError:
+        return False
+    return True
 
 
 def _verilog_path(cfg: RtlConfig, top: str) -> Path:
@@ -151,10 +171,10 @@ def harness_verilog(config: str | GpuConfig | RtlConfig, top: str = "harness") -
     hardware sources exists."""
     cfg = get_rtl_config(config)
     out = _verilog_path(cfg, top)
-    if out.exists():
+    if _touch(out):
         return out
     with _Lock(out.with_suffix(".lock")):
-        if not out.exists():
+        if not _touch(out):
             text = verilog_export.generate_verilog(cfg, top)
             tmp = out.with_suffix(".tmp")
             tmp.write_text(text)

@@ -41,10 +41,12 @@ def rtl_config(name: str, **changes) -> RtlConfig:
 
 def build_harness(cfg: RtlConfig, waves: str | None = None) -> Build:
     """The Verilator build of the simulation harness for ``cfg`` (cached); every memory
-    setting of a configuration shares it (the bench programs the DRAM timing at reset)."""
-    from simtgpu.rtlsim.verilog_export import generate_verilog
+    setting of a configuration shares it (the bench programs the DRAM timing at reset).
+    Its Verilog comes from the cache keyed by the hardware sources (generating `small`'s
+    takes about 20 s, which every batch of a random regression used to pay again)."""
+    from simtgpu.rtlsim.verilator_runner import harness_verilog
 
-    text = generate_verilog(cfg.for_build(), "harness")
+    text = harness_verilog(cfg.for_build(), "harness").read_text()
     return build(f"harness_{cfg.name}", text, "harness", waves=waves)
 
 
