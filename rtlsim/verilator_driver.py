@@ -13,8 +13,9 @@ Commands (numbers in hex, without ``0x``):
 ``LOAD addr n path``         write ``n`` bytes of the binary file ``path`` at ``addr``
 ``SAVE addr n path``         write ``n`` bytes of device memory at ``addr`` to ``path``
 ``IW waddr word...``         write instruction words from word address ``waddr`` (backdoor)
-``RUN max``                  clock until ``done`` (at least one cycle) or ``max`` cycles;
-                             reply ``done <cycles>`` or ``timeout <cycles>``
+``RUN max``                  clock until ``done`` (at least one cycle; after a fault, until
+                             the GPU has drained) or ``max`` cycles; reply ``done <cycles>``
+                             or ``timeout <cycles>``
 ``STEP n``                   clock ``n`` cycles; reply ``ok``
 ``CYCLES``                   reply the total cycle count
 ``TRACE path``               start the waveform (builds made with ``trace="fst"`` write
@@ -129,6 +130,12 @@ __attribute__((noinline)) static uint64_t run_cycles(uint64_t max) {
         tick();
         n++;
     } while (!top->done && n < max);
+    // A fault stops the GPU before it has drained: the faulting warp's older instructions
+    // still in flight complete (and retire) as it drains, as on the ISS.
+    while (top->fault && !top->drained && n < max) {
+        tick();
+        n++;
+    }
     return n;
 }
 

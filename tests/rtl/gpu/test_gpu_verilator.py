@@ -121,3 +121,57 @@ def test_out_of_range_store_reports_fault(sim: RtlSim) -> None:
     sim.mmio_write(Mmio.CONTROL, 1)  # CLEAR_FAULT
     assert sim.mmio_read(Mmio.STATUS) == 0
     assert sim.mmio_read(Mmio.HEAD) == sim.mmio_read(Mmio.DOORBELL) == (head + 1) % 4
+
+
+def test_run_drains_after_a_fault(sim: RtlSim, tmp_path) -> None:
+    """``RUN`` returns at a fault only once the GPU has drained: an illegal word behind a
+    store and two adds still in flight; the retire log, stopped right after ``RUN`` (no MMIO
+    access clocks the GPU in between), holds every instruction the ISS retired, per warp."""
+    import io
+
+    from simtgpu.sim.trace import read_trace
+
+    obj = assemble("""
+        .kernel late
+        .param  out, ptr
+        s2r     r1, tid.x
+        ldparam r3, out
+        shli    r4, r1, 2
+        add     r3, r3, r4
+        addi    r20, r1, 1
+        stg     [r3], r20
+        addi    r21, r1, 2
+        addi    r22, r1, 3
+        .word   0xffffffff
+        .end
+    """)
+    code = obj.relocate(0x8000)
+    kernel = obj.kernel("late")
+    params = struct.pack("<I", C)
+    gm = GlobalMemory(sim.cfg.memory_bytes)
+    gm.write(PARAMS, params)
+    log = io.StringIO()
+    with pytest.raises(KernelFault):
+        Iss(gm, warp_size=sim.cfg.lanes).launch(code, kernel.entry, (1, 1, 1), (8, 1, 1),
+                                                PARAMS, len(params), 0, trace=log)
+    want = sorted((ln["warp"], ln["pc"]) for ln in read_trace(io.StringIO(log.getvalue())))
+    words = list(struct.unpack(f"<{len(code) // 4}I", code))
+    sim.load_imem(0x100, words)
+    sim.write(PARAMS, params)
+    sim.write(FENCE, b"\0" * 4)
+    path = tmp_path / "retire.log"
+    tail = sim.mmio_read(Mmio.DOORBELL)
+    sim.write(QUEUE + 64 * tail, pack(Command(
+        CommandOp.LAUNCH, 0x1A7E, 0x400 + kernel.entry, (1, 1, 1), (8, 1, 1), PARAMS,
+        len(params), 0, kernel.regs, 0x400, 0x400 + len(code))))
+    sim.retire_log(path)
+    sim.mmio_write(Mmio.DOORBELL, (tail + 1) % 4)
+    done, _ = sim.run(max_cycles=100_000)
+    sim.retire_log(None)
+    assert done
+    # a log line: core cycle bx by bz warp pc ... (rtlsim/verilator_driver.py)
+    got = sorted((int(f[5], 16), int(f[6], 16) - 0x400)
+                 for f in (line.split() for line in path.read_text().splitlines()))
+    assert got == want
+    assert sim.mmio_read(Mmio.STATUS) == Status.FAULT
+    sim.mmio_write(Mmio.CONTROL, 1)  # CLEAR_FAULT

@@ -10,6 +10,7 @@ from simtgpu.driver_model.device import Device
 from simtgpu.driver_model.errors import DriverError
 from simtgpu.sim import KernelFault
 from simtgpu.sim.trace import per_warp
+from simtgpu.verification.compare import program_order
 
 
 @pytest.fixture(scope="module")
@@ -53,6 +54,55 @@ def test_fault_is_reported(dev):
     assert info.value.record.pc % 4 == 0
     # The queue works again after the fault.
     test_vector_add_and_counters(dev)
+
+
+FAULT_AFTER_WORK = """
+        .kernel late
+        .param  out, ptr
+        s2r     r1, tid.x
+        ldparam r3, out
+        shli    r4, r1, 2
+        add     r3, r3, r4
+        addi    r20, r1, 1
+        stg     [r3], r20
+        addi    r21, r1, 2
+        addi    r22, r1, 3
+        .word   0xffffffff
+        .end
+"""
+
+
+def _fault_trace(dev):
+    """Run FAULT_AFTER_WORK on ``dev`` with a trace; its fault record and trace lines (pcs
+    from the module's start: the devices load it at different places)."""
+    import io
+
+    from simtgpu.sim.trace import read_trace
+
+    mod = dev.load_module(FAULT_AFTER_WORK)
+    out = dev.empty(8, np.int32)
+    sink = io.StringIO()
+    with pytest.raises(KernelFault) as info:
+        dev.launch(mod.kernel("late"), grid=1, block=8, args=(out,), trace=sink)
+    lines = read_trace(io.StringIO(sink.getvalue()))
+    return info.value.record, [{**ln, "pc": ln["pc"] - mod.code_base} for ln in lines]
+
+
+def test_fault_trace_keeps_the_older_instructions(dev):
+    """An illegal word behind a store and two adds still in flight: the GPU stops at the
+    fault, then drains, and the older instructions retire (as on the ISS), so the rtl
+    backend's trace has every line the ISS's has, per warp in program order."""
+    rtl_rec, rtl = _fault_trace(dev)
+    with Device(backend="iss", config="tiny") as iss:
+        iss_rec, want = _fault_trace(iss)
+    assert (rtl_rec.cause, rtl_rec.warp, rtl_rec.lane_mask) == \
+        (iss_rec.cause, iss_rec.warp, iss_rec.lane_mask)
+    got_w, want_w = per_warp(rtl), per_warp(want)
+    assert set(got_w) == set(want_w)
+    for key, lines in want_w.items():
+        want_pcs, got_pcs = (
+            [ln["pc"] for ln in t] for t in program_order(lines, got_w[key]))
+        assert got_pcs == want_pcs, key
 
 
 def test_run_trace_matches_the_iss(tmp_path, capsys):
