@@ -169,7 +169,8 @@ class Gpu(wiring.Component):
 
         paths = []
         for i, core in enumerate(cores):
-            m.submodules[f"mem_path{i}"] = path = CoreMemPath(cfg)
+            path = CoreMemPath(cfg)
+            m.submodules[f"mem_path{i}"] = reuse.shared(path, cfg)  # one module in Verilog
             paths.append(path)
             wiring.connect(m, core.mem, path.up)
             wiring.connect(m, path.down, ic.src[i])

@@ -37,6 +37,7 @@ from amaranth.hdl import Cat, Const, Module, Signal
 from amaranth.lib import wiring
 from amaranth.lib.fifo import SyncFIFO
 
+from . import reuse
 from .interconnect import Interconnect
 from .l1_cache import L1Cache, cache_signature
 
@@ -100,8 +101,9 @@ class L2Cache(wiring.Component):
         nb, bb = self.banks, self.bank_bits
         ob = (4 * self.line_words - 1).bit_length()
         banks = self._banks
+        key = tuple(sorted(self.bank_args.items()))
         for i, b in enumerate(banks):
-            m.submodules[f"bank{i}"] = b
+            m.submodules[f"bank{i}"] = reuse.shared(b, key)  # one module in Verilog
 
         req, resp = self.up.req, self.up.resp
         bank = Signal(max(1, bb))

@@ -365,7 +365,8 @@ def build_harness(config: str | GpuConfig | RtlConfig, *, trace: str | bool | No
             vlt = work / "hier.vlt"
             vlt.write_text("`verilator_config\n"
                            + "".join(f'hier_block -module "{m}"\n' for m in hier))
-            blocks = ["--hierarchical", str(vlt)]
+            # -j: the blocks are verilated in parallel (the core, the longest, bounds it)
+            blocks = ["--hierarchical", str(vlt), "-j", str(os.cpu_count() or 1)]
         cmd = [verilator_exe(), "--cc", "--exe", "--top-module", "harness",
                "-Wno-fatal", "-Wno-lint", "-Wno-style",
                *SPEED_FLAGS,
