@@ -3,13 +3,12 @@ example reads back is bit-identical to the ISS's, and each example's own NumPy c
 
 ``full``'s model is built from the Verilog with module reuse (rtlsim/module_reuse.py) and, as
 every GPU of at least 64 lanes, hierarchically: each shared module (the core, the five lane
-units, the SFU, the shared-memory bank and the matrix unit's dot-product tree) is verilated and
-compiled once as a Verilator ``hier_block`` (``verilator_runner.hier_blocks``), and plain rather
-than profile-guided (the driver's trainer is not used for it). From scratch the build took 302
-CPU seconds in all (Verilog export about 38, verilate about 95, C++ compile the rest;
-docs/performance.md, "Verilator model build of `full`"), about 4 minutes of wall time on the idle
-2-core machine by that split, and the six examples then run in about 45 s. Together that is more
-than the regression can add, so this runs with ``SIMTGPU_LONG=1``.
+units, the SFU, the shared-memory bank, the matrix unit's dot-product tree, the memory path with
+its L1 and the L2's bank) is verilated and compiled once as a Verilator ``hier_block``
+(``verilator_runner.hier_blocks``), and plain rather than profile-guided (the driver's trainer
+is not used for it). From scratch on the idle 2-core machine the build takes about 4.5 minutes
+(Verilog 46 s, verilate 99 s, C++ compile 119 s; docs/performance.md, "Verilator model build of
+`full`") and the six examples then run in about 40 s: this is ``full`` in ``make test``.
 """
 
 from __future__ import annotations
@@ -50,7 +49,7 @@ def _read_backs(monkeypatch, name: str, argv: list[str], backend: str) -> list[n
     return got
 
 
-@pytest.mark.long  # full's Verilator build takes about 5 CPU minutes
+@pytest.mark.slow  # full's Verilator build takes about 4.5 minutes on 2 cores
 @pytest.mark.parametrize("name,argv", CASES, ids=[c[0] for c in CASES])
 def test_example_on_full_rtl_is_bit_identical_to_the_iss(monkeypatch, capsys, name, argv):
     iss = _read_backs(monkeypatch, name, argv, "iss")
