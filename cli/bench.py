@@ -274,10 +274,14 @@ def render(results: list[Measurement], runs: int, info: dict[str, str]) -> str:
 
 def render_rtl(rows: list[dict], info: dict[str, str]) -> str:
     """The RTL simulation-throughput section."""
+    cfg = _small()
+    line = 4 * cfg.lanes
+    caches = "; ".join(c.describe(line) for c in (cfg.l1_cache, cfg.l2_cache) if c) or "none"
     lines = [
         "## RTL simulation throughput", "",
-        "The Verilator model of the whole GPU (configuration `small`: 2 cores, 4 warps x 8 "
-        "lanes) with its memory inside the design, launched through the driver's rtl backend "
+        f"The Verilator model of the whole GPU (configuration `small`: {cfg.cores} cores, "
+        f"{cfg.warps_per_core} warps x {cfg.lanes} lanes; caches as configured: {caches}) "
+        "with its memory inside the design, launched through the driver's rtl backend "
         "(command queue, MMIO doorbell, fence); Python only waits for completion. Wall time is "
         "the launch from doorbell to fence; CPU time is the Verilator process's own. Results "
         "are checked against NumPy. Each kernel runs 3 times; the figures are those of the "
