@@ -186,7 +186,7 @@ class L1Cache(wiring.Component):
             tag_rd.append(tmem.read_port(domain="comb"))
             data_rd.append(dmem.read_port(domain="comb"))
             tag_wr.append(tmem.write_port())
-            data_wr.append(dmem.write_port(granularity=8))
+            data_wr.append(dmem.write_port())  # whole lines: a store's bytes merged first
         way_hit = Signal(ways)
         for w in range(ways):
             m.d.comb += [
@@ -363,25 +363,36 @@ class L1Cache(wiring.Component):
                              dq_entry.wdata.as_value().eq(Cat(*([atom_new] * lw))),
                              dq_entry.be.eq(atom_be)]
 
-        # Array writes: a fill (no request is accepted in its cycle) or a store that hits.
+        # Array writes: a fill (no request is accepted in its cycle), or a store or an executed
+        # atomic that hits, whose bytes are merged into the hit line here, so that every write
+        # is a whole line under one enable. (Byte-enable write ports cost the simulation a
+        # conditional write per byte, way and cycle: most of an L2 bank's per-cycle work.)
+        merge_be = Signal(4 * lw)
+        merge_new = Signal(width)
+        merged = Signal(width)
+        update = Signal()  # a hit whose bytes are written into the line
+        m.d.comb += [merge_be.eq(p.be), merge_new.eq(p.wdata.as_value()),
+                     update.eq(fire & is_write & hit)]
+        if execute:
+            with m.If(is_atomic):
+                m.d.comb += [merge_be.eq(atom_be), merge_new.eq(Cat(*([atom_new] * lw)))]
+            m.d.comb += update.eq(fire & (is_write | is_atomic) & hit)
+        bit_mask = Cat(*[Mux(merge_be[i], Const(0xFF, 8), Const(0, 8)) for i in range(4 * lw)])
+        m.d.comb += merged.eq((hit_data & ~bit_mask) | (merge_new & bit_mask))
+        line_wdata = Signal(width)
+        m.d.comb += line_wdata.eq(Mux(install, dresp.payload.rdata, merged))
         for w in range(ways):
+            m.d.comb += data_wr[w].data.eq(line_wdata)
             with m.If(install & (victim == w)):
                 m.d.comb += [
                     tag_wr[w].addr.eq(fill_set), tag_wr[w].data.eq(fill_line[sb:]),
                     tag_wr[w].en.eq(1),
-                    data_wr[w].addr.eq(fill_set), data_wr[w].data.eq(dresp.payload.rdata),
-                    data_wr[w].en.eq(-1),
+                    data_wr[w].addr.eq(fill_set), data_wr[w].en.eq(1),
                 ]
                 m.d.sync += valid[w].bit_select(fill_set, 1).eq(1)
-            with m.If(fire & is_write & way_hit[w]):
-                m.d.comb += [data_wr[w].addr.eq(set_idx), data_wr[w].data.eq(p.wdata.as_value()),
-                             data_wr[w].en.eq(p.be)]
-            if execute:
-                with m.If(fire & is_atomic & way_hit[w]):
-                    m.d.comb += [data_wr[w].addr.eq(set_idx),
-                                 data_wr[w].data.eq(Cat(*([atom_new] * lw))),
-                                 data_wr[w].en.eq(atom_be)]
-            else:
+            with m.If(update & way_hit[w]):
+                m.d.comb += [data_wr[w].addr.eq(set_idx), data_wr[w].en.eq(1)]
+            if not execute:
                 with m.If(fire & is_atomic & way_hit[w]):
                     m.d.sync += valid[w].bit_select(set_idx, 1).eq(0)
         with m.If(self.invalidate):
