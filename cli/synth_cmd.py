@@ -42,6 +42,10 @@ def register(subparsers: Any) -> None:
                    "matrix unit, SFU lanes, the LSU's atomic adder) by registers at their "
                    "ports: a quicker timing loop for the control paths (docs/performance.md, "
                    "'Timing loop')")
+    p.add_argument("--l1", choices=("on", "off"), default=None,
+                   help="each core's L1 data cache (default: as the configuration has it)")
+    p.add_argument("--l2", choices=("on", "off"), default=None,
+                   help="the shared L2 (default: as the configuration has it)")
     p.add_argument("--freq", type=float, default=100.0,
                    help="clock constraint for nextpnr in MHz (default 100)")
     p.add_argument("--flow", choices=("auto", "ecp5", "generic"), default="auto",
@@ -67,8 +71,11 @@ def run(args: argparse.Namespace) -> int:
 
     if args.freq <= 0:
         raise SystemExit("simtgpu synth: --freq must be positive")
+    caches = {name: None if v is None else v == "on"
+              for name, v in (("l1", args.l1), ("l2", args.l2))}
     tag = (args.config + ("-core" if args.top == "core" else "")
-           + ("-shell" if args.shell else ""))
+           + ("-shell" if args.shell else "")
+           + "".join(f"-{n}{'on' if v else 'off'}" for n, v in caches.items() if v is not None))
     workdir = args.workdir or ROOT / "build" / "synth" / tag
     if args.report_only:
         flow = args.flow if args.flow != "auto" else (
@@ -77,12 +84,13 @@ def run(args: argparse.Namespace) -> int:
     else:
         res = synthesize(args.config, workdir, args.freq, args.flow, args.seed,
                          progress=lambda s: print(s, flush=True), top=args.top,
-                         shells=DATAPATH_SHELLS if args.shell else ())
+                         shells=DATAPATH_SHELLS if args.shell else (), **caches)
     command = f"simtgpu synth --config {args.config}"
     if args.top != "gpu":
         command += f" --top {args.top}"
     if args.shell:
         command += " --shell"
+    command += "".join(f" --{n} {getattr(args, n)}" for n in caches if getattr(args, n))
     if args.freq != 100.0:
         command += f" --freq {args.freq:g}"
     if args.flow != "auto":
@@ -109,9 +117,11 @@ def _generic_name(path: str) -> str:
     return ".".join(_COPY.sub(lambda m: m.group(1) + "*", p) for p in path.split("."))
 
 
-def group_units(units: list[tuple[str, dict[str, int]]]) -> list[tuple[str, int, dict]]:
+def group_units(units: list[tuple[str, dict[str, int]]],
+                copies: dict[str, int] | None = None) -> list[tuple[str, int, dict]]:
     """Units two levels deep (``core0.lsu``, ``host``), per-lane and per-core copies summed:
-    ``core*.alu*`` stands for every ALU of every core. Returns (name, copies, cells)."""
+    ``core*.alu*`` stands for every ALU of every core; a shared module (``Fpu_u4``) has its
+    copies in ``copies`` (its cells already count them all). Returns (name, copies, cells)."""
     groups: dict[str, tuple[int, dict[str, int]]] = {}
     totals = dict(units)
     for path, cells in units:
@@ -131,7 +141,7 @@ def group_units(units: list[tuple[str, dict[str, int]]]) -> list[tuple[str, int,
         n, acc = groups.get(name, (0, {}))
         for k, v in cells.items():
             acc[k] = acc.get(k, 0) + v
-        groups[name] = (n + 1, acc)
+        groups[name] = (n + (copies or {}).get(path, 1), acc)
     return sorted(((k, n, c) for k, (n, c) in groups.items()),
                   key=lambda g: -g[2].get("LUT4", 0) - g[2].get("$mux", 0))
 
@@ -207,10 +217,12 @@ def render(res, command: str, info: dict[str, str]) -> str:
     cols = COLUMNS if res.flow == "ecp5" else _generic_columns(res)
     head = [SHORT.get(c, c) for c in cols]
     lines += ["", "Area by unit (synthesised without flattening; `*` sums the per-lane and "
-              "per-core copies):", "",
+              "per-core copies; a module written once and instantiated, `<Unit>_u<n>`, counts "
+              "all its copies, and is also inside the row of the unit holding it: `Core_u0`'s "
+              "row includes its lanes' `HalfUnit_u1`):", "",
               "| unit | copies | " + " | ".join(head) + " |",
               "| --- | ---: |" + " ---: |" * len(cols)]
-    for name, n, cells in group_units(res.units):
+    for name, n, cells in group_units(res.units, res.copies):
         lines.append(f"| `{name}` | {n} | " + " | ".join(f"{cells.get(c, 0):,}" for c in cols)
                      + " |")
     return "\n".join(lines)

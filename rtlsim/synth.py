@@ -43,7 +43,8 @@ if TYPE_CHECKING:
     from simtgpu.rtl.configs import RtlConfig
 
 __all__ = ["DATAPATH_SHELLS", "ECP5_85F", "SynthError", "SynthResult", "load_result",
-           "register_shells", "run_yosys", "synthesize", "synthesize_verilog", "unit_stage"]
+           "module_copies", "register_shells", "run_yosys", "synthesize", "synthesize_verilog",
+           "unit_stage"]
 
 # LFE5U-85F resources (Lattice FPGA-DS-02012, table 1.1)
 ECP5_85F = {"LUT4": 83_640, "TRELLIS_FF": 83_640, "DP16KD": 208, "MULT18X18D": 156}
@@ -94,6 +95,7 @@ class SynthResult:
     stage_seconds: dict[str, float] = field(default_factory=dict)
     top: str = "gpu"
     shells: list[str] = field(default_factory=list)  # modules run as register shells
+    copies: dict[str, int] = field(default_factory=dict)  # of each module (module_copies)
 
     @property
     def logic_ns(self) -> float:
@@ -171,8 +173,31 @@ def hierarchy_totals(stat: dict, top: str) -> tuple[dict[str, int],
     # a module name made unique with a ``$<n>`` suffix is still its instance's name
     units = [(re.sub(r"\$\d+(?=\.|$)", "", m[len(top) + 1:]), total(m))
              for m in sorted(mods) if m.startswith(top + ".")]
-    units += [(m, total(m)) for m in sorted(mods) if re.match(r"\w+_u\d+(\.|$)", m)]
+    # a shared module: all its copies (its row says how many, :func:`module_copies`)
+    copies = module_copies(stat, top)
+    units += [(m, {k: v * copies.get(m, 1) for k, v in total(m).items()})
+              for m in sorted(mods) if re.match(r"\w+_u\d+(\.|$)", m)]
     return total(top), units
+
+
+def module_copies(stat: dict, top: str) -> dict[str, int]:
+    """How many copies of each module the design under ``top`` holds (``top`` once): a
+    module the export shares (``Fpu_u4``) counts every instance, those inside another shared
+    module (the lane units inside ``Core_u0``) once per copy of that module."""
+    mods = _module_cells(stat)
+    parents: dict[str, list[tuple[str, int]]] = {}
+    for mod, cells in mods.items():
+        for t, n in cells.items():
+            if t in mods:
+                parents.setdefault(t, []).append((mod, n))
+    memo: dict[str, int] = {top: 1}
+
+    def copies(mod: str) -> int:
+        if mod not in memo:
+            memo[mod] = sum(n * copies(p) for p, n in parents.get(mod, []))
+        return memo[mod]
+
+    return {m: copies(m) for m in mods}
 
 
 def memory_mapping(log: str, top: str) -> list[tuple[str, str]]:
@@ -358,28 +383,36 @@ def fits_ecp5(cells: dict[str, int]) -> bool:
     return all(cells.get(k, 0) <= v for k, v in ECP5_85F.items())
 
 
-def fpga_rtl_config(config: str) -> RtlConfig:
+def fpga_rtl_config(config: str, l1: bool | None = None, l2: bool | None = None
+                    ) -> RtlConfig:
     """The hardware build of ``config`` that the FPGA flow synthesises: clock enables instead
     of gated clocks (``clock_gating=False``), because an FPGA's clocks belong on its clock
-    networks."""
+    networks; each core's L1 and the shared L2 on (True), off (False) or as the configuration
+    has them (None)."""
     from simtgpu.rtl.configs import get_rtl_config
 
-    return replace(get_rtl_config(config), clock_gating=False)
+    cfg = replace(get_rtl_config(config), clock_gating=False)
+    if l1 is not None:
+        cfg = cfg.with_(l1=cfg.gpu.with_l1(l1).l1)
+    if l2 is not None:
+        cfg = cfg.with_(l2=cfg.gpu.with_l2(l2).l2)
+    return cfg
 
 
 def synthesize(config: str, workdir: Path, freq_mhz: float = 100.0, flow: str = "auto",
                seed: int = 1, progress: Callable[[str], None] = print,
-               top: str = "gpu", shells: Iterable[str] = ()) -> SynthResult:
+               top: str = "gpu", shells: Iterable[str] = (), l1: bool | None = None,
+               l2: bool | None = None) -> SynthResult:
     """Run the flow on the GPU (``top="core"``: on core 0 alone) of configuration ``config``
-    in ``workdir``; the modules matching ``shells`` become register shells
-    (:func:`register_shells`).
+    in ``workdir``, with the caches as :func:`fpga_rtl_config` says; the modules matching
+    ``shells`` become register shells (:func:`register_shells`).
 
     ``flow``: ``ecp5`` (map to ECP5, place and route), ``generic`` (word-level cell counts
     only) or ``auto`` (``generic`` for a GPU of more than 64 lanes in all, which does not fit
     the ECP5-85F, else ``ecp5``; a mapped design that does not fit is not placed)."""
     from .verilog_export import generate_verilog
 
-    cfg = fpga_rtl_config(config)
+    cfg = fpga_rtl_config(config, l1, l2)
     cores = 1 if top == "core" else cfg.cores
     if flow == "auto":
         flow = "generic" if cores * cfg.warps * cfg.lanes > 64 else "ecp5"
@@ -449,7 +482,8 @@ def load_result(name: str, top: str, workdir: Path, flow: str = "ecp5") -> Synth
         raise SynthError(f"{workdir}: no finished synthesis run to report ({e})") from None
     cells, units = hierarchy_totals(stat, top)
     res = SynthResult(name, flow, cells, units, memory_mapping(log, top),
-                      verilog_lines=text.count("\n"), verilog_bytes=len(text), top=top)
+                      verilog_lines=text.count("\n"), verilog_bytes=len(text), top=top,
+                      copies=module_copies(stat, top))
     times = workdir / "times.json"
     if times.exists():
         res.stage_seconds = json.loads(times.read_text())
@@ -479,7 +513,7 @@ def _synth_stage(name, top, workdir, vfile, flow, progress, stage) -> SynthResul
     stat = json.loads((workdir / "stat.json").read_text())
     cells, units = hierarchy_totals(stat, top)
     mems = memory_mapping(log.read_text(errors="replace"), top)
-    return SynthResult(name, flow, cells, units, mems)
+    return SynthResult(name, flow, cells, units, mems, copies=module_copies(stat, top))
 
 
 def _pnr_stage(result, name, top, workdir, freq_mhz, seed, progress, stage) -> None:

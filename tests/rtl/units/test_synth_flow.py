@@ -82,6 +82,28 @@ def test_hierarchy_totals_sum_sub_units() -> None:
                            "b": {"DP16KD": 1}}
 
 
+def test_shared_modules_count_every_copy() -> None:
+    """A module the export writes once (``Core_u0``, ``Fpu_u1``) is listed with all its
+    copies: two cores of two FPUs each, plus one FPU of the top's own, are five FPUs."""
+    stat = {"modules": {
+        "\\top": {"num_cells_by_type": {"\\Core_u0": 2, "\\Fpu_u1": 1}},
+        "\\Core_u0": {"num_cells_by_type": {"LUT4": 10, "\\Fpu_u1": 2}},
+        "\\Fpu_u1": {"num_cells_by_type": {"LUT4": 3, "\\Fpu_u1.align": 1}},
+        "\\Fpu_u1.align": {"num_cells_by_type": {"LUT4": 1}},
+    }}
+    assert synth.module_copies(stat, "top") == {"top": 1, "Core_u0": 2, "Fpu_u1": 5,
+                                                "Fpu_u1.align": 5}
+    total, units = synth.hierarchy_totals(stat, "top")
+    assert total == {"LUT4": 2 * (10 + 2 * 4) + 4}
+    assert dict(units) == {"Core_u0": {"LUT4": 2 * 18}, "Fpu_u1": {"LUT4": 5 * 4},
+                           "Fpu_u1.align": {"LUT4": 5}}
+    from simtgpu.cli.synth_cmd import group_units
+
+    rows = {name: (n, cells["LUT4"]) for name, n, cells in
+            group_units(units, synth.module_copies(stat, "top"))}
+    assert rows == {"Core_u0": (2, 36), "Fpu_u1": (5, 20), "Fpu_u1.align": (5, 5)}
+
+
 @pytest.mark.parametrize("net, unit, stage", [
     ("core0.lsu.shared.bank2_row", "core0.lsu.shared", "mem"),
     ("core0.regfile.rvalid1", "core0.regfile", "is/rr (read), wb"),
