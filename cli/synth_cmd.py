@@ -161,7 +161,7 @@ def _path_summary(res) -> list[str]:
 
 def render(res, command: str, info: dict[str, str]) -> str:
     from simtgpu.rtl.configs import get_rtl_config
-    from simtgpu.rtlsim.synth import ECP5_85F, fits_ecp5
+    from simtgpu.rtlsim.synth import ECP5_85F, fits_ecp5, lut_equivalents
 
     cfg = get_rtl_config(res.config)
     cores = "one core" if res.top == "core" or cfg.cores == 1 else f"{cfg.cores} cores"
@@ -188,6 +188,10 @@ def render(res, command: str, info: dict[str, str]) -> str:
             share = f"{100 * used / cap:.1f} %" if cap else ""
             lines.append(f"| {SHORT[k]} ({k}) | {used:,} | {f'{cap:,}' if cap else ''} | "
                          f"{share} |")
+            if k == "LUT4":
+                eq, cap = lut_equivalents(res.cells), ECP5_85F["LUT4"]
+                lines.append(f"| LUT4 sites (LUT4 + 2 per carry + 6 per DPR16X4) | {eq:,} | "
+                             f"{cap:,} | {100 * eq / cap:.1f} % |")
         if res.fmax_mhz is not None:
             verdict = "meets" if res.fmax_mhz >= res.target_mhz else "misses"
             lines += ["", f"**Fmax {res.fmax_mhz:.1f} MHz** ({verdict} the {res.target_mhz:g} "

@@ -43,8 +43,8 @@ if TYPE_CHECKING:
     from simtgpu.rtl.configs import RtlConfig
 
 __all__ = ["DATAPATH_SHELLS", "ECP5_85F", "SynthError", "SynthResult", "load_result",
-           "module_copies", "register_shells", "run_yosys", "synthesize", "synthesize_verilog",
-           "unit_stage"]
+           "lut_equivalents", "module_copies", "register_shells", "run_yosys", "synthesize",
+           "synthesize_verilog", "unit_stage"]
 
 # LFE5U-85F resources (Lattice FPGA-DS-02012, table 1.1)
 ECP5_85F = {"LUT4": 83_640, "TRELLIS_FF": 83_640, "DP16KD": 208, "MULT18X18D": 156}
@@ -379,8 +379,20 @@ tee -q -o stat.json stat -json
 """
 
 
+def lut_equivalents(cells: dict[str, int]) -> int:
+    """The LUT4 sites a mapped design takes: its LUT4s, two per carry cell (a CCU2C fills a
+    slice's LUT pair) and six per 16x4 distributed RAM (four in RAM mode and the write port's
+    two). This is nextpnr-ecp5's "Total LUT4s" before packing (checked on `tiny`: 64,329 +
+    2 x 8,468 + 6 x 420 = 83,785), which must fit the device's LUTs."""
+    return (cells.get("LUT4", 0) + 2 * cells.get("CCU2C", 0)
+            + 6 * cells.get("TRELLIS_DPR16X4", 0))
+
+
 def fits_ecp5(cells: dict[str, int]) -> bool:
-    return all(cells.get(k, 0) <= v for k, v in ECP5_85F.items())
+    """Whether the mapped design can fit the LFE5U-85F (necessary, not sufficient: packing
+    LUTs and flip-flops into slices needs some slack)."""
+    return (lut_equivalents(cells) <= ECP5_85F["LUT4"]
+            and all(cells.get(k, 0) <= v for k, v in ECP5_85F.items() if k != "LUT4"))
 
 
 def fpga_rtl_config(config: str, l1: bool | None = None, l2: bool | None = None

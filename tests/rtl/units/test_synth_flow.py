@@ -104,6 +104,16 @@ def test_shared_modules_count_every_copy() -> None:
     assert rows == {"Core_u0": (2, 36), "Fpu_u1": (5, 20), "Fpu_u1.align": (5, 5)}
 
 
+def test_fit_counts_carry_and_ram_sites() -> None:
+    """tiny without its L2 (2026-11-24): yosys' 64,329 LUT4 fit the 83,640 LUTs, but with
+    its carry cells and distributed RAMs nextpnr counted 83,785 LUT4 and could not place it."""
+    cells = {"LUT4": 64_329, "CCU2C": 8_468, "TRELLIS_DPR16X4": 420, "TRELLIS_FF": 17_398,
+             "DP16KD": 27, "MULT18X18D": 60}
+    assert synth.lut_equivalents(cells) == 83_785
+    assert not synth.fits_ecp5(cells)
+    assert synth.fits_ecp5({**cells, "CCU2C": 8_000})
+
+
 @pytest.mark.parametrize("net, unit, stage", [
     ("core0.lsu.shared.bank2_row", "core0.lsu.shared", "mem"),
     ("core0.regfile.rvalid1", "core0.regfile", "is/rr (read), wb"),
