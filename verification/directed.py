@@ -16,7 +16,8 @@ from simtgpu.isa import FaultCause
 
 from .launch import KernelLaunch, launch_from_asm
 
-__all__ = ["ALL_GROUPS", "example_launches", "fault_launches", "hazard_launches"]
+__all__ = ["ALL_GROUPS", "FAULT_AFTER_WORK", "example_launches", "fault_launches",
+           "hazard_launches"]
 
 def _f32(a) -> np.ndarray:
     return np.asarray(a, dtype=np.float32).view(np.uint32)
@@ -362,6 +363,25 @@ def residency_launches(lanes: int, warps: int,
         launches.append(_kernel(f"resident_{tag}", body, lanes, warps, 1,
                                 shared=4 * shared_words, tpb=tpb, blocks=4 * warps))
     return launches
+
+
+FAULT_AFTER_WORK = """
+        .kernel late
+        .param  out, ptr
+        s2r     r1, tid.x
+        ldparam r3, out
+        shli    r4, r1, 2
+        add     r3, r3, r4
+        addi    r20, r1, 1
+        stg     [r3], r20
+        addi    r21, r1, 2
+        addi    r22, r1, 3
+        .word   0xffffffff
+        .end
+"""
+"""A whole kernel (one ``out`` pointer, one thread per word) whose every warp reaches an
+illegal word with a store and two adds still in flight: the GPU stops at the fault, then
+drains, and those older instructions retire as on the ISS (for tests of the driver paths)."""
 
 
 def fault_launches(lanes: int, warps: int) -> list[tuple[KernelLaunch, FaultCause]]:

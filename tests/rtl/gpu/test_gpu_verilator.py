@@ -15,6 +15,7 @@ from simtgpu.isa.abi import FaultCause
 from simtgpu.rtlsim.verilator_runner import RtlSim
 from simtgpu.sim import GlobalMemory, Iss, KernelFault
 from simtgpu.sim import numerics as nx
+from simtgpu.verification.directed import FAULT_AFTER_WORK
 from verilator_queue import FENCE, PARAMS, QUEUE, queued_sim
 
 A, B, C = 0x2000, 0x3000, 0x4000
@@ -131,20 +132,7 @@ def test_run_drains_after_a_fault(sim: RtlSim, tmp_path) -> None:
 
     from simtgpu.sim.trace import read_trace
 
-    obj = assemble("""
-        .kernel late
-        .param  out, ptr
-        s2r     r1, tid.x
-        ldparam r3, out
-        shli    r4, r1, 2
-        add     r3, r3, r4
-        addi    r20, r1, 1
-        stg     [r3], r20
-        addi    r21, r1, 2
-        addi    r22, r1, 3
-        .word   0xffffffff
-        .end
-    """)
+    obj = assemble(FAULT_AFTER_WORK)
     code = obj.relocate(0x8000)
     kernel = obj.kernel("late")
     params = struct.pack("<I", C)

@@ -11,6 +11,7 @@ from simtgpu.driver_model.errors import DriverError
 from simtgpu.sim import KernelFault
 from simtgpu.sim.trace import per_warp
 from simtgpu.verification.compare import program_order
+from simtgpu.verification.directed import FAULT_AFTER_WORK
 
 
 @pytest.fixture(scope="module")
@@ -56,22 +57,6 @@ def test_fault_is_reported(dev):
     test_vector_add_and_counters(dev)
 
 
-FAULT_AFTER_WORK = """
-        .kernel late
-        .param  out, ptr
-        s2r     r1, tid.x
-        ldparam r3, out
-        shli    r4, r1, 2
-        add     r3, r3, r4
-        addi    r20, r1, 1
-        stg     [r3], r20
-        addi    r21, r1, 2
-        addi    r22, r1, 3
-        .word   0xffffffff
-        .end
-"""
-
-
 def _fault_trace(dev):
     """Run FAULT_AFTER_WORK on ``dev`` with a trace; its fault record and trace lines (pcs
     from the module's start: the devices load it at different places)."""
@@ -110,7 +95,6 @@ def test_run_trace_matches_the_iss(tmp_path, capsys):
     program order, the lines equal the ISS's (docs/trace-format.md)."""
     from simtgpu.cli.main import main
     from simtgpu.sim.trace import first_difference, read_trace
-    from simtgpu.verification.compare import program_order
 
     traces = {}
     for backend in ("iss", "rtl"):
