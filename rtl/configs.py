@@ -321,6 +321,16 @@ class RtlConfig:
             rtl_changes["lsu_depth"] = 0
         return replace(self, gpu=gpu, **rtl_changes)
 
+    def with_caches(self, l1: bool | None = None, l2: bool | None = None) -> RtlConfig:
+        """Each core's L1 and the shared L2 on (True: the configuration's default cache), off
+        (False) or as they are (None)."""
+        cfg = self
+        if l1 is not None:
+            cfg = cfg.with_(l1=cfg.gpu.with_l1(l1).l1)
+        if l2 is not None:
+            cfg = cfg.with_(l2=cfg.gpu.with_l2(l2).l2)
+        return cfg
+
 
 RTL_CONFIGS: dict[str, RtlConfig] = {name: RtlConfig(gpu) for name, gpu in CONFIGS.items()}
 """The named configurations ``tiny`` (1 core, 2 warps, 4 lanes), ``small`` (2 cores, 8 warps,

@@ -151,8 +151,8 @@ def _module_cells(stat: dict) -> dict[str, dict[str, int]]:
     return out
 
 
-def hierarchy_totals(stat: dict, top: str) -> tuple[dict[str, int],
-                                                    list[tuple[str, dict[str, int]]]]:
+def hierarchy_totals(stat: dict, top: str, copies: dict[str, int] | None = None
+                     ) -> tuple[dict[str, int], list[tuple[str, dict[str, int]]]]:
     """Whole-design cell counts and the count of every instance path (its own cells plus its
     sub-units'), from ``stat -json`` of a design synthesised without flattening. Amaranth names
     each sub-module ``<parent>.<instance>``, so the module name is the instance path; a module
@@ -173,8 +173,8 @@ def hierarchy_totals(stat: dict, top: str) -> tuple[dict[str, int],
     # a module name made unique with a ``$<n>`` suffix is still its instance's name
     units = [(re.sub(r"\$\d+(?=\.|$)", "", m[len(top) + 1:]), total(m))
              for m in sorted(mods) if m.startswith(top + ".")]
-    # a shared module: all its copies (its row says how many, :func:`module_copies`)
-    copies = module_copies(stat, top)
+    # a shared module: all its copies (its row says how many; ``copies``: :func:`module_copies`)
+    copies = module_copies(stat, top) if copies is None else copies
     units += [(m, {k: v * copies.get(m, 1) for k, v in total(m).items()})
               for m in sorted(mods) if re.match(r"\w+_u\d+(\.|$)", m)]
     return total(top), units
@@ -403,12 +403,7 @@ def fpga_rtl_config(config: str, l1: bool | None = None, l2: bool | None = None
     has them (None)."""
     from simtgpu.rtl.configs import get_rtl_config
 
-    cfg = replace(get_rtl_config(config), clock_gating=False)
-    if l1 is not None:
-        cfg = cfg.with_(l1=cfg.gpu.with_l1(l1).l1)
-    if l2 is not None:
-        cfg = cfg.with_(l2=cfg.gpu.with_l2(l2).l2)
-    return cfg
+    return replace(get_rtl_config(config), clock_gating=False).with_caches(l1, l2)
 
 
 def synthesize(config: str, workdir: Path, freq_mhz: float = 100.0, flow: str = "auto",
@@ -492,10 +487,11 @@ def load_result(name: str, top: str, workdir: Path, flow: str = "ecp5") -> Synth
         log = (workdir / "yosys.log").read_text(errors="replace")
     except (OSError, ValueError) as e:
         raise SynthError(f"{workdir}: no finished synthesis run to report ({e})") from None
-    cells, units = hierarchy_totals(stat, top)
+    copies = module_copies(stat, top)
+    cells, units = hierarchy_totals(stat, top, copies)
     res = SynthResult(name, flow, cells, units, memory_mapping(log, top),
                       verilog_lines=text.count("\n"), verilog_bytes=len(text), top=top,
-                      copies=module_copies(stat, top))
+                      copies=copies)
     times = workdir / "times.json"
     if times.exists():
         res.stage_seconds = json.loads(times.read_text())
@@ -523,9 +519,10 @@ def _synth_stage(name, top, workdir, vfile, flow, progress, stage) -> SynthResul
     log = run_yosys(script, workdir)
     stage("yosys", t)
     stat = json.loads((workdir / "stat.json").read_text())
-    cells, units = hierarchy_totals(stat, top)
+    copies = module_copies(stat, top)
+    cells, units = hierarchy_totals(stat, top, copies)
     mems = memory_mapping(log.read_text(errors="replace"), top)
-    return SynthResult(name, flow, cells, units, mems, copies=module_copies(stat, top))
+    return SynthResult(name, flow, cells, units, mems, copies=copies)
 
 
 def _pnr_stage(result, name, top, workdir, freq_mhz, seed, progress, stage) -> None:

@@ -85,10 +85,7 @@ def run_random(config: str, seed: int, count: int, batch: int = 25,
     cfg = rtl_config(config)
     if memory is not None:
         cfg = cfg.with_(memory=cfg.gpu.with_memory(memory).memory)
-    if l1 is not None:
-        cfg = cfg.with_(l1=cfg.gpu.with_l1(l1).l1)
-    if l2 is not None:
-        cfg = cfg.with_(l2=cfg.gpu.with_l2(l2).l2)
+    cfg = cfg.with_caches(l1, l2)
     res = RegressResult()
     t0 = time.perf_counter()
     for first in range(seed, seed + count, batch):
