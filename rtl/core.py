@@ -128,29 +128,29 @@ class Core(wiring.Component):
         m.submodules.scoreboard = sb = Scoreboard(W, cfg.regs, clear_ports=2)
         m.submodules.stack = stack = SimtStack(W, L, cfg.stack_depth)
         m.submodules.lsu = lsu = Lsu(W, L, cfg.line_words, cfg.shared_bytes, cfg.memory_bytes,
-                                     cfg.tag_bits, fifo_depth=cfg.lsu_depth)
+                                     cfg.tag_bits, fifo_depth=cfg.lsu_depth, gated=cfg.clock_gating)
         m.submodules.lsu_prep = lsu_prep = LsuPrep(L, cfg.line_words, cfg.shared_bytes,
                                                    cfg.memory_bytes)
         m.submodules.warp_unit = wu = WarpUnit(L)
         m.submodules.ibuf = ibuf = InstrBuffers(W)
         m.submodules.issue_select = iss = IssueSelect(W, cfg.regs, mma_shape(L).regs_b)
         m.submodules.preds = pf = PredicateFile(W, L)
-        m.submodules.sfu = sfu = SfuSequencer(W, L, cfg.sfus)
+        m.submodules.sfu = sfu = SfuSequencer(W, L, cfg.sfus, gated=cfg.clock_gating)
         m.submodules.late_wb = lw = LateWriteback(W, L)
         m.submodules.matrix = mx = MatrixUnit(W, L, cfg.mma_dots, gated=cfg.clock_gating)
         m.submodules.faults = fr = FaultRecorder(W, L)
         m.submodules.stalls = sc = StallClassifier(W)
         m.submodules.warp_waits = wwait = WarpWaits(W)
         alus = [Alu() for _ in range(L)]
-        muls = [Multiplier(latency=2) for _ in range(L)]
-        fpus = [Fpu(latency=2) for _ in range(L)]
+        muls = [Multiplier(latency=2, gated=cfg.clock_gating) for _ in range(L)]
+        fpus = [Fpu(latency=2, gated=cfg.clock_gating) for _ in range(L)]
         fcmps = [FCompare() for _ in range(L)]
         halfs = [HalfUnit(gated=cfg.clock_gating) for _ in range(L)]
         for l in range(L):  # one module each in exported Verilog (rtl/reuse.py)
             m.submodules[f"half{l}"] = reuse.shared(halfs[l], cfg.clock_gating)
             m.submodules[f"alu{l}"] = reuse.shared(alus[l], ())
-            m.submodules[f"mul{l}"] = reuse.shared(muls[l], 2)
-            m.submodules[f"fpu{l}"] = reuse.shared(fpus[l], 2)
+            m.submodules[f"mul{l}"] = reuse.shared(muls[l], (2, cfg.clock_gating))
+            m.submodules[f"fpu{l}"] = reuse.shared(fpus[l], (2, cfg.clock_gating))
             m.submodules[f"fcmp{l}"] = reuse.shared(fcmps[l], ())
         wiring.connect(m, wiring.flipped(self.mem), lsu.mem)
         wiring.connect(m, lsu.lwb, lw.lwb)
@@ -548,8 +548,10 @@ class Core(wiring.Component):
                         m.d.comb += half_op.eq(HalfOp[ins.mnemonic.upper().replace(".", "_")])
         for l in range(L):
             m.d.comb += [muls[l].en.eq(~stall), muls[l].op.eq(mul_op),
+                         muls[l].valid.eq(is_rr.valid & (d.sem == RSem.MUL)),
                          muls[l].a.eq(rr.a[l]), muls[l].b.eq(rr.b[l]),
                          fpus[l].en.eq(~stall), fpus[l].op.eq(fpu_op),
+                         fpus[l].valid.eq(is_rr.valid & ((d.sem == RSem.FP) | (d.sem == RSem.CVT))),
                          fpus[l].a.eq(rr.a[l]), fpus[l].b.eq(rr.b[l]), fpus[l].c.eq(rr.c[l]),
                          halfs[l].en.eq(~stall), halfs[l].op.eq(half_op),
                          halfs[l].valid.eq(is_rr.valid & (d.sem == RSem.HALF)),

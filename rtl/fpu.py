@@ -34,7 +34,9 @@ window's base follows it: the product, then at least three bits below the addend
 only contributes its guard/sticky information, which the two empty bits preserve.
 """
 
-from amaranth import Cat, Const, Module, Mux, Signal, signed
+from typing import NamedTuple
+
+from amaranth import Cat, Const, Module, Mux, Signal, Value, signed
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 from simtgpu.isa import Sem
@@ -42,7 +44,7 @@ from simtgpu.isa import Sem
 from .fp_utils import CANONICAL_NAN, FP_NEG_ZERO, FP_ONE, lzc, order_less, unpack
 from .isa_consts import isa_op_enum
 from .params import MAX_LATENCY, check_latency
-from .stages import delayed_result
+from .stages import delayed_result, gated_domain
 
 __all__ = ["MAX_LATENCY", "FpuOp", "Fpu"]
 
@@ -69,6 +71,15 @@ ALIGN_ADD_LAYOUT = data.StructLayout({
 """Registers between stage 1 (align) and stage 2 (add/round)."""
 
 
+class _Operands(NamedTuple):
+    """What stage 1 reads: the ports themselves, or their registered copies (``gated``)."""
+
+    op: Value
+    a: Value
+    b: Value
+    c: Value
+
+
 class Fpu(wiring.Component):
     """Pipelined FP32 unit, one operation per enabled cycle.
 
@@ -78,11 +89,22 @@ class Fpu(wiring.Component):
         Enabled cycles from operands to ``result``: 2 (align | add/round, the default) up to
         ``MAX_LATENCY`` (extra cycles delay the result for retiming); 1 puts both halves in
         one cycle.
+    gated : bool
+        The simulation models' form (``RtlConfig.clock_gating``): the operands are registered
+        on a gated clock that rises only in a cycle with ``en & valid``, and both halves run
+        after those registers, so a Verilator model evaluates the datapath only in the cycles
+        that start an operation (a kernel's FP instructions are a few in ten). False (the
+        FPGA form) registers stage 1's output under the enable ``en & valid`` instead, which
+        keeps align and add/round in separate cycles. Same function, same timing; needs
+        ``latency >= 2``.
 
     Attributes
     ----------
     en : In(1)
         Advance the pipeline this cycle; every stage holds while 0.
+    valid : In(1)
+        The operation entering this cycle is wanted (default 1): with 0 the pipeline advances
+        a bubble whose result is undefined, and the operand stage holds.
     op : In(FpuOp)
         Operation.
     a, b, c : In(32)
@@ -91,10 +113,14 @@ class Fpu(wiring.Component):
         Result bits of the operation presented ``latency`` enabled cycles earlier.
     """
 
-    def __init__(self, latency: int = 2) -> None:
+    def __init__(self, latency: int = 2, gated: bool = False) -> None:
         self.latency = check_latency(self, latency)
+        if gated and self.latency < 2:
+            raise ValueError("Fpu: gated needs latency >= 2 (the operands take a cycle)")
+        self.gated = gated
         super().__init__({
             "en": In(1),
+            "valid": In(1, init=1),
             "op": In(FpuOp),
             "a": In(32),
             "b": In(32),
@@ -104,26 +130,38 @@ class Fpu(wiring.Component):
 
     def elaborate(self, platform) -> Module:
         m = Module()
-        s1 = Signal(ALIGN_ADD_LAYOUT, name="s1")
-        # Each half is its own submodule so that a simulator re-evaluates only the half
-        # whose inputs changed.
+        take = Signal()
+        m.d.comb += take.eq(self.en & self.valid)
         m.submodules.align = m_align = Module()
         m.submodules.add_round = m_round = Module()
-        align = self._align(m_align)
-        if self.latency == 1:
-            m.d.comb += s1.eq(align)
+        if self.gated:
+            # The operands, registered on a gated clock; both halves run between them and
+            # the result register.
+            fpu = gated_domain(m, "fpu", take)
+            ops = _Operands(Signal(FpuOp, name="op_q"), Signal(32, name="a_q"),
+                            Signal(32, name="b_q"), Signal(32, name="c_q"))
+            m.d[fpu] += [ops.op.eq(self.op), ops.a.eq(self.a), ops.b.eq(self.b),
+                        ops.c.eq(self.c)]
+            s1 = self._align(m_align, ops)
         else:
-            with m.If(self.en):
-                m.d.sync += s1.eq(align)
+            # Each half is its own submodule so that a simulator re-evaluates only the half
+            # whose inputs changed.
+            s1 = Signal(ALIGN_ADD_LAYOUT, name="s1")
+            align = self._align(m_align, _Operands(self.op, self.a, self.b, self.c))
+            if self.latency == 1:
+                m.d.comb += s1.eq(align)
+            else:
+                with m.If(take):
+                    m.d.sync += s1.eq(align)
         word = self._add_round(m_round, s1)
 
         m.d.comb += self.result.eq(delayed_result(m, self.en, word, self.latency))
         return m
 
     # -----------------------------------------------------------------------------------
-    def _align(self, m: Module) -> Signal:
+    def _align(self, m: Module, ops: _Operands) -> Signal:
         """Stage 1: operand selection, product, alignment, specials, unrounded ops."""
-        op = self.op
+        op = ops.op
         out = Signal(ALIGN_ADD_LAYOUT, name="s1_next")
 
         # Fused-datapath operands x * y + z.
@@ -131,15 +169,15 @@ class Fpu(wiring.Component):
         z_in = Signal(32, name="z_in")
         with m.Switch(op):
             with m.Case(FpuOp.FADD):
-                m.d.comb += [y_in.eq(FP_ONE), z_in.eq(self.b)]
+                m.d.comb += [y_in.eq(FP_ONE), z_in.eq(ops.b)]
             with m.Case(FpuOp.FSUB):
-                m.d.comb += [y_in.eq(FP_ONE), z_in.eq(self.b ^ FP_NEG_ZERO)]
+                m.d.comb += [y_in.eq(FP_ONE), z_in.eq(ops.b ^ FP_NEG_ZERO)]
             with m.Case(FpuOp.FMUL):
-                m.d.comb += [y_in.eq(self.b), z_in.eq(FP_NEG_ZERO)]
+                m.d.comb += [y_in.eq(ops.b), z_in.eq(FP_NEG_ZERO)]
             with m.Default():
-                m.d.comb += [y_in.eq(self.b), z_in.eq(self.c)]
+                m.d.comb += [y_in.eq(ops.b), z_in.eq(ops.c)]
         m.submodules.unpack = m_unpack = Module()
-        x = unpack(m_unpack, self.a, "x")
+        x = unpack(m_unpack, ops.a, "x")
         y = unpack(m_unpack, y_in, "y")
         z = unpack(m_unpack, z_in, "z")
 
@@ -192,10 +230,10 @@ class Fpu(wiring.Component):
                      | (any_inf_p & z.inf & (sign_p != z.sign)))
 
         # int -> float: the magnitude enters the window as the product would.
-        int_neg = (op == FpuOp.CVT_I2F) & self.a[31]
-        int_mag = Mux(int_neg, -self.a, self.a)[0:32]
+        int_neg = (op == FpuOp.CVT_I2F) & ops.a[31]
+        int_mag = Mux(int_neg, -ops.a, ops.a)[0:32]
         m.submodules.unrounded = m_unrounded = Module()
-        unrounded = self._unrounded(m_unrounded, x)
+        unrounded = self._unrounded(m_unrounded, x, ops)
 
         with m.Switch(op):
             with m.Case(FpuOp.CVT_I2F, FpuOp.CVT_U2F):
@@ -216,14 +254,14 @@ class Fpu(wiring.Component):
                 m.d.comb += [out.bypass.eq(1), out.bypass_value.eq(unrounded)]
         return out
 
-    def _unrounded(self, m: Module, x) -> Signal:
+    def _unrounded(self, m: Module, x, ops: _Operands) -> Signal:
         """min, max, abs, neg and float -> int: exact, so they finish in stage 1."""
-        op = self.op
-        b = unpack(m, self.b, "mm_b")
+        op = ops.op
+        b = unpack(m, ops.b, "mm_b")
         value = Signal(32, name="unrounded")
 
         a_less = order_less(x, b)
-        as_int = self._float_to_int(m, x)
+        as_int = self._float_to_int(m, x, ops.op)
         with m.Switch(op):
             with m.Case(FpuOp.FMIN, FpuOp.FMAX):
                 pick_a = Mux(op == FpuOp.FMIN, a_less, ~a_less)
@@ -243,9 +281,9 @@ class Fpu(wiring.Component):
                 m.d.comb += value.eq(0)
         return value
 
-    def _float_to_int(self, m: Module, x) -> Signal:
+    def _float_to_int(self, m: Module, x, op: Value) -> Signal:
         """Truncate toward zero, saturate to the integer range, NaN -> 0."""
-        to_signed = self.op == FpuOp.CVT_F2I
+        to_signed = op == FpuOp.CVT_F2I
         value = Signal(32, name="f2i_value")
         # |x| = mant * 2**(exp - 150); for exp in [127, 158] shift mant << 8 right by 158-exp.
         mag = Signal(32, name="f2i_mag")

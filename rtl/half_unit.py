@@ -19,7 +19,7 @@ builds the clock-enable form instead (``HalfUnit(gated=False)``, from
 LUT is a timing hazard there.
 """
 
-from amaranth import Cat, ClockDomain, ClockSignal, Const, Module, Mux, Signal, signed
+from amaranth import Cat, Const, Module, Mux, Signal, signed
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 from simtgpu.isa import Sem
@@ -27,6 +27,7 @@ from simtgpu.isa.instructions import HALF2_OPS, HCVT_OPS
 
 from .fp_utils import CANONICAL_NAN, lzc
 from .isa_consts import isa_op_enum
+from .stages import gated_domain
 
 __all__ = ["HALF_UNIT_OPS", "HalfOp", "HalfUnit"]
 
@@ -151,11 +152,8 @@ class HalfUnit(wiring.Component):
         a, b, c = Signal(32), Signal(32), Signal(32)
         operands = [op.eq(self.op), a.eq(self.a), b.eq(self.b), c.eq(self.c)]
         if self.gated:
-            # ex1: the operands, registered on the gated clock (an OR gate: the clock stays
-            # high through a cycle that takes nothing, so it rises only where en & valid)
-            m.domains.half = half = ClockDomain("half", local=True, reset_less=True)
-            m.d.comb += half.clk.eq(ClockSignal() | ~take)
-            m.d.half += operands
+            # ex1: the operands, registered on the gated clock
+            m.d[gated_domain(m, "half", take)] += operands
         else:
             with m.If(take):
                 m.d.sync += operands

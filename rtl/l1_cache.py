@@ -39,9 +39,10 @@ Policy, and why:
 
 The contract above is what the unit bench (tests/rtl/units/test_l1_cache.py) holds the RTL
 to, cycle by cycle, with a Python model written from it. Tags and data live in
-``amaranth.lib.memory.Memory`` arrays, one per way, with asynchronous read ports (distributed
-RAM on an FPGA; a single-cycle lookup keeps the first version simple); valid bits are
-flip-flops so that ``invalidate`` takes one cycle.
+``amaranth.lib.memory.Memory`` arrays with asynchronous read ports (distributed RAM on an
+FPGA; a single-cycle lookup keeps the first version simple): the tags one memory per way,
+compared together; the data one memory of every way's lines, read at the hit way. Valid bits
+are flip-flops so that ``invalidate`` takes one cycle.
 
 The reorder buffer keeps only flags in flip-flops. What an entry answers with is in memories
 read at the head: the line of a hit or an acknowledgement's data by entry, and a read miss's
@@ -108,6 +109,10 @@ class L1Cache(wiring.Component):
         ``"bypass"`` (an L1: atomics go down, a cached copy is invalidated) or ``"execute"``
         (a bank of the shared L2, rtl/l2_cache.py: the atomic is performed on the cached line,
         fetched first if absent, and its new word written through).
+    gated:
+        ``atomics="execute"``: the form of the FP adder of ``atom.fadd``
+        (:class:`~simtgpu.rtl.fpu.Fpu`'s ``gated``); the gated one is evaluated by a
+        simulator only in the cycles of an ``atom.fadd``.
 
     Members
     -------
@@ -124,7 +129,7 @@ class L1Cache(wiring.Component):
 
     def __init__(self, *, line_words: int = 8, size_bytes: int = 4096, ways: int = 2,
                  mshrs: int = 4, rob_depth: int = 8, tag_bits: int = 8,
-                 atomics: str = "bypass"):
+                 atomics: str = "bypass", gated: bool = False):
         problems = []
         if atomics not in ("bypass", "execute"):
             problems.append(f"atomics must be 'bypass' or 'execute', not {atomics!r}")
@@ -152,6 +157,7 @@ class L1Cache(wiring.Component):
         self.rob_depth = rob_depth
         self.tag_bits = tag_bits
         self.atomics = atomics
+        self.gated = gated
         self.offset_bits = (line_bytes - 1).bit_length()
         self.set_bits = (sets - 1).bit_length()
         self.line_tag_bits = 32 - self.offset_bits - self.set_bits
@@ -176,30 +182,38 @@ class L1Cache(wiring.Component):
             m.d.comb += set_idx.eq(p.addr[ob:ob + sb])
 
         # --- arrays ---------------------------------------------------------------------
+        # Tags one memory per way (a lookup compares them all); data one memory of every
+        # way's lines, read at the hit way: one line read per cycle instead of one per way
+        # and their mux (the same RAM bits on an FPGA).
         valid = [Signal(sets, name=f"valid{w}") for w in range(ways)]
-        tag_rd, data_rd, tag_wr, data_wr = [], [], [], []
+        tag_rd, tag_wr = [], []
         for w in range(ways):
             tmem = Memory(shape=unsigned(tb), depth=sets, init=[])
-            dmem = Memory(shape=unsigned(width), depth=sets, init=[])
             m.submodules[f"tags{w}"] = tmem
-            m.submodules[f"data{w}"] = dmem
             tag_rd.append(tmem.read_port(domain="comb"))
-            data_rd.append(dmem.read_port(domain="comb"))
             tag_wr.append(tmem.write_port())
-            data_wr.append(dmem.write_port())  # whole lines: a store's bytes merged first
+        m.submodules.data = dmem = Memory(shape=unsigned(width), depth=sets * ways, init=[])
+        data_rd = dmem.read_port(domain="comb")
+        data_wr = dmem.write_port()  # whole lines: a store's bytes merged first
+
+        def line_addr(set_: Signal, way: Signal):
+            """The data memory's address of ``set_``'s line in ``way``."""
+            return Cat(set_[:sb], way[:_bits(ways) if ways > 1 else 0])
+
         way_hit = Signal(ways)
         for w in range(ways):
             m.d.comb += [
-                tag_rd[w].addr.eq(set_idx), data_rd[w].addr.eq(set_idx),
+                tag_rd[w].addr.eq(set_idx),
                 way_hit[w].eq(valid[w].bit_select(set_idx, 1) & (tag_rd[w].data == tag)),
             ]
         hit = Signal()
-        hit_data = Signal(width)
+        hit_data = Signal(width)  # the hit way's line (another way's while there is no hit)
         hit_way = Signal(_bits(ways))
         m.d.comb += hit.eq(way_hit.any())
         for w in reversed(range(ways)):
             with m.If(way_hit[w]):
-                m.d.comb += [hit_data.eq(data_rd[w].data), hit_way.eq(w)]
+                m.d.comb += hit_way.eq(w)
+        m.d.comb += [data_rd.addr.eq(line_addr(set_idx, hit_way)), hit_data.eq(data_rd.data)]
 
         # --- MSHRs ----------------------------------------------------------------------
         mshr_valid = Signal(nm)
@@ -380,18 +394,19 @@ class L1Cache(wiring.Component):
         bit_mask = Cat(*[Mux(merge_be[i], Const(0xFF, 8), Const(0, 8)) for i in range(4 * lw)])
         m.d.comb += merged.eq((hit_data & ~bit_mask) | (merge_new & bit_mask))
         line_wdata = Signal(width)
-        m.d.comb += line_wdata.eq(Mux(install, dresp.payload.rdata, merged))
+        m.d.comb += [line_wdata.eq(Mux(install, dresp.payload.rdata, merged)),
+                     data_wr.data.eq(line_wdata)]
+        with m.If(install):  # a fill; no request is accepted in its cycle
+            m.d.comb += [data_wr.addr.eq(line_addr(fill_set, victim)), data_wr.en.eq(1)]
+        with m.Elif(update):
+            m.d.comb += [data_wr.addr.eq(line_addr(set_idx, hit_way)), data_wr.en.eq(1)]
         for w in range(ways):
-            m.d.comb += data_wr[w].data.eq(line_wdata)
             with m.If(install & (victim == w)):
                 m.d.comb += [
                     tag_wr[w].addr.eq(fill_set), tag_wr[w].data.eq(fill_line[sb:]),
                     tag_wr[w].en.eq(1),
-                    data_wr[w].addr.eq(fill_set), data_wr[w].en.eq(1),
                 ]
                 m.d.sync += valid[w].bit_select(fill_set, 1).eq(1)
-            with m.If(update & way_hit[w]):
-                m.d.comb += [data_wr[w].addr.eq(set_idx), data_wr[w].en.eq(1)]
             if not execute:
                 with m.If(fire & is_atomic & way_hit[w]):
                     m.d.sync += valid[w].bit_select(set_idx, 1).eq(0)
@@ -463,7 +478,7 @@ class L1Cache(wiring.Component):
         word = p.addr[2:ob] if lw > 1 else Const(0, 1)
         words = Array(line_data[32 * i:32 * (i + 1)] for i in range(lw))
         m.d.comb += [old.eq(words[word]), be.eq(Const(0xF, 4 * lw) << (word * 4))]
-        m.submodules.atom_fpu = fpu = Fpu()
+        m.submodules.atom_fpu = fpu = Fpu(gated=self.gated)
         wait = Signal(range(fpu.latency + 1))
         is_fadd = Signal()
         m.d.comb += [

@@ -180,13 +180,18 @@ class Lsu(wiring.Component):
         Memory request tag width (the tag is the warp slot).
     fifo_depth:
         Transactions that may be outstanding on the memory port.
+    gated:
+        The form of the shared atomics' FP adder (:class:`~simtgpu.rtl.fpu.Fpu`'s ``gated``,
+        from ``RtlConfig.clock_gating``), so that it is the lanes' FPU module.
 
     ``prep`` is the instruction's :class:`LsuPrep` output, registered from ``ex2``.
     """
 
     def __init__(self, warps: int, lanes: int, line_words: int, shared_bytes: int,
-                 memory_bytes: int, tag_bits: int = 8, fifo_depth: int = 8):
+                 memory_bytes: int, tag_bits: int = 8, fifo_depth: int = 8,
+                 gated: bool = False):
         self.warps, self.lanes, self.line_words = warps, lanes, line_words
+        self.gated = gated
         self.shared_bytes, self.memory_bytes = shared_bytes, memory_bytes
         self.tag_bits, self.fifo_depth = tag_bits, fifo_depth
         self.shared = SharedMemory(lanes, shared_bytes)
@@ -334,8 +339,8 @@ class Lsu(wiring.Component):
 
         # shared atomics: one lane at a time in lane order; read, compute (the FP adder takes
         # its latency for atoms.fadd, the others wait the same), write
-        fpu = Fpu(latency=2)  # the lanes' FPU module in exported Verilog (rtl/reuse.py)
-        m.submodules.atom_fpu = reuse.shared(fpu, 2)
+        fpu = Fpu(latency=2, gated=self.gated)  # the lanes' FPU module (rtl/reuse.py)
+        m.submodules.atom_fpu = reuse.shared(fpu, (2, self.gated))
         a_phase = Signal(range(4))
         a_old = Signal(32)
         a_new = Signal(32)
@@ -343,8 +348,10 @@ class Lsu(wiring.Component):
         for l in reversed(range(lanes)):
             with m.If(leader[l]):
                 m.d.comb += old_now.eq(sh.rdata[l])
+        # the adder takes its operands in phase 1 (the old value is here) and answers in 3
         m.d.comb += [fpu.en.eq(1), fpu.op.eq(FpuOp.FADD), fpu.a.eq(old_now),
-                     fpu.b.eq(leader_b)]
+                     fpu.b.eq(leader_b),
+                     fpu.valid.eq(go_atoms & (a_phase == 1) & (fn == AtomOp.FADD))]
         # every operation but fadd (which waits for the adder) is ready in phase 1
         computed = atomic_result(m, fn[:_ATOM_BITS], old_now, leader_b, leader_c,
                                  fpu.result)

@@ -24,7 +24,7 @@ from simtgpu.isa import Sem
 
 from .isa_consts import isa_op_enum
 from .params import MAX_LATENCY, check_latency
-from .stages import delayed_result
+from .stages import delayed_result, gated_domain
 
 __all__ = ["MAX_LATENCY", "MulOp", "Multiplier"]
 
@@ -40,11 +40,20 @@ class Multiplier(wiring.Component):
     latency : int
         Enabled cycles from operands to ``result``; 1 (product and sum in one stage) up to
         ``MAX_LATENCY``. The default 2 splits partial products and their sum.
+    gated : bool
+        The simulation models' form (``RtlConfig.clock_gating``): the operands are registered
+        on a gated clock that rises only in a cycle with ``en & valid``
+        (:func:`~simtgpu.rtl.stages.gated_domain`), and both stages run after them. False
+        (the FPGA form) registers stage 1 under the enable ``en & valid``. Same function,
+        same timing; needs ``latency >= 2``.
 
     Attributes
     ----------
     en : In(1)
         Advance the pipeline this cycle; every stage holds while 0.
+    valid : In(1)
+        The operation entering this cycle is wanted (default 1): with 0 the pipeline advances
+        a bubble whose result is undefined, and the operand stage holds.
     op : In(MulOp)
         ``MUL``/``MULI``: low word; ``MULHI``: high word, signed; ``MULHU``: high word,
         unsigned. ``MULI`` expects the sign-extended immediate on ``b``.
@@ -54,10 +63,14 @@ class Multiplier(wiring.Component):
         The product word of the operation presented ``latency`` enabled cycles earlier.
     """
 
-    def __init__(self, latency: int = 2) -> None:
+    def __init__(self, latency: int = 2, gated: bool = False) -> None:
         self.latency = check_latency(self, latency)
+        if gated and self.latency < 2:
+            raise ValueError("Multiplier: gated needs latency >= 2 (the operands take a cycle)")
+        self.gated = gated
         super().__init__({
             "en": In(1),
+            "valid": In(1, init=1),
             "op": In(MulOp),
             "a": In(32),
             "b": In(32),
@@ -66,16 +79,21 @@ class Multiplier(wiring.Component):
 
     def elaborate(self, platform) -> Module:
         m = Module()
-        a, b = self.a, self.b
+        take = Signal()
+        m.d.comb += take.eq(self.en & self.valid)
+        a, b, op = self.a, self.b, self.op
+        if self.gated:  # the operands on a gated clock; both stages after them
+            a, b, op = Signal(32, name="a_q"), Signal(32, name="b_q"), Signal(MulOp, name="op_q")
+            m.d[gated_domain(m, "mul", take)] += [a.eq(self.a), b.eq(self.b), op.eq(self.op)]
 
         # Stage 1: partial products and the signed-high correction.
         pp_ll = a[0:16] * b[0:16]
         pp_lh = a[0:16] * b[16:32]
         pp_hl = a[16:32] * b[0:16]
         pp_hh = a[16:32] * b[16:32]
-        signed_hi = self.op == MulOp.MULHI
+        signed_hi = op == MulOp.MULHI
         corr = Mux(signed_hi & a[31], b, 0) + Mux(signed_hi & b[31], a, 0)
-        high = (self.op == MulOp.MULHI) | (self.op == MulOp.MULHU)
+        high = (op == MulOp.MULHI) | (op == MulOp.MULHU)
 
         s1 = {
             "ll": Signal(32, name="s1_pp_ll"), "lh": Signal(32, name="s1_pp_lh"),
@@ -84,11 +102,11 @@ class Multiplier(wiring.Component):
         }
         s1_in = {"ll": pp_ll, "lh": pp_lh, "hl": pp_hl, "hh": pp_hh, "corr": corr,
                  "high": high}
-        if self.latency == 1:  # no stage-1 register: sum in the same cycle
+        if self.latency == 1 or self.gated:  # no stage-1 register: sum in the same cycle
             for k, sig in s1.items():
                 m.d.comb += sig.eq(s1_in[k])
         else:
-            with m.If(self.en):
+            with m.If(take):
                 for k, sig in s1.items():
                     m.d.sync += sig.eq(s1_in[k])
 

@@ -27,6 +27,7 @@ from simtgpu.sim import sfu_algo as algo
 
 from .fp_utils import lzc
 from .isa_consts import fn_enum
+from .stages import gated_domain
 
 __all__ = ["SFU_LATENCY", "Sfu", "SfuOp"]
 
@@ -51,6 +52,17 @@ def _rom_words() -> list[int]:
             pos += width
         words.append(word)
     return words
+
+
+def _count_steps(m: Module, domain: str, start, step: Signal) -> None:
+    """``step``: 1 after the edge that samples ``start``, counting to ``SFU_LATENCY``, then 0
+    (a start while counting begins again)."""
+    with m.If(start):
+        m.d[domain] += step.eq(1)
+    with m.Elif((step != 0) & (step != SFU_LATENCY)):
+        m.d[domain] += step.eq(step + 1)
+    with m.Else():
+        m.d[domain] += step.eq(0)
 
 
 class Sfu(wiring.Component):
@@ -84,6 +96,15 @@ class Sfu(wiring.Component):
     done: Out(1)
     result: Out(32)
 
+    def __init__(self, gated: bool = False) -> None:
+        """``gated``: every register on a clock that rises only while an operation is in
+        flight (:func:`~simtgpu.rtl.stages.gated_domain`), so a Verilator model evaluates an
+        idle SFU not at all (SFU instructions are rare); the simulation models' form
+        (``RtlConfig.clock_gating``). False, the FPGA's form, keeps the core clock. Same
+        function, same timing."""
+        self.gated = gated
+        super().__init__()
+
     def elaborate(self, platform) -> Module:
         m = Module()
         frac = algo.FRAC
@@ -91,16 +112,20 @@ class Sfu(wiring.Component):
 
         # -- control -----------------------------------------------------------------------
         step = Signal(range(SFU_LATENCY + 1))
+        sync = "sync"
+        if self.gated:
+            # A copy of ``step`` on the core clock says when the unit's clock must rise (a
+            # clock gated by a register of its own domain would be a combinational loop).
+            live = Signal(range(SFU_LATENCY + 1))
+            _count_steps(m, "sync", self.start, live)
+            sync = gated_domain(m, "sfu", self.start | (live != 0), reset=True)
+        _count_steps(m, sync, self.start, step)
         op = Signal(SfuOp)
         a = Signal(32)
         with m.If(self.start):
             # FTZ on the way in: a subnormal operand is a zero of its sign.
             flushed = Mux(self.a[23:31] == 0, Cat(Const(0, 31), self.a[31]), self.a)
-            m.d.sync += [step.eq(1), op.eq(self.op), a.eq(flushed)]
-        with m.Elif((step != 0) & (step != SFU_LATENCY)):
-            m.d.sync += step.eq(step + 1)
-        with m.Else():
-            m.d.sync += step.eq(0)
+            m.d[sync] += [op.eq(self.op), a.eq(flushed)]
         m.d.comb += [
             self.busy.eq((step != 0) & (step != SFU_LATENCY)),
             self.done.eq(step == SFU_LATENCY),
@@ -130,40 +155,40 @@ class Sfu(wiring.Component):
         rev_prod = Signal(unsigned(62))
         with m.If(step == 1):
             m.d.comb += [mul_a.eq(algo.INV_2PI), mul_b.eq(m1)]
-            m.d.sync += rev_prod.eq(prod[0:62])
+            m.d[sync] += rev_prod.eq(prod[0:62])
             nan_c = Const(algo.CANONICAL_NAN, 32)
             sign_inf = Cat(Const(0x7F800000, 31), s)
             sign_zero = Cat(Const(0, 31), s)
             with m.Switch(op):
                 with m.Case(SfuOp.RCP):
-                    m.d.sync += [special.eq(zero | inf | nan),
+                    m.d[sync] += [special.eq(zero | inf | nan),
                                  special_res.eq(Mux(zero, sign_inf, Mux(inf, sign_zero, nan_c)))]
                 with m.Case(SfuOp.RSQRT):
-                    m.d.sync += [special.eq(zero | inf | nan | s),
+                    m.d[sync] += [special.eq(zero | inf | nan | s),
                                  special_res.eq(Mux(zero, sign_inf, Mux(inf & ~s, 0, nan_c)))]
                 with m.Case(SfuOp.SQRT):
-                    m.d.sync += [special.eq(zero | inf | nan | s),
+                    m.d[sync] += [special.eq(zero | inf | nan | s),
                                  special_res.eq(Mux(zero, sign_zero,
                                                     Mux(inf & ~s, 0x7F800000, nan_c)))]
                 with m.Case(SfuOp.EXP2):
                     big = e_b >= 127 + 7
-                    m.d.sync += [special.eq(zero | inf | nan | big),
+                    m.d[sync] += [special.eq(zero | inf | nan | big),
                                  special_res.eq(Mux(zero, algo.ONE, Mux(
                                      nan, nan_c, Mux(s, 0, 0x7F800000))))]
                 with m.Case(SfuOp.LOG2):
-                    m.d.sync += [special.eq(zero | inf | nan | s),
+                    m.d[sync] += [special.eq(zero | inf | nan | s),
                                  special_res.eq(Mux(zero, 0xFF800000,
                                                     Mux(inf & ~s, 0x7F800000, nan_c)))]
                 with m.Default():  # sin, cos
                     tiny = e_b < algo.TINY_TRIG_EXP
                     small = Mux(op == SfuOp.SIN, a, algo.ONE)
-                    m.d.sync += [special.eq(tiny | inf | nan),
+                    m.d[sync] += [special.eq(tiny | inf | nan),
                                  special_res.eq(Mux(tiny, small, nan_c))]
 
         # -- step 2: reduction to ROM segment + fraction --------------------------------------
         rom = Memory(shape=unsigned(_ROM_WIDTH), depth=len(algo.ROM), init=_rom_words())
         m.submodules.rom = rom
-        rd = rom.read_port(domain="sync")
+        rd = rom.read_port(domain=sync)
         addr = Signal(range(len(algo.ROM)))
         m.d.comb += [rd.addr.eq(addr), rd.en.eq(step == 2)]
 
@@ -209,28 +234,28 @@ class Sfu(wiring.Component):
             with m.Switch(op):
                 with m.Case(SfuOp.RCP):
                     m.d.comb += addr.eq(algo.ROM_BASE["rcp"] + idx_m)
-                    m.d.sync += [f.eq(f_m), sign.eq(s), k.eq(96 - e_bs)]
+                    m.d[sync] += [f.eq(f_m), sign.eq(s), k.eq(96 - e_bs)]
                 with m.Case(SfuOp.RSQRT, SfuOp.SQRT):
                     base = Mux(op == SfuOp.RSQRT, algo.ROM_BASE["rsqrt"], algo.ROM_BASE["sqrt"])
                     m.d.comb += addr.eq(base + Cat(idx_m, par))
-                    m.d.sync += [f.eq(f_m), sign.eq(0),
+                    m.d[sync] += [f.eq(f_m), sign.eq(0),
                                  k.eq(Mux(op == SfuOp.RSQRT, -half - 1 - frac, half - frac))]
                 with m.Case(SfuOp.EXP2):
                     fr = x32[0:32]
                     m.d.comb += addr.eq(algo.ROM_BASE["exp2"] + fr[32 - seg:32])
-                    m.d.sync += [f.eq(fr[0:32 - seg]), sign.eq(0),
+                    m.d[sync] += [f.eq(fr[0:32 - seg]), sign.eq(0),
                                  k.eq(x32[32:41].as_signed() - frac)]
                 with m.Case(SfuOp.LOG2):
                     hi = mant[22]
                     m.d.comb += addr.eq(algo.ROM_BASE["log2"] + idx_m)
-                    m.d.sync += [f.eq(f_m), k.eq(-algo.LOG_FRAC),
+                    m.d[sync] += [f.eq(f_m), k.eq(-algo.LOG_FRAC),
                                  v.eq(Mux(hi, Cat(mant, Const(0, 1)).as_signed() - (1 << 23),
                                            Cat(Const(0, 1), mant))),
                                  ee.eq(e + hi)]
                 with m.Default():  # sin, cos
                     base = Mux(quad[0], algo.ROM_BASE["cos"], algo.ROM_BASE["sin"])
                     m.d.comb += addr.eq(base + u[30 - seg:30])
-                    m.d.sync += [f.eq(u[0:30 - seg]), k.eq(-frac), trig_neg.eq(quad[1]),
+                    m.d[sync] += [f.eq(u[0:30 - seg]), k.eq(-frac), trig_neg.eq(quad[1]),
                                  sign.eq(Mux(op == SfuOp.SIN, quad[1] ^ s, quad[1]))]
 
         # -- steps 3, 4: Horner ------------------------------------------------------------------
@@ -250,10 +275,10 @@ class Sfu(wiring.Component):
         y = Signal(signed(40))
         with m.If(step == 3):
             m.d.comb += [mul_a.eq(c2), mul_b.eq(f)]
-            m.d.sync += t.eq(prod_w)
+            m.d[sync] += t.eq(prod_w)
         with m.If(step == 4):
             m.d.comb += [mul_a.eq(c1 + t), mul_b.eq(f)]
-            m.d.sync += y.eq(c0 + prod_w)
+            m.d[sync] += y.eq(c0 + prod_w)
 
         # -- step 5: log2 accumulation, clamps -------------------------------------------------
         mag = Signal(unsigned(63))
@@ -262,11 +287,11 @@ class Sfu(wiring.Component):
                 r = Signal(signed(66))
                 m.d.comb += [mul_a.eq(y), mul_b.eq(v),
                              r.eq((ee << algo.LOG_FRAC) + prod)]
-                m.d.sync += [sign.eq(r[-1]), mag.eq(Mux(r[-1], -r, r))]  # r[-1]: r < 0
+                m.d[sync] += [sign.eq(r[-1]), mag.eq(Mux(r[-1], -r, r))]  # r[-1]: r < 0
             with m.Elif(is_op("sin", "cos")):
-                m.d.sync += mag.eq(Mux(y < 0, 0, Mux(y > (1 << frac), 1 << frac, y)))
+                m.d[sync] += mag.eq(Mux(y < 0, 0, Mux(y > (1 << frac), 1 << frac, y)))
             with m.Else():
-                m.d.sync += mag.eq(Mux(y < 0, 0, y))
+                m.d[sync] += mag.eq(Mux(y < 0, 0, y))
 
         # -- step 6: leading one and the 24-bit significand -----------------------------------
         lead = Signal(range(64))  # bit length of mag
@@ -275,12 +300,12 @@ class Sfu(wiring.Component):
         q = Signal(25)
         length = Signal(range(64))
         with m.If(step == 6):
-            m.d.sync += length.eq(lead)
+            m.d[sync] += length.eq(lead)
             with m.If(lead > 24):
                 dn = (lead - 24)[0:6]
-                m.d.sync += q.eq((mag >> dn) + (mag >> (dn - 1)[0:6])[0])
+                m.d[sync] += q.eq((mag >> dn) + (mag >> (dn - 1)[0:6])[0])
             with m.Else():
-                m.d.sync += q.eq(mag << (24 - lead)[0:5])
+                m.d[sync] += q.eq(mag << (24 - lead)[0:5])
 
         # -- step 7: exponent, range, special select -------------------------------------------
         carry = q[24]
@@ -295,5 +320,5 @@ class Sfu(wiring.Component):
         with m.Else():
             m.d.comb += packed.eq(Cat(qn[0:23], biased[0:8], sign))
         with m.If(step == 7):
-            m.d.sync += self.result.eq(Mux(special, special_res, packed))
+            m.d[sync] += self.result.eq(Mux(special, special_res, packed))
         return m

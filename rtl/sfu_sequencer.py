@@ -58,10 +58,11 @@ class SfuSequencer(wiring.Component):
       lane and the kept fields; it stays until ``take`` (the late write-back took it).
     """
 
-    def __init__(self, warps: int, lanes: int, sfus: int):
+    def __init__(self, warps: int, lanes: int, sfus: int, gated: bool = False):
         if sfus < 1 or lanes % sfus:
             raise ValueError(f"sfus must be a divisor of lanes ({lanes}), not {sfus}")
         self.warps, self.lanes, self.sfus = warps, lanes, sfus
+        self.gated = gated  # the SFUs' form (Sfu's gated)
         super().__init__({
             "reserve": In(1),
             "busy": Out(1),
@@ -75,9 +76,9 @@ class SfuSequencer(wiring.Component):
         L, S = self.lanes, self.sfus
         passes = L // S
         vec = data.ArrayLayout(32, L)
-        sfus = [Sfu() for _ in range(S)]
+        sfus = [Sfu(gated=self.gated) for _ in range(S)]
         for u in range(S):  # one module in exported Verilog (rtl/reuse.py)
-            m.submodules[f"sfu{u}"] = reuse.shared(sfus[u], ())
+            m.submodules[f"sfu{u}"] = reuse.shared(sfus[u], self.gated)
         x, res = self.ex1, self.result
         start = x.start
         wb_valid = Signal()

@@ -8,7 +8,7 @@ loads ``d``. The core names every boundary after the two stages it joins (``is_r
 docs/microarchitecture.md.
 """
 
-from amaranth import Elaboratable, Module, Signal, Value
+from amaranth import ClockDomain, ClockSignal, Elaboratable, Module, ResetSignal, Signal, Value
 from amaranth.lib import data
 
 from .layouts import split_signal
@@ -51,3 +51,23 @@ def delayed_result(m: Module, en: Value, word: Value, latency: int) -> Signal:
         for src, dst in zip([word, *regs[:-1]], regs, strict=True):
             m.d.sync += dst.eq(src)
     return regs[-1]
+
+
+def gated_domain(m: Module, name: str, take: Value, reset: bool = False) -> str:
+    """A local clock domain ``name`` whose clock rises only at the end of a cycle with ``take``
+    (an OR gate: the core clock, held high through a cycle that takes nothing); returns the
+    name. ``reset``: the domain has the core's reset (and its clock rises while it is
+    asserted), for a unit whose state must return to idle.
+
+    Registers on it hold an idle unit's state, so a Verilator model evaluates the logic
+    behind them only in the cycles that start (or carry) an operation: the rarely used lane
+    units (the FPU, the multiplier, the half unit, the SFU). The simulation models' form
+    (``RtlConfig.clock_gating``); an FPGA wants a clock enable instead, since a clock made
+    by a LUT is a timing hazard there."""
+    domain = ClockDomain(name, local=True, reset_less=not reset)
+    m.domains += domain
+    if reset:
+        m.d.comb += domain.rst.eq(ResetSignal())
+        take = take | ResetSignal()
+    m.d.comb += domain.clk.eq(ClockSignal() | ~take)
+    return name

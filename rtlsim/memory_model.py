@@ -66,12 +66,13 @@ def backdoor_signature(line_words: int, lines: int) -> wiring.Signature:
 def _default_fpu() -> tuple[Elaboratable, object, int] | None:
     """The units' pipelined FPU (``rtl/fpu.py``: ``Fpu(latency)`` with ``en``, ``op``, ``a``,
     ``b``, ``c``, ``result``), bit-exact with ``simtgpu.sim.numerics.fadd``; None while it is
-    not in the tree."""
+    not in the tree. Its gated form: the model is simulation only, and an ``atom.fadd`` is
+    rare, so the adder is evaluated only in its cycles."""
     try:
         from simtgpu.rtl.fpu import Fpu, FpuOp
     except ImportError:
         return None
-    fpu = Fpu()
+    fpu = Fpu(gated=True)
     return fpu, FpuOp.FADD, fpu.latency
 
 

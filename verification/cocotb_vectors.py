@@ -96,6 +96,8 @@ async def play_vectors(dut) -> None:
     if mode == "pipe":
         latency = int(spec["latency"])
         dut.en.value = 1
+        if "valid" not in spec["inputs"] and hasattr(dut, "valid"):
+            dut.valid.value = 1  # every vector is wanted (a port's default is lost in Verilog)
         for i in range(n + latency):
             await FallingEdge(clk)
             if i >= latency:

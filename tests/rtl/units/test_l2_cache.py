@@ -118,8 +118,11 @@ class L2Model:
         return out
 
 
-def test_l2_cache_cycles() -> None:
-    bld, cache = build_unit("l2_cache", lambda: L2Cache(**PARAMS))
+@pytest.mark.parametrize("gated", [False, True])
+def test_l2_cache_cycles(gated: bool) -> None:
+    """Both forms of the banks' FP adder: the enable form (the FPGA's) and the gated clock of
+    the simulation models hold the same cycle-by-cycle contract."""
+    bld, cache = build_unit("l2_cache", lambda: L2Cache(**PARAMS, gated=gated))
     rng = random.Random(SEED + 71)
     model = L2Model(cache)
     lines = [rng.randrange(0x100, 0x400) for _ in range(24)]  # 24 lines, 2 banks x 8 sets x 2
@@ -133,7 +136,7 @@ def test_l2_cache_cycles() -> None:
     assert st["mshr_full"] > 0 and st["invalidate"] > 10, st
     assert model.stats["conflict"] > 50, model.stats
     assert all(b.stats["hit"] > 50 for b in model.banks)  # both banks at work
-    check_cycles("l2_cache", bld, stim, want, "units_l2_cache_cycles")
+    check_cycles("l2_cache", bld, stim, want, f"units_l2_cache_cycles{'_gated' * gated}")
 
 
 @pytest.mark.filterwarnings("ignore::amaranth.hdl.UnusedElaboratable")

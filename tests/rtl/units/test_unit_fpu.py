@@ -8,7 +8,15 @@ from simtgpu.rtl.alu import op_name
 from simtgpu.rtl.fpu import Fpu, FpuOp
 from simtgpu.sim import numerics as nx
 from simtgpu.verification.fp_vectors import INT_EDGES, fp_operands, int_operands
-from units_harness import FPU_REFERENCE, LONG, fpu_expected, lint, rng, run_clocked
+from units_harness import (
+    FPU_REFERENCE,
+    LONG,
+    check_valid_pipeline,
+    fpu_expected,
+    lint,
+    rng,
+    run_clocked,
+)
 
 # numerics.cvt casts signalling-NaN patterns to float64, which numpy reports as "invalid";
 # the result (NaN -> 0) is what the contract asks for, so the warning is noise here.
@@ -149,6 +157,26 @@ def test_other_latencies_and_stalls(latency: int) -> None:
             assert ctx.get(dut.result) == model[-1], f"cycle {i}, {op.name}"
 
     run_clocked(dut, bench)
+
+
+@pytest.mark.parametrize("latency,gated", [(2, True), (3, True), (2, False), (1, False)])
+def test_valid_and_both_forms(latency: int, gated: bool) -> None:
+    """``valid=0`` advances a bubble and holds the operand stage; the gated form (operands on
+    a gated clock, the simulation models') and the enable form (the FPGA's) give every
+    wanted result ``latency`` enabled cycles after its operands."""
+    gen = rng(0xF00 + 2 * latency + gated)
+    cols = fp_operands(gen, 300, 3, edges=True)
+    ops = [list(FpuOp)[int(k)] for k in gen.integers(0, len(FpuOp), len(cols[0]))]
+    inputs = [{"op": op, "a": int(cols[0][i]), "b": int(cols[1][i]), "c": int(cols[2][i])}
+              for i, op in enumerate(ops)]
+    checked = check_valid_pipeline(Fpu(latency, gated=gated), latency, inputs,
+                                   fpu_expected(ops, cols), gen)
+    assert checked > 50
+
+
+def test_gated_needs_two_cycles() -> None:
+    with pytest.raises(ValueError, match="gated needs latency >= 2"):
+        Fpu(1, gated=True)
 
 
 @pytest.mark.parametrize("bad", [0, 9, 1.5, False])

@@ -6,7 +6,7 @@ from int_ref import INT_REF
 from simtgpu.isa import BY_MNEMONIC
 from simtgpu.rtl.multiplier import MulOp, Multiplier
 from simtgpu.verification.fp_vectors import INT_EDGES, int_operands
-from units_harness import LONG, lint, rng, run_clocked
+from units_harness import LONG, check_valid_pipeline, lint, rng, run_clocked
 
 
 def reference(op: MulOp, a: int, b: int) -> int:
@@ -85,6 +85,23 @@ def test_stalls_hold_the_pipeline(latency: int) -> None:
             assert ctx.get(dut.result) == model[-1]
 
     run_clocked(dut, bench)
+
+
+@pytest.mark.parametrize("latency,gated", [(2, True), (3, True), (2, False)])
+def test_valid_and_both_forms(latency: int, gated: bool) -> None:
+    """``valid=0`` advances a bubble and holds the operand stage; the gated form (the
+    simulation models') and the enable form (the FPGA's) agree with the reference."""
+    vecs = vectors(0x99 + latency + gated, 400)
+    inputs = [{"op": op, "a": a, "b": b} for op, a, b in vecs]
+    want = [reference(op, a, b) for op, a, b in vecs]
+    checked = check_valid_pipeline(Multiplier(latency, gated=gated), latency, inputs, want,
+                                   rng(0x5B + latency + gated))
+    assert checked > 80
+
+
+def test_gated_needs_two_cycles() -> None:
+    with pytest.raises(ValueError, match="gated needs latency >= 2"):
+        Multiplier(1, gated=True)
 
 
 @pytest.mark.parametrize("bad", [0, 9, 2.0, True, "2"])

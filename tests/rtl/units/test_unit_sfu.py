@@ -47,9 +47,12 @@ def _operands(op: str, seed: int) -> list[int]:
     return EDGES + [bits(v) for v in EDGE_VALUES] + [int(v) for v in vals]
 
 
+@pytest.mark.parametrize("gated", [False, True])
 @pytest.mark.parametrize("name", SFU_OPS)
-def test_bit_exact_against_numerics(name):
-    dut = Sfu()
+def test_bit_exact_against_numerics(name, gated):
+    """Both forms: the core clock (the FPGA's) and the gated clock of the simulation models
+    (every register on a clock that rises only while an operation is in flight)."""
+    dut = Sfu(gated=gated)
     ops = _operands(name, 100 + SFU_OPS.index(name))
     want = [int(v) for v in nx.sfu(name, np.array(ops, np.uint32))]
     got: list[int] = []
@@ -78,8 +81,9 @@ def test_bit_exact_against_numerics(name):
     assert not bad, f"{len(bad)} mismatches, first: {bad[:5]}"
 
 
-def test_done_pulse_busy_and_held_result():
-    dut = Sfu()
+@pytest.mark.parametrize("gated", [False, True])
+def test_done_pulse_busy_and_held_result(gated):
+    dut = Sfu(gated=gated)
     trace: list[tuple[int, int, int]] = []
 
     async def bench(ctx):

@@ -68,6 +68,35 @@ def run_clocked(dut, body: Callable) -> None:
     _run(sim, dut)
 
 
+def check_valid_pipeline(dut, latency: int, inputs: Sequence[dict[str, int]],
+                         want: Sequence[int], gen: np.random.Generator) -> int:
+    """Drive a pipelined lane unit (``en``, ``valid``, ``result``) with ``inputs`` (port
+    values, one dict per cycle) under random ``en`` and ``valid``: each wanted operation's
+    result (``want``) must appear ``latency`` enabled cycles after it entered; a bubble's
+    result (``valid=0``) is not checked. Returns how many results were checked."""
+    ens = gen.random(len(inputs)) < 0.7
+    valids = gen.random(len(inputs)) < 0.5
+    checked = 0
+
+    async def bench(ctx) -> None:
+        nonlocal checked
+        model: list[int | None] = [0] * latency  # registers reset to zero
+        for i, ports in enumerate(inputs):
+            for name, value in ports.items():
+                ctx.set(getattr(dut, name), value)
+            ctx.set(dut.en, int(ens[i]))
+            ctx.set(dut.valid, int(valids[i]))
+            await ctx.tick()
+            if ens[i]:
+                model = [int(want[i]) if valids[i] else None, *model[:-1]]
+            if model[-1] is not None:
+                assert ctx.get(dut.result) == model[-1], f"cycle {i}: {ports}"
+                checked += 1
+
+    run_clocked(dut, bench)
+    return checked
+
+
 def _run(sim: Simulator, dut) -> None:
     if os.environ.get("SIMTGPU_VCD"):
         BUILD.mkdir(parents=True, exist_ok=True)
