@@ -97,11 +97,11 @@ class Sfu(wiring.Component):
     result: Out(32)
 
     def __init__(self, gated: bool = False) -> None:
-        """``gated``: every register on a clock that rises only while an operation is in
-        flight (:func:`~simtgpu.rtl.stages.gated_domain`), so a Verilator model evaluates an
-        idle SFU not at all (SFU instructions are rare); the simulation models' form
-        (``RtlConfig.clock_gating``). False, the FPGA's form, keeps the core clock. Same
-        function, same timing."""
+        """``gated``: every register but a copy of the step counter on a clock that rises
+        only while an operation is in flight (:func:`~simtgpu.rtl.stages.gated_domain`), so a
+        Verilator model evaluates an idle SFU not at all (SFU instructions are rare); the
+        simulation models' form (``RtlConfig.clock_gating``). False, the FPGA's form, keeps
+        the core clock. Same function, same timing."""
         self.gated = gated
         super().__init__()
 
