@@ -132,6 +132,8 @@ class Fpu(wiring.Component):
         m = Module()
         take = Signal()
         m.d.comb += take.eq(self.en & self.valid)
+        # Each half is its own submodule so that a simulator re-evaluates only the half
+        # whose inputs changed.
         m.submodules.align = m_align = Module()
         m.submodules.add_round = m_round = Module()
         if self.gated:
@@ -143,9 +145,7 @@ class Fpu(wiring.Component):
             m.d[fpu] += [ops.op.eq(self.op), ops.a.eq(self.a), ops.b.eq(self.b),
                         ops.c.eq(self.c)]
             s1 = self._align(m_align, ops)
-        else:
-            # Each half is its own submodule so that a simulator re-evaluates only the half
-            # whose inputs changed.
+        else:  # stage 1's output registered, under the enable
             s1 = Signal(ALIGN_ADD_LAYOUT, name="s1")
             align = self._align(m_align, _Operands(self.op, self.a, self.b, self.c))
             if self.latency == 1:
