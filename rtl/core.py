@@ -66,7 +66,7 @@ from .scoreboard import Scoreboard
 from .sfu_sequencer import SfuSequencer
 from .signatures import AtomOp, core_signature, dim3_layout
 from .simt_stack import SimtOp, SimtStack
-from .stages import Stage
+from .stages import Stage, gated_domain
 from .stall_classifier import StallClassifier
 from .warp_unit import WarpUnit
 from .warp_wait import WarpWait, WarpWaits
@@ -217,7 +217,7 @@ class Core(wiring.Component):
         row_bytes = 4 * L
         pl = self.dispatch.payload
         pl_rows = Signal(range(lsu.shared.rows * row_bytes // row_bytes + row_bytes))
-        m.d.comb += pl_rows.eq((pl.shared_bytes + row_bytes - 1) // row_bytes)
+        m.d.comb += pl_rows.eq((pl.shared_bytes + row_bytes - 1) >> (row_bytes.bit_length() - 1))
         fits = Signal(S)
         for k in range(S):
             m.d.comb += fits[k].eq(~slot_busy[k] & ((k + 1) * pl.num_warps <= W)
@@ -259,16 +259,26 @@ class Core(wiring.Component):
                                  slots[k].shared_base.eq(first_row * row_bytes)]
 
         new_warps = Signal(W)  # the warps of the block being taken in
+        last_warp = Signal(W)  # its last warp, the one whose lanes may be partly live
         for w in range(W):
             # the last warp is at or above every base: no constant comparison (lint CMPCONST)
             above = Const(1) if w == W - 1 else (w >= init_base)
-            m.d.comb += new_warps[w].eq(above & (w < init_base + blk.num_warps))
+            m.d.comb += [new_warps[w].eq(above & (w < init_base + blk.num_warps)),
+                         last_warp[w].eq(w == init_base + blk.num_warps - 1)]
+        # The live lanes of the last warp: lane l when l <= (num_threads - 1) mod L, every
+        # other warp all L (num_warps is ceil(num_threads / L), and L a power of two). One
+        # mask for the block rather than a comparison per warp and lane, which a simulator
+        # evaluated every cycle.
+        tail_live = Signal(L)
+        lb = cfg.lane_bits
+        tail_idx = (blk.num_threads - 1)[:lb]
+        m.d.comb += tail_live.eq(Cat(Const(1) if l == 0 else (tail_idx >= l) for l in range(L)))
         with m.If(initing):
             for l in range(L):
                 wp, _ = tid_mems[l]
-                m.d.comb += [wp.addr.eq(init_base + (init_cnt // L if L > 1 else init_cnt)),
+                m.d.comb += [wp.addr.eq(init_base + init_cnt[lb:]),
                              wp.data.x.eq(tx), wp.data.y.eq(ty), wp.data.z.eq(tz),
-                             wp.en.eq(init_cnt % L == l)]
+                             wp.en.eq(init_cnt[:lb] == l)]
             with m.If(tx + 1 >= blk.block_dim.x):
                 m.d.sync += tx.eq(0)
                 with m.If(ty + 1 >= blk.block_dim.y):
@@ -282,8 +292,7 @@ class Core(wiring.Component):
                 m.d.sync += initing.eq(0)
                 for w in range(W):
                     with m.If(new_warps[w]):
-                        lanes_live = Cat(((w - init_base) * L + l < blk.num_threads)
-                                         for l in range(L))
+                        lanes_live = Mux(last_warp[w], tail_live, Const((1 << L) - 1, L))
                         m.d.sync += [ws[w].pc.eq(blk.entry_pc), ws[w].live.eq(lanes_live),
                                      ws[w].active.eq(lanes_live), member[w].eq(1),
                                      finished[w].eq(0), ctrl_wait[w].eq(0),
@@ -568,26 +577,55 @@ class Core(wiring.Component):
             with m.If(d.sem == RSem.SREG):
                 m.d.comb += rr_ex1_st.d.b[l].eq(sreg_val[l])
 
+        def alu_op_of(dec, name: str) -> Signal:
+            op = Signal(AluOp, name=name)
+            with m.Switch(dec.iid):
+                for ins in INSTRUCTIONS:
+                    if ins.sem in ALU_SEMS:
+                        with m.Case(iid(ins.mnemonic)):
+                            m.d.comb += op.eq(alu_op(ins))
+            return op
+
+        # The lanes' ALUs and FP compares work in ex1 on ex1's register (the FPGA form). The
+        # simulation models' form (cfg.clock_gating) gives them their own copy of the
+        # operands, taken at the same edge from rr on a clock that rises only for an
+        # instruction of theirs (gated_domain), so that a Verilator model evaluates them only
+        # in the cycles after one. The copies are taken from rr's combinational signals, not
+        # from a register: the Amaranth simulator lets a gated flip-flop see a register of
+        # the core clock already updated at the same edge.
+        cmp_bits = FCmpCond.as_shape().width
+        alu_fields = ("a", "b", "c", "pa", "pb", "pc3")
+        if cfg.clock_gating:
+            ex1_alu = split_signal(data.StructLayout({f: uop.members[f] for f in alu_fields}),
+                                   "ex1_alu")
+            ex1_alu_fn = Signal(cmp_bits, name="ex1_alu_fn")
+            is_alu = Signal()
+            with m.Switch(rr.dec.sem):
+                with m.Case(RSem.INT, RSem.INT_IMM, RSem.CONST, RSem.ICMP, RSem.SELECT,
+                            RSem.PLOGIC, RSem.FCMP):
+                    m.d.comb += is_alu.eq(1)
+            alu_dom = gated_domain(m, "alu_ops", ~stall & rr.valid & is_alu)
+            ex1_alu_op = Signal(AluOp, name="ex1_alu_op")
+            m.d[alu_dom] += [ex1_alu_op.eq(alu_op_of(rr.dec, "rr_alu_op")),
+                             ex1_alu_fn.eq(rr.dec.fn[:cmp_bits])]
+            m.d[alu_dom] += [getattr(ex1_alu, f)[l].eq(getattr(rr, f)[l])
+                             for f in alu_fields for l in range(L)]
+
         # --- ex1: ALU, control flow, barrier, address generation ---------------------------
         x = rr_ex1
         xd = x.dec
         ex1 = split_signal(uop, "ex1")
         m.d.comb += ex1.eq(x)
-        alu_op_sig = Signal(AluOp)
-        with m.Switch(xd.iid):
-            for ins in INSTRUCTIONS:
-                if ins.sem in ALU_SEMS:
-                    with m.Case(iid(ins.mnemonic)):
-                        m.d.comb += alu_op_sig.eq(alu_op(ins))
+        if not cfg.clock_gating:
+            ex1_alu, ex1_alu_op, ex1_alu_fn = x, alu_op_of(xd, "ex1_alu_op"), xd.fn[:cmp_bits]
         m.d.comb += [wu.shfl_mode.eq(xd.fn[:2]), wu.vote_mode.eq(xd.fn[:2]), wu.exec.eq(x.exec),
                      wu.a.eq(x.a), wu.b.eq(x.b), wu.p.eq(x.pa)]
         for l in range(L):
-            a = alus[l]
-            m.d.comb += [a.op.eq(alu_op_sig), a.a.eq(x.a[l]), a.b.eq(x.b[l]), a.c.eq(x.c[l]),
-                         a.pa.eq(x.pa[l]), a.pb.eq(x.pb[l]), a.psel.eq(x.pc3[l])]
+            a, s = alus[l], ex1_alu
+            m.d.comb += [a.op.eq(ex1_alu_op), a.a.eq(s.a[l]), a.b.eq(s.b[l]), a.c.eq(s.c[l]),
+                         a.pa.eq(s.pa[l]), a.pb.eq(s.pb[l]), a.psel.eq(s.pc3[l])]
             fc = fcmps[l]
-            m.d.comb += [fc.cond.eq(xd.fn[:FCmpCond.as_shape().width]), fc.a.eq(x.a[l]),
-                         fc.b.eq(x.b[l])]
+            m.d.comb += [fc.cond.eq(ex1_alu_fn), fc.a.eq(s.a[l]), fc.b.eq(s.b[l])]
             with m.Switch(xd.sem):
                 with m.Case(RSem.FCMP):
                     m.d.comb += ex1.presult[l].eq(fc.pred)

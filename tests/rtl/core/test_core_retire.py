@@ -15,13 +15,17 @@ EXAMPLES = "examples/asm/"
 def tiny():
     return small_config("tiny")
 
-@pytest.mark.parametrize("kernel", ["classify", "block_sum", "all_units"])
-def test_retire_trace_matches_iss_per_warp(kernel):
+
+@pytest.mark.parametrize("kernel,form", [("classify", "gated"), ("block_sum", "gated"),
+                                         ("all_units", "gated"), ("all_units", "fpga")])
+def test_retire_trace_matches_iss_per_warp(kernel, form):
     """Step-and-compare: each warp's retired instructions (pc, masks, destination values)
     equal the ISS's, in program order. A load's late write-back may retire after younger
     independent instructions of its warp, so the RTL's lines are first put back into program
-    order (each matched to the oldest unmatched ISS line of its pc)."""
-    cfg = tiny()
+    order (each matched to the oldest unmatched ISS line of its pc). ``form``: the
+    simulation models' gated clocks, or the FPGA form that ``simtgpu synth`` builds
+    (``RtlConfig.clock_gating=False``: the same units under clock enables)."""
+    cfg = tiny().with_(clock_gating=form == "gated")
     if kernel == "classify":
         vals = np.array([0, 1, 2, 3, -5, 6, 1, 4, 5, 8, 0, 16], dtype=np.int32)
         nb = 4 * len(vals)
