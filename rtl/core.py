@@ -714,32 +714,57 @@ class Core(wiring.Component):
 
         # the LSU's checks and address work for the instruction in ex2 (LsuPrep), registered
         # into mem beside it
-        lsu_op = Signal(LsuOp)
-        atom_fn = Signal(5)
-        m.d.comb += atom_fn.eq(ex1_ex2.dec.fn)
-        with m.Switch(ex1_ex2.dec.iid):
-            for ins in INSTRUCTIONS:
-                if ins.space is None:
-                    continue
-                if ins.sem is Sem.LOAD:
-                    op = LsuOp.LDG if ins.space is Space.GLOBAL else LsuOp.LDS
-                elif ins.sem is Sem.STORE:
-                    op = LsuOp.STG if ins.space is Space.GLOBAL else LsuOp.STS
-                elif ins.sem is Sem.PARAM:
-                    op = LsuOp.LDPARAM
-                else:
-                    op = LsuOp.ATOM if ins.space is Space.GLOBAL else LsuOp.ATOMS
-                with m.Case(iid(ins.mnemonic)):
-                    m.d.comb += lsu_op.eq(op)
-                    if ins.sem is Sem.ATOMIC and ins.fn is None:
-                        m.d.comb += atom_fn.eq(AtomOp.CAS)
-        m.d.comb += [lsu_prep.op.eq(lsu_op), lsu_prep.fn.eq(atom_fn),
-                     lsu_prep.exec.eq(ex1_ex2.exec), lsu_prep.addr.eq(ex1_ex2.a),
-                     lsu_prep.shared_size.eq(blk.shared_bytes),
-                     lsu_prep.shared_base.eq(slot_field(slot_of(ex1_ex2.warp, "ex2_slot"),
-                                                        "shared_base", 32, "ex2_shared_base")),
-                     lsu_prep.param_addr.eq(blk.param_addr),
-                     lsu_prep.param_size.eq(blk.param_size)]
+        def lsu_op_of(dec, name: str) -> tuple[Signal, Signal]:
+            """The LsuOp of the instruction decoded in ``dec`` (NONE: not a memory access) and
+            its atomic function."""
+            op, fn = Signal(LsuOp, name=f"{name}_lsu_op"), Signal(5, name=f"{name}_atom_fn")
+            m.d.comb += fn.eq(dec.fn)
+            with m.Switch(dec.iid):
+                for ins in INSTRUCTIONS:
+                    if ins.space is None:
+                        continue
+                    if ins.sem is Sem.LOAD:
+                        kind = LsuOp.LDG if ins.space is Space.GLOBAL else LsuOp.LDS
+                    elif ins.sem is Sem.STORE:
+                        kind = LsuOp.STG if ins.space is Space.GLOBAL else LsuOp.STS
+                    elif ins.sem is Sem.PARAM:
+                        kind = LsuOp.LDPARAM
+                    else:
+                        kind = LsuOp.ATOM if ins.space is Space.GLOBAL else LsuOp.ATOMS
+                    with m.Case(iid(ins.mnemonic)):
+                        m.d.comb += op.eq(kind)
+                        if ins.sem is Sem.ATOMIC and ins.fn is None:
+                            m.d.comb += fn.eq(AtomOp.CAS)
+            return op, fn
+
+        def lsu_prep_inputs(st, op: Signal, fn: Signal, name: str) -> dict:
+            """LsuPrep's inputs for the instruction of stage view ``st``, as comb signals."""
+            ins = {"op": op, "fn": fn, "exec": st.exec, "addr": st.a,
+                   "shared_base": slot_field(slot_of(st.warp, f"{name}_slot"), "shared_base",
+                                             32, f"{name}_shared_base")}
+            for f in ("shared_size", "param_addr", "param_size"):  # the launch's, every block's
+                ins[f] = Signal.like(getattr(lsu_prep, f), name=f"{name}_{f}")
+                m.d.comb += ins[f].eq(blk.shared_bytes if f == "shared_size" else getattr(blk, f))
+            return ins
+
+        # In the simulation models' form (cfg.clock_gating) LsuPrep works on a copy of its
+        # inputs taken from ex1's comb signals at the edge that loads ex2, on a clock that rises
+        # only for a memory instruction (gated_domain; the rule of the ALU's copy above), so a
+        # Verilator model evaluates its address checks and lane pairs only after one. The
+        # launch's fields are the same for every block of it, and a block's shared base is
+        # fixed while it runs, so the copy equals what ex2 would read. The op that mem sees
+        # is ex2's own in both forms: after a non-memory instruction the copy is stale.
+        lsu_op, ex2_fn = lsu_op_of(ex1_ex2.dec, "ex2")
+        if cfg.clock_gating:
+            src = lsu_prep_inputs(ex1, *lsu_op_of(ex1.dec, "ex1"), "ex1")
+            prep_dom = gated_domain(m, "lsu_prep", ~stall & (src["op"] != LsuOp.NONE))
+            for f, v in src.items():
+                held = Signal.like(getattr(lsu_prep, f), name=f"ex2_prep_{f}")
+                m.d[prep_dom] += held.eq(v)
+                m.d.comb += getattr(lsu_prep, f).eq(held)
+        else:
+            m.d.comb += [getattr(lsu_prep, f).eq(v)
+                         for f, v in lsu_prep_inputs(ex1_ex2, lsu_op, ex2_fn, "ex2").items()]
 
         # --- mem: LSU ------------------------------------------------------------------------
         m.submodules.ex2_mem = ex2_mem_st = Stage("ex2_mem", uop)
@@ -750,7 +775,7 @@ class Core(wiring.Component):
         y = ex2_mem
         mem_prep = split_signal(lsu_prep.q.shape(), "ex2_mem_lsu")
         with m.If(~mem_hold):  # loaded with ex2_mem (a bubble's is never looked at)
-            m.d.sync += mem_prep.eq(lsu_prep.q)
+            m.d.sync += [mem_prep.eq(lsu_prep.q), mem_prep.op.eq(lsu_op)]
         # precise faults: the instructions of a warp still in the pipeline behind a fault it
         # raised in mem are younger; they leave no trace (no memory access, no retire). Every
         # warp that faulted there is dead, not only the recorded one (rtl/fault_recorder.py).
