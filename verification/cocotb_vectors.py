@@ -64,6 +64,8 @@ async def play_vectors(dut) -> None:
     cols = [inputs[name].tolist() for name in names_in]
     outputs: dict[str, list[int]] = {name: [] for name in names_out}
     mode = spec["mode"]
+    for name, value in spec["defaults"].items():  # inputs not driven, at their declared init
+        getattr(dut, name).value = value
 
     def drive(i: int) -> None:
         for port, col in zip(ports_in, cols, strict=True):
@@ -96,8 +98,6 @@ async def play_vectors(dut) -> None:
     if mode == "pipe":
         latency = int(spec["latency"])
         dut.en.value = 1
-        if "valid" not in spec["inputs"] and hasattr(dut, "valid"):
-            dut.valid.value = 1  # every vector is wanted (a port's default is lost in Verilog)
         for i in range(n + latency):
             await FallingEdge(clk)
             if i >= latency:

@@ -25,7 +25,7 @@ import time
 import xml.etree.ElementTree as ET
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from simtgpu.errors import SimtgpuError
@@ -94,6 +94,9 @@ class Build:
     toplevel: str
     waves: str | None  # tracing compiled in: "fst", "vcd" or None
     seconds: float  # time the build took (0 when it was reused)
+    defaults: Mapping[str, int] = field(default_factory=dict)
+    """The top's inputs with a declared initial value other than 0, by Verilog port name:
+    exported Verilog loses them, so a bench drives them (verification/units.py)."""
 
 
 def _coroutine_flags(timing: bool) -> list[str]:

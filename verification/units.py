@@ -13,9 +13,11 @@ from __future__ import annotations
 import json
 import pickle
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 
 import numpy as np
 from amaranth.back import verilog
+from amaranth.hdl import Value
 from amaranth.lib import wiring
 
 from .toolchain import BUILD_ROOT, Build, build, run_cocotb, waves_format
@@ -126,13 +128,24 @@ UNIT_FACTORIES: dict[str, Callable[[], wiring.Component]] = {
 """The units the benches know, by the name their Verilog top module gets."""
 
 
+def input_defaults(component: wiring.Component) -> dict[str, int]:
+    """``component``'s inputs whose declared initial value is not 0, by Verilog port name
+    (``a__b`` for member ``b`` of ``a``): exported Verilog drops them, so the player drives
+    them (a unit's ``valid``, wanted by default, would otherwise sit at 0)."""
+    inits = {"__".join(map(str, path)): Value.cast(value).init
+             for path, member, value in component.signature.flatten(component)
+             if member.flow is wiring.In}
+    return {name: init for name, init in inits.items() if init}
+
+
 def build_unit(name: str, factory: Callable[[], wiring.Component] | None = None
                ) -> tuple[Build, wiring.Component]:
     """Verilator build of unit ``name`` (cached on its Verilog) and the component it came
     from (for its parameters, e.g. ``latency``)."""
     component = (factory or UNIT_FACTORIES[name])()
     text = verilog.convert(component, name=name, emit_src=False)
-    return build(f"unit_{name}", text, name, waves=waves_format()), component
+    bld = build(f"unit_{name}", text, name, waves=waves_format())
+    return replace(bld, defaults=input_defaults(component)), component
 
 
 def _column(values: Sequence[int] | np.ndarray) -> np.ndarray:
@@ -160,7 +173,8 @@ def play(bld: Build, inputs: Mapping[str, Sequence[int] | np.ndarray], outputs: 
     lengths = {len(v) for v in cols.values()}
     if len(lengths) != 1:
         raise ValueError(f"input columns differ in length: {sorted(lengths)}")
-    spec = {"mode": mode, "latency": latency, "inputs": list(cols), "outputs": list(outputs)}
+    spec = {"mode": mode, "latency": latency, "inputs": list(cols), "outputs": list(outputs),
+            "defaults": {k: v for k, v in bld.defaults.items() if k not in cols}}
     vec_file = run_dir / "vectors.npz"
     np.savez(vec_file, spec=np.asarray(json.dumps(spec)), **cols)
     out_file = run_dir / "outputs.pkl"
