@@ -21,6 +21,7 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 import time
 import xml.etree.ElementTree as ET
 from collections.abc import Iterator, Mapping, Sequence
@@ -127,7 +128,7 @@ def build(name: str, verilog: str, toplevel: str, *, waves: str | None = None,
     h.update(rules.encode())
     for src in extra_sources:
         h.update(Path(src).read_bytes())
-    h.update(repr((args, toplevel, _BUILD_RECIPE, _verilator_version())).encode())
+    h.update(repr((args, toplevel, _BUILD_RECIPE, _verilator_version(), _python_env())).encode())
     key = h.hexdigest()[:16]
     directory = VERILATOR_BUILDS / f"{name}-{key}"
     stamp = directory / "BUILT"
@@ -195,6 +196,15 @@ def _runner(public_top_only: bool = False):
             return cmds
 
     return _Verilator()
+
+
+def _python_env() -> tuple[str, str, str]:
+    """What a cocotb build links against besides Verilator: cocotb's libraries (its version
+    and where it is installed) and the Python it embeds. A new virtual environment or cocotb
+    release makes a new build instead of reusing one that points at the old libraries."""
+    import cocotb
+
+    return cocotb.__version__, str(Path(cocotb.__file__).resolve().parent), sys.version
 
 
 _VERSION: str | None = None
