@@ -111,8 +111,7 @@ def _build_debug_model(config: str, work: Path) -> Path:
            "-Wno-lint", "-Wno-style", *vr.SPEED_FLAGS, "--Mdir", str(work / "obj"), "-o",
            str(work / "Vharness_run"), "-CFLAGS", cflags, str(vr.WAIVERS),
            str(work / "harness.v"), str(work / "main.cpp")]
-    for step in (cmd, ["make", "-C", str(work / "obj"), "-f", "Vharness.mk", "-j",
-                       str(os.cpu_count() or 1)]):
+    for step in (cmd, vr._make(work)):
         subprocess.run(step, env=env, check=True, cwd=work, stdout=subprocess.DEVNULL)
     return work / "Vharness_run"
 
