@@ -372,6 +372,38 @@ def _figures(name: str, size: str, res, cpu: float, walls: list[float]) -> dict:
     }
 
 
+def require_valgrind() -> None:
+    """Stop with a clear message where valgrind is missing (before any build is made)."""
+    import shutil
+
+    if shutil.which("valgrind") is None:
+        raise SystemExit("valgrind is not installed (apt install valgrind)")
+
+
+def bench_under_callgrind(out: Path, config: str, kernel: str, *, n: int = 4096, m: int = 24,
+                          l1: bool | None = None, l2: bool | None = None, lines: bool = False,
+                          exe: Path | None = None) -> dict:
+    """:func:`bench_rtl`'s figures of one run of ``kernel``, with the model under valgrind
+    (callgrind, the model's clock loop only) writing its costs to ``out``: per function, or
+    per source line with ``lines``. ``exe``: run that build of the model instead of the
+    driver's (it must speak the same protocol). Needs ``valgrind`` on PATH; the kernels run
+    about 50 times slower under it."""
+    import os
+    import shlex
+
+    require_valgrind()
+    prefix = (f"valgrind -q --tool=callgrind --toggle-collect=run_cycles* "
+              f"--dump-line={'yes' if lines else 'no'} --callgrind-out-file={out}")
+    if exe is not None:  # the driver appends its own model's path: run exe in its place
+        prefix += f" --trace-children=yes sh -c {shlex.quote(f'exec {exe}')} --"
+    os.environ["SIMTGPU_RTL_PREFIX"] = prefix
+    try:
+        (row,) = bench_rtl(config, n=n, m=m, runs=1, kernels=(kernel,), l1=l1, l2=l2)
+    finally:
+        del os.environ["SIMTGPU_RTL_PREFIX"]
+    return row
+
+
 def model_instructions(config: str = "small", n: int = 4096, m: int = 24, l1: bool | None = None,
                        l2: bool | None = None) -> list[dict]:
     """Machine instructions the Verilator model executes per simulated cycle, counted by
@@ -381,23 +413,13 @@ def model_instructions(config: str = "small", n: int = 4096, m: int = 24, l1: bo
     versions of the RTL exactly (it does not see cache misses, which also cost time). Needs
     ``valgrind`` on PATH; the kernels run about 50 times slower under it, hence the small
     default sizes. ``l1``, ``l2``: the caches, as for :func:`bench_rtl`."""
-    import os
-    import shutil
     import tempfile
 
-    if shutil.which("valgrind") is None:
-        raise SystemExit("model_instructions: valgrind is not installed (apt install valgrind)")
     rows = []
     for kernel in ("vector_add", "matmul"):
         with tempfile.TemporaryDirectory() as tmp:
             out = Path(tmp) / "callgrind.out"
-            os.environ["SIMTGPU_RTL_PREFIX"] = (
-                f"valgrind -q --tool=callgrind --toggle-collect=run_cycles* --dump-line=no "
-                f"--callgrind-out-file={out}")
-            try:
-                (row,) = bench_rtl(config, n=n, m=m, runs=1, kernels=(kernel,), l1=l1, l2=l2)
-            finally:
-                del os.environ["SIMTGPU_RTL_PREFIX"]
+            row = bench_under_callgrind(out, config, kernel, n=n, m=m, l1=l1, l2=l2)
             totals = [line for line in out.read_text().splitlines()
                       if line.startswith(("summary:", "totals:"))]
             instructions = int(totals[-1].split()[1])

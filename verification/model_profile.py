@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import collections
-import os
 import re
 import subprocess
 import sys
@@ -120,24 +119,14 @@ def profile(config: str = "small", kernel: str = "vector_add", depth: int = 2,
             work: Path | None = None) -> tuple[int, collections.Counter[str]]:
     """Build the debug model, run ``kernel`` (``vector_add`` n=4096 or ``matmul`` 24x24x24)
     on it under callgrind; the simulated cycles and the instructions per design instance."""
-    import shutil
+    from .bench_rtl import bench_under_callgrind, require_valgrind
 
-    from .bench_rtl import bench_rtl
-
-    if shutil.which("valgrind") is None:
-        raise SystemExit("model_profile: valgrind is not installed (apt install valgrind)")
+    require_valgrind()
     with tempfile.TemporaryDirectory() as tmp:
         work = work or Path(tmp)
         exe = _build_debug_model(config, work)
         out = work / "callgrind.out"
-        os.environ["SIMTGPU_RTL_PREFIX"] = (
-            f"valgrind -q --tool=callgrind --trace-children=yes --toggle-collect=run_cycles* "
-            f"--dump-line=yes --callgrind-out-file={out} sh -c 'exec {exe}' --")
-        try:
-            (row,) = bench_rtl(config, n=4096, m=24, runs=1, kernels=(kernel,), l1=True,
-                               l2=True)
-        finally:
-            del os.environ["SIMTGPU_RTL_PREFIX"]
+        row = bench_under_callgrind(out, config, kernel, l1=True, l2=True, lines=True, exe=exe)
         return row["cycles"], module_costs(line_costs(out.read_text()), work / "obj", depth)
 
 
