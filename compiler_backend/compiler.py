@@ -346,11 +346,14 @@ def compile_function(fn, arg_types: dict[str, Type], constexprs: dict, target: T
         # code generation limits (registers) belong to the kernel as a whole: point at it
         src = KernelSource.from_function(fn)
         raise e.at(src.loc(src.tree), f"kernel '{f.name}': ") from None
-    shared = f.shared_bytes
     if target.kind == "isa":
         from .isa_codegen import shared_size
 
         shared = shared_size(code)  # (data and the shared spill area)
+    else:
+        from .ptx_codegen import shared_bytes
+
+        shared = shared_bytes(f)  # what the launch gives the PTX's dynamic array
     stats["num_stages"] = f.meta.get("num_stages", 1)  # 1: no loop was pipelined
     ck = CompiledKernel(f.name, target, ir_text, code, params, shared,
                         threads, block, 0.0, stats, list(f.meta.get("asserts", [])),

@@ -103,7 +103,9 @@ class PtxLaunch:
     grid: tuple[int, int, int]
     block: tuple[int, int, int]
     backend: str = "cuda"
-    wall_s: float = 0.0
+    wall_s: float = 0.0  # copies in, kernel, copies out
+    kernel_s: float = 0.0  # the kernel alone, from CUDA events around the launch
+    cycles: int = 0  # (a LaunchResult's field; the GPU's clock is not read)
     instructions: int = 0
     thread_instructions: int = 0
     per_opcode: dict = field(default_factory=dict)
@@ -149,6 +151,38 @@ class CudaBackend(IssBackend):
                               "compiler's PTX needs sm_80 or newer")
         self.arena = int(_check(cu.cuMemAlloc(config.memory_bytes), "cuMemAlloc"))
         self._modules: dict[str, Any] = {}
+        self._events = [_check(cu.cuEventCreate(0), "cuEventCreate") for _ in range(2)]
+
+    def describe(self) -> dict[str, str]:
+        """The GPU's name, driver version and multiprocessor count, for reports."""
+        cu = self.cu
+        name = _check(cu.cuDeviceGetName(256, self.cu_device), "cuDeviceGetName")
+        version = int(_check(cu.cuDriverGetVersion(), "cuDriverGetVersion"))
+        sms = _check(cu.cuDeviceGetAttribute(
+            cu.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, self.cu_device),
+            "attribute")
+        return {"gpu": bytes(name).split(b"\0")[0].decode(),
+                "driver": f"CUDA {version // 1000}.{version % 1000 // 10}", "sms": str(sms)}
+
+    def allow_shared(self, function: Any, shared_bytes: int, name: str) -> None:
+        """Let kernel ``name`` launch with ``shared_bytes`` of dynamic shared memory: past
+        48 KiB a kernel must opt in (cuFuncSetAttribute), up to the device's limit."""
+        if shared_bytes <= 48 * 1024:
+            return
+        cu = self.cu
+        most = _check(cu.cuDeviceGetAttribute(
+            cu.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN,
+            self.cu_device), "attribute")
+        if shared_bytes > most:
+            raise DriverError(f"kernel '{name}' needs {shared_bytes} bytes of shared memory; "
+                              f"this GPU gives a block at most {most}: use smaller blocks")
+        attr = cu.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
+        _check(cu.cuFuncSetAttribute(function, attr, int(shared_bytes)),
+               f"allowing kernel '{name}' {shared_bytes} bytes of shared memory")
+
+    def elapsed_ms(self, start: Any, end: Any) -> float:
+        """Milliseconds between two recorded and completed CUDA events."""
+        return float(_check(self.cu.cuEventElapsedTime(start, end), "cuEventElapsedTime"))
 
     # -- PTX modules and launches ------------------------------------------------------------
     def load_ptx(self, ptx: str, name: str, params: list[tuple[str, str]]) -> PtxKernel:
@@ -157,7 +191,14 @@ class CudaBackend(IssBackend):
         module = self._modules.get(key)
         if module is None:
             image = np.frombuffer(ptx.encode() + b"\0", dtype=np.uint8)
-            module = _check(self.cu.cuModuleLoadData(image.ctypes.data), "cuModuleLoadData")
+            try:
+                module = _check(self.cu.cuModuleLoadData(image.ctypes.data), "cuModuleLoadData")
+            except DriverError as e:
+                raise DriverError(
+                    f"the GPU driver did not load the PTX of kernel '{name}' ({e}); ptxas "
+                    f"names the reason: write the PTX with `simtgpu compile FILE --kernel "
+                    f"{name} --target ptx --arch {self.arch} -o {name}.ptx` and run "
+                    f"`ptxas -arch={self.arch} {name}.ptx`") from None
             self._modules[key] = module
         fn = _check(self.cu.cuModuleGetFunction(module, name.encode()), "cuModuleGetFunction")
         return PtxKernel(name, fn, list(params))
@@ -171,16 +212,21 @@ class CudaBackend(IssBackend):
         base = GLOBAL_NULL_GUARD  # the null guard is never touched: copy from past it
         size = self.config.memory_bytes - base
         host = np.frombuffer(bytearray(self.read(base, size)), dtype=np.uint8)
+        self.allow_shared(kernel.function, shared_bytes, kernel.name)
+        start, end = self._events
         t0 = time.perf_counter()
         _check(cu.cuMemcpyHtoD(self.arena + base, host.ctypes.data, size), "cuMemcpyHtoD")
+        _check(cu.cuEventRecord(start, 0), "cuEventRecord")
         _check(cu.cuLaunchKernel(kernel.function, *grid, *block, int(shared_bytes), 0,
                                  pointers.ctypes.data, 0), "cuLaunchKernel")
+        _check(cu.cuEventRecord(end, 0), "cuEventRecord")
         _check(cu.cuCtxSynchronize(), "kernel execution")
         _check(cu.cuMemcpyDtoH(host.ctypes.data, self.arena + base, size), "cuMemcpyDtoH")
         wall = time.perf_counter() - t0
         self.write(base, host.tobytes())
         del values
-        return PtxLaunch(kernel.name, tuple(grid), tuple(block), wall_s=wall)
+        return PtxLaunch(kernel.name, tuple(grid), tuple(block), wall_s=wall,
+                         kernel_s=self.elapsed_ms(start, end) / 1000)
 
     # -- the command queue -------------------------------------------------------------------
     def _launch_problem(self, cmd: Command) -> str | None:
@@ -196,6 +242,9 @@ class CudaBackend(IssBackend):
         for module in self._modules.values():
             cu.cuModuleUnload(module)
         self._modules.clear()
+        for event in getattr(self, "_events", ()):
+            cu.cuEventDestroy(event)
+        self._events = []
         if getattr(self, "arena", None):
             cu.cuMemFree(self.arena)
             self.arena = 0
