@@ -99,15 +99,30 @@ class _Ops:
         return self.sel(self.cmp("lt", self.b("fabs", x), self.c(0.35)), small, big)
 
     def log1p(self, x: Value) -> Value:
-        # log(u) * x / (u - 1) with u = 1 + x rounded: the rounding error of u cancels
-        # (Goldberg, "What every computer scientist should know ...", theorem 4)
-        u = self.b("fadd", x, self.c(1.0))
-        d = self.b("fsub", u, self.c(1.0))
-        r = self.b("fmul", self.log(u), self.b("fmul", x, self.b("rcp", d)))
-        r = self.sel(self.cmp("eq", d, self.c(0.0)), x, r)
-        # inf stays inf; u = 0 (x = -1) gives -inf from log2
-        return self.sel(self.cmp("eq", u, self.c(float("inf"))), u,
-                        self.sel(self.cmp("eq", u, self.c(0.0)), self.log(u), r))
+        # u = 1 + x rounded, c = (x - (u - 1)) / u the rounding's share (log(1 + x) =
+        # log(u) + c to first order); log(u) = e ln2 + log(m) with u = m 2**e, m in
+        # [sqrt(1/2), sqrt(2)), log(m) = 2 atanh(s), s = (m - 1) / (m + 1), |s| <= 0.172,
+        # by its odd series to s**11 (fdlibm's reduction): no SFU log2, whose error near 1
+        # is absolute on some targets (the PTX lg2.approx); the SFU gives the specials
+        one = self.c(1.0)
+        u = self.b("fadd", x, one)
+        c = self.div(self.b("fsub", x, self.b("fsub", u, one)), u)
+        k = self.b("add", self.bits(u), self.ctx.const(0x3F800000 - 0x3F3504F3))
+        e = self.b("i2f", self.b("sub", self.b("sra", k, self.ctx.const(23)),
+                                 self.ctx.const(127)))
+        m = self.from_bits(self.b("add", self.b("and", k, self.ctx.const(0x7FFFFF)),
+                                  self.ctx.const(0x3F3504F3)))
+        f = self.b("fsub", m, one)
+        t = self.div(f, self.b("fadd", f, self.c(2.0)))
+        logm = self.b("fmul", t, self.poly(self.b("fmul", t, t),
+                                           [2.0, 2 / 3, 2 / 5, 2 / 7, 2 / 9, 2 / 11]))
+        ln2_hi = float(np.float32(LN2))
+        r = self.b("ffma", e, self.c(ln2_hi),
+                   self.b("fadd", logm, self.b("ffma", e, self.c(LN2 - ln2_hi), c)))
+        r = self.sel(self.cmp("eq", u, one), x, r)  # |x| below 2**-24 (and -0.0 kept)
+        finite = self.b("and", self.cmp("gt", u, self.c(0.0)),
+                        self.cmp("lt", u, self.c(float("inf"))))
+        return self.sel(finite, r, self.log(u))  # -inf at u = 0, NaN below, inf, NaN
 
     def erf(self, x: Value) -> Value:
         a = self.b("fabs", x)
@@ -308,19 +323,38 @@ def acos(ctx: Lowering, x) -> Tile:
         "fmul", ops("fsub", ops.c(1.0), v), ops("fadd", ops.c(1.0), v))), v))
 
 
+_TAN_SERIES = [1.0, 1 / 3, 2 / 15, 17 / 315, 62 / 2835, 1382 / 155925, 21844 / 6081075,
+               929569 / 638512875]
+# pi/2 in three parts (Cody and Waite): k * the first two is exact for the k tan reduces
+_PIO2 = (1.5703125, 4.837512969970703125e-4, 7.54978995489188216e-8)
+
+
 @builtin
 def tan(ctx: Lowering, x) -> Tile:
-    """The Taylor series to x**15 below |x| = 0.5 (the SFU sine's error is absolute, too
-    large relative to a small tangent), else sin(x) / cos(x) on the SFU."""
+    """x = k pi/2 + r with |r| <= pi/4 (Cody-Waite); tan(r) by the Taylor series to r**15
+    below |r| = 0.5, else 2t / (1 - t**2) with t = tan(r/2) by the same series; -1/tan(r)
+    for odd k. Only fused multiply-adds and rcp: the SFU's sine and cosine are accurate only
+    in absolute terms, too little near the poles (|x| from 1e5 on, where the reduction
+    runs out of bits, it is still sin / cos)."""
     ops = _Ops(ctx)
 
+    def series(r: Value) -> Value:
+        return ops("fmul", r, ops.poly(ops("fmul", r, r), _TAN_SERIES))
+
     def f(v: Value) -> Value:
-        x2 = ops("fmul", v, v)
-        series = ops("fmul", v, ops.poly(x2, [1.0, 1 / 3, 2 / 15, 17 / 315, 62 / 2835,
-                                              1382 / 155925, 21844 / 6081075,
-                                              929569 / 638512875]))
+        shift = ops.c(1.5 * _TWO23)  # adding and taking it back rounds to an integer
+        kf = ops("fsub", ops("ffma", v, ops.c(2 / np.pi), shift), shift)
+        r = v
+        for part in _PIO2:
+            r = ops("ffma", kf, ops.c(-part), r)
+        t = series(ops("fmul", r, ops.c(0.5)))
+        double = ops.div(ops("fadd", t, t), ops("ffma", ops("fneg", t), t, ops.c(1.0)))
+        tr = ops.sel(ops.cmp("lt", ops("fabs", r), ops.c(0.5)), series(r), double)
+        odd = ops.cmp("ne", ops("fsub", kf, ops("fmul", ops.floor(ops(
+            "fmul", kf, ops.c(0.5))), ops.c(2.0))), ops.c(0.0))
+        reduced = ops.sel(odd, ops("fneg", ops.div(ops.c(1.0), tr)), tr)
         big = ops.div(ops("sin", v), ops("cos", v))
-        return ops.sel(ops.cmp("lt", ops("fabs", v), ops.c(0.5)), series, big)
+        return ops.sel(ops.cmp("lt", ops("fabs", v), ops.c(1e5)), reduced, big)
 
     return _map_f32(ctx, (x,), f)
 
@@ -424,17 +458,26 @@ def div_rn(ctx: Lowering, x, y) -> Tile:
 
 @builtin
 def sqrt_rn(ctx: Lowering, x) -> Tile:
-    """sqrt(x) rounded to nearest even: the SFU square root corrected with the fused
-    residual x - s*s times 1/(2s)."""
+    """sqrt(x) rounded to nearest even: from the SFU's reciprocal square root r, g = x r
+    and h = r / 2 refined together once, then the fused residual x - g*g times h added to
+    g (Markstein's sequence: correctly rounded from a start within a few ulps, as the PTX
+    rsqrt.approx is; one correction of the SFU's sqrt was not always). Below 2**-64 x is
+    scaled by 2**64 first (the result back by 2**-32): the residual would be subnormal,
+    and flushed."""
     ops = _Ops(ctx)
 
-    def f(v: Value) -> Value:
-        s = ops("sqrt", v)
-        h = ops("fmul", ops("rsqrt", v), ops.c(0.5))
-        s2 = ops("ffma", ops("ffma", ops("fneg", s), s, v), h, s)
-        fin = ops("and", ops.cmp("gt", v, ops.c(0.0)),
-                  ops.cmp("lt", v, ops.c(float("inf"))))
-        return ops.sel(fin, s2, s)
+    def f(x: Value) -> Value:
+        tiny = ops.cmp("lt", x, ops.c(2.0 ** -64))
+        v = ops("fmul", x, ops.sel(tiny, ops.c(2.0 ** 64), ops.c(1.0)))
+        r = ops("rsqrt", v)
+        g, h = ops("fmul", v, r), ops("fmul", r, ops.c(0.5))
+        e = ops("ffma", ops("fneg", g), h, ops.c(0.5))
+        g, h = ops("ffma", g, e, g), ops("ffma", h, e, h)
+        g = ops("ffma", ops("ffma", ops("fneg", g), g, v), h, g)
+        g = ops("fmul", g, ops.sel(tiny, ops.c(2.0 ** -32), ops.c(1.0)))
+        fin = ops("and", ops.cmp("gt", x, ops.c(0.0)),
+                  ops.cmp("lt", x, ops.c(float("inf"))))
+        return ops.sel(fin, g, ops("sqrt", x))
 
     return _map_f32(ctx, (x,), f)
 

@@ -124,10 +124,11 @@ EXACT = {
 }
 
 
-def measure() -> dict[str, float]:
-    """The largest error of each function on its inputs, in ulps (on the ISS)."""
+def measure(backend: str = "iss") -> dict[str, float]:
+    """The largest error of each function on its inputs, in ulps (on the ISS, or on the
+    cuda backend's GPU)."""
     out = {}
-    with current_device("iss"):
+    with current_device(backend):
         for name, (gen, ref, _) in CASES.items():
             x = gen()
             out[name] = float(ulps(run(name, x), ref(x.astype(np.float64))).max())
@@ -139,12 +140,19 @@ def measure() -> dict[str, float]:
     return out
 
 
-@pytest.mark.parametrize("name", sorted(CASES))
-def test_accuracy_within_documented_bound(iss_device, name):
-    gen, ref, bound = CASES[name]
+def check_accuracy(name: str, bound: float | None = None) -> None:
+    """``name`` on its inputs on the current device, within ``bound`` ulps (default: the
+    documented bound)."""
+    gen, ref, documented = CASES[name]
     x = gen()
     err = ulps(run(name, x), ref(x.astype(np.float64)))
+    bound = documented if bound is None else bound
     assert err.max() <= bound, f"{name}({x[err.argmax()]!r}): {err.max():.2f} ulp"
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_accuracy_within_documented_bound(iss_device, name):
+    check_accuracy(name)
 
 
 @pytest.mark.parametrize("name", sorted(BINARY))
@@ -313,6 +321,8 @@ def test_libmath_ptx_assembles(tmp_path, name):
                     str(tmp_path / "k.cubin")], check=True, capture_output=True)
 
 
-if __name__ == "__main__":
-    for k, v in measure().items():
+if __name__ == "__main__":  # [iss|cuda]
+    import sys
+
+    for k, v in measure(*sys.argv[1:2]).items():
         print(f"{k:8s} {v:8.2f} ulp")
