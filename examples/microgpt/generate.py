@@ -51,7 +51,7 @@ def _fmt_row(name: str, c: runner.OpCost, tokens: int, rtl: bool, cuda: bool) ->
         ipc = c.instructions / c.cycles if c.cycles else 0.0
         row += f" {per(c.cycles):,.0f} | {ipc:.3f} |"
     if cuda:
-        row += f" {per(c.wall_s) * 1e6:,.0f} |"
+        row += f" {per(c.kernel_s) * 1e6:,.1f} | {per(c.wall_s) * 1e6:,.0f} |"
     return row
 
 
@@ -60,7 +60,7 @@ def report(costs: runner.Costs, backend: str, by: str = "op") -> str:
     (cuda) per token, by op or by stage, with the total."""
     rtl, cuda = backend == "rtl", backend == "cuda"
     head = f"| {by} | launches | warp-instr. |" + (" cycles | IPC |" if rtl else "") + \
-        (" µs |" if cuda else "")
+        (" kernel µs | launch µs |" if cuda else "")
     lines = [head, "|" + " --- |" + " ---: |" * (head.count("|") - 2)]
     rows = costs.by_op() if by == "op" else costs.by_stage()
     for name, c in rows.items():

@@ -32,6 +32,7 @@ class OpCost:
     thread_instructions: int = 0
     cycles: int = 0
     wall_s: float = 0.0
+    kernel_s: float = 0.0  # cuda: the kernels alone (wall_s adds the launches' copies)
 
     def absorb(self, other: OpCost) -> None:
         self.launches += other.launches
@@ -39,6 +40,7 @@ class OpCost:
         self.thread_instructions += other.thread_instructions
         self.cycles += other.cycles
         self.wall_s += other.wall_s
+        self.kernel_s += other.kernel_s
 
 
 @dataclass
@@ -51,7 +53,8 @@ class Costs:
     def add(self, stage: str, op: str, res) -> None:
         """Count one launch's ``LaunchResult``."""
         self.ops.setdefault((stage, op), OpCost(stage)).absorb(
-            OpCost(stage, 1, res.instructions, res.thread_instructions, res.cycles, res.wall_s))
+            OpCost(stage, 1, res.instructions, res.thread_instructions, res.cycles, res.wall_s,
+                   getattr(res, "kernel_s", 0.0)))  # only a PTX launch times its kernel
 
     def by_op(self) -> dict[str, OpCost]:
         """Per op name, in first-launch order (an op such as RMSNorm serves several stages)."""
