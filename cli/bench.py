@@ -615,7 +615,8 @@ def _chart_compiler(figs: list) -> Callable[[Path], None]:
 
 def _other_parts(parts: list[str], output: Path | None, explicit: bool = True) -> None:
     """Measure and write the sections that other tools provide; the ptx part, which needs
-    Triton, is skipped with a note when it was not asked for by name (``explicit``)."""
+    Triton, and the cuda part, which also needs a GPU, are skipped with a note when they
+    were not asked for by name (``explicit``)."""
     info = machine()
     if "rtl" in parts:
         from simtgpu.verification.bench_rtl import bench_rtl
@@ -669,19 +670,36 @@ def _other_parts(parts: list[str], output: Path | None, explicit: bool = True) -
     if "ptx" in parts:
         from simtgpu.compiler_backend import bench_ptx
 
-        try:
-            rows = bench_ptx.rows()
-        except bench_ptx.BenchUnavailable as e:
-            if not explicit:
-                print(f"skipped part ptx: {e}", file=sys.stderr)
-                return
+        rows = _unless_unavailable("ptx", bench_ptx.rows, explicit)
+        if rows is not None:
+            _emit("compiler-ptx", bench_ptx.render(rows, info, bench_ptx.triton_version()),
+                  output, "ptx")
+    if "cuda" in parts:
+        from simtgpu.compiler_backend import bench_cuda, bench_ptx
+
+        got = _unless_unavailable("cuda", bench_cuda.rows, explicit)
+        if got is not None:
+            rows, gpu = got
+            _emit("compiler-cuda", bench_cuda.render(rows, {**info, **gpu},
+                                                     bench_ptx.triton_version()), output, "cuda")
+
+
+def _unless_unavailable(part: str, measure: Callable, explicit: bool):
+    """``measure()``, or None with a note where its tools or GPU are missing and the part was
+    not asked for by name (asked for, the error stops the bench)."""
+    from simtgpu.compiler_backend.bench_ptx import BenchUnavailable
+
+    try:
+        return measure()
+    except BenchUnavailable as e:
+        if explicit:
             raise
-        _emit("compiler-ptx", bench_ptx.render(rows, info, bench_ptx.triton_version()),
-              output, "ptx")
+        print(f"skipped part {part}: {e}", file=sys.stderr)
+        return None
 
 
 PARTS = ("iss", "rtl", "ipc", "mma", "memory", "l2", "pipeline", "verilog", "compiler",
-         "compile", "ptx")
+         "compile", "ptx", "cuda")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -706,7 +724,8 @@ def main(argv: list[str] | None = None) -> int:
                    "(pipeline), Verilog generation shared and flat (verilog), compiler code "
                    "quality, compile time of the tutorial kernels "
                    "(compile), compiler's PTX against Triton's (ptx; "
-                   "needs the bench extra)")
+                   "needs the bench extra), both timed on an NVIDIA GPU (cuda; needs one, "
+                   "cuda-python and Triton)")
     args = p.parse_args(argv)
     parts = args.part or list(PARTS)
     if args.runs < 1 or args.scale <= 0:

@@ -218,9 +218,10 @@ def _load(path: Path, triton_imports: bool, tag: str):
         sys.path.remove(str(EXAMPLES))
 
 
-def ours(case: Case, aligned: bool = False) -> str:
-    """This compiler's PTX of ``case``; with ``aligned``, the specialisation a launch at
-    aligned sizes earns (the same hints :func:`triton_ptx` gives Triton)."""
+def ours_compiled(case: Case, aligned: bool = False):
+    """This compiler's PTX compile of ``case`` (its ``code``, ``shared_bytes`` ...); with
+    ``aligned``, the specialisation a launch at aligned sizes earns (the same hints
+    :func:`triton_compiled` gives Triton)."""
     from .compiler import Target, compile_function, parse_type
 
     mod = _load(case.file, False, case.kernel)
@@ -229,13 +230,18 @@ def ours(case: Case, aligned: bool = False) -> str:
     spec = {k: "a16" if v.startswith("*") else "d16" for k, v in case.signature.items()
             if aligned and (v.startswith("*") or k in case.aligned_ints)}
     return compile_function(fn.fn, types, dict(case.constexprs), Target.ptx("sm_90"),
-                            case.num_warps, case.block, specialize=spec).code
+                            case.num_warps, case.block, specialize=spec)
 
 
-def triton_ptx(case: Case, aligned: bool = False) -> str:
-    """Triton's PTX of ``case`` (FP fusion on and IEEE dots, as in this compiler); with
-    ``aligned``, the hints its JIT derives from a launch at aligned sizes: pointers
-    16-byte aligned, ``case.aligned_ints`` divisible by 16."""
+def ours(case: Case, aligned: bool = False) -> str:
+    """This compiler's PTX of ``case`` (see :func:`ours_compiled`)."""
+    return ours_compiled(case, aligned).code
+
+
+def triton_compiled(case: Case, aligned: bool = False):
+    """Triton's compile of ``case`` (``asm["ptx"]``, ``metadata``), FP fusion on and IEEE
+    dots, as in this compiler; with ``aligned``, the hints its JIT derives from a launch at
+    aligned sizes: pointers 16-byte aligned, ``case.aligned_ints`` divisible by 16."""
     os.environ["TRITON_DEFAULT_FP_FUSION"] = "1"
     os.environ["TRITON_F32_DEFAULT"] = "ieee"  # tl.dot in fp32 FMAs (Triton's default: tf32)
     os.environ["TRITON_ALWAYS_COMPILE"] = "1"  # the cache does not key on the two above
@@ -253,9 +259,13 @@ def triton_ptx(case: Case, aligned: bool = False) -> str:
     attrs = {(i,): [["tt.divisibility", 16]] for i, k in enumerate(params)
              if aligned and (sig[k].startswith("*") or k in case.aligned_ints)}
     src = triton.compiler.ASTSource(fn, sig, cexpr, attrs)
-    k = triton.compile(src, target=GPUTarget("cuda", 90, 32),
-                       options={"num_warps": case.num_warps})
-    return k.asm["ptx"]
+    return triton.compile(src, target=GPUTarget("cuda", 90, 32),
+                          options={"num_warps": case.num_warps})
+
+
+def triton_ptx(case: Case, aligned: bool = False) -> str:
+    """Triton's PTX of ``case`` (see :func:`triton_compiled`)."""
+    return triton_compiled(case, aligned).asm["ptx"]
 
 
 def rows(cases: tuple[Case, ...] = CASES) -> list[Row]:
