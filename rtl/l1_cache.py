@@ -231,23 +231,28 @@ class L1Cache(wiring.Component):
 
         # --- reorder buffer -------------------------------------------------------------
         # Flags in flip-flops; answers in memories read at the head: ``rob_mem`` by entry
-        # (a hit's line, an acknowledgement's data, an atomic's old word), ``slot_mem`` by
-        # fill slot (a read miss's line; see the module docstring).
+        # (a hit's line, an atomic's old word: written as the request is accepted),
+        # ``rob_ack`` by entry (an acknowledgement's data: written as it comes back),
+        # ``slot_mem`` by fill slot (a read miss's line; see the module docstring). One write
+        # port each, so that they map to distributed RAM: one memory written from both
+        # places was flip-flops and multiplexers on an FPGA.
         rob_valid = Signal(rd)
+        rob_acked = Signal(rd)  # the entry's answer is in rob_ack
         rob_ready = Signal(rd)  # answered (a hit, or acknowledged); a fill's entry: see below
         rob_fill = Signal(rd)  # a read miss or merge: answers with its slot's line
         head = Signal(rbits)
         tail = Signal(rbits)
         count = Signal(range(rd + 1))
         m.submodules.rob_mem = rob_mem = Memory(shape=unsigned(width), depth=rd, init=[])
+        m.submodules.rob_ack = rob_ack = Memory(shape=unsigned(width), depth=rd, init=[])
         m.submodules.rob_tags = rob_tags = Memory(shape=unsigned(self.tag_bits), depth=rd,
                                                   init=[])
         m.submodules.rob_slots = rob_slots = Memory(shape=unsigned(rbits), depth=rd, init=[])
         m.submodules.slot_mem = slot_mem = Memory(shape=unsigned(width), depth=rd, init=[])
         m.submodules.slot_last = slot_last = Memory(shape=unsigned(rbits), depth=rd, init=[])
         m.submodules.mshr_slot = mshr_slot = Memory(shape=unsigned(rbits), depth=nm, init=[])
-        rob_rd, rob_wr_acc, rob_wr_ack = (rob_mem.read_port(domain="comb"),
-                                          rob_mem.write_port(), rob_mem.write_port())
+        rob_rd, rob_wr_acc = rob_mem.read_port(domain="comb"), rob_mem.write_port()
+        ack_rd, rob_wr_ack = rob_ack.read_port(domain="comb"), rob_ack.write_port()
         tags_rd, tags_wr = rob_tags.read_port(domain="comb"), rob_tags.write_port()
         rslot_rd, rslot_wr = rob_slots.read_port(domain="comb"), rob_slots.write_port()
         slot_rd, slot_wr = slot_mem.read_port(domain="comb"), slot_mem.write_port()
@@ -259,7 +264,8 @@ class L1Cache(wiring.Component):
         for i in reversed(range(rd)):
             with m.If(~slot_busy[i]):
                 m.d.comb += slot_free.eq(i)
-        m.d.comb += [rob_rd.addr.eq(head), tags_rd.addr.eq(head), rslot_rd.addr.eq(head),
+        m.d.comb += [rob_rd.addr.eq(head), ack_rd.addr.eq(head), tags_rd.addr.eq(head),
+                     rslot_rd.addr.eq(head),
                      slot_rd.addr.eq(rslot_rd.data), last_rd.addr.eq(rslot_rd.data),
                      mslot_rd.addr.eq(pend_idx)]
 
@@ -314,6 +320,7 @@ class L1Cache(wiring.Component):
         with m.Elif(dresp.valid):
             m.d.sync += rob_ready.bit_select(route_head.rob, 1).eq(1)
             with m.If(~route_head.keep):  # an executed atomic keeps its old word
+                m.d.sync += rob_acked.bit_select(route_head.rob, 1).eq(1)
                 m.d.comb += [rob_wr_ack.addr.eq(route_head.rob),
                              rob_wr_ack.data.eq(dresp.payload.rdata), rob_wr_ack.en.eq(1)]
 
@@ -419,6 +426,7 @@ class L1Cache(wiring.Component):
                 rob_valid.bit_select(tail, 1).eq(1),
                 rob_ready.bit_select(tail, 1).eq(is_read & hit),
                 rob_fill.bit_select(tail, 1).eq(is_read & ~hit),
+                rob_acked.bit_select(tail, 1).eq(0),
                 tail.eq(tail + 1),
             ]
             m.d.comb += [
@@ -450,7 +458,8 @@ class L1Cache(wiring.Component):
             resp.valid.eq(rob_valid.bit_select(head, 1)
                           & Mux(head_fill, slot_filled.bit_select(rslot_rd.data, 1),
                                 rob_ready.bit_select(head, 1))),
-            resp.payload.rdata.eq(Mux(resp.valid, Mux(head_fill, slot_rd.data, rob_rd.data), 0)),
+            resp.payload.rdata.eq(Mux(resp.valid, Mux(head_fill, slot_rd.data, Mux(
+                rob_acked.bit_select(head, 1), ack_rd.data, rob_rd.data)), 0)),
             resp.payload.tag.eq(Mux(resp.valid, tags_rd.data, 0)),
         ]
         retire = Signal()
