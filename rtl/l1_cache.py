@@ -76,14 +76,22 @@ def _bits(n: int) -> int:
     return max(1, (n - 1).bit_length())
 
 
-def cache_signature(line_words: int, tag_bits: int) -> wiring.Signature:
+FADD_PORT = wiring.Signature({"en": Out(1), "a": Out(32), "b": Out(32), "result": In(32)})
+"""A bank's use of an FP adder outside it (:class:`~simtgpu.rtl.fpu.Fpu` ``FADD``, its
+latency): operands and enable out, the sum back."""
+
+
+def cache_signature(line_words: int, tag_bits: int, fadd_port: bool = False
+                    ) -> wiring.Signature:
     """The interface of a cache at either level (this L1, the L2 of rtl/l2_cache.py): the
-    memory port on both sides, ``invalidate``, the counters' strobes and ``idle``."""
+    memory port on both sides, ``invalidate``, the counters' strobes and ``idle``; with
+    ``fadd_port`` the :data:`FADD_PORT` of a bank whose ``atom.fadd`` adder is shared."""
     return wiring.Signature({
         "up": In(mem_port_signature(line_words, tag_bits)),
         "down": Out(mem_port_signature(line_words, tag_bits)),
         "invalidate": In(1),
         **{name: Out(1) for name in ("hit", "miss", "merge", "mshr_full", "idle")},
+        **({"fadd": Out(FADD_PORT)} if fadd_port else {}),
     })
 
 
@@ -113,6 +121,10 @@ class L1Cache(wiring.Component):
         ``atomics="execute"``: the form of the FP adder of ``atom.fadd``
         (:class:`~simtgpu.rtl.fpu.Fpu`'s ``gated``); the gated one is evaluated by a
         simulator only in the cycles of an ``atom.fadd``.
+    fadd_latency:
+        ``atomics="execute"``: 0, the bank has its own adder; else the bank drives the
+        ``fadd`` port (:data:`FADD_PORT`) of an adder of this latency outside it, which
+        the L2 shares between its banks.
 
     Members
     -------
@@ -129,7 +141,7 @@ class L1Cache(wiring.Component):
 
     def __init__(self, *, line_words: int = 8, size_bytes: int = 4096, ways: int = 2,
                  mshrs: int = 4, rob_depth: int = 8, tag_bits: int = 8,
-                 atomics: str = "bypass", gated: bool = False):
+                 atomics: str = "bypass", gated: bool = False, fadd_latency: int = 0):
         problems = []
         if atomics not in ("bypass", "execute"):
             problems.append(f"atomics must be 'bypass' or 'execute', not {atomics!r}")
@@ -158,10 +170,11 @@ class L1Cache(wiring.Component):
         self.tag_bits = tag_bits
         self.atomics = atomics
         self.gated = gated
+        self.fadd_latency = fadd_latency if atomics == "execute" else 0
         self.offset_bits = (line_bytes - 1).bit_length()
         self.set_bits = (sets - 1).bit_length()
         self.line_tag_bits = 32 - self.offset_bits - self.set_bits
-        super().__init__(cache_signature(line_words, tag_bits))
+        super().__init__(cache_signature(line_words, tag_bits, self.fadd_latency > 0))
 
     def elaborate(self, platform) -> Module:
         m = Module()
@@ -487,13 +500,18 @@ class L1Cache(wiring.Component):
         word = p.addr[2:ob] if lw > 1 else Const(0, 1)
         words = Array(line_data[32 * i:32 * (i + 1)] for i in range(lw))
         m.d.comb += [old.eq(words[word]), be.eq(Const(0xF, 4 * lw) << (word * 4))]
-        m.submodules.atom_fpu = fpu = Fpu(gated=self.gated)
-        wait = Signal(range(fpu.latency + 1))
+        if self.fadd_latency:
+            fpu, latency = self.fadd, self.fadd_latency
+        else:
+            m.submodules.atom_fpu = fpu = Fpu(gated=self.gated)
+            m.d.comb += fpu.op.eq(FpuOp.FADD)
+            latency = fpu.latency
+        wait = Signal(range(latency + 1))
         is_fadd = Signal()
         m.d.comb += [
             is_fadd.eq(start & (p.atom_op == AtomOp.FADD)),
-            ready.eq(~is_fadd | (wait == fpu.latency)),
-            fpu.en.eq(is_fadd), fpu.op.eq(FpuOp.FADD), fpu.a.eq(old), fpu.b.eq(p.atom_b),
+            ready.eq(~is_fadd | (wait == latency)),
+            fpu.en.eq(is_fadd), fpu.a.eq(old), fpu.b.eq(p.atom_b),
         ]
         m.d.sync += wait.eq(Mux(is_fadd & ~ready, wait + 1, 0))
         m.d.comb += new.eq(atomic_result(m, p.atom_op, old, p.atom_b, p.atom_c, fpu.result))

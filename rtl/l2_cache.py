@@ -38,6 +38,7 @@ from amaranth.lib import wiring
 from amaranth.lib.fifo import SyncFIFO
 
 from . import reuse
+from .fpu import Fpu, FpuOp
 from .interconnect import Interconnect
 from .l1_cache import L1Cache, cache_signature
 
@@ -60,8 +61,10 @@ class L2Cache(wiring.Component):
     tag_bits:
         Tag width of the memory port (both sides).
     gated:
-        The form of each bank's FP adder for ``atom.fadd`` (:class:`~simtgpu.rtl.fpu.Fpu`'s
-        ``gated``, from ``RtlConfig.clock_gating``).
+        The form of the banks' FP adder for ``atom.fadd`` (:class:`~simtgpu.rtl.fpu.Fpu`'s
+        ``gated``, from ``RtlConfig.clock_gating``). The banks share one adder: a bank
+        performs an atomic while the request is at its port, not yet accepted, and the L2
+        presents one request at a time, so no two ``atom.fadd`` are ever in progress at once.
 
     Members
     -------
@@ -92,9 +95,10 @@ class L2Cache(wiring.Component):
         self.banks = banks
         self.bank_bits = (banks - 1).bit_length()
         self.tag_bits = tag_bits
+        self.gated = gated
         self.bank_args = dict(line_words=line_words, size_bytes=size_bytes // banks, ways=ways,
                               mshrs=mshrs, rob_depth=rob_depth, tag_bits=tag_bits,
-                              atomics="execute", gated=gated)
+                              atomics="execute", fadd_latency=Fpu().latency)
         self.rob_depth = rob_depth
         self.mshrs = mshrs
         self._banks = [L1Cache(**self.bank_args) for _ in range(banks)]  # checks them now
@@ -108,6 +112,14 @@ class L2Cache(wiring.Component):
         key = tuple(sorted(self.bank_args.items()))
         for i, b in enumerate(banks):
             m.submodules[f"bank{i}"] = reuse.shared(b, key)  # one module in Verilog
+        # the one adder of atom.fadd: at most one bank drives it (see ``gated`` above)
+        m.submodules.atom_fpu = fpu = Fpu(gated=self.gated)
+        m.d.comb += [fpu.op.eq(FpuOp.FADD),
+                     fpu.en.eq(Cat(*[b.fadd.en for b in banks]).any())]
+        for b in banks:
+            m.d.comb += b.fadd.result.eq(fpu.result)
+            with m.If(b.fadd.en):
+                m.d.comb += [fpu.a.eq(b.fadd.a), fpu.b.eq(b.fadd.b)]
 
         req, resp = self.up.req, self.up.resp
         bank = Signal(max(1, bb))
