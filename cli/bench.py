@@ -217,6 +217,10 @@ def machine() -> dict[str, str]:
     try:
         commit = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"],
                                 capture_output=True, text=True, timeout=10).stdout.strip()
+        changed = subprocess.run(["git", "-C", str(ROOT), "diff", "--quiet", "HEAD", "--"],
+                                 capture_output=True, timeout=10).returncode == 1
+        if commit and changed:  # figures of a tree that is not the commit say so
+            commit += " with uncommitted changes"
     except (OSError, subprocess.SubprocessError):
         commit = ""
     return {

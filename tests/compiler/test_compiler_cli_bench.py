@@ -95,3 +95,20 @@ def test_tutorial_compile_time_section():
     assert text.startswith("## Compile time of the tutorial kernels")
     assert "| 01 add BLOCK_SIZE=1024 |" in text and "load average 1.5" in text
     assert "(local) |" in text and "--part compile" in text and "| PTX ms |" in text
+
+
+def test_figures_of_a_changed_tree_say_so(monkeypatch):
+    """machine()'s commit names a tree that differs from it (figures measured before the
+    commit that holds their code)."""
+    from simtgpu.cli import bench as cli_bench
+
+    def fake(changed):
+        def run(cmd, **kw):
+            out = "abc1234\n" if "rev-parse" in cmd else ""
+            return subprocess.CompletedProcess(cmd, 1 if changed and "diff" in cmd else 0, out)
+        return run
+
+    monkeypatch.setattr(cli_bench.subprocess, "run", fake(True))
+    assert cli_bench.machine()["commit"] == "abc1234 with uncommitted changes"
+    monkeypatch.setattr(cli_bench.subprocess, "run", fake(False))
+    assert cli_bench.machine()["commit"] == "abc1234"
