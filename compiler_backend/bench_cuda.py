@@ -149,6 +149,8 @@ class Timing:
 
 @dataclass
 class Row:
+    """One kernel's four timings."""
+
     case: Case
     work: Workload
     plain: tuple[Timing, Timing]  # (ours, Triton) without hints
@@ -164,9 +166,6 @@ class _Gpu:
 
         self.backend = CudaBackend(CONFIGS["small"])
         self.cu, self.check = self.backend.cu, _check
-        cu = self.cu
-        self.start = self.check(cu.cuEventCreate(0), "cuEventCreate")
-        self.end = self.check(cu.cuEventCreate(0), "cuEventCreate")
         self.buffers: list[int] = []
 
     def upload(self, array: np.ndarray) -> int:
@@ -195,14 +194,13 @@ class _Gpu:
         """``times`` launches back to back; the kernel time of all of them, in ms."""
         vals = [np.array([v], dtype=_CUDA_BYTES[t]) for t, v in zip(types, values, strict=True)]
         ptrs = np.array([v.ctypes.data for v in vals], dtype=np.uint64)
-        cu = self.cu
-        self.check(cu.cuEventRecord(self.start, 0), "cuEventRecord")
-        for _ in range(times):
-            self.check(cu.cuLaunchKernel(fn, *grid, *block, shared, 0, ptrs.ctypes.data, 0),
-                       "cuLaunchKernel")
-        self.check(cu.cuEventRecord(self.end, 0), "cuEventRecord")
-        self.check(cu.cuEventSynchronize(self.end), "kernel execution")
-        return self.backend.elapsed_ms(self.start, self.end)
+
+        def enqueue() -> None:
+            for _ in range(times):
+                self.check(self.cu.cuLaunchKernel(fn, *grid, *block, shared, 0,
+                                                  ptrs.ctypes.data, 0), "cuLaunchKernel")
+
+        return self.backend.timed_ms(enqueue)
 
     def close(self) -> None:
         for b in self.buffers:

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import hashlib
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -180,9 +181,16 @@ class CudaBackend(IssBackend):
         _check(cu.cuFuncSetAttribute(function, attr, int(shared_bytes)),
                f"allowing kernel '{name}' {shared_bytes} bytes of shared memory")
 
-    def elapsed_ms(self, start: Any, end: Any) -> float:
-        """Milliseconds between two recorded and completed CUDA events."""
-        return float(_check(self.cu.cuEventElapsedTime(start, end), "cuEventElapsedTime"))
+    def timed_ms(self, enqueue: Callable[[], Any]) -> float:
+        """GPU milliseconds of the work ``enqueue`` puts on the default stream, from CUDA
+        events recorded before and after it; returns once that work is done."""
+        cu = self.cu
+        start, end = self._events
+        _check(cu.cuEventRecord(start, 0), "cuEventRecord")
+        enqueue()
+        _check(cu.cuEventRecord(end, 0), "cuEventRecord")
+        _check(cu.cuEventSynchronize(end), "kernel execution")
+        return float(_check(cu.cuEventElapsedTime(start, end), "cuEventElapsedTime"))
 
     # -- PTX modules and launches ------------------------------------------------------------
     def load_ptx(self, ptx: str, name: str, params: list[tuple[str, str]]) -> PtxKernel:
@@ -213,20 +221,18 @@ class CudaBackend(IssBackend):
         size = self.config.memory_bytes - base
         host = np.frombuffer(bytearray(self.read(base, size)), dtype=np.uint8)
         self.allow_shared(kernel.function, shared_bytes, kernel.name)
-        start, end = self._events
         t0 = time.perf_counter()
         _check(cu.cuMemcpyHtoD(self.arena + base, host.ctypes.data, size), "cuMemcpyHtoD")
-        _check(cu.cuEventRecord(start, 0), "cuEventRecord")
-        _check(cu.cuLaunchKernel(kernel.function, *grid, *block, int(shared_bytes), 0,
-                                 pointers.ctypes.data, 0), "cuLaunchKernel")
-        _check(cu.cuEventRecord(end, 0), "cuEventRecord")
+        kernel_ms = self.timed_ms(lambda: _check(cu.cuLaunchKernel(
+            kernel.function, *grid, *block, int(shared_bytes), 0, pointers.ctypes.data, 0),
+            "cuLaunchKernel"))
         _check(cu.cuCtxSynchronize(), "kernel execution")
         _check(cu.cuMemcpyDtoH(host.ctypes.data, self.arena + base, size), "cuMemcpyDtoH")
         wall = time.perf_counter() - t0
         self.write(base, host.tobytes())
         del values
         return PtxLaunch(kernel.name, tuple(grid), tuple(block), wall_s=wall,
-                         kernel_s=self.elapsed_ms(start, end) / 1000)
+                         kernel_s=kernel_ms / 1000)
 
     # -- the command queue -------------------------------------------------------------------
     def _launch_problem(self, cmd: Command) -> str | None:
