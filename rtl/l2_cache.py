@@ -82,6 +82,8 @@ class L2Cache(wiring.Component):
         Nothing in flight.
     """
 
+    FADD_LATENCY = 2  # of the FP adder the banks share for atom.fadd
+
     def __init__(self, *, line_words: int = 8, size_bytes: int = 16384, ways: int = 8,
                  banks: int = 2, mshrs: int = 8, rob_depth: int = 16, tag_bits: int = 9,
                  gated: bool = False):
@@ -95,13 +97,13 @@ class L2Cache(wiring.Component):
         self.banks = banks
         self.bank_bits = (banks - 1).bit_length()
         self.tag_bits = tag_bits
-        self.gated = gated
         self.bank_args = dict(line_words=line_words, size_bytes=size_bytes // banks, ways=ways,
                               mshrs=mshrs, rob_depth=rob_depth, tag_bits=tag_bits,
-                              atomics="execute", fadd_latency=Fpu().latency)
+                              atomics="execute", fadd_latency=self.FADD_LATENCY)
         self.rob_depth = rob_depth
         self.mshrs = mshrs
         self._banks = [L1Cache(**self.bank_args) for _ in range(banks)]  # checks them now
+        self._fpu = Fpu(latency=self.FADD_LATENCY, gated=gated)  # the banks' one adder
         super().__init__(cache_signature(line_words, tag_bits))
 
     def elaborate(self, platform) -> Module:
@@ -113,7 +115,7 @@ class L2Cache(wiring.Component):
         for i, b in enumerate(banks):
             m.submodules[f"bank{i}"] = reuse.shared(b, key)  # one module in Verilog
         # the one adder of atom.fadd: at most one bank drives it (see ``gated`` above)
-        m.submodules.atom_fpu = fpu = Fpu(gated=self.gated)
+        m.submodules.atom_fpu = fpu = self._fpu
         m.d.comb += [fpu.op.eq(FpuOp.FADD),
                      fpu.en.eq(Cat(*[b.fadd.en for b in banks]).any())]
         for b in banks:
