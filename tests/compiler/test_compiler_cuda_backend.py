@@ -124,7 +124,7 @@ def test_shared_memory_over_the_gpu_is_a_clear_error(cuda_device):
 PTX_BOUND = {"exp2": 2, "log2": 2, "rsqrt": 2, "exp10": 3, "pow": 96}
 
 
-@pytest.mark.parametrize("name", sorted(libmath.CASES))
+@pytest.mark.parametrize("name", sorted(libmath.CASES) + sorted(libmath.BINARY))
 def test_libmath_accuracy_on_the_gpu(cuda_device, name):
     libmath.check_accuracy(name, PTX_BOUND.get(name))
 
