@@ -22,14 +22,17 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
+from simtgpu.driver_model.backend_cuda import pack_kernel_params
 from simtgpu.driver_model.errors import DriverError
 
 from .bench_ptx import CASES, BenchUnavailable, Case, ours_compiled, triton_compiled
 
 _ENTRY = re.compile(r"\.entry\s+(\w+)\s*\(([^)]*)\)", re.S)
 _PARAM = re.compile(r"\.param\s+\.(\w+)")
-_CUDA_BYTES = {"u64": np.uint64, "s64": np.int64, "b64": np.uint64, "u32": np.uint32,
-               "s32": np.int32, "b32": np.uint32, "f32": np.float32}
+# a PTX parameter type as a kind of driver_model.backend_cuda.pack_kernel_params (pointers
+# are passed as the u64 device addresses they are here)
+_PTX_KINDS = {"u64": "u64", "b64": "u64", "s64": "i64", "u32": "u32", "b32": "u32",
+              "s32": "i32", "f32": "f32"}
 
 
 def entry_params(ptx: str) -> tuple[str, list[str]]:
@@ -46,7 +49,7 @@ class Workload:
     buffers, scalars are passed as such), the grid, what to check and the bytes moved."""
 
     label: str
-    grid: Callable[[dict], tuple[int, int, int]]
+    grid: tuple[int, int, int]
     make: Callable[[np.random.Generator], dict]
     reference: Callable[[dict], dict[str, np.ndarray]]  # outputs of ONE launch
     bytes_moved: int = 0  # the least a launch must move to and from DRAM
@@ -90,43 +93,43 @@ def _softmax_ref(a):
 
 
 WORKLOADS: dict[str, Workload] = {w.label: w for w in (
-    Workload("vector_add", lambda a: (_cdiv(_N, 1024), 1, 1),
+    Workload("vector_add", (_cdiv(_N, 1024), 1, 1),
              lambda r: dict(x_ptr=_f32(r, _N), y_ptr=_f32(r, _N),
                             output_ptr=np.zeros(_N, np.float32), n_elements=_N),
              lambda a: {"output_ptr": a["x_ptr"] + a["y_ptr"]},
              bytes_moved=12 * _N, flops=_N),
-    Workload("saxpy", lambda a: (_cdiv(_N, 1024), 1, 1),
+    Workload("saxpy", (_cdiv(_N, 1024), 1, 1),
              lambda r: dict(x_ptr=_f32(r, _N), y_ptr=_f32(r, _N), a=np.float32(1.75), n=_N),
              lambda a: {"y_ptr": a["a"] * a["x_ptr"].astype(np.float64) + a["y_ptr"]},
              bytes_moved=12 * _N, flops=2 * _N),
-    Workload("softmax", lambda a: (_ROWS, 1, 1),
+    Workload("softmax", (_ROWS, 1, 1),
              lambda r: dict(output_ptr=np.zeros((_ROWS, _COLS), np.float32),
                             input_ptr=_f32(r, _ROWS, _COLS), input_row_stride=_COLS,
                             output_row_stride=_COLS, n_rows=_ROWS, n_cols=_COLS),
              _softmax_ref, bytes_moved=8 * _ROWS * _COLS, atol=1e-6, rtol=1e-4),
-    Workload("rmsnorm", lambda a: (_ROWS, 1, 1),
+    Workload("rmsnorm", (_ROWS, 1, 1),
              lambda r: dict(x_ptr=_f32(r, _ROWS, _COLS), w_ptr=_f32(r, _COLS),
                             y_ptr=np.zeros((_ROWS, _COLS), np.float32), stride=_COLS,
                             N=_COLS, eps=np.float32(1e-5)),
              _norm_ref, bytes_moved=8 * _ROWS * _COLS, rtol=1e-4),
-    Workload("layernorm", lambda a: (_ROWS, 1, 1),
+    Workload("layernorm", (_ROWS, 1, 1),
              lambda r: dict(X=_f32(r, _ROWS, _COLS), Y=np.zeros((_ROWS, _COLS), np.float32),
                             W=_f32(r, _COLS), B=_f32(r, _COLS),
                             Mean=np.zeros(_ROWS, np.float32), Rstd=np.zeros(_ROWS, np.float32),
                             stride=_COLS, N=_COLS, eps=np.float32(1e-5)),
              _ln_ref, bytes_moved=8 * _ROWS * _COLS, rtol=1e-4, atol=1e-4),
-    Workload("sum_reduction", lambda a: (_cdiv(_N, 1024), 1, 1),
+    Workload("sum_reduction", (_cdiv(_N, 1024), 1, 1),
              lambda r: dict(x_ptr=_f32(r, _N), partial_ptr=np.zeros(_N // 1024, np.float32),
                             total_ptr=np.zeros(1, np.float32), n=_N),
              lambda a: {"partial_ptr": a["x_ptr"].astype(np.float64).reshape(-1, 1024)
                         .sum(axis=1), "total_ptr": np.array([a["x_ptr"].sum(dtype=np.float64)])},
              bytes_moved=4 * _N, rtol=1e-4, atol=1e-3),
-    Workload("histogram", lambda a: (_cdiv(_N, 1024), 1, 1),
+    Workload("histogram", (_cdiv(_N, 1024), 1, 1),
              lambda r: dict(x_ptr=r.integers(-2, 20, _N).astype(np.int32),
                             hist_ptr=np.zeros(16, np.int32), n=_N),
              lambda a: {"hist_ptr": np.bincount(np.clip(a["x_ptr"], 0, 15), minlength=16)},
              bytes_moved=4 * _N, rtol=0, atol=0),
-    Workload("matmul 64x64x32", lambda a: (_cdiv(_MM, 64) * _cdiv(_MM, 64), 1, 1),
+    Workload("matmul 64x64x32", (_cdiv(_MM, 64) * _cdiv(_MM, 64), 1, 1),
              lambda r: dict(a_ptr=_f32(r, _MM, _MM), b_ptr=_f32(r, _MM, _MM),
                             c_ptr=np.zeros((_MM, _MM), np.float32), M=_MM, N=_MM, K=_MM,
                             stride_am=_MM, stride_ak=1, stride_bk=_MM, stride_bn=1,
@@ -139,10 +142,9 @@ WORKLOADS: dict[str, Workload] = {w.label: w for w in (
 
 @dataclass
 class Timing:
-    """One compiled kernel's figures: median microseconds per launch and the batches'."""
+    """One compiled kernel's figures: median microseconds per launch, the output check."""
 
     us: float
-    batches_us: list[float]
     ok: bool
     detail: str
 
@@ -192,7 +194,7 @@ class _Gpu:
     def launch(self, fn, types: list[str], values: list, grid, block, shared: int,
                times: int = 1) -> float:
         """``times`` launches back to back; the kernel time of all of them, in ms."""
-        vals = [np.array([v], dtype=_CUDA_BYTES[t]) for t, v in zip(types, values, strict=True)]
+        vals = pack_kernel_params([_PTX_KINDS[t] for t in types], values, 0)
         ptrs = np.array([v.ctypes.data for v in vals], dtype=np.uint64)
 
         def enqueue() -> None:
@@ -234,7 +236,7 @@ def measure(case: Case, gpu: _Gpu, rng: np.random.Generator, batches: int = 7,
     want = work.reference(args)
     arrays = {k: v for k, v in args.items() if isinstance(v, np.ndarray) and v.ndim}
     ptrs = {k: gpu.upload(v) for k, v in arrays.items()}
-    grid, block = work.grid(args), (32 * case.num_warps, 1, 1)
+    grid, block = work.grid, (32 * case.num_warps, 1, 1)
     programs = grid[0] * grid[1] * grid[2]
     pairs = []
     for aligned in (False, True):
@@ -261,7 +263,7 @@ def measure(case: Case, gpu: _Gpu, rng: np.random.Generator, batches: int = 7,
             for i, (fn, values, types, shared, _) in enumerate(kernels):
                 ms = gpu.launch(fn, types, values, grid, block, shared, per_batch)
                 runs[i].append(1000 * ms / per_batch)
-        pairs.append(tuple(Timing(statistics.median(r), r, *c)
+        pairs.append(tuple(Timing(statistics.median(r), *c)
                            for r, c in zip(runs, checks, strict=True)))
     return Row(case, work, pairs[0], pairs[1])
 
