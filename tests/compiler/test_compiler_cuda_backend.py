@@ -1,6 +1,8 @@
 """The cuda backend: parameter packing is checked everywhere; launches on a real GPU run only
 where an NVIDIA GPU, its driver and cuda-python are present (skipped otherwise)."""
 
+import zlib
+
 import numpy as np
 import pytest
 import test_compiler_libmath as libmath
@@ -120,12 +122,17 @@ def test_shared_memory_over_the_gpu_is_a_clear_error(cuda_device):
 
 
 # The PTX's approximate instructions (ex2, rsqrt, lg2 .approx) are looser than the ISA's SFU
-# where these bounds are wider than the ISS's (docs/compiler.md lists both)
-PTX_BOUND = {"exp2": 2, "log2": 2, "rsqrt": 2, "exp10": 3, "pow": 96}
+# where these bounds are wider than the ISS's (docs/compiler.md lists both): exp(x) - 1 from
+# ex2.approx carries its error into expm1, tanh and sinh (4.09 ulp seen for sinh)
+PTX_BOUND = {"exp2": 2, "log2": 2, "rsqrt": 2, "exp10": 3, "pow": 96, "expm1": 6, "tanh": 6,
+             "sinh": 6}
 
 
 @pytest.mark.parametrize("name", sorted(libmath.CASES) + sorted(libmath.BINARY))
-def test_libmath_accuracy_on_the_gpu(cuda_device, name):
+def test_libmath_accuracy_on_the_gpu(cuda_device, monkeypatch, name):
+    # inputs of their own per function (the module's generator is shared, so they would
+    # depend on which tests ran before in the same process)
+    monkeypatch.setattr(libmath, "RNG", np.random.default_rng(zlib.crc32(name.encode())))
     libmath.check_accuracy(name, PTX_BOUND.get(name))
 
 
