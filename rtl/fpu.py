@@ -310,18 +310,23 @@ class Fpu(wiring.Component):
         """Stage 2: add, normalise, round to nearest even, flush, overflow, pack."""
         word = Signal(32, name="s2_word")
         x = s1.x
+        raw = Signal(WINDOW + 3, name="s2_raw")
         diff = Signal(signed(WINDOW + 2), name="s2_diff")
         total = Signal(WINDOW + 1, name="s2_sum")
         sign = Signal(name="s2_sign")
-        m.d.comb += diff.eq(x - s1.y)
+        # One adder for both: x + y, or x - y as x + ~y + 1 (the carry-in rides in a bit
+        # below both operands), then the magnitude of a difference
+        sub = s1.eff_sub
+        m.d.comb += [
+            raw.eq(Cat(sub, x, Const(0, WINDOW + 1 - len(x)), Const(0, 1))
+                   + Cat(sub, s1.y ^ sub.replicate(WINDOW), sub, sub)),
+            diff.eq(raw[1:]),
+        ]
         negative = diff[-1]  # the sign bit: a compare with 0 is a wide compare in Verilator
-        with m.If(s1.eff_sub):
-            m.d.comb += [
-                total.eq(Mux(negative, -diff, diff)),
-                sign.eq(Mux(negative, s1.sign_y, s1.sign_x)),
-            ]
-        with m.Else():
-            m.d.comb += [total.eq(x + s1.y), sign.eq(s1.sign_x)]
+        m.d.comb += [
+            total.eq(Mux(negative, -diff, diff)),
+            sign.eq(Mux(negative, s1.sign_y, s1.sign_x)),
+        ]
 
         m.submodules.normalise = m = Module()  # a simulator evaluates it once the sum is final
         zero, lz = lzc(total)

@@ -75,6 +75,8 @@ def widen(m: Module, h, fmt: str, name: str) -> Signal:
 def narrow(m: Module, a, fmt: str, name: str) -> Signal:
     """16-bit ``fmt`` pattern of the FP32 ``a``: RNE, subnormals kept, overflow to infinity,
     NaN -> 0x7fff (the integer rounding of ``numerics._round_half``)."""
+    if fmt == "bf16":
+        return _narrow_bf16(m, a, name)
     ebits, mbits = _FIELDS[fmt]
     emin = 2 - (1 << (ebits - 1))
     inf = ((1 << ebits) - 1) << mbits
@@ -105,6 +107,20 @@ def narrow(m: Module, a, fmt: str, name: str) -> Signal:
         m.d.comb += out.eq(Cat(Const(inf, 15), sign))
     with m.Else():
         m.d.comb += out.eq(Cat(biased[:15], sign))
+    return out
+
+
+def _narrow_bf16(m: Module, a, name: str) -> Signal:
+    """bf16 has FP32's exponent range, so narrowing rounds the pattern's top half at a fixed
+    bit (subnormals included); a carry out of the significand moves the exponent up, into
+    infinity past the largest finite value."""
+    out = Signal(16, name=f"{name}_h")
+    low = a[:16]
+    up = low[15] & ((low[:15] != 0) | a[16])
+    with m.If((a[23:31] == 0xFF) & (a[:23] != 0)):
+        m.d.comb += out.eq(HALF_NAN)
+    with m.Else():
+        m.d.comb += out.eq(a[16:] + up)
     return out
 
 
@@ -169,8 +185,11 @@ class HalfUnit(wiring.Component):
     def _datapath(m: Module, op, a, b, c) -> Signal:
         """The result word of ``op`` on ``a``, ``b``, ``c`` (combinational)."""
         word = Signal(32)
-        f16_lo, f16_hi = widen(m, a[:16], "f16", "hl"), widen(m, a[16:], "f16", "hh")
-        bf_lo, bf_hi = widen(m, a[:16], "bf16", "bl"), widen(m, a[16:], "bf16", "bh")
+        # the conversions read one half of ``a`` at a time: it is chosen first
+        a_half = Signal(16)
+        m.d.comb += a_half.eq(Mux(op.as_value().matches(HalfOp.HCVT_HH2F, HalfOp.HCVT_BH2F),
+                                  a[16:], a[:16]))
+        f16_w, bf_w = widen(m, a_half, "f16", "hw"), widen(m, a_half, "bf16", "bw")
         h_a, h_b = narrow(m, a, "f16", "ha"), narrow(m, b, "f16", "hb")
         b_a, b_b = narrow(m, a, "bf16", "ba"), narrow(m, b, "bf16", "bb")
         # the packed arithmetic: one fused x * y + z per half and format
@@ -195,8 +214,8 @@ class HalfUnit(wiring.Component):
         with m.Switch(op):
             with m.Case(*_F16_OPS, *_BF16_OPS):
                 m.d.comb += word.eq(Cat(*fma))
-            for hop, value in ((HalfOp.HCVT_HL2F, f16_lo), (HalfOp.HCVT_HH2F, f16_hi),
-                               (HalfOp.HCVT_BL2F, bf_lo), (HalfOp.HCVT_BH2F, bf_hi),
+            for hop, value in ((HalfOp.HCVT_HL2F, f16_w), (HalfOp.HCVT_HH2F, f16_w),
+                               (HalfOp.HCVT_BL2F, bf_w), (HalfOp.HCVT_BH2F, bf_w),
                                (HalfOp.HCVT_F2H, h_a), (HalfOp.HCVT_F2B, b_a),
                                (HalfOp.HCVT_F2H2, Cat(h_a, h_b)),
                                (HalfOp.HCVT_F2B2, Cat(b_a, b_b))):
@@ -249,31 +268,44 @@ def fma_half(m: Module, x, y, z, bf, name: str) -> Signal:
     prod = Signal(2 * _WIDE_SIG, name=f"{name}_prod")
     lp = Signal(signed(11), name=f"{name}_lp")  # weight of the product's LSB
     m.d.comb += [prod.eq(gx * gy), lp.eq(wx + wy)]
+    d = Signal(signed(12), name=f"{name}_d")  # how far z's LSB lies above the product's
+    m.d.comb += d.eq(lz - lp)
     z_big = Signal(name=f"{name}_zbig")
-    m.d.comb += z_big.eq(~zz & ((lz >= lp) | (prod == 0)))
+    m.d.comb += z_big.eq(~zz & (~d[-1] | (prod == 0)))
     big = Signal(len(prod), name=f"{name}_big")
     small = Signal(len(prod), name=f"{name}_small")
     lbig = Signal(signed(11), name=f"{name}_lbig")
     diff = Signal(11, name=f"{name}_diff")
     m.d.comb += [big.eq(Mux(z_big, gz, prod)), small.eq(Mux(z_big, prod, gz)),
-                 lbig.eq(Mux(z_big, lz, lp)), diff.eq(Mux(z_big, lz - lp, lp - lz))]
+                 lbig.eq(Mux(z_big, lz, lp)), diff.eq(Mux(z_big, d, -d))]
     width = len(prod) + gap + 2
     wbig = Signal(width, name=f"{name}_wbig")
     wsmall = Signal(width, name=f"{name}_wsmall")
     m.d.comb += wbig.eq(big << gap)
-    up_by = Signal(range(gap + 1), name=f"{name}_upby")
-    down_by = Signal(6, name=f"{name}_downby")
-    m.d.comb += [up_by.eq(Mux(diff <= gap, gap - diff, 0)),
-                 down_by.eq(Mux(diff <= gap, 0, Mux(diff - gap > 31, 31, diff - gap)))]
-    lost = (small & ((Const(1, 33) << down_by) - 1)) != 0
-    m.d.comb += wsmall.eq(Mux(diff <= gap, small << up_by, (small >> down_by) | lost))
+    # small placed gap bits up, then one right shift by diff; what falls below bit 0 (only
+    # when diff > gap) is jammed into it
+    dclamp = Signal(range(gap + len(prod) + 2), name=f"{name}_dclamp")
+    m.d.comb += dclamp.eq(Mux(diff > gap + len(prod), gap + len(prod) + 1, diff))
+    below = Signal(range(len(prod) + 2), name=f"{name}_below")
+    m.d.comb += below.eq(Mux(dclamp > gap, dclamp - gap, 0))
+    lost = (small & ((Const(1, len(prod) + 2) << below) - 1)) != 0
+    m.d.comb += wsmall.eq(((small << gap) >> dclamp) | lost)
     s_big = Mux(z_big, sz, sp)
     s_small = Mux(z_big, sp, sz)
+    # one adder: big + small, or big - small as big + ~small + 1 (the carry-in rides in a
+    # bit below both), then the magnitude
+    sub = Signal(name=f"{name}_sub")
+    m.d.comb += sub.eq(s_big ^ s_small)
+    raw = Signal(width + 3, name=f"{name}_raw")
+    m.d.comb += raw.eq(Cat(sub, wbig, Const(0, 2))
+                       + Cat(sub, wsmall ^ sub.replicate(width), sub, sub))
     total = Signal(signed(width + 2), name=f"{name}_sum")
-    m.d.comb += total.eq(Mux(s_big, -wbig, wbig) + Mux(s_small, -wsmall, wsmall))
+    m.d.comb += total.eq(raw[1:])
+    neg = Signal(name=f"{name}_neg")
+    m.d.comb += neg.eq(total[-1])
     sign = Signal(name=f"{name}_sign")
     mag = Signal(width + 1, name=f"{name}_mag")
-    m.d.comb += [sign.eq(total < 0), mag.eq(Mux(total < 0, -total, total))]
+    m.d.comb += [sign.eq(s_big ^ neg), mag.eq(Mux(neg, -total, total))]
     is_zero, lz_cnt = lzc(mag)
     k = Signal(signed(8), name=f"{name}_k")  # leading one's bit in the window
     m.d.comb += k.eq(len(mag) - 1 - lz_cnt)
@@ -287,18 +319,21 @@ def fma_half(m: Module, x, y, z, bf, name: str) -> Signal:
     m.d.comb += lsb.eq(Mux(e > emin, k - mb, emin - mb - base))
     sh = Signal(7, name=f"{name}_sh")
     m.d.comb += sh.eq(Mux(lsb > width + 2, width + 2, Mux(lsb < 0, 0, lsb)))
+    # The kept significand has at most _WIDE_SIG bits (its leading one at mb, or below it
+    # for a subnormal), so only those, the guard bit below them and a sticky OR of the rest
+    # are formed: one right shift of the magnitude with a bit below it (the guard of sh 0).
     sh_m1 = Signal(7, name=f"{name}_shm1")
     m.d.comb += sh_m1.eq(sh - 1)
-    q = Signal(width + 1, name=f"{name}_q")
-    rem = Signal(width + 1, name=f"{name}_rem")
-    half = Signal(width + 3, name=f"{name}_half")
-    m.d.comb += [q.eq(mag >> sh), rem.eq(mag & ((Const(1, width + 4) << sh) - 1)),
-                 half.eq(Mux(sh == 0, 0, Const(1, width + 3) << sh_m1))]
-    up = (sh != 0) & ((rem > half) | ((rem == half) & q[0]))
+    t = Signal(_WIDE_SIG + 1, name=f"{name}_t")
+    m.d.comb += t.eq(Cat(Const(0, 1), mag) >> sh)
+    q, guard = t[1:], t[0]
+    sticky = (mag & ((Const(1, width + 4) << sh_m1) - 1)) != 0  # read only when guard is
+    up = guard & (sticky | q[0])  # (sh >= 1)
     # a kept LSB below the window (lsb < 0) happens only for results far above the
-    # subnormal range, where the window holds the exact sum and no rounding is needed
-    shifted = Signal(width + 1, name=f"{name}_shifted")
-    m.d.comb += shifted.eq(Mux(lsb < 0, mag << (-lsb)[:4], q + up))
+    # subnormal range, where the window holds the exact sum (under 2**mb) and no rounding
+    # is needed
+    shifted = Signal(_WIDE_SIG + 1, name=f"{name}_shifted")
+    m.d.comb += shifted.eq(Mux(lsb < 0, mag[:_WIDE_SIG] << (-lsb)[:4], q + up))
     ebias = Signal(range(0, 1 << 10), name=f"{name}_ebias")  # biased exponent - 1
     m.d.comb += ebias.eq(Mux(e > emin, e - emin, 0))
     enc = Signal(range(0, 1 << 24), name=f"{name}_enc")
