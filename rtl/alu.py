@@ -19,7 +19,7 @@ Operand conventions (the core's operand mux does the rest):
 
 from collections.abc import Callable
 
-from amaranth import Cat, Const, Module, Mux, Value
+from amaranth import Cat, Const, Module, Mux, Signal, Value
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 from simtgpu.isa import INSTRUCTIONS, Instr, Sem
@@ -48,35 +48,66 @@ def alu_op(instr: Instr) -> AluOp:
 
 _Ops = dict[str, Callable[..., Value]]
 
+
+class _Shared:
+    """What several operations read, built once per ALU: one subtractor answers every
+    ordering (signed and unsigned), one right shifter every shift (``shl`` shifts the
+    bit-reversed operand right and reverses the result back), so the ops of the isa table
+    cost one adder, one subtractor and one shifter (a comparator or shifter per op was most
+    of the unit's area)."""
+
+    def __init__(self, m: Module, op: Value, a: Value, b: Value) -> None:
+        self.sum = Signal(32)
+        diff = Signal(33)  # a - b with the borrow at bit 32
+        m.d.comb += [self.sum.eq(a + b), diff.eq(a - b)]
+        self.diff = diff[:32]
+        self.eq = Signal()
+        self.ltu = Signal()
+        self.lt = Signal()
+        m.d.comb += [self.eq.eq(a == b), self.ltu.eq(diff[32]),
+                     # equal signs: the unsigned order; different: the negative one is less
+                     self.lt.eq(Mux(a[31] ^ b[31], a[31], diff[32]))]
+        left = Signal()
+        m.d.comb += left.eq(op.as_value().matches(AluOp.SHL, AluOp.SHLI))
+        fill = Signal()  # the bit shifted in from above: sra's sign
+        m.d.comb += fill.eq(op.as_value().matches(AluOp.SRA, AluOp.SRAI) & a[31])
+        src = Signal(32)
+        m.d.comb += src.eq(Mux(left, a[::-1], a))
+        shifted = Signal(32)
+        m.d.comb += shifted.eq((Cat(src, fill).as_signed() >> b[0:5])[:32])
+        self.shift = Signal(32)  # shl, shr or sra, by op
+        m.d.comb += self.shift.eq(Mux(left, shifted[::-1], shifted))
+
+
 _INT_RESULT: _Ops = {
-    "add": lambda a, b, c: a + b,
-    "sub": lambda a, b, c: a - b,
-    "and": lambda a, b, c: a & b,
-    "or": lambda a, b, c: a | b,
-    "xor": lambda a, b, c: a ^ b,
-    "shl": lambda a, b, c: a << b[0:5],
-    "shr": lambda a, b, c: a >> b[0:5],
-    "sra": lambda a, b, c: a.as_signed() >> b[0:5],
-    "min": lambda a, b, c: Mux(a.as_signed() < b.as_signed(), a, b),
-    "max": lambda a, b, c: Mux(a.as_signed() > b.as_signed(), a, b),
-    "minu": lambda a, b, c: Mux(a < b, a, b),
-    "maxu": lambda a, b, c: Mux(a > b, a, b),
-    "movi": lambda a, b, c: b[0:16].as_signed(),
-    "lui": lambda a, b, c: Cat(Const(0, 16), b[0:16]),
-    "lli": lambda a, b, c: Cat(b[0:16], c[16:32]),
+    "add": lambda s, a, b, c: s.sum,
+    "sub": lambda s, a, b, c: s.diff,
+    "and": lambda s, a, b, c: a & b,
+    "or": lambda s, a, b, c: a | b,
+    "xor": lambda s, a, b, c: a ^ b,
+    "shl": lambda s, a, b, c: s.shift,
+    "shr": lambda s, a, b, c: s.shift,
+    "sra": lambda s, a, b, c: s.shift,
+    "min": lambda s, a, b, c: Mux(s.lt, a, b),
+    "max": lambda s, a, b, c: Mux(s.lt | s.eq, b, a),
+    "minu": lambda s, a, b, c: Mux(s.ltu, a, b),
+    "maxu": lambda s, a, b, c: Mux(s.ltu | s.eq, b, a),
+    "movi": lambda s, a, b, c: b[0:16].as_signed(),
+    "lui": lambda s, a, b, c: Cat(Const(0, 16), b[0:16]),
+    "lli": lambda s, a, b, c: Cat(b[0:16], c[16:32]),
 }
 
-_ICMP: _Ops = {
-    "eq": lambda a, b: a == b,
-    "ne": lambda a, b: a != b,
-    "lt": lambda a, b: a.as_signed() < b.as_signed(),
-    "le": lambda a, b: a.as_signed() <= b.as_signed(),
-    "gt": lambda a, b: a.as_signed() > b.as_signed(),
-    "ge": lambda a, b: a.as_signed() >= b.as_signed(),
-    "ltu": lambda a, b: a < b,
-    "leu": lambda a, b: a <= b,
-    "gtu": lambda a, b: a > b,
-    "geu": lambda a, b: a >= b,
+_ICMP: dict[str, Callable[[_Shared], Value]] = {
+    "eq": lambda s: s.eq,
+    "ne": lambda s: ~s.eq,
+    "lt": lambda s: s.lt,
+    "le": lambda s: s.lt | s.eq,
+    "gt": lambda s: ~(s.lt | s.eq),
+    "ge": lambda s: ~s.lt,
+    "ltu": lambda s: s.ltu,
+    "leu": lambda s: s.ltu | s.eq,
+    "gtu": lambda s: ~(s.ltu | s.eq),
+    "geu": lambda s: ~s.ltu,
 }
 
 _PLOGIC: _Ops = {
@@ -145,19 +176,20 @@ class Alu(wiring.Component):
     def elaborate(self, platform) -> Module:
         m = Module()
         a, b, c = self.a, self.b, self.c
+        shared = _Shared(m, self.op, a, b)
         with m.Switch(self.op):
             for instr in INSTRUCTIONS:
                 if instr.sem not in ALU_SEMS:
                     continue
                 with m.Case(alu_op(instr)):
                     if instr.sem is Sem.ICMP:
-                        m.d.comb += self.pred.eq(_ICMP[instr.suffix](a, b))
+                        m.d.comb += self.pred.eq(_ICMP[instr.suffix](shared))
                     elif instr.sem is Sem.PLOGIC:
                         m.d.comb += self.pred.eq(_PLOGIC[instr.mnemonic](self.pa, self.pb))
                     elif instr.sem is Sem.SELECT:
                         m.d.comb += self.result.eq(Mux(self.psel, a, b))
                     else:
-                        m.d.comb += self.result.eq(_INT_RESULT[_base(instr)](a, b, c))
+                        m.d.comb += self.result.eq(_INT_RESULT[_base(instr)](shared, a, b, c))
             with m.Default():  # unused encodings: both outputs stay zero
                 m.d.comb += [self.result.eq(0), self.pred.eq(0)]
         return m
