@@ -204,26 +204,20 @@ class Fpu(wiring.Component):
                 shift.eq(Mux(raw > MAX_SHIFT, MAX_SHIFT, Mux(raw < 0, 0, raw))),
                 e0.eq(e_prod),
             ]
-        # aligned = Cat(sticky, addend shifted into the 74 window bits above it), built from
-        # 64-bit pieces (a shift of the whole window would be a 155-bit vector in the
-        # Verilog): window bits [11, 75) by a right shift of the significand placed at the top
-        # of 64 bits; bits [1, 11) from the significand's low bits; the rest is sticky.
+        # aligned = Cat(sticky, addend shifted into the 74 window bits above it): a right
+        # shift written stage by stage (one shift expression would be a 155-bit vector in
+        # the Verilog), each stage ORing what it drops into the sticky bit
         base = ADDEND_LSB - 1  # the unshifted significand's LSB, counted above the sticky bit
-        top_lsb = WINDOW - 1 - 64
-        assert base - top_lsb + 24 == 64
-        top = Signal(64, name="addend_top")
-        m.d.comb += top.eq(Cat(Const(0, base - top_lsb), z.mant) >> shift)
-        bot = Signal(top_lsb, name="addend_bot")
-        with m.If(shift >= base):
-            m.d.comb += bot.eq(z.mant >> (shift - base)[:5])
-        with m.Elif(shift > base - top_lsb):
-            m.d.comb += bot.eq(z.mant[:top_lsb] << (base - shift)[:4])
-        under = Signal(24, name="addend_under")  # the significand bits below window bit 1
-        with m.If(shift >= base + 24):
-            m.d.comb += under.eq(z.mant)
-        with m.Elif(shift > base):
-            m.d.comb += under.eq(z.mant & (Const(2**24 - 1, 24) >> (base + 24 - shift)[:5]))
-        aligned = Cat(under.any(), bot, top)
+        v = Cat(Const(0, base), z.mant)
+        sticky = Const(0, 1)
+        for i in range(len(shift)):
+            step = 1 << i
+            nv = Signal(len(v), name=f"align_sh{i}")
+            ns = Signal(name=f"align_st{i}")
+            m.d.comb += [nv.eq(Mux(shift[i], v >> step, v)),
+                         ns.eq(sticky | (shift[i] & (v[:min(step, len(v))] != 0)))]
+            v, sticky = nv, ns
+        aligned = Cat(sticky, v)
 
         any_inf_p = x.inf | y.inf
         fused_nan = (x.nan | y.nan | z.nan | (x.inf & y.zero) | (x.zero & y.inf)
@@ -332,25 +326,19 @@ class Fpu(wiring.Component):
         zero, lz = lzc(total)
         lead = Signal(range(WINDOW + 1), name="s2_lzc")
         m.d.comb += lead.eq(lz)
-        # The normalised sum is total << lead; rounding needs its top 25 bits (significand
-        # and guard) and whether any bit below them is set. Both are taken straight from
-        # total with shifts of 64-bit pieces, as a full-width shift would be a 200-bit
-        # vector in the Verilog. gpos: position in total of the guard bit (negative when
-        # total is short enough to need a left shift).
-        gpos = Signal(signed(8), name="s2_guard_pos")
-        m.d.comb += gpos.eq((WINDOW - 24) - lead)
-        top = Signal(25, name="s2_top")  # significand and guard bit
-        with m.If(gpos >= WINDOW + 1 - 64):  # the 25 bits lie in total's upper 64 bits
-            m.d.comb += top.eq(total[WINDOW + 1 - 64:] >> (gpos - (WINDOW + 1 - 64))[:6])
-        with m.Elif(gpos >= 0):  # total is below 2**64
-            m.d.comb += top.eq(total[:64] >> gpos[:6])
-        with m.Else():  # total is below 2**24
-            m.d.comb += top.eq(total[:25] << (-gpos)[:5])
-        below = Signal(64, name="s2_below_mask")  # the gpos bits under the guard bit
-        m.d.comb += below.eq(Mux(gpos > 0, Const(2**64 - 1, 64) >> (64 - gpos)[:7], 0))
+        # The normalised sum is total << lead (its leading one at the top); rounding needs
+        # its top 25 bits (significand and guard) and whether any bit below them is set.
+        # The shift is written stage by stage, each a 76-bit mux, as one shift expression
+        # would be a 200-bit vector in the Verilog.
+        norm = total
+        for i in range(len(lead)):
+            nxt = Signal(WINDOW + 1, name=f"s2_norm{i}")
+            m.d.comb += nxt.eq(Mux(lead[i], norm << (1 << i), norm))
+            norm = nxt
+        top = norm[WINDOW + 1 - 25:]  # significand and guard bit
         mant = top[1:]
         guard = top[0]
-        sticky = (total[:64] & below) != 0
+        sticky = norm[:WINDOW + 1 - 25] != 0
         e_pre = Signal(signed(13), name="s2_exp")
         # MSB at window bit (WINDOW - lead) weighs 2**(e0 + WINDOW - lead - 1).
         m.d.comb += e_pre.eq(s1.e0 + (WINDOW - 1 + 127) - lead)
