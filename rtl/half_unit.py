@@ -286,10 +286,14 @@ def fma_half(m: Module, x, y, z, bf, name: str) -> Signal:
     # when diff > gap) is jammed into it
     dclamp = Signal(range(gap + len(prod) + 2), name=f"{name}_dclamp")
     m.d.comb += dclamp.eq(Mux(diff > gap + len(prod), gap + len(prod) + 1, diff))
-    below = Signal(range(len(prod) + 2), name=f"{name}_below")
-    m.d.comb += below.eq(Mux(dclamp > gap, dclamp - gap, 0))
-    lost = (small & ((Const(1, len(prod) + 2) << below) - 1)) != 0
-    m.d.comb += wsmall.eq(((small << gap) >> dclamp) | lost)
+    v, lost = Cat(Const(0, gap), small), Const(0, 1)
+    for i in range(len(dclamp)):  # a stage per bit of the amount, ORing what it drops
+        step = 1 << i
+        nv, nl = Signal(len(v), name=f"{name}_al{i}"), Signal(name=f"{name}_lost{i}")
+        m.d.comb += [nv.eq(Mux(dclamp[i], v >> step, v)),
+                     nl.eq(lost | (dclamp[i] & (v[:min(step, len(v))] != 0)))]
+        v, lost = nv, nl
+    m.d.comb += wsmall.eq(v | lost)
     s_big = Mux(z_big, sz, sp)
     s_small = Mux(z_big, sp, sz)
     # one adder: big + small, or big - small as big + ~small + 1 (the carry-in rides in a
@@ -322,13 +326,15 @@ def fma_half(m: Module, x, y, z, bf, name: str) -> Signal:
     # The kept significand has at most _WIDE_SIG bits (its leading one at mb, or below it
     # for a subnormal), so only those, the guard bit below them and a sticky OR of the rest
     # are formed: one right shift of the magnitude with a bit below it (the guard of sh 0).
-    sh_m1 = Signal(7, name=f"{name}_shm1")
-    m.d.comb += sh_m1.eq(sh - 1)
-    t = Signal(_WIDE_SIG + 1, name=f"{name}_t")
-    m.d.comb += t.eq(Cat(Const(0, 1), mag) >> sh)
-    q, guard = t[1:], t[0]
-    sticky = (mag & ((Const(1, width + 4) << sh_m1) - 1)) != 0  # read only when guard is
-    up = guard & (sticky | q[0])  # (sh >= 1)
+    v, sticky = Cat(Const(0, 1), mag), Const(0, 1)
+    for i in range(len(sh)):  # a stage per bit of the amount; what falls below the guard
+        step = 1 << i  # bit is sticky
+        nv, ns = Signal(len(v), name=f"{name}_rs{i}"), Signal(name=f"{name}_st{i}")
+        m.d.comb += [nv.eq(Mux(sh[i], v >> step, v)),
+                     ns.eq(sticky | (sh[i] & (v[:min(step, len(v))] != 0)))]
+        v, sticky = nv, ns
+    q, guard = v[1:_WIDE_SIG + 1], v[0]
+    up = guard & (sticky | q[0])
     # a kept LSB below the window (lsb < 0) happens only for results far above the
     # subnormal range, where the window holds the exact sum (under 2**mb) and no rounding
     # is needed
