@@ -130,17 +130,28 @@ def fp32_add(m: Module, a, b, name: str) -> Signal:
                  sgn_b.eq(Mux(swap, y.sign, x.sign)), sgn_s.eq(Mux(swap, x.sign, y.sign))]
     d = Signal(8, name=f"{name}_d")
     m.d.comb += d.eq(eb - es)
-    # the smaller significand with 3 extra bits, shifted right by d; bit 0 sticky
+    # the smaller significand with 3 extra bits, shifted right by d; bit 0 sticky: a stage
+    # per bit of the amount (27 or more leaves it all in the sticky bit), each ORing what
+    # it drops
+    amount = Signal(5, name=f"{name}_amt")
+    m.d.comb += amount.eq(Mux(d > 27, 27, d))
+    v, sticky = Cat(Const(0, 3), ms), Const(0, 1)
+    for i in range(len(amount)):
+        step = 1 << i
+        nv, ns = Signal(27, name=f"{name}_al{i}"), Signal(name=f"{name}_st{i}")
+        m.d.comb += [nv.eq(Mux(amount[i], v >> step, v)),
+                     ns.eq(sticky | (amount[i] & (v[:step] != 0)))]
+        v, sticky = nv, ns
     small = Signal(27, name=f"{name}_s")
-    wide = Cat(Const(0, 27), ms)  # 51 bits: ms at 27..50, a shift by 27 or more
-    # leaves it all below bit 25, in the sticky bit
-    sh = Signal(51, name=f"{name}_sh")
-    m.d.comb += sh.eq(wide >> Mux(d > 27, 27, d))
-    m.d.comb += small.eq(Cat(sh[:25].any(), sh[25:51]))
+    m.d.comb += small.eq(v | sticky)
     big = Cat(Const(0, 3), mb)  # 27 bits
     sub = sgn_b ^ sgn_s
     total = Signal(28, name=f"{name}_t")
-    m.d.comb += total.eq(Mux(sub, big - small, big + small))
+    # one adder: big + small, or big + ~small + 1 (the carry-in in a bit below both); big's
+    # magnitude is the larger, so the difference is never negative
+    raw = Signal(29, name=f"{name}_raw")
+    m.d.comb += [raw.eq(Cat(sub, big, Const(0, 1)) + Cat(sub, small ^ sub.replicate(27), sub)),
+                 total.eq(raw[1:])]
     zero_sum = total == 0
     lz = lzc_chain(m, total, f"{name}_lz")
     norm = Signal(28, name=f"{name}_n")
