@@ -1,12 +1,12 @@
 """Half-precision unit of one lane (ex1 -> ex2): the ``hcvt.*`` conversions between FP32 and
-fp16/bf16.
+fp16/bf16 and the packed half2 arithmetic (``hadd2`` ... ``hfma2``, fp16 or bf16).
 
-Bit-exact with ``simtgpu.sim.numerics`` (``hcvt``): widening is exact (an fp16 subnormal is
-normalised with a leading-zero count, a bf16 pattern moves up 16 bits), narrowing rounds once
-to nearest even with subnormals kept and overflow to infinity, and every NaN result is
-canonical (``0x7fffffff`` widened, ``0x7fff`` narrowed). The op enum :data:`HalfOp` is
-generated from the isa table (``Sem.HALF``); the packed arithmetic (``hadd2`` ... ``hfma2``)
-is not built yet, see :data:`HALF_UNIT_OPS` and docs/tensor-core.md.
+Bit-exact with ``simtgpu.sim.numerics`` (``hcvt``, ``half2``, ``hfma2``): widening is exact
+(an fp16 subnormal is normalised with a leading-zero count, a bf16 pattern moves up 16 bits),
+narrowing rounds once to nearest even with subnormals kept and overflow to infinity, and
+every NaN result is canonical (``0x7fffffff`` widened, ``0x7fff`` narrowed). The packed
+arithmetic is one fused multiply-add per half (:func:`fma_half`), both formats in one
+datapath. The op enum :data:`HalfOp` is generated from the isa table (``Sem.HALF``).
 
 Same timing as the FPU: operands in rr, the result two enabled cycles later (ex2). The
 operands of a half instruction are registered on a gated clock (``half``: the core clock
