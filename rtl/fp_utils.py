@@ -69,17 +69,6 @@ def lzc(v: Value) -> tuple[Value, Value]:
     return _lzc_pow2(padded)
 
 
-def lzc_chain(m: Module, v: Value, name: str) -> Signal:
-    """Leading-zero count of a non-zero ``v`` as a priority chain: the same count as
-    :func:`lzc` in a few lines of Verilog instead of a tree of ~10 cells per bit, for units
-    with many copies whose depth does not matter (rtl/matrix_unit.py's nodes)."""
-    count = Signal(range(len(v) + 1), name=name)
-    for i in range(len(v)):  # the last true assignment (the highest one bit) wins
-        with m.If(v[i]):
-            m.d.comb += count.eq(len(v) - 1 - i)
-    return count
-
-
 def _lzc_pow2(v: Value) -> tuple[Value, Value]:
     if len(v) == 1:  # only for a 1-bit input; a count of zero width has no bits to return
         return ~v[0], Const(0, 1)

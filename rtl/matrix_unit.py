@@ -53,7 +53,7 @@ from amaranth.lib.wiring import In, Out
 from simtgpu.isa.mma import mma_shape
 
 from . import reuse
-from .fp_utils import CANONICAL_NAN, lzc_chain, unpack
+from .fp_utils import CANONICAL_NAN, lzc, unpack
 
 __all__ = ["DotTree", "MatrixUnit", "mma_cycles"]
 
@@ -96,7 +96,7 @@ def half_product(m: Module, a, b, bf16, name: str) -> Signal:
     sb, eb, mb, zb, ib, nb = _unpack_half(m, b, bf16, f"{name}_b")
     prod = Signal(22, name=f"{name}_p")
     m.d.comb += prod.eq(ma * mb)
-    lz = lzc_chain(m, prod, f"{name}_lz")
+    lz = lzc(prod)[1]
     norm = Signal(22, name=f"{name}_n")
     exp = Signal(signed(12), name=f"{name}_exp")  # biased
     m.d.comb += [norm.eq(prod << lz), exp.eq(ea + eb + (1 + 127) - lz)]
@@ -153,7 +153,7 @@ def fp32_add(m: Module, a, b, name: str) -> Signal:
     m.d.comb += [raw.eq(Cat(sub, big, Const(0, 1)) + Cat(sub, small ^ sub.replicate(27), sub)),
                  total.eq(raw[1:])]
     zero_sum = total == 0
-    lz = lzc_chain(m, total, f"{name}_lz")
+    lz = lzc(total)[1]
     norm = Signal(28, name=f"{name}_n")
     m.d.comb += norm.eq(total << lz)  # leading one at bit 27
     exp = Signal(signed(11), name=f"{name}_e")
