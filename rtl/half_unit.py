@@ -5,8 +5,8 @@ Bit-exact with ``simtgpu.sim.numerics`` (``hcvt``, ``half2``, ``hfma2``): wideni
 (an fp16 subnormal is normalised with a leading-zero count, a bf16 pattern moves up 16 bits),
 narrowing rounds once to nearest even with subnormals kept and overflow to infinity, and
 every NaN result is canonical (``0x7fffffff`` widened, ``0x7fff`` narrowed). The packed
-arithmetic is one fused multiply-add per half (:func:`fma_half`), both formats in one
-datapath. The op enum :data:`HalfOp` is generated from the isa table (``Sem.HALF``).
+arithmetic is one fused multiply-add per half (:func:`fma_align`, :func:`fma_round`), both
+formats in one datapath. The op enum :data:`HalfOp` is generated from the isa table (``Sem.HALF``).
 
 Same timing as the FPU: operands in rr, the result two enabled cycles later (ex2). The
 operands of a half instruction are registered on a gated clock (``half``: the core clock
@@ -18,6 +18,8 @@ builds the clock-enable form instead (``HalfUnit(gated=False)``, from
 ``RtlConfig.clock_gating``): an FPGA's clocks run on dedicated networks, and a clock made by a
 LUT is a timing hazard there.
 """
+
+from typing import NamedTuple
 
 from amaranth import Cat, Const, Module, Mux, Signal, signed
 from amaranth.lib import wiring
@@ -164,16 +166,30 @@ class HalfUnit(wiring.Component):
         m = Module()
         take = Signal()
         m.d.comb += take.eq(self.en & self.valid)
-        op = Signal(HalfOp)
-        a, b, c = Signal(32), Signal(32), Signal(32)
-        operands = [op.eq(self.op), a.eq(self.a), b.eq(self.b), c.eq(self.c)]
         if self.gated:
-            # ex1: the operands, registered on the gated clock
-            m.d[gated_domain(m, "half", take)] += operands
+            # ex1: the operands, registered on the gated clock; the whole datapath after them
+            op = Signal(HalfOp)
+            a, b, c = Signal(32), Signal(32), Signal(32)
+            m.d[gated_domain(m, "half", take)] += [op.eq(self.op), a.eq(self.a),
+                                                   b.eq(self.b), c.eq(self.c)]
+            conv, arith, halves = self._front(m, op, a, b, c)
         else:
+            # the FPGA form: the front half (conversions, products, alignment) in the cycle
+            # the operands arrive, its output registered under the enable, the rest in the
+            # next: two register-to-register paths of about half the datapath each, where
+            # the operands' register would leave the whole datapath in one (as the FPU)
+            conv, arith, halves = self._front(m, self.op, self.a, self.b, self.c)
+            kept = [conv, arith, *[v for h in halves for v in h]]
+            regs = [Signal.like(v, name=f"{v.name}_q") for v in kept]
             with m.If(take):
-                m.d.sync += operands
-        word = self._datapath(m, op, a, b, c)
+                m.d.sync += [r.eq(v) for r, v in zip(regs, kept, strict=True)]
+            conv, arith = regs[0], regs[1]
+            n = len(halves[0])
+            halves = [_Aligned(*regs[2:2 + n]), _Aligned(*regs[2 + n:])]
+        fma = [fma_round(m.submodules[f"fma_{half}"], al, f"fma_{half}")
+               for half, al in zip(("lo", "hi"), halves, strict=True)]
+        word = Signal(32)
+        m.d.comb += word.eq(Mux(arith, Cat(*fma), conv))
         # ex2: the result
         s2 = Signal(32)
         with m.If(self.en):
@@ -182,9 +198,10 @@ class HalfUnit(wiring.Component):
         return m
 
     @staticmethod
-    def _datapath(m: Module, op, a, b, c) -> Signal:
-        """The result word of ``op`` on ``a``, ``b``, ``c`` (combinational)."""
-        word = Signal(32)
+    def _front(m: Module, op, a, b, c) -> tuple[Signal, Signal, list["_Aligned"]]:
+        """The conversions' result word (0 for the arithmetic), whether ``op`` is packed
+        arithmetic, and each half's fused multiply-add up to its aligned terms."""
+        conv = Signal(32, name="conv")
         # the conversions read one half of ``a`` at a time: it is chosen first
         a_half = Signal(16)
         m.d.comb += a_half.eq(Mux(op.as_value().matches(HalfOp.HCVT_HH2F, HalfOp.HCVT_BH2F),
@@ -192,8 +209,18 @@ class HalfUnit(wiring.Component):
         f16_w, bf_w = widen(m, a_half, "f16", "hw"), widen(m, a_half, "bf16", "bw")
         h_a, h_b = narrow(m, a, "f16", "ha"), narrow(m, b, "f16", "hb")
         b_a, b_b = narrow(m, a, "bf16", "ba"), narrow(m, b, "bf16", "bb")
+        with m.Switch(op):
+            for hop, value in ((HalfOp.HCVT_HL2F, f16_w), (HalfOp.HCVT_HH2F, f16_w),
+                               (HalfOp.HCVT_BL2F, bf_w), (HalfOp.HCVT_BH2F, bf_w),
+                               (HalfOp.HCVT_F2H, h_a), (HalfOp.HCVT_F2B, b_a),
+                               (HalfOp.HCVT_F2H2, Cat(h_a, h_b)),
+                               (HalfOp.HCVT_F2B2, Cat(b_a, b_b))):
+                with m.Case(hop):
+                    m.d.comb += conv.eq(value)
+        arith = Signal(name="arith")
+        m.d.comb += arith.eq(op.as_value().matches(*_F16_OPS, *_BF16_OPS))
         # the packed arithmetic: one fused x * y + z per half and format
-        bf = Signal()  # the arithmetic's format: bf16, else fp16
+        bf = Signal(name="bf")  # the arithmetic's format: bf16, else fp16
         m.d.comb += bf.eq(op.as_value().matches(*_BF16_OPS))
         one = Signal(16)
         m.d.comb += one.eq(Mux(bf, 0x3F80, 0x3C00))
@@ -207,29 +234,40 @@ class HalfUnit(wiring.Component):
                 m.d.comb += [x.eq(a), y.eq(b), z.eq(0x80008000)]
             with m.Default():
                 m.d.comb += [x.eq(a), y.eq(b), z.eq(c)]
-        fma = []
+        halves = []
         for half, sl in (("lo", slice(0, 16)), ("hi", slice(16, 32))):
             m.submodules[f"fma_{half}"] = sub = Module()
-            fma.append(fma_half(sub, x[sl], y[sl], z[sl], bf, f"fma_{half}"))
-        with m.Switch(op):
-            with m.Case(*_F16_OPS, *_BF16_OPS):
-                m.d.comb += word.eq(Cat(*fma))
-            for hop, value in ((HalfOp.HCVT_HL2F, f16_w), (HalfOp.HCVT_HH2F, f16_w),
-                               (HalfOp.HCVT_BL2F, bf_w), (HalfOp.HCVT_BH2F, bf_w),
-                               (HalfOp.HCVT_F2H, h_a), (HalfOp.HCVT_F2B, b_a),
-                               (HalfOp.HCVT_F2H2, Cat(h_a, h_b)),
-                               (HalfOp.HCVT_F2B2, Cat(b_a, b_b))):
-                with m.Case(hop):
-                    m.d.comb += word.eq(value)
-        return word
+            halves.append(fma_align(sub, x[sl], y[sl], z[sl], bf, f"fma_{half}"))
+        return conv, arith, halves
 
 
 _WIDE_SIG = 11  # significand bits of the wider format (fp16), which holds bf16's 8
 
 
-def fma_half(m: Module, x, y, z, bf, name: str) -> Signal:
+_GAP = 2 * _WIDE_SIG + 4  # where the big term's LSB sits in the sum's window
+_MBITS = {fmt: mb for fmt, (_, mb) in _FIELDS.items()}
+_BIAS = {fmt: (1 << (eb - 1)) - 1 for fmt, (eb, _) in _FIELDS.items()}
+
+
+class _Aligned(NamedTuple):
+    """One half's fused multiply-add after :func:`fma_align`: what :func:`fma_round` reads
+    (the register between them in the FPGA form)."""
+
+    mag: Signal  # the magnitude of the sum of the aligned terms (the big one at bit _GAP)
+    sign: Signal  # the sum's sign
+    lbig: Signal  # the weight of the big term's LSB
+    bf: Signal  # the format
+    nan: Signal  # the result is NaN
+    prod_inf: Signal  # the product is infinite
+    iz: Signal  # the addend is infinite
+    sp: Signal  # the product's sign
+    sz: Signal  # the addend's sign
+
+
+def fma_align(m: Module, x, y, z, bf, name: str) -> _Aligned:
     """``x * y + z`` on 16-bit patterns, fp16 (``bf`` 0) or bf16 (``bf`` 1) chosen per
-    operation, rounded once (RNE), subnormals kept, NaN -> 0x7fff.
+    operation, rounded once (RNE), subnormals kept, NaN -> 0x7fff: its first part, up to the
+    aligned terms' sum and the specials; :func:`fma_round` ends it.
 
     One datapath for both formats: every operand becomes an 11-bit significand and the
     weight (log2) of its LSB, which holds an fp16 and a bf16 value alike. bf16's exponent
@@ -241,10 +279,7 @@ def fma_half(m: Module, x, y, z, bf, name: str) -> Signal:
     sum cannot cancel into it and the sticky bit decides the rounding exactly as the lost
     bits would.
     """
-    gap = 2 * _WIDE_SIG + 4
-    fields = {fmt: _FIELDS[fmt] for fmt in ("f16", "bf16")}
-    mbits = {fmt: mb for fmt, (_, mb) in fields.items()}
-    bias = {fmt: (1 << (eb - 1)) - 1 for fmt, (eb, _) in fields.items()}
+    gap = _GAP
 
     def pick(f16, bf16):
         return Mux(bf, bf16, f16)
@@ -257,8 +292,8 @@ def fma_half(m: Module, x, y, z, bf, name: str) -> Signal:
         sig = Signal(_WIDE_SIG, name=f"{name}_{tag}_sig")
         m.d.comb += sig.eq(man | ((e != 0).as_unsigned() << pick(10, 7)))
         w = Signal(signed(10), name=f"{name}_{tag}_w")  # weight of the significand's LSB
-        m.d.comb += w.eq(Mux(e == 0, 1, e) - pick(bias["f16"] + mbits["f16"],
-                                                   bias["bf16"] + mbits["bf16"]))
+        m.d.comb += w.eq(Mux(e == 0, 1, e) - pick(_BIAS["f16"] + _MBITS["f16"],
+                                                   _BIAS["bf16"] + _MBITS["bf16"]))
         return v[15], sig, w, top & (man != 0), top & (man == 0), sig == 0
 
     sx, gx, wx, nx_, ix, zx = unpack(x, "x")
@@ -294,12 +329,10 @@ def fma_half(m: Module, x, y, z, bf, name: str) -> Signal:
                      nl.eq(lost | (dclamp[i] & (v[:min(step, len(v))] != 0)))]
         v, lost = nv, nl
     m.d.comb += wsmall.eq(v | lost)
-    s_big = Mux(z_big, sz, sp)
-    s_small = Mux(z_big, sp, sz)
+    sub, s_big = Signal(name=f"{name}_sub"), Signal(name=f"{name}_sbig")
+    m.d.comb += [s_big.eq(Mux(z_big, sz, sp)), sub.eq(sz ^ sp)]
     # one adder: big + small, or big - small as big + ~small + 1 (the carry-in rides in a
     # bit below both), then the magnitude
-    sub = Signal(name=f"{name}_sub")
-    m.d.comb += sub.eq(s_big ^ s_small)
     raw = Signal(width + 3, name=f"{name}_raw")
     m.d.comb += raw.eq(Cat(sub, wbig, Const(0, 2))
                        + Cat(sub, wsmall ^ sub.replicate(width), sub, sub))
@@ -310,6 +343,27 @@ def fma_half(m: Module, x, y, z, bf, name: str) -> Signal:
     sign = Signal(name=f"{name}_sign")
     mag = Signal(width + 1, name=f"{name}_mag")
     m.d.comb += [sign.eq(s_big ^ neg), mag.eq(Mux(neg, -total, total))]
+    nan, prod_inf = Signal(name=f"{name}_nan"), Signal(name=f"{name}_pinf")
+    m.d.comb += [prod_inf.eq(ix | iy),
+                 nan.eq(nx_ | ny | nz | (ix & zy) | (iy & zx) | ((ix | iy) & iz & (sp != sz)))]
+    named = []
+    for v, tag in ((iz, "iz"), (sp, "sp"), (sz, "sz")):
+        sig = Signal(name=f"{name}_{tag}")
+        m.d.comb += sig.eq(v)
+        named.append(sig)
+    return _Aligned(mag, sign, lbig, bf, nan, prod_inf, *named)
+
+
+def fma_round(m: Module, al: _Aligned, name: str) -> Signal:
+    """The end of :func:`fma_align`'s ``x * y + z``: the sum's magnitude normalised and
+    rounded once, and the 16-bit pattern (specials first)."""
+    gap, width = _GAP, len(al.mag) - 1
+    mag, sign, lbig = al.mag, al.sign, al.lbig
+    mbits, bias = _MBITS, _BIAS
+
+    def pick(f16, bf16):
+        return Mux(al.bf, bf16, f16)
+
     is_zero, lz_cnt = lzc(mag)
     k = Signal(signed(8), name=f"{name}_k")  # leading one's bit in the window
     m.d.comb += k.eq(len(mag) - 1 - lz_cnt)
@@ -347,16 +401,14 @@ def fma_half(m: Module, x, y, z, bf, name: str) -> Signal:
     inf = Signal(15, name=f"{name}_inf")
     m.d.comb += inf.eq(pick(0x7C00, 0x7F80))
     out = Signal(16, name=f"{name}_out")
-    prod_inf = ix | iy
-    nan = nx_ | ny | nz | (ix & zy) | (iy & zx) | (prod_inf & iz & (sp != sz))
-    with m.If(nan):
+    with m.If(al.nan):
         m.d.comb += out.eq(HALF_NAN)
-    with m.Elif(prod_inf):
-        m.d.comb += out.eq(Cat(inf, sp))
-    with m.Elif(iz):
-        m.d.comb += out.eq(Cat(inf, sz))
+    with m.Elif(al.prod_inf):
+        m.d.comb += out.eq(Cat(inf, al.sp))
+    with m.Elif(al.iz):
+        m.d.comb += out.eq(Cat(inf, al.sz))
     with m.Elif(is_zero):
-        m.d.comb += out.eq(Cat(Const(0, 15), sp & sz))
+        m.d.comb += out.eq(Cat(Const(0, 15), al.sp & al.sz))
     with m.Elif(enc >= inf):
         m.d.comb += out.eq(Cat(inf, sign))
     with m.Else():
