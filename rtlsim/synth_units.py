@@ -1,0 +1,158 @@
+"""One datapath unit alone through the FPGA flow: its area and its own Fmax.
+
+``simtgpu synth --unit NAME`` (or ``all``) builds the unit in its FPGA form (clock enables,
+no gated clocks: what ``simtgpu synth`` builds into the GPU), registers every input and output,
+and runs the flow of :mod:`simtgpu.rtlsim.synth` on it (yosys ``synth_ecp5``, nextpnr-ecp5
+out of context). The registers make the paths from the unit's operands and to its results
+register-to-register paths that nextpnr times, as the core's stage registers do in the GPU
+(out of context, a path from a top-level input or to an output is not timed). A unit's
+Fmax bounds the GPU's (the GPU has its paths too, and the wiring between units), and a unit
+alone takes seconds to a few minutes where the whole GPU takes an hour: the loop for
+retiming a datapath unit.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from amaranth import Module, Signal
+from amaranth.back import verilog
+from amaranth.lib import wiring
+from amaranth.lib.wiring import In
+
+from .synth import SynthResult, lut_equivalents, synthesize_verilog
+
+__all__ = ["UNITS", "UnitResult", "render_units", "synthesize_unit"]
+
+
+def _alu():
+    from simtgpu.rtl.alu import Alu
+    return Alu()
+
+
+def _fpu():
+    from simtgpu.rtl.fpu import Fpu
+    return Fpu(gated=False)
+
+
+def _half():
+    from simtgpu.rtl.half_unit import HalfUnit
+    return HalfUnit(gated=False)
+
+
+def _multiplier():
+    from simtgpu.rtl.multiplier import Multiplier
+    return Multiplier(latency=2, gated=False)
+
+
+def _fcompare():
+    from simtgpu.rtl.fcompare import FCompare
+    return FCompare()
+
+
+def _sfu():
+    from simtgpu.rtl.sfu import Sfu
+    return Sfu(gated=False)
+
+
+def _dot_tree():
+    from simtgpu.rtl.matrix_unit import DotTree
+    return DotTree(8, gated=False)
+
+
+UNITS: dict[str, tuple[str, Callable[[], wiring.Component]]] = {
+    "alu": ("integer ALU of a lane (ex1, combinational)", _alu),
+    "fcompare": ("FP compare of a lane (ex1, combinational)", _fcompare),
+    "multiplier": ("integer multiplier of a lane (2 cycles)", _multiplier),
+    "fpu": ("FP32 unit of a lane (2 cycles)", _fpu),
+    "half": ("half-precision unit of a lane (2 cycles)", _half),
+    "sfu": ("special-function unit of a lane (multi-cycle)", _sfu),
+    "dot-tree": ("a dot-product tree of the matrix unit, k = 8 (tiny's)", _dot_tree),
+}
+"""The units ``--unit`` knows: name -> (what it is, its FPGA form)."""
+
+
+@dataclass
+class UnitResult:
+    """One unit's figures: the flow's result and the worst path's ends."""
+
+    name: str
+    result: SynthResult
+    path_from: str
+    path_to: str
+    path_ns: float
+    port_bits: int  # the unit's input and output bits, each in a register here
+
+
+def registered_ports(unit: wiring.Component) -> tuple[Module, list[Signal]]:
+    """``unit`` under a module that registers each of its inputs and outputs: the module and
+    its ports (the inputs before their registers, the outputs after theirs)."""
+    m = Module()
+    m.submodules.unit = unit
+    ports = []
+    for path, member, value in unit.signature.flatten(unit):
+        name = "_".join(str(p) for p in path)
+        bits = value.as_value() if hasattr(value, "as_value") else value
+        port = Signal(len(bits), name=name)
+        ports.append(port)
+        if member.flow == In:
+            m.d.sync += bits.eq(port)
+        else:
+            m.d.sync += port.eq(bits)
+    return m, ports
+
+
+def synthesize_unit(name: str, workdir: Path, freq_mhz: float = 100.0, seed: int = 1,
+                    progress: Callable[[str], None] = print) -> UnitResult:
+    """Run the flow on unit ``name`` (a key of :data:`UNITS`) with its ports registered."""
+    if name not in UNITS:
+        raise ValueError(f"unknown unit {name!r}; known: {', '.join(UNITS)}")
+    t = time.monotonic()
+    m, ports = registered_ports(UNITS[name][1]())
+    text = verilog.convert(m, name="top", ports=ports)
+    res = synthesize_verilog(name, text, "top", workdir, freq_mhz, "ecp5", seed, progress,
+                             verilog_s=time.monotonic() - t)
+    ends, ns = ("", ""), 0.0
+    report = workdir / "report.json"
+    if report.exists():
+        paths = json.loads(report.read_text()).get("critical_paths") or []
+        if paths and paths[0].get("path"):
+            steps = paths[0]["path"]
+            ends = (_cell(steps[0]["from"].get("cell", "")), _cell(steps[-1]["to"].get("cell", "")))
+            ns = sum(float(s.get("delay", 0.0)) for s in steps)
+    return UnitResult(name, res, ends[0], ends[1], ns, sum(len(p) for p in ports))
+
+
+def _cell(cell: str) -> str:
+    """A flip-flop or RAM cell's name without yosys' mapping suffixes: the register it is."""
+    cell = cell.removeprefix("unit.").lstrip("\\")
+    for cut in ("_TRELLIS_FF", "_DP16KD", "_MULT18X18D", "$"):
+        cell = cell.split(cut)[0]
+    return cell
+
+
+def render_units(results: list[UnitResult], command: str, info: dict[str, str]) -> str:
+    """The markdown table of ``results``."""
+    lines = [
+        "## Synthesis: datapath units alone", "",
+        "Each unit in its FPGA form (clock enables), every input and output registered, "
+        "through the flow "
+        "of `simtgpu synth` (yosys `synth_ecp5`, nextpnr-ecp5 `--85k --out-of-context`). "
+        "A unit's Fmax bounds the whole GPU's.", "",
+        f"Commit {info['commit']}, {info['date']}. Command: `{command}`.", "",
+        "| unit | what | LUT4 | carry | FF | MULT18 | DP16KD | LUT sites | Fmax MHz "
+        "| worst path (register to register) |",
+        "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |"]
+    for r in results:
+        c = r.result.cells
+        fmax = f"{r.result.fmax_mhz:.1f}" if r.result.fmax_mhz else "not placed"
+        path = f"`{r.path_from}` -> `{r.path_to}`, {r.path_ns:.1f} ns" if r.path_ns else ""
+        lines.append(
+            f"| `{r.name}` | {UNITS[r.name][0]} | {c.get('LUT4', 0):,} | {c.get('CCU2C', 0):,} "
+            f"| {c.get('TRELLIS_FF', 0):,} | {c.get('MULT18X18D', 0):,} "
+            f"| {c.get('DP16KD', 0):,} | {lut_equivalents(c):,} | {fmax} | {path} |")
+    return "\n".join(lines)
