@@ -19,7 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from amaranth import Module, Signal
+from amaranth import ClockDomain, ClockSignal, Module, Signal
 from amaranth.back import verilog
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In
@@ -71,9 +71,16 @@ UNITS: dict[str, tuple[str, Callable[[], wiring.Component]]] = {
     "fpu": ("FP32 unit of a lane (2 cycles)", _fpu),
     "half": ("half-precision unit of a lane (2 cycles)", _half),
     "sfu": ("special-function unit of a lane (multi-cycle)", _sfu),
-    "dot-tree": ("a dot-product tree of the matrix unit, k = 8 (tiny's)", _dot_tree),
+    "dot-tree": ("a dot-product tree of the matrix unit, k = 8 (tiny's), on the falling "
+                 "edge; its inputs registered on that edge too, as the unit's operand "
+                 "copies are", _dot_tree),
 }
 """The units ``--unit`` knows: name -> (what it is, its FPGA form)."""
+
+FALLING_EDGE_INPUTS = frozenset({"dot-tree"})
+"""Units whose inputs come from registers on the falling edge of the clock in the GPU (the
+matrix unit's trees read its operand copies in their own domain): a rising-edge register
+there would give the harness half-cycle paths the GPU does not have."""
 
 
 @dataclass
@@ -88,11 +95,18 @@ class UnitResult:
     port_bits: int  # the unit's input and output bits, each in a register here
 
 
-def registered_ports(unit: wiring.Component) -> tuple[Module, list[Signal]]:
-    """``unit`` under a module that registers each of its inputs and outputs: the module and
-    its ports (the inputs before their registers, the outputs after theirs)."""
+def registered_ports(unit: wiring.Component, falling_inputs: bool = False
+                     ) -> tuple[Module, list[Signal]]:
+    """``unit`` under a module that registers each of its inputs (on the falling edge with
+    ``falling_inputs``) and outputs: the module and its ports (the inputs before their
+    registers, the outputs after theirs)."""
     m = Module()
     m.submodules.unit = unit
+    domain = "sync"
+    if falling_inputs:
+        m.domains.inputs = ClockDomain("inputs", clk_edge="neg", local=True, reset_less=True)
+        m.d.comb += ClockSignal("inputs").eq(ClockSignal("sync"))
+        domain = "inputs"
     ports = []
     for path, member, value in unit.signature.flatten(unit):
         name = "_".join(str(p) for p in path)
@@ -100,7 +114,7 @@ def registered_ports(unit: wiring.Component) -> tuple[Module, list[Signal]]:
         port = Signal(len(bits), name=name)
         ports.append(port)
         if member.flow == In:
-            m.d.sync += bits.eq(port)
+            m.d[domain] += bits.eq(port)
         else:
             m.d.sync += port.eq(bits)
     return m, ports
@@ -112,7 +126,7 @@ def synthesize_unit(name: str, workdir: Path, freq_mhz: float = 100.0, seed: int
     if name not in UNITS:
         raise ValueError(f"unknown unit {name!r}; known: {', '.join(UNITS)}")
     t = time.monotonic()
-    m, ports = registered_ports(UNITS[name][1]())
+    m, ports = registered_ports(UNITS[name][1](), name in FALLING_EDGE_INPUTS)
     text = verilog.convert(m, name="top", ports=ports)
     res = synthesize_verilog(name, text, "top", workdir, freq_mhz, "ecp5", seed, progress,
                              verilog_s=time.monotonic() - t)
