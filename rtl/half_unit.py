@@ -174,10 +174,11 @@ class HalfUnit(wiring.Component):
                                                    b.eq(self.b), c.eq(self.c)]
             conv, arith, halves = self._front(m, op, a, b, c)
         else:
-            # the FPGA form: the front half (conversions, products, alignment) in the cycle
-            # the operands arrive, its output registered under the enable, the rest in the
-            # next: two register-to-register paths of about half the datapath each, where
-            # the operands' register would leave the whole datapath in one (as the FPU)
+            # the FPGA form: the front half (conversions, products, alignment, the sum's
+            # magnitude) in the cycle the operands arrive, its output registered under the
+            # enable, normalisation and rounding in the next: two register-to-register paths
+            # of about half the datapath each, where the operands' register would leave the
+            # whole datapath in one (as the FPU)
             conv, arith, halves = self._front(m, self.op, self.a, self.b, self.c)
             kept = [conv, arith, *[v for h in halves for v in h]]
             regs = [Signal.like(v, name=f"{v.name}_q") for v in kept]
