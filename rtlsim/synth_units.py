@@ -13,7 +13,6 @@ retiming a datapath unit.
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -85,14 +84,23 @@ there would give the harness half-cycle paths the GPU does not have."""
 
 @dataclass
 class UnitResult:
-    """One unit's figures: the flow's result and the worst path's ends."""
+    """One unit's figures: the flow's result (its critical path included) and its ports."""
 
     name: str
     result: SynthResult
-    path_from: str
-    path_to: str
-    path_ns: float
     port_bits: int  # the unit's input and output bits, each in a register here
+
+    @property
+    def path_from(self) -> str:
+        return _cell(self.result.path[0].net) if self.result.path else ""
+
+    @property
+    def path_to(self) -> str:
+        return _cell(self.result.path[-1].net) if self.result.path else ""
+
+    @property
+    def path_ns(self) -> float:
+        return sum(s.delay_ns for s in self.result.path)
 
 
 def registered_ports(unit: wiring.Component, falling_inputs: bool = False
@@ -130,15 +138,7 @@ def synthesize_unit(name: str, workdir: Path, freq_mhz: float = 100.0, seed: int
     text = verilog.convert(m, name="top", ports=ports)
     res = synthesize_verilog(name, text, "top", workdir, freq_mhz, "ecp5", seed, progress,
                              verilog_s=time.monotonic() - t)
-    ends, ns = ("", ""), 0.0
-    report = workdir / "report.json"
-    if report.exists():
-        paths = json.loads(report.read_text()).get("critical_paths") or []
-        if paths and paths[0].get("path"):
-            steps = paths[0]["path"]
-            ends = (_cell(steps[0]["from"].get("cell", "")), _cell(steps[-1]["to"].get("cell", "")))
-            ns = sum(float(s.get("delay", 0.0)) for s in steps)
-    return UnitResult(name, res, ends[0], ends[1], ns, sum(len(p) for p in ports))
+    return UnitResult(name, res, sum(len(p) for p in ports))
 
 
 def _cell(cell: str) -> str:
