@@ -39,10 +39,13 @@ Policy, and why:
 
 The contract above is what the unit bench (tests/rtl/units/test_l1_cache.py) holds the RTL
 to, cycle by cycle, with a Python model written from it. Tags and data live in
-``amaranth.lib.memory.Memory`` arrays with asynchronous read ports (distributed RAM on an
-FPGA; a single-cycle lookup keeps the first version simple): the tags one memory per way,
-compared together; the data one memory of every way's lines, read at the hit way. Valid bits
-are flip-flops so that ``invalidate`` takes one cycle.
+``amaranth.lib.memory.Memory`` arrays: the tags one memory per way with asynchronous reads
+(distributed RAM on an FPGA), compared together; the data one memory of every way's lines,
+read at the hit way through a registered read port (block RAM on an FPGA) and written with
+byte enables. A read hit's line is thus taken in the cycle after the hit (its response can
+still leave then); an executed atomic waits one cycle at the port for its line
+(docs/memory-system.md, *The L1 data cache unit*). Valid bits are flip-flops so that
+``invalidate`` takes one cycle.
 
 The reorder buffer keeps only flags in flip-flops. What an entry answers with is in memories
 read at the head: the line of a hit or an acknowledgement's data by entry, and a read miss's
@@ -205,9 +208,12 @@ class L1Cache(wiring.Component):
             m.submodules[f"tags{w}"] = tmem
             tag_rd.append(tmem.read_port(domain="comb"))
             tag_wr.append(tmem.write_port())
+        # The data memory's read is registered (block RAM on an FPGA): the line a request
+        # looks up arrives in the next cycle. Its writes take byte enables, so a store that
+        # hits needs no read of the line first; the read is transparent to them.
         m.submodules.data = dmem = Memory(shape=unsigned(width), depth=sets * ways, init=[])
-        data_rd = dmem.read_port(domain="comb")
-        data_wr = dmem.write_port()  # whole lines: a store's bytes merged first
+        data_wr = dmem.write_port(granularity=8)
+        data_rd = dmem.read_port(transparent_for=(data_wr,))
 
         def line_addr(set_: Signal, way: Signal):
             """The data memory's address of ``set_``'s line in ``way``."""
@@ -220,13 +226,22 @@ class L1Cache(wiring.Component):
                 way_hit[w].eq(valid[w].bit_select(set_idx, 1) & (tag_rd[w].data == tag)),
             ]
         hit = Signal()
-        hit_data = Signal(width)  # the hit way's line (another way's while there is no hit)
         hit_way = Signal(_bits(ways))
         m.d.comb += hit.eq(way_hit.any())
         for w in reversed(range(ways)):
             with m.If(way_hit[w]):
                 m.d.comb += hit_way.eq(w)
-        m.d.comb += [data_rd.addr.eq(line_addr(set_idx, hit_way)), hit_data.eq(data_rd.data)]
+        # ``line_data`` is the line at the address presented in the previous cycle, as it is
+        # now (the read is transparent to that cycle's writes): the current lookup's line
+        # whenever ``line_ok``. A read hit takes it into its reorder-buffer entry in the next
+        # cycle; an executed atomic waits at the port for it.
+        rd_addr = Signal(len(data_rd.addr))
+        rd_addr_q = Signal(len(data_rd.addr))
+        line_data = Signal(width)
+        line_ok = Signal()
+        m.d.comb += [rd_addr.eq(line_addr(set_idx, hit_way)), data_rd.addr.eq(rd_addr),
+                     line_data.eq(data_rd.data), line_ok.eq(rd_addr_q == rd_addr)]
+        m.d.sync += rd_addr_q.eq(rd_addr)
 
         # --- MSHRs ----------------------------------------------------------------------
         mshr_valid = Signal(nm)
@@ -350,14 +365,15 @@ class L1Cache(wiring.Component):
         # Executing atomics: an atomic whose line is absent fetches it (``fetch``: an MSHR and a
         # line read, the atomic not accepted) and is performed once the line is in.
         fetch = Signal()
-        atom_ready = Signal(init=1)  # the atomic's new word is ready (atom.fadd: the FPU's)
+        atom_ready = Signal(init=1)  # the atomic's new word is ready (its line read; atom.fadd:
+        # the FPU's sum)
         atom_old = Signal(32)
         atom_new = Signal(32)
         atom_be = Signal(4 * lw)
         if execute:
             m.d.comb += fetch.eq(req.valid & is_atomic & room & ~hit & ~pend & free)
-            self._atomic_unit(m, p, req.valid & is_atomic & room & hit & ~pend, hit_data,
-                              atom_ready, atom_old, atom_new, atom_be)
+            self._atomic_unit(m, p, req.valid & is_atomic & room & hit & ~pend & line_ok,
+                              line_data, line_ok, atom_ready, atom_old, atom_new, atom_be)
             accept_atomic = hit & ~pend & atom_ready
         else:
             accept_atomic = ~pend
@@ -397,13 +413,10 @@ class L1Cache(wiring.Component):
                              dq_entry.wdata.as_value().eq(Cat(*([atom_new] * lw))),
                              dq_entry.be.eq(atom_be)]
 
-        # Array writes: a fill (no request is accepted in its cycle), or a store or an executed
-        # atomic that hits, whose bytes are merged into the hit line here, so that every write
-        # is a whole line under one enable. (Byte-enable write ports cost the simulation a
-        # conditional write per byte, way and cycle: most of an L2 bank's per-cycle work.)
+        # Array writes: a fill (no request is accepted in its cycle, every byte), or a store
+        # or an executed atomic that hits (its bytes, under their enables).
         merge_be = Signal(4 * lw)
         merge_new = Signal(width)
-        merged = Signal(width)
         update = Signal()  # a hit whose bytes are written into the line
         m.d.comb += [merge_be.eq(p.be), merge_new.eq(p.wdata.as_value()),
                      update.eq(fire & is_write & hit)]
@@ -411,15 +424,12 @@ class L1Cache(wiring.Component):
             with m.If(is_atomic):
                 m.d.comb += [merge_be.eq(atom_be), merge_new.eq(Cat(*([atom_new] * lw)))]
             m.d.comb += update.eq(fire & (is_write | is_atomic) & hit)
-        bit_mask = Cat(*[Mux(merge_be[i], Const(0xFF, 8), Const(0, 8)) for i in range(4 * lw)])
-        m.d.comb += merged.eq((hit_data & ~bit_mask) | (merge_new & bit_mask))
-        line_wdata = Signal(width)
-        m.d.comb += [line_wdata.eq(Mux(install, dresp.payload.rdata, merged)),
-                     data_wr.data.eq(line_wdata)]
-        with m.If(install):  # a fill; no request is accepted in its cycle
-            m.d.comb += [data_wr.addr.eq(line_addr(fill_set, victim)), data_wr.en.eq(1)]
+        m.d.comb += data_wr.data.eq(Mux(install, dresp.payload.rdata, merge_new))
+        with m.If(install):
+            m.d.comb += [data_wr.addr.eq(line_addr(fill_set, victim)),
+                         data_wr.en.eq(Const((1 << 4 * lw) - 1, 4 * lw))]
         with m.Elif(update):
-            m.d.comb += [data_wr.addr.eq(line_addr(set_idx, hit_way)), data_wr.en.eq(1)]
+            m.d.comb += [data_wr.addr.eq(rd_addr), data_wr.en.eq(merge_be)]
         for w in range(ways):
             with m.If(install & (victim == w)):
                 m.d.comb += [
@@ -442,11 +452,20 @@ class L1Cache(wiring.Component):
                 rob_acked.bit_select(tail, 1).eq(0),
                 tail.eq(tail + 1),
             ]
-            m.d.comb += [
-                rob_wr_acc.addr.eq(tail), rob_wr_acc.data.eq(Mux(is_atomic, atom_old, hit_data)),
-                rob_wr_acc.en.eq(1),
-                tags_wr.addr.eq(tail), tags_wr.data.eq(p.tag), tags_wr.en.eq(1),
-            ]
+            m.d.comb += [tags_wr.addr.eq(tail), tags_wr.data.eq(p.tag), tags_wr.en.eq(1)]
+        # ``rob_mem`` is written in the cycle after the request is accepted: a read hit's line
+        # (``line_data`` then), an executed atomic's old word (kept from its cycle). In that
+        # cycle the response, if it is already at the head, bypasses the memory.
+        took_q = Signal()  # the entry accepted in the previous cycle answers from rob_mem
+        atom_q = Signal()
+        old_q = Signal(32)
+        took_rob = Signal(rbits)
+        took_data = Signal(width)
+        m.d.sync += [took_q.eq(fire & ((is_read & hit) | (is_atomic if execute else 0))),
+                     atom_q.eq(is_atomic), old_q.eq(atom_old), took_rob.eq(tail)]
+        m.d.comb += [took_data.eq(Mux(atom_q, old_q, line_data)),
+                     rob_wr_acc.addr.eq(took_rob), rob_wr_acc.data.eq(took_data),
+                     rob_wr_acc.en.eq(took_q)]
         # A read miss's entry names a new slot, a merged read its MSHR's; either is, for now,
         # the slot's last reader.
         read_slot = Signal(rbits)
@@ -472,7 +491,8 @@ class L1Cache(wiring.Component):
                           & Mux(head_fill, slot_filled.bit_select(rslot_rd.data, 1),
                                 rob_ready.bit_select(head, 1))),
             resp.payload.rdata.eq(Mux(resp.valid, Mux(head_fill, slot_rd.data, Mux(
-                rob_acked.bit_select(head, 1), ack_rd.data, rob_rd.data)), 0)),
+                rob_acked.bit_select(head, 1), ack_rd.data,
+                Mux(took_q & (took_rob == head), took_data, rob_rd.data))), 0)),
             resp.payload.tag.eq(Mux(resp.valid, tags_rd.data, 0)),
         ]
         retire = Signal()
@@ -488,12 +508,13 @@ class L1Cache(wiring.Component):
         m.d.comb += self.idle.eq((count == 0) & ~dq.r_rdy & ~route.r_rdy)
         return m
 
-    def _atomic_unit(self, m: Module, p, start: Signal, line_data: Signal, ready: Signal,
-                     old: Signal, new: Signal, be: Signal) -> None:
+    def _atomic_unit(self, m: Module, p, start: Signal, line_data: Signal, line_ok: Signal,
+                     ready: Signal, old: Signal, new: Signal, be: Signal) -> None:
         """The read-modify-write of an atomic on its cached line (``atomics="execute"``): the
         old word, the new one (rtl/atomic_alu.py, as the DRAM model computes it) and its byte
-        enables. ``atom.fadd`` holds ``ready`` low until the FP adder's sum is out; ``start``
-        (the atomic can be performed now) keeps the adder's operands steady meanwhile."""
+        enables. ``ready`` is low until the line is read (``line_ok``) and, for
+        ``atom.fadd``, until the FP adder's sum is out; ``start`` (the atomic can be performed
+        now) keeps the adder's operands steady meanwhile."""
         from .atomic_alu import atomic_result
         from .fpu import Fpu, FpuOp
         lw, ob = self.line_words, self.offset_bits
@@ -510,7 +531,7 @@ class L1Cache(wiring.Component):
         is_fadd = Signal()
         m.d.comb += [
             is_fadd.eq(start & (p.atom_op == AtomOp.FADD)),
-            ready.eq(~is_fadd | (wait == latency)),
+            ready.eq(line_ok & (~is_fadd | (wait == latency))),
             fpu.en.eq(is_fadd), fpu.a.eq(old), fpu.b.eq(p.atom_b),
         ]
         m.d.sync += wait.eq(Mux(is_fadd & ~ready, wait + 1, 0))

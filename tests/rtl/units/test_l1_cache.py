@@ -72,6 +72,7 @@ class L1Model:
         self.c = c
         self.execute = c.atomics == "execute"
         self.fadd_wait = 0
+        self.read_at = (0, 0)  # (set, way) the data memory was read at in the previous cycle
         self.lw, self.ways, self.sets = c.line_words, c.ways, c.sets
         self.ob, self.sb = c.offset_bits, c.set_bits
         self.valid = [[False] * self.ways for _ in range(self.sets)]
@@ -116,11 +117,14 @@ class L1Model:
         fetch = self.execute and valid and is_atomic and room and not hit and pend is None \
             and free is not None
         atom_ready = True
-        if self.execute:
-            fadd = valid and is_atomic and room and hit and pend is None \
+        read_at = (s, way if hit else 0)
+        if self.execute:  # the atomic waits for its line: read in the previous cycle
+            line_ok = self.read_at == read_at
+            fadd = valid and is_atomic and room and hit and pend is None and line_ok \
                 and req["op"] == ATOM_FADD
-            atom_ready = not fadd or self.fadd_wait == self.FPU_LATENCY
+            atom_ready = line_ok and (not fadd or self.fadd_wait == self.FPU_LATENCY)
             self.fadd_wait = self.fadd_wait + 1 if fadd and not atom_ready else 0
+        self.read_at = read_at
         if is_read:
             can = room and (hit or pend is not None or free is not None)
         elif is_atomic and self.execute:
