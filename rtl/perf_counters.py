@@ -127,10 +127,14 @@ class PerfCounters(wiring.Component):
         m = Module()
         cfg = self.cfg
         cycles = Signal(64)
-        counters = {reg: Signal(32, name=reg.name.lower())
-                    for reg in PERF_COUNTERS if reg not in (Mmio.CYCLES_LO, Mmio.CYCLES_HI)}
+        # With one core, a GPU-wide counter counts exactly what the core's counter of its name
+        # counts (the same increments, zeroed together): it has no register of its own and
+        # reads the core's.
         per_core = [{c: Signal(32, name=f"core{i}_{c.name.lower()}") for c in CoreCounter}
                     for i in range(cfg.cores)]
+        aliased = {c.total: per_core[0][c] for c in CoreCounter} if cfg.cores == 1 else {}
+        counters = {reg: Signal(32, name=reg.name.lower()) for reg in PERF_COUNTERS
+                    if reg not in (Mmio.CYCLES_LO, Mmio.CYCLES_HI) and reg not in aliased}
 
         # each core's increments per counter, then the GPU-wide ones as their sums
         core_incr: list[dict[CoreCounter, object]] = []
@@ -167,7 +171,7 @@ class PerfCounters(wiring.Component):
         incr.update({reg: getattr(lp, field) & self.active for reg, field in _L2_STROBE.items()})
         incr[Mmio.EXT_READ_BYTES] = Mux(lp.ext_read & self.active, cfg.line_bytes, 0)
         incr[Mmio.EXT_WRITE_BYTES] = Mux(lp.ext_write & self.active, cfg.line_bytes, 0)
-        assert set(incr) == set(counters), set(counters) ^ set(incr)
+        assert set(incr) == set(counters) | set(aliased), set(counters) ^ set(incr)
 
         with m.If(self.reset):
             m.d.sync += cycles.eq(0)
@@ -181,7 +185,7 @@ class PerfCounters(wiring.Component):
             for regs, inc in zip(per_core, core_incr, strict=True):
                 m.d.sync += [c.eq(c + inc[name]) for name, c in regs.items()
                              if name.total not in MAX_COUNTERS]
-            maxima = [(counters[reg], incr[reg]) for reg in MAX_COUNTERS]
+            maxima = [(counters[reg], incr[reg]) for reg in MAX_COUNTERS if reg in counters]
             maxima += [(regs[name], inc[name])
                        for regs, inc in zip(per_core, core_incr, strict=True)
                        for name in regs if name.total in MAX_COUNTERS]
@@ -198,7 +202,7 @@ class PerfCounters(wiring.Component):
                     m.d.sync += self.rdata.eq(cycles[:32])
                 with m.Case(Mmio.CYCLES_HI):
                     m.d.sync += self.rdata.eq(cycles[32:])
-                for reg, c in counters.items():
+                for reg, c in {**counters, **aliased}.items():
                     with m.Case(reg):
                         m.d.sync += self.rdata.eq(c)
                 for i, regs in enumerate(per_core):
