@@ -79,22 +79,24 @@ def _bits(n: int) -> int:
     return max(1, (n - 1).bit_length())
 
 
-FADD_PORT = wiring.Signature({"en": Out(1), "a": Out(32), "b": Out(32), "result": In(32)})
-"""A bank's use of an FP adder outside it (:class:`~simtgpu.rtl.fpu.Fpu` ``FADD``, its
-latency): operands and enable out, the sum back."""
+ATOM_PORT = wiring.Signature({"fadd": Out(1), "old": Out(32), "new": In(32)})
+"""A bank's use of an atomic unit outside it (rtl/l2_cache.py's, shared by its banks): the
+old word of the atomic at the bank's port out, and ``fadd`` while an ``atom.fadd`` waits
+for the unit's FP adder; the new word back, built from that old word and the operands of
+the request at the port (the same at every bank)."""
 
 
-def cache_signature(line_words: int, tag_bits: int, fadd_port: bool = False
+def cache_signature(line_words: int, tag_bits: int, atom_port: bool = False
                     ) -> wiring.Signature:
     """The interface of a cache at either level (this L1, the L2 of rtl/l2_cache.py): the
     memory port on both sides, ``invalidate``, the counters' strobes and ``idle``; with
-    ``fadd_port`` the :data:`FADD_PORT` of a bank whose ``atom.fadd`` adder is shared."""
+    ``atom_port`` the :data:`ATOM_PORT` of a bank whose atomic unit is shared."""
     return wiring.Signature({
         "up": In(mem_port_signature(line_words, tag_bits)),
         "down": Out(mem_port_signature(line_words, tag_bits)),
         "invalidate": In(1),
         **{name: Out(1) for name in ("hit", "miss", "merge", "mshr_full", "idle")},
-        **({"fadd": Out(FADD_PORT)} if fadd_port else {}),
+        **({"atom": Out(ATOM_PORT)} if atom_port else {}),
     })
 
 
@@ -125,9 +127,9 @@ class L1Cache(wiring.Component):
         (:class:`~simtgpu.rtl.fpu.Fpu`'s ``gated``); the gated one is evaluated by a
         simulator only in the cycles of an ``atom.fadd``.
     fadd_latency:
-        ``atomics="execute"``: 0, the bank has its own adder; else the bank drives the
-        ``fadd`` port (:data:`FADD_PORT`) of an adder of this latency outside it, which
-        the L2 shares between its banks.
+        ``atomics="execute"``: 0, the bank has its own atomic unit; else the bank drives the
+        ``atom`` port (:data:`ATOM_PORT`) of a unit outside it whose FP adder has this
+        latency, which the L2 shares between its banks.
 
     Members
     -------
@@ -521,18 +523,19 @@ class L1Cache(wiring.Component):
         word = p.addr[2:ob] if lw > 1 else Const(0, 1)
         words = Array(line_data[32 * i:32 * (i + 1)] for i in range(lw))
         m.d.comb += [old.eq(words[word]), be.eq(Const(0xF, 4 * lw) << (word * 4))]
-        if self.fadd_latency:
-            fpu, latency = self.fadd, self.fadd_latency
+        is_fadd = Signal()
+        m.d.comb += is_fadd.eq(start & (p.atom_op == AtomOp.FADD))
+        if self.fadd_latency:  # the L2's unit: it sees the same request's operands
+            latency = self.fadd_latency
+            m.d.comb += [self.atom.fadd.eq(is_fadd), self.atom.old.eq(old),
+                         new.eq(self.atom.new)]
         else:
             m.submodules.atom_fpu = fpu = Fpu(gated=self.gated)
-            m.d.comb += fpu.op.eq(FpuOp.FADD)
             latency = fpu.latency
+            m.d.comb += [fpu.op.eq(FpuOp.FADD), fpu.en.eq(is_fadd), fpu.a.eq(old),
+                         fpu.b.eq(p.atom_b),
+                         new.eq(atomic_result(m, p.atom_op, old, p.atom_b, p.atom_c,
+                                              fpu.result))]
         wait = Signal(range(latency + 1))
-        is_fadd = Signal()
-        m.d.comb += [
-            is_fadd.eq(start & (p.atom_op == AtomOp.FADD)),
-            ready.eq(line_ok & (~is_fadd | (wait == latency))),
-            fpu.en.eq(is_fadd), fpu.a.eq(old), fpu.b.eq(p.atom_b),
-        ]
+        m.d.comb += ready.eq(line_ok & (~is_fadd | (wait == latency)))
         m.d.sync += wait.eq(Mux(is_fadd & ~ready, wait + 1, 0))
-        m.d.comb += new.eq(atomic_result(m, p.atom_op, old, p.atom_b, p.atom_c, fpu.result))

@@ -10,9 +10,10 @@
 Every core's traffic and the command processor's meet here, so this is the level where
 atomics are performed: each bank is the non-blocking cache of rtl/l1_cache.py built with
 ``atomics="execute"`` (one piece of code serves both levels). An atomic reads its word from
-the cached line (a missing line is fetched first), builds the new word with
-rtl/atomic_alu.py (what the DRAM model uses without an L2, so the ISA's semantics are the
-same), writes it into the line and through to DRAM, and answers with the old word once the
+the cached line (a missing line is fetched first), has the new word built by the L2's one
+atomic unit (rtl/atomic_alu.py, what the DRAM model uses without an L2, so the ISA's semantics
+are the same, and an FP adder; the banks share it, since only one performs an atomic at a
+time), writes it into the line and through to DRAM, and answers with the old word once the
 write is acknowledged.
 
 Policy: **write-through, no write-allocate** (docs/memory-system.md says why): DRAM always
@@ -33,11 +34,12 @@ and the response of the bank at its head goes up.
 
 from __future__ import annotations
 
-from amaranth.hdl import Cat, Const, Module, Signal
+from amaranth.hdl import Array, Cat, Const, Module, Signal
 from amaranth.lib import wiring
 from amaranth.lib.fifo import SyncFIFO
 
 from . import reuse
+from .atomic_alu import atomic_result
 from .fpu import Fpu, FpuOp
 from .interconnect import Interconnect
 from .l1_cache import L1Cache, cache_signature
@@ -61,10 +63,11 @@ class L2Cache(wiring.Component):
     tag_bits:
         Tag width of the memory port (both sides).
     gated:
-        The form of the banks' FP adder for ``atom.fadd`` (:class:`~simtgpu.rtl.fpu.Fpu`'s
-        ``gated``, from ``RtlConfig.clock_gating``). The banks share one adder: a bank
-        performs an atomic while the request is at its port, not yet accepted, and the L2
-        presents one request at a time, so no two ``atom.fadd`` are ever in progress at once.
+        The form of the FP adder for ``atom.fadd`` (:class:`~simtgpu.rtl.fpu.Fpu`'s
+        ``gated``, from ``RtlConfig.clock_gating``). The banks share one atomic unit (the
+        new word's logic and that adder): a bank performs an atomic while the request is at
+        its port, not yet accepted, and the L2 presents one request at a time, to one bank,
+        so no two banks ever perform an atomic at once.
 
     Members
     -------
@@ -114,19 +117,21 @@ class L2Cache(wiring.Component):
         key = tuple(sorted(self.bank_args.items()))
         for i, b in enumerate(banks):
             m.submodules[f"bank{i}"] = reuse.shared(b, key)  # one module in Verilog
-        # the one adder of atom.fadd: at most one bank drives it (see ``gated`` above)
-        m.submodules.atom_fpu = fpu = self._fpu
-        m.d.comb += [fpu.op.eq(FpuOp.FADD),
-                     fpu.en.eq(Cat(*[b.fadd.en for b in banks]).any())]
-        for b in banks:
-            m.d.comb += b.fadd.result.eq(fpu.result)
-            with m.If(b.fadd.en):
-                m.d.comb += [fpu.a.eq(b.fadd.a), fpu.b.eq(b.fadd.b)]
-
         req, resp = self.up.req, self.up.resp
         bank = Signal(max(1, bb))
         if bb:
             m.d.comb += bank.eq(req.payload.addr[ob:ob + bb])
+
+        # the one atomic unit: the request at the port gives the operands, the bank it goes to
+        # the old word (see ``gated`` above)
+        m.submodules.atom_fpu = fpu = self._fpu
+        old = Signal(32)
+        pl = req.payload
+        m.d.comb += [old.eq(Array(b.atom.old for b in banks)[bank]),
+                     fpu.op.eq(FpuOp.FADD), fpu.en.eq(Cat(*[b.atom.fadd for b in banks]).any()),
+                     fpu.a.eq(old), fpu.b.eq(pl.atom_b)]
+        new = atomic_result(m, pl.atom_op, old, pl.atom_b, pl.atom_c, fpu.result)
+        m.d.comb += [b.atom.new.eq(new) for b in banks]
         # the bank of every request in flight, in request order
         m.submodules.order = order = SyncFIFO(width=max(1, bb), depth=nb * self.rob_depth)
         head = Signal(max(1, bb))
