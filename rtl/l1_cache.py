@@ -261,8 +261,10 @@ class L1Cache(wiring.Component):
 
         # --- reorder buffer -------------------------------------------------------------
         # Flags in flip-flops; answers in memories read at the head: ``rob_mem`` by entry
-        # (a hit's line, an atomic's old word: written as the request is accepted),
-        # ``rob_ack`` by entry (an acknowledgement's data: written as it comes back),
+        # (a hit's line, an atomic's old word: written the cycle after it is accepted),
+        # ``rob_ack`` by entry (an acknowledgement's word ``rdata[0]``, written as it comes
+        # back: an atomic's old word; a store's acknowledgement carries nothing meaningful,
+        # mem_response_layout, and the cache answers it with that word and zeros above),
         # ``slot_mem`` by fill slot (a read miss's line; see the module docstring). One write
         # port each, so that they map to distributed RAM: one memory written from both
         # places was flip-flops and multiplexers on an FPGA.
@@ -274,7 +276,7 @@ class L1Cache(wiring.Component):
         tail = Signal(rbits)
         count = Signal(range(rd + 1))
         m.submodules.rob_mem = rob_mem = Memory(shape=unsigned(width), depth=rd, init=[])
-        m.submodules.rob_ack = rob_ack = Memory(shape=unsigned(width), depth=rd, init=[])
+        m.submodules.rob_ack = rob_ack = Memory(shape=unsigned(32), depth=rd, init=[])
         m.submodules.rob_tags = rob_tags = Memory(shape=unsigned(self.tag_bits), depth=rd,
                                                   init=[])
         m.submodules.rob_slots = rob_slots = Memory(shape=unsigned(rbits), depth=rd, init=[])
@@ -352,7 +354,7 @@ class L1Cache(wiring.Component):
             with m.If(~route_head.keep):  # an executed atomic keeps its old word
                 m.d.sync += rob_acked.bit_select(route_head.rob, 1).eq(1)
                 m.d.comb += [rob_wr_ack.addr.eq(route_head.rob),
-                             rob_wr_ack.data.eq(dresp.payload.rdata), rob_wr_ack.en.eq(1)]
+                             rob_wr_ack.data.eq(dresp.payload.rdata[0]), rob_wr_ack.en.eq(1)]
 
         # --- accepting a request ----------------------------------------------------------
         is_read = Signal()

@@ -186,7 +186,7 @@ class L1Model:
                 e = self.rob[r["rob"]]
                 e["ready"] = True
                 if not r["keep"]:  # an executed atomic answers with its old word
-                    e["data"] = list(rdata)
+                    e["data"] = [rdata[0]] + [0] * (lw - 1)  # an ack: its first word
         if fetch:
             self.stats["atomic_fetch"] += 1
             self.mshr[free] = line
@@ -242,6 +242,7 @@ class Below:
 
     def __init__(self, rng: random.Random, lw: int, latency: tuple[int, int] = (1, 9)):
         self.rng, self.lw, self.latency = rng, lw, latency
+        self.junk = random.Random(1)  # its own stream: the traffic stays as it was
         self.words: dict[int, int] = {}
         self.queue: list[tuple[int, list[int], int]] = []
 
@@ -251,15 +252,18 @@ class Below:
     def execute(self, t: int, r: dict) -> None:
         lw = self.lw
         base = r["addr"] & ~(4 * lw - 1)
+        # an acknowledgement's words above the first carry nothing meaningful
+        # (mem_response_layout): junk here, which the cache must not pass on
+        junk = [self.junk.getrandbits(32) for _ in range(lw - 1)]
         if r["kind"] == ATOMIC:
             old = self.word(r["addr"])
             self.words[r["addr"]] = apply_atomic(old, r)
-            data = [old] + [0] * (lw - 1)
+            data = [old] + junk
         elif r["kind"] == WRITE:
             cur = [self.word(base + 4 * i) for i in range(lw)]
             for i, w in enumerate(merge_bytes(cur, r["wdata"], r["be"])):
                 self.words[base + 4 * i] = w
-            data = [0] * lw
+            data = [0] + junk
         else:
             data = [self.word(base + 4 * i) for i in range(lw)]
         due = max(t + self.rng.randrange(*self.latency), self.queue[-1][0] if self.queue else 0)
