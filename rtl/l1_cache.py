@@ -66,6 +66,7 @@ from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 from simtgpu.arch.config import MAX_MSHRS
 
+from .ram_fifo import RamFifo
 from .signatures import AtomOp, MemKind, mem_port_signature, mem_request_layout
 
 __all__ = ["L1Cache", "cache_signature"]
@@ -309,7 +310,11 @@ class L1Cache(wiring.Component):
             "rob": unsigned(rbits), "slot": unsigned(rbits), "read": unsigned(1)})
         # Executing atomics, a line fetch for an atomic holds no reorder-buffer entry.
         qdepth = rd + nm if execute else rd
-        m.submodules.dq = dq = SyncFIFO(width=dq_layout.size, depth=qdepth)
+        # The requests, a line wide each: past 16 of them, in block RAM (rtl/ram_fifo.py, the
+        # same timing), since distributed RAM takes a 16x4 RAM per 4 bits and 16 entries;
+        # up to 16, its one register and multiplexer of the width cost more than it saves.
+        fifo = RamFifo if qdepth > 16 else SyncFIFO
+        m.submodules.dq = dq = fifo(width=dq_layout.size, depth=qdepth)
         m.submodules.route = route = SyncFIFO(width=route_layout.size, depth=qdepth)
         dq_head = Signal(dq_layout)
         route_head = Signal(route_layout)

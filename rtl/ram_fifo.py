@@ -1,0 +1,77 @@
+"""A first-in first-out queue kept in a memory with a registered read (block RAM on an FPGA).
+
+``amaranth.lib.fifo.SyncFIFO`` reads its storage asynchronously, which an FPGA can only build
+from distributed RAM: a cache's queue of requests to memory, a line wide, was 128 of the
+ECP5's 16x4 RAMs (768 LUT sites) in each L2 bank of ``tiny``. This queue has SyncFIFO's ports
+and timing (an entry written in one cycle can be read in the next; ``r_data`` is the head
+while ``r_rdy``) with its storage behind a registered read port: the port is addressed with
+the *next* cycle's head (the head after this cycle's pop), so the head is out of the memory
+as it becomes the head. The one case the memory cannot answer is an entry written in the
+cycle before it is read, into a queue that was empty after that cycle's pop: that entry comes
+from a register of the written data instead (one register and one multiplexer of the width,
+which is what a transparent read port would cost too).
+"""
+
+from __future__ import annotations
+
+from amaranth.hdl import Module, Mux, Signal, unsigned
+from amaranth.lib import wiring
+from amaranth.lib.memory import Memory
+from amaranth.lib.wiring import In, Out
+
+__all__ = ["RamFifo"]
+
+
+class RamFifo(wiring.Component):
+    """A queue of ``depth`` entries of ``width`` bits in a memory with a registered read.
+
+    Members
+    -------
+    w_data: ``In(width)``; w_en: ``In(1)``; w_rdy: ``Out(1)``
+        An entry is written when ``w_en`` and ``w_rdy`` (not full).
+    r_data: ``Out(width)``; r_en: ``In(1)``; r_rdy: ``Out(1)``
+        The head, valid while ``r_rdy`` (not empty); popped when ``r_en`` and ``r_rdy``.
+    level: ``Out(range(depth + 1))``
+        Entries held.
+    """
+
+    def __init__(self, *, width: int, depth: int):
+        if width < 1 or depth < 2:
+            raise ValueError(f"RamFifo: width must be at least 1 and depth at least 2, not "
+                             f"{width} and {depth}")
+        self.width = width
+        self.depth = depth
+        super().__init__({
+            "w_data": In(width), "w_en": In(1), "w_rdy": Out(1),
+            "r_data": Out(width), "r_en": In(1), "r_rdy": Out(1),
+            "level": Out(range(depth + 1)),
+        })
+
+    def elaborate(self, platform) -> Module:
+        m = Module()
+        depth = self.depth
+        m.submodules.storage = mem = Memory(shape=unsigned(self.width), depth=depth, init=[],
+                                             attrs={"ram_style": "block"})
+        wp = mem.write_port()
+        rp = mem.read_port()
+        head = Signal(range(depth))
+        tail = Signal(range(depth))
+        push = Signal()
+        pop = Signal()
+        next_head = Signal(range(depth))
+        m.d.comb += [
+            self.w_rdy.eq(self.level != depth), self.r_rdy.eq(self.level != 0),
+            push.eq(self.w_en & self.w_rdy), pop.eq(self.r_en & self.r_rdy),
+            next_head.eq(Mux(pop, Mux(head == depth - 1, 0, head + 1), head)),
+            wp.addr.eq(tail), wp.data.eq(self.w_data), wp.en.eq(push),
+            rp.addr.eq(next_head),
+        ]
+        # the entry written now, if it is the next cycle's head (the memory gives the old word)
+        bypass = Signal()
+        written = Signal(self.width)
+        m.d.sync += [bypass.eq(push & (next_head == tail)), written.eq(self.w_data)]
+        m.d.comb += self.r_data.eq(Mux(bypass, written, rp.data))
+        with m.If(push):
+            m.d.sync += tail.eq(Mux(tail == depth - 1, 0, tail + 1))
+        m.d.sync += [head.eq(next_head), self.level.eq(self.level + push - pop)]
+        return m
