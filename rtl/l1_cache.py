@@ -127,6 +127,11 @@ class L1Cache(wiring.Component):
         ``atomics="execute"``: the form of the FP adder of ``atom.fadd``
         (:class:`~simtgpu.rtl.fpu.Fpu`'s ``gated``); the gated one is evaluated by a
         simulator only in the cycles of an ``atom.fadd``.
+    addr_bits:
+        The memory's address width: the cache takes addresses modulo ``2**addr_bits``, as
+        the memory below wraps them (rtl/configs.py: a power of two no larger than
+        ``memory_bytes``), so that its tags and MSHRs hold only the bits below it and an
+        address and its alias past the memory's end are one line, as they are one location.
     fadd_latency:
         ``atomics="execute"``: 0, the bank has its own atomic unit; else the bank drives the
         ``atom`` port (:data:`ATOM_PORT`) of a unit outside it whose FP adder has this
@@ -147,7 +152,8 @@ class L1Cache(wiring.Component):
 
     def __init__(self, *, line_words: int = 8, size_bytes: int = 4096, ways: int = 2,
                  mshrs: int = 4, rob_depth: int = 8, tag_bits: int = 8,
-                 atomics: str = "bypass", gated: bool = False, fadd_latency: int = 0):
+                 atomics: str = "bypass", gated: bool = False, fadd_latency: int = 0,
+                 addr_bits: int = 32):
         problems = []
         if atomics not in ("bypass", "execute"):
             problems.append(f"atomics must be 'bypass' or 'execute', not {atomics!r}")
@@ -164,6 +170,10 @@ class L1Cache(wiring.Component):
             problems.append(f"mshrs must be from 1 to {MAX_MSHRS}, not {mshrs}")
         if not (_pow2(rob_depth) and 2 <= rob_depth <= 64):
             problems.append(f"rob_depth must be a power of two from 2 to 64, not {rob_depth}")
+        index_bits = (line_bytes - 1).bit_length() + (max(sets, 1) - 1).bit_length()
+        if not index_bits < addr_bits <= 32:
+            problems.append(f"addr_bits must be above the {index_bits} bits of a line's offset "
+                            f"and set and at most 32, not {addr_bits}")
         if problems:
             raise ValueError("L1Cache: " + "; ".join(problems))
         self.line_words = line_words
@@ -179,7 +189,8 @@ class L1Cache(wiring.Component):
         self.fadd_latency = fadd_latency if atomics == "execute" else 0
         self.offset_bits = (line_bytes - 1).bit_length()
         self.set_bits = (sets - 1).bit_length()
-        self.line_tag_bits = 32 - self.offset_bits - self.set_bits
+        self.addr_bits = addr_bits
+        self.line_tag_bits = addr_bits - self.offset_bits - self.set_bits
         super().__init__(cache_signature(line_words, tag_bits, self.fadd_latency > 0))
 
     def elaborate(self, platform) -> Module:
@@ -193,10 +204,11 @@ class L1Cache(wiring.Component):
         req, resp = self.up.req, self.up.resp
         dreq, dresp = self.down.req, self.down.resp
         p = req.payload
-        line = Signal(32 - ob)
+        ab = self.addr_bits
+        line = Signal(ab - ob)
         set_idx = Signal(max(1, sb))
         tag = Signal(tb)
-        m.d.comb += [line.eq(p.addr[ob:]), tag.eq(p.addr[ob + sb:])]
+        m.d.comb += [line.eq(p.addr[ob:ab]), tag.eq(p.addr[ob + sb:ab])]
         if sb:
             m.d.comb += set_idx.eq(p.addr[ob:ob + sb])
 
@@ -249,7 +261,7 @@ class L1Cache(wiring.Component):
         # --- MSHRs ----------------------------------------------------------------------
         mshr_valid = Signal(nm)
         mshr_stale = Signal(nm)  # outstanding across an invalidate: no merge, no install
-        mshr_line = Array(Signal(32 - ob, name=f"mshr_line{i}") for i in range(nm))
+        mshr_line = Array(Signal(ab - ob, name=f"mshr_line{i}") for i in range(nm))
         pend = Signal()
         pend_idx = Signal(mbits)
         free = Signal()
@@ -332,7 +344,7 @@ class L1Cache(wiring.Component):
         install = Signal()  # a fill whose line goes into the arrays (not a stale one)
         m.d.comb += [fill.eq(dresp.valid & route_head.fill),
                      install.eq(fill & ~mshr_stale.bit_select(route_head.mshr, 1))]
-        fill_line = Signal(32 - ob)
+        fill_line = Signal(ab - ob)
         fill_set = Signal(max(1, sb))
         m.d.comb += fill_line.eq(mshr_line[route_head.mshr])
         if sb:

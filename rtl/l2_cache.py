@@ -62,6 +62,9 @@ class L2Cache(wiring.Component):
         Banks, a power of two.
     tag_bits:
         Tag width of the memory port (both sides).
+    addr_bits:
+        The memory's address width (:class:`~simtgpu.rtl.l1_cache.L1Cache`'s; a bank's is
+        that less the bank bits, which its addresses do not carry).
     gated:
         The form of the FP adder for ``atom.fadd`` (:class:`~simtgpu.rtl.fpu.Fpu`'s
         ``gated``, from ``RtlConfig.clock_gating``). The banks share one atomic unit (the
@@ -89,7 +92,7 @@ class L2Cache(wiring.Component):
 
     def __init__(self, *, line_words: int = 8, size_bytes: int = 16384, ways: int = 8,
                  banks: int = 2, mshrs: int = 8, rob_depth: int = 16, tag_bits: int = 9,
-                 gated: bool = False):
+                 gated: bool = False, addr_bits: int = 32):
         if not (banks > 0 and banks & (banks - 1) == 0):
             raise ValueError(f"L2Cache: banks must be a power of two, not {banks}")
         if size_bytes % banks:
@@ -102,7 +105,8 @@ class L2Cache(wiring.Component):
         self.tag_bits = tag_bits
         self.bank_args = dict(line_words=line_words, size_bytes=size_bytes // banks, ways=ways,
                               mshrs=mshrs, rob_depth=rob_depth, tag_bits=tag_bits,
-                              atomics="execute", fadd_latency=self.FADD_LATENCY)
+                              atomics="execute", fadd_latency=self.FADD_LATENCY,
+                              addr_bits=addr_bits - self.bank_bits)
         self.rob_depth = rob_depth
         self.mshrs = mshrs
         self._banks = [L1Cache(**self.bank_args) for _ in range(banks)]  # checks them now

@@ -75,6 +75,7 @@ class L1Model:
         self.read_at = (0, 0)  # (set, way) the data memory was read at in the previous cycle
         self.lw, self.ways, self.sets = c.line_words, c.ways, c.sets
         self.ob, self.sb = c.offset_bits, c.set_bits
+        self.amask = (1 << c.addr_bits) - 1  # the cache takes addresses modulo its memory's
         self.valid = [[False] * self.ways for _ in range(self.sets)]
         self.tags = [[0] * self.ways for _ in range(self.sets)]
         self.data = [[[0] * self.lw for _ in range(self.ways)] for _ in range(self.sets)]
@@ -93,7 +94,7 @@ class L1Model:
                                      "stale_fill", "atomic_fetch", "atomic_hit")}
 
     def lookup(self, addr: int) -> tuple[int, int, int, int | None]:
-        line = addr >> self.ob
+        line = (addr & self.amask) >> self.ob
         s = line % self.sets
         tag = line >> self.sb
         way = next((w for w in range(self.ways) if self.valid[s][w] and self.tags[s][w] == tag),
@@ -238,16 +239,23 @@ class L1Model:
 
 
 class Below:
-    """Memory under the cache: in order, a random latency, executes requests on arrival."""
+    """Memory under the cache: in order, a random latency, executes requests on arrival;
+    ``2**addr_bits`` bytes, addresses past the end wrap (as the RTL's memory model's do)."""
 
-    def __init__(self, rng: random.Random, lw: int, latency: tuple[int, int] = (1, 9)):
+    def __init__(self, rng: random.Random, lw: int, latency: tuple[int, int] = (1, 9),
+                 addr_bits: int = 32):
         self.rng, self.lw, self.latency = rng, lw, latency
+        self.mask = (1 << addr_bits) - 1
         self.junk = random.Random(1)  # its own stream: the traffic stays as it was
         self.words: dict[int, int] = {}
         self.queue: list[tuple[int, list[int], int]] = []
 
     def word(self, a: int) -> int:
+        a &= self.mask
         return self.words.setdefault(a, (a * 2654435761) & M32)
+
+    def put(self, a: int, w: int) -> None:
+        self.words[a & self.mask] = w
 
     def execute(self, t: int, r: dict) -> None:
         lw = self.lw
@@ -257,12 +265,12 @@ class Below:
         junk = [self.junk.getrandbits(32) for _ in range(lw - 1)]
         if r["kind"] == ATOMIC:
             old = self.word(r["addr"])
-            self.words[r["addr"]] = apply_atomic(old, r)
+            self.put(r["addr"], apply_atomic(old, r))
             data = [old] + junk
         elif r["kind"] == WRITE:
             cur = [self.word(base + 4 * i) for i in range(lw)]
             for i, w in enumerate(merge_bytes(cur, r["wdata"], r["be"])):
-                self.words[base + 4 * i] = w
+                self.put(base + 4 * i, w)
             data = [0] + junk
         else:
             data = [self.word(base + 4 * i) for i in range(lw)]
@@ -282,16 +290,17 @@ def apply_atomic(old: int, r: dict) -> int:
 
 def random_traffic(model, lw: int, tb: int, rng: random.Random, lines: list[int],
                    cycles: int, ops: tuple[int, ...] = (ATOM_ADD, ATOM_EXCH, ATOM_CAS),
-                   latency: tuple[int, int] = (1, 9), invalidate: float = 0.01
-                   ) -> tuple[list[Vector], list[Vector], dict]:
+                   latency: tuple[int, int] = (1, 9), invalidate: float = 0.01,
+                   addr_bits: int = 32) -> tuple[list[Vector], list[Vector], dict]:
     """``cycles`` of the cache ``model`` in a random environment: an initiator offering reads,
     stores and atomics (``ops``) over ``lines`` (the first 4 hot: merges), a memory below
     (:class:`Below`, answering after ``randrange(*latency)`` cycles and in order), random
     ``resp.ready`` and ``invalidate`` (in that share of the cycles). Every response taken is
-    checked against a flat reference memory updated in request order. Returns the stimulus,
+    checked against a flat reference memory updated in request order (both memories of
+    ``2**addr_bits`` bytes, wrapping past the end). Returns the stimulus,
     the model's outputs and counts (``checked``: reads compared)."""
-    below = Below(rng, lw, latency)
-    ref = Below(random.Random(0), lw)  # the flat reference (its queue is unused)
+    below = Below(rng, lw, latency, addr_bits)
+    ref = Below(random.Random(0), lw, addr_bits=addr_bits)  # the flat reference (no queue)
     expected: list[list[int] | int | None] = []  # per accepted request, in order
     state: dict = {"cur": None, "tag": 0, "resp": 0, "checked": 0}
 
@@ -322,11 +331,11 @@ def random_traffic(model, lw: int, tb: int, rng: random.Random, lines: list[int]
                 elif r["kind"] == WRITE:
                     cur = [ref.word(base + 4 * i) for i in range(lw)]
                     for i, w in enumerate(merge_bytes(cur, r["wdata"], r["be"])):
-                        ref.words[base + 4 * i] = w
+                        ref.put(base + 4 * i, w)
                     expected.append(None)
                 else:
                     old = ref.word(r["addr"])
-                    ref.words[r["addr"]] = apply_atomic(old, r)
+                    ref.put(r["addr"], apply_atomic(old, r))
                     expected.append(old)
                 state["cur"] = None
             if last["up__resp__valid"] and prev["up__resp__ready"]:
@@ -372,6 +381,24 @@ def test_l1_cache_cycles() -> None:
     assert st["evict"] > 30 and st["write_hit"] > 30 and st["atomic_inval"] > 10, st
     assert st["mshr_full"] > 0 and st["invalidate"] > 10 and st["stale_fill"] > 0, st
     check_cycles("l1_cache", bld, stim, want, "units_l1_cache_cycles")
+
+
+def test_l1_cache_aliases_past_its_memory() -> None:
+    """The cache of a 4 KiB memory (``addr_bits=12``): an address and its aliases past the
+    memory's end are one location below, so they are one line in the cache, one tag and one
+    MSHR (a read of one alias hits or merges into the other's line and sees its stores).
+    Each of 10 lines is offered under two random aliases of 16."""
+    bld, cache = build_unit("l1_cache_alias", lambda: L1Cache(**PARAMS, addr_bits=12))
+    rng = random.Random(SEED + 72)
+    model = L1Model(cache)
+    lines = [ln + 256 * rng.randrange(16) for ln in rng.sample(range(0x10, 0x100), 10)
+             for _ in range(2)]
+    stim, want, state = random_traffic(model, cache.line_words, cache.tag_bits, rng, lines,
+                                       3000, addr_bits=12)
+    st = model.stats
+    assert state["checked"] > 300, state
+    assert st["hit"] > 200 and st["merge"] > 20 and st["write_hit"] > 30, st
+    check_cycles("l1_cache_alias", bld, stim, want, "units_l1_cache_alias_cycles")
 
 
 DEEP = {"line_words": 4, "size_bytes": 1024, "ways": 4, "mshrs": 32, "rob_depth": 64,

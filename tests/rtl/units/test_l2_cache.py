@@ -144,6 +144,7 @@ def test_l2_cache_cycles(gated: bool) -> None:
     (lambda: L1Cache(ways=3), "ways must be a power of two, not 3"),
     (lambda: L1Cache(size_bytes=1000), "size_bytes must be"),
     (lambda: L1Cache(atomics="ignore"), "atomics must be 'bypass' or 'execute'"),
+    (lambda: L1Cache(size_bytes=4096, addr_bits=10), "addr_bits must be above the 11 bits"),
     (lambda: L2Cache(banks=3), "banks must be a power of two, not 3"),
     (lambda: L2Cache(ways=3), "ways must be a power of two, not 3"),
 ])
