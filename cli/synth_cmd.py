@@ -56,6 +56,10 @@ def register(subparsers: Any) -> None:
     p.add_argument("--flow", choices=("auto", "ecp5", "generic"), default="auto",
                    help="ecp5: map and place and route; generic: yosys word-level cell counts "
                    "only; auto (default): generic for full, ecp5 otherwise")
+    p.add_argument("--place-only", action="store_true",
+                   help="stop nextpnr after placement (--no-route): whether the design fits "
+                   "and nextpnr's Fmax estimate, without the routing that takes the longest "
+                   "on a whole GPU (an hour and more here)")
     p.add_argument("--seed", type=int, default=1, help="nextpnr placer seed (default 1)")
     p.add_argument("--workdir", type=Path, default=None,
                    help="where the Verilog, logs and reports go (default build/synth/CONFIG)")
@@ -91,7 +95,8 @@ def run(args: argparse.Namespace) -> int:
     else:
         res = synthesize(args.config, workdir, args.freq, args.flow, args.seed,
                          progress=lambda s: print(s, flush=True), top=args.top,
-                         shells=DATAPATH_SHELLS if args.shell else (), **caches)
+                         shells=DATAPATH_SHELLS if args.shell else (), **caches,
+                         route=not args.place_only)
     command = f"simtgpu synth --config {args.config}"
     if args.top != "gpu":
         command += f" --top {args.top}"
@@ -102,6 +107,8 @@ def run(args: argparse.Namespace) -> int:
         command += f" --freq {args.freq:g}"
     if args.flow != "auto":
         command += f" --flow {args.flow}"
+    if args.place_only:
+        command += " --place-only"
     body = render(res, command, machine())
     print()
     print(body)
@@ -234,7 +241,17 @@ def render(res, command: str, info: dict[str, str]) -> str:
                 eq, cap = lut_equivalents(res.cells), ECP5_85F["LUT4"]
                 lines.append(f"| LUT4 sites (LUT4 + 2 per carry + 6 per DPR16X4) | {eq:,} | "
                              f"{cap:,} | {100 * eq / cap:.1f} % |")
-        if res.fmax_mhz is not None:
+        if res.packed:
+            lines += ["", "Packed by nextpnr (the cells it places; a slice holds two COMB and two "
+                      "FF): " + ", ".join(f"{k} {u:,} of {c:,} ({100 * u / c:.1f} %)"
+                                          for k, (u, c) in res.packed.items()) + "."]
+        if res.fmax_mhz is not None and not res.routed:
+            verdict = "meets" if res.fmax_mhz >= res.target_mhz else "misses"
+            lines += ["", f"**Placed, not routed** (`--place-only`): nextpnr's estimate after "
+                      f"placement **{res.fmax_mhz:.1f} MHz** ({verdict} the "
+                      f"{res.target_mhz:g} MHz constraint). An estimate, not a routed Fmax: "
+                      "routing adds delay where the placement is congested."]
+        elif res.fmax_mhz is not None:
             verdict = "meets" if res.fmax_mhz >= res.target_mhz else "misses"
             lines += ["", f"**Fmax {res.fmax_mhz:.1f} MHz** ({verdict} the {res.target_mhz:g} "
                       f"MHz constraint); the critical path has {res.logic_ns:.1f} ns of logic "

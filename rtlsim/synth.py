@@ -96,6 +96,8 @@ class SynthResult:
     top: str = "gpu"
     shells: list[str] = field(default_factory=list)  # modules run as register shells
     copies: dict[str, int] = field(default_factory=dict)  # of each module (module_copies)
+    routed: bool = True  # False: placed only, ``fmax_mhz`` is nextpnr's estimate after placing
+    packed: dict[str, tuple[int, int]] = field(default_factory=dict)  # nextpnr: used, capacity
 
     @property
     def logic_ns(self) -> float:
@@ -409,14 +411,16 @@ def fpga_rtl_config(config: str, l1: bool | None = None, l2: bool | None = None
 def synthesize(config: str, workdir: Path, freq_mhz: float = 100.0, flow: str = "auto",
                seed: int = 1, progress: Callable[[str], None] = print,
                top: str = "gpu", shells: Iterable[str] = (), l1: bool | None = None,
-               l2: bool | None = None) -> SynthResult:
+               l2: bool | None = None, route: bool = True) -> SynthResult:
     """Run the flow on the GPU (``top="core"``: on core 0 alone) of configuration ``config``
     in ``workdir``, with the caches as :func:`fpga_rtl_config` says; the modules matching
     ``shells`` become register shells (:func:`register_shells`).
 
     ``flow``: ``ecp5`` (map to ECP5, place and route), ``generic`` (word-level cell counts
     only) or ``auto`` (``generic`` for a GPU of more than 64 lanes in all, which does not fit
-    the ECP5-85F, else ``ecp5``; a mapped design that does not fit is not placed)."""
+    the ECP5-85F, else ``ecp5``; a mapped design that does not fit is not placed).
+    ``route=False`` stops after placement (nextpnr ``--no-route``): the fit and nextpnr's
+    estimate of the Fmax, without the routing that takes the longest on a large design."""
     from .verilog_export import generate_verilog
 
     cfg = fpga_rtl_config(config, l1, l2)
@@ -433,7 +437,7 @@ def synthesize(config: str, workdir: Path, freq_mhz: float = 100.0, flow: str = 
         text, replaced = register_shells(text, shells)
         progress(f"synth {config}: register shells for {', '.join(replaced) or 'nothing'}")
     res = synthesize_verilog(config, text, top, workdir, freq_mhz, flow, seed, progress,
-                             verilog_s=time.monotonic() - t)
+                             verilog_s=time.monotonic() - t, route=route)
     res.top = top
     res.shells = replaced if shells else []
     return res
@@ -448,9 +452,11 @@ def _tools(flow: str) -> None:
 def synthesize_verilog(name: str, text: str, top: str, workdir: Path, freq_mhz: float = 100.0,
                        flow: str = "ecp5", seed: int = 1,
                        progress: Callable[[str], None] = print,
-                       verilog_s: float | None = None, place: bool = True) -> SynthResult:
+                       verilog_s: float | None = None, place: bool = True,
+                       route: bool = True) -> SynthResult:
     """Run the flow on Verilog ``text`` whose top module is ``top`` (any component: the
-    tests synthesise a single unit this way); ``place=False`` stops after yosys."""
+    tests synthesise a single unit this way); ``place=False`` stops after yosys,
+    ``route=False`` after placement."""
     if flow not in ("ecp5", "generic"):
         raise ValueError(f"flow must be ecp5 or generic, not {flow!r}")
     _tools(flow)
@@ -473,7 +479,7 @@ def synthesize_verilog(name: str, text: str, top: str, workdir: Path, freq_mhz: 
     result.stage_seconds = times
     (workdir / "times.json").write_text(json.dumps(times))
     if result.flow == "ecp5" and place:
-        _pnr_stage(result, name, top, workdir, freq_mhz, seed, progress, stage)
+        _pnr_stage(result, name, top, workdir, freq_mhz, seed, progress, stage, route)
         (workdir / "times.json").write_text(json.dumps(times))
     return result
 
@@ -498,6 +504,7 @@ def load_result(name: str, top: str, workdir: Path, flow: str = "ecp5") -> Synth
     report = workdir / "report.json"
     if flow == "ecp5" and report.exists():
         _read_report(res, json.loads(report.read_text()), top)
+        _read_pnr_log(res, workdir / "nextpnr.log")
     return res
 
 
@@ -525,16 +532,52 @@ def _synth_stage(name, top, workdir, vfile, flow, progress, stage) -> SynthResul
     return SynthResult(name, flow, cells, units, mems, copies=copies)
 
 
-def _pnr_stage(result, name, top, workdir, freq_mhz, seed, progress, stage) -> None:
+def _pnr_stage(result, name, top, workdir, freq_mhz, seed, progress, stage,
+               route: bool = True) -> None:
     if not fits_ecp5(result.cells):
         progress(f"synth {name}: larger than the ECP5-85F; no place and route")
         return
-    progress(f"synth {name}: nextpnr-ecp5 --85k --out-of-context --freq {freq_mhz:g}")
+    progress(f"synth {name}: nextpnr-ecp5 --85k --out-of-context --freq {freq_mhz:g}"
+             + ("" if route else " --no-route"))
     t = time.monotonic()
-    _run([*_tool("nextpnr-ecp5"), "--85k", "--out-of-context", "--json", "netlist.json",
-          "--freq", f"{freq_mhz:g}", "--timing-allow-fail", "--seed", str(seed),
-          "--report", "report.json", "--detailed-timing-report"],
-         workdir / "nextpnr.log", "nextpnr-ecp5")
+    log = workdir / "nextpnr.log"
+    try:
+        _run([*_tool("nextpnr-ecp5"), "--85k", "--out-of-context", "--json", "netlist.json",
+              "--freq", f"{freq_mhz:g}", "--timing-allow-fail", "--seed", str(seed),
+              "--report", "report.json", "--detailed-timing-report",
+              *([] if route else ["--no-route"])], log, "nextpnr-ecp5")
+    except SynthError:
+        text = log.read_text(errors="replace") if log.exists() else ""
+        if "Unable to find legal placement" not in text:
+            raise
+        used = ", ".join(f"{k} {u:,} of {c:,} ({100 * u / c:.1f} %)"
+                         for k, (u, c) in _packed(text).items() if u > c)
+        raise SynthError(f"{name} does not fit the ECP5-85F: nextpnr found no legal "
+                         f"placement ({used or 'at its utilisation limit'}); see {log}") from None
     stage("nextpnr", t)
     result.target_mhz = freq_mhz
     _read_report(result, json.loads((workdir / "report.json").read_text()), top)
+    _read_pnr_log(result, log)
+
+
+_PACKED = re.compile(r"Info:\s+(\w+):\s+(\d+)/\s*(\d+)\s+\d+%")
+_ESTIMATE = re.compile(r"Max frequency for clock '[^']*': ([\d.]+) MHz \(\w+ at ([\d.]+) MHz")
+
+
+def _packed(log: str) -> dict[str, tuple[int, int]]:
+    """nextpnr's device utilisation after packing (the cells it places), by cell type."""
+    part = log.split("Device utilisation:", 1)[-1].split("\n\n", 1)[0]
+    return {k: (int(u), int(c)) for k, u, c in _PACKED.findall(part) if int(u)}
+
+
+def _read_pnr_log(result: SynthResult, log: Path) -> None:
+    """The packed utilisation, and, for a run that did not route (its report has no Fmax),
+    the estimate nextpnr printed after placement."""
+    if not log.exists():
+        return
+    text = log.read_text(errors="replace")
+    result.packed = _packed(text)
+    found = _ESTIMATE.findall(text)
+    if result.fmax_mhz is None and found:
+        result.fmax_mhz, result.target_mhz = (float(x) for x in found[-1])
+        result.routed = False

@@ -59,6 +59,42 @@ def test_place_and_route_gives_fmax_and_path(tmp_path) -> None:
     assert set(res.stage_seconds) == {"yosys", "nextpnr"}
 
 
+def test_place_only_gives_the_fit_and_an_estimate(tmp_path) -> None:
+    # --place-only: nextpnr --no-route, whose report has no Fmax; the estimate it printed
+    # after placing and its packed utilisation come from its log, also on --report-only
+    text = verilog.convert(_Registered(), name="top", emit_src=False)
+    res = synth.synthesize_verilog("rr", text, "top", tmp_path, freq_mhz=50, route=False,
+                                   progress=lambda s: None)
+    assert not res.routed and res.path == [] and res.target_mhz == 50
+    assert res.fmax_mhz is not None and 50 < res.fmax_mhz < 1000
+    used, cap = res.packed["TRELLIS_COMB"]
+    assert 0 < used < 200 and cap == synth.ECP5_85F["LUT4"]
+    assert res.packed["TRELLIS_FF"][0] >= 3 + 8  # the pointer and the request register
+    again = synth.load_result("rr", "top", tmp_path)
+    assert (again.fmax_mhz, again.routed, again.target_mhz, again.packed) == \
+        (res.fmax_mhz, False, 50, res.packed)
+
+
+def test_a_design_that_does_not_place_is_named(tmp_path, monkeypatch) -> None:
+    # nextpnr's "no legal placement" becomes an error naming the design and the overfull cells
+    log = ("Info: Device utilisation:\nInfo: \t        TRELLIS_COMB:   86172/  83640   103%\n"
+           "Info: \t          TRELLIS_FF:   17677/  83640    21%\n\n"
+           "ERROR: Unable to find legal placement for all cells, design is probably at "
+           "utilisation limit.\n")
+
+    def fake_run(cmd, path, what):
+        path.write_text(log)
+        raise synth.SynthError(f"{what} failed (exit 255)")
+
+    monkeypatch.setattr(synth, "_run", fake_run)
+    monkeypatch.setattr(synth, "_tool", lambda name: [name])
+    res = synth.SynthResult("tiny", "ecp5", {"LUT4": 80_000}, [], [])
+    with pytest.raises(synth.SynthError, match=r"tiny does not fit the ECP5-85F: nextpnr found "
+                       r"no legal placement \(TRELLIS_COMB 86,172 of 83,640 \(103.0 %\)\)"):
+        synth._pnr_stage(res, "tiny", "gpu", tmp_path, 100.0, 1, lambda s: None,
+                         lambda *a: None)
+
+
 def test_register_file_read_ports_are_ram_copies(tmp_path) -> None:
     # 3 read ports, 1 write port: each lane's RAM is held three times (one copy per read
     # port), generic synthesis shows the words as memories, not registers
