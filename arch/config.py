@@ -323,6 +323,14 @@ class GpuConfig:
                 problems.append(f"the L2's {self.l2.size_bytes} bytes must hold at least one "
                                 f"set of {self.l2.ways} ways of {line}-byte lines in each of "
                                 f"its {self.l2.banks} banks")
+        for name, cache in (("L1", self.l1), ("L2", self.l2)):
+            # the caches take addresses modulo memory_bytes (rtl/l1_cache.py): a way as large
+            # as the memory would leave its tags no bit
+            if cache is not None and cache.size_bytes and \
+                    cache.size_bytes // max(cache.ways, 1) >= self.memory_bytes:
+                problems.append(f"each way of the {name} ({cache.size_bytes // cache.ways} "
+                                f"bytes) must be smaller than memory_bytes "
+                                f"({self.memory_bytes:#x})")
         _refuse(f"configuration {self.name!r}", problems)
 
     @property

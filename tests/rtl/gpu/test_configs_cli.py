@@ -76,3 +76,24 @@ def test_lsu_depth_follows_the_l1() -> None:
         L1Config(4096, mshrs=65)
     with pytest.raises(ConfigError, match="mshrs must be from 1 to 64, not 0"):
         L2Config(32768, mshrs=0)
+
+
+def test_a_cache_way_must_be_smaller_than_the_memory() -> None:
+    """The caches take addresses modulo memory_bytes (their tags hold the bits below it), so
+    a way as large as the memory is refused with the configuration's name, not deep in the
+    RTL; one half as large is a cache of one tag bit and builds."""
+    from dataclasses import replace
+
+    from simtgpu.arch.config import ConfigError, L1Config, L2Config
+    from simtgpu.rtl.l1_cache import L1Cache
+
+    tiny = CONFIGS["tiny"]  # 16-byte lines
+    with pytest.raises(ConfigError, match=r"configuration 'tiny'.*each way of the L2 \(65536 "
+                                          r"bytes\) must be smaller than memory_bytes \(0x10000\)"):
+        replace(tiny, memory_bytes=64 * 1024, l2=L2Config(128 * 1024, 2, 2, 4, 16))
+    with pytest.raises(ConfigError, match=r"each way of the L1 \(32768 bytes\) must be "
+                                          r"smaller than memory_bytes \(0x8000\)$"):
+        replace(tiny, memory_bytes=32 * 1024, l1=L1Config(32 * 1024, 1, 4, 16))
+    ok = replace(tiny, memory_bytes=64 * 1024, l2=L2Config(64 * 1024, 2, 2, 4, 16))
+    assert L1Cache(line_words=4, size_bytes=ok.l2.size_bytes // 2, ways=2,
+                   addr_bits=16 - 1).line_tag_bits == 1  # a bank: one bank bit fewer
