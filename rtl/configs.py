@@ -217,6 +217,12 @@ class RtlConfig:
         return self.gpu.memory_bytes
 
     @property
+    def memory_addr_bits(self) -> int:
+        """Bits of an address inside the memory (``memory_bytes`` is a power of two): the
+        caches take addresses modulo it, as the memory does (rtl/l1_cache.py)."""
+        return self.gpu.memory_bytes.bit_length() - 1
+
+    @property
     def mem_latency(self) -> int:
         return self.gpu.mem_latency
 

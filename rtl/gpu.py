@@ -141,7 +141,7 @@ class Gpu(wiring.Component):
                 line_words=cfg.line_words, size_bytes=cfg.l2.size_bytes, ways=cfg.l2.ways,
                 banks=cfg.l2.banks, mshrs=cfg.l2.mshrs, rob_depth=cfg.l2.rob_depth,
                 tag_bits=cfg.ext_tag_bits, gated=cfg.clock_gating,
-                addr_bits=cfg.gpu.memory_bytes.bit_length() - 1)
+                addr_bits=cfg.memory_addr_bits)
             wiring.connect(m, ic.ext, l2.up)
             wiring.connect(m, l2.down, wiring.flipped(self.mem))
             # The host writes memory directly (data, command records) while the GPU is not

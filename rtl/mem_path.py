@@ -79,7 +79,7 @@ class CoreMemPath(wiring.Component):
             m.submodules.l1 = cache = L1Cache(
                 line_words=cfg.line_words, size_bytes=l1.size_bytes, ways=l1.ways,
                 mshrs=l1.mshrs, rob_depth=l1.rob_depth, tag_bits=cfg.tag_bits,
-                addr_bits=cfg.gpu.memory_bytes.bit_length() - 1)
+                addr_bits=cfg.memory_addr_bits)
             wiring.connect(m, wiring.flipped(self.up), cache.up)
             wiring.connect(m, cache.down, wiring.flipped(self.down))
             invalidate = Signal()
