@@ -14,12 +14,13 @@ while the SIMT stack unit is busy):
            (a register still waiting for a global load, an atomic, ldparam or the SFU counts
            as one), is not at a fence with stores outstanding and not at a barrier; presents
            register addresses.
-  ``rr``   register and predicate read, guard evaluation, special registers; the multiplier
-           and FPU take their operands here.
+  ``rr``   register and predicate read, guard evaluation, special registers; the multiplier,
+           the FPU and the half unit take their operands here.
   ``ex1``  ALU, branch/ssy/sync/exit resolution (SIMT stack), barrier arrival, address
            generation.
-  ``ex2``  multiplier and FPU results.
-  ``mem``  LSU: shared memory, global requests, faults on bad addresses.
+  ``ex2``  multiplier results.
+  ``mem``  LSU: shared memory, global requests, faults on bad addresses; the last segment
+           of the FPU and of the half unit (their rounding), registered by ``mem_wb``.
   ``wb``   register and predicate write, scoreboard release, retire port; global load data
            comes back through the same write port in a free ``wb`` slot.
 
@@ -48,7 +49,9 @@ from .configs import RtlConfig
 from .decoder import Decoder
 from .fault_recorder import FaultRecorder
 from .fcompare import FCmpCond, FCompare
+from .fpu import CORE_LATENCY as FPU_LATENCY
 from .fpu import Fpu, FpuOp
+from .half_unit import CORE_LATENCY as HALF_LATENCY
 from .half_unit import HALF_UNIT_OPS, HalfOp, HalfUnit
 from .ibuffer import InstrBuffers
 from .isa_consts import BARRIER_OPS, SReg, iid
@@ -143,14 +146,17 @@ class Core(wiring.Component):
         m.submodules.warp_waits = wwait = WarpWaits(W)
         alus = [Alu() for _ in range(L)]
         muls = [Multiplier(latency=2, gated=cfg.clock_gating) for _ in range(L)]
-        fpus = [Fpu(latency=2, gated=cfg.clock_gating) for _ in range(L)]
+        fpus = [Fpu(FPU_LATENCY, gated=cfg.clock_gating, output_register=False)
+                for _ in range(L)]
         fcmps = [FCompare() for _ in range(L)]
-        halfs = [HalfUnit(gated=cfg.clock_gating) for _ in range(L)]
+        halfs = [HalfUnit(gated=cfg.clock_gating, latency=HALF_LATENCY, output_register=False)
+                 for _ in range(L)]
         for l in range(L):  # one module each in exported Verilog (rtl/reuse.py)
-            m.submodules[f"half{l}"] = reuse.shared(halfs[l], cfg.clock_gating)
+            m.submodules[f"half{l}"] = reuse.shared(halfs[l], (HALF_LATENCY, False,
+                                                                 cfg.clock_gating))
             m.submodules[f"alu{l}"] = reuse.shared(alus[l], ())
             m.submodules[f"mul{l}"] = reuse.shared(muls[l], (2, cfg.clock_gating))
-            m.submodules[f"fpu{l}"] = reuse.shared(fpus[l], (2, cfg.clock_gating))
+            m.submodules[f"fpu{l}"] = reuse.shared(fpus[l], (FPU_LATENCY, False, cfg.clock_gating))
             m.submodules[f"fcmp{l}"] = reuse.shared(fcmps[l], ())
         wiring.connect(m, wiring.flipped(self.mem), lsu.mem)
         wiring.connect(m, lsu.lwb, lw.lwb)
@@ -540,7 +546,9 @@ class Core(wiring.Component):
                     with m.Case(s.value):
                         m.d.comb += sreg_val[l].eq(val)
 
-        # multiplier and FPU take their operands in rr (two stages: ex1, ex2)
+        # the multiplier, FPU and half unit take their operands in rr; the multiplier's result
+        # is ex2's, the FPU's and the half unit's segments fill rr, ex1, ex2 and mem (their
+        # results enter mem_wb)
         mul_op = Signal(MulOp)
         fpu_op = Signal(FpuOp)
         half_op = Signal(HalfOp)
@@ -695,7 +703,7 @@ class Core(wiring.Component):
                      mx.ex1.pc.eq(x.pc), mx.ex1.active.eq(x.active), mx.ex1.exec.eq(x.exec),
                      mx.take.eq(lw.mma_take), mx.reset.eq(whole_reset)]
 
-        # --- ex2: multiplier and FPU results -----------------------------------------------
+        # --- ex2: multiplier results ---------------------------------------------------------
         m.submodules.ex1_ex2 = ex1_ex2_st = Stage("ex1_ex2", uop)
         ex1_ex2 = ex1_ex2_st.q
         # ... and as they leave it, with an instruction that faults as it leaves ex1
@@ -707,10 +715,6 @@ class Core(wiring.Component):
             with m.Switch(ex1_ex2.dec.sem):
                 with m.Case(RSem.MUL):
                     m.d.comb += ex2.result[l].eq(muls[l].result)
-                with m.Case(RSem.FP, RSem.CVT):
-                    m.d.comb += ex2.result[l].eq(fpus[l].result)
-                with m.Case(RSem.HALF):
-                    m.d.comb += ex2.result[l].eq(halfs[l].result)
 
         # the LSU's checks and address work for the instruction in ex2 (LsuPrep), registered
         # into mem beside it
@@ -798,6 +802,13 @@ class Core(wiring.Component):
         m.d.comb += [mem_wb_st.kill.eq(mem_hold), mem_wb_st.d.eq(y),
                      mem_wb_st.d.deferred.eq(y.deferred | lsu.deferred),
                      mem_wb_st.d.valid.eq(y_valid & ~lsu.fault)]
+        # the FPU's and the half unit's last segments (their rounding) run in mem, and mem_wb
+        # is their last register
+        with m.Switch(y.dec.sem):
+            with m.Case(RSem.FP, RSem.CVT):
+                m.d.comb += [mem_wb_st.d.result[l].eq(fpus[l].result) for l in range(L)]
+            with m.Case(RSem.HALF):
+                m.d.comb += [mem_wb_st.d.result[l].eq(halfs[l].result) for l in range(L)]
         # outstanding global stores per warp (fences)
         m.d.comb += [iss.store_sent.eq(lsu.sent & (mem_prep.op == LsuOp.STG)),
                      iss.store_sent_warp.eq(lsu.sent_warp),

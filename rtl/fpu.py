@@ -1,5 +1,5 @@
-"""Pipelined FP32 unit of one lane (ex1 -> ex2): add, sub, mul, fma, min/max, abs/neg and the
-int <-> float conversions.
+"""Pipelined FP32 unit of one lane (rr to mem in the core): add, sub, mul, fma, min/max,
+abs/neg and the int <-> float conversions.
 
 Bit-exact with ``simtgpu.sim.numerics``: round to nearest even, subnormal inputs read as
 zero of the same sign, subnormal results flushed to zero of the same sign, every NaN result
@@ -16,14 +16,22 @@ the same adder, normaliser and rounder::
 (``-0`` is the additive identity that keeps the sign of a zero product.) ``cvt.i2f``/
 ``cvt.u2f`` reuse the normaliser and rounder: the integer's magnitude enters as the sum.
 
-Stage 1 (align): unpack with FTZ, 24x24 significand product, exponent difference, shift
-the addend right into a 75-bit window (bit 0 collects the sticky OR of everything shifted
-below it), detect NaN/inf results; the ops that need no rounding (min, max, abs, neg,
-f2i, f2u) finish here.
-Stage 2 (add/round): add or subtract product and aligned addend, leading-zero count,
-normalise, round to nearest even, flush a subnormal result, overflow to infinity, pack.
+Four segments, each a pipeline stage when the unit has the cycles for it (``latency``):
 
-Window of stage 1/2 (bit ``k >= 1`` weighs ``2**(e0 + k - 1)``)::
+A (unpack): operand selection, unpack with FTZ, exponent difference and the addend's shift
+  amount, NaN/inf results; the ops that need no rounding (min, max, abs, neg, f2i, f2u)
+  finish here.
+B (align): 24x24 significand product, the addend shifted right into a 75-bit window (bit 0
+  collects the sticky OR of everything shifted below it).
+C (add): add or subtract product and aligned addend, magnitude, leading-zero count.
+D (round): normalise, round to nearest even, flush a subnormal result, overflow to infinity,
+  pack.
+
+``latency`` 2 cuts between B and C (the unit's first form), 3 also between C and D, 4 between
+every two; the core's form is 4 with the last register its own (``output_register``), so
+the four segments fill rr, ex1, ex2 and mem and the result reaches wb as an ALU's does.
+
+Window of B/C (bit ``k >= 1`` weighs ``2**(e0 + k - 1)``)::
 
     74 ........ 51 50 49 48 ........... 1  0
     [ addend C   ] 0  0  [ product P    ]  sticky    (addend before its right shift)
@@ -44,9 +52,13 @@ from simtgpu.isa import Sem
 from .fp_utils import CANONICAL_NAN, FP_NEG_ZERO, FP_ONE, lzc, order_less, unpack
 from .isa_consts import isa_op_enum
 from .params import MAX_LATENCY, check_latency
-from .stages import delayed_result, gated_domain
+from .stages import Cuts, delayed, gated_domain
 
-__all__ = ["MAX_LATENCY", "FpuOp", "Fpu"]
+__all__ = ["CORE_LATENCY", "MAX_LATENCY", "FpuOp", "Fpu"]
+
+CORE_LATENCY = 4
+"""The core's FPU: operands in rr, segments A to D in rr, ex1, ex2 and mem, the last register
+the core's ``mem_wb`` (``Fpu(CORE_LATENCY, output_register=False)``)."""
 
 FpuOp = isa_op_enum("FpuOp", (Sem.FP, Sem.CVT), __name__)
 """Operation of the :class:`Fpu`: ``FADD`` ... ``FNEG``, ``CVT_I2F`` ... ``CVT_F2U``."""
@@ -55,24 +67,52 @@ WINDOW = 75  # sticky bit + 74-bit window (product 48 + 2 empty + addend 24)
 ADDEND_LSB = 51  # position of the unshifted addend's LSB in the window
 MAX_SHIFT = 80  # any larger shift moves the whole addend into the sticky bit
 
-ALIGN_ADD_LAYOUT = data.StructLayout({
-    "x": 49,  # product (or integer magnitude) at window bits [1, 49)
-    "y": WINDOW,  # aligned addend, bit 0 = sticky
+_RESULT_FIELDS = {
     "e0": signed(12),  # exponent of window bit 1
     "sign_x": 1,
-    "sign_y": 1,
     "eff_sub": 1,  # signs differ: subtract magnitudes
     "nan": 1,  # result is the canonical NaN
     "inf": 1,  # result is an infinity of sign inf_sign
     "inf_sign": 1,
-    "bypass": 1,  # result already final in stage 1 (bypass_value)
+    "bypass": 1,  # result already final in A (bypass_value)
     "bypass_value": 32,
+}
+"""What every segment after A passes on unchanged (besides its own work)."""
+
+UNPACKED_LAYOUT = data.StructLayout({
+    "xm": 24, "ym": 24,  # the product's significands
+    "zm": 24,  # the addend's significand, unshifted
+    "shift": range(MAX_SHIFT + 1),  # right shift of the addend into the window
+    "cvt": 1,  # int -> float: the magnitude enters the window as the product would
+    "int_mag": 32,
+    "sign_y": 1,
+    **_RESULT_FIELDS,
 })
-"""Registers between stage 1 (align) and stage 2 (add/round)."""
+"""Registers between A (unpack) and B (align)."""
+
+ALIGN_ADD_LAYOUT = data.StructLayout({
+    "x": 49,  # product (or integer magnitude) at window bits [1, 49)
+    "y": WINDOW,  # aligned addend, bit 0 = sticky
+    "sign_y": 1,
+    **_RESULT_FIELDS,
+})
+"""Registers between B (align) and C (add)."""
+
+SUM_LAYOUT = data.StructLayout({
+    "total": WINDOW + 1,  # magnitude of the sum
+    "nonzero": 1,  # the sum is not exactly zero (a register reset to 0 reads as +0)
+    "lead": range(WINDOW + 1),  # leading zeros of total
+    "sign": 1,  # the sum's sign
+    **_RESULT_FIELDS,
+})
+"""Registers between C (add) and D (round)."""
+
+_CUTS = {1: (), 2: ("bc",), 3: ("bc", "cd"), 4: ("ab", "bc", "cd")}
+"""Segment boundaries that are registers, by the pipeline registers the datapath has."""
 
 
 class _Operands(NamedTuple):
-    """What stage 1 reads: the ports themselves, or their registered copies (``gated``)."""
+    """What A reads: the ports themselves, or their registered copies (``gated``)."""
 
     op: Value
     a: Value
@@ -86,17 +126,22 @@ class Fpu(wiring.Component):
     Parameters
     ----------
     latency : int
-        Enabled cycles from operands to ``result``: 2 (align | add/round, the default) up to
-        ``MAX_LATENCY`` (extra cycles delay the result for retiming); 1 puts both halves in
-        one cycle.
+        Enabled cycles from operands to ``result``, from 1 (every segment in one cycle) to
+        ``MAX_LATENCY``: 2 (A B | C D, the default), 3 (A B | C | D), 4 (A | B | C | D); the
+        cycles past 4 delay the result for retiming.
+    output_register : bool
+        True (default): ``result`` is a register. False: the last of the ``latency``
+        registers is the user's; ``result`` shows in the cycle before the one it would
+        otherwise, from logic (D's, unless the latency adds delay registers), for a user that
+        registers it at once, as the core's ``mem_wb`` stage register does.
     gated : bool
         The simulation models' form (``RtlConfig.clock_gating``): the operands are registered
-        on a gated clock that rises only in a cycle with ``en & valid``, and both halves run
-        after those registers, so a Verilator model evaluates the datapath only in the cycles
-        that start an operation (a kernel's FP instructions are a few in ten). False (the
-        FPGA form) registers stage 1's output under the enable ``en & valid`` instead, which
-        keeps align and add/round in separate cycles. Same function, same timing; needs
-        ``latency >= 2``.
+        on a gated clock that rises only in a cycle with ``en & valid``, every segment runs
+        after those registers, and the result is delayed by registers under ``en``, so a
+        Verilator model evaluates the datapath only in the cycles that start an operation (a
+        kernel's FP instructions are a few in ten). False (the FPGA form) registers the
+        segments' outputs under the enable instead (the first register under ``en & valid``).
+        Same function, same timing; needs ``latency >= 2``.
 
     Attributes
     ----------
@@ -110,14 +155,20 @@ class Fpu(wiring.Component):
     a, b, c : In(32)
         Operands (``c`` only for ``FFMA``; the unary ops and conversions read ``a``).
     result : Out(32)
-        Result bits of the operation presented ``latency`` enabled cycles earlier.
+        Result bits of the operation presented ``latency`` enabled cycles earlier (one fewer
+        without the output register, see ``output_register``).
     """
 
-    def __init__(self, latency: int = 2, gated: bool = False) -> None:
+    def __init__(self, latency: int = 2, gated: bool = False,
+                 output_register: bool = True) -> None:
         self.latency = check_latency(self, latency)
         if gated and self.latency < 2:
             raise ValueError("Fpu: gated needs latency >= 2 (the operands take a cycle)")
+        if not output_register and self.latency < 2:
+            raise ValueError("Fpu: output_register=False needs latency >= 2 (the user's "
+                             "register is one of the cycles)")
         self.gated = gated
+        self.output_register = output_register
         super().__init__({
             "en": In(1),
             "valid": In(1, init=1),
@@ -132,37 +183,40 @@ class Fpu(wiring.Component):
         m = Module()
         take = Signal()
         m.d.comb += take.eq(self.en & self.valid)
-        # Each half is its own submodule so that a simulator re-evaluates only the half
-        # whose inputs changed.
-        m.submodules.align = m_align = Module()
-        m.submodules.add_round = m_round = Module()
+        registers = self.latency - (0 if self.output_register else 1)  # the unit's own
+        # Each segment is its own submodule so that a simulator re-evaluates only the
+        # segment whose inputs changed.
         if self.gated:
-            # The operands, registered on a gated clock; both halves run between them and
-            # the result register.
+            # The operands, registered on a gated clock; every segment runs between them
+            # and the delay registers.
             fpu = gated_domain(m, "fpu", take)
             ops = _Operands(Signal(FpuOp, name="op_q"), Signal(32, name="a_q"),
                             Signal(32, name="b_q"), Signal(32, name="c_q"))
             m.d[fpu] += [ops.op.eq(self.op), ops.a.eq(self.a), ops.b.eq(self.b),
                         ops.c.eq(self.c)]
-            s1 = self._align(m_align, ops)
-        else:  # stage 1's output registered, under the enable
-            s1 = Signal(ALIGN_ADD_LAYOUT, name="s1")
-            align = self._align(m_align, _Operands(self.op, self.a, self.b, self.c))
-            if self.latency == 1:
-                m.d.comb += s1.eq(align)
-            else:
-                with m.If(take):
-                    m.d.sync += s1.eq(align)
-        word = self._add_round(m_round, s1)
-
-        m.d.comb += self.result.eq(delayed_result(m, self.en, word, self.latency))
+            cuts, delays = (), registers - 1
+        else:  # segment outputs registered under the enable
+            ops = _Operands(self.op, self.a, self.b, self.c)
+            cuts = _CUTS[min(self.latency, 4)]
+            delays = registers - len(cuts)
+        boundary = Cuts(m, cuts, take, self.en)
+        m.submodules.unpack = m_a = Module()
+        m.submodules.align = m_b = Module()
+        m.submodules.add = m_c = Module()
+        m.submodules.round = m_d = Module()
+        a_out = boundary("ab", self._unpack(m_a, ops))
+        b_out = boundary("bc", self._align(m_b, a_out))
+        c_out = boundary("cd", self._add(m_c, b_out))
+        word = self._round(m_d, c_out)
+        m.d.comb += self.result.eq(delayed(m, self.en, word, delays))
         return m
 
     # -----------------------------------------------------------------------------------
-    def _align(self, m: Module, ops: _Operands) -> Signal:
-        """Stage 1: operand selection, product, alignment, specials, unrounded ops."""
+    def _unpack(self, m: Module, ops: _Operands) -> Signal:
+        """A: operand selection, unpack, exponents and shift amount, specials, unrounded
+        ops."""
         op = ops.op
-        out = Signal(ALIGN_ADD_LAYOUT, name="s1_next")
+        out = Signal(UNPACKED_LAYOUT, name="a_out")
 
         # Fused-datapath operands x * y + z.
         y_in = Signal(32, name="y_in")
@@ -176,15 +230,12 @@ class Fpu(wiring.Component):
                 m.d.comb += [y_in.eq(ops.b), z_in.eq(FP_NEG_ZERO)]
             with m.Default():
                 m.d.comb += [y_in.eq(ops.b), z_in.eq(ops.c)]
-        m.submodules.unpack = m_unpack = Module()
-        x = unpack(m_unpack, ops.a, "x")
-        y = unpack(m_unpack, y_in, "y")
-        z = unpack(m_unpack, z_in, "z")
+        x = unpack(m, ops.a, "x")
+        y = unpack(m, y_in, "y")
+        z = unpack(m, z_in, "z")
 
         sign_p = x.sign ^ y.sign
         prod_zero = x.zero | y.zero
-        product = Signal(48, name="product")
-        m.d.comb += product.eq(x.mant * y.mant)
 
         # d: exponent of the addend's LSB minus that of the product's LSB.
         d = Signal(signed(12), name="align_d")
@@ -194,51 +245,34 @@ class Fpu(wiring.Component):
             e_prod.eq(x.exp + y.exp - 300),
         ]
         addend_top = prod_zero | (~z.zero & (d > ADDEND_LSB - 1))
-        shift = Signal(range(MAX_SHIFT + 1), name="align_shift")
         e0 = Signal(signed(12), name="align_e0")
-        with m.If(addend_top):
-            m.d.comb += [shift.eq(0), e0.eq(z.exp - 150 - (ADDEND_LSB - 1))]
-        with m.Else():
-            raw = (ADDEND_LSB - 1) - d  # negative only for a zero addend
-            m.d.comb += [
-                shift.eq(Mux(raw > MAX_SHIFT, MAX_SHIFT, Mux(raw < 0, 0, raw))),
-                e0.eq(e_prod),
-            ]
-        # aligned = Cat(sticky, addend shifted into the 74 window bits above it): a right
-        # shift written stage by stage (one shift expression would be a 155-bit vector in
-        # the Verilog), each stage ORing what it drops into the sticky bit
-        base = ADDEND_LSB - 1  # the unshifted significand's LSB, counted above the sticky bit
-        v = Cat(Const(0, base), z.mant)
-        sticky = Const(0, 1)
-        for i in range(len(shift)):
-            step = 1 << i
-            nv = Signal(len(v), name=f"align_sh{i}")
-            ns = Signal(name=f"align_st{i}")
-            m.d.comb += [nv.eq(Mux(shift[i], v >> step, v)),
-                         ns.eq(sticky | (shift[i] & (v[:min(step, len(v))] != 0)))]
-            v, sticky = nv, ns
-        aligned = Cat(sticky, v)
+        m.d.comb += e0.eq(Mux(addend_top, z.exp - 150 - (ADDEND_LSB - 1), e_prod))
 
         any_inf_p = x.inf | y.inf
         fused_nan = (x.nan | y.nan | z.nan | (x.inf & y.zero) | (x.zero & y.inf)
                      | (any_inf_p & z.inf & (sign_p != z.sign)))
 
-        # int -> float: the magnitude enters the window as the product would.
         int_neg = (op == FpuOp.CVT_I2F) & ops.a[31]
-        int_mag = Mux(int_neg, -ops.a, ops.a)[0:32]
         m.submodules.unrounded = m_unrounded = Module()
         unrounded = self._unrounded(m_unrounded, x, ops)
 
+        # the shift amount (ADDEND_LSB - 1) - d clamped to [0, MAX_SHIFT], the clamp decided
+        # by comparing d itself (negative amounts only for a zero addend)
+        raw = Signal(range(MAX_SHIFT + 1), name="align_raw")
+        m.d.comb += raw.eq((ADDEND_LSB - 1) - d)
+        m.d.comb += [out.xm.eq(x.mant), out.ym.eq(y.mant), out.zm.eq(z.mant),
+                     out.shift.eq(Mux(addend_top | (d > ADDEND_LSB - 1), 0,
+                                      Mux(d < ADDEND_LSB - 1 - MAX_SHIFT, MAX_SHIFT, raw)))]
         with m.Switch(op):
             with m.Case(FpuOp.CVT_I2F, FpuOp.CVT_U2F):
                 m.d.comb += [
-                    out.x.eq(int_mag << 1), out.y.eq(0), out.e0.eq(0),
-                    out.sign_x.eq(int_neg), out.sign_y.eq(int_neg), out.eff_sub.eq(0),
+                    out.cvt.eq(1), out.int_mag.eq(Mux(int_neg, -ops.a, ops.a)[0:32]),
+                    out.e0.eq(0), out.sign_x.eq(int_neg), out.sign_y.eq(int_neg),
+                    out.eff_sub.eq(0),
                 ]
             with m.Case(FpuOp.FADD, FpuOp.FSUB, FpuOp.FMUL, FpuOp.FFMA):
                 m.d.comb += [
-                    out.x.eq(product << 1), out.y.eq(aligned), out.e0.eq(e0),
-                    out.sign_x.eq(sign_p), out.sign_y.eq(z.sign),
+                    out.e0.eq(e0), out.sign_x.eq(sign_p), out.sign_y.eq(z.sign),
                     out.eff_sub.eq(sign_p != z.sign),
                     out.nan.eq(fused_nan),
                     out.inf.eq(any_inf_p | z.inf),
@@ -249,7 +283,7 @@ class Fpu(wiring.Component):
         return out
 
     def _unrounded(self, m: Module, x, ops: _Operands) -> Signal:
-        """min, max, abs, neg and float -> int: exact, so they finish in stage 1."""
+        """min, max, abs, neg and float -> int: exact, so they finish in A."""
         op = ops.op
         b = unpack(m, ops.b, "mm_b")
         value = Signal(32, name="unrounded")
@@ -300,65 +334,102 @@ class Fpu(wiring.Component):
         return value
 
     # -----------------------------------------------------------------------------------
-    def _add_round(self, m: Module, s1) -> Signal:
-        """Stage 2: add, normalise, round to nearest even, flush, overflow, pack."""
-        word = Signal(32, name="s2_word")
-        x = s1.x
-        raw = Signal(WINDOW + 3, name="s2_raw")
-        diff = Signal(signed(WINDOW + 2), name="s2_diff")
-        total = Signal(WINDOW + 1, name="s2_sum")
-        sign = Signal(name="s2_sign")
+    def _align(self, m: Module, a) -> Signal:
+        """B: the significand product and the addend aligned below or above it."""
+        out = Signal(ALIGN_ADD_LAYOUT, name="b_out")
+        product = Signal(48, name="product")
+        m.d.comb += product.eq(a.xm * a.ym)
+        shift = a.shift
+        # aligned = Cat(sticky, addend shifted into the 74 window bits above it): a right
+        # shift written stage by stage (one shift expression would be a 155-bit vector in
+        # the Verilog), each stage ORing what it drops into the sticky bit
+        base = ADDEND_LSB - 1  # the unshifted significand's LSB, counted above the sticky bit
+        v = Cat(Const(0, base), a.zm)
+        sticky = Const(0, 1)
+        for i in range(len(shift)):
+            step = 1 << i
+            nv = Signal(len(v), name=f"align_sh{i}")
+            ns = Signal(name=f"align_st{i}")
+            m.d.comb += [nv.eq(Mux(shift[i], v >> step, v)),
+                         ns.eq(sticky | (shift[i] & (v[:min(step, len(v))] != 0)))]
+            v, sticky = nv, ns
+        m.d.comb += [out.x.eq(Mux(a.cvt, a.int_mag, product) << 1),
+                     out.y.eq(Mux(a.cvt, 0, Cat(sticky, v))), out.sign_y.eq(a.sign_y)]
+        m.d.comb += [getattr(out, f).eq(getattr(a, f)) for f in _RESULT_FIELDS]
+        return out
+
+    def _add(self, m: Module, s) -> Signal:
+        """C: add or subtract, the magnitude and its sign, the leading-zero count."""
+        out = Signal(SUM_LAYOUT, name="c_out")
+        x = s.x
+        raw = Signal(WINDOW + 3, name="c_raw")
+        diff = Signal(signed(WINDOW + 2), name="c_diff")
         # One adder for both: x + y, or x - y as x + ~y + 1 (the carry-in rides in a bit
         # below both operands), then the magnitude of a difference
-        sub = s1.eff_sub
+        sub = s.eff_sub
         m.d.comb += [
             raw.eq(Cat(sub, x, Const(0, WINDOW + 1 - len(x)), Const(0, 1))
-                   + Cat(sub, s1.y ^ sub.replicate(WINDOW), sub, sub)),
+                   + Cat(sub, s.y ^ sub.replicate(WINDOW), sub, sub)),
             diff.eq(raw[1:]),
         ]
         negative = diff[-1]  # the sign bit: a compare with 0 is a wide compare in Verilator
         m.d.comb += [
-            total.eq(Mux(negative, -diff, diff)),
-            sign.eq(Mux(negative, s1.sign_y, s1.sign_x)),
+            out.total.eq(Mux(negative, -diff, diff)),
+            out.sign.eq(Mux(negative, s.sign_y, s.sign_x)),
         ]
+        zero, lz = lzc(out.total)
+        m.d.comb += [out.nonzero.eq(~zero), out.lead.eq(lz)]
+        m.d.comb += [getattr(out, f).eq(getattr(s, f)) for f in _RESULT_FIELDS]
+        return out
 
-        m.submodules.normalise = m = Module()  # a simulator evaluates it once the sum is final
-        zero, lz = lzc(total)
-        lead = Signal(range(WINDOW + 1), name="s2_lzc")
-        m.d.comb += lead.eq(lz)
+    def _round(self, m: Module, s) -> Signal:
+        """D: normalise, round to nearest even, flush, overflow, pack. Everything but the
+        shift, the rounding increment and its carry is worked out beside the shift (the
+        exponent with and without the carry, its range checks, the sticky bit, the special
+        results), so the carry only chooses among them."""
+        word = Signal(32, name="d_word")
         # The normalised sum is total << lead (its leading one at the top); rounding needs
         # its top 25 bits (significand and guard) and whether any bit below them is set.
         # The shift is written stage by stage, each a 76-bit mux, as one shift expression
         # would be a 200-bit vector in the Verilog.
-        norm = total
-        for i in range(len(lead)):
-            nxt = Signal(WINDOW + 1, name=f"s2_norm{i}")
-            m.d.comb += nxt.eq(Mux(lead[i], norm << (1 << i), norm))
+        norm = s.total
+        for i in range(len(s.lead)):
+            nxt = Signal(WINDOW + 1, name=f"d_norm{i}")
+            m.d.comb += nxt.eq(Mux(s.lead[i], norm << (1 << i), norm))
             norm = nxt
-        top = norm[WINDOW + 1 - 25:]  # significand and guard bit
+        low = WINDOW + 1 - 25  # bits of the normalised sum below the guard bit
+        top = norm[low:]  # significand and guard bit
         mant = top[1:]
         guard = top[0]
-        sticky = norm[:WINDOW + 1 - 25] != 0
-        e_pre = Signal(signed(13), name="s2_exp")
+        # sticky: the bits of total that the shift moves below the guard bit, k + lead < low,
+        # chosen by a mask made from lead alone rather than ORed after the shift
+        below = Signal(low, name="d_below")  # bit k: k + lead < low (a constant shifted)
+        m.d.comb += below.eq(Const((1 << low) - 1, low) >> s.lead)
+        sticky = (s.total[:low] & below) != 0
+        e_pre = Signal(signed(13), name="d_exp")
+        e_inc = Signal(signed(13), name="d_exp_inc")
         # MSB at window bit (WINDOW - lead) weighs 2**(e0 + WINDOW - lead - 1).
-        m.d.comb += e_pre.eq(s1.e0 + (WINDOW - 1 + 127) - lead)
-        rounded = Signal(25, name="s2_rounded")
+        m.d.comb += [e_pre.eq(s.e0 + (WINDOW - 1 + 127) - s.lead), e_inc.eq(e_pre + 1)]
+        rounded = Signal(25, name="d_rounded")
         m.d.comb += rounded.eq(mant + (guard & (sticky | mant[0])))
-        carry = rounded[24]
-        exp = Signal(signed(13), name="s2_exp_rounded")
-        m.d.comb += exp.eq(e_pre + carry)
-        frac = Mux(carry, 0, rounded[0:23])
+        carry = rounded[24]  # the significand rounded up to 2.0: its fraction bits are 0
+        huge = Mux(carry, e_pre >= 0xFF - 1, e_pre >= 0xFF)  # overflow rounds to infinity
+        sign = s.sign
 
-        inf_bits = Cat(Const(0, 23), Const(0xFF, 8), s1.inf_sign)
-        with m.If(s1.bypass):
-            m.d.comb += word.eq(s1.bypass_value)
-        with m.Elif(s1.nan):
-            m.d.comb += word.eq(CANONICAL_NAN)
-        with m.Elif(s1.inf):
-            m.d.comb += word.eq(inf_bits)
-        with m.Elif(zero):  # exact zero: x + (-x) is +0, the sum of two zeros keeps their sign
-            m.d.comb += word.eq(Cat(Const(0, 31), s1.sign_x & ~s1.eff_sub))
-        with m.Elif(exp >= 0xFF):  # overflow rounds to infinity
+        special = Signal(32, name="d_special")
+        use_special = Signal(name="d_use_special")
+        m.d.comb += use_special.eq(s.bypass | s.nan | s.inf | ~s.nonzero)
+        with m.If(s.bypass):
+            m.d.comb += special.eq(s.bypass_value)
+        with m.Elif(s.nan):
+            m.d.comb += special.eq(CANONICAL_NAN)
+        with m.Elif(s.inf):
+            m.d.comb += special.eq(Cat(Const(0, 23), Const(0xFF, 8), s.inf_sign))
+        with m.Else():  # exact zero: x + (-x) is +0, two zeros' sum keeps their sign
+            m.d.comb += special.eq(Cat(Const(0, 31), s.sign_x & ~s.eff_sub))
+        with m.If(use_special):
+            m.d.comb += word.eq(special)
+        with m.Elif(huge):
             m.d.comb += word.eq(Cat(Const(0, 23), Const(0xFF, 8), sign))
         with m.Elif(e_pre <= 0):
             # Below the normal range: IEEE rounding at subnormal precision reaches the
@@ -367,5 +438,5 @@ class Fpu(wiring.Component):
             smallest = (e_pre == 0) & (mant == 0xFFFFFF)
             m.d.comb += word.eq(Cat(Const(0, 23), smallest, Const(0, 7), sign))
         with m.Else():
-            m.d.comb += word.eq(Cat(frac, exp[0:8], sign))
+            m.d.comb += word.eq(Cat(rounded[0:23], Mux(carry, e_inc, e_pre)[0:8], sign))
         return word

@@ -1,17 +1,18 @@
-"""Half-precision unit of one lane (ex1 -> ex2): the ``hcvt.*`` conversions between FP32 and
-fp16/bf16 and the packed half2 arithmetic (``hadd2`` ... ``hfma2``, fp16 or bf16).
+"""Half-precision unit of one lane (rr to mem in the core): the ``hcvt.*`` conversions between
+FP32 and fp16/bf16 and the packed half2 arithmetic (``hadd2`` ... ``hfma2``, fp16 or bf16).
 
 Bit-exact with ``simtgpu.sim.numerics`` (``hcvt``, ``half2``, ``hfma2``): widening is exact
 (an fp16 subnormal is normalised with a leading-zero count, a bf16 pattern moves up 16 bits),
 narrowing rounds once to nearest even with subnormals kept and overflow to infinity, and
 every NaN result is canonical (``0x7fffffff`` widened, ``0x7fff`` narrowed). The packed
-arithmetic is one fused multiply-add per half (:func:`fma_align`, :func:`fma_round`), both
+arithmetic is one fused multiply-add per half (:func:`fma_terms` ... :func:`fma_pack`), both
 formats in one datapath. The op enum :data:`HalfOp` is generated from the isa table (``Sem.HALF``).
 
-Same timing as the FPU: operands in rr, the result two enabled cycles later (ex2). The
+Same timing as the FPU: operands in rr, four segments in rr, ex1, ex2 and mem, the result
+registered by the core's ``mem_wb`` (:class:`HalfUnit`). In the simulation models the
 operands of a half instruction are registered on a gated clock (``half``: the core clock
 held high in every cycle that takes no half instruction), and the datapath between those
-registers and the result register is only fed from them. Real hardware gates an idle unit's
+registers and the result is only fed from them. Real hardware gates an idle unit's
 clock to save power; a Verilator model evaluates logic only when its clock domain ticks, so
 a kernel without half instructions costs nothing here (docs/performance.md). The FPGA flow
 builds the clock-enable form instead (``HalfUnit(gated=False)``, from
@@ -21,7 +22,7 @@ LUT is a timing hazard there.
 
 from typing import NamedTuple
 
-from amaranth import Cat, Const, Module, Mux, Signal, signed
+from amaranth import Cat, Const, Module, Mux, Signal, Value, signed
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 from simtgpu.isa import Sem
@@ -29,9 +30,9 @@ from simtgpu.isa.instructions import HALF2_OPS, HCVT_OPS
 
 from .fp_utils import CANONICAL_NAN, lzc
 from .isa_consts import isa_op_enum
-from .stages import gated_domain
+from .stages import Cuts, delayed, gated_domain
 
-__all__ = ["HALF_UNIT_OPS", "HalfOp", "HalfUnit"]
+__all__ = ["CORE_LATENCY", "HALF_UNIT_OPS", "LATENCY", "HalfOp", "HalfUnit"]
 
 HalfOp = isa_op_enum("HalfOp", (Sem.HALF,), __name__)
 """Operation of the :class:`HalfUnit`: ``HCVT_HL2F`` ... and the packed arithmetic."""
@@ -46,6 +47,10 @@ _F16_OPS = tuple(HalfOp[f"{op.upper()}_F16"] for op in (*HALF2_OPS, "hfma2"))
 _BF16_OPS = tuple(HalfOp[f"{op.upper()}_BF16"] for op in (*HALF2_OPS, "hfma2"))
 HALF_NAN = 0x7FFF
 LATENCY = 2
+"""The unit's default latency: conversions and sums | rounding."""
+CORE_LATENCY = 4
+"""The core's half unit: segments A to D in rr, ex1, ex2 and mem, the last register the
+core's ``mem_wb`` (``HalfUnit(latency=CORE_LATENCY, output_register=False)``)."""
 
 
 def widen(m: Module, h, fmt: str, name: str) -> Signal:
@@ -74,16 +79,35 @@ def widen(m: Module, h, fmt: str, name: str) -> Signal:
     return out
 
 
-def narrow(m: Module, a, fmt: str, name: str) -> Signal:
-    """16-bit ``fmt`` pattern of the FP32 ``a``: RNE, subnormals kept, overflow to infinity,
-    NaN -> 0x7fff (the integer rounding of ``numerics._round_half``)."""
-    if fmt == "bf16":
-        return _narrow_bf16(m, a, name)
-    ebits, mbits = _FIELDS[fmt]
+class _NarrowPrep(NamedTuple):
+    """FP32 -> fp16 narrowing after :func:`narrow_prep`: the significand and how far right
+    it goes."""
+
+    sign: Value
+    nan: Signal  # NaN in: the result is HALF_NAN
+    top: Signal  # the exponent field is all ones (inf or NaN)
+    sig: Signal  # 24-bit significand with its hidden bit
+    shift: Signal  # right shift of sig to the fp16 LSB
+    shift_m1: Signal
+    ebase: Signal  # the biased exponent's contribution, moved to its field
+
+
+class _NarrowRounded(NamedTuple):
+    """After :func:`narrow_round`: the kept significand and whether it rounds up."""
+
+    sign: Value
+    nan: Signal
+    top: Signal
+    q: Signal
+    up: Signal
+    ebase: Signal
+
+
+def narrow_prep(m: Module, a, name: str) -> _NarrowPrep:
+    """First part of FP32 -> fp16 :func:`narrow`: the exponent's range and the shift."""
+    ebits, mbits = _FIELDS["f16"]
     emin = 2 - (1 << (ebits - 1))
-    inf = ((1 << ebits) - 1) << mbits
-    sign, exp, man = a[31], a[23:31], a[:23]
-    out = Signal(16, name=f"{name}_h")
+    exp, man = a[23:31], a[:23]
     sig = Signal(24, name=f"{name}_sig")
     m.d.comb += sig.eq(Cat(man, exp != 0))
     e = Signal(range(-127, 129), name=f"{name}_e")  # unbiased exponent (subnormal: -126)
@@ -94,21 +118,39 @@ def narrow(m: Module, a, fmt: str, name: str) -> Signal:
     m.d.comb += shift.eq(Mux(below > 30 - (23 - mbits), 30, (23 - mbits) + below))
     shift_m1 = Signal(5, name=f"{name}_shm1")
     m.d.comb += shift_m1.eq(shift - 1)
+    ebase = Signal(range(0, 1 << 20), name=f"{name}_ebase")
+    m.d.comb += ebase.eq(Mux(e > emin, e - emin, 0) << mbits)
+    nan, top = Signal(name=f"{name}_nan"), Signal(name=f"{name}_top")
+    m.d.comb += [top.eq(exp == 0xFF), nan.eq((exp == 0xFF) & (man != 0))]
+    return _NarrowPrep(a[31], nan, top, sig, shift, shift_m1, ebase)
+
+
+def narrow_round(m: Module, p: _NarrowPrep, name: str) -> _NarrowRounded:
+    """Second part of :func:`narrow`: the kept bits and the round-to-nearest-even decision."""
     q = Signal(25, name=f"{name}_q")
     rem = Signal(24, name=f"{name}_rem")
     half = Signal(32, name=f"{name}_half")
     mask = Signal(32, name=f"{name}_mask")
-    m.d.comb += [q.eq(sig >> shift), mask.eq((Const(1, 33) << shift) - 1),
-                 rem.eq(sig & mask), half.eq(Const(1, 32) << shift_m1)]
-    up = (rem > half) | ((rem == half) & q[0])
+    m.d.comb += [q.eq(p.sig >> p.shift), mask.eq((Const(1, 33) << p.shift) - 1),
+                 rem.eq(p.sig & mask), half.eq(Const(1, 32) << p.shift_m1)]
+    up = Signal(name=f"{name}_up")
+    m.d.comb += up.eq((rem > half) | ((rem == half) & q[0]))
+    return _NarrowRounded(p.sign, p.nan, p.top, q, up, p.ebase)
+
+
+def narrow_pack(m: Module, r: _NarrowRounded, name: str) -> Signal:
+    """Last part of :func:`narrow`: the rounded encoding, overflow to infinity, NaN."""
+    ebits, mbits = _FIELDS["f16"]
+    inf = ((1 << ebits) - 1) << mbits
+    out = Signal(16, name=f"{name}_h")
     biased = Signal(range(0, 1 << 20), name=f"{name}_enc")
-    m.d.comb += biased.eq((Mux(e > emin, e - emin, 0) << mbits) + q + up)
-    with m.If((exp == 0xFF) & (man != 0)):
+    m.d.comb += biased.eq(r.ebase + r.q + r.up)
+    with m.If(r.nan):
         m.d.comb += out.eq(HALF_NAN)
-    with m.Elif((exp == 0xFF) | (biased >= inf)):
-        m.d.comb += out.eq(Cat(Const(inf, 15), sign))
+    with m.Elif(r.top | (biased >= inf)):
+        m.d.comb += out.eq(Cat(Const(inf, 15), r.sign))
     with m.Else():
-        m.d.comb += out.eq(Cat(biased[:15], sign))
+        m.d.comb += out.eq(Cat(biased[:15], r.sign))
     return out
 
 
@@ -127,7 +169,36 @@ def _narrow_bf16(m: Module, a, name: str) -> Signal:
 
 
 class HalfUnit(wiring.Component):
-    """Pipelined half-precision conversions of one lane, one operation per enabled cycle.
+    """Pipelined half-precision conversions and packed arithmetic of one lane, one operation
+    per enabled cycle.
+
+    Four segments, each a pipeline stage when the unit has the cycles for it:
+
+    A: op decode, operand selection, widening, the narrowing's exponent range and shift,
+       each half's fused multiply-add up to its terms (:func:`fma_terms`: unpack, product,
+       which term is big and how far the other shifts).
+    B: the narrowing's kept bits and rounding decision; each half's small term aligned,
+       the sum and its magnitude (:func:`fma_sum`).
+    C: the narrowing's encoding (the conversions' result final); each half's leading-zero
+       count and where its kept LSB lies (:func:`fma_normal`).
+    D: each half's rounding and encoding (:func:`fma_pack`), the result word.
+
+    ``latency`` 2 cuts between B and C (the unit's first form: the conversions and the
+    sums | the rounding), 4 between every two; the core's form is 4 with the last register
+    its own (``output_register`` False), the segments filling rr, ex1, ex2 and mem.
+
+    Parameters
+    ----------
+    gated : bool
+        Take the operands on a gated clock (the simulation model's form, see the module
+        docstring; every segment runs after them and the result is delayed under ``en``);
+        False registers the segments' outputs under a clock enable, the form an FPGA wants
+        (:attr:`simtgpu.rtl.configs.RtlConfig.clock_gating`). Same function, same timing.
+    latency : int
+        Enabled cycles from operands to ``result``: 2 (the default) or 4.
+    output_register : bool
+        False: the last of the ``latency`` registers is the user's, and ``result`` shows a
+        cycle earlier, from logic (as :class:`~simtgpu.rtl.fpu.Fpu`'s).
 
     Attributes
     ----------
@@ -143,7 +214,8 @@ class HalfUnit(wiring.Component):
         Operands (``b`` for the packing conversions and the packed arithmetic, ``c`` for
         ``hfma2``).
     result : Out(32)
-        Result bits of the operation presented two enabled cycles earlier (with ``valid``).
+        Result bits of the operation presented ``latency`` enabled cycles earlier (with
+        ``valid``; one fewer without the output register).
     """
 
     en: In(1)
@@ -154,70 +226,57 @@ class HalfUnit(wiring.Component):
     c: In(32)
     result: Out(32)
 
-    def __init__(self, gated: bool = True) -> None:
-        """``gated``: take the operands on a gated clock (the simulation model's form, see
-        above); False takes them on the core clock under a clock enable, the form an FPGA
-        wants (:attr:`simtgpu.rtl.configs.RtlConfig.clock_gating`). Same function, same
-        timing."""
+    def __init__(self, gated: bool = True, latency: int = LATENCY,
+                 output_register: bool = True) -> None:
+        if latency not in _CUTS:
+            self._MustUse__silence = True
+            raise ValueError(f"HalfUnit: latency must be one of {sorted(_CUTS)}, not "
+                             f"{latency!r}")
         self.gated = gated
+        self.latency = latency
+        self.output_register = output_register
         super().__init__()
 
     def elaborate(self, platform) -> Module:
         m = Module()
         take = Signal()
         m.d.comb += take.eq(self.en & self.valid)
+        registers = self.latency - (0 if self.output_register else 1)  # the unit's own
         if self.gated:
-            # ex1: the operands, registered on the gated clock; the whole datapath after them
+            # the operands, registered on the gated clock; every segment after them
             op = Signal(HalfOp)
             a, b, c = Signal(32), Signal(32), Signal(32)
             m.d[gated_domain(m, "half", take)] += [op.eq(self.op), a.eq(self.a),
                                                    b.eq(self.b), c.eq(self.c)]
-            conv, arith, halves = self._front(m, op, a, b, c)
+            cuts, delays = (), registers - 1
         else:
-            # the FPGA form: the front half (conversions, products, alignment, the sum's
-            # magnitude) in the cycle the operands arrive, its output registered under the
-            # enable, normalisation and rounding in the next: two register-to-register paths
-            # of about half the datapath each, where the operands' register would leave the
-            # whole datapath in one (as the FPU)
-            conv, arith, halves = self._front(m, self.op, self.a, self.b, self.c)
-            kept = [conv, arith, *[v for h in halves for v in h]]
-            regs = [Signal.like(v, name=f"{v.name}_q") for v in kept]
-            with m.If(take):
-                m.d.sync += [r.eq(v) for r, v in zip(regs, kept, strict=True)]
-            conv, arith = regs[0], regs[1]
-            n = len(halves[0])
-            halves = [_Aligned(*regs[2:2 + n]), _Aligned(*regs[2 + n:])]
-        fma = [fma_round(m.submodules[f"fma_{half}"], al, f"fma_{half}")
-               for half, al in zip(("lo", "hi"), halves, strict=True)]
+            op, a, b, c = self.op, self.a, self.b, self.c
+            cuts = _CUTS[self.latency]
+            delays = registers - len(cuts)
+        boundary = Cuts(m, cuts, take, self.en)
+        seg_a = boundary("ab", self._segment_a(m, op, a, b, c))
+        seg_b = boundary("bc", self._segment_b(m, seg_a))
+        seg_c = boundary("cd", self._segment_c(m, seg_b))
+        fma = []
+        for half, n in zip(("lo", "hi"), seg_c.halves, strict=True):
+            m.submodules[f"pack_{half}"] = sub = Module()
+            fma.append(fma_pack(sub, n, f"fma_{half}"))
         word = Signal(32)
-        m.d.comb += word.eq(Mux(arith, Cat(*fma), conv))
-        # ex2: the result
-        s2 = Signal(32)
-        with m.If(self.en):
-            m.d.sync += s2.eq(word)
-        m.d.comb += self.result.eq(s2)
+        m.d.comb += word.eq(Mux(seg_c.arith, Cat(*fma), seg_c.conv))
+        m.d.comb += self.result.eq(delayed(m, self.en, word, delays))
         return m
 
     @staticmethod
-    def _front(m: Module, op, a, b, c) -> tuple[Signal, Signal, list["_Aligned"]]:
-        """The conversions' result word (0 for the arithmetic), whether ``op`` is packed
-        arithmetic, and each half's fused multiply-add up to its aligned terms."""
-        conv = Signal(32, name="conv")
-        # the conversions read one half of ``a`` at a time: it is chosen first
+    def _segment_a(m: Module, op, a, b, c) -> "_SegA":
+        """Decode, widening, the narrowing's shift, each half's terms."""
+        m.submodules.seg_a = m = Module()
+        # the widening reads one half of ``a`` at a time: it is chosen first
         a_half = Signal(16)
         m.d.comb += a_half.eq(Mux(op.as_value().matches(HalfOp.HCVT_HH2F, HalfOp.HCVT_BH2F),
                                   a[16:], a[:16]))
-        f16_w, bf_w = widen(m, a_half, "f16", "hw"), widen(m, a_half, "bf16", "bw")
-        h_a, h_b = narrow(m, a, "f16", "ha"), narrow(m, b, "f16", "hb")
-        b_a, b_b = narrow(m, a, "bf16", "ba"), narrow(m, b, "bf16", "bb")
-        with m.Switch(op):
-            for hop, value in ((HalfOp.HCVT_HL2F, f16_w), (HalfOp.HCVT_HH2F, f16_w),
-                               (HalfOp.HCVT_BL2F, bf_w), (HalfOp.HCVT_BH2F, bf_w),
-                               (HalfOp.HCVT_F2H, h_a), (HalfOp.HCVT_F2B, b_a),
-                               (HalfOp.HCVT_F2H2, Cat(h_a, h_b)),
-                               (HalfOp.HCVT_F2B2, Cat(b_a, b_b))):
-                with m.Case(hop):
-                    m.d.comb += conv.eq(value)
+        wide = Signal(32, name="wide")
+        m.d.comb += wide.eq(Mux(op.as_value().matches(HalfOp.HCVT_BL2F, HalfOp.HCVT_BH2F),
+                                widen(m, a_half, "bf16", "bw"), widen(m, a_half, "f16", "hw")))
         arith = Signal(name="arith")
         m.d.comb += arith.eq(op.as_value().matches(*_F16_OPS, *_BF16_OPS))
         # the packed arithmetic: one fused x * y + z per half and format
@@ -237,9 +296,43 @@ class HalfUnit(wiring.Component):
                 m.d.comb += [x.eq(a), y.eq(b), z.eq(c)]
         halves = []
         for half, sl in (("lo", slice(0, 16)), ("hi", slice(16, 32))):
-            m.submodules[f"fma_{half}"] = sub = Module()
-            halves.append(fma_align(sub, x[sl], y[sl], z[sl], bf, f"fma_{half}"))
-        return conv, arith, halves
+            m.submodules[f"terms_{half}"] = sub = Module()
+            halves.append(fma_terms(sub, x[sl], y[sl], z[sl], bf, f"fma_{half}"))
+        op_q = Signal(HalfOp, name="seg_a_op")
+        m.d.comb += op_q.eq(op)
+        return _SegA(op_q, arith, wide, narrow_prep(m, a, "ha"), narrow_prep(m, b, "hb"),
+                     _narrow_bf16(m, a, "ba"), _narrow_bf16(m, b, "bb"), *halves)
+
+    @staticmethod
+    def _segment_b(m: Module, s: "_SegA") -> "_SegB":
+        """The narrowing's rounding decision, each half's aligned sum."""
+        m.submodules.seg_b = m = Module()
+        halves = []
+        for half, t in zip(("lo", "hi"), (s.terms_lo, s.terms_hi), strict=True):
+            m.submodules[f"sum_{half}"] = sub = Module()
+            halves.append(fma_sum(sub, t, f"fma_{half}"))
+        return _SegB(s.op, s.arith, s.wide, narrow_round(m, s.ha, "ha"),
+                     narrow_round(m, s.hb, "hb"), s.ba, s.bb, *halves)
+
+    @staticmethod
+    def _segment_c(m: Module, s: "_SegB") -> "_SegC":
+        """The conversions' result word (0 for the arithmetic), each half's normalisation."""
+        m.submodules.seg_c = m = Module()
+        conv = Signal(32, name="conv")
+        h_a, h_b = narrow_pack(m, s.ha, "ha"), narrow_pack(m, s.hb, "hb")
+        with m.Switch(s.op):
+            for hop, value in ((HalfOp.HCVT_HL2F, s.wide), (HalfOp.HCVT_HH2F, s.wide),
+                               (HalfOp.HCVT_BL2F, s.wide), (HalfOp.HCVT_BH2F, s.wide),
+                               (HalfOp.HCVT_F2H, h_a), (HalfOp.HCVT_F2B, s.ba),
+                               (HalfOp.HCVT_F2H2, Cat(h_a, h_b)),
+                               (HalfOp.HCVT_F2B2, Cat(s.ba, s.bb))):
+                with m.Case(hop):
+                    m.d.comb += conv.eq(value)
+        halves = []
+        for half, al in zip(("lo", "hi"), (s.sum_lo, s.sum_hi), strict=True):
+            m.submodules[f"normal_{half}"] = sub = Module()
+            halves.append(fma_normal(sub, al, f"fma_{half}"))
+        return _SegC(s.arith, conv, tuple(halves))
 
 
 _WIDE_SIG = 11  # significand bits of the wider format (fp16), which holds bf16's 8
@@ -248,15 +341,19 @@ _WIDE_SIG = 11  # significand bits of the wider format (fp16), which holds bf16'
 _GAP = 2 * _WIDE_SIG + 4  # where the big term's LSB sits in the sum's window
 _MBITS = {fmt: mb for fmt, (_, mb) in _FIELDS.items()}
 _BIAS = {fmt: (1 << (eb - 1)) - 1 for fmt, (eb, _) in _FIELDS.items()}
+_CUTS = {2: ("bc",), 4: ("ab", "bc", "cd")}
+"""Segment boundaries that are registers, by latency."""
 
 
-class _Aligned(NamedTuple):
-    """One half's fused multiply-add after :func:`fma_align`: what :func:`fma_round` reads
-    (the register between them in the FPGA form)."""
+class _Terms(NamedTuple):
+    """One half's fused multiply-add after :func:`fma_terms`."""
 
-    mag: Signal  # the magnitude of the sum of the aligned terms (the big one at bit _GAP)
-    sign: Signal  # the sum's sign
+    big: Signal  # the term whose LSB weighs more (a zero term is never big)
+    small: Signal  # the other term
     lbig: Signal  # the weight of the big term's LSB
+    dclamp: Signal  # how far the small term shifts right below the big one's window place
+    sub: Signal  # the signs differ: subtract
+    s_big: Signal  # the big term's sign
     bf: Signal  # the format
     nan: Signal  # the result is NaN
     prod_inf: Signal  # the product is infinite
@@ -265,10 +362,77 @@ class _Aligned(NamedTuple):
     sz: Signal  # the addend's sign
 
 
-def fma_align(m: Module, x, y, z, bf, name: str) -> _Aligned:
+class _Aligned(NamedTuple):
+    """One half's fused multiply-add after :func:`fma_sum`: the sum, and what the kept LSB's
+    place depends on besides the sum's leading-zero count, worked out beside the sum."""
+
+    mag: Signal  # the magnitude of the sum of the aligned terms (the big one at bit _GAP)
+    sign: Signal  # the sum's sign
+    thr: Signal  # leading zeros below which the sum is normal: e > emin <=> lz < thr
+    c2: Signal  # window bit of the kept LSB for a subnormal result
+    sh2: Signal  # c2 clamped to the window
+    bf: Signal
+    nan: Signal
+    prod_inf: Signal
+    iz: Signal
+    sp: Signal
+    sz: Signal
+
+
+class _Normal(NamedTuple):
+    """One half's fused multiply-add after :func:`fma_normal`: the sum and where its kept
+    significand lies."""
+
+    mag: Signal
+    sign: Signal
+    is_zero: Signal  # the sum is exactly zero
+    lsb: Signal  # window bit of the kept LSB (negative: below the window)
+    sh: Signal  # lsb clamped to the window: the right shift to the kept LSB
+    base_enc: Signal  # the encoding's exponent field, before the significand is added
+    limit: Signal  # the infinity's encoding
+    bf: Signal
+    nan: Signal
+    prod_inf: Signal
+    iz: Signal
+    sp: Signal
+    sz: Signal
+
+
+class _SegA(NamedTuple):
+    op: Signal
+    arith: Signal
+    wide: Signal
+    ha: _NarrowPrep
+    hb: _NarrowPrep
+    ba: Signal
+    bb: Signal
+    terms_lo: _Terms
+    terms_hi: _Terms
+
+
+class _SegB(NamedTuple):
+    op: Signal
+    arith: Signal
+    wide: Signal
+    ha: _NarrowRounded
+    hb: _NarrowRounded
+    ba: Signal
+    bb: Signal
+    sum_lo: _Aligned
+    sum_hi: _Aligned
+
+
+class _SegC(NamedTuple):
+    arith: Signal
+    conv: Signal
+    halves: tuple[_Normal, _Normal]
+
+
+def fma_terms(m: Module, x, y, z, bf, name: str) -> _Terms:
     """``x * y + z`` on 16-bit patterns, fp16 (``bf`` 0) or bf16 (``bf`` 1) chosen per
-    operation, rounded once (RNE), subnormals kept, NaN -> 0x7fff: its first part, up to the
-    aligned terms' sum and the specials; :func:`fma_round` ends it.
+    operation, rounded once (RNE), subnormals kept, NaN -> 0x7fff: its first part, up to
+    the terms and how they align; :func:`fma_sum`, :func:`fma_normal` and :func:`fma_pack`
+    end it.
 
     One datapath for both formats: every operand becomes an 11-bit significand and the
     weight (log2) of its LSB, which holds an fp16 and a bf16 value alike. bf16's exponent
@@ -306,32 +470,50 @@ def fma_align(m: Module, x, y, z, bf, name: str) -> _Aligned:
     m.d.comb += [prod.eq(gx * gy), lp.eq(wx + wy)]
     d = Signal(signed(12), name=f"{name}_d")  # how far z's LSB lies above the product's
     m.d.comb += d.eq(lz - lp)
+    # the product is zero exactly when a factor's significand is (no multiply needed)
     z_big = Signal(name=f"{name}_zbig")
-    m.d.comb += z_big.eq(~zz & (~d[-1] | (prod == 0)))
+    m.d.comb += z_big.eq(~zz & (~d[-1] | zx | zy))
     big = Signal(len(prod), name=f"{name}_big")
     small = Signal(len(prod), name=f"{name}_small")
     lbig = Signal(signed(11), name=f"{name}_lbig")
     diff = Signal(11, name=f"{name}_diff")
     m.d.comb += [big.eq(Mux(z_big, gz, prod)), small.eq(Mux(z_big, prod, gz)),
                  lbig.eq(Mux(z_big, lz, lp)), diff.eq(Mux(z_big, d, -d))]
-    width = len(prod) + gap + 2
-    wbig = Signal(width, name=f"{name}_wbig")
-    wsmall = Signal(width, name=f"{name}_wsmall")
-    m.d.comb += wbig.eq(big << gap)
-    # small placed gap bits up, then one right shift by diff; what falls below bit 0 (only
-    # when diff > gap) is jammed into it
     dclamp = Signal(range(gap + len(prod) + 2), name=f"{name}_dclamp")
     m.d.comb += dclamp.eq(Mux(diff > gap + len(prod), gap + len(prod) + 1, diff))
-    v, lost = Cat(Const(0, gap), small), Const(0, 1)
-    for i in range(len(dclamp)):  # a stage per bit of the amount, ORing what it drops
-        step = 1 << i
-        nv, nl = Signal(len(v), name=f"{name}_al{i}"), Signal(name=f"{name}_lost{i}")
-        m.d.comb += [nv.eq(Mux(dclamp[i], v >> step, v)),
-                     nl.eq(lost | (dclamp[i] & (v[:min(step, len(v))] != 0)))]
-        v, lost = nv, nl
-    m.d.comb += wsmall.eq(v | lost)
     sub, s_big = Signal(name=f"{name}_sub"), Signal(name=f"{name}_sbig")
     m.d.comb += [s_big.eq(Mux(z_big, sz, sp)), sub.eq(sz ^ sp)]
+    nan, prod_inf = Signal(name=f"{name}_nan"), Signal(name=f"{name}_pinf")
+    m.d.comb += [prod_inf.eq(ix | iy),
+                 nan.eq(nx_ | ny | nz | (ix & zy) | (iy & zx) | ((ix | iy) & iz & (sp != sz)))]
+    named = []
+    for v, tag in ((bf, "bf"), (iz, "iz"), (sp, "sp"), (sz, "sz")):
+        sig = Signal(name=f"{name}_{tag}")
+        m.d.comb += sig.eq(v)
+        named.append(sig)
+    bf_, iz_, sp_, sz_ = named
+    return _Terms(big, small, lbig, dclamp, sub, s_big, bf_, nan, prod_inf, iz_, sp_, sz_)
+
+
+def fma_sum(m: Module, t: _Terms, name: str) -> _Aligned:
+    """The small term shifted into place (its lost bits jammed into bit 0), the sum and its
+    magnitude."""
+    gap = _GAP
+    width = len(t.big) + gap + 2
+    wbig = Signal(width, name=f"{name}_wbig")
+    wsmall = Signal(width, name=f"{name}_wsmall")
+    m.d.comb += wbig.eq(t.big << gap)
+    # small placed gap bits up, then one right shift by dclamp; what falls below bit 0
+    # (only when it is more than gap) is jammed into it
+    v, lost = Cat(Const(0, gap), t.small), Const(0, 1)
+    for i in range(len(t.dclamp)):  # a stage per bit of the amount, ORing what it drops
+        step = 1 << i
+        nv, nl = Signal(len(v), name=f"{name}_al{i}"), Signal(name=f"{name}_lost{i}")
+        m.d.comb += [nv.eq(Mux(t.dclamp[i], v >> step, v)),
+                     nl.eq(lost | (t.dclamp[i] & (v[:min(step, len(v))] != 0)))]
+        v, lost = nv, nl
+    m.d.comb += wsmall.eq(v | lost)
+    sub = t.sub
     # one adder: big + small, or big - small as big + ~small + 1 (the carry-in rides in a
     # bit below both), then the magnitude
     raw = Signal(width + 3, name=f"{name}_raw")
@@ -343,75 +525,90 @@ def fma_align(m: Module, x, y, z, bf, name: str) -> _Aligned:
     m.d.comb += neg.eq(total[-1])
     sign = Signal(name=f"{name}_sign")
     mag = Signal(width + 1, name=f"{name}_mag")
-    m.d.comb += [sign.eq(s_big ^ neg), mag.eq(Mux(neg, -total, total))]
-    nan, prod_inf = Signal(name=f"{name}_nan"), Signal(name=f"{name}_pinf")
-    m.d.comb += [prod_inf.eq(ix | iy),
-                 nan.eq(nx_ | ny | nz | (ix & zy) | (iy & zx) | ((ix | iy) & iz & (sp != sz)))]
-    named = []
-    for v, tag in ((iz, "iz"), (sp, "sp"), (sz, "sz")):
-        sig = Signal(name=f"{name}_{tag}")
-        m.d.comb += sig.eq(v)
-        named.append(sig)
-    return _Aligned(mag, sign, lbig, bf, nan, prod_inf, *named)
+    m.d.comb += [sign.eq(t.s_big ^ neg), mag.eq(Mux(neg, -total, total))]
+    # beside the sum: window bit 0 weighs 2**(lbig - gap), so a leading one at bit k (lz
+    # leading zeros) weighs 2**e, e = lbig - gap + len(mag) - 1 - lz; the result is normal
+    # when e > emin, and a subnormal's kept LSB is at window bit emin - mb - (lbig - gap)
+    emin = Mux(t.bf, 1 - _BIAS["bf16"], 1 - _BIAS["f16"])  # the smallest normal's exponent
+    mb = Mux(t.bf, _MBITS["bf16"], _MBITS["f16"])
+    thr = Signal(signed(12), name=f"{name}_thr")
+    c2 = Signal(signed(12), name=f"{name}_c2")
+    sh2 = Signal(7, name=f"{name}_sh2")
+    m.d.comb += [thr.eq(t.lbig - gap + len(mag) - 1 - emin), c2.eq(emin - mb - (t.lbig - gap)),
+                 sh2.eq(Mux(c2 > width + 2, width + 2, Mux(c2 < 0, 0, c2)))]
+    return _Aligned(mag, sign, thr, c2, sh2, t.bf, t.nan, t.prod_inf, t.iz, t.sp, t.sz)
 
 
-def fma_round(m: Module, al: _Aligned, name: str) -> Signal:
-    """The end of :func:`fma_align`'s ``x * y + z``: the sum's magnitude normalised and
-    rounded once, and the 16-bit pattern (specials first)."""
-    gap, width = _GAP, len(al.mag) - 1
-    mag, sign, lbig = al.mag, al.sign, al.lbig
-    mbits, bias = _MBITS, _BIAS
+def fma_normal(m: Module, al: _Aligned, name: str) -> _Normal:
+    """Where the sum's leading one is, so where its kept LSB lies (the format's precision,
+    or the subnormal range's), and the encoding's exponent part: subtractions of the
+    leading-zero count from what :func:`fma_sum` prepared, no adder after another."""
+    mbits = _MBITS
 
     def pick(f16, bf16):
         return Mux(al.bf, bf16, f16)
 
-    is_zero, lz_cnt = lzc(mag)
-    k = Signal(signed(8), name=f"{name}_k")  # leading one's bit in the window
-    m.d.comb += k.eq(len(mag) - 1 - lz_cnt)
-    base = Signal(signed(11), name=f"{name}_base")  # weight of window bit 0
-    m.d.comb += base.eq(lbig - gap)
-    e = Signal(signed(12), name=f"{name}_e")  # weight of the leading one
-    m.d.comb += e.eq(k + base)
-    emin = pick(1 - bias["f16"], 1 - bias["bf16"])  # exponent of the smallest normal
-    mb = pick(mbits["f16"], mbits["bf16"])
+    is_zero, lz_cnt = lzc(al.mag)
+    zero = Signal(name=f"{name}_zero")
+    lz = Signal(len(lz_cnt), name=f"{name}_lz")
+    m.d.comb += [zero.eq(is_zero), lz.eq(lz_cnt)]
+    normal = Signal(name=f"{name}_normal")  # e > emin
+    m.d.comb += normal.eq(lz < al.thr)
+    # a normal result keeps mb bits below its leading one: LSB at window bit c1 - lz
+    c1 = pick(len(al.mag) - 1 - mbits["f16"], len(al.mag) - 1 - mbits["bf16"])
+    d1 = Signal(signed(9), name=f"{name}_d1")
+    m.d.comb += d1.eq(c1 - lz)
     lsb = Signal(signed(12), name=f"{name}_lsb")  # window bit of the kept LSB
-    m.d.comb += lsb.eq(Mux(e > emin, k - mb, emin - mb - base))
-    sh = Signal(7, name=f"{name}_sh")
-    m.d.comb += sh.eq(Mux(lsb > width + 2, width + 2, Mux(lsb < 0, 0, lsb)))
+    sh = Signal(7, name=f"{name}_sh")  # lsb clamped to the window: the right shift
+    m.d.comb += [lsb.eq(Mux(normal, d1, al.c2)),
+                 sh.eq(Mux(normal, Mux(d1 < 0, 0, d1), al.sh2))]
+    ebias = Signal(range(0, 1 << 10), name=f"{name}_ebias")  # biased exponent - 1
+    m.d.comb += ebias.eq(Mux(normal, al.thr - lz, 0))
+    base_enc = Signal(range(0, 1 << 24), name=f"{name}_benc")
+    m.d.comb += base_enc.eq(pick(ebias << mbits["f16"], ebias << mbits["bf16"]))
+    limit = Signal(15, name=f"{name}_inf")
+    m.d.comb += limit.eq(pick(0x7C00, 0x7F80))
+    return _Normal(al.mag, al.sign, zero, lsb, sh, base_enc, limit, al.bf, al.nan,
+                   al.prod_inf, al.iz, al.sp, al.sz)
+
+
+def fma_pack(m: Module, n: _Normal, name: str) -> Signal:
+    """The end of the fused multiply-add: the sum's magnitude shifted to its kept LSB,
+    rounded once, and the 16-bit pattern (specials first)."""
     # The kept significand has at most _WIDE_SIG bits (its leading one at mb, or below it
     # for a subnormal), so only those, the guard bit below them and a sticky OR of the rest
     # are formed: one right shift of the magnitude with a bit below it (the guard of sh 0).
-    v, sticky = Cat(Const(0, 1), mag), Const(0, 1)
-    for i in range(len(sh)):  # a stage per bit of the amount; what falls below the guard
+    v, sticky = Cat(Const(0, 1), n.mag), Const(0, 1)
+    for i in range(len(n.sh)):  # a stage per bit of the amount; what falls below the guard
         step = 1 << i  # bit is sticky
         nv, ns = Signal(len(v), name=f"{name}_rs{i}"), Signal(name=f"{name}_st{i}")
-        m.d.comb += [nv.eq(Mux(sh[i], v >> step, v)),
-                     ns.eq(sticky | (sh[i] & (v[:min(step, len(v))] != 0)))]
+        m.d.comb += [nv.eq(Mux(n.sh[i], v >> step, v)),
+                     ns.eq(sticky | (n.sh[i] & (v[:min(step, len(v))] != 0)))]
         v, sticky = nv, ns
     q, guard = v[1:_WIDE_SIG + 1], v[0]
-    up = guard & (sticky | q[0])
     # a kept LSB below the window (lsb < 0) happens only for results far above the
     # subnormal range, where the window holds the exact sum (under 2**mb) and no rounding
     # is needed
-    shifted = Signal(_WIDE_SIG + 1, name=f"{name}_shifted")
-    m.d.comb += shifted.eq(Mux(lsb < 0, mag[:_WIDE_SIG] << (-lsb)[:4], q + up))
-    ebias = Signal(range(0, 1 << 10), name=f"{name}_ebias")  # biased exponent - 1
-    m.d.comb += ebias.eq(Mux(e > emin, e - emin, 0))
+    exact = n.lsb < 0
+    up = Signal(name=f"{name}_up")
+    m.d.comb += up.eq(~exact & guard & (sticky | q[0]))
+    kept = Signal(_WIDE_SIG + 1, name=f"{name}_kept")
+    m.d.comb += kept.eq(Mux(exact, n.mag[:_WIDE_SIG] << (-n.lsb)[:4], q))
+    # the encoding: exponent part + kept significand + rounding increment, one adder (the
+    # increment rides in a bit below both operands)
     enc = Signal(range(0, 1 << 24), name=f"{name}_enc")
-    m.d.comb += enc.eq(pick(ebias << mbits["f16"], ebias << mbits["bf16"]) + shifted)
-    inf = Signal(15, name=f"{name}_inf")
-    m.d.comb += inf.eq(pick(0x7C00, 0x7F80))
+    m.d.comb += enc.eq((Cat(up, n.base_enc) + Cat(up, kept))[1:])
     out = Signal(16, name=f"{name}_out")
-    with m.If(al.nan):
+    with m.If(n.nan):
         m.d.comb += out.eq(HALF_NAN)
-    with m.Elif(al.prod_inf):
-        m.d.comb += out.eq(Cat(inf, al.sp))
-    with m.Elif(al.iz):
-        m.d.comb += out.eq(Cat(inf, al.sz))
-    with m.Elif(is_zero):
-        m.d.comb += out.eq(Cat(Const(0, 15), al.sp & al.sz))
-    with m.Elif(enc >= inf):
-        m.d.comb += out.eq(Cat(inf, sign))
+    with m.Elif(n.prod_inf):
+        m.d.comb += out.eq(Cat(n.limit, n.sp))
+    with m.Elif(n.iz):
+        m.d.comb += out.eq(Cat(n.limit, n.sz))
+    with m.Elif(n.is_zero):
+        m.d.comb += out.eq(Cat(Const(0, 15), n.sp & n.sz))
+    with m.Elif(enc >= n.limit):
+        m.d.comb += out.eq(Cat(n.limit, n.sign))
     with m.Else():
-        m.d.comb += out.eq(Cat(enc[:15], sign))
+        m.d.comb += out.eq(Cat(enc[:15], n.sign))
     return out

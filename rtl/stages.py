@@ -8,6 +8,8 @@ loads ``d``. The core names every boundary after the two stages it joins (``is_r
 docs/microarchitecture.md.
 """
 
+from collections.abc import Collection
+
 from amaranth import ClockDomain, ClockSignal, Elaboratable, Module, ResetSignal, Signal, Value
 from amaranth.lib import data
 
@@ -42,15 +44,58 @@ class Stage(Elaboratable):
         return m
 
 
-def delayed_result(m: Module, en: Value, word: Value, latency: int) -> Signal:
-    """The 32-bit ``word`` registered ``max(1, latency - 1)`` times, each register advancing
-    only while ``en`` is 1: the output register of a unit whose ``latency - 1`` first cycles
-    are spent before ``word``; the further stages are there for retiming."""
-    regs = [Signal(32, name=f"s{i + 2}_result") for i in range(max(1, latency - 1))]
+class Cuts:
+    """The boundaries between a pipelined unit's segments that are registers.
+
+    A unit written as segments (functions from one boundary's values to the next's) calls
+    the instance at each boundary: at a register boundary the values come back registered,
+    the first such register loading under ``take`` (an operation enters: ``en & valid``, so
+    the operand stage holds for a bubble), the later ones under ``en``; elsewhere they come
+    back as they are. One datapath description then serves every latency."""
+
+    def __init__(self, m: Module, registered: Collection[str], take: Value, en: Value):
+        self.m, self.registered, self.take, self.en = m, frozenset(registered), take, en
+        self.first = True
+
+    def __call__(self, name: str, values):
+        """``values`` (a Value, or a tuple/NamedTuple of them, nested) across boundary
+        ``name``."""
+        if name not in self.registered:
+            return values
+        enable = self.take if self.first else self.en
+        self.first = False
+        return self._across(name, values, enable)
+
+    def _across(self, name: str, values, enable: Value):
+        if not isinstance(values, tuple):
+            return self._register(f"{name}_q", values, enable)
+        fields = getattr(values, "_fields", range(len(values)))
+        regs = [self._across(f"{name}_{f}", v, enable)
+                for f, v in zip(fields, values, strict=True)]
+        return type(values)(*regs) if hasattr(values, "_fields") else tuple(regs)
+
+    def _register(self, name: str, value: Value, enable: Value) -> Signal:
+        reg = Signal.like(value, name=name)
+        with self.m.If(enable):
+            self.m.d.sync += reg.eq(value)
+        return reg
+
+
+def delayed(m: Module, en: Value, word: Value, n: int) -> Value:
+    """``word`` through ``n`` registers (none: ``word`` itself), each advancing only while
+    ``en`` is 1."""
+    regs = [Signal(len(word), name=f"result_d{i + 1}") for i in range(n)]
     with m.If(en):
-        for src, dst in zip([word, *regs[:-1]], regs, strict=True):
+        for src, dst in zip([word, *regs[:-1]], regs, strict=False):
             m.d.sync += dst.eq(src)
-    return regs[-1]
+    return regs[-1] if regs else word
+
+
+def delayed_result(m: Module, en: Value, word: Value, latency: int) -> Value:
+    """The 32-bit ``word`` registered ``max(1, latency - 1)`` times under ``en``: the output
+    register of a unit whose ``latency - 1`` first cycles are spent before ``word``; the
+    further stages are there for retiming."""
+    return delayed(m, en, word, max(1, latency - 1))
 
 
 def gated_domain(m: Module, name: str, take: Value, reset: bool = False) -> str:

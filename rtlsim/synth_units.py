@@ -34,13 +34,13 @@ def _alu():
 
 
 def _fpu():
-    from simtgpu.rtl.fpu import Fpu
-    return Fpu(gated=False)
+    from simtgpu.rtl.fpu import CORE_LATENCY, Fpu
+    return Fpu(CORE_LATENCY, gated=False, output_register=False)
 
 
 def _half():
-    from simtgpu.rtl.half_unit import HalfUnit
-    return HalfUnit(gated=False)
+    from simtgpu.rtl.half_unit import CORE_LATENCY, HalfUnit
+    return HalfUnit(gated=False, latency=CORE_LATENCY, output_register=False)
 
 
 def _multiplier():
@@ -67,8 +67,10 @@ UNITS: dict[str, tuple[str, Callable[[], wiring.Component]]] = {
     "alu": ("integer ALU of a lane (ex1, combinational)", _alu),
     "fcompare": ("FP compare of a lane (ex1, combinational)", _fcompare),
     "multiplier": ("integer multiplier of a lane (2 cycles)", _multiplier),
-    "fpu": ("FP32 unit of a lane (2 cycles)", _fpu),
-    "half": ("half-precision unit of a lane (2 cycles)", _half),
+    "fpu": ("FP32 unit of a lane (4 cycles, rr to mem; the last register the harness's, as "
+            "the core's mem_wb)", _fpu),
+    "half": ("half-precision unit of a lane (4 cycles, rr to mem; the last register the "
+             "harness's, as the core's mem_wb)", _half),
     "sfu": ("special-function unit of a lane (multi-cycle)", _sfu),
     "dot-tree": ("a dot-product tree of the matrix unit, k = 8 (tiny's), on the falling "
                  "edge; its inputs registered on that edge too, as the unit's operand "

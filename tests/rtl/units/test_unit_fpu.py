@@ -11,6 +11,7 @@ from simtgpu.verification.fp_vectors import INT_EDGES, fp_operands, int_operands
 from units_harness import (
     FPU_REFERENCE,
     LONG,
+    UserRegister,
     check_valid_pipeline,
     fpu_expected,
     lint,
@@ -134,9 +135,10 @@ def test_ffma_rounds_once() -> None:
     check(FpuOp.FFMA, [a, b, c], got)
 
 
-@pytest.mark.parametrize("latency", [1, 3])
+@pytest.mark.parametrize("latency", [1, 3, 4, 6])
 def test_other_latencies_and_stalls(latency: int) -> None:
-    """Latency 1 and 3 give the same results; ``en=0`` holds every stage."""
+    """Latency 1, 3, 4 (every segment a stage) and 6 (delay registers after them) give the
+    same results; ``en=0`` holds every stage."""
     gen = rng(0xFE + latency)
     cols = fp_operands(gen, 200, 3, edges=True)
     ops = [list(FpuOp)[int(k)] for k in gen.integers(0, len(FpuOp), len(cols[0]))]
@@ -159,17 +161,22 @@ def test_other_latencies_and_stalls(latency: int) -> None:
     run_clocked(dut, bench)
 
 
-@pytest.mark.parametrize("latency,gated", [(2, True), (3, True), (2, False), (1, False)])
-def test_valid_and_both_forms(latency: int, gated: bool) -> None:
+@pytest.mark.parametrize("latency,gated,registered", [
+    (2, True, True), (3, True, True), (2, False, True), (1, False, True), (4, False, True),
+    (4, False, False), (4, True, False), (2, False, False), (5, True, False)])
+def test_valid_and_both_forms(latency: int, gated: bool, registered: bool) -> None:
     """``valid=0`` advances a bubble and holds the operand stage; the gated form (operands on
     a gated clock, the simulation models') and the enable form (the FPGA's) give every
-    wanted result ``latency`` enabled cycles after its operands."""
-    gen = rng(0xF00 + 2 * latency + gated)
+    wanted result ``latency`` enabled cycles after its operands, with the unit's output
+    register or its user's (the core's form: 4, the user's)."""
+    gen = rng(0xF00 + 4 * latency + 2 * gated + registered)
     cols = fp_operands(gen, 300, 3, edges=True)
     ops = [list(FpuOp)[int(k)] for k in gen.integers(0, len(FpuOp), len(cols[0]))]
     inputs = [{"op": op, "a": int(cols[0][i]), "b": int(cols[1][i]), "c": int(cols[2][i])}
               for i, op in enumerate(ops)]
-    checked = check_valid_pipeline(Fpu(latency, gated=gated), latency, inputs,
+    dut = (Fpu(latency, gated=gated) if registered
+           else UserRegister(Fpu(latency, gated=gated, output_register=False)))
+    checked = check_valid_pipeline(dut, latency, inputs,
                                    fpu_expected(ops, cols), gen)
     assert checked > 50
 
@@ -177,6 +184,8 @@ def test_valid_and_both_forms(latency: int, gated: bool) -> None:
 def test_gated_needs_two_cycles() -> None:
     with pytest.raises(ValueError, match="gated needs latency >= 2"):
         Fpu(1, gated=True)
+    with pytest.raises(ValueError, match="output_register=False needs latency >= 2"):
+        Fpu(1, output_register=False)
 
 
 @pytest.mark.parametrize("bad", [0, 9, 1.5, False])

@@ -9,7 +9,7 @@ from simtgpu.isa.instructions import HALF2_OPS, HCVT_OPS
 from simtgpu.rtl.half_unit import HALF_UNIT_OPS, LATENCY, HalfOp, HalfUnit
 from simtgpu.sim import numerics as nx
 from simtgpu.verification.fp_vectors import fp_operands
-from units_harness import LONG, rng
+from units_harness import LONG, UserRegister, rng
 
 pytestmark = pytest.mark.filterwarnings("ignore:invalid value encountered in cast")
 
@@ -126,29 +126,39 @@ def test_unit_ops():
         f"{o}.{f}" for o in (*HALF2_OPS, "hfma2") for f in ("f16", "bf16")}
 
 
-@pytest.mark.parametrize("gated", [True, False])
-def test_half_unit_holds_through_stalls(gated):
+@pytest.mark.parametrize("gated,latency,registered", [
+    (True, 2, True), (False, 2, True), (False, 4, True), (False, 4, False), (True, 4, False)])
+def test_half_unit_holds_through_stalls(gated, latency, registered):
     """Both forms of the operand registers (the gated clock of the simulation models and the
-    clock enable of the FPGA flow) take an operation only where en & valid, and hold the
-    result while en is low: random stalls and bubbles, results against the numerics."""
-    gen = rng(5 + gated)
-    n = 200
+    clock enable of the FPGA flow), at latency 2 and 4 (every segment a stage; without the
+    output register, the core's form, with its user's register), take an operation only
+    where en & valid and hold the result while en is low: random stalls, bubbles and a mix
+    of every operation (a value that skips a segment register shows here), results against
+    the numerics."""
+    gen = rng(5 + gated + 2 * latency + 16 * registered)
+    n = 300
     a, b, c = (gen.integers(0, 1 << 32, n, dtype=np.uint32) for _ in range(3))
+    a[::3] = _narrow_operands(3, n)[: len(a[::3])]  # conversions' rounding cases
     kinds = [(name, fmt) for name in (*HALF2_OPS, "hfma2") for fmt in ("f16", "bf16")]
-    ops = [HalfOp[f"{name.upper()}_{fmt.upper()}"] for name, fmt in kinds]
+    kinds += [(f"hcvt.{name}", None) for name in HCVT_OPS]
+    ops = [HalfOp[f"{name.upper()}_{fmt.upper()}"] if fmt else
+           HalfOp["HCVT_" + name[5:].upper()] for name, fmt in kinds]
     pick = gen.integers(0, len(kinds), n)
 
-    def reference(i: int, name: str, fmt: str) -> int:
+    def reference(i: int, name: str, fmt: str | None) -> int:
         x, y, z = a[i:i + 1], b[i:i + 1], c[i:i + 1]
+        if fmt is None:
+            return int(np.asarray(nx.hcvt(name[5:], x, y))[0])
         return int((nx.hfma2(fmt, x, y, z) if name == "hfma2" else nx.half2(name, fmt, x, y))[0])
 
     want = [reference(i, *kinds[k]) for i, k in enumerate(pick)]
-    dut = HalfUnit(gated=gated)
+    dut = (HalfUnit(gated=gated, latency=latency) if registered else
+           UserRegister(HalfUnit(gated=gated, latency=latency, output_register=False)))
     got: list[int] = []
 
     async def bench(ctx) -> None:
         i = 0
-        pipe = [None] * LATENCY  # index of the operation in each stage (None: a bubble)
+        pipe = [None] * latency  # index of the operation in each stage (None: a bubble)
         while len(got) < n:
             en = int(gen.random() < 0.7)
             valid = int(i < n and gen.random() < 0.8)
@@ -171,3 +181,9 @@ def test_half_unit_holds_through_stalls(gated):
     sim.add_testbench(bench)
     sim.run()
     assert got == want
+
+
+@pytest.mark.parametrize("bad", [1, 3, 5])
+def test_half_unit_latency_is_validated(bad):
+    with pytest.raises(ValueError, match=r"HalfUnit: latency must be one of \[2, 4\]"):
+        HalfUnit(latency=bad)

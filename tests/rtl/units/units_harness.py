@@ -11,7 +11,9 @@ import os
 from collections.abc import Callable, Sequence
 
 import numpy as np
+from amaranth import Module
 from amaranth.back import verilog
+from amaranth.lib import wiring
 from amaranth.sim import Simulator
 from simtgpu.rtl.fpu import FpuOp
 from simtgpu.rtlsim.verilator import lint_verilog
@@ -66,6 +68,25 @@ def run_clocked(dut, body: Callable) -> None:
     sim.add_clock(1e-6)
     sim.add_testbench(body)
     _run(sim, dut)
+
+
+class UserRegister(wiring.Component):
+    """A lane unit built with ``output_register=False`` (``en``, ``valid``, ``op``, ``a``,
+    ``b``, ``c``, ``result``) and the register its user adds, as the core's ``mem_wb``:
+    loaded under ``en``, so the pair times as the unit with its own output register."""
+
+    def __init__(self, unit: wiring.Component) -> None:
+        self.unit = unit
+        super().__init__(unit.signature)
+
+    def elaborate(self, platform) -> Module:
+        m = Module()
+        m.submodules.unit = unit = self.unit
+        for name in ("en", "valid", "op", "a", "b", "c"):
+            m.d.comb += getattr(unit, name).eq(getattr(self, name))
+        with m.If(self.en):
+            m.d.sync += self.result.eq(unit.result)
+        return m
 
 
 def check_valid_pipeline(dut, latency: int, inputs: Sequence[dict[str, int]],
