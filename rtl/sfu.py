@@ -6,19 +6,33 @@ coefficient ROM (``sim/sfu_tables.py``) and one normaliser.  Every op takes the 
 :data:`~simtgpu.sim.numerics.SFU_LATENCY` cycles, so the core can book the writeback slot at
 issue time.
 
-Schedule (``step`` counts the cycles after the edge that sampled ``start``)::
+The multiplier is a multiply-add ``ma * mb + addend`` in three register stages (partial
+products, two partial sums, the sum), so that no step holds more than one DSP block or one
+wide carry chain: an operation issued in step n has its sum in step n + 3, where the next one
+that needs it is issued.  Horner's rule rides on it: ``c1 + t`` and ``y = c0 + ...`` are the
+addend of the products, with the fraction shifted up to one width for every op so that every
+product is shifted down by the same ``W`` bits.  The ROM's output (block RAM, slow to its
+output) goes into the multiplier's operand registers only.
 
-    step 1  classify the operand, pick the special result; sin/cos: mant * (1/2pi)   [mul]
-    step 2  reduce to ROM segment + fraction, exponent offset and sign; ROM address
-    step 3  t = (c2 * f) >> w                                                     [mul]
-    step 4  y = c0 + ((c1 + t) * f) >> w                                          [mul]
-    step 5  log2: R = ee * 2**54 + v * y, sign/magnitude; sin/cos: clamp to [0, 1] [mul]
-    step 6  leading-one position and 24-bit significand
-    step 7  round, exponent, overflow/underflow, special-case select -> ``result``
-    step 8  ``done`` is high for this one cycle; ``result`` holds until the next result
+Schedule (``step`` counts the cycles after the edge that sampled ``start``; "issue" loads the
+multiplier's operands)::
+
+    start    issue mant * (1/2pi) (sin/cos reduction)
+    step 1   classify the operand, pick the special result; rcp/rsqrt/sqrt/log2: ROM segment,
+             fraction, exponent offset (rsqrt/sqrt: step 2) and sign; log2: ROM read
+    step 2   log2: issue c2 * f + c1 (Horner 1); exp2: x * 2**32
+    step 3   sin/cos: the reduction product; exp2: ROM segment, fraction, offset
+    step 4   sin/cos: revolutions, quadrant, ROM segment and fraction; ROM read (not log2)
+    step 5   issue Horner 1 (log2: issue (c1 + t) * f + c0, Horner 2)
+    step 8   issue Horner 2 (log2: issue R = v * y + ee * 2**54)
+    step 11  y * 2**W (log2: R)
+    step 12  sign/magnitude, clamps, leading-zero count
+    step 13  normalising shift, exponent candidates
+    step 14  round, exponent, overflow/underflow, special-case select -> ``result``
+    step 15  ``done`` is high for this one cycle; ``result`` holds until the next result
 """
 
-from amaranth import Cat, Const, Module, Mux, Signal, signed, unsigned
+from amaranth import Cat, Const, Module, Mux, Signal, Value, signed, unsigned
 from amaranth.lib import wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
@@ -32,6 +46,18 @@ from .stages import gated_domain
 __all__ = ["SFU_LATENCY", "Sfu", "SfuOp"]
 
 SFU_LATENCY = algo.SFU_LATENCY
+
+_W = max(algo.W_MANT, algo.W_EXP2, algo.W_TRIG)
+"""Every segment fraction is shifted up to this many bits, so every product is shifted down
+by the same amount (no multiplexer behind the multiplier)."""
+_MUL = 3  # steps from issuing a multiply-add to its sum
+_S_ROM = _MUL + 1  # the sin/cos reduction product is there in step _MUL
+_S_H1 = _S_ROM + 1
+_S_H2 = _S_H1 + _MUL
+_S_MAG = _S_H2 + _MUL + 1
+_S_NORM = _S_MAG + 1
+_S_PACK = _S_NORM + 1
+assert _S_PACK + 1 == SFU_LATENCY, "the schedule below and SFU_LATENCY disagree"
 
 
 SfuOp = fn_enum("SfuOp", Sem.SFU, __name__)
@@ -109,6 +135,7 @@ class Sfu(wiring.Component):
         m = Module()
         frac = algo.FRAC
         seg = algo.SEG_BITS
+        W = _W
 
         # -- control -----------------------------------------------------------------------
         step = Signal(range(SFU_LATENCY + 1))
@@ -120,8 +147,10 @@ class Sfu(wiring.Component):
             _count_steps(m, "sync", self.start, live)
             sync = gated_domain(m, "sfu", self.start | (live != 0), reset=True)
         _count_steps(m, sync, self.start, step)
-        op = Signal(SfuOp)
-        a = Signal(32)
+        # The datapath's registers are reset_less: each is written in its step before it is
+        # read, and a reset input on each would be one more LUT input in front of it.
+        op = Signal(SfuOp, reset_less=True)
+        a = Signal(32, reset_less=True)
         with m.If(self.start):
             # FTZ on the way in: a subnormal operand is a zero of its sign.
             flushed = Mux(self.a[23:31] == 0, Cat(Const(0, 31), self.a[31]), self.a)
@@ -134,28 +163,58 @@ class Sfu(wiring.Component):
         def is_op(*names: str):
             return Cat(*(op == SfuOp[n.upper()] for n in names)).any()
 
+        is_log2 = Signal()
+        is_trig = Signal()
+        m.d.comb += [is_log2.eq(is_op("log2")), is_trig.eq(is_op("sin", "cos"))]
+
         s, e_b, mant = a[31], a[23:31], a[0:23]
         e_bs = Cat(e_b, Const(0, 2)).as_signed()  # biased exponent, signed for arithmetic
         e = Signal(signed(10))
         m.d.comb += e.eq(e_bs - 127)
         m1 = Cat(mant, Const(1, 1))  # 1.m as a 24-bit integer
 
-        # -- the shared multiplier -----------------------------------------------------------
-        mul_a = Signal(signed(40))
-        mul_b = Signal(signed(26))
-        prod = Signal(signed(66))
-        m.d.comb += prod.eq(mul_a * mul_b)
+        # -- the shared multiply-add: ma * mb + addend, three register stages ---------------------
+        # Issue (load ma and mb) in step n; the sum ``total`` is there in step n + _MUL, in
+        # time to be issued again.  Stage 1: six MULT18X18D partial products (ma in pieces of
+        # 17 unsigned, 17 unsigned and 6 signed bits, mb in 17 unsigned and 9 signed), each
+        # registered; stage 2: two sums of them (the pieces that do not overlap are
+        # concatenated; the addend, chosen in step n + 1, joins through a carry-save layer);
+        # stage 3: their sum.
+        # Every stage is one DSP or one carry chain deep; the whole product through one carry
+        # tree was the unit's longest path.
+        ma = Signal(signed(40), reset_less=True)
+        mb = Signal(signed(26), reset_less=True)
+        a0, a1, a2 = ma[0:17], ma[17:34], ma[34:40].as_signed()
+        b0, b1 = mb[0:17], mb[17:26].as_signed()
+        p00 = Signal(34, reset_less=True)
+        p10 = Signal(34, reset_less=True)
+        p20 = Signal(signed(24), reset_less=True)
+        p01 = Signal(signed(27), reset_less=True)
+        p11 = Signal(signed(27), reset_less=True)
+        p21 = Signal(signed(16), reset_less=True)
+        # the addend of the operation issued a step before
+        addend_p = Signal(signed(66), reset_less=True)
+        m.d[sync] += [p00.eq(a0 * b0), p10.eq(a1 * b0), p20.eq(a2 * b0),
+                      p01.eq(a0 * b1), p11.eq(a1 * b1), p21.eq(a2 * b1)]
+        x_lo = Cat(p00, p20).as_signed()  # p00 < 2**34: p00 + p20 * 2**34
+        x_hi = Cat(p10, p21).as_signed()  # (p10 + p21 * 2**34) * 2**17
+        u_hi, u_w, u_add = Signal(66), Signal(66), Signal(66)  # two's complement, 66 bits
+        m.d.comb += [u_hi.eq(x_hi << 17), u_w.eq(p11 << 34), u_add.eq(addend_p)]
+        csa_s = u_hi ^ u_w ^ u_add
+        csa_c = (u_hi & u_w) | (u_hi & u_add) | (u_w & u_add)
+        sum1 = Signal(signed(66), reset_less=True)
+        sum2 = Signal(signed(66), reset_less=True)
+        m.d[sync] += [sum1.eq(x_lo + (p01 << 17)), sum2.eq(csa_s + Cat(Const(0, 1), csa_c))]
+        total = Signal(signed(66))
+        m.d.comb += total.eq(sum1 + sum2)
 
-        # -- step 1: classify, special result, sin/cos reduction product ---------------------
+        # -- step 1: classify, special result -------------------------------------------------
         zero = e_b == 0
         inf = (e_b == 255) & (mant == 0)
         nan = (e_b == 255) & (mant != 0)
-        special = Signal()
-        special_res = Signal(32)
-        rev_prod = Signal(unsigned(62))
+        special = Signal(reset_less=True)
+        special_res = Signal(32, reset_less=True)
         with m.If(step == 1):
-            m.d.comb += [mul_a.eq(algo.INV_2PI), mul_b.eq(m1)]
-            m.d[sync] += rev_prod.eq(prod[0:62])
             nan_c = Const(algo.CANONICAL_NAN, 32)
             sign_inf = Cat(Const(0x7F800000, 31), s)
             sign_zero = Cat(Const(0, 31), s)
@@ -185,140 +244,203 @@ class Sfu(wiring.Component):
                     m.d[sync] += [special.eq(tiny | inf | nan),
                                  special_res.eq(Mux(tiny, small, nan_c))]
 
-        # -- step 2: reduction to ROM segment + fraction --------------------------------------
+        # -- steps 1 to 4: reduction to ROM segment + fraction ---------------------------------
         rom = Memory(shape=unsigned(_ROM_WIDTH), depth=len(algo.ROM), init=_rom_words())
         m.submodules.rom = rom
         rd = rom.read_port(domain=sync)
-        addr = Signal(range(len(algo.ROM)))
-        m.d.comb += [rd.addr.eq(addr), rd.en.eq(step == 2)]
 
-        f = Signal(25)  # segment fraction (w bits)
-        k = Signal(signed(10))  # exponent offset: value = y * 2**k
-        sign = Signal()
-        v = Signal(signed(25))  # log2: v * 2**24
-        ee = Signal(signed(9))  # log2: exponent of the reduced argument
-        trig_neg = Signal()
+        # A table of 2**seg rows starts
+        # at a multiple of 2**seg: its row number is a concatenation, not a sum.
+        def row(table: str, idx: Value) -> Value:
+            base = algo.ROM_BASE[table]
+            assert base % (1 << len(idx)) == 0
+            return Cat(idx, Const(base >> len(idx), len(rd.addr) - len(idx)))
+
+
+        addr = Signal(range(len(algo.ROM)), reset_less=True)  # ROM row of rcp, rsqrt, sqrt, exp2
+        f = Signal(W, reset_less=True)  # segment fraction, shifted up from its w bits to W (see _W)
+        k = Signal(signed(10), reset_less=True)  # exponent offset: value = y * 2**k
+        sign = Signal(reset_less=True)
+        v = Signal(signed(25), reset_less=True)  # log2: v * 2**24
+        ee = Signal(signed(9), reset_less=True)  # log2: exponent of the reduced argument
 
         idx_m = mant[23 - seg:23]
-        f_m = mant[0:23 - seg]
+        f_m = mant[0:23 - seg] << (W - algo.W_MANT)
         par = ~e_b[0]  # (e_b - 127) is odd
+        half = Signal(signed(10), reset_less=True)  # rsqrt, sqrt: step 1; their k: step 2
 
-        # exp2: x * 2**32 as a signed fixed-point number.
-        sm = Signal(signed(25))
-        sh = Signal(signed(10))
-        x32 = Signal(signed(41))
-        m.d.comb += [
-            sm.eq(Mux(s, -m1, m1)),
-            sh.eq(e_bs - 118),  # e + 9
-        ]
-        with m.If(sh >= 0):
-            m.d.comb += x32.eq(sm << sh[0:4])  # sh <= 15 for every non-special operand
-        with m.Else():
-            m.d.comb += x32.eq(sm >> Mux(-sh > 63, 63, (-sh)[0:6]))
-        # sin/cos: revolutions * 2**32 modulo 2**32.
-        rsh = Signal(signed(10))
+        # exp2: x * 2**32 as a signed fixed-point number: the signed significand and the shift
+        # (step 1), the shift (step 2), the segment (step 3).
+        # The shift is sh = e + 9 = e_b - 118 to the left (at most 15 for every non-special
+        # operand), -sh to the right (at most 63); the tests on e_b need no subtraction first.
+        sm = Signal(signed(25), reset_less=True)
+        sh_left = Signal(reset_less=True)
+        sh_n = Signal(6, reset_less=True)
+        x32_r = Signal(signed(41), reset_less=True)
+        with m.If((step == 1) & is_op("exp2")):
+            m.d[sync] += [sm.eq(Mux(s, -m1, m1)), sh_left.eq(e_b >= 118),
+                          sh_n.eq(Mux(e_b >= 118, (e_b - 118)[0:4],
+                                      Mux(e_b < 118 - 63, 63, (118 - e_b)[0:6])))]
+        with m.If(step == 2):
+            m.d[sync] += x32_r.eq(Mux(sh_left, sm << sh_n[0:4], sm >> sh_n))
+
+        # sin/cos: revolutions * 2**32 modulo 2**32 = bits [rsh, rsh + 32) of the product
+        # (zeros below bit 0), rsh = 31 - e: the product above 32 zeros, shifted right by
+        # rsh + 32 (at least 0: a shift left by 32 or more leaves no bit below 2**32).
+        # The shift by multiples of 16 is done on the product as it is summed (step 3), the rest
+        # (step 4) leaves time for the ROM address.
+        rev_sh = Signal(7, reset_less=True)
+        rev_prod = Signal(47, reset_less=True)
         rev = Signal(32)
-        m.d.comb += rsh.eq(158 - e_bs)  # 31 - e
-        with m.If(rsh >= 0):
-            m.d.comb += rev.eq(rev_prod >> Mux(rsh > 63, 63, rsh[0:6]))
-        with m.Else():
-            m.d.comb += rev.eq(rev_prod << Mux(-rsh > 32, 32, (-rsh)[0:6]))
+        m.d.comb += rev.eq((rev_prod >> rev_sh[0:4])[0:32])
         quad = Signal(2)
         m.d.comb += quad.eq(rev[30:32] + is_op("cos"))
         u = rev[0:30]
 
-        half = Signal(signed(10))
-        m.d.comb += half.eq((e - par.as_unsigned()) >> 1)
-
-        with m.If(step == 2):
+        with m.If(step == 1):
             with m.Switch(op):
                 with m.Case(SfuOp.RCP):
-                    m.d.comb += addr.eq(algo.ROM_BASE["rcp"] + idx_m)
-                    m.d[sync] += [f.eq(f_m), sign.eq(s), k.eq(96 - e_bs)]
+                    m.d[sync] += [addr.eq(row("rcp", idx_m)), f.eq(f_m),
+                                  sign.eq(s), k.eq(96 - e_bs)]
                 with m.Case(SfuOp.RSQRT, SfuOp.SQRT):
                     base = Mux(op == SfuOp.RSQRT, algo.ROM_BASE["rsqrt"], algo.ROM_BASE["sqrt"])
-                    m.d.comb += addr.eq(base + Cat(idx_m, par))
-                    m.d[sync] += [f.eq(f_m), sign.eq(0),
-                                 k.eq(Mux(op == SfuOp.RSQRT, -half - 1 - frac, half - frac))]
-                with m.Case(SfuOp.EXP2):
-                    fr = x32[0:32]
-                    m.d.comb += addr.eq(algo.ROM_BASE["exp2"] + fr[32 - seg:32])
-                    m.d[sync] += [f.eq(fr[0:32 - seg]), sign.eq(0),
-                                 k.eq(x32[32:41].as_signed() - frac)]
+                    m.d[sync] += [addr.eq(base + Cat(idx_m, par)), f.eq(f_m), sign.eq(0),
+                                  half.eq((e - par.as_unsigned()) >> 1)]
                 with m.Case(SfuOp.LOG2):
                     hi = mant[22]
-                    m.d.comb += addr.eq(algo.ROM_BASE["log2"] + idx_m)
-                    m.d[sync] += [f.eq(f_m), k.eq(-algo.LOG_FRAC),
-                                 v.eq(Mux(hi, Cat(mant, Const(0, 1)).as_signed() - (1 << 23),
-                                           Cat(Const(0, 1), mant))),
-                                 ee.eq(e + hi)]
+                    m.d[sync] += [f.eq(f_m), k.eq(-algo.LOG_FRAC), sign.eq(0),
+                                  v.eq(Mux(hi, Cat(mant, Const(0, 1)).as_signed() - (1 << 23),
+                                            Cat(Const(0, 1), mant))),
+                                  ee.eq(e + hi)]
                 with m.Default():  # sin, cos
-                    base = Mux(quad[0], algo.ROM_BASE["cos"], algo.ROM_BASE["sin"])
-                    m.d.comb += addr.eq(base + u[30 - seg:30])
-                    m.d[sync] += [f.eq(u[0:30 - seg]), k.eq(-frac), trig_neg.eq(quad[1]),
-                                 sign.eq(Mux(op == SfuOp.SIN, quad[1] ^ s, quad[1]))]
+                    rsh32 = 190 - e_bs  # rsh + 32
+                    m.d[sync] += rev_sh.eq(Mux(rsh32 < 0, 0, rsh32[0:7]))
+        with m.If((step == 2) & is_op("rsqrt", "sqrt")):
+            m.d[sync] += k.eq(Mux(op == SfuOp.RSQRT, -half - 1 - frac, half - frac))
+        with m.If((step == 3) & is_op("exp2")):
+            fr = x32_r[0:32]
+            m.d[sync] += [addr.eq(row("exp2", fr[32 - seg:32])), f.eq(fr[0:32 - seg]),
+                          sign.eq(0), k.eq(x32_r[32:41].as_signed() - frac)]
+        with m.If(step == _MUL):
+            m.d[sync] += rev_prod.eq((Cat(Const(0, 32), total[0:62]) >> (rev_sh[4:7] * 16))[0:47])
+        with m.If((step == _S_ROM) & is_trig):
+            m.d[sync] += [f.eq(u[0:30 - seg] << (W - algo.W_TRIG)), k.eq(-frac),
+                          sign.eq(Mux(op == SfuOp.SIN, quad[1] ^ s, quad[1]))]
 
-        # -- steps 3, 4: Horner ------------------------------------------------------------------
+        # The ROM is read in step 1 for log2 (its segment is a field of the operand, and it
+        # takes one more multiply than the rest), in step _S_ROM for the others.
+        # log2's row is in ``addr`` from the start edge on.
+        with m.If(self.start & (self.op == SfuOp.LOG2)):
+            m.d[sync] += addr.eq(row("log2", self.a[23 - seg:23]))
+        m.d.comb += [
+            rd.addr.eq(Mux(is_trig, Mux(rev[30] ^ is_op("cos"),  # quad[0]
+                                        row("cos", u[30 - seg:30]), row("sin", u[30 - seg:30])),
+                           addr)),
+            rd.en.eq(Mux(is_log2, step == 1, step == _S_ROM)),
+        ]
+
+        # -- Horner (and log2's last product) on the multiply-add ------------------------------
+        # With f shifted up to W bits, every product is shifted down by W:
+        # (c2*f*2**(W-w) + c1*2**W) >> W = c1 + ((c2*f) >> w), exactly.
         w0, w1, _ = _C_WIDTHS
         c0 = rd.data[0:w0].as_signed()
         c1 = rd.data[w0:w0 + w1].as_signed()
         c2 = rd.data[w0 + w1:].as_signed()
-        w_sel = Signal(range(26))
-        m.d.comb += w_sel.eq(Mux(is_op("exp2"), algo.W_EXP2,
-                                 Mux(is_op("sin", "cos"), algo.W_TRIG, algo.W_MANT)))
-        prod_w = Signal(signed(66))
-        with m.Switch(w_sel):
-            for w in sorted({algo.W_EXP2, algo.W_TRIG, algo.W_MANT}):
-                with m.Case(w):
-                    m.d.comb += prod_w.eq(prod >> w)
-        t = Signal(signed(40))
-        y = Signal(signed(40))
-        with m.If(step == 3):
-            m.d.comb += [mul_a.eq(c2), mul_b.eq(f)]
-            m.d[sync] += t.eq(prod_w)
-        with m.If(step == 4):
-            m.d.comb += [mul_a.eq(c1 + t), mul_b.eq(f)]
-            m.d[sync] += y.eq(c0 + prod_w)
+        c0_r = Signal(signed(w0), reset_less=True)
+        c1_r = Signal(signed(w1), reset_less=True)
+        # Registered a step ahead (cleared by a start), so that the ROM's output, late as it
+        # is, meets only the operand multiplexer.
+        h1 = Signal()  # issue c2 * f + c1 * 2**W
+        h2 = Signal()  # issue (c1 + t) * f + c0 * 2**W, or log2's v * y + ee * 2**54
+        log_mul = Signal()
+        m.d[sync] += [
+            h1.eq(~self.start & Mux(is_log2, step == _S_H1 - _MUL - 1, step == _S_H1 - 1)),
+            h2.eq(~self.start & ((is_log2 & (step == _S_H1 - 1)) | (step == _S_H2 - 1))),
+            log_mul.eq(~self.start & is_log2 & (step == _S_H2 - 1)),
+        ]
+        # ma from the ROM is one multiplexer after its output: the other choice and the select
+        # are made beside it, kept apart (``keep``) so that the LUT mapping, which does not
+        # know how late the block RAM's output is, cannot fold them in behind it.
+        ma_other = Signal(40, attrs={"keep": 1})
+        ma_rom = Signal(attrs={"keep": 1})
+        m.d.comb += [ma_other.eq(Mux(self.start, algo.INV_2PI, total[W:W + 40])),
+                     ma_rom.eq(h1 & ~self.start)]
+        with m.If(self.start | h1 | h2):
+            m.d[sync] += ma.eq(Mux(ma_rom, c2, ma_other))
+        with m.If(self.start):  # sin/cos: 1.m * (1/2pi), used in step _MUL
+            m.d[sync] += mb.eq(Cat(self.a[0:23], Const(1, 1)))
+        with m.Elif(h1):
+            m.d[sync] += [mb.eq(f), c1_r.eq(c1), c0_r.eq(c0)]
+        with m.Elif(h2):
+            m.d[sync] += mb.eq(Mux(log_mul, v, f))
+        # The addend goes in with the partial products, a step after the issue: from registers.
+        issued = Signal(3)  # start, h1, h2 in the step before
+        log_mul_d = Signal()
+        m.d[sync] += [issued.eq(Cat(self.start, h1 & ~self.start, h2 & ~self.start)),
+                      log_mul_d.eq(log_mul)]
+        with m.If(issued[0]):
+            m.d[sync] += addend_p.eq(0)
+        with m.Elif(issued[1]):
+            m.d[sync] += addend_p.eq(c1_r << W)
+        with m.Elif(issued[2]):
+            m.d[sync] += addend_p.eq(Mux(log_mul_d, ee << algo.LOG_FRAC, c0_r << W))
 
-        # -- step 5: log2 accumulation, clamps -------------------------------------------------
-        mag = Signal(unsigned(63))
-        with m.If(step == 5):
-            with m.If(is_op("log2")):
-                r = Signal(signed(66))
-                m.d.comb += [mul_a.eq(y), mul_b.eq(v),
-                             r.eq((ee << algo.LOG_FRAC) + prod)]
-                m.d[sync] += [sign.eq(r[-1]), mag.eq(Mux(r[-1], -r, r))]  # r[-1]: r < 0
-            with m.Elif(is_op("sin", "cos")):
-                m.d[sync] += mag.eq(Mux(y < 0, 0, Mux(y > (1 << frac), 1 << frac, y)))
-            with m.Else():
-                m.d[sync] += mag.eq(Mux(y < 0, 0, y))
+        r = Signal(signed(66), reset_less=True)  # log2: R; the others: y * 2**W + (bits below)
+        with m.If(step == _S_H2 + _MUL):
+            m.d[sync] += r.eq(total)
 
-        # -- step 6: leading one and the 24-bit significand -----------------------------------
-        lead = Signal(range(64))  # bit length of mag
-        mag_zero, mag_lz = lzc(mag)
-        m.d.comb += lead.eq(Mux(mag_zero, 0, 63 - mag_lz))
+        # -- normalise: magnitude and leading-zero count, shift, round -------------------------
+        # log2 counts the leading zeros of ~R for a negative R (no wait for -R): one too many
+        # when -R is a power of two (or 1: lzc of zero is 63), which the shift's top bit shows.
+        kc = [Signal(signed(12), name=f"kc{i}", reset_less=True) for i in range(3)]  # k + 189 + i
+        with m.If(step == _S_H1):
+            m.d[sync] += [kc[i].eq(k + 189 + i) for i in range(3)]
+        r_neg = r[-1]
+        y = r[W:66].as_signed()
+        lz_zero, lz_cnt = lzc(Mux(is_log2, (r ^ r_neg.replicate(66))[0:63], y[0:63]))
+        y_big = is_trig & (y > (1 << frac))  # sin/cos clamp to 1.0
+        mag = Signal(unsigned(63), reset_less=True)
+        lz = Signal(6, reset_less=True)
+        mag_zero = Signal(reset_less=True)
+        with m.If(step == _S_MAG):
+            with m.If(is_log2):
+                m.d[sync] += [mag.eq(Mux(r_neg, -r, r)), lz.eq(lz_cnt),
+                              mag_zero.eq(lz_zero & ~r_neg), sign.eq(r_neg)]
+            with m.Else():  # negative y is zero
+                m.d[sync] += [mag.eq(Mux(y_big, 1 << frac, y)),
+                              lz.eq(Mux(y_big, 62 - frac, lz_cnt)),
+                              mag_zero.eq(r_neg | lz_zero)]
+
+        # The leading one lands on bit 62 (bit 63: the count was one too many); the 24 bits
+        # from it down are the significand, the next one rounds (zeros when mag is short).
+        # biased = k + length - 1 + carry + 127, length = 63 - lz + ovf: kc0 - lz + ovf + carry.
+        norm = Signal(64)
+        m.d.comb += norm.eq(mag << lz)
+        ovf = norm[63]
+        ex = [Signal(signed(13), name=f"ex{i}") for i in range(3)]
+        m.d.comb += [ex[i].eq(kc[i] - lz) for i in range(3)]
+        sig = Signal(25, reset_less=True)  # significand and round bit
+        ex_c = [Signal(8, name=f"ex_c{i}", reset_less=True) for i in range(2)]  # by rounding carry
+        zero_c = [Signal(name=f"zero_c{i}", reset_less=True) for i in range(2)]
+        inf_c = [Signal(name=f"inf_c{i}", reset_less=True) for i in range(2)]
+        with m.If(step == _S_NORM):
+            m.d[sync] += sig.eq(Mux(ovf, norm[39:64], norm[38:63]))
+            for c in range(2):
+                lo, hi = ex[c], ex[c + 1]
+                m.d[sync] += [ex_c[c].eq(Mux(ovf, hi, lo)[0:8]),
+                              zero_c[c].eq(mag_zero | Mux(ovf, hi <= 0, lo <= 0)),
+                              inf_c[c].eq(Mux(ovf, hi >= 255, lo >= 255))]
+
         q = Signal(25)
-        length = Signal(range(64))
-        with m.If(step == 6):
-            m.d[sync] += length.eq(lead)
-            with m.If(lead > 24):
-                dn = (lead - 24)[0:6]
-                m.d[sync] += q.eq((mag >> dn) + (mag >> (dn - 1)[0:6])[0])
-            with m.Else():
-                m.d[sync] += q.eq(mag << (24 - lead)[0:5])
-
-        # -- step 7: exponent, range, special select -------------------------------------------
-        carry = q[24]
-        qn = Mux(carry, q[1:25], q[0:24])
-        biased = Signal(signed(12))
-        m.d.comb += biased.eq(k + length - 1 + carry + 127)
+        m.d.comb += q.eq(sig[1:25] + sig[0])
+        carry = q[24]  # rounding overflowed to 2**24: the mantissa field is zero all the same
         packed = Signal(32)
-        with m.If((length == 0) | (biased <= 0)):
+        with m.If(Mux(carry, zero_c[1], zero_c[0])):
             m.d.comb += packed.eq(Cat(Const(0, 31), sign))
-        with m.Elif(biased >= 255):
+        with m.Elif(Mux(carry, inf_c[1], inf_c[0])):
             m.d.comb += packed.eq(Cat(Const(0x7F800000, 31), sign))
         with m.Else():
-            m.d.comb += packed.eq(Cat(qn[0:23], biased[0:8], sign))
-        with m.If(step == 7):
+            m.d.comb += packed.eq(Cat(q[0:23], Mux(carry, ex_c[1], ex_c[0]), sign))
+        with m.If(step == _S_PACK):
             m.d[sync] += self.result.eq(Mux(special, special_res, packed))
         return m
