@@ -249,13 +249,12 @@ class Sfu(wiring.Component):
         m.submodules.rom = rom
         rd = rom.read_port(domain=sync)
 
-        # A table of 2**seg rows starts
-        # at a multiple of 2**seg: its row number is a concatenation, not a sum.
         def row(table: str, idx: Value) -> Value:
+            """Row ``idx`` of ``table``: a table of 2**len(idx) rows starts at a multiple of
+            its size, so the row number is a concatenation, not a sum."""
             base = algo.ROM_BASE[table]
             assert base % (1 << len(idx)) == 0
             return Cat(idx, Const(base >> len(idx), len(rd.addr) - len(idx)))
-
 
         addr = Signal(range(len(algo.ROM)), reset_less=True)  # ROM row of rcp, rsqrt, sqrt, exp2
         f = Signal(W, reset_less=True)  # segment fraction, shifted up from its w bits to W (see _W)
@@ -329,7 +328,8 @@ class Sfu(wiring.Component):
 
         # The ROM is read in step 1 for log2 (its segment is a field of the operand, and it
         # takes one more multiply than the rest), in step _S_ROM for the others.
-        # log2's row is in ``addr`` from the start edge on.
+        # log2's row is in ``addr`` from the start edge on (written after the steps' writes
+        # above: a start while an operation is in flight wins).
         with m.If(self.start & (self.op == SfuOp.LOG2)):
             m.d[sync] += addr.eq(row("log2", self.a[23 - seg:23]))
         m.d.comb += [

@@ -117,6 +117,48 @@ def test_done_pulse_busy_and_held_result(gated):
     assert all(r == bits(3.0) for _, _, r in trace[SFU_LATENCY - 1:])
 
 
+@pytest.mark.parametrize("gated", [False, True])
+def test_start_while_busy_abandons_the_operation_in_flight(gated):
+    """A start in any step of an operation in flight (the schedule's steps write their
+    registers at fixed times, the multiplier's issue flags are a step ahead): the new
+    operation's result is exact, ``done`` comes SFU_LATENCY cycles after its start and not for
+    the abandoned one."""
+    dut = Sfu(gated=gated)
+    operand = {"rcp": 3.0, "rsqrt": 0.3, "sqrt": 7.0, "exp2": -2.7, "log2": 0.71,
+               "sin": 2.5, "cos": -1.1}
+    cases = [(cut, first, second) for cut in range(1, SFU_LATENCY)
+             for first in SFU_OPS for second in SFU_OPS]
+    got: list[tuple[int, int]] = []
+
+    async def bench(ctx):
+        for cut, first, second in cases:
+            ctx.set(dut.op, SfuOp[first.upper()])
+            ctx.set(dut.a, bits(operand[first] * 1.5))
+            ctx.set(dut.start, 1)
+            await ctx.tick()
+            ctx.set(dut.start, 0)
+            for _ in range(cut - 1):
+                assert not ctx.get(dut.done)
+                await ctx.tick()
+            ctx.set(dut.op, SfuOp[second.upper()])
+            ctx.set(dut.a, bits(operand[second]))
+            ctx.set(dut.start, 1)
+            await ctx.tick()
+            ctx.set(dut.start, 0)
+            n = 1
+            while not ctx.get(dut.done):
+                await ctx.tick()
+                n += 1
+                assert n <= SFU_LATENCY + 1, "done never came"
+            got.append((n, ctx.get(dut.result)))
+            await ctx.tick()
+
+    run_clocked(dut, bench)
+    for (cut, first, second), (n, result) in zip(cases, got, strict=True):
+        want = int(nx.sfu(second, np.array([bits(operand[second])], np.uint32))[0])
+        assert (n, result) == (SFU_LATENCY, want), (cut, first, second, n, hex(result))
+
+
 def test_converts_to_verilog():
     dut = Sfu()
     text = verilog.convert(dut, name="sfu")
