@@ -6,30 +6,34 @@ coefficient ROM (``sim/sfu_tables.py``) and one normaliser.  Every op takes the 
 :data:`~simtgpu.sim.numerics.SFU_LATENCY` cycles, so the core can book the writeback slot at
 issue time.
 
-The multiplier is a multiply-add ``ma * mb + addend`` in three register stages (partial
-products, two partial sums, the sum), so that no step holds more than one DSP block or one
-wide carry chain: an operation issued in step n has its sum in step n + 3, where the next one
-that needs it is issued.  Horner's rule rides on it: ``c1 + t`` and ``y = c0 + ...`` are the
-addend of the products, with the fraction shifted up to one width for every op so that every
-product is shifted down by the same ``W`` bits.  The ROM's output (block RAM, slow to its
-output) goes into the multiplier's operand registers only.
+The multiplier is a multiply-add ``ma * mb + addend`` in two register stages (six MULT18X18D
+partial products; their sum and the addend through a carry-save tree and one carry chain):
+an operation issued in step n has its sum in step n + 2, where the next one that needs it is
+issued.  Horner's rule rides on it: ``c1 + t`` and ``y = c0 + ...`` are the addends of the
+products, with the fraction shifted up to one width for every op so that every product is
+shifted down by the same ``W`` bits.  No step holds more than one DSP block, one wide carry
+chain with a carry-save tree or a few multiplexers beside it, or the ROM's output (block RAM,
+slow to its output) and a multiplexer: about 100 MHz on an ECP5 (``simtgpu synth --unit
+sfu``), where the 8-step schedule of one product per step reached 30.
 
 Schedule (``step`` counts the cycles after the edge that sampled ``start``; "issue" loads the
 multiplier's operands)::
 
     start    issue mant * (1/2pi) (sin/cos reduction)
     step 1   classify the operand, pick the special result; rcp/rsqrt/sqrt/log2: ROM segment,
-             fraction, exponent offset (rsqrt/sqrt: step 2) and sign; log2: ROM read
-    step 2   log2: issue c2 * f + c1 (Horner 1); exp2: x * 2**32
-    step 3   sin/cos: the reduction product; exp2: ROM segment, fraction, offset
-    step 4   sin/cos: revolutions, quadrant, ROM segment and fraction; ROM read (not log2)
-    step 5   issue Horner 1 (log2: issue (c1 + t) * f + c0, Horner 2)
-    step 8   issue Horner 2 (log2: issue R = v * y + ee * 2**54)
-    step 11  y * 2**W (log2: R)
-    step 12  sign/magnitude, clamps, leading-zero count
-    step 13  normalising shift, exponent candidates
-    step 14  round, exponent, overflow/underflow, special-case select -> ``result``
-    step 15  ``done`` is high for this one cycle; ``result`` holds until the next result
+             fraction, exponent offset (rsqrt/sqrt: step 2) and sign; log2: ROM read;
+             exp2: signed significand and shift
+    step 2   sin/cos: the reduction product, shifted by a multiple of 16; log2: issue
+             c2 * f + c1 (Horner 1); exp2: x * 2**32
+    step 3   sin/cos: revolutions, quadrant, ROM segment and fraction; exp2: ROM segment,
+             fraction, exponent offset; ROM read (all but log2)
+    step 4   issue Horner 1 (log2: issue (c1 + t) * f + c0, Horner 2)
+    step 6   issue Horner 2 (log2: issue R = v * y + ee * 2**54)
+    step 8   y * 2**W (log2: R)
+    step 9   sign and magnitude, leading-zero count
+    step 10  normalising shift, sin/cos clamp, exponent candidates
+    step 11  round, exponent, overflow/underflow, special-case select -> ``result``
+    step 12  ``done`` is high for this one cycle; ``result`` holds until the next result
 """
 
 from amaranth import Cat, Const, Module, Mux, Signal, Value, signed, unsigned
@@ -50,7 +54,7 @@ SFU_LATENCY = algo.SFU_LATENCY
 _W = max(algo.W_MANT, algo.W_EXP2, algo.W_TRIG)
 """Every segment fraction is shifted up to this many bits, so every product is shifted down
 by the same amount (no multiplexer behind the multiplier)."""
-_MUL = 3  # steps from issuing a multiply-add to its sum
+_MUL = 2  # steps from issuing a multiply-add to its sum
 _S_ROM = _MUL + 1  # the sin/cos reduction product is there in step _MUL
 _S_H1 = _S_ROM + 1
 _S_H2 = _S_H1 + _MUL
@@ -78,6 +82,21 @@ def _rom_words() -> list[int]:
             pos += width
         words.append(word)
     return words
+
+
+def _trig_y_max() -> float:
+    """An upper bound of sin/cos's y over every ROM row and fraction: y <= c0 + (c1 + c2 * f /
+    2**w) * f / 2**w (the floors only lower it, f >= 0), a quadratic in f whose maximum on
+    [0, 2**w] is at an end or at its vertex."""
+    top = 0.0
+    span = float(1 << algo.W_TRIG)
+    for table in ("sin", "cos"):
+        base = algo.ROM_BASE[table]
+        for c0, c1, c2 in algo.ROM[base:base + (1 << algo.SEG_BITS)].tolist():
+            ends = [0.0, span] + ([-c1 * span / (2 * c2)] if c2 else [])
+            top = max(top, c0 + max((c1 + c2 * x / span) * x / span
+                                    for x in ends if 0 <= x <= span))
+    return top
 
 
 def _count_steps(m: Module, domain: str, start, step: Signal) -> None:
@@ -160,8 +179,15 @@ class Sfu(wiring.Component):
             self.done.eq(step == SFU_LATENCY),
         ]
 
+        # The function decoded at the start edge, one flag per function: a path that depends on
+        # it starts at a register, not at a comparison of ``op``.
+        op_is = {member: Signal(name=f"is_{member.name.lower()}", reset_less=True)
+                 for member in SfuOp}
+        with m.If(self.start):
+            m.d[sync] += [flag.eq(self.op == member) for member, flag in op_is.items()]
+
         def is_op(*names: str):
-            return Cat(*(op == SfuOp[n.upper()] for n in names)).any()
+            return Cat(*(op_is[SfuOp[n.upper()]] for n in names)).any()
 
         is_log2 = Signal()
         is_trig = Signal()
@@ -173,15 +199,15 @@ class Sfu(wiring.Component):
         m.d.comb += e.eq(e_bs - 127)
         m1 = Cat(mant, Const(1, 1))  # 1.m as a 24-bit integer
 
-        # -- the shared multiply-add: ma * mb + addend, three register stages ---------------------
+        # -- the shared multiply-add: ma * mb + addend, two register stages ---------------------
         # Issue (load ma and mb) in step n; the sum ``total`` is there in step n + _MUL, in
         # time to be issued again.  Stage 1: six MULT18X18D partial products (ma in pieces of
         # 17 unsigned, 17 unsigned and 6 signed bits, mb in 17 unsigned and 9 signed), each
-        # registered; stage 2: two sums of them (the pieces that do not overlap are
-        # concatenated; the addend, chosen in step n + 1, joins through a carry-save layer);
-        # stage 3: their sum.
-        # Every stage is one DSP or one carry chain deep; the whole product through one carry
-        # tree was the unit's longest path.
+        # registered, and the addend (chosen in step n + 1, from registers).  Stage 2: the
+        # pieces that do not overlap are concatenated, which leaves five terms; three layers
+        # of carry-save adders take them to two, one carry chain adds those.  The whole
+        # product through yosys' adder tree, behind the ROM and in front of the normaliser,
+        # was the unit's longest path.
         ma = Signal(signed(40), reset_less=True)
         mb = Signal(signed(26), reset_less=True)
         a0, a1, a2 = ma[0:17], ma[17:34], ma[34:40].as_signed()
@@ -192,21 +218,31 @@ class Sfu(wiring.Component):
         p01 = Signal(signed(27), reset_less=True)
         p11 = Signal(signed(27), reset_less=True)
         p21 = Signal(signed(16), reset_less=True)
-        # the addend of the operation issued a step before
-        addend_p = Signal(signed(66), reset_less=True)
+        addend_p = Signal(signed(66), reset_less=True)  # the addend of the last issue
         m.d[sync] += [p00.eq(a0 * b0), p10.eq(a1 * b0), p20.eq(a2 * b0),
                       p01.eq(a0 * b1), p11.eq(a1 * b1), p21.eq(a2 * b1)]
-        x_lo = Cat(p00, p20).as_signed()  # p00 < 2**34: p00 + p20 * 2**34
-        x_hi = Cat(p10, p21).as_signed()  # (p10 + p21 * 2**34) * 2**17
-        u_hi, u_w, u_add = Signal(66), Signal(66), Signal(66)  # two's complement, 66 bits
-        m.d.comb += [u_hi.eq(x_hi << 17), u_w.eq(p11 << 34), u_add.eq(addend_p)]
-        csa_s = u_hi ^ u_w ^ u_add
-        csa_c = (u_hi & u_w) | (u_hi & u_add) | (u_w & u_add)
-        sum1 = Signal(signed(66), reset_less=True)
-        sum2 = Signal(signed(66), reset_less=True)
-        m.d[sync] += [sum1.eq(x_lo + (p01 << 17)), sum2.eq(csa_s + Cat(Const(0, 1), csa_c))]
+        terms = [Signal(66, name=f"term{i}") for i in range(5)]  # two's complement, 66 bits
+        m.d.comb += [
+            terms[0].eq(Cat(p00, p20).as_signed()),  # p00 < 2**34: p00 + p20 * 2**34
+            terms[1].eq(Cat(p10, p21).as_signed() << 17),  # (p10 + p21 * 2**34) * 2**17
+            terms[2].eq(p01 << 17),
+            terms[3].eq(p11 << 34),
+            terms[4].eq(addend_p),
+        ]
+
+        def csa(x: Value, y: Value, z: Value) -> tuple[Value, Value]:
+            """x + y + z = sum + carry (mod 2**66), one LUT deep."""
+            return x ^ y ^ z, Cat(Const(0, 1), (x & y) | (x & z) | (y & z))[0:66]
+
+        sum0, carry0 = csa(*terms[0:3])
+        sum1, carry1 = csa(sum0, carry0, terms[3])
+        sum2, carry2 = csa(sum1, carry1, terms[4])
         total = Signal(signed(66))
-        m.d.comb += total.eq(sum1 + sum2)
+        m.d.comb += total.eq(sum2 + carry2)
+        # The sin/cos reduction product (its addend is zero) without the addend's layer: a
+        # shift follows it in the same step.
+        product = Signal(62)
+        m.d.comb += product.eq(sum1 + carry1)
 
         # -- step 1: classify, special result -------------------------------------------------
         zero = e_b == 0
@@ -244,7 +280,7 @@ class Sfu(wiring.Component):
                     m.d[sync] += [special.eq(tiny | inf | nan),
                                  special_res.eq(Mux(tiny, small, nan_c))]
 
-        # -- steps 1 to 4: reduction to ROM segment + fraction ---------------------------------
+        # -- steps 1 to 3: reduction to ROM segment + fraction ---------------------------------
         rom = Memory(shape=unsigned(_ROM_WIDTH), depth=len(algo.ROM), init=_rom_words())
         m.submodules.rom = rom
         rd = rom.read_port(domain=sync)
@@ -256,7 +292,7 @@ class Sfu(wiring.Component):
             assert base % (1 << len(idx)) == 0
             return Cat(idx, Const(base >> len(idx), len(rd.addr) - len(idx)))
 
-        addr = Signal(range(len(algo.ROM)), reset_less=True)  # ROM row of rcp, rsqrt, sqrt, exp2
+        addr = Signal(range(len(algo.ROM)), reset_less=True)  # ROM row: rcp, rsqrt, sqrt, log2
         f = Signal(W, reset_less=True)  # segment fraction, shifted up from its w bits to W (see _W)
         k = Signal(signed(10), reset_less=True)  # exponent offset: value = y * 2**k
         sign = Signal(reset_less=True)
@@ -269,7 +305,7 @@ class Sfu(wiring.Component):
         half = Signal(signed(10), reset_less=True)  # rsqrt, sqrt: step 1; their k: step 2
 
         # exp2: x * 2**32 as a signed fixed-point number: the signed significand and the shift
-        # (step 1), the shift (step 2), the segment (step 3).
+        # (step 1), the shift (step 2), the segment, read straight from it (step 3).
         # The shift is sh = e + 9 = e_b - 118 to the left (at most 15 for every non-special
         # operand), -sh to the right (at most 63); the tests on e_b need no subtraction first.
         sm = Signal(signed(25), reset_less=True)
@@ -286,8 +322,8 @@ class Sfu(wiring.Component):
         # sin/cos: revolutions * 2**32 modulo 2**32 = bits [rsh, rsh + 32) of the product
         # (zeros below bit 0), rsh = 31 - e: the product above 32 zeros, shifted right by
         # rsh + 32 (at least 0: a shift left by 32 or more leaves no bit below 2**32).
-        # The shift by multiples of 16 is done on the product as it is summed (step 3), the rest
-        # (step 4) leaves time for the ROM address.
+        # The shift by multiples of 16 is done on the product as it is summed (step _MUL), the
+        # rest (step _S_ROM) leaves time for the ROM address.
         rev_sh = Signal(7, reset_less=True)
         rev_prod = Signal(47, reset_less=True)
         rev = Signal(32)
@@ -316,12 +352,12 @@ class Sfu(wiring.Component):
                     m.d[sync] += rev_sh.eq(Mux(rsh32 < 0, 0, rsh32[0:7]))
         with m.If((step == 2) & is_op("rsqrt", "sqrt")):
             m.d[sync] += k.eq(Mux(op == SfuOp.RSQRT, -half - 1 - frac, half - frac))
-        with m.If((step == 3) & is_op("exp2")):
+        assert _S_ROM == 3, "exp2's steps 1 and 2 and the reduction of step 1 come first"
+        with m.If((step == _S_ROM) & is_op("exp2")):
             fr = x32_r[0:32]
-            m.d[sync] += [addr.eq(row("exp2", fr[32 - seg:32])), f.eq(fr[0:32 - seg]),
-                          sign.eq(0), k.eq(x32_r[32:41].as_signed() - frac)]
+            m.d[sync] += [f.eq(fr[0:32 - seg]), sign.eq(0), k.eq(x32_r[32:41].as_signed() - frac)]
         with m.If(step == _MUL):
-            m.d[sync] += rev_prod.eq((Cat(Const(0, 32), total[0:62]) >> (rev_sh[4:7] * 16))[0:47])
+            m.d[sync] += rev_prod.eq((Cat(Const(0, 32), product) >> (rev_sh[4:7] * 16))[0:47])
         with m.If((step == _S_ROM) & is_trig):
             m.d[sync] += [f.eq(u[0:30 - seg] << (W - algo.W_TRIG)), k.eq(-frac),
                           sign.eq(Mux(op == SfuOp.SIN, quad[1] ^ s, quad[1]))]
@@ -335,7 +371,7 @@ class Sfu(wiring.Component):
         m.d.comb += [
             rd.addr.eq(Mux(is_trig, Mux(rev[30] ^ is_op("cos"),  # quad[0]
                                         row("cos", u[30 - seg:30]), row("sin", u[30 - seg:30])),
-                           addr)),
+                           Mux(is_op("exp2"), row("exp2", x32_r[32 - seg:32]), addr))),
             rd.en.eq(Mux(is_log2, step == 1, step == _S_ROM)),
         ]
 
@@ -392,24 +428,35 @@ class Sfu(wiring.Component):
         # -- normalise: magnitude and leading-zero count, shift, round -------------------------
         # log2 counts the leading zeros of ~R for a negative R (no wait for -R): one too many
         # when -R is a power of two (or 1: lzc of zero is 63), which the shift's top bit shows.
-        kc = [Signal(signed(12), name=f"kc{i}", reset_less=True) for i in range(3)]  # k + 189 + i
+        # k + 189 + i and k + 189 + i - 255: biased = kc - lz + ..., and biased <= 0, >= 255
+        # are lz >= kc, lz <= kc - 255 (no subtraction in front of the comparison).
+        kc = [Signal(signed(12), name=f"kc{i}", reset_less=True) for i in range(3)]
+        kc_inf = [Signal(signed(12), name=f"kc_inf{i}", reset_less=True) for i in range(3)]
         with m.If(step == _S_H1):
             m.d[sync] += [kc[i].eq(k + 189 + i) for i in range(3)]
+            m.d[sync] += [kc_inf[i].eq(k + 189 + i - 255) for i in range(3)]
         r_neg = r[-1]
         y = r[W:66].as_signed()
         lz_zero, lz_cnt = lzc(Mux(is_log2, (r ^ r_neg.replicate(66))[0:63], y[0:63]))
-        y_big = is_trig & (y > (1 << frac))  # sin/cos clamp to 1.0
+        # sin/cos clamp y to 1.0 (2**frac): a y above it is below 2**(frac + 1), so it has the
+        # leading-zero count and exponent of 1.0, and only the significand is replaced (in
+        # the shift's step, no multiplexer behind the count or the magnitude).
+        assert _trig_y_max() < 1 << (frac + 1)
+        y_big = Signal(reset_less=True)
         mag = Signal(unsigned(63), reset_less=True)
         lz = Signal(6, reset_less=True)
-        mag_zero = Signal(reset_less=True)
+        mag_zero = Signal(reset_less=True)  # a zero result (a negative y is zero too)
+        # -R is one multiplexer after its carry chain (``keep``: see ma_other).
+        mag_neg = Signal(attrs={"keep": 1})
+        mag_pos = Signal(63, attrs={"keep": 1})
+        m.d.comb += [mag_neg.eq(is_log2 & r_neg), mag_pos.eq(Mux(is_log2, r, y))]
         with m.If(step == _S_MAG):
+            m.d[sync] += [mag.eq(Mux(mag_neg, -r, mag_pos)), lz.eq(lz_cnt),
+                          y_big.eq(is_trig & (y > (1 << frac)))]
             with m.If(is_log2):
-                m.d[sync] += [mag.eq(Mux(r_neg, -r, r)), lz.eq(lz_cnt),
-                              mag_zero.eq(lz_zero & ~r_neg), sign.eq(r_neg)]
-            with m.Else():  # negative y is zero
-                m.d[sync] += [mag.eq(Mux(y_big, 1 << frac, y)),
-                              lz.eq(Mux(y_big, 62 - frac, lz_cnt)),
-                              mag_zero.eq(r_neg | lz_zero)]
+                m.d[sync] += [mag_zero.eq(lz_zero & ~r_neg), sign.eq(r_neg)]
+            with m.Else():
+                m.d[sync] += mag_zero.eq(r_neg | lz_zero)
 
         # The leading one lands on bit 62 (bit 63: the count was one too many); the 24 bits
         # from it down are the significand, the next one rounds (zeros when mag is short).
@@ -417,19 +464,19 @@ class Sfu(wiring.Component):
         norm = Signal(64)
         m.d.comb += norm.eq(mag << lz)
         ovf = norm[63]
-        ex = [Signal(signed(13), name=f"ex{i}") for i in range(3)]
-        m.d.comb += [ex[i].eq(kc[i] - lz) for i in range(3)]
+        ex = [Signal(8, name=f"ex{i}") for i in range(3)]  # the exponent field, when in range
+        m.d.comb += [ex[i].eq(kc[i][0:8] - lz) for i in range(3)]
         sig = Signal(25, reset_less=True)  # significand and round bit
         ex_c = [Signal(8, name=f"ex_c{i}", reset_less=True) for i in range(2)]  # by rounding carry
         zero_c = [Signal(name=f"zero_c{i}", reset_less=True) for i in range(2)]
         inf_c = [Signal(name=f"inf_c{i}", reset_less=True) for i in range(2)]
         with m.If(step == _S_NORM):
-            m.d[sync] += sig.eq(Mux(ovf, norm[39:64], norm[38:63]))
+            m.d[sync] += sig.eq(Mux(y_big, 1 << 24, Mux(ovf, norm[39:64], norm[38:63])))
             for c in range(2):
-                lo, hi = ex[c], ex[c + 1]
-                m.d[sync] += [ex_c[c].eq(Mux(ovf, hi, lo)[0:8]),
-                              zero_c[c].eq(mag_zero | Mux(ovf, hi <= 0, lo <= 0)),
-                              inf_c[c].eq(Mux(ovf, hi >= 255, lo >= 255))]
+                lo, hi = c, c + 1  # ovf + carry
+                m.d[sync] += [ex_c[c].eq(Mux(ovf, ex[hi], ex[lo])),
+                              zero_c[c].eq(mag_zero | Mux(ovf, lz >= kc[hi], lz >= kc[lo])),
+                              inf_c[c].eq(Mux(ovf, lz <= kc_inf[hi], lz <= kc_inf[lo]))]
 
         q = Signal(25)
         m.d.comb += q.eq(sig[1:25] + sig[0])

@@ -30,7 +30,7 @@ import numpy as np
 from .sfu_tablegen import FRAC, SEG_BITS, TABLE_SIZES
 from .sfu_tables import TABLES
 
-SFU_LATENCY = 15
+SFU_LATENCY = 12
 """Cycles from the clock edge that samples ``start`` to the cycle in which ``done`` is high."""
 
 SFU_MAX_ULP: dict[str, float] = {
