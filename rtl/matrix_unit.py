@@ -46,6 +46,7 @@ from amaranth import (
     Mux,
     ResetSignal,
     Signal,
+    Value,
     signed,
 )
 from amaranth.lib import data, wiring
@@ -58,130 +59,282 @@ from .fp_utils import CANONICAL_NAN, lzc, unpack
 __all__ = ["DotTree", "MatrixUnit", "mma_cycles"]
 
 
+PRODUCT_STAGES = 2
+"""Registers of a product node (:func:`half_product`), its output register included."""
+
+ADD_STAGES = 3
+"""Registers of an adder node (:func:`fp32_add`), its output register included."""
+
+
+def tree_latency(k: int) -> int:
+    """Edges of the trees' clock from a tree's operands to its sum: the product's stages, then
+    ``log2 k`` levels of adders and the adder of C, :data:`ADD_STAGES` each."""
+    return PRODUCT_STAGES + ADD_STAGES * k.bit_length()
+
+
 def mma_cycles(lanes: int, dots: int) -> int:
     """Cycles the unit is busy with one ``mma`` from its issue to its last write-back when
     the pipeline never stalls and the write port is free (the unit's throughput)."""
     s = mma_shape(lanes)
     # issue, 3 reads, the last latch, the start of the trees, the steps, the tree latency,
     # 4 write-backs
-    return 1 + 3 + 1 + 1 + 4 * lanes // dots + (s.k.bit_length() - 1) + 2 + 4
+    return 1 + 3 + 1 + 1 + 4 * lanes // dots + tree_latency(s.k) + 4
 
 
 def _unpack_half(m: Module, h, bf16, name: str):
-    """Sign, unbiased exponent ``e`` and 11-bit significand ``sig`` of the fp16 (``bf16``
-    low) or bf16 pattern ``h``, value ``sig * 2**(e - 10)``, as FP32 arithmetic with FTZ sees
-    its exact widening (``numerics.f16_to_f32``/``bf16_to_f32``): an fp16 subnormal keeps its
-    value (its widening is a normal FP32), a bf16 subnormal reads as zero."""
-    e = Signal(signed(10), name=f"{name}_e")
+    """Sign and 11-bit significand ``sig`` of the fp16 (``bf16`` low) or bf16 pattern ``h``
+    (the exponent: :func:`half_product`), and whether it is a zero, an infinity or a NaN, as
+    FP32 arithmetic with FTZ sees its exact widening (``numerics.f16_to_f32``/
+    ``bf16_to_f32``): an fp16 subnormal keeps its value (its widening is a normal FP32), a
+    bf16 subnormal reads as zero."""
     sig = Signal(11, name=f"{name}_sig")
     zero, inf, nan = (Signal(name=f"{name}_{x}") for x in ("zero", "inf", "nan"))
     ef, mf = h[10:15], h[:10]  # fp16
     eb, mb = h[7:15], h[:7]  # bf16
     with m.If(bf16):
-        m.d.comb += [e.eq(eb - 127), sig.eq(Cat(Const(0, 3), mb, 1)), zero.eq(eb == 0),
+        m.d.comb += [sig.eq(Cat(Const(0, 3), mb, 1)), zero.eq(eb == 0),
                      inf.eq((eb == 0xFF) & (mb == 0)), nan.eq((eb == 0xFF) & (mb != 0))]
     with m.Else():
-        m.d.comb += [e.eq(Mux(ef == 0, 1, ef) - 15), sig.eq(Cat(mf, ef != 0)),
-                     zero.eq((ef == 0) & (mf == 0)), inf.eq((ef == 0x1F) & (mf == 0)),
-                     nan.eq((ef == 0x1F) & (mf != 0))]
-    return h[15], e, sig, zero, inf, nan
+        m.d.comb += [sig.eq(Cat(mf, ef != 0)), zero.eq((ef == 0) & (mf == 0)),
+                     inf.eq((ef == 0x1F) & (mf == 0)), nan.eq((ef == 0x1F) & (mf != 0))]
+    return h[15], sig, zero, inf, nan
 
 
-def half_product(m: Module, a, b, bf16, name: str) -> Signal:
+def _cut(m: Module, regs: list | None, value, name: str) -> Signal:
+    """``value`` as the named signal ``name``: a register between two stages of a node when
+    ``regs`` collects them (the tree puts them in its domain), a wire when it is None (the
+    node alone, combinational, as the tests of the nodes take it)."""
+    r = Signal(Value.cast(value).shape(), name=name)
+    if regs is None:
+        m.d.comb += r.eq(value)
+    else:
+        regs.append(r.eq(value))
+    return r
+
+
+def half_product(m: Module, a, b, bf16, name: str, regs: list | None = None) -> Signal:
     """FP32 pattern of ``fmul(widen(a), widen(b))`` for two fp16 (``bf16`` low) or bf16
     patterns: the 11x11-bit product of the significands is exact in FP32's 24 bits, so
     there is no rounding; a result below 2**-126 is an exact subnormal (flushed to zero, as
-    FTZ does) or underflows, one of 2**128 or more overflows to infinity."""
-    sa, ea, ma, za, ia, na = _unpack_half(m, a, bf16, f"{name}_a")
-    sb, eb, mb, zb, ib, nb = _unpack_half(m, b, bf16, f"{name}_b")
+    FTZ does) or underflows, one of 2**128 or more overflows to infinity.
+
+    Two stages (``regs``: the register between them, see :func:`_cut`): the significands are
+    normalised before the multiplier (only an fp16 subnormal has leading zeros, a
+    leading-zero count of its 10 bits), so that the product needs a shift of at most one
+    place after it instead of a leading-zero count and a shift of 22 bits behind the
+    multiplier, one stage's worth of logic more."""
+    def cut(v, tag):
+        return _cut(m, regs, v, f"{name}_{tag}")
+
+    sa, ma, za, ia, na = _unpack_half(m, a, bf16, f"{name}_a")
+    sb, mb, zb, ib, nb = _unpack_half(m, b, bf16, f"{name}_b")
+    # --- stage 1: the significands normalised (leading one at bit 10), their exponents
+    norm_sig = []
+    for h, sig, tag in ((a, ma, "a"), (b, mb, "b")):
+        sub = ~bf16 & (h[10:15] == 0)  # fp16 subnormal (or zero: then the flags decide)
+        lz = lzc(h[:10])[1]  # the leading one of the 10 fraction bits at 9 - lz
+        sh = Signal(11, name=f"{name}_{tag}_sh")
+        m.d.comb += sh.eq(Cat(Const(0, 1), (h[:10] << lz)[:10]))  # lz + 1 places, no adder
+        # unbiased exponent of the normalised significand, each choice straight from the
+        # pattern's bits: fp16 e - 15 (a subnormal: 1 - 15 less the shift lz + 1), bf16
+        # e - 127
+        en = Signal(signed(10), name=f"{name}_{tag}_en")
+        sn = Signal(11, name=f"{name}_{tag}_sn")
+        m.d.comb += [en.eq(Mux(bf16, h[7:15] - 127, Mux(sub, -15 - lz, h[10:15] - 15))),
+                     sn.eq(Mux(sub, sh, sig))]
+        norm_sig.append((cut(en, f"{tag}e"), cut(sn, f"{tag}m")))
+    (ea1, ma1), (eb1, mb1) = norm_sig
+    # the range checks: only bf16 products leave FP32's normal range (fp16 ones lie within
+    # 2**-48 .. 2**32), and a bf16 significand needs no normalising, so they come from the
+    # two exponent fields alone, beside the normalising: the biased exponent is
+    # ea + eb - 126 for a product in [2, 4) (top bit set), one less in [1, 2)
+    esum = Signal(9, name=f"{name}_es")
+    m.d.comb += esum.eq(a[7:15] + b[7:15])
+    sign = cut(sa ^ sb, "s")
+    nan = cut(na | nb | (ia & zb) | (ib & za), "nan")
+    # per top bit of the product: an infinity (an operand's, or overflow) or a zero (an
+    # operand's, or underflow)
+    inf_t = [cut(ia | ib | (bf16 & (esum >= 381 + 1 - t)), f"inf{t}") for t in (0, 1)]
+    zero_t = [cut(za | zb | (bf16 & (esum <= 126 + 1 - t)), f"zero{t}") for t in (0, 1)]
+    # --- stage 2: the product of two significands in [1, 2): in [1, 4), a shift of 0 or 1
     prod = Signal(22, name=f"{name}_p")
-    m.d.comb += prod.eq(ma * mb)
-    lz = lzc(prod)[1]
-    norm = Signal(22, name=f"{name}_n")
-    exp = Signal(signed(12), name=f"{name}_exp")  # biased
-    m.d.comb += [norm.eq(prod << lz), exp.eq(ea + eb + (1 + 127) - lz)]
-    sign = sa ^ sb
+    m.d.comb += prod.eq(ma1 * mb1)
+    top = prod[21]
+    # the result's top 9 bits for either top bit and the fraction's mask, all beside the
+    # multiplier, so that its top bit only picks
+    hi, keep = [], []
+    for t in (0, 1):
+        e = Signal(8, name=f"{name}_e{t}")  # in range: 2**-126 <= product < 2**128
+        m.d.comb += e.eq(ea1 + eb1 + (127 + t))
+        h = Signal(9, name=f"{name}_h{t}")
+        m.d.comb += h.eq(Mux(nan, Cat(Const(0xFF, 8), 0),
+                             Cat(Mux(inf_t[t], 0xFF, Mux(zero_t[t], 0, e)), sign)))
+        k = Signal(name=f"{name}_k{t}")
+        m.d.comb += k.eq(~inf_t[t] & ~zero_t[t])
+        hi.append(h)
+        keep.append(k)
+    frac = Signal(21, name=f"{name}_fr")
+    m.d.comb += frac.eq(Mux(top, prod[:21] & keep[1].replicate(21),
+                            Cat(Const(0, 1), prod[:20]) & keep[0].replicate(21)))
     out = Signal(32, name=name)
-    with m.If(na | nb | (ia & zb) | (ib & za)):
-        m.d.comb += out.eq(CANONICAL_NAN)
-    with m.Elif(ia | ib | (exp >= 0xFF)):
-        m.d.comb += out.eq(Cat(Const(0, 23), Const(0xFF, 8), sign))
-    with m.Elif(za | zb | (exp <= 0)):
-        m.d.comb += out.eq(Cat(Const(0, 31), sign))
-    with m.Else():
-        m.d.comb += out.eq(Cat(Const(0, 2), norm[:21], exp[:8], sign))
+    # NaN: the canonical 0x7fffffff
+    m.d.comb += out.eq(Cat(nan.replicate(2), frac | nan.replicate(21), Mux(top, hi[1], hi[0])))
     return out
 
 
-def fp32_add(m: Module, a, b, name: str) -> Signal:
+def fp32_add(m: Module, a, b, name: str, regs: list | None = None) -> Signal:
     """FP32 pattern of ``numerics.fadd(a, b)``: FTZ in and out, round to nearest even,
     canonical NaN. A plain adder (align, add, normalise, round), much smaller than the
     lanes' fused datapath; a result below 2**-126 can only come from cancellation, which is
-    exact, so flushing it needs no rounding."""
+    exact, so flushing it needs no rounding.
+
+    Three stages (``regs``: the two registers between them, see :func:`_cut`), in two paths
+    so that no stage holds both a long alignment and a long normalisation (the classic
+    near/far split): the sum ``t`` of the aligned significands (27 bits: 3 below the
+    larger's, bit 0 sticky) has at most 2 leading zeros unless the operands' signs differ and
+    their exponents by at most 1 (then the alignment is a shift of 0 or 1 place, nothing is
+    sticky and the result is exact). The far path aligns in stages 1 and 2 and adds, and
+    normalises by 0 to 2 places and rounds in stage 3; the near path subtracts in stage 1,
+    counts leading zeros in stage 2 and normalises in stage 3. Bit for bit the single path
+    of align, add, count, normalise, round that each path is a special case of."""
+    def cut(v, tag):
+        return _cut(m, regs, v, f"{name}_{tag}")
+
     x, y = unpack(m, a, f"{name}_x"), unpack(m, b, f"{name}_y")
+    # --- stage 1: order, distance, the first alignment shifts, the near path's difference
     # named signals, not expressions: Amaranth writes an expression out anew at every use
-    swap = Signal(name=f"{name}_swap")  # big: the larger magnitude
-    m.d.comb += swap.eq(x.bits[:31] < y.bits[:31])
-    eb, es = Signal(8, name=f"{name}_eb"), Signal(8, name=f"{name}_es")
-    mb, ms = Signal(24, name=f"{name}_mb"), Signal(24, name=f"{name}_ms")
-    sgn_b, sgn_s = Signal(name=f"{name}_sb"), Signal(name=f"{name}_ss")
-    m.d.comb += [eb.eq(Mux(swap, y.exp, x.exp)), es.eq(Mux(swap, x.exp, y.exp)),
-                 mb.eq(Mux(swap, y.mant, x.mant)), ms.eq(Mux(swap, x.mant, y.mant)),
-                 sgn_b.eq(Mux(swap, y.sign, x.sign)), sgn_s.eq(Mux(swap, x.sign, y.sign))]
-    d = Signal(8, name=f"{name}_d")
-    m.d.comb += d.eq(eb - es)
-    # the smaller significand with 3 extra bits, shifted right by d; bit 0 sticky: a stage
-    # per bit of the amount (27 or more leaves it all in the sticky bit), each ORing what
-    # it drops
-    amount = Signal(5, name=f"{name}_amt")
-    m.d.comb += amount.eq(Mux(d > 27, 27, d))
-    v, sticky = Cat(Const(0, 3), ms), Const(0, 1)
-    for i in range(len(amount)):
+    # swap (y the larger magnitude): the raw patterns compared, with no wait for the flush
+    # to zero; a zero (a flushed subnormal included) below everything else
+    raw_lt = Signal(name=f"{name}_rlt")
+    swap = Signal(name=f"{name}_swap")
+    m.d.comb += [raw_lt.eq(a[:31] < b[:31]), swap.eq(~y.zero & (x.zero | raw_lt))]
+    eb = Signal(8, name=f"{name}_eb")
+    mb = Signal(24, name=f"{name}_mb")
+    sgn_b = Signal(name=f"{name}_sb")
+    m.d.comb += [eb.eq(Mux(swap, y.exp, x.exp)), mb.eq(Mux(swap, y.mant, x.mant)),
+                 sgn_b.eq(Mux(swap, y.sign, x.sign))]
+    sub = Signal(name=f"{name}_sub")
+    m.d.comb += sub.eq(x.sign ^ y.sign)
+    # Everything else both ways round (p the larger, q the smaller), beside the compare
+    # that then only picks one: the exponent difference, the alignment's first shift and
+    # the near path's difference.
+    # The smaller significand with 3 extra bits is shifted right by the difference (27 or
+    # more leaves all in the sticky bit, bit 0): a stage per bit of the amount, each ORing
+    # what it drops, 16 here, 8, 4, 2, 1 in stage 2. The near path: big - small aligned by
+    # the difference's last bit (right when the exponents differ by 0 or 1).
+    d0 = x.exp[0] ^ y.exp[0]
+    ways = []
+    for p, q, tag in ((x, y, "xy"), (y, x, "yx")):
+        d = Signal(8, name=f"{name}_d{tag}")  # p.exp - q.exp; used when it is not negative
+        amt = Signal(5, name=f"{name}_a{tag}")
+        m.d.comb += [d.eq(p.exp - q.exp), amt.eq(Mux(d > 27, 27, d))]
+        q27 = Cat(Const(0, 3), q.mant)
+        v16, st16 = Signal(27, name=f"{name}_v{tag}"), Signal(name=f"{name}_st{tag}")
+        by16 = d[4:].any()  # amt[4] without waiting for the clamp
+        m.d.comb += [v16.eq(Mux(by16, q27 >> 16, q27)), st16.eq(by16 & (q27[:16] != 0))]
+        n = Signal(28, name=f"{name}_nt{tag}")
+        m.d.comb += n.eq(Cat(Const(0, 3), p.mant)
+                         - Mux(d0, Cat(Const(0, 2), q.mant, Const(0, 1)), q27))
+        ways.append((amt, d <= 1, v16, st16, n))
+    (amt_x, close_x, v_x, st_x, nt_x), (amt_y, close_y, v_y, st_y, nt_y) = ways
+    amount = Signal(4, name=f"{name}_amt")  # the rest of the shift
+    close = Signal(name=f"{name}_close")  # the exponents differ by 0 or 1
+    v, sticky = Signal(27, name=f"{name}_al4"), Signal(name=f"{name}_st4")
+    nt = Signal(28, name=f"{name}_nt")
+    m.d.comb += [amount.eq(Mux(swap, amt_y[:4], amt_x[:4])),
+                 close.eq(Mux(swap, close_y, close_x)),
+                 v.eq(Mux(swap, v_y, v_x)), sticky.eq(Mux(swap, st_y, st_x)),
+                 nt.eq(Mux(swap, nt_y, nt_x))]
+
+    def align(v, sticky, by, i):
         step = 1 << i
         nv, ns = Signal(27, name=f"{name}_al{i}"), Signal(name=f"{name}_st{i}")
-        m.d.comb += [nv.eq(Mux(amount[i], v >> step, v)),
-                     ns.eq(sticky | (amount[i] & (v[:step] != 0)))]
-        v, sticky = nv, ns
+        m.d.comb += [nv.eq(Mux(by, v >> step, v)), ns.eq(sticky | (by & (v[:step] != 0)))]
+        return nv, ns
+
+    # the specials, decided here, applied at the end: NaN; infinity of the larger's sign;
+    # two zeros, a zero of sign x.sign & y.sign
+    spec = Signal(name=f"{name}_sp")
+    spec_nan = Signal(name=f"{name}_spn")
+    spec_inf = Signal(name=f"{name}_spi")
+    spec_sign = Signal(name=f"{name}_sps")
+    m.d.comb += [spec.eq(x.nan | y.nan | x.inf | y.inf | (x.zero & y.zero)),
+                 spec_nan.eq(x.nan | y.nan | (x.inf & y.inf & sub)),
+                 spec_inf.eq(x.inf | y.inf),
+                 spec_sign.eq(Mux(x.inf | y.inf, sgn_b, x.sign & y.sign))]
+    v, sticky, amount = cut(v, "v1"), cut(sticky, "st1"), cut(amount, "amt1")
+    mb, nt, sub, close = cut(mb, "mb1"), cut(nt, "nt1"), cut(sub, "sub1"), cut(close, "cl1")
+    eb, sgn_b = cut(eb, "eb1"), cut(sgn_b, "sb1")
+    spec, spec_nan = cut(spec, "sp1"), cut(spec_nan, "spn1")
+    spec_inf, spec_sign = cut(spec_inf, "spi1"), cut(spec_sign, "sps1")
+    # --- stage 2: the rest of the alignment and the sum; the near path's leading zeros
+    for i in (3, 2, 1, 0):
+        v, sticky = align(v, sticky, amount[i], i)
+    big = Cat(Const(0, 3), mb)
     small = Signal(27, name=f"{name}_s")
     m.d.comb += small.eq(v | sticky)
-    big = Cat(Const(0, 3), mb)  # 27 bits
-    sub = sgn_b ^ sgn_s
-    total = Signal(28, name=f"{name}_t")
     # one adder: big + small, or big + ~small + 1 (the carry-in in a bit below both); big's
     # magnitude is the larger, so the difference is never negative
     raw = Signal(29, name=f"{name}_raw")
+    total = Signal(28, name=f"{name}_t")
     m.d.comb += [raw.eq(Cat(sub, big, Const(0, 1)) + Cat(sub, small ^ sub.replicate(27), sub)),
                  total.eq(raw[1:])]
-    zero_sum = total == 0
-    lz = lzc(total)[1]
-    norm = Signal(28, name=f"{name}_n")
-    m.d.comb += norm.eq(total << lz)  # leading one at bit 27
-    exp = Signal(signed(11), name=f"{name}_e")
-    m.d.comb += exp.eq(eb + 1 - lz)
-    # keep 24 bits (27..4); bit 3 rounds, 2..0 stick
-    keep = norm[4:28]
-    rnd = norm[3] & (norm[:3].any() | keep[0])
-    rounded = Signal(25, name=f"{name}_r")
-    m.d.comb += rounded.eq(keep + rnd)
-    exp_r = Signal(signed(11), name=f"{name}_er")
-    frac = Signal(23, name=f"{name}_f")
-    m.d.comb += [exp_r.eq(exp + rounded[24]),
-                 frac.eq(Mux(rounded[24], rounded[1:24], rounded[:23]))]
-    out = Signal(32, name=name)
-    with m.If(x.nan | y.nan | (x.inf & y.inf & sub)):
-        m.d.comb += out.eq(CANONICAL_NAN)
-    with m.Elif(x.inf | y.inf):
-        m.d.comb += out.eq(Cat(Const(0, 23), Const(0xFF, 8), sgn_b))
-    with m.Elif(x.zero & y.zero):
-        m.d.comb += out.eq(Cat(Const(0, 31), x.sign & y.sign))
-    with m.Elif(zero_sum):
-        m.d.comb += out.eq(0)  # exact cancellation: +0 under round to nearest
-    with m.Elif(exp_r >= 0xFF):
-        m.d.comb += out.eq(Cat(Const(0, 23), Const(0xFF, 8), sgn_b))
-    with m.Elif(exp_r <= 0):
-        m.d.comb += out.eq(Cat(Const(0, 31), sgn_b))
+    # near: signs differ, exponents close and at least 3 leading zeros (then nt == total;
+    # otherwise the sum has at most 2, as the far path takes it)
+    near = Signal(name=f"{name}_near")
+    m.d.comb += near.eq(sub & close & (nt[25:28] == 0))
+    nzero, nlz = lzc(nt)
+    total, near, nzero = cut(total, "t2"), cut(near, "near2"), cut(nzero, "nz2")
+    nlz = cut(nlz, "nlz2")
+    eb, sgn_b = cut(eb, "eb2"), cut(sgn_b, "sb2")
+    spec, spec_nan = cut(spec, "sp2"), cut(spec_nan, "spn2")
+    spec_inf, spec_sign = cut(spec_inf, "spi2"), cut(spec_sign, "sps2")
+    # --- stage 3: far: normalise by 0, 1 or 2, round; near: normalise (exact, no rounding)
+    t = total
+    # far: the 24 bits kept (27..4 after a shift by 0, 1 or 2; bit 23, the leading one, set),
+    # rounded up when the next bit is set and those below it or the last kept one are; the
+    # exponent e = eb + 1 - (the shift)
+    keep = Signal(24, name=f"{name}_keep")
+    rnd = Signal(name=f"{name}_rnd")
+    e_far = Signal(8, name=f"{name}_fe")
+    e_ovf = Signal(name=f"{name}_fo")  # e >= 255: infinity, whatever the rounding
+    e_zero = Signal(name=f"{name}_fz")  # e <= 0: zero, or 2**-126 if the rounding carries
+    m.d.comb += [keep.eq(Mux(t[27], t[4:28], Mux(t[26], t[3:27], t[2:26]))),
+                 rnd.eq(Mux(t[27], t[3] & (t[:3].any() | t[4]),
+                            Mux(t[26], t[2] & (t[:2].any() | t[3]), t[1] & (t[0] | t[2])))),
+                 e_far.eq(Mux(t[27], eb + 1, Mux(t[26], eb, eb - 1))),
+                 e_ovf.eq(Mux(t[27], eb >= 254, t[26] & (eb == 255))),
+                 e_zero.eq(Mux(t[27], 0, Mux(t[26], eb == 0, eb <= 1)))]
+    # the rounding in the packed pattern: a carry out of the fraction (it is then 0) steps the
+    # exponent field on, to 255 (infinity) where that overflows, as the rounding's exponent
+    # step would (the classic packed increment: the carry needs no logic after the adder)
+    packed = Signal(31, name=f"{name}_pk")
+    m.d.comb += packed.eq(Cat(keep[:23], e_far) + rnd)
+    # the specials and the near path, none of them waiting for the rounding
+    n_norm = Signal(28, name=f"{name}_nn")
+    n_exp = Signal(8, name=f"{name}_ne")  # eb + 1 - nlz where that is 1 or more
+    n_unf = Signal(name=f"{name}_nu")  # eb + 1 - nlz <= 0: one compare, no sum before it
+    m.d.comb += [n_norm.eq(t << nlz), n_exp.eq(eb + 1 - nlz), n_unf.eq(nlz > eb)]
+    other = Signal(32, name=f"{name}_o")
+    with m.If(spec):
+        m.d.comb += other.eq(Mux(spec_nan, CANONICAL_NAN,
+                                 Cat(Const(0, 23), spec_inf.replicate(8), spec_sign)))
+    with m.Elif(nzero):
+        m.d.comb += other.eq(0)  # exact cancellation: +0 under round to nearest
+    with m.Elif(n_unf):
+        m.d.comb += other.eq(Cat(Const(0, 31), sgn_b))
     with m.Else():
-        m.d.comb += out.eq(Cat(frac, exp_r[:8], sgn_b))
+        m.d.comb += other.eq(Cat(n_norm[4:27], n_exp, sgn_b))
+    use_other = Signal(name=f"{name}_uo")
+    m.d.comb += use_other.eq(spec | near)
+    out = Signal(32, name=name)
+    # the far result: infinity past the range (the packed increment would carry into the
+    # sign there); e <= 0 leaves the exponent field e + carry, 0 or 1, and the fraction 0
+    m.d.comb += [out[:23].eq(Mux(use_other, other[:23],
+                                 packed[:23] & ~(e_ovf | e_zero).replicate(23))),
+                 out[23:31].eq(Mux(use_other, other[23:31],
+                                   packed[23:31] | e_ovf.replicate(8))),
+                 out[31].eq(Mux(use_other, other[31], sgn_b))]
     return out
 
 
@@ -213,20 +366,20 @@ class DotTree(wiring.Component):
         m.domains.tree = tree = ClockDomain("tree", clk_edge="neg", local=True,
                                             reset_less=True)
         level = []
-        regs = []
+        regs = []  # every register of the tree, the nodes' inner ones included
         for j in range(self.k):
             r = Signal(32, name=f"mul{j}")
-            regs.append(r.eq(half_product(m, self.a[j], self.b[j], self.bf16, f"p{j}")))
+            regs.append(r.eq(half_product(m, self.a[j], self.b[j], self.bf16, f"p{j}", regs)))
             level.append(r)
         lv = 0
         while len(level) > 1:
             nxt = []
             for j in range(0, len(level), 2):
                 r = Signal(32, name=f"add{lv}_{j // 2}")
-                regs.append(r.eq(fp32_add(m, level[j], level[j + 1], f"s{lv}_{j // 2}")))
+                regs.append(r.eq(fp32_add(m, level[j], level[j + 1], f"s{lv}_{j // 2}", regs)))
                 nxt.append(r)
             level, lv = nxt, lv + 1
-        regs.append(self.sum.eq(fp32_add(m, level[0], self.c, "sc")))
+        regs.append(self.sum.eq(fp32_add(m, level[0], self.c, "sc", regs)))
         if self.gated:
             m.d.comb += tree.clk.eq(ClockSignal() | ~self.busy)
             m.d.tree += regs
@@ -326,9 +479,10 @@ class MatrixUnit(wiring.Component):
     def _logic(self) -> Module:  # noqa: C901 - one sequencer, kept together
         m = Module()
         s, L, P = self.shape, self.lanes, self.dots
-        k, levels = s.k, s.k.bit_length() - 1
+        k = s.k
         steps = 4 * L // P
-        latency = levels + 2  # multiply, log2 k add levels, add C
+        latency = tree_latency(k)  # products, log2 k add levels, add C
+        c_at = latency - ADD_STAGES  # the adder of C takes C this many edges after A, B
 
         # The issue and the read sequencing run in domain core (the core clock, no enable):
         # the issue is taken while the unit is idle. Everything else is in sync, enabled only
@@ -395,10 +549,10 @@ class MatrixUnit(wiring.Component):
         # format and the step, which it delays alongside its levels to pick C.
         opg = [[Signal(32, name=f"opg{i}_{ln}") for ln in range(L)] for i in range(12)]
         bf16g = Signal()
-        stepg = [Signal.like(step, name=f"stepg{i}") for i in range(latency)]
+        stepg = [Signal.like(step, name=f"stepg{i}") for i in range(c_at)]
         m.d.mma += [opg[i][ln].eq(bufs[i][ln]) for i in range(12) for ln in range(L)]
         m.d.mma += [bf16g.eq(meta.bf16), stepg[0].eq(step)]
-        m.d.mma += [stepg[i].eq(stepg[i - 1]) for i in range(1, latency)]
+        m.d.mma += [stepg[i].eq(stepg[i - 1]) for i in range(1, c_at)]
 
         def half(g, src):
             r, h, ln = src
@@ -421,13 +575,14 @@ class MatrixUnit(wiring.Component):
                         for j in range(k):
                             m.d.comb += [a_in[j].eq(half(0, a_src[(row, j)])),
                                          b_in[j].eq(half(1, b_src[(j, col)]))]
-            # C of the element whose products are at the last level now
+            # C of the element whose products leave the last level at the next edge, in a
+            # register of its own: the adder of C sees no multiplexer in front of it
             c_in = Signal(32, name=f"t{p}_c")
-            with m.Switch(stepg[latency - 1]):
+            with m.Switch(stepg[c_at - 1]):
                 for st in range(steps):
                     e = st * P + p
                     with m.Case(st):
-                        m.d.comb += c_in.eq(opg[8 + e // L][e % L])
+                        m.d.mma += c_in.eq(opg[8 + e // L][e % L])
             tree = trees[p]
             m.d.comb += [tree.busy.eq(busy), tree.bf16.eq(bf16g), tree.c.eq(c_in)]
             m.d.comb += [tree.a[j].eq(a_in[j]) for j in range(k)]
