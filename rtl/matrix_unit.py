@@ -14,16 +14,18 @@ can move in a cycle. The unit sequences them around the pipeline:
    divergent or stale one (``ex1.abort``) drops the unit back to idle with nothing written.
 3. **Compute.** ``dots`` dot-product trees, each ``k`` products (:func:`half_product`:
    ``fmul`` of two widened halves, exact, so no rounding), a balanced tree of ``log2 k``
-   levels of FP32 adders (:func:`fp32_add`) and one adder for C, one register stage per
-   level (so bit for bit ``numerics.mma``: exact half-to-FP32 conversion, ``fmul``, the
-   pairwise ``fadd`` tree, ``fadd`` of C). The nodes are made for this place rather than the
-   lanes' fused :class:`~simtgpu.rtl.fpu.Fpu`, a third of its Verilog each (many copies
-   cost the model and the export). The trees take ``dots`` output elements per
+   levels of FP32 adders (:func:`fp32_add`) and one adder for C (so bit for bit
+   ``numerics.mma``: exact half-to-FP32 conversion, ``fmul``, the pairwise ``fadd`` tree,
+   ``fadd`` of C). The nodes are made for this place rather than the lanes' fused
+   :class:`~simtgpu.rtl.fpu.Fpu`, a third of its Verilog each (many copies cost the model
+   and the export), and pipelined so that the trees do not bound the clock: a product is
+   :data:`PRODUCT_STAGES` register stages, an adder :data:`ADD_STAGES` (one whole FP32
+   add per stage ran at 20 MHz on an ECP5). The trees take ``dots`` output elements per
    cycle in the order of the destination's registers and lanes; the last result arrives
-   ``k_levels + 2`` cycles after the last step. They run on the falling edge of a clock
-   gated by ``busy`` and read only registers (their own and the core clock's operand
-   buffers), so no edge samples a signal it changes and an idle unit costs a Verilator
-   model nothing (see :meth:`MatrixUnit.elaborate`).
+   :func:`tree_latency` ``(k)`` cycles (2 + 3 (log2 k + 1)) after the last step. They run
+   on the falling edge of a clock gated by ``busy`` and read only registers (their own and
+   the core clock's operand buffers), so no edge samples a signal it changes and an idle
+   unit costs a Verilator model nothing (see :meth:`MatrixUnit.elaborate`).
 4. **Write-back.** The destination registers D3, D2, D1, D0 are offered in turn to the late
    write-back (``result``, taken by ``take``), each clearing its scoreboard bit; the last
    one (D0, as on the ISS) carries the instruction's one retire record.
@@ -31,8 +33,8 @@ can move in a cycle. The unit sequences them around the pipeline:
 One ``mma`` is in the unit at a time: ``busy`` from its issue until its last register is
 taken (the next ``mma`` waits in ``is`` as a structural hazard). Cycles per ``mma`` with
 no stall and a free write port (:func:`mma_cycles`): the issue, 3 read cycles, 2 to latch
-and start, ``4 * lanes / dots`` compute steps, ``log2 k + 2`` cycles of tree latency and 4
-write-backs (tiny, 1 tree, and small, 2 trees: 31 cycles).
+and start, ``4 * lanes / dots`` compute steps, :func:`tree_latency` cycles of tree latency
+and 4 write-backs (tiny, 1 tree, and small, 2 trees: 40 cycles).
 """
 
 from amaranth import (
@@ -56,7 +58,8 @@ from simtgpu.isa.mma import mma_shape
 from . import reuse
 from .fp_utils import CANONICAL_NAN, lzc, unpack
 
-__all__ = ["DotTree", "MatrixUnit", "mma_cycles"]
+__all__ = ["ADD_STAGES", "PRODUCT_STAGES", "DotTree", "MatrixUnit", "mma_cycles",
+           "tree_latency"]
 
 
 PRODUCT_STAGES = 2
@@ -341,11 +344,12 @@ def fp32_add(m: Module, a, b, name: str, regs: list | None = None) -> Signal:
 class DotTree(wiring.Component):
     """One dot-product tree of the matrix unit: ``k`` products of halves
     (:func:`half_product`), a balanced tree of ``log2 k`` levels of :func:`fp32_add` and one
-    adder for ``c``, one register per level on the falling edge of the core clock while
-    ``busy``. ``a``, ``b`` and ``bf16`` are taken by the products, ``c`` by the last adder
-    ``log2 k + 1`` edges later; ``sum`` is the last adder's register. A component of its own
-    so that exported Verilog holds one definition for the unit's ``dots`` trees
-    (rtl/reuse.py).
+    adder for ``c``, each node pipelined (:data:`PRODUCT_STAGES`, :data:`ADD_STAGES`), all
+    registers on the falling edge of the core clock while ``busy``. ``a``, ``b`` and
+    ``bf16`` are taken by the products, ``c`` by the first stage of the last adder
+    :attr:`c_delay` edges later; ``sum`` is the last adder's register, :attr:`latency`
+    edges after ``a`` and ``b``. A component of its own so that exported Verilog holds one
+    definition for the unit's ``dots`` trees (rtl/reuse.py).
 
     ``gated``: the levels run on the falling edge of the core clock ORed with ``~busy``, so
     an idle tree costs a Verilator model nothing; False: on the falling edge of the core
@@ -358,6 +362,8 @@ class DotTree(wiring.Component):
         if k < 2 or k & (k - 1):
             raise ValueError(f"k must be a power of two of at least 2, not {k}")
         self.k, self.gated = k, gated
+        self.latency = tree_latency(k)
+        self.c_delay = self.latency - ADD_STAGES
         super().__init__({"busy": In(1), "bf16": In(1), "a": In(16).array(k),
                           "b": In(16).array(k), "c": In(32), "sum": Out(32)})
 
@@ -481,8 +487,10 @@ class MatrixUnit(wiring.Component):
         s, L, P = self.shape, self.lanes, self.dots
         k = s.k
         steps = 4 * L // P
-        latency = tree_latency(k)  # products, log2 k add levels, add C
-        c_at = latency - ADD_STAGES  # the adder of C takes C this many edges after A, B
+        # the trees: one module in exported Verilog, instantiated dots times (rtl/reuse.py)
+        trees = [DotTree(k, self.gated) for _ in range(P)]
+        latency = trees[0].latency  # products, log2 k add levels, add C
+        c_at = trees[0].c_delay  # the adder of C takes C this many edges after A, B
 
         # The issue and the read sequencing run in domain core (the core clock, no enable):
         # the issue is taken while the unit is idle. Everything else is in sync, enabled only
@@ -538,7 +546,7 @@ class MatrixUnit(wiring.Component):
         with m.If(started & (have == 0xF)):
             m.d.sync += [computing.eq(1), started.eq(0), have.eq(0)]
 
-        # --- compute: dots trees of one-cycle FP32 nodes ------------------------------------
+        # --- compute: dots trees of pipelined FP32 nodes ------------------------------------
         a_src = {s.a_pos(r, h, ln): (r, h, ln) for r in range(s.regs_a) for h in (0, 1)
                  for ln in range(L)}
         b_src = {s.b_pos(r, h, ln): (r, h, ln) for r in range(s.regs_b) for h in (0, 1)
@@ -560,8 +568,6 @@ class MatrixUnit(wiring.Component):
 
         feed = computing & (step < steps)
         outs = []
-        # the trees: one module in exported Verilog, instantiated dots times (rtl/reuse.py)
-        trees = [DotTree(k, self.gated) for _ in range(P)]
         for p in range(P):
             m.submodules[f"tree{p}"] = reuse.shared(trees[p], (k, self.gated))
         for p in range(P):
