@@ -134,12 +134,31 @@ class _Node(wiring.Component):
         return m
 
 
+def _near_far(gen: np.random.Generator, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """FP32 pairs around the adder's split into near and far paths (``fp32_add``): mostly
+    opposite signs, exponents 0 to 3 apart (some at the range's ends: 1, 2, 253, 254),
+    significands that agree in their top 0 to 23 bits, so that sums cancel 0 to 24 bits."""
+    ea = np.concatenate([gen.integers(1, 255, n - 40), np.repeat([1, 2, 253, 254], 10)])
+    eb = np.clip(ea - gen.integers(0, 4, n), 0, 255)
+    ma = gen.integers(0, 1 << 23, n)
+    low = (1 << gen.integers(0, 24, n)) - 1  # the bits in which the significands differ
+    mb = ma ^ (gen.integers(0, 1 << 23, n) & low)
+    sa = gen.integers(0, 2, n)
+    sb = sa ^ (gen.random(n) < 0.8)
+    x = (sa << 31) | (ea << 23) | ma
+    y = (sb << 31) | (eb << 23) | mb
+    swap = gen.random(n) < 0.5
+    return (np.where(swap, y, x).astype(np.uint32), np.where(swap, x, y).astype(np.uint32))
+
+
 def test_tree_nodes_match_numerics():
-    """The adder against ``numerics.fadd`` on FP32 edges, ties, cancellations and random
-    patterns; the product against ``fmul`` of the widened halves on half specials and
-    random patterns, both formats."""
+    """The adder against ``numerics.fadd`` on FP32 edges, ties, cancellations, pairs around
+    its near/far split and random patterns; the product against ``fmul`` of the widened
+    halves on half specials and random patterns, both formats."""
     gen = rng(7)
     x, y = fp_operands(gen, 600, 2, edges=True)
+    nx_, ny_ = _near_far(gen, 400)
+    x, y = np.concatenate([x, nx_]), np.concatenate([y, ny_])
     hx = np.concatenate([np.repeat(HALF_SPECIALS["f16"], len(HALF_SPECIALS["f16"])),
                          gen.integers(0, 1 << 16, 400)]).astype(np.uint32)
     hy = np.concatenate([np.tile(HALF_SPECIALS["f16"], len(HALF_SPECIALS["f16"])),
