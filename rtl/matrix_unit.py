@@ -22,7 +22,8 @@ can move in a cycle. The unit sequences them around the pipeline:
    :data:`PRODUCT_STAGES` register stages, an adder :data:`ADD_STAGES` (one whole FP32
    add per stage ran at 20 MHz on an ECP5). The trees take ``dots`` output elements per
    cycle in the order of the destination's registers and lanes; the last result arrives
-   :func:`tree_latency` ``(k)`` cycles (2 + 3 (log2 k + 1)) after the last step. They run
+   :data:`SELECT_STAGES` + :func:`tree_latency` ``(k)`` cycles (1 + 2 + 3 (log2 k + 1):
+   the step's operands picked into registers, then the tree) after the last step. They run
    on the falling edge of a clock gated by ``busy`` and read only registers (their own and
    the core clock's operand buffers), so no edge samples a signal it changes and an idle
    unit costs a Verilator model nothing (see :meth:`MatrixUnit.elaborate`).
@@ -33,8 +34,9 @@ can move in a cycle. The unit sequences them around the pipeline:
 One ``mma`` is in the unit at a time: ``busy`` from its issue until its last register is
 taken (the next ``mma`` waits in ``is`` as a structural hazard). Cycles per ``mma`` with
 no stall and a free write port (:func:`mma_cycles`): the issue, 3 read cycles, 2 to latch
-and start, ``4 * lanes / dots`` compute steps, :func:`tree_latency` cycles of tree latency
-and 4 write-backs (tiny, 1 tree, and small, 2 trees: 40 cycles).
+and start, ``4 * lanes / dots`` compute steps, the operand selection and the tree latency
+(:data:`SELECT_STAGES` + :func:`tree_latency`) and 4 write-backs (tiny, 1 tree, and small,
+2 trees: 41 cycles).
 """
 
 from amaranth import (
@@ -58,8 +60,8 @@ from simtgpu.isa.mma import mma_shape
 from . import reuse
 from .fp_utils import CANONICAL_NAN, lzc, unpack
 
-__all__ = ["ADD_STAGES", "PRODUCT_STAGES", "DotTree", "MatrixUnit", "mma_cycles",
-           "tree_latency"]
+__all__ = ["ADD_STAGES", "PRODUCT_STAGES", "SELECT_STAGES", "DotTree", "MatrixUnit",
+           "mma_cycles", "tree_latency"]
 
 
 PRODUCT_STAGES = 2
@@ -67,6 +69,10 @@ PRODUCT_STAGES = 2
 
 ADD_STAGES = 3
 """Registers of an adder node (:func:`fp32_add`), its output register included."""
+
+SELECT_STAGES = 1
+"""Registers of the unit between its operand copies and a tree: the step's A and B elements
+picked into registers, so that a tree's first stage has no multiplexer in front of it."""
 
 
 def tree_latency(k: int) -> int:
@@ -79,9 +85,9 @@ def mma_cycles(lanes: int, dots: int) -> int:
     """Cycles the unit is busy with one ``mma`` from its issue to its last write-back when
     the pipeline never stalls and the write port is free (the unit's throughput)."""
     s = mma_shape(lanes)
-    # issue, 3 reads, the last latch, the start of the trees, the steps, the tree latency,
-    # 4 write-backs
-    return 1 + 3 + 1 + 1 + 4 * lanes // dots + tree_latency(s.k) + 4
+    # issue, 3 reads, the last latch, the start of the trees, the steps, the operand
+    # selection and the tree latency, 4 write-backs
+    return 1 + 3 + 1 + 1 + 4 * lanes // dots + SELECT_STAGES + tree_latency(s.k) + 4
 
 
 def _unpack_half(m: Module, h, bf16, name: str):
@@ -469,28 +475,37 @@ class MatrixUnit(wiring.Component):
         # earlier, so no simulator can see a same-edge race, and a Verilator model evaluates
         # the trees only on their own edges: an idle unit costs the model nothing there.
         # ``gated=False`` (the FPGA form, RtlConfig.clock_gating) takes the same falling edge
-        # of the core clock under a clock enable instead.
+        # of the core clock under a clock enable instead: busy as the previous falling edge
+        # saw it (``run``), a full cycle from one falling-edge register to the thousands it
+        # enables, where busy itself (a rising-edge register) would leave half a cycle for
+        # that fan-out (the unit's longest path, 63 MHz placed alone). The enable opens one
+        # falling edge after busy and closes one after it; the trees need neither edge (the
+        # first step comes cycles after the issue, the last result before the write-back),
+        # so both forms compute the same in the same cycles.
         active = Signal()
         m.d.comb += active.eq(self.busy | self.reset | ResetSignal())
         m.domains.mma = mma = ClockDomain("mma", clk_edge="neg", local=True, reset_less=True)
-        logic = DomainRenamer({"core": "sync"})(EnableInserter(active)(self._logic()))
+        run = Signal()  # the trees' side runs (the gate's or the enable's input)
+        logic = DomainRenamer({"core": "sync"})(EnableInserter(active)(self._logic(run)))
         if self.gated:
-            m.d.comb += mma.clk.eq(ClockSignal() | ~self.busy)
+            m.d.comb += [mma.clk.eq(ClockSignal() | ~self.busy), run.eq(self.busy)]
         else:
             m.d.comb += mma.clk.eq(ClockSignal())
-            logic = EnableInserter({"mma": self.busy})(logic)
+            m.d.mma += run.eq(self.busy)  # here, outside the enable
+            logic = EnableInserter({"mma": run})(logic)
         m.submodules.logic = logic
         return m
 
-    def _logic(self) -> Module:  # noqa: C901 - one sequencer, kept together
+    def _logic(self, run: Signal) -> Module:  # noqa: C901 - one sequencer, kept together
         m = Module()
         s, L, P = self.shape, self.lanes, self.dots
         k = s.k
         steps = 4 * L // P
         # the trees: one module in exported Verilog, instantiated dots times (rtl/reuse.py)
         trees = [DotTree(k, self.gated) for _ in range(P)]
-        latency = trees[0].latency  # products, log2 k add levels, add C
-        c_at = trees[0].c_delay  # the adder of C takes C this many edges after A, B
+        # step -> result: the selection of A and B, the products, log2 k add levels, add C
+        latency = SELECT_STAGES + trees[0].latency
+        c_at = SELECT_STAGES + trees[0].c_delay  # C this many edges after the step
 
         # The issue and the read sequencing run in domain core (the core clock, no enable):
         # the issue is taken while the unit is idle. Everything else is in sync, enabled only
@@ -573,14 +588,16 @@ class MatrixUnit(wiring.Component):
         for p in range(P):
             a_in = [Signal(16, name=f"t{p}_a{j}") for j in range(k)]
             b_in = [Signal(16, name=f"t{p}_b{j}") for j in range(k)]
+            # the step's elements in registers (SELECT_STAGES): the multiplexer and the
+            # products' first stage together would be the longest path of the unit
             with m.Switch(stepg[0]):
                 for st in range(steps):
                     e = st * P + p
                     row, col = s.c_pos(e // L, e % L)
                     with m.Case(st):
                         for j in range(k):
-                            m.d.comb += [a_in[j].eq(half(0, a_src[(row, j)])),
-                                         b_in[j].eq(half(1, b_src[(j, col)]))]
+                            m.d.mma += [a_in[j].eq(half(0, a_src[(row, j)])),
+                                        b_in[j].eq(half(1, b_src[(j, col)]))]
             # C of the element whose products leave the last level at the next edge, in a
             # register of its own: the adder of C sees no multiplexer in front of it
             c_in = Signal(32, name=f"t{p}_c")
@@ -590,7 +607,7 @@ class MatrixUnit(wiring.Component):
                     with m.Case(st):
                         m.d.mma += c_in.eq(opg[8 + e // L][e % L])
             tree = trees[p]
-            m.d.comb += [tree.busy.eq(busy), tree.bf16.eq(bf16g), tree.c.eq(c_in)]
+            m.d.comb += [tree.busy.eq(run), tree.bf16.eq(bf16g), tree.c.eq(c_in)]
             m.d.comb += [tree.a[j].eq(a_in[j]) for j in range(k)]
             m.d.comb += [tree.b[j].eq(b_in[j]) for j in range(k)]
             outs.append(tree.sum)
