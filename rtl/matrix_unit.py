@@ -21,22 +21,25 @@ can move in a cycle. The unit sequences them around the pipeline:
    and the export), and pipelined so that the trees do not bound the clock: a product is
    :data:`PRODUCT_STAGES` register stages, an adder :data:`ADD_STAGES` (one whole FP32
    add per stage ran at 20 MHz on an ECP5). The trees take ``dots`` output elements per
-   cycle in the order of the destination's registers and lanes; the last result arrives
+   cycle, D3's first, then D2's, D1's and D0's, each register's in the order of its lanes
+   (so that the write-back of D3, D2 and D1 overlaps the trees); the last result arrives
    :data:`SELECT_STAGES` + :func:`tree_latency` ``(k)`` cycles (1 + 2 + 3 (log2 k + 1):
    the step's operands picked into registers, then the tree) after the last step. They run
    on the falling edge of a clock gated by ``busy`` and read only registers (their own and
    the core clock's operand buffers), so no edge samples a signal it changes and an idle
    unit costs a Verilator model nothing (see :meth:`MatrixUnit.elaborate`).
 4. **Write-back.** The destination registers D3, D2, D1, D0 are offered in turn to the late
-   write-back (``result``, taken by ``take``), each clearing its scoreboard bit; the last
-   one (D0, as on the ISS) carries the instruction's one retire record.
+   write-back (``result``, taken by ``take``), each as soon as the trees have filled it
+   and each clearing its scoreboard bit; the last one (D0, as on the ISS) carries the
+   instruction's one retire record. D3 to D1 go while the trees work on the later
+   registers, so the long trees cost only D0's write-back after them.
 
 One ``mma`` is in the unit at a time: ``busy`` from its issue until its last register is
 taken (the next ``mma`` waits in ``is`` as a structural hazard). Cycles per ``mma`` with
 no stall and a free write port (:func:`mma_cycles`): the issue, 3 read cycles, 2 to latch
 and start, ``4 * lanes / dots`` compute steps, the operand selection and the tree latency
-(:data:`SELECT_STAGES` + :func:`tree_latency`) and 4 write-backs (tiny, 1 tree, and small,
-2 trees: 41 cycles).
+(:data:`SELECT_STAGES` + :func:`tree_latency`) and D0's write-back (tiny, 1 tree, and small,
+2 trees: 38 cycles).
 """
 
 from amaranth import (
@@ -86,8 +89,8 @@ def mma_cycles(lanes: int, dots: int) -> int:
     the pipeline never stalls and the write port is free (the unit's throughput)."""
     s = mma_shape(lanes)
     # issue, 3 reads, the last latch, the start of the trees, the steps, the operand
-    # selection and the tree latency, 4 write-backs
-    return 1 + 3 + 1 + 1 + 4 * lanes // dots + SELECT_STAGES + tree_latency(s.k) + 4
+    # selection and the tree latency, D0's write-back (D3 to D1 go while the trees work)
+    return 1 + 3 + 1 + 1 + 4 * lanes // dots + SELECT_STAGES + tree_latency(s.k) + 1
 
 
 def _unpack_half(m: Module, h, bf16, name: str):
@@ -529,6 +532,12 @@ class MatrixUnit(wiring.Component):
         dbuf = [[Signal(32, name=f"d{r}_{ln}") for ln in range(L)] for r in range(4)]
         writing = Signal()
         wreg = Signal(2)
+        ready = Signal(range(5))  # destination registers filled, D3 first
+
+        def element(st: int, p: int) -> int:
+            """The output element (register * lanes + lane) of tree p at step st: D3's
+            first, so that its write-back and D2's and D1's go while the trees still work."""
+            return (steps - 1 - st) * P + p
 
         m.d.comb += self.busy.eq(busy)
         # --- operand reads ----------------------------------------------------------------
@@ -559,7 +568,8 @@ class MatrixUnit(wiring.Component):
             m.d.sync += [started.eq(1), meta.bf16.eq(x.bf16), meta.rd.eq(x.rd),
                          meta.pc.eq(x.pc), meta.active.eq(x.active), meta.exec.eq(x.exec)]
         with m.If(started & (have == 0xF)):
-            m.d.sync += [computing.eq(1), started.eq(0), have.eq(0)]
+            m.d.sync += [computing.eq(1), started.eq(0), have.eq(0), writing.eq(1), wreg.eq(3),
+                         ready.eq(0)]
 
         # --- compute: dots trees of pipelined FP32 nodes ------------------------------------
         a_src = {s.a_pos(r, h, ln): (r, h, ln) for r in range(s.regs_a) for h in (0, 1)
@@ -592,7 +602,7 @@ class MatrixUnit(wiring.Component):
             # products' first stage together would be the longest path of the unit
             with m.Switch(stepg[0]):
                 for st in range(steps):
-                    e = st * P + p
+                    e = element(st, p)
                     row, col = s.c_pos(e // L, e % L)
                     with m.Case(st):
                         for j in range(k):
@@ -603,7 +613,7 @@ class MatrixUnit(wiring.Component):
             c_in = Signal(32, name=f"t{p}_c")
             with m.Switch(stepg[c_at - 1]):
                 for st in range(steps):
-                    e = st * P + p
+                    e = element(st, p)
                     with m.Case(st):
                         m.d.mma += c_in.eq(opg[8 + e // L][e % L])
             tree = trees[p]
@@ -621,14 +631,17 @@ class MatrixUnit(wiring.Component):
                 for st in range(steps):
                     with m.Case(st):
                         for p in range(P):
-                            e = st * P + p
+                            e = element(st, p)
                             m.d.sync += dbuf[e // L][e % L].eq(outs[p])
+                        if (st + 1) % (L // P) == 0:  # the register's last elements
+                            m.d.sync += ready.eq((st + 1) // (L // P))
             with m.If(pipe_s[latency - 1] == steps - 1):
-                m.d.sync += [computing.eq(0), step.eq(0), writing.eq(1), wreg.eq(3)]
+                m.d.sync += [computing.eq(0), step.eq(0)]
 
-        # --- write-back: D3, D2, D1, D0; D0 retires ----------------------------------------
+        # --- write-back: D3, D2, D1, D0, each once filled; D0 retires ---------------------
         res = self.result
-        m.d.comb += [res.valid.eq(writing), res.warp.eq(warp), res.rd.eq(meta.rd + wreg),
+        m.d.comb += [res.valid.eq(writing & (ready > 3 - wreg)), res.warp.eq(warp),
+                     res.rd.eq(meta.rd + wreg),
                      res.retire.eq(wreg == 0), res.retire_rd.eq(meta.rd), res.pc.eq(meta.pc),
                      res.active.eq(meta.active), res.exec.eq(meta.exec)]
         with m.Switch(wreg):
@@ -644,5 +657,5 @@ class MatrixUnit(wiring.Component):
         with m.If((x.start & x.abort) | self.reset):
             m.d.core += [busy.eq(0), slot.eq(0), cap.eq(0)]
             m.d.sync += [have.eq(0), started.eq(0), computing.eq(0), step.eq(0),
-                         writing.eq(0), pipe_v.eq(0)]
+                         writing.eq(0), pipe_v.eq(0), ready.eq(0)]
         return m
