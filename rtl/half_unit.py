@@ -345,6 +345,18 @@ _CUTS = {2: ("bc",), 4: ("ab", "bc", "cd")}
 """Segment boundaries that are registers, by latency."""
 
 
+class _Specials(NamedTuple):
+    """What one half's result needs of its operands besides the sum, carried unchanged from
+    :func:`fma_terms` to :func:`fma_pack`."""
+
+    bf: Signal  # the format
+    nan: Signal  # the result is NaN
+    prod_inf: Signal  # the product is infinite
+    iz: Signal  # the addend is infinite
+    sp: Signal  # the product's sign
+    sz: Signal  # the addend's sign
+
+
 class _Terms(NamedTuple):
     """One half's fused multiply-add after :func:`fma_terms`."""
 
@@ -354,12 +366,7 @@ class _Terms(NamedTuple):
     dclamp: Signal  # how far the small term shifts right below the big one's window place
     sub: Signal  # the signs differ: subtract
     s_big: Signal  # the big term's sign
-    bf: Signal  # the format
-    nan: Signal  # the result is NaN
-    prod_inf: Signal  # the product is infinite
-    iz: Signal  # the addend is infinite
-    sp: Signal  # the product's sign
-    sz: Signal  # the addend's sign
+    spec: _Specials
 
 
 class _Aligned(NamedTuple):
@@ -371,12 +378,7 @@ class _Aligned(NamedTuple):
     thr: Signal  # leading zeros below which the sum is normal: e > emin <=> lz < thr
     c2: Signal  # window bit of the kept LSB for a subnormal result
     sh2: Signal  # c2 clamped to the window
-    bf: Signal
-    nan: Signal
-    prod_inf: Signal
-    iz: Signal
-    sp: Signal
-    sz: Signal
+    spec: _Specials
 
 
 class _Normal(NamedTuple):
@@ -390,12 +392,7 @@ class _Normal(NamedTuple):
     sh: Signal  # lsb clamped to the window: the right shift to the kept LSB
     base_enc: Signal  # the encoding's exponent field, before the significand is added
     limit: Signal  # the infinity's encoding
-    bf: Signal
-    nan: Signal
-    prod_inf: Signal
-    iz: Signal
-    sp: Signal
-    sz: Signal
+    spec: _Specials
 
 
 class _SegA(NamedTuple):
@@ -492,7 +489,8 @@ def fma_terms(m: Module, x, y, z, bf, name: str) -> _Terms:
         m.d.comb += sig.eq(v)
         named.append(sig)
     bf_, iz_, sp_, sz_ = named
-    return _Terms(big, small, lbig, dclamp, sub, s_big, bf_, nan, prod_inf, iz_, sp_, sz_)
+    return _Terms(big, small, lbig, dclamp, sub, s_big,
+                  _Specials(bf_, nan, prod_inf, iz_, sp_, sz_))
 
 
 def fma_sum(m: Module, t: _Terms, name: str) -> _Aligned:
@@ -529,14 +527,15 @@ def fma_sum(m: Module, t: _Terms, name: str) -> _Aligned:
     # beside the sum: window bit 0 weighs 2**(lbig - gap), so a leading one at bit k (lz
     # leading zeros) weighs 2**e, e = lbig - gap + len(mag) - 1 - lz; the result is normal
     # when e > emin, and a subnormal's kept LSB is at window bit emin - mb - (lbig - gap)
-    emin = Mux(t.bf, 1 - _BIAS["bf16"], 1 - _BIAS["f16"])  # the smallest normal's exponent
-    mb = Mux(t.bf, _MBITS["bf16"], _MBITS["f16"])
+    bf = t.spec.bf
+    emin = Mux(bf, 1 - _BIAS["bf16"], 1 - _BIAS["f16"])  # the smallest normal's exponent
+    mb = Mux(bf, _MBITS["bf16"], _MBITS["f16"])  # fraction bits kept
     thr = Signal(signed(12), name=f"{name}_thr")
     c2 = Signal(signed(12), name=f"{name}_c2")
     sh2 = Signal(7, name=f"{name}_sh2")
     m.d.comb += [thr.eq(t.lbig - gap + len(mag) - 1 - emin), c2.eq(emin - mb - (t.lbig - gap)),
                  sh2.eq(Mux(c2 > width + 2, width + 2, Mux(c2 < 0, 0, c2)))]
-    return _Aligned(mag, sign, thr, c2, sh2, t.bf, t.nan, t.prod_inf, t.iz, t.sp, t.sz)
+    return _Aligned(mag, sign, thr, c2, sh2, t.spec)
 
 
 def fma_normal(m: Module, al: _Aligned, name: str) -> _Normal:
@@ -546,7 +545,7 @@ def fma_normal(m: Module, al: _Aligned, name: str) -> _Normal:
     mbits = _MBITS
 
     def pick(f16, bf16):
-        return Mux(al.bf, bf16, f16)
+        return Mux(al.spec.bf, bf16, f16)
 
     is_zero, lz_cnt = lzc(al.mag)
     zero = Signal(name=f"{name}_zero")
@@ -568,8 +567,7 @@ def fma_normal(m: Module, al: _Aligned, name: str) -> _Normal:
     m.d.comb += base_enc.eq(pick(ebias << mbits["f16"], ebias << mbits["bf16"]))
     limit = Signal(15, name=f"{name}_inf")
     m.d.comb += limit.eq(pick(0x7C00, 0x7F80))
-    return _Normal(al.mag, al.sign, zero, lsb, sh, base_enc, limit, al.bf, al.nan,
-                   al.prod_inf, al.iz, al.sp, al.sz)
+    return _Normal(al.mag, al.sign, zero, lsb, sh, base_enc, limit, al.spec)
 
 
 def fma_pack(m: Module, n: _Normal, name: str) -> Signal:
@@ -599,14 +597,15 @@ def fma_pack(m: Module, n: _Normal, name: str) -> Signal:
     enc = Signal(range(0, 1 << 24), name=f"{name}_enc")
     m.d.comb += enc.eq((Cat(up, n.base_enc) + Cat(up, kept))[1:])
     out = Signal(16, name=f"{name}_out")
-    with m.If(n.nan):
+    spec = n.spec
+    with m.If(spec.nan):
         m.d.comb += out.eq(HALF_NAN)
-    with m.Elif(n.prod_inf):
-        m.d.comb += out.eq(Cat(n.limit, n.sp))
-    with m.Elif(n.iz):
-        m.d.comb += out.eq(Cat(n.limit, n.sz))
+    with m.Elif(spec.prod_inf):
+        m.d.comb += out.eq(Cat(n.limit, spec.sp))
+    with m.Elif(spec.iz):
+        m.d.comb += out.eq(Cat(n.limit, spec.sz))
     with m.Elif(n.is_zero):
-        m.d.comb += out.eq(Cat(Const(0, 15), n.sp & n.sz))
+        m.d.comb += out.eq(Cat(Const(0, 15), spec.sp & spec.sz))
     with m.Elif(enc >= n.limit):
         m.d.comb += out.eq(Cat(n.limit, n.sign))
     with m.Else():
