@@ -129,6 +129,11 @@ class Fpu(wiring.Component):
         Enabled cycles from operands to ``result``, from 1 (every segment in one cycle) to
         ``MAX_LATENCY``: 2 (A B | C D, the default), 3 (A B | C | D), 4 (A | B | C | D); the
         cycles past 4 delay the result for retiming.
+    fadd_only : bool
+        Build only ``FADD`` (``op`` is not read): the atomic adders of the LSU and the
+        caches, which do nothing else. The datapath is the same; without the other ops'
+        logic and with the product's factor the constant 1.0, they take about half the
+        cells (synthesis keeps a unit's ports, so an unused op is not optimised away).
     output_register : bool
         True (default): ``result`` is a register. False: the last of the ``latency``
         registers is the user's; ``result`` shows in the cycle before the one it would
@@ -160,7 +165,7 @@ class Fpu(wiring.Component):
     """
 
     def __init__(self, latency: int = 2, gated: bool = False,
-                 output_register: bool = True) -> None:
+                 output_register: bool = True, fadd_only: bool = False) -> None:
         self.latency = check_latency(self, latency)
         if gated and self.latency < 2:
             raise ValueError("Fpu: gated needs latency >= 2 (the operands take a cycle)")
@@ -169,6 +174,7 @@ class Fpu(wiring.Component):
                              "register is one of the cycles)")
         self.gated = gated
         self.output_register = output_register
+        self.fadd_only = fadd_only
         super().__init__({
             "en": In(1),
             "valid": In(1, init=1),
@@ -186,17 +192,21 @@ class Fpu(wiring.Component):
         registers = self.latency - (0 if self.output_register else 1)  # the unit's own
         # Each segment is its own submodule so that a simulator re-evaluates only the
         # segment whose inputs changed.
+        # fadd_only: a constant op, so everything else folds away inside the unit
+        op = Value.cast(FpuOp.FADD) if self.fadd_only else self.op
         if self.gated:
             # The operands, registered on a gated clock; every segment runs between them
             # and the delay registers.
             fpu = gated_domain(m, "fpu", take)
-            ops = _Operands(Signal(FpuOp, name="op_q"), Signal(32, name="a_q"),
-                            Signal(32, name="b_q"), Signal(32, name="c_q"))
-            m.d[fpu] += [ops.op.eq(self.op), ops.a.eq(self.a), ops.b.eq(self.b),
-                        ops.c.eq(self.c)]
+            ops = _Operands(op if self.fadd_only else Signal(FpuOp, name="op_q"),
+                            Signal(32, name="a_q"), Signal(32, name="b_q"),
+                            Signal(32, name="c_q"))
+            m.d[fpu] += [ops.a.eq(self.a), ops.b.eq(self.b), ops.c.eq(self.c)]
+            if not self.fadd_only:
+                m.d[fpu] += ops.op.eq(op)
             cuts, delays = (), registers - 1
         else:  # segment outputs registered under the enable
-            ops = _Operands(self.op, self.a, self.b, self.c)
+            ops = _Operands(op, self.a, self.b, self.c)
             cuts = _CUTS[min(self.latency, 4)]
             delays = registers - len(cuts)
         boundary = Cuts(m, cuts, take, self.en)
@@ -338,7 +348,9 @@ class Fpu(wiring.Component):
         """B: the significand product and the addend aligned below or above it."""
         out = Signal(ALIGN_ADD_LAYOUT, name="b_out")
         product = Signal(48, name="product")
-        m.d.comb += product.eq(a.xm * a.ym)
+        # fadd_only: the factor is 1.0 (significand 2**23), written as the shift it is, since
+        # synthesis does not see the constant across the segments' module boundary
+        m.d.comb += product.eq(a.xm << 23 if self.fadd_only else a.xm * a.ym)
         shift = a.shift
         # aligned = Cat(sticky, addend shifted into the 74 window bits above it): a right
         # shift written stage by stage (one shift expression would be a 155-bit vector in

@@ -549,7 +549,7 @@ class L1Cache(wiring.Component):
             m.d.comb += [self.atom.fadd.eq(is_fadd), self.atom.old.eq(old),
                          new.eq(self.atom.new)]
         else:
-            m.submodules.atom_fpu = fpu = Fpu(gated=self.gated)
+            m.submodules.atom_fpu = fpu = Fpu(gated=self.gated, fadd_only=True)
             latency = fpu.latency
             m.d.comb += [fpu.op.eq(FpuOp.FADD), fpu.en.eq(is_fadd), fpu.a.eq(old),
                          fpu.b.eq(p.atom_b),

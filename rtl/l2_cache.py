@@ -110,7 +110,7 @@ class L2Cache(wiring.Component):
         self.rob_depth = rob_depth
         self.mshrs = mshrs
         self._banks = [L1Cache(**self.bank_args) for _ in range(banks)]  # checks them now
-        self._fpu = Fpu(latency=self.FADD_LATENCY, gated=gated)  # the banks' one adder
+        self._fpu = Fpu(latency=self.FADD_LATENCY, gated=gated, fadd_only=True)  # the banks' adder
         super().__init__(cache_signature(line_words, tag_bits))
 
     def elaborate(self, platform) -> Module:

@@ -339,8 +339,8 @@ class Lsu(wiring.Component):
 
         # shared atomics: one lane at a time in lane order; read, compute (the FP adder takes
         # its latency for atoms.fadd, the others wait the same), write
-        fpu = Fpu(latency=2, gated=self.gated)  # one module for every core's (rtl/reuse.py)
-        m.submodules.atom_fpu = reuse.shared(fpu, (2, True, self.gated))
+        fpu = Fpu(latency=2, gated=self.gated, fadd_only=True)  # one module for every core's
+        m.submodules.atom_fpu = reuse.shared(fpu, (2, True, self.gated, True))  # (rtl/reuse.py)
         a_phase = Signal(range(4))
         a_old = Signal(32)
         a_new = Signal(32)

@@ -72,7 +72,7 @@ def _default_fpu() -> tuple[Elaboratable, object, int] | None:
         from simtgpu.rtl.fpu import Fpu, FpuOp
     except ImportError:
         return None
-    fpu = Fpu(gated=True)
+    fpu = Fpu(gated=True, fadd_only=True)
     return fpu, FpuOp.FADD, fpu.latency
 
 

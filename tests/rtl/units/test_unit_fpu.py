@@ -181,6 +181,20 @@ def test_valid_and_both_forms(latency: int, gated: bool, registered: bool) -> No
     assert checked > 50
 
 
+@pytest.mark.parametrize("latency,gated", [(2, True), (2, False), (3, False)])
+def test_fadd_only_adds_whatever_op_says(latency: int, gated: bool) -> None:
+    """The atomic adders' form (``fadd_only``) adds ``a + b`` with any ``op`` presented (it
+    reads none), bit for bit ``numerics.fadd``, in both forms and under random stalls."""
+    gen = rng(0xADD + latency + gated)
+    a, b = fp_operands(gen, 400, 2, edges=True)
+    others = [op for op in FpuOp if op is not FpuOp.FADD]
+    inputs = [{"op": others[int(k)], "a": int(x), "b": int(y), "c": 0}
+              for k, x, y in zip(gen.integers(0, len(others), len(a)), a, b, strict=True)]
+    checked = check_valid_pipeline(Fpu(latency, gated=gated, fadd_only=True), latency,
+                                   inputs, nx.fadd(a, b), gen)
+    assert checked > 50
+
+
 def test_gated_needs_two_cycles() -> None:
     with pytest.raises(ValueError, match="gated needs latency >= 2"):
         Fpu(1, gated=True)
