@@ -662,18 +662,30 @@ class Core(wiring.Component):
             for name in BARRIER_OPS:
                 with m.Case(iid(name)):
                     m.d.comb += is_bar.eq(1)
+        # A control instruction acts on the SIMT stack and the barrier once, in its first
+        # cycle in ex1 in which the stack can take it, whatever mem's hold: ``acted`` marks
+        # one that waits in ex1 having acted. So the stack, the barrier and the faults they
+        # raise never wait on the stall (the LSU's hold), which is the core's longest path.
+        # The older instructions that can still fault are the same as if it acted as it
+        # left: one holding mem has passed its checks, and ex2's reaches mem after it either
+        # way (rtl/fault_recorder.py).
         mem_hold = Signal()
-        ex1_block = x.valid & is_simt & ~stack.ready
+        acted = Signal()
+        ex1_block = x.valid & is_simt & ~stack.ready & ~acted
         m.d.comb += stall.eq(mem_hold | ex1_block)
-        leaving = x.valid & ~stall  # ex1's side effects happen once, as it leaves
-        m.d.comb += [stack.valid.eq(leaving & is_simt), stack.warp.eq(x.warp),
+        leaving = x.valid & ~stall  # the SFU and the matrix unit start as it leaves
+        acting = Signal()
+        m.d.comb += acting.eq(x.valid & ~acted & ~ex1_block)
+        m.d.sync += acted.eq(stall & (acted | acting))
+        m.d.comb += [stack.valid.eq(acting & is_simt), stack.warp.eq(x.warp),
                      stack.pc.eq(x.pc), stack.target.eq(x.pc + xd.imm),
                      stack.active.eq(x.active), stack.live.eq(x_live),
                      stack.guard.eq(x.exec)]
-        bar_divergent = leaving & is_bar & (x.active != x_live)
+        bar_divergent = acting & is_bar & (x.active != x_live)
         is_mma = xd.sem == RSem.MMA
-        mma_divergent = leaving & is_mma & (x.exec != (1 << L) - 1)
-        m.d.comb += [bar.arrive.eq(leaving & is_bar & ~bar_divergent), bar.warp.eq(x.warp)]
+        mma_lanes_missing = is_mma & (x.exec != (1 << L) - 1)
+        mma_divergent = acting & mma_lanes_missing
+        m.d.comb += [bar.arrive.eq(acting & is_bar & ~bar_divergent), bar.warp.eq(x.warp)]
 
         # warp state updates from control resolution, and the pc from fetch
         for w in range(W):
@@ -698,7 +710,7 @@ class Core(wiring.Component):
                      sfu.ex1.stale.eq(sfu_stale)]
         # the matrix unit starts as an mma leaves ex1 (unless it faults or is stale)
         m.d.comb += [mx.ex1.start.eq(leaving & is_mma),
-                     mx.ex1.abort.eq(mma_divergent | sfu_stale),
+                     mx.ex1.abort.eq(mma_lanes_missing | sfu_stale),
                      mx.ex1.bf16.eq(xd.iid == iid("mma.bf16")), mx.ex1.rd.eq(xd.rd),
                      mx.ex1.pc.eq(x.pc), mx.ex1.active.eq(x.active), mx.ex1.exec.eq(x.exec),
                      mx.take.eq(lw.mma_take), mx.reset.eq(whole_reset)]

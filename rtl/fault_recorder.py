@@ -13,8 +13,9 @@ where the fault is raised:
 
 - in ``mem``: every instruction of the warp behind it. ``dead`` names these warps (from the
   next cycle); the core drops their instructions as they reach ``mem``.
-- in ``ex1`` (as the instruction leaves it): the faulting instruction and everything of the
-  warp behind ``ex1``; the older ones in ``ex2`` and ``mem`` complete. ``kill`` names these
+- in ``ex1`` (as the instruction acts: its first cycle there in which the SIMT stack can
+  take it, even while ``mem`` holds): the faulting instruction and everything of the warp
+  behind ``ex1``; the older ones in ``ex2`` and ``mem`` complete. ``kill`` names these
   warps and the ``mem`` ones, already in the cycle of the fault; the core drops their
   instructions as they enter and as they leave ``ex1``.
 - at issue (an illegal head) and in a barrier deadlock: nothing younger of the warp has been
