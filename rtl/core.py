@@ -871,10 +871,15 @@ class Core(wiring.Component):
                      rf.wdata.eq(lw.rf.data)]
         m.d.comb += [pf.we.eq(z.valid & zd.wr_pred), pf.wwarp.eq(z.warp),
                      pf.widx.eq(zd.rd[:3]), pf.wmask.eq(z.exec), pf.wdata.eq(z.presult)]
+        # A late write-back's scoreboard clear comes a cycle after its write (the value is in
+        # the register file by then): its choice among the LSU, the SFU and the matrix unit
+        # stays off the issue stage's path, at one cycle more from a load to its use.
+        late_clear = Signal.like(lw.clear)
+        m.d.sync += late_clear.eq(lw.clear)
         m.d.comb += [sb.clear[0].en.eq(z.valid & ((zd.wr_reg & ~z.deferred) | zd.wr_pred)),
                      sb.clear[0].warp.eq(z.warp), sb.clear[0].idx.eq(zd.rd),
                      sb.clear[0].pred.eq(zd.wr_pred),
-                     sb.clear[1].eq(lw.clear)]
+                     sb.clear[1].eq(late_clear)]
 
         # --- faults (the first one is kept until flush) -----------------------------------
         issue_active = _select(m, is_pick, [ws[w].active for w in range(W)], L, "issue_active")
