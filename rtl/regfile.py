@@ -72,15 +72,22 @@ class RegFile(wiring.Component):
                 m.d.sync += written[w].eq(0)
             with m.Elif(writing & (self.waddr[rb:] == w)):
                 m.d.sync += written[w].eq(written[w] | (1 << self.waddr[:rb]))
-        # whether each read port's entry holds data, registered like the RAMs' read data
-        # (and transparent to the write in the same cycle, as they are)
+        # Whether each read port's entry holds data, as the RAMs' read data has it: at the
+        # read's edge the written bits take that cycle's write and clear as the RAMs do, so
+        # in the cycle after a read the entry's bit at the registered address is the answer
+        # (kept while ``ren`` is low, as the data is). Looked up after the edge rather than
+        # before it, the 64-to-1 choice of a bit runs beside the RAMs' read, not after the
+        # issue stage's choice of the address.
+        fresh = Signal()  # the last cycle read
+        m.d.sync += fresh.eq(self.ren)
         valid = [Signal(name=f"rvalid{p}") for p in range(self.READ_PORTS)]
         for p in range(self.READ_PORTS):
+            addr_q = Signal.like(self.raddr[p], name=f"raddr{p}_q")
+            held = Signal(name=f"rvalid{p}_held")
             with m.If(self.ren):
-                cleared = self.clear | self.clear_warps.bit_select(self.raddr[p][rb:], 1)
-                m.d.sync += valid[p].eq(~cleared & (
-                    is_written(self.raddr[p])
-                    | (writing & (self.waddr == self.raddr[p]))))
+                m.d.sync += addr_q.eq(self.raddr[p])
+            m.d.comb += valid[p].eq(Mux(fresh, is_written(addr_q), held))
+            m.d.sync += held.eq(valid[p])
         for lane in range(self.lanes):
             mem = Memory(shape=32, depth=entries, init=[])
             m.submodules[f"lane{lane}"] = mem
