@@ -352,8 +352,9 @@ class Lsu(wiring.Component):
         m.d.comb += [fpu.en.eq(1), fpu.op.eq(FpuOp.FADD), fpu.a.eq(old_now),
                      fpu.b.eq(leader_b),
                      fpu.valid.eq(go_atoms & (a_phase == 1) & (fn == AtomOp.FADD))]
-        # every operation but fadd (which waits for the adder) is ready in phase 1
-        computed = atomic_result(m, fn[:_ATOM_BITS], old_now, leader_b, leader_c,
+        # every operation but fadd (which waits for the adder) is worked out in phase 2 from
+        # the old word registered in phase 1: the banks' read data goes only into registers
+        computed = atomic_result(m, fn[:_ATOM_BITS], a_old, leader_b, leader_c,
                                  fpu.result)
         a_done = Signal()
         with m.If(go_atoms):
@@ -363,9 +364,8 @@ class Lsu(wiring.Component):
                     m.d.sync += a_phase.eq(1)
                 with m.Case(1):  # old value is here
                     m.d.sync += [a_old.eq(old_now), a_phase.eq(2)]
-                    m.d.sync += a_new.eq(computed)
                 with m.Case(2):
-                    m.d.sync += a_phase.eq(3)
+                    m.d.sync += [a_new.eq(computed), a_phase.eq(3)]
                 with m.Case(3):  # write, remember the old value for the lane
                     new = Mux(fn == AtomOp.FADD, fpu.result, a_new)
                     m.d.comb += [sh.req.eq(leader), sh.we.eq(1), a_done.eq(1)]
