@@ -145,6 +145,7 @@ class IssueSelect(wiring.Component):
         m.d.comb += self.bar_hold.eq(bar_hold)
         eligible = Signal(W)
         heads = [port_view(self.head[w], layouts.id_is()) for w in range(W)]
+        long_now = [Signal(regs, name=f"w{w}_long_now") for w in range(W)]
         for w in range(W):
             h = heads[w]
             has = self.valid[w]
@@ -152,7 +153,7 @@ class IssueSelect(wiring.Component):
             haz_bits = needs(m, h.dec, regs, self.mma_b_regs) & self.pending[w]
             haz = haz_bits != 0
             # the hazard is on a register a long-latency instruction will write
-            on_long = (haz_bits[:regs] & state[w].long) != 0
+            on_long = (haz_bits[:regs] & long_now[w]) != 0
             park = on_long | (is_fence & (state[w].stores != 0))
             busy_unit = (((h.dec.sem == RSem.SFU) & self.sfu_busy)
                          | ((h.dec.sem == RSem.MMA) & self.mma_busy))
@@ -177,7 +178,18 @@ class IssueSelect(wiring.Component):
 
         long_set = ok & is_long(issued.dec) & (issued.dec.wr_reg
                                                | (issued.dec.sem == RSem.MMA))
+        # As the scoreboard's set: the long-latency mark of an issue is registered and ORed
+        # into the warp's marks in the next cycle (``long_now``), which show what they did.
+        long_q = Signal(name="long_set_q")
+        long_warp_q = Signal.like(rr.grant, name="long_warp_q")
+        long_bits_q = Signal(regs, name="long_bits_q")
+        m.d.sync += [long_q.eq(long_set & ~self.reset
+                               & ~self.reset_warps.bit_select(rr.grant, 1)),
+                     long_warp_q.eq(rr.grant),
+                     long_bits_q.eq(Mux(issued.dec.sem == RSem.MMA, 0xF, 1) << issued.dec.rd)]
         for w in range(W):
+            m.d.comb += long_now[w].eq(state[w].long | Mux(long_q & (long_warp_q == w),
+                                                            long_bits_q, 0))
             picked = ok & (rr.grant == w)
             with m.If(picked & Cat(issued.dec.iid == iid(n) for n in BARRIER_OPS).any()):
                 m.d.sync += bar_hold[w].eq(1)
@@ -185,12 +197,10 @@ class IssueSelect(wiring.Component):
                         | self.reset_warps[w]):
                 m.d.sync += bar_hold[w].eq(0)
 
-            set_bits = Mux(long_set & (rr.grant == w),
-                           Mux(issued.dec.sem == RSem.MMA, 0xF, 1) << issued.dec.rd, 0)
             clr = [Mux(c.en & ~c.pred & (c.warp == w), 1 << c.idx, 0) for c in self.clear]
             clr_bits = Signal(regs, name=f"w{w}_long_clr")
             m.d.comb += clr_bits.eq(clr[0] | clr[1])
-            m.d.sync += state[w].long.eq((state[w].long & ~clr_bits) | set_bits)
+            m.d.sync += state[w].long.eq(long_now[w] & ~clr_bits)
 
             inc = self.store_sent & (self.store_sent_warp == w)
             dec_ = self.store_acked & (self.store_acked_warp == w)

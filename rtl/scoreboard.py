@@ -10,7 +10,7 @@ read ports are transparent to its write port, so a consumer may issue in the sam
 producer writes back.
 """
 
-from amaranth import Cat, Const, Module, Signal
+from amaranth import Cat, Const, Module, Mux, Signal
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 from simtgpu.isa import NUM_PREDS
@@ -63,8 +63,15 @@ class Scoreboard(wiring.Component):
 
     def elaborate(self, platform) -> Module:
         m = Module()
+        # The set of an issue is registered and ORed in the next cycle, so the issue stage's
+        # choice ends at a few flip-flops rather than at every warp's pending bits; what
+        # ``pending`` shows each cycle is the same. A reset in the set's cycle drops it.
         state = [Signal(self.width, name=f"pending_w{w}") for w in range(self.warps)]
-        set_bit = self.bit(m, self.set)
+        set_q = Signal.like(self.set, name="set_q")
+        m.d.sync += [set_q.eq(self.set),
+                     set_q.en.eq(self.set.en & ~self.reset
+                                 & ~self.reset_warps.bit_select(self.set.warp, 1))]
+        set_bit = self.bit(m, set_q)
         clr_bits = [self.bit(m, self.clear[i]) for i in range(self.clear_ports)]
         for w in range(self.warps):
             clr = Signal(self.width, name=f"clr_w{w}")
@@ -73,11 +80,10 @@ class Scoreboard(wiring.Component):
                 terms = terms | (b & (self.clear[i].warp == w).replicate(self.width))
             m.d.comb += clr.eq(terms)
             now = Signal(self.width, name=f"now_w{w}")
-            m.d.comb += [now.eq(state[w] & ~clr), self.pending[w].eq(now)]
+            held = state[w] | Mux(set_q.warp == w, set_bit, 0)
+            m.d.comb += [now.eq(held & ~clr), self.pending[w].eq(now)]
             with m.If(self.reset | self.reset_warps[w]):
                 m.d.sync += state[w].eq(0)
-            with m.Elif((self.set.warp == w) & self.set.en):
-                m.d.sync += state[w].eq(now | set_bit)
             with m.Else():
                 m.d.sync += state[w].eq(now)
         return m

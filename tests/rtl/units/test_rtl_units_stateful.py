@@ -197,7 +197,8 @@ def test_regfile_cycles():
 
 class ScoreboardModel:
     """Pending bit per register and predicate per warp; ``pending`` already leaves out the
-    bits cleared in the same cycle; set of this cycle shows the next cycle; reset wins."""
+    bits cleared in the same cycle; set of this cycle shows the next cycle; reset (of all
+    warps, or of the warps of ``reset_warps``) wins."""
 
     def __init__(self, warps: int, regs: int):
         self.warps, self.regs = warps, regs
@@ -216,7 +217,7 @@ class ScoreboardModel:
         out = {"pending": pack(now, self.width)}
         en, warp, idx, pred = v["_set"]
         for w in range(self.warps):
-            if v["reset"]:
+            if v["reset"] or (v["reset_warps"] >> w) & 1:
                 self.state[w] = 0
             elif en and warp == w:
                 self.state[w] = now[w] | self.bit(en, idx, pred)
@@ -240,8 +241,9 @@ def test_scoreboard_cycles():
         pred = int(rng.random() < 0.25)
         return (int(rng.random() < en_p), rng.randrange(sb.warps), rng.randrange(32), pred)
 
-    def vec(set_=(0, 0, 0, 0), clears=((0, 0, 0, 0), (0, 0, 0, 0)), reset=0) -> Vector:
-        return {"reset": reset, "set": sb_port(*set_, wb),
+    def vec(set_=(0, 0, 0, 0), clears=((0, 0, 0, 0), (0, 0, 0, 0)), reset=0,
+            reset_warps=0) -> Vector:
+        return {"reset": reset, "reset_warps": reset_warps, "set": sb_port(*set_, wb),
                 "clear": pack((sb_port(*c, wb) for c in clears), 9),
                 "_set": set_, "_clears": clears}
 
@@ -252,6 +254,8 @@ def test_scoreboard_cycles():
         vec(set_=(1, 2, 9, 0), clears=((1, 1, 11, 1), (1, 1, 11, 1))),  # pred idx 11 -> 3
         vec(clears=((1, 1, 5, 0), (1, 2, 9, 0))),
         vec(set_=(1, 3, 31, 0)), vec(set_=(1, 0, 0, 0), reset=1), vec(),
+        vec(set_=(1, 2, 7, 0)), vec(set_=(1, 1, 7, 0), reset_warps=0b10),  # one warp's reset
+        vec(set_=(1, 2, 8, 0), reset_warps=0b100), vec(),  # beats that warp's set
     ]
     while len(stim) < 2000:
         set_ = rand_port(0.6)
@@ -265,11 +269,13 @@ def test_scoreboard_cycles():
         if set_[0]:
             pending.append(set_[1:])
         reset = int(rng.random() < 0.01)
+        reset_warps = rng.randrange(1 << sb.warps) if rng.random() < 0.02 else 0
         if reset:
             pending.clear()
-        stim.append(vec(set_, tuple(clears), reset))
+        pending = [p for p in pending if not (reset_warps >> p[0]) & 1]
+        stim.append(vec(set_, tuple(clears), reset, reset_warps))
     want = [model.step(v) for v in stim]
-    stim = [{k: v[k] for k in ("reset", "set", "clear")} for v in stim]
+    stim = [{k: v[k] for k in ("reset", "reset_warps", "set", "clear")} for v in stim]
     assert sum(bin(w["pending"]).count("1") for w in want) > 2000
     check_cycles("scoreboard", bld, stim, want, "units_scoreboard_cycles")
 
