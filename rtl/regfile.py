@@ -76,8 +76,8 @@ class RegFile(wiring.Component):
         # read's edge the written bits take that cycle's write and clear as the RAMs do, so
         # in the cycle after a read the entry's bit at the registered address is the answer
         # (kept while ``ren`` is low, as the data is). Looked up after the edge rather than
-        # before it, the 64-to-1 choice of a bit runs beside the RAMs' read, not after the
-        # issue stage's choice of the address.
+        # before it, the choice of one bit of ``warps * regs`` runs beside the RAMs' read, not
+        # after the issue stage's choice of the address.
         fresh = Signal()  # the last cycle read
         m.d.sync += fresh.eq(self.ren)
         valid = [Signal(name=f"rvalid{p}") for p in range(self.READ_PORTS)]
