@@ -195,7 +195,7 @@ class Core(wiring.Component):
         ws = per_warp(layouts.warp_state(L), W)  # w<w>_pc, w<w>_active, w<w>_live
         ctrl_wait = Signal(W)
 
-        fault_q, fault_rec = fr.fault.valid, fr.fault.record
+        fault_q, fault_rec = fr.stop, fr.fault.record
         running = Signal()
         can_issue = running & ~fault_q & ~self.halt
 
@@ -370,11 +370,19 @@ class Core(wiring.Component):
                          sh_clear_end.eq(0), sh_clearing.eq(0)]
 
         # a block arriving on an empty core resets the units wholesale (and their round-robin
-        # pointers), as a one-block core does; beside other blocks only its own warps
-        block_reset = initing & (init_cnt == 0)
+        # pointers), as a one-block core does; beside other blocks only its own warps. Both
+        # are registers, set as the block is taken (the init walk's first cycle, init_cnt
+        # 0): the resets reach the SIMT stack, the scoreboard and the issue stage, whose
+        # answers feed the fault record, so their source is a flip-flop, not a comparison.
+        # The slots busy beside it then are those busy now but for the one closing (a block
+        # is taken only into a free slot, and never in a flush cycle).
+        block_reset = Signal()
+        block_alone = Signal()
+        taken = self.dispatch.valid & ready
+        m.d.sync += [block_reset.eq(taken),
+                     block_alone.eq((slot_busy & ~slot_closing & ~(1 << pick)) == 0)]
         whole_reset = Signal()
-        m.d.comb += whole_reset.eq((block_reset & ((slot_busy & ~(1 << init_slot)) == 0))
-                                   | self.flush)
+        m.d.comb += whole_reset.eq((block_reset & block_alone) | self.flush)
         reset_warps = Mux(block_reset, new_warps, 0)
         m.d.comb += [sb.reset.eq(whole_reset), sb.reset_warps.eq(reset_warps),
                      rf.clear_warps.eq(reset_warps),

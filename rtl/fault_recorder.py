@@ -31,7 +31,7 @@ cycle (the deadlock is raised as the last live warp arrives), with its live mask
 and word of its ``bar``, which the recorder notes as each warp arrives.
 """
 
-from amaranth import Module, Mux, Signal
+from amaranth import Cat, Module, Mux, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
@@ -68,9 +68,10 @@ class FaultRecorder(wiring.Component):
       the code: ``PC_OUT_OF_RANGE`` with word 0, else ``ILLEGAL_INSTRUCTION``).
 
     Cycle by cycle: while ``running`` and no fault is held, the first source in the order
-    above that raises one is recorded (with ``block``) and ``fault.valid`` rises in the
-    next cycle; the record stays unchanged until ``flush`` clears ``fault.valid`` (a fault
-    raised in the flush cycle is still recorded). From the first fault until ``flush``
+    above that raises one is recorded (with ``block``): ``stop`` rises in the next cycle
+    (the core fetches and issues nothing more) and ``fault.valid`` with the record one
+    cycle later; they stay high and the record unchanged until ``flush`` clears them (a
+    fault raised in the flush cycle is still recorded). From the first fault until ``flush``
     (while ``running`` or a fault is held): ``dead`` holds, from the next cycle, each warp
     that raised a fault in ``mem``; ``kill`` holds each warp that raises or raised one in
     ``mem`` or ``ex1``, already in the cycle it is raised.
@@ -92,6 +93,7 @@ class FaultRecorder(wiring.Component):
             "live": In(lanes).array(warps),
             "issue": In(fault_source_signature(warps, lanes, valid=1, pc_fault=1)),
             "fault": Out(fault_signature(lanes)),
+            "stop": Out(1),
             "dead": Out(warps),
             "kill": Out(warps),
         })
@@ -101,7 +103,7 @@ class FaultRecorder(wiring.Component):
         W, L = self.warps, self.lanes
         rec = self.fault.record
         held = Signal()
-        m.d.comb += self.fault.valid.eq(held)
+        m.d.comb += self.stop.eq(held)
         record = Signal(rec.shape())
         m.d.comb += rec.eq(record)
 
@@ -115,12 +117,6 @@ class FaultRecorder(wiring.Component):
         m.d.comb += [self.dead.eq(dead_mem),
                      self.kill.eq(dead_mem | dead_ex1 | Mux(held | self.running,
                                                             raised_mem | raised_ex1, 0))]
-
-        def fault(cause, warp, lanes, pc, word):
-            m.d.sync += [held.eq(1), record.cause.eq(cause), record.warp.eq(warp),
-                         record.lane_mask.eq(lanes), record.pc.eq(pc),
-                         record.instr.eq(word), record.block.eq(self.block),
-                         dead_mem.eq(raised_mem), dead_ex1.eq(raised_ex1)]
 
         arrivals = layouts.per_warp(layouts.bar_arrival(), W)
         for w in range(W):
@@ -142,25 +138,57 @@ class FaultRecorder(wiring.Component):
         with m.If(bar.arrive & (bar.warp == first)):
             m.d.comb += [first_pc.eq(ex1.pc), first_word.eq(ex1.word)]
 
+        # The record is written in two steps, so that the sources' late signals (the SIMT
+        # stack's answer, the LSU's checks) decide only a few flip-flops in their cycle: at
+        # the fault's edge every source's record is captured as it stands, with which source
+        # comes first (``first_q``, one-hot) and whether one was taken (``taken_q``); at the
+        # next edge the taken one is copied into the record, and ``fault.valid`` rises with
+        # it. ``stop`` (the core stops fetching and issuing) rises at the fault's edge, as
+        # does ``dead``.
+        iss = self.issue
+        sources = [  # (raised, cause, warp, lanes, pc, word), oldest instruction first
+            (self.mem.valid, self.mem.cause, self.mem.warp, self.mem.lanes, self.mem.pc,
+             self.mem.word),
+            (ex1.stack, ex1.stack_cause, ex1.warp, ex1.lanes, ex1.pc, ex1.word),
+            (ex1.divergent, FaultCause.DIVERGENT_BARRIER, ex1.warp, ex1.lanes, ex1.pc,
+             ex1.word),
+            (ex1.divergent_mma, FaultCause.DIVERGENT_MMA, ex1.warp, ex1.lanes, ex1.pc,
+             ex1.word),
+            (bar.deadlock, FaultCause.BARRIER_DEADLOCK, first, first_live, first_pc,
+             first_word),
+            (iss.valid, Mux(iss.pc_fault, FaultCause.PC_OUT_OF_RANGE,
+                            FaultCause.ILLEGAL_INSTRUCTION),
+             iss.warp, iss.lanes, iss.pc, Mux(iss.pc_fault, 0, iss.word)),
+        ]
+        raised = Cat(src[0] for src in sources)
+        taken = ~held & self.running & raised.any()
+        first_q, taken_q = Signal(len(sources)), Signal()
+        # lowest set bit: the oldest instruction's source
+        m.d.sync += [first_q.eq(raised & -raised), taken_q.eq(taken)]
+        chosen = Signal(rec.shape())
+        ex1_cause = Signal(FaultCause)  # one capture for ex1's three kinds of fault
+        m.d.comb += ex1_cause.eq(Mux(ex1.stack, ex1.stack_cause,
+                                     Mux(ex1.divergent, FaultCause.DIVERGENT_BARRIER,
+                                         FaultCause.DIVERGENT_MMA)))
+        captures = {"mem": sources[0], "ex1": (None, ex1_cause, *sources[1][2:]),
+                    "bar": sources[4], "issue": sources[5]}
+        kinds = {"mem": (0,), "ex1": (1, 2, 3), "bar": (4,), "issue": (5,)}
+        for name, (_, cause, warp, lanes, pc, word) in captures.items():
+            cap = Signal(rec.shape(), name=f"{name}_fault")
+            m.d.sync += [cap.cause.eq(cause), cap.warp.eq(warp), cap.lane_mask.eq(lanes),
+                         cap.pc.eq(pc), cap.instr.eq(word), cap.block.eq(self.block)]
+            with m.If(Cat(first_q[k] for k in kinds[name]).any()):
+                m.d.comb += chosen.eq(cap)
+        with m.If(taken_q):
+            m.d.sync += record.eq(chosen)
+        valid = Signal()
+        m.d.sync += valid.eq(held & ~self.flush)
+        m.d.comb += self.fault.valid.eq(valid)
+
         with m.If(self.flush):
             m.d.sync += [held.eq(0), dead_mem.eq(0), dead_ex1.eq(0)]
         with m.Elif(held):
             m.d.sync += [dead_mem.eq(dead_mem | raised_mem), dead_ex1.eq(dead_ex1 | raised_ex1)]
-        with m.If(~held & self.running):
-            with m.If(self.mem.valid):
-                fault(self.mem.cause, self.mem.warp, self.mem.lanes, self.mem.pc,
-                      self.mem.word)
-            with m.Elif(ex1.stack):
-                fault(ex1.stack_cause, ex1.warp, ex1.lanes, ex1.pc, ex1.word)
-            with m.Elif(ex1.divergent):
-                fault(FaultCause.DIVERGENT_BARRIER, ex1.warp, ex1.lanes, ex1.pc, ex1.word)
-            with m.Elif(ex1.divergent_mma):
-                fault(FaultCause.DIVERGENT_MMA, ex1.warp, ex1.lanes, ex1.pc, ex1.word)
-            with m.Elif(bar.deadlock):
-                fault(FaultCause.BARRIER_DEADLOCK, first, first_live, first_pc, first_word)
-            with m.Elif(self.issue.valid):
-                iss = self.issue
-                fault(Mux(iss.pc_fault, FaultCause.PC_OUT_OF_RANGE,
-                          FaultCause.ILLEGAL_INSTRUCTION),
-                      iss.warp, iss.lanes, iss.pc, Mux(iss.pc_fault, 0, iss.word))
+        with m.If(taken):
+            m.d.sync += [held.eq(1), dead_mem.eq(raised_mem), dead_ex1.eq(raised_ex1)]
         return m

@@ -76,7 +76,8 @@ def test_instruction_buffers_against_fifo_model():
 
 def test_fault_recorder_priority_and_hold():
     """Random simultaneous fault sources: the first one (mem, stack, divergent bar, divergent
-    mma, barrier deadlock, issue) is recorded, held until flush, and the deadlock names the
+    mma, barrier deadlock, issue) is recorded, held until flush (``stop`` from the next
+    cycle, ``fault.valid`` and the record one cycle later), and the deadlock names the
     lowest waiting warp with the pc and word of its bar. From the first fault to the flush,
     ``dead`` names every warp whose instruction faulted in mem (from the next cycle), and
     ``kill`` every warp whose instruction faults or faulted in mem or ex1 (in the same cycle
@@ -98,10 +99,12 @@ def test_fault_recorder_priority_and_hold():
         ctx.set(dut.block.x, block[0])
         ctx.set(dut.block.y, block[1])
         ctx.set(dut.block.z, block[2])
+        valid = False  # fault.valid: held in the last cycle and no flush then
         for step in range(1500):
-            assert ctx.get(dut.fault.valid) == held
+            assert ctx.get(dut.stop) == held, step
+            assert ctx.get(dut.fault.valid) == valid, step
             assert ctx.get(dut.dead) == dead, step
-            if held:
+            if valid:
                 rec = dut.fault.record
                 got = (ctx.get(rec.cause).value, ctx.get(rec.warp), ctx.get(rec.lane_mask),
                        ctx.get(rec.pc), ctx.get(rec.instr))
@@ -162,6 +165,7 @@ def test_fault_recorder_priority_and_hold():
                        (FaultCause.ILLEGAL_INSTRUCTION, iss["warp"], iss["lanes"], iss["pc"],
                         iss["word"]))
             was_held = held
+            valid = held and not flush
             if flush:
                 held, dead, dead_ex1 = False, 0, 0
             elif was_held:
