@@ -5,7 +5,9 @@ Front end (never stalls):
            resolve and room in its three-entry instruction buffer for this fetch and those
            in flight.
   ``if``   reads the local instruction memory (synchronous read).
-  ``id``   decodes the word (:class:`Decoder`) into the warp's instruction buffer. A control
+  ``id``   rebuilds the control word from the word and the bits instruction memory keeps
+           beside it (:class:`Decoder` predecodes on the write port; rtl/decoder.py), with
+           its scoreboard mask, into the warp's instruction buffer. A control
            instruction (bra ssy sync exit) stops the warp's fetch until ex1 resolves it; bar
            does not (it cannot move the pc), it stops the warp's issue until the release.
 Back end (one stall signal, raised by ``mem`` while the LSU needs more cycles and by ``ex1``
@@ -46,7 +48,7 @@ from . import layouts, reuse
 from .alu import ALU_SEMS, Alu, AluOp, alu_op
 from .barrier import Barrier
 from .configs import RtlConfig
-from .decoder import Decoder
+from .decoder import PREDECODED, Decoder, decoded
 from .fault_recorder import FaultRecorder
 from .fcompare import FCmpCond, FCompare
 from .fpu import CORE_LATENCY as FPU_LATENCY
@@ -56,7 +58,7 @@ from .half_unit import HALF_UNIT_OPS, HalfOp, HalfUnit
 from .ibuffer import InstrBuffers
 from .isa_consts import BARRIER_OPS, SReg, iid
 from .isa_consts import Sem as RSem
-from .issue import IssueSelect
+from .issue import IssueSelect, needs
 from .late_writeback import LateWriteback
 from .layouts import per_warp, port_view, split_signal
 from .lsu import Lsu, LsuOp, LsuPrep
@@ -137,7 +139,7 @@ class Core(wiring.Component):
                                                    cfg.memory_bytes)
         m.submodules.warp_unit = wu = WarpUnit(L)
         m.submodules.ibuf = ibuf = InstrBuffers(W)
-        m.submodules.issue_select = iss = IssueSelect(W, cfg.regs, mma_shape(L).regs_b)
+        m.submodules.issue_select = iss = IssueSelect(W, cfg.regs)
         m.submodules.preds = pf = PredicateFile(W, L)
         m.submodules.sfu = sfu = SfuSequencer(W, L, cfg.sfus, gated=cfg.clock_gating)
         m.submodules.late_wb = lw = LateWriteback(W, L)
@@ -169,11 +171,15 @@ class Core(wiring.Component):
         wiring.connect(m, sfu.result, lw.sfu)
         wiring.connect(m, mx.result, lw.mma)
 
-        m.submodules.imem = imem = Memory(shape=32, depth=cfg.imem_words, init=[])
+        # instruction memory keeps each word with its predecoded control bits: the decoder
+        # works on the write port, so id only rebuilds the control word (rtl/decoder.py)
+        imem_entry = data.StructLayout({"word": 32, "pre": PREDECODED})
+        m.submodules.imem = imem = Memory(shape=imem_entry, depth=cfg.imem_words, init=[])
         imem_w = imem.write_port()
         imem_r = imem.read_port(domain="sync")
         m.d.comb += [imem_w.en.eq(self.imem.we), imem_w.addr.eq(self.imem.addr),
-                     imem_w.data.eq(self.imem.data)]
+                     decoder.word.eq(self.imem.data), imem_w.data.word.eq(self.imem.data),
+                     imem_w.data.pre.eq(decoder.pre)]
 
         # --- block state ------------------------------------------------------------------
         # A core holds up to ``max_blocks`` blocks at once. Every block of a launch has the
@@ -442,24 +448,26 @@ class Core(wiring.Component):
         m.d.sync += if_pc_fault.eq((sch_if.pc >= imem_bytes) | (sch_if.pc < self.code_base)
                                    | (sch_if.pc >= self.code_end) | (sch_if.pc[:2] != 0))
 
-        # --- id: decode into the instruction buffer ----------------------------------------
-        m.d.comb += decoder.word.eq(imem_r.data)
+        # --- id: the control word into the instruction buffer -------------------------------
+        id_dec = decoded(m, imem_r.data.word, imem_r.data.pre, "id_dec")
         id_entry = port_view(ibuf.entry, layouts.id_is())
-        m.d.comb += [id_entry.pc.eq(if_id.pc), id_entry.word.eq(imem_r.data),
-                     id_entry.pc_fault.eq(if_pc_fault), id_entry.dec.eq(decoder.dec)]
+        m.d.comb += [id_entry.pc.eq(if_id.pc), id_entry.word.eq(imem_r.data.word),
+                     id_entry.pc_fault.eq(if_pc_fault), id_entry.dec.eq(id_dec),
+                     id_entry.needs.eq(needs(m, id_dec, cfg.regs, mma_shape(L).regs_b))]
         # a fetch that arrives behind a control instruction of its warp is dropped: the warp's
         # pc is set again when ex1 resolves the control instruction
         accept = Signal()
         m.d.comb += accept.eq(if_id.valid & ~(ctrl_wait | finished).bit_select(if_id.warp, 1))
         m.d.comb += [ibuf.push.eq(accept), ibuf.push_warp.eq(if_id.warp)]
         # a SIMT-stack op moves the pc: the warp's fetch waits for it (a barrier does not)
-        stops_fetch = decoder.dec.ctrl & ~decoder.dec.illegal & ~Cat(
-            decoder.dec.iid == iid(name) for name in BARRIER_OPS).any()
+        stops_fetch = id_dec.ctrl & ~id_dec.illegal & ~Cat(
+            id_dec.iid == iid(name) for name in BARRIER_OPS).any()
         for w in range(W):
             with m.If(accept & (if_id.warp == w) & stops_fetch):
                 m.d.sync += ctrl_wait[w].eq(1)
 
         # --- is: pick a warp to issue ------------------------------------------------------
+        clears = Signal.like(iss.clear)  # the scoreboard's clears of this cycle (wb below)
         stall = Signal()
         lwb_wait = Signal()
         for w in range(W):
@@ -468,7 +476,7 @@ class Core(wiring.Component):
                      iss.pending.eq(sb.pending), iss.sfu_busy.eq(sfu.busy),
                      iss.mma_busy.eq(mx.busy),
                      iss.enable.eq(can_issue & ~stall & ~lwb_wait & ~mx.read),
-                     iss.clear.eq(sb.clear),
+                     iss.clear.eq(clears),
                      iss.release.eq(bar.release), iss.release_warps.eq(bar.waiting)]
         is_pick, issue_ok = iss.warp, iss.ok
         issued = port_view(iss.entry, layouts.id_is())
@@ -884,10 +892,17 @@ class Core(wiring.Component):
         # stays off the issue stage's path, at one cycle more from a load to its use.
         late_clear = Signal.like(lw.clear)
         m.d.sync += late_clear.eq(lw.clear)
-        m.d.comb += [sb.clear[0].en.eq(z.valid & ((zd.wr_reg & ~z.deferred) | zd.wr_pred)),
-                     sb.clear[0].warp.eq(z.warp), sb.clear[0].idx.eq(zd.rd),
-                     sb.clear[0].pred.eq(zd.wr_pred),
-                     sb.clear[1].eq(late_clear)]
+
+        def wb_clear(port, st, valid) -> list:
+            """``port`` := the scoreboard clear of the instruction of stage view ``st`` in wb."""
+            return [port.en.eq(valid & ((st.dec.wr_reg & ~st.deferred) | st.dec.wr_pred)),
+                    port.warp.eq(st.warp), port.idx.eq(st.dec.rd), port.pred.eq(st.dec.wr_pred)]
+
+        # the clears of this cycle (the issue stage's long-latency marks) and, for the
+        # scoreboard, those of the next: what mem_wb loads now (a bubble while mem holds)
+        m.d.comb += [*wb_clear(clears[0], z, z.valid), clears[1].eq(late_clear),
+                     *wb_clear(sb.clear_next[0], mem_wb_st.d, mem_wb_st.d.valid & ~mem_hold),
+                     sb.clear_next[1].eq(lw.clear)]
 
         # --- faults (the first one is kept until flush) -----------------------------------
         issue_active = _select(m, is_pick, [ws[w].active for w in range(W)], L, "issue_active")

@@ -1,16 +1,25 @@
-"""Instruction decoder (stage ``id``), generated from the ISA table.
+"""Instruction decoder, generated from the ISA table.
 
 One ``Case`` per row of ``isa.INSTRUCTIONS`` sets the control word (:data:`DECODED`): which
 registers and predicates are read and written, how the immediate is formed, the semantic and
-latency class. Anything that ``isa.decode`` would reject (reserved opcode or function code,
-non-zero unused bits, predicate field > 7, bad predicate source, undefined special
-register, misaligned register group) sets ``illegal``; so do the instructions a core names
+latency class.
+
+The core decodes an instruction as it is written into instruction memory, not as it is
+fetched (predecoding): each word is stored with the parts of its control word that are not
+slices of it (:data:`PREDECODED`: the class, the flags, ``illegal`` and which immediate it
+takes), and ``id`` rebuilds the control word from the two (:func:`decoded`) with a few
+multiplexers. The table's logic, about seven LUTs deep on an FPGA, then never follows the
+instruction memory's slow read in one cycle.
+
+Anything that ``isa.decode`` would reject (reserved opcode or function code, non-zero unused
+bits, predicate field > 7, bad predicate source, undefined special register, misaligned
+register group) sets ``illegal``; so do the instructions a core names
 as ``absent`` (it has no unit for them), so they fault instead of retiring a wrong value.
 """
 
 
-from amaranth import Cat, Const, Module, Value
-from amaranth.lib import wiring
+from amaranth import Cat, Const, Module, Mux, Signal, Value
+from amaranth.lib import data, enum, wiring
 from amaranth.lib.wiring import In, Out
 from simtgpu.isa import INSTRUCTIONS, PT, Instr, Kind, SReg, used_fields
 from simtgpu.isa.abi import INSTR_BYTES
@@ -37,6 +46,35 @@ from .layouts import DECODED
 _SRC_FIELDS: dict[str, Field] = {f.name: f for f in (RS1, RS2, RS3)}
 
 
+class ImmKind(enum.Enum, shape=3):
+    """Which immediate of the word an instruction takes (:func:`immediates`); NONE is zero."""
+
+    NONE = 0
+    IMM11 = 1
+    SIMM = 2
+    IMM16S = 3
+    IMM16U = 4
+    OFF = 5
+    SREG = 6  # the special register's index, in the rs1 field
+
+
+# the control word's fields that are bits of the instruction word as they stand
+_SLICES: dict[str, Field] = {"guard": PRED, "gneg": PNEG, "rd": RD, "rs1": RS1, "rs2": RS2,
+                             "rs3": RS3, "fn": FN}
+
+_KEPT = [name for name, _ in DECODED if name not in _SLICES and name not in ("imm", "illegal")]
+
+PREDECODED = data.StructLayout({
+    **{name: DECODED.members[name] for name in _KEPT},
+    "legal": 1,
+    "imm_kind": ImmKind,
+})
+"""What instruction memory keeps beside each word: the control word less its slices of the
+word and the immediate, which :func:`decoded` takes from the word again. ``illegal`` is kept
+inverted, so that an entry never written (all zeros) reads as an illegal instruction, as the
+word zero is, with the decoder's every other field of an illegal word (zero)."""
+
+
 def field(word: Value, f: Field) -> Value:
     """The bits of ``f`` in ``word``, signed when the field is."""
     bits = word[f.lo:f.hi + 1]
@@ -53,6 +91,30 @@ def immediates(word: Value) -> dict[str, Value]:
         # off21 counts instructions; the pc counts bytes
         "off": Cat(Const(0, (INSTR_BYTES - 1).bit_length()), field(word, OFF21)).as_signed(),
     }
+
+
+def immediate(word: Value, kind: Value) -> Value:
+    """The 32-bit immediate of ``word`` that ``kind`` (an :class:`ImmKind`) names."""
+    imm = immediates(word)
+    choices = {ImmKind.IMM11: imm["imm11"], ImmKind.SIMM: imm["simm"],
+               ImmKind.IMM16S: imm["imm16s"], ImmKind.IMM16U: imm["imm16u"],
+               ImmKind.OFF: imm["off"], ImmKind.SREG: field(word, RS1)}
+    out = Const(0, 32)
+    for k, v in choices.items():
+        out = Mux(kind == k, v, out)
+    return out[:32]
+
+
+def decoded(m: Module, word: Value, pre: Value, name: str = "dec") -> data.View:
+    """The control word of ``word`` from its predecoded bits ``pre`` (:data:`PREDECODED`):
+    what :class:`Decoder` gives for ``word``, bit for bit."""
+    p = data.View(PREDECODED, pre)
+    dec = Signal(DECODED, name=name)
+    for fname, fld in _SLICES.items():
+        m.d.comb += dec[fname].eq(field(word, fld))
+    m.d.comb += [dec[fname].eq(p[fname]) for fname in _KEPT]
+    m.d.comb += [dec.illegal.eq(~p.legal), dec.imm.eq(immediate(word, p.imm_kind))]
+    return dec
 
 
 def _reads_sreg(instr: Instr) -> bool:
@@ -86,7 +148,8 @@ def _static(instr: Instr) -> dict:
 
 
 class Decoder(wiring.Component):
-    """Combinational decoder: ``word`` in, :data:`DECODED` control word out.
+    """Combinational decoder: ``word`` in, :data:`DECODED` control word out, and the part
+    of it that instruction memory keeps beside the word (``pre``, :data:`PREDECODED`).
 
     Parameters
     ----------
@@ -97,6 +160,7 @@ class Decoder(wiring.Component):
 
     word: In(32)
     dec: Out(DECODED)
+    pre: Out(PREDECODED)
 
     def __init__(self, absent: frozenset[str] = frozenset()) -> None:
         unknown = set(absent) - {i.mnemonic for i in INSTRUCTIONS}
@@ -112,28 +176,23 @@ class Decoder(wiring.Component):
         op = field(w, OP)
         fn = field(w, FN)
 
-        m.d.comb += [
-            d.guard.eq(field(w, PRED)),
-            d.gneg.eq(field(w, PNEG)),
-            d.rd.eq(field(w, RD)),
-            d.rs1.eq(field(w, RS1)),
-            d.rs2.eq(field(w, RS2)),
-            d.rs3.eq(field(w, RS3)),
-            d.fn.eq(fn),
-        ]
-        imm = immediates(w)
+        m.d.comb += [d[name].eq(field(w, fld)) for name, fld in _SLICES.items()]
+        kind = Signal(ImmKind)
         key = Cat(fn, op)  # value = op << FN.width | fn
         with m.Switch(key):
             for instr in INSTRUCTIONS:
                 pattern = f"{instr.opcode:0{OP.width}b}" + (
                     "-" * FN.width if instr.fn is None else f"{instr.fn:0{FN.width}b}")
                 with m.Case(pattern):
-                    self._case(m, instr, imm)
+                    self._case(m, instr, kind)
             with m.Default():
                 m.d.comb += d.illegal.eq(1)
+        m.d.comb += [d.imm.eq(immediate(w, kind)), self.pre.imm_kind.eq(kind),
+                     self.pre.legal.eq(~d.illegal)]
+        m.d.comb += [self.pre[name].eq(d[name]) for name in _KEPT]
         return m
 
-    def _case(self, m: Module, instr: Instr, imm: dict[str, Value]) -> None:
+    def _case(self, m: Module, instr: Instr, kind: Signal) -> None:
         d = self.dec
         w = self.word
         st = _static(instr)
@@ -152,16 +211,16 @@ class Decoder(wiring.Component):
             m.d.comb += d.wr_pred.eq(d.rd[:PRED_INDEX_BITS] != PT)
 
         fmt = instr.fmt
-        if fmt.has("imm11"):
-            m.d.comb += d.imm.eq(imm["imm11"])
-        elif fmt.name == "S":
-            m.d.comb += d.imm.eq(imm["simm"])
-        elif fmt.has("imm16"):
-            m.d.comb += d.imm.eq(imm["imm16s" if instr.operands[1].signed else "imm16u"])
-        elif fmt.has("off21"):
-            m.d.comb += d.imm.eq(imm["off"])
         if _reads_sreg(instr):
-            m.d.comb += d.imm.eq(d.rs1)  # the special register's index
+            m.d.comb += kind.eq(ImmKind.SREG)
+        elif fmt.has("imm11"):
+            m.d.comb += kind.eq(ImmKind.IMM11)
+        elif fmt.name == "S":
+            m.d.comb += kind.eq(ImmKind.SIMM)
+        elif fmt.has("imm16"):
+            m.d.comb += kind.eq(ImmKind.IMM16S if instr.operands[1].signed else ImmKind.IMM16U)
+        elif fmt.has("off21"):
+            m.d.comb += kind.eq(ImmKind.OFF)
 
         used = 0
         for f in used_fields(instr):

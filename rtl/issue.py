@@ -1,8 +1,9 @@
 """Issue selection: which warp's buffered head instruction leaves ``is`` this cycle.
 
 A head may issue when none of the registers and predicates it reads or writes is pending in
-the scoreboard (:func:`needs`), it is not a ``fence`` of a warp with global stores
-outstanding, its warp is not held at a barrier, and, for an SFU instruction, the SFU is free.
+the scoreboard (:func:`needs`, worked out in ``id`` and kept in the entry), it is not a
+``fence`` of a warp with global stores outstanding, its warp is not held at a barrier, and,
+for an SFU instruction, the SFU is free.
 Among the warps whose head may issue, a :class:`RoundRobin` picks one.
 
 The unit also keeps the per-warp state that only issue reads (``layouts.issue_state``): the
@@ -104,9 +105,11 @@ class IssueSelect(wiring.Component):
       round-robin pointer alone.
     """
 
-    def __init__(self, warps: int, regs: int = 32, mma_b_regs: int = 4):
+    def __init__(self, warps: int, regs: int = 32):
         require_positive(warps=warps)
-        self.warps, self.regs, self.mma_b_regs = warps, regs, mma_b_regs
+        if regs != 32:
+            raise ValueError(f"regs must be 32 (the instruction buffer's needs field), not {regs}")
+        self.warps, self.regs = warps, regs
         wb = max(1, (warps - 1).bit_length())
         entry = fields_signature(layouts.id_is())
         super().__init__({
@@ -150,7 +153,7 @@ class IssueSelect(wiring.Component):
             h = heads[w]
             has = self.valid[w]
             is_fence = h.dec.iid == iid("fence")
-            haz_bits = needs(m, h.dec, regs, self.mma_b_regs) & self.pending[w]
+            haz_bits = h.needs[:regs + NUM_PREDS] & self.pending[w]
             haz = haz_bits != 0
             # the hazard is on a register a long-latency instruction will write
             on_long = (haz_bits[:regs] & long_now[w]) != 0

@@ -13,6 +13,7 @@ from __future__ import annotations
 from amaranth import Cat, Signal
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import Out
+from simtgpu.isa import NUM_PREDS
 
 from .isa_consts import InstrId, Lat, Sem
 from .signatures import dim3_layout
@@ -127,8 +128,11 @@ def if_id(warps: int) -> data.StructLayout:
 
 def id_is() -> data.StructLayout:
     """One instruction-buffer entry. ``pc_fault``: the fetch address was past instruction
-    memory (the fault is raised only if the warp gets to issue it)."""
-    return data.StructLayout({"pc": 32, "word": 32, "pc_fault": 1, "dec": DECODED})
+    memory (the fault is raised only if the warp gets to issue it). ``needs``: the
+    scoreboard bits the instruction reads or writes (``issue.needs``, 32 registers then the
+    predicates), worked out in ``id`` so that ``is`` only ANDs them with the pending bits."""
+    return data.StructLayout({"pc": 32, "word": 32, "pc_fault": 1, "dec": DECODED,
+                              "needs": 32 + NUM_PREDS})
 
 
 def is_rr(warps: int) -> data.StructLayout:

@@ -7,7 +7,10 @@ reads or writes is pending, which removes RAW and WAW hazards without forwarding
 
 ``pending`` already excludes the bits cleared in the current cycle, and the register file's
 read ports are transparent to its write port, so a consumer may issue in the same cycle its
-producer writes back.
+producer writes back. The clears are presented a cycle ahead (``clear_next``: the write-backs
+of the next cycle, which the stage before them knows), so that what reaches the issue stage's
+choice each cycle is one gate past flip-flops: the set and the clears come as per-warp masks
+out of registers.
 """
 
 from amaranth import Cat, Const, Module, Mux, Signal
@@ -30,6 +33,11 @@ class Scoreboard(wiring.Component):
         Registers per thread.
     clear_ports:
         Number of independent clear ports (write-back paths).
+
+    ``set`` (an issue) shows in ``pending`` from the next cycle; ``clear_next[i]`` is port
+    ``i``'s write-back of the next cycle: its bit is free in ``pending`` in that cycle (and
+    after). ``reset`` and ``reset_warps`` empty the warps' bits from the next cycle; a set in
+    their cycle is dropped.
     """
 
     def __init__(self, warps: int, regs: int = 32, clear_ports: int = 2):
@@ -44,7 +52,7 @@ class Scoreboard(wiring.Component):
             "reset": In(1),
             "reset_warps": In(warps),
             "set": In(set_port),
-            "clear": In(data.ArrayLayout(port, clear_ports)),
+            "clear_next": In(data.ArrayLayout(port, clear_ports)),
             "pending": Out(data.ArrayLayout(self.width, warps)),
         })
 
@@ -63,25 +71,24 @@ class Scoreboard(wiring.Component):
 
     def elaborate(self, platform) -> Module:
         m = Module()
-        # The set of an issue is registered and ORed in the next cycle, so the issue stage's
-        # choice ends at a few flip-flops rather than at every warp's pending bits; what
-        # ``pending`` shows each cycle is the same. A reset in the set's cycle drops it.
+        # The set of an issue and the clears of the next cycle are registered as per-warp
+        # masks, so the issue stage's choice starts at ``(state | set) & ~clear`` of
+        # flip-flops rather than at the decoding of a register index; what ``pending`` shows
+        # each cycle is that of a same-cycle clear. A reset in the set's cycle drops it.
         state = [Signal(self.width, name=f"pending_w{w}") for w in range(self.warps)]
-        set_q = Signal.like(self.set, name="set_q")
-        m.d.sync += [set_q.eq(self.set),
-                     set_q.en.eq(self.set.en & ~self.reset
-                                 & ~self.reset_warps.bit_select(self.set.warp, 1))]
-        set_bit = self.bit(m, set_q)
-        clr_bits = [self.bit(m, self.clear[i]) for i in range(self.clear_ports)]
+        set_bit = self.bit(m, self.set)
+        clr_bits = [self.bit(m, self.clear_next[i]) for i in range(self.clear_ports)]
         for w in range(self.warps):
-            clr = Signal(self.width, name=f"clr_w{w}")
+            set_q = Signal(self.width, name=f"set_w{w}")
+            clr_q = Signal(self.width, name=f"clr_w{w}")
+            mine = (self.set.warp == w) & ~self.reset & ~self.reset_warps[w]
+            m.d.sync += set_q.eq(Mux(mine, set_bit, 0))
             terms = 0
             for i, b in enumerate(clr_bits):
-                terms = terms | (b & (self.clear[i].warp == w).replicate(self.width))
-            m.d.comb += clr.eq(terms)
+                terms = terms | Mux(self.clear_next[i].warp == w, b, 0)
+            m.d.sync += clr_q.eq(terms)
             now = Signal(self.width, name=f"now_w{w}")
-            held = state[w] | Mux(set_q.warp == w, set_bit, 0)
-            m.d.comb += [now.eq(held & ~clr), self.pending[w].eq(now)]
+            m.d.comb += [now.eq((state[w] | set_q) & ~clr_q), self.pending[w].eq(now)]
             with m.If(self.reset | self.reset_warps[w]):
                 m.d.sync += state[w].eq(0)
             with m.Else():

@@ -7,6 +7,7 @@ from __future__ import annotations
 import random
 from collections import deque
 
+import pytest
 from amaranth.sim import Simulator
 from simtgpu.isa import INSTRUCTIONS, Sem
 from simtgpu.isa.instructions import Space
@@ -293,6 +294,48 @@ def _needs(d: dict, regs: int) -> int:
     return bits
 
 
+def _needs_mma(d: dict, regs: int, b_regs: int) -> int:
+    """An ``mma``'s scoreboard bits: its A, C and D groups of four registers and its B group of
+    ``b_regs`` (bits past the last register are dropped), plus the predicates as any other."""
+    bits = 0
+    for base, n in ((d["rs1"], 4), (d["rs2"], b_regs), (d["rs3"], 4), (d["rd"], 4)):
+        bits |= ((1 << n) - 1) << base
+    return bits & ((1 << regs) - 1) | _needs(d, regs) & ~((1 << regs) - 1)
+
+
+@pytest.mark.parametrize("b_regs", [2, 4])
+def test_needs_against_the_operand_rules(b_regs):
+    """The scoreboard mask ``id`` writes into an instruction-buffer entry, for random decoded
+    fields, ordinary instructions and ``mma`` alike."""
+    from amaranth import Module, Signal
+    from simtgpu.rtl.issue import needs
+    from simtgpu.rtl.layouts import DECODED
+
+    regs = 32
+    dec = Signal(DECODED)
+    m = Module()
+    out = needs(m, dec, regs, b_regs)
+    rng = random.Random(5 + b_regs)
+    flags = ("wr_reg", "wr_pred", "rd_rs1", "rd_rs2", "rd_rs3", "rd_ps1", "rd_ps2", "rd_ps3",
+             "rd_rd")
+
+    async def bench(ctx):
+        for step in range(600):
+            d = {f: rng.random() < 0.4 for f in flags}
+            d.update(rd=rng.randrange(regs), rs1=rng.randrange(regs), rs2=rng.randrange(regs),
+                     rs3=rng.randrange(regs), guard=rng.choice([7, rng.randrange(8)]))
+            mma = rng.random() < 0.3
+            for k, v in d.items():
+                ctx.set(getattr(dec, k), v)
+            ctx.set(dec.sem, RSem.MMA if mma else RSem.INT)
+            want = _needs_mma(d, regs, b_regs) if mma else _needs(d, regs)
+            assert ctx.get(out) == want, (step, d, mma)
+
+    sim = Simulator(m)
+    sim.add_testbench(bench)
+    sim.run()
+
+
 def test_issue_select_against_model():
     """Hazard, parked, structural and eligible per warp; the round-robin pick; the barrier
     hold, long-latency registers and store counts it keeps."""
@@ -323,6 +366,7 @@ def test_issue_select_against_model():
                 for k, v in d.items():
                     ctx.set(getattr(dut.head[w].dec, k), v)
                 ctx.set(dut.head[w].pc_fault, pc_fault)
+                ctx.set(dut.head[w].needs, _needs(d, regs))  # as id works it out (below)
             valid = rng.getrandbits(warps)
             runnable = rng.getrandbits(warps) | rng.getrandbits(warps)
             pending = [rng.getrandbits(regs + 8) & rng.getrandbits(regs + 8) for _ in range(warps)]

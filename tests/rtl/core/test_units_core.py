@@ -18,8 +18,9 @@ def test_scoreboard_random_against_model():
 
     async def bench(ctx):
         model = [0] * warps
+        clr = [0] * warps  # the bits the last cycle's clear_next frees in this one
         for _ in range(600):
-            ports = [dut.set, dut.clear[0], dut.clear[1]]
+            ports = [dut.set, dut.clear_next[0], dut.clear_next[1]]
             drive = []
             for p in ports:
                 en, w, idx, pred = (rng.random() < 0.6, rng.randrange(warps), rng.randrange(32),
@@ -36,19 +37,22 @@ def test_scoreboard_random_against_model():
                 ctx.set(p.idx, idx)
                 ctx.set(p.pred, pred)
                 drive.append((en, w, (regs + (idx & 7)) if pred else idx, group))
-            clr = [0] * warps
-            for en, w, bit, _ in drive[1:]:
-                if en:
-                    clr[w] |= 1 << bit
+            # a block arriving beside others forgets its warps' bits (and their set now)
+            reset_warps = rng.getrandbits(warps) if rng.random() < 0.05 else 0
+            ctx.set(dut.reset_warps, reset_warps)
             for w in range(warps):
                 # pending is bypassed: bits cleared this cycle already read as free
                 assert ctx.get(dut.pending[w]) == model[w] & ~clr[w]
             await ctx.tick()
             for w in range(warps):
-                model[w] &= ~clr[w]
+                model[w] = 0 if reset_warps >> w & 1 else model[w] & ~clr[w]
             en, w, bit, group = drive[0]
-            if en:
+            if en and not reset_warps >> w & 1:
                 model[w] |= (0xF if group else 1) << bit
+            clr = [0] * warps
+            for en, w, bit, _ in drive[1:]:
+                if en:
+                    clr[w] |= 1 << bit
         ctx.set(dut.reset, 1)
         await ctx.tick()
         for w in range(warps):
