@@ -353,9 +353,10 @@ class Lsu(wiring.Component):
                      fpu.b.eq(leader_b),
                      fpu.valid.eq(go_atoms & (a_phase == 1) & (fn == AtomOp.FADD))]
         # every operation but fadd (which waits for the adder) is worked out in phase 2 from
-        # the old word registered in phase 1: the banks' read data goes only into registers
-        computed = atomic_result(m, fn[:_ATOM_BITS], a_old, leader_b, leader_c,
-                                 fpu.result)
+        # the old word and the leader's operands registered in phase 1: neither the banks'
+        # read data nor the choice of the leading lane reaches the comparisons in a cycle
+        a_b, a_c = Signal(32), Signal(32)
+        computed = atomic_result(m, fn[:_ATOM_BITS], a_old, a_b, a_c, fpu.result)
         a_done = Signal()
         with m.If(go_atoms):
             with m.Switch(a_phase):
@@ -363,7 +364,8 @@ class Lsu(wiring.Component):
                     m.d.comb += [sh.req.eq(leader), sh.we.eq(0)]
                     m.d.sync += a_phase.eq(1)
                 with m.Case(1):  # old value is here
-                    m.d.sync += [a_old.eq(old_now), a_phase.eq(2)]
+                    m.d.sync += [a_old.eq(old_now), a_b.eq(leader_b), a_c.eq(leader_c),
+                                 a_phase.eq(2)]
                 with m.Case(2):
                     m.d.sync += [a_new.eq(computed), a_phase.eq(3)]
                 with m.Case(3):  # write, remember the old value for the lane
