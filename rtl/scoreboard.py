@@ -57,16 +57,16 @@ class Scoreboard(wiring.Component):
         })
 
     def bit(self, m: Module, port) -> Signal:
-        """One-hot bit of a port's register or predicate, or zero when not enabled."""
+        """One-hot bit of a port's register or predicate, whatever its ``en`` (the caller
+        ANDs that in last: an issue's ``en`` is the latest signal of its cycle)."""
         one = Signal(self.width)
         # shifts of a one-bit value keep the result within a machine word in simulation
-        with m.If(port.en):
-            with m.If(port.pred):
-                m.d.comb += one.eq(Cat(Const(0, self.regs), 1 << port.idx[:3]))
-            with m.Elif(getattr(port, "group", 0)):
-                m.d.comb += one.eq(0xF << port.idx)
-            with m.Else():
-                m.d.comb += one.eq(1 << port.idx)
+        with m.If(port.pred):
+            m.d.comb += one.eq(Cat(Const(0, self.regs), 1 << port.idx[:3]))
+        with m.Elif(getattr(port, "group", 0)):
+            m.d.comb += one.eq(0xF << port.idx)
+        with m.Else():
+            m.d.comb += one.eq(1 << port.idx)
         return one
 
     def elaborate(self, platform) -> Module:
@@ -82,10 +82,11 @@ class Scoreboard(wiring.Component):
             set_q = Signal(self.width, name=f"set_w{w}")
             clr_q = Signal(self.width, name=f"clr_w{w}")
             mine = (self.set.warp == w) & ~self.reset & ~self.reset_warps[w]
-            m.d.sync += set_q.eq(Mux(mine, set_bit, 0))
+            m.d.sync += set_q.eq(Mux(self.set.en & mine, set_bit, 0))
             terms = 0
             for i, b in enumerate(clr_bits):
-                terms = terms | Mux(self.clear_next[i].warp == w, b, 0)
+                c = self.clear_next[i]
+                terms = terms | Mux(c.en & (c.warp == w), b, 0)
             m.d.sync += clr_q.eq(terms)
             now = Signal(self.width, name=f"now_w{w}")
             m.d.comb += [now.eq((state[w] | set_q) & ~clr_q), self.pending[w].eq(now)]
