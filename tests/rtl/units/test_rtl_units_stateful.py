@@ -197,8 +197,9 @@ def test_regfile_cycles():
 
 class ScoreboardModel:
     """Pending bit per register and predicate per warp; ``pending`` already leaves out the
-    bits cleared in the same cycle; set of this cycle shows the next cycle; reset (of all
-    warps, or of the warps of ``reset_warps``) wins."""
+    bits cleared in the same cycle (which the unit is told a cycle ahead, on ``clear_next``);
+    set of this cycle shows the next cycle; reset (of all warps, or of the warps of
+    ``reset_warps``) wins."""
 
     def __init__(self, warps: int, regs: int):
         self.warps, self.regs = warps, regs
@@ -275,7 +276,12 @@ def test_scoreboard_cycles():
         pending = [p for p in pending if not (reset_warps >> p[0]) & 1]
         stim.append(vec(set_, tuple(clears), reset, reset_warps))
     want = [model.step(v) for v in stim]
-    stim = [{k: v[k] for k in ("reset", "reset_warps", "set", "clear")} for v in stim]
+    # the unit takes each cycle's clears a cycle ahead (``clear_next``): vector k carries
+    # the clears that the model applies in cycle k + 1
+    assert stim[0]["clear"] == 0
+    stim = [{"reset": v["reset"], "reset_warps": v["reset_warps"], "set": v["set"],
+             "clear_next": stim[k + 1]["clear"] if k + 1 < len(stim) else 0}
+            for k, v in enumerate(stim)]
     assert sum(bin(w["pending"]).count("1") for w in want) > 2000
     check_cycles("scoreboard", bld, stim, want, "units_scoreboard_cycles")
 
