@@ -449,9 +449,11 @@ class Core(wiring.Component):
                                    | (sch_if.pc >= self.code_end) | (sch_if.pc[:2] != 0))
 
         # --- id: the control word into the instruction buffer -------------------------------
-        id_dec = decoded(m, imem_r.data.word, imem_r.data.pre, "id_dec")
+        id_word = Signal(32, name="id_word")  # the word in id (waveform tools read it)
+        m.d.comb += id_word.eq(imem_r.data.word)
+        id_dec = decoded(m, id_word, imem_r.data.pre, "id_dec")
         id_entry = port_view(ibuf.entry, layouts.id_is())
-        m.d.comb += [id_entry.pc.eq(if_id.pc), id_entry.word.eq(imem_r.data.word),
+        m.d.comb += [id_entry.pc.eq(if_id.pc), id_entry.word.eq(id_word),
                      id_entry.pc_fault.eq(if_pc_fault), id_entry.dec.eq(id_dec),
                      id_entry.needs.eq(needs(m, id_dec, cfg.regs, mma_shape(L).regs_b))]
         # a fetch that arrives behind a control instruction of its warp is dropped: the warp's

@@ -14,7 +14,7 @@ the stage-boundary registers (``rtl/stages.py``) and the issue decision:
 ========  ===================================================================================
 ``sch``   ``sch_if_d``: the warp picked to fetch this cycle
 ``if``    ``sch_if``: the fetch being read from instruction memory
-``id``    ``if_id``: the word being decoded (``decoder.word``); ``accept`` low drops it
+``id``    ``if_id``: the word being decoded (``id_word``); ``accept`` low drops it
 ``is``    ``is_rr_d``: the instruction issued this cycle (it waited in the buffer before)
 ``rr``    ``is_rr``; ``ex1`` ``rr_ex1``; ``ex2`` ``ex1_ex2``; ``mem`` ``ex2_mem``; ``wb`` ``mem_wb``
 ========  ===================================================================================
@@ -309,7 +309,7 @@ class Pipeline:
     waits: list[list[str]]  # [warp][cycle]
     retire: list[tuple[int, int] | None]  # (warp slot, pc) the retire port showed
     accept: list[int]
-    word: list[int]  # decoder.word (the word being decoded in id)
+    word: list[int]  # id_word (the word being decoded in id)
     deferred: list[int]  # mem_wb.deferred (a late write-back retires it later)
 
 
@@ -321,7 +321,7 @@ def pipeline(dump: Dump, core: int = 0) -> Pipeline:
     p = f"core{core}."
     # the retire port names a warp by its index in its block; the stage registers, like the
     # late write-back unit's own retire port, by its warp slot (several blocks per core)
-    names = ["clk", f"{p}accept", f"{p}decoder.word", f"{p}mem_wb.deferred",
+    names = ["clk", f"{p}accept", f"{p}id_word", f"{p}mem_wb.deferred",
              f"retire__{core}__valid", f"{p}late_wb.retire__warp", f"retire__{core}__pc"]
     for reg in STAGE_SIGNALS.values():
         names += [f"{p}{reg}.valid", f"{p}{reg}.warp", f"{p}{reg}.pc"]
@@ -343,7 +343,7 @@ def pipeline(dump: Dump, core: int = 0) -> Pipeline:
         f"retire__{core}__valid", f"{p}late_wb.retire__warp", f"retire__{core}__pc"))
     retire = [(rw[i], rpc[i]) if rv[i] else None for i in range(len(times))]
     return Pipeline(core, cfg, cycles, stages, stall, waits, retire,
-                    dump.sample(f"{p}accept", times), dump.sample(f"{p}decoder.word", times),
+                    dump.sample(f"{p}accept", times), dump.sample(f"{p}id_word", times),
                     dump.sample(f"{p}mem_wb.deferred", times))
 
 
@@ -640,8 +640,8 @@ def layout_signals(dump: Dump) -> list[tuple[str, list[tuple[str, str]]]]:
                 fields.append(("word", "hex"))
             sigs = [(dump.find(f"{p}{reg}.{f}"), fmt) for f, fmt in fields
                     if dump.has(f"{p}{reg}.{f}")]
-            if st == "id" and dump.has(f"{p}decoder.word"):
-                sigs.append((dump.find(f"{p}decoder.word"), "hex"))
+            if st == "id" and dump.has(f"{p}id_word"):
+                sigs.append((dump.find(f"{p}id_word"), "hex"))
             groups.append((f"core{c} {st}", sigs))
         for w in range(cfg.warps):
             sigs = [(dump.find(f"{p}w{w}_{f}"), fmt) for f, fmt in
