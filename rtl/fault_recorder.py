@@ -146,34 +146,27 @@ class FaultRecorder(wiring.Component):
         # it. ``stop`` (the core stops fetching and issuing) rises at the fault's edge, as
         # does ``dead``.
         iss = self.issue
-        sources = [  # (raised, cause, warp, lanes, pc, word), oldest instruction first
-            (self.mem.valid, self.mem.cause, self.mem.warp, self.mem.lanes, self.mem.pc,
-             self.mem.word),
-            (ex1.stack, ex1.stack_cause, ex1.warp, ex1.lanes, ex1.pc, ex1.word),
-            (ex1.divergent, FaultCause.DIVERGENT_BARRIER, ex1.warp, ex1.lanes, ex1.pc,
-             ex1.word),
-            (ex1.divergent_mma, FaultCause.DIVERGENT_MMA, ex1.warp, ex1.lanes, ex1.pc,
-             ex1.word),
-            (bar.deadlock, FaultCause.BARRIER_DEADLOCK, first, first_live, first_pc,
-             first_word),
-            (iss.valid, Mux(iss.pc_fault, FaultCause.PC_OUT_OF_RANGE,
-                            FaultCause.ILLEGAL_INSTRUCTION),
-             iss.warp, iss.lanes, iss.pc, Mux(iss.pc_fault, 0, iss.word)),
-        ]
-        raised = Cat(src[0] for src in sources)
+        # the sources in order, oldest instruction first, and which capture holds each
+        raised = Cat(self.mem.valid, ex1.stack, ex1.divergent, ex1.divergent_mma,
+                     bar.deadlock, iss.valid)
+        kinds = {"mem": (0,), "ex1": (1, 2, 3), "bar": (4,), "issue": (5,)}
+        ex1_cause = Mux(ex1.stack, ex1.stack_cause,
+                        Mux(ex1.divergent, FaultCause.DIVERGENT_BARRIER,
+                            FaultCause.DIVERGENT_MMA))
+        captures = {  # (cause, warp, lanes, pc, word)
+            "mem": (self.mem.cause, self.mem.warp, self.mem.lanes, self.mem.pc, self.mem.word),
+            "ex1": (ex1_cause, ex1.warp, ex1.lanes, ex1.pc, ex1.word),
+            "bar": (FaultCause.BARRIER_DEADLOCK, first, first_live, first_pc, first_word),
+            "issue": (Mux(iss.pc_fault, FaultCause.PC_OUT_OF_RANGE,
+                          FaultCause.ILLEGAL_INSTRUCTION),
+                      iss.warp, iss.lanes, iss.pc, Mux(iss.pc_fault, 0, iss.word)),
+        }
         taken = ~held & self.running & raised.any()
-        first_q, taken_q = Signal(len(sources)), Signal()
+        first_q, taken_q = Signal(len(raised)), Signal()
         # lowest set bit: the oldest instruction's source
         m.d.sync += [first_q.eq(raised & -raised), taken_q.eq(taken)]
         chosen = Signal(rec.shape())
-        ex1_cause = Signal(FaultCause)  # one capture for ex1's three kinds of fault
-        m.d.comb += ex1_cause.eq(Mux(ex1.stack, ex1.stack_cause,
-                                     Mux(ex1.divergent, FaultCause.DIVERGENT_BARRIER,
-                                         FaultCause.DIVERGENT_MMA)))
-        captures = {"mem": sources[0], "ex1": (None, ex1_cause, *sources[1][2:]),
-                    "bar": sources[4], "issue": sources[5]}
-        kinds = {"mem": (0,), "ex1": (1, 2, 3), "bar": (4,), "issue": (5,)}
-        for name, (_, cause, warp, lanes, pc, word) in captures.items():
+        for name, (cause, warp, lanes, pc, word) in captures.items():
             cap = Signal(rec.shape(), name=f"{name}_fault")
             m.d.sync += [cap.cause.eq(cause), cap.warp.eq(warp), cap.lane_mask.eq(lanes),
                          cap.pc.eq(pc), cap.instr.eq(word), cap.block.eq(self.block)]
