@@ -220,10 +220,13 @@ def render(res, command: str, info: dict[str, str]) -> str:
     design = "core 0's" if res.top == "core" else "the GPU's"
     if res.flow == "ecp5":
         lines += [
-            "yosys `synth_ecp5 -noflatten` (YoWASP build; LUTs mapped by `abc -lut 4`) on "
+            "yosys `synth_ecp5` (YoWASP build; LUTs mapped by `abc -lut 4`) on "
             f"{design} Verilog "
-            f"({res.verilog_lines:,} lines, {res.verilog_bytes / 1e6:.1f} MB), then "
-            "`flatten` and nextpnr-ecp5 `--85k --out-of-context` (LFE5U-85F, no I/O pins)"
+            f"({res.verilog_lines:,} lines, {res.verilog_bytes / 1e6:.1f} MB), "
+            + ("flattened (the netlist that is placed, counted below) and, beside it, per "
+               "unit (`-noflatten`, the area by unit), then "
+               if res.flattened else "per unit (`-noflatten`), then ")
+            + "nextpnr-ecp5 `--85k --out-of-context` (LFE5U-85F, no I/O pins)"
             + (f" with a {res.target_mhz:g} MHz clock constraint" if res.target_mhz else "")
             + f". Tool time: {times}.", "",
             *([f"Register shells (the quick timing loop) in place of: "
@@ -279,7 +282,12 @@ def render(res, command: str, info: dict[str, str]) -> str:
         lines.append(f"| `{mem}` | {what} |")
     cols = COLUMNS if res.flow == "ecp5" else _generic_columns(res)
     head = [SHORT.get(c, c) for c in cols]
-    lines += ["", "Area by unit (synthesised without flattening; `*` sums the per-lane and "
+    whole = ""
+    if res.flattened and res.flow == "ecp5":
+        whole = (f" whole design so {res.unit_cells.get('LUT4', 0):,} LUT4 and "
+                 f"{res.unit_cells.get('TRELLIS_FF', 0):,} flip-flops against the flattened "
+                 f"{res.cells.get('LUT4', 0):,} and {res.cells.get('TRELLIS_FF', 0):,};")
+    lines += ["", f"Area by unit (synthesised without flattening;{whole} `*` sums the per-lane and "
               "per-core copies; a module written once and instantiated, `<Unit>_u<n>`, counts "
               "all its copies, and is also inside the row of the unit holding it: `Core_u0`'s "
               "row includes its lanes' `HalfUnit_u1`):", "",

@@ -5,7 +5,11 @@
 1. yosys ``synth_ecp5 -noflatten``: the design mapped to Lattice ECP5 cells (LUT4, CCU2C carry
    cells, flip-flops, DP16KD block RAM, TRELLIS_DPR16X4 distributed RAM, MULT18X18D), one
    module per Amaranth component, so ``stat`` gives the area of every unit;
-2. ``flatten`` and nextpnr-ecp5 ``--85k --out-of-context`` with a clock constraint: the
+2. beside it, the same synthesis of the flattened design (``synth_ecp5``'s default), the
+   netlist that is placed: logic is optimised and packed into LUTs across the units'
+   boundaries, which a per-module synthesis cannot do (on core 0's control, 7 % fewer LUTs
+   and 41.5 -> 50.2 MHz for the same Verilog: docs/performance.md, "Timing loop");
+3. nextpnr-ecp5 ``--85k --out-of-context`` with a clock constraint on that netlist: the
    achieved Fmax on an LFE5U-85F and the critical path, whose net names (Amaranth hierarchy
    joined by dots, as ``flatten`` writes them) name the unit and the pipeline stage.
 
@@ -43,7 +47,8 @@ if TYPE_CHECKING:
     from simtgpu.rtl.configs import RtlConfig
 
 __all__ = ["DATAPATH_SHELLS", "ECP5_85F", "SynthError", "SynthResult", "load_result",
-           "lut_equivalents", "module_copies", "register_shells", "run_yosys", "synthesize",
+           "lut_equivalents", "module_copies", "register_shells", "run_yosys",
+           "run_yosys_together", "synthesize",
            "synthesize_verilog", "unit_stage"]
 
 # LFE5U-85F resources (Lattice FPGA-DS-02012, table 1.1)
@@ -98,6 +103,10 @@ class SynthResult:
     copies: dict[str, int] = field(default_factory=dict)  # of each module (module_copies)
     routed: bool = True  # False: placed only, ``fmax_mhz`` is nextpnr's estimate after placing
     packed: dict[str, tuple[int, int]] = field(default_factory=dict)  # nextpnr: used, capacity
+    # ``cells`` are the flattened netlist's (what nextpnr places) when ``flattened``, else the
+    # per-unit synthesis's, whose totals ``unit_cells`` always holds
+    unit_cells: dict[str, int] = field(default_factory=dict)
+    flattened: bool = False
 
     @property
     def logic_ns(self) -> float:
@@ -136,11 +145,29 @@ def _run(cmd: list[str], log: Path, what: str) -> None:
 
 def run_yosys(script: str, workdir: Path, name: str = "yosys") -> Path:
     """Run a yosys ``script`` in ``workdir``; returns its log."""
-    ys = workdir / f"{name}.ys"
-    ys.write_text(script)
-    log = workdir / f"{name}.log"
-    _run([*_tool("yosys"), "-q", "-l", log.name, ys.name], workdir / f"{name}.out", "yosys")
-    return log
+    return run_yosys_together({name: script}, workdir)[name]
+
+
+def run_yosys_together(scripts: dict[str, str], workdir: Path) -> dict[str, Path]:
+    """Run the yosys ``scripts`` (by name) in ``workdir`` at the same time, each in its own
+    process; returns their logs by name. The first that fails raises, once all have ended."""
+    procs = {}
+    for name, script in scripts.items():
+        (workdir / f"{name}.ys").write_text(script)
+        out = (workdir / f"{name}.out").open("w")
+        cmd = [*_tool("yosys"), "-q", "-l", f"{name}.log", f"{name}.ys"]
+        procs[name] = (subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT,
+                                        cwd=workdir), out)
+    failed = []
+    for name, (proc, out) in procs.items():
+        if proc.wait():
+            failed.append((name, proc.returncode))
+        out.close()
+    for name, rc in failed:
+        out = workdir / f"{name}.out"
+        tail = "\n".join(out.read_text(errors="replace").splitlines()[-15:])
+        raise SynthError(f"yosys failed (exit {rc}); see {out}:\n{tail}")
+    return {name: workdir / f"{name}.log" for name in scripts}
 
 
 # -- reports -------------------------------------------------------------------------------
@@ -360,20 +387,20 @@ def _shell_body(name: str, body: str) -> str:
 
 # -- the flow --------------------------------------------------------------------------------
 # synth_ecp5 up to its LUT mapping, then ABC (not ABC9: yosys 0.70's ABC9 fails an internal
-# assertion when it reintegrates the LSU's netlist of an unflattened design), then the rest
-ECP5_SCRIPT = """\
+# assertion when it reintegrates the LSU's netlist of an unflattened design; on the flattened
+# core it works, but takes 12 % more LUTs than ABC for 2 % more speed), then the rest. The
+# hierarchical run gives each unit's area; the flattened one the netlist that is placed.
+_ECP5_STEPS = """\
 read_verilog {verilog}
-synth_ecp5 -top {top} -noflatten -run :map_luts
+synth_ecp5 -top {top} {hier} -run :map_luts
 techmap -map +/lattice/latches_map.v
 abc -lut 4
 clean
-synth_ecp5 -top {top} -noflatten -run map_cells:
-tee -q -o stat.json stat -json
-flatten
-opt_clean -purge
-tee -q -o stat_flat.json stat -json
-write_json netlist.json
+synth_ecp5 -top {top} {hier} -run map_cells:
 """
+ECP5_SCRIPT = _ECP5_STEPS.replace("{hier}", "-noflatten") + "tee -q -o stat.json stat -json\n"
+ECP5_FLAT_SCRIPT = (_ECP5_STEPS.replace("{hier} ", "")
+                    + "tee -q -o stat_flat.json stat -json\nwrite_json netlist.json\n")
 GENERIC_SCRIPT = """\
 read_verilog {verilog}
 synth -top {top} -run begin:fine
@@ -474,7 +501,10 @@ def synthesize_verilog(name: str, text: str, top: str, workdir: Path, freq_mhz: 
 
     vfile = workdir / f"{top}.v"
     vfile.write_text(text)
-    result = _synth_stage(name, top, workdir, vfile, flow, progress, stage)
+    for stale in ("netlist.json", "stat_flat.json", "report.json", "nextpnr.log"):
+        (workdir / stale).unlink(missing_ok=True)  # an earlier run's must not be read back
+    result = _synth_stage(name, top, workdir, vfile, flow, progress, stage,
+                          flat=flow == "ecp5" and place)
     result.verilog_lines, result.verilog_bytes = text.count("\n"), len(text)
     result.stage_seconds = times
     (workdir / "times.json").write_text(json.dumps(times))
@@ -497,7 +527,8 @@ def load_result(name: str, top: str, workdir: Path, flow: str = "ecp5") -> Synth
     cells, units = hierarchy_totals(stat, top, copies)
     res = SynthResult(name, flow, cells, units, memory_mapping(log, top),
                       verilog_lines=text.count("\n"), verilog_bytes=len(text), top=top,
-                      copies=copies)
+                      copies=copies, unit_cells=cells)
+    _read_flat(res, workdir, top)
     times = workdir / "times.json"
     if times.exists():
         res.stage_seconds = json.loads(times.read_text())
@@ -518,18 +549,31 @@ def _read_report(result: SynthResult, report: dict, top: str) -> None:
     result.path = critical_path(report, top, [u for u, _ in result.units])
 
 
-def _synth_stage(name, top, workdir, vfile, flow, progress, stage) -> SynthResult:
-    script = (ECP5_SCRIPT if flow == "ecp5" else GENERIC_SCRIPT).format(
-        verilog=vfile.name, top=top)
-    progress(f"synth {name}: yosys {'synth_ecp5' if flow == 'ecp5' else 'synth (generic)'}")
+def _synth_stage(name, top, workdir, vfile, flow, progress, stage, flat: bool) -> SynthResult:
+    scripts = {"yosys": (ECP5_SCRIPT if flow == "ecp5" else GENERIC_SCRIPT)}
+    if flat:
+        scripts["yosys_flat"] = ECP5_FLAT_SCRIPT
+    progress(f"synth {name}: yosys {'synth_ecp5' if flow == 'ecp5' else 'synth (generic)'}"
+             + (", per unit and flattened, side by side" if flat else ""))
     t = time.monotonic()
-    log = run_yosys(script, workdir)
+    logs = run_yosys_together({k: v.format(verilog=vfile.name, top=top)
+                               for k, v in scripts.items()}, workdir)
     stage("yosys", t)
     stat = json.loads((workdir / "stat.json").read_text())
     copies = module_copies(stat, top)
     cells, units = hierarchy_totals(stat, top, copies)
-    mems = memory_mapping(log.read_text(errors="replace"), top)
-    return SynthResult(name, flow, cells, units, mems, copies=copies)
+    mems = memory_mapping(logs["yosys"].read_text(errors="replace"), top)
+    res = SynthResult(name, flow, cells, units, mems, copies=copies, unit_cells=cells)
+    _read_flat(res, workdir, top)
+    return res
+
+
+def _read_flat(result: SynthResult, workdir: Path, top: str) -> None:
+    """The whole design's cells as placed (the flattened synthesis), when it ran."""
+    stat = workdir / "stat_flat.json"
+    if stat.exists():
+        result.cells = hierarchy_totals(json.loads(stat.read_text()), top)[0]
+        result.flattened = True
 
 
 def _pnr_stage(result, name, top, workdir, freq_mhz, seed, progress, stage,

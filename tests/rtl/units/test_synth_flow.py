@@ -2,6 +2,7 @@
 memories become, nextpnr-ecp5 out of context, Fmax and the critical path; and the report
 helpers on hand-made inputs. The whole GPU is ``make synth``'s (minutes), not the regression's."""
 
+import json
 import re
 
 import pytest
@@ -27,6 +28,9 @@ def test_shared_memory_banks_become_block_ram(tmp_path) -> None:
     assert res.cells["DP16KD"] == 4
     assert res.cells.get("TRELLIS_FF", 0) < 4 * 256  # far fewer than one per RAM bit
     assert res.fmax_mhz is None and set(res.stage_seconds) == {"yosys"}
+    # nothing to place, so only the per-unit synthesis ran: its totals are the design's
+    assert not res.flattened and res.cells == res.unit_cells
+    assert not (tmp_path / "netlist.json").exists()
     # --report-only reads the same figures back from the work directory
     again = synth.load_result("shared", "shared", tmp_path)
     assert (again.cells, again.units, again.memories) == (res.cells, res.units, res.memories)
@@ -57,6 +61,13 @@ def test_place_and_route_gives_fmax_and_path(tmp_path) -> None:
     assert abs(sum(s.delay_ns for s in res.path) - 1000 / res.fmax_mhz) < 0.05
     assert "sch" in {s.unit for s in res.path}
     assert set(res.stage_seconds) == {"yosys", "nextpnr"}
+    # nextpnr placed the flattened netlist (one module, the round robin's logic inside it),
+    # whose flip-flops are counted (the per-unit synthesis named the sub-unit: above)
+    netlist = json.loads((tmp_path / "netlist.json").read_text())["modules"]
+    design = {m for m, v in netlist.items()
+              if not {"blackbox", "whitebox"} & set(v.get("attributes", {}))}
+    assert res.flattened and design == {"top"}
+    assert res.cells["TRELLIS_FF"] == res.unit_cells["TRELLIS_FF"] >= 8 + 3
 
 
 def test_place_only_gives_the_fit_and_an_estimate(tmp_path) -> None:
