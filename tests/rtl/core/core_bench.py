@@ -127,12 +127,44 @@ def per_warp(lines: list[dict]) -> dict[tuple, list[tuple]]:
     return out
 
 
+_SIMULATORS: dict[str, tuple[Simulator, CoreBench, list]] = {}
+_KEEP = 4  # simulators kept per test process (a few hundred MB each at most)
+
+
+def _simulator(cfg: RtlConfig) -> tuple[Simulator, CoreBench, list]:
+    """The simulator of a core of ``cfg`` with its memory, built once per test process and
+    reset (:meth:`Simulator.reset`: every signal, memory and testbench back to its start)
+    before each run: building it, the design's elaboration and the simulator's compiled code,
+    takes about 10 s for ``tiny``'s core, more than most kernels take to run. Its one
+    testbench runs whatever the holder (the list) names."""
+    key = repr(cfg)
+    if key not in _SIMULATORS:
+        if len(_SIMULATORS) >= _KEEP:
+            del _SIMULATORS[next(iter(_SIMULATORS))]
+        bench = CoreBench(cfg)
+        sim = Simulator(bench)
+        sim.add_clock(1e-8)
+        job: list = []
+
+        async def run_job(ctx):
+            await job[0](ctx)
+
+        sim.add_testbench(run_job)
+        _SIMULATORS[key] = (sim, bench, job)
+    return _SIMULATORS[key]
+
+
 def run_rtl(cfg: RtlConfig, launch: Launch, max_cycles: int = 20000,
             trace_retire: bool = False, vcd: str | None = None,
             after_fault: int = 0) -> RtlResult:
     """Run ``launch`` on one core. ``after_fault``: cycles to keep recording the retire port
     once the fault is raised (to check that nothing younger of the faulting warp retires)."""
-    bench = CoreBench(cfg)
+    if vcd:  # a simulator of its own, so the waveform holds this run alone
+        bench = CoreBench(cfg)
+        sim = Simulator(bench)
+        sim.add_clock(1e-8)
+    else:
+        sim, bench, job = _simulator(cfg)
     core, model = bench.core, bench.mem
     lw = cfg.line_words
     line_bytes = 4 * lw
@@ -145,9 +177,6 @@ def run_rtl(cfg: RtlConfig, launch: Launch, max_cycles: int = 20000,
     perf_names = ("issued", "stall_scoreboard", "stall_memory", "stall_barrier",
                   "stall_structural", "stall_idle", "mem_transactions")
     result.perf = {n: 0 for n in perf_names}
-
-    sim = Simulator(bench)
-    sim.add_clock(1e-8)
 
     async def bench_proc(ctx):
         for line in range(PARAM_ADDR // line_bytes, lines_used):
@@ -237,10 +266,13 @@ def run_rtl(cfg: RtlConfig, launch: Launch, max_cycles: int = 20000,
             out += int(value).to_bytes(line_bytes, "little")
         result.memory = bytes(out[:len(launch.memory)])
 
-    sim.add_testbench(bench_proc)
     if vcd:
+        sim.add_testbench(bench_proc)
         with sim.write_vcd(vcd):
             sim.run()
     else:
+        if job:  # run before (a new simulator is at its start already)
+            sim.reset()
+        job[:] = [bench_proc]
         sim.run()
     return result
