@@ -284,9 +284,10 @@ def render(res, command: str, info: dict[str, str]) -> str:
     head = [SHORT.get(c, c) for c in cols]
     whole = ""
     if res.flattened and res.flow == "ecp5":
-        whole = (f" whole design so {res.unit_cells.get('LUT4', 0):,} LUT4 and "
-                 f"{res.unit_cells.get('TRELLIS_FF', 0):,} flip-flops against the flattened "
-                 f"{res.cells.get('LUT4', 0):,} and {res.cells.get('TRELLIS_FF', 0):,};")
+        whole = (f" {res.unit_cells.get('LUT4', 0):,} LUT4 and "
+                 f"{res.unit_cells.get('TRELLIS_FF', 0):,} flip-flops in all, against the "
+                 f"flattened netlist's {res.cells.get('LUT4', 0):,} and "
+                 f"{res.cells.get('TRELLIS_FF', 0):,};")
     lines += ["", f"Area by unit (synthesised without flattening;{whole} `*` sums the per-lane and "
               "per-core copies; a module written once and instantiated, `<Unit>_u<n>`, counts "
               "all its copies, and is also inside the row of the unit holding it: `Core_u0`'s "
