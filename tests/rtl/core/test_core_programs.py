@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import core_bench
 import numpy as np
 import pytest
 from core_bench import DATA_ADDR, launch_from_asm, run_iss, run_rtl, small_config
@@ -141,3 +142,19 @@ def test_new_atomics_one_warp(start):
     got = np.frombuffer(rtl.memory, "<u4")
     cas_old = got[5 * 16:5 * 16 + lanes]
     assert cas_old[0] == start and cas_old[1] == swap[0]  # both compares hit
+
+
+def test_a_reset_simulator_runs_as_a_fresh_one():
+    """``run_rtl`` keeps one simulator per configuration and resets it between runs (the
+    build costs more than most runs): a run after others, one of them stopped mid-kernel by
+    an assertion, gives what a fresh simulator gives, cycle for cycle."""
+    cfg = CONFIGS["tiny"]()
+    first = launch_from_asm(chain_program(3), "k", (1,), (8,), [DATA_ADDR], bytes(64 * 15))
+    other = launch_from_asm(chain_program(0), "k", (1,), (8,), [DATA_ADDR], bytes(64 * 15))
+    run_rtl(cfg, other)
+    with pytest.raises(AssertionError, match="did not finish"):
+        run_rtl(cfg, first, max_cycles=40)
+    reused = run_rtl(cfg, first, trace_retire=True)
+    core_bench._SIMULATORS.pop(repr(cfg))
+    fresh = run_rtl(cfg, first, trace_retire=True)
+    assert reused.retired and reused == fresh
