@@ -388,7 +388,7 @@ def _shell_body(name: str, body: str) -> str:
 # -- the flow --------------------------------------------------------------------------------
 # synth_ecp5 up to its LUT mapping, then ABC (not ABC9: yosys 0.70's ABC9 fails an internal
 # assertion when it reintegrates the LSU's netlist of an unflattened design; on the flattened
-# core it works, but takes 12 % more LUTs than ABC for 2 % more speed), then the rest. The
+# core it works, but takes 20 % more LUTs than ABC for 2 % more speed), then the rest. The
 # hierarchical run gives each unit's area; the flattened one the netlist that is placed.
 _ECP5_STEPS = """\
 read_verilog {verilog}
