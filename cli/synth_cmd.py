@@ -283,7 +283,7 @@ def render(res, command: str, info: dict[str, str]) -> str:
     cols = COLUMNS if res.flow == "ecp5" else _generic_columns(res)
     head = [SHORT.get(c, c) for c in cols]
     whole = ""
-    if res.flattened and res.flow == "ecp5":
+    if res.flattened:
         whole = (f" {res.unit_cells.get('LUT4', 0):,} LUT4 and "
                  f"{res.unit_cells.get('TRELLIS_FF', 0):,} flip-flops in all, against the "
                  f"flattened netlist's {res.cells.get('LUT4', 0):,} and "

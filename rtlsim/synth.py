@@ -154,15 +154,11 @@ def run_yosys_together(scripts: dict[str, str], workdir: Path) -> dict[str, Path
     procs = {}
     for name, script in scripts.items():
         (workdir / f"{name}.ys").write_text(script)
-        out = (workdir / f"{name}.out").open("w")
         cmd = [*_tool("yosys"), "-q", "-l", f"{name}.log", f"{name}.ys"]
-        procs[name] = (subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT,
-                                        cwd=workdir), out)
-    failed = []
-    for name, (proc, out) in procs.items():
-        if proc.wait():
-            failed.append((name, proc.returncode))
-        out.close()
+        with (workdir / f"{name}.out").open("w") as out:  # the child keeps its own handle
+            procs[name] = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT,
+                                           cwd=workdir)
+    failed = [(name, proc.returncode) for name, proc in procs.items() if proc.wait()]
     for name, rc in failed:
         out = workdir / f"{name}.out"
         tail = "\n".join(out.read_text(errors="replace").splitlines()[-15:])

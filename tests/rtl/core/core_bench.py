@@ -128,7 +128,7 @@ def per_warp(lines: list[dict]) -> dict[tuple, list[tuple]]:
 
 
 _SIMULATORS: dict[str, tuple[Simulator, CoreBench, list]] = {}
-_KEEP = 4  # simulators kept per test process (a few hundred MB each at most)
+_KEEP = 4  # simulators kept per test process (each holds a whole core's state)
 
 
 def _simulator(cfg: RtlConfig) -> tuple[Simulator, CoreBench, list]:
