@@ -7,7 +7,11 @@ write port, so a value written back in the cycle its consumer issues is read by 
 low holds the read data (the pipeline is stalled with the instruction in ``rr``).
 
 There is one write port, shared by ``wb`` and the late write-back of global loads and the SFU;
-each lane has its own write enable (guarded-off lanes keep their value).
+each lane has its own write enable (guarded-off lanes keep their value). The write is
+registered: it reaches the RAMs at the next edge, so the choice among the writers upstream and
+the RAMs' write enables are in different cycles. A read in the cycle the write is presented
+takes the written lanes from that register (the bypass) and the others from the RAM, as the
+RAMs' transparency did when they wrote at once; to its users the port behaves as before.
 
 Every register of a new block reads as zero. Rather than writing zeros to all
 ``warps * regs`` entries when a block starts (a cycle per entry), ``clear`` (or
@@ -64,39 +68,60 @@ class RegFile(wiring.Component):
         def is_written(addr):
             return written[addr[rb:]].bit_select(addr[:rb], 1)
 
+        # The write as presented (its written bits are set and tested at the next edge, as
+        # the RAMs take it): cancelled by a clear of its warp in the same cycle, which wins.
+        warp_of = self.waddr[rb:]
+        cleared = self.clear | Array(self.clear_warps)[warp_of]
+        wq_we = Signal(self.lanes)
+        wq_addr = Signal.like(self.waddr)
+        wq_data = Signal.like(self.wdata)
+        m.d.sync += [wq_we.eq(Mux(cleared, 0, self.we)), wq_addr.eq(self.waddr),
+                     wq_data.eq(self.wdata)]
+        writing = wq_we != 0
         first = Signal()  # this write is the entry's first since clear
-        m.d.comb += first.eq(~is_written(self.waddr))
-        writing = self.we != 0
+        m.d.comb += first.eq(~is_written(wq_addr))
         for w in range(self.warps):
             with m.If(self.clear | self.clear_warps[w]):
                 m.d.sync += written[w].eq(0)
-            with m.Elif(writing & (self.waddr[rb:] == w)):
-                m.d.sync += written[w].eq(written[w] | (1 << self.waddr[:rb]))
+            with m.Elif(writing & (wq_addr[rb:] == w)):
+                m.d.sync += written[w].eq(written[w] | (1 << wq_addr[:rb]))
         # Whether each read port's entry holds data, as the RAMs' read data has it: at the
         # read's edge the written bits take that cycle's write and clear as the RAMs do, so
         # in the cycle after a read the entry's bit at the registered address is the answer
         # (kept while ``ren`` is low, as the data is). Looked up after the edge rather than
         # before it, the choice of one bit of ``warps * regs`` runs beside the RAMs' read, not
-        # after the issue stage's choice of the address.
+        # after the issue stage's choice of the address. A read of the entry whose write is
+        # presented in its cycle finds the bit as it was before that write: clear, the lanes
+        # that do not write read zero (a first write zeroes them); set, the RAM's old value.
         fresh = Signal()  # the last cycle read
         m.d.sync += fresh.eq(self.ren)
         valid = [Signal(name=f"rvalid{p}") for p in range(self.READ_PORTS)]
+        bypass = [Signal(self.lanes, name=f"bypass{p}") for p in range(self.READ_PORTS)]
         for p in range(self.READ_PORTS):
             addr_q = Signal.like(self.raddr[p], name=f"raddr{p}_q")
             held = Signal(name=f"rvalid{p}_held")
             with m.If(self.ren):
-                m.d.sync += addr_q.eq(self.raddr[p])
+                m.d.sync += [addr_q.eq(self.raddr[p]),
+                             bypass[p].eq(Mux((self.raddr[p] == self.waddr) & ~cleared,
+                                              self.we, 0))]
             m.d.comb += valid[p].eq(Mux(fresh, is_written(addr_q), held))
             m.d.sync += held.eq(valid[p])
+        # the bypassed lanes' data: the write register's in the cycle after the read, kept
+        # while the read data is held (the write register moves on)
+        bdata, bdata_held = Signal.like(self.wdata), Signal.like(self.wdata)
+        m.d.comb += bdata.eq(Mux(fresh, wq_data, bdata_held))
+        m.d.sync += bdata_held.eq(bdata)
         for lane in range(self.lanes):
             mem = Memory(shape=32, depth=entries, init=[])
             m.submodules[f"lane{lane}"] = mem
             wp = mem.write_port()
-            m.d.comb += [wp.addr.eq(self.waddr),
-                         wp.data.eq(Mux(self.we[lane], self.wdata[lane], 0)),
-                         wp.en.eq(Mux(first & writing, 1, self.we[lane]))]
+            m.d.comb += [wp.addr.eq(wq_addr),
+                         wp.data.eq(Mux(wq_we[lane], wq_data[lane], 0)),
+                         wp.en.eq(Mux(first & writing, 1, wq_we[lane]))]
             for p in range(self.READ_PORTS):
                 rp = mem.read_port(domain="sync", transparent_for=(wp,))
                 m.d.comb += [rp.addr.eq(self.raddr[p]), rp.en.eq(self.ren),
-                             self.rdata[p][lane].eq(Mux(valid[p], rp.data, 0))]
+                             self.rdata[p][lane].eq(
+                                 Mux(bypass[p][lane], bdata[lane],
+                                     Mux(valid[p], rp.data, 0)))]
         return m

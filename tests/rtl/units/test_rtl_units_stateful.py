@@ -108,12 +108,13 @@ def run_closed_loop(model: Any, env: Callable[[int, Vector | None], Vector], cyc
 
 class RegFileModel:
     """Synchronous read ports, transparent to the write of the same cycle, held while ``ren``
-    is low; ``clear`` makes every entry read as zero until written, and the first write of an
-    entry after clear stores zeros in the lanes that do not write."""
+    is low; ``clear`` (every warp) or ``clear_warps`` (some) makes their entries read as zero
+    until written, wins over a write of the same cycle, and the first write of an entry after
+    it stores zeros in the lanes that do not write."""
 
-    def __init__(self, entries: int, lanes: int, ports: int, addr_bits: int):
+    def __init__(self, entries: int, lanes: int, ports: int, addr_bits: int, regs: int = 32):
         self.entries, self.lanes, self.ports = entries, lanes, ports
-        self.addr_bits = addr_bits
+        self.addr_bits, self.regs = addr_bits, regs
         self.mem = [[0] * lanes for _ in range(entries)]
         self.written = [False] * entries
         self.q = [[0] * lanes for _ in range(ports)]
@@ -123,8 +124,10 @@ class RegFileModel:
         raddr = unpack(v["raddr"], self.addr_bits, self.ports)
         we = bits(v["we"], self.lanes)
         wdata = unpack(v["wdata"], 32, self.lanes)
-        writing = any(we)
         wa = v["waddr"]
+        cleared = [bool(v["clear"] or v.get("clear_warps", 0) >> (a // self.regs) & 1)
+                   for a in range(self.entries)]
+        writing = any(we) and not cleared[wa]
         new = list(self.mem[wa])
         if writing:
             first = not self.written[wa]
@@ -135,29 +138,31 @@ class RegFileModel:
                     new[lane] = 0
         if v["ren"]:
             for p, a in enumerate(raddr):
-                holds = (self.written[a] or (writing and wa == a)) and not v["clear"]
+                holds = (self.written[a] or (writing and wa == a)) and not cleared[a]
                 word = new if (writing and wa == a) else self.mem[a]
                 self.q[p] = list(word) if holds else [0] * self.lanes
         if writing:
             self.mem[wa] = new
-        if v["clear"]:
-            self.written = [False] * self.entries
-        elif writing:
+        if writing:
             self.written[wa] = True
+        self.written = [w and not c for w, c in zip(self.written, cleared)]
         return out
 
 
 def regfile_stimulus(rng: random.Random, entries: int, lanes: int, addr_bits: int,
-                     cycles: int) -> list[Vector]:
+                     cycles: int, regs: int = 32) -> list[Vector]:
+    warps = entries // regs
     hot = rng.sample(range(entries), 6)
 
     def addr() -> int:
         return rng.choice(hot) if rng.random() < 0.7 else rng.randrange(entries)
 
-    def vec(ren=1, raddr=(0, 0, 0), we=0, waddr=0, wdata=None, clear=0) -> Vector:
+    def vec(ren=1, raddr=(0, 0, 0), we=0, waddr=0, wdata=None, clear=0,
+            clear_warps=0) -> Vector:
         wdata = wdata if wdata is not None else [rng.getrandbits(32) for _ in range(lanes)]
         return {"ren": ren, "raddr": pack(raddr, addr_bits), "we": we,
-                "waddr": waddr, "wdata": pack(wdata, 32), "clear": clear}
+                "waddr": waddr, "wdata": pack(wdata, 32), "clear": clear,
+                "clear_warps": clear_warps}
 
     full = (1 << lanes) - 1
     a, b = hot[0], hot[1]
@@ -174,11 +179,18 @@ def regfile_stimulus(rng: random.Random, entries: int, lanes: int, addr_bits: in
         vec(clear=1, we=full, waddr=b, raddr=(b, b, b)),  # clear wins over the same write
         vec(raddr=(b, b, b)),
         vec(clear=1, ren=0), vec(ren=0), vec(raddr=(b, a, b)),  # held data survives clear
+        vec(we=full, waddr=a), vec(we=full, waddr=b), vec(raddr=(a, b, a)),
+        # one warp's clear: its entries read zero, the other warp's keep their data, and its
+        # write of the same cycle is lost
+        vec(clear_warps=1 << (a // regs), we=full, waddr=a, raddr=(a, b, a)),
+        vec(raddr=(a, b, a)),
     ]
     while len(stim) < cycles:
         we = 0 if rng.random() < 0.3 else rng.randrange(1, full + 1)
         stim.append(vec(ren=int(rng.random() < 0.85), raddr=(addr(), addr(), addr()),
-                        we=we, waddr=addr(), clear=int(rng.random() < 0.02)))
+                        we=we, waddr=addr(), clear=int(rng.random() < 0.02),
+                        clear_warps=rng.randrange(1, 1 << warps) if rng.random() < 0.03
+                        else 0))
     return stim
 
 
@@ -186,8 +198,8 @@ def test_regfile_cycles():
     bld, rf = build_unit("regfile")
     entries = rf.warps * rf.regs
     rng = random.Random(SEED)
-    stim = regfile_stimulus(rng, entries, rf.lanes, rf.addr_bits, 2500)
-    model = RegFileModel(entries, rf.lanes, rf.READ_PORTS, rf.addr_bits)
+    stim = regfile_stimulus(rng, entries, rf.lanes, rf.addr_bits, 2500, rf.regs)
+    model = RegFileModel(entries, rf.lanes, rf.READ_PORTS, rf.addr_bits, rf.regs)
     want = [model.step(v) for v in stim]
     assert sum(1 for w in want if w["rdata"]) > 1000  # reads do return data
     check_cycles("regfile", bld, stim, want, "units_regfile_cycles")
