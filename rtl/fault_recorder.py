@@ -122,11 +122,16 @@ class FaultRecorder(wiring.Component):
         for w in range(W):
             with m.If(bar.arrive & (bar.warp == w)):
                 m.d.sync += [arrivals[w].bar_word.eq(ex1.word), arrivals[w].bar_pc.eq(ex1.pc)]
-        arrived = Signal(W)
-        m.d.comb += arrived.eq(bar.waiting | Mux(bar.arrive, 1 << bar.warp, 0))
+        # A deadlock's record is read in the cycle after it is raised, from registers: the
+        # warps waiting then (counting the one arriving in the fault's cycle, whose bar's pc
+        # and word are noted by then). The barrier's answer comes late in its cycle (after
+        # the SIMT stack's, through the arrival and the release); a choice of warp and a
+        # 32-bit mux behind it would not fit there.
+        arrived_q = Signal(W)
+        m.d.sync += arrived_q.eq(bar.waiting | Mux(bar.arrive, 1 << bar.warp, 0))
         first = Signal(max(1, (W - 1).bit_length()))
         for w in reversed(range(W)):
-            with m.If(arrived[w]):
+            with m.If(arrived_q[w]):
                 m.d.comb += first.eq(w)
         first_pc, first_live, first_word = Signal(32), Signal(L), Signal(32)
         with m.Switch(first):
@@ -134,9 +139,6 @@ class FaultRecorder(wiring.Component):
                 with m.Case(w):
                     m.d.comb += [first_pc.eq(arrivals[w].bar_pc), first_live.eq(self.live[w]),
                                  first_word.eq(arrivals[w].bar_word)]
-        # the warp arriving now has not had its bar's pc and word noted yet
-        with m.If(bar.arrive & (bar.warp == first)):
-            m.d.comb += [first_pc.eq(ex1.pc), first_word.eq(ex1.word)]
 
         # The record is written in two steps, so that the sources' late signals (the SIMT
         # stack's answer, the LSU's checks) decide only a few flip-flops in their cycle: at
@@ -156,15 +158,17 @@ class FaultRecorder(wiring.Component):
         captures = {  # (cause, warp, lanes, pc, word)
             "mem": (self.mem.cause, self.mem.warp, self.mem.lanes, self.mem.pc, self.mem.word),
             "ex1": (ex1_cause, ex1.warp, ex1.lanes, ex1.pc, ex1.word),
-            "bar": (FaultCause.BARRIER_DEADLOCK, first, first_live, first_pc, first_word),
+            "bar": (FaultCause.BARRIER_DEADLOCK, 0, 0, 0, 0),  # the rest a cycle later
             "issue": (Mux(iss.pc_fault, FaultCause.PC_OUT_OF_RANGE,
                           FaultCause.ILLEGAL_INSTRUCTION),
                       iss.warp, iss.lanes, iss.pc, Mux(iss.pc_fault, 0, iss.word)),
         }
         taken = ~held & self.running & raised.any()
         first_q, taken_q = Signal(len(raised)), Signal()
-        # lowest set bit: the oldest instruction's source
-        m.d.sync += [first_q.eq(raised & -raised), taken_q.eq(taken)]
+        # lowest set bit: the oldest instruction's source (each bit and the bits below it, not
+        # ``raised & -raised``, whose carry chain sits behind the sources' late answers)
+        m.d.sync += [first_q.eq(Cat(raised[k] & ~raised[:k].any() for k in range(len(raised)))),
+                     taken_q.eq(taken)]
         chosen = Signal(rec.shape())
         for name, (cause, warp, lanes, pc, word) in captures.items():
             cap = Signal(rec.shape(), name=f"{name}_fault")
@@ -172,6 +176,9 @@ class FaultRecorder(wiring.Component):
                          cap.pc.eq(pc), cap.instr.eq(word), cap.block.eq(self.block)]
             with m.If(Cat(first_q[k] for k in kinds[name]).any()):
                 m.d.comb += chosen.eq(cap)
+                if name == "bar":
+                    m.d.comb += [chosen.warp.eq(first), chosen.lane_mask.eq(first_live),
+                                 chosen.pc.eq(first_pc), chosen.instr.eq(first_word)]
         with m.If(taken_q):
             m.d.sync += record.eq(chosen)
         valid = Signal()
