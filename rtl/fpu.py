@@ -376,17 +376,21 @@ class Fpu(wiring.Component):
         x = s.x
         raw = Signal(WINDOW + 3, name="c_raw")
         diff = Signal(signed(WINDOW + 2), name="c_diff")
-        # One adder for both: x + y, or x - y as x + ~y + 1 (the carry-in rides in a bit
-        # below both operands), then the magnitude of a difference
+        back = Signal(WINDOW + 1, name="c_back")  # y - x, the magnitude when x - y < 0
+        # One adder for x + y, or x - y as x + ~y + 1 (the carry-in rides in a bit below both
+        # operands), and beside it a second for y - x: the magnitude of a difference is one
+        # of the two, chosen by the first's sign, rather than the first negated after it (a
+        # second carry chain in series with the first)
         sub = s.eff_sub
         m.d.comb += [
             raw.eq(Cat(sub, x, Const(0, WINDOW + 1 - len(x)), Const(0, 1))
                    + Cat(sub, s.y ^ sub.replicate(WINDOW), sub, sub)),
             diff.eq(raw[1:]),
+            back.eq(s.y - x),
         ]
         negative = diff[-1]  # the sign bit: a compare with 0 is a wide compare in Verilator
         m.d.comb += [
-            out.total.eq(Mux(negative, -diff, diff)),
+            out.total.eq(Mux(negative, back, diff)),
             out.sign.eq(Mux(negative, s.sign_y, s.sign_x)),
         ]
         zero, lz = lzc(out.total)
@@ -423,8 +427,13 @@ class Fpu(wiring.Component):
         # MSB at window bit (WINDOW - lead) weighs 2**(e0 + WINDOW - lead - 1).
         m.d.comb += [e_pre.eq(s.e0 + (WINDOW - 1 + 127) - s.lead), e_inc.eq(e_pre + 1)]
         rounded = Signal(25, name="d_rounded")
-        m.d.comb += rounded.eq(mant + (guard & (sticky | mant[0])))
-        carry = rounded[24]  # the significand rounded up to 2.0: its fraction bits are 0
+        round_up = Signal(name="d_round_up")
+        m.d.comb += [round_up.eq(guard & (sticky | mant[0])), rounded.eq(mant + round_up)]
+        # the significand rounded up to 2.0 (its fraction bits are then 0): known from the
+        # significand being all ones, beside the increment's carry chain rather than at its
+        # end, so only the fraction bits wait for the chain
+        carry = Signal(name="d_carry")
+        m.d.comb += carry.eq(round_up & (mant == (1 << 24) - 1))
         huge = Mux(carry, e_pre >= 0xFF - 1, e_pre >= 0xFF)  # overflow rounds to infinity
         sign = s.sign
 
