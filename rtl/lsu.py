@@ -275,12 +275,13 @@ class Lsu(wiring.Component):
                              leader_c.eq(self.cdata[l]), leader.eq(1 << l)]
         line = Signal(32)
         m.d.comb += line.eq(leader_addr & line_mask)
+        # the lanes that go with the leader: its line's (an atomic's pairs are all split, so
+        # the leader alone), from the pairs ex2 worked out rather than from 32-bit compares
+        # behind the leader's choice
+        split = {pair: prep.split[p] for p, pair in enumerate(lane_pairs(lanes))}
         group = Signal(lanes)
-        with m.If(op == LsuOp.ATOM):
-            m.d.comb += group.eq(leader)
-        with m.Else():
-            m.d.comb += group.eq(Cat(rem[l] & ((addr[l] & line_mask) == line)
-                                     for l in range(lanes)))
+        m.d.comb += group.eq(Cat(rem[l] & ~Cat(leader[k] & split[k, l] for k in range(l)).any()
+                                 for l in range(lanes)))
         widx = [addr[l][2:2 + wib] if lw > 1 else Const(0, 1) for l in range(lanes)]
 
         req = self.mem.req.p
