@@ -48,22 +48,29 @@ class WarpUnit(wiring.Component):
         lb = (L - 1).bit_length()
         for l in range(L):
             b = self.b[l]
-            src = Signal(33, name=f"shfl_src{l}")  # wide enough to see out-of-range sources
+            # The source lane in lb + 1 bits, and whether it lies inside the warp: only
+            # rb's low bits take part in the sums, its high bits (zero for any in-range
+            # source but idx's) are one OR beside them, not 33-bit adders in series with
+            # the lane choice
+            low, high_zero = b[:lb], b[lb:] == 0
+            src = Signal(lb + 1, name=f"shfl_src{l}")
+            inside = Signal(name=f"shfl_inside{l}")
             with m.Switch(self.shfl_mode):
                 with m.Case(ShflMode.IDX):
-                    m.d.comb += src.eq(b[:lb])
+                    m.d.comb += [src.eq(low), inside.eq(low < L)]
                 with m.Case(ShflMode.UP):
-                    m.d.comb += src.eq(l - b)
+                    m.d.comb += [src.eq(l - low), inside.eq(high_zero & (low <= l))]
                 with m.Case(ShflMode.DOWN):
-                    m.d.comb += src.eq(l + b)
+                    m.d.comb += [src.eq(l + low), inside.eq(high_zero & (l + low < L))]
                 with m.Case(ShflMode.XOR):
-                    m.d.comb += src.eq(l ^ b)
+                    m.d.comb += [src.eq(l ^ low), inside.eq(high_zero & ((l ^ low) < L))]
             val = Signal(32, name=f"shfl_val{l}")
             m.d.comb += val.eq(self.a[l])
-            with m.Switch(src):
-                for s in range(L):
-                    with m.Case(s):
-                        m.d.comb += val.eq(Mux(self.exec[s], self.a[s], self.a[l]))
+            with m.If(inside):
+                with m.Switch(src[:lb]):
+                    for s in range(L):
+                        with m.Case(s):
+                            m.d.comb += val.eq(Mux(self.exec[s], self.a[s], self.a[l]))
             m.d.comb += self.shfl[l].eq(val)
         taken = self.exec & self.p
         anyv = taken != 0

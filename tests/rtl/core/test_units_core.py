@@ -127,3 +127,38 @@ def test_round_robin_scheduler_is_fair():
     sim.add_testbench(bench)
     sim.run()
     assert grants == [0, 1, 2, 3, 0, 1, 3, 1, 3, 1, 2, 2, None, 0]
+
+
+def test_warp_unit_shuffles_against_the_rule():
+    """Every mode with ``rb`` small, near the warp's edge, huge and all ones: the source lane
+    is used only when inside the warp and executing (the ISS's ``shuffle``)."""
+    from simtgpu.rtl.warp_unit import ShflMode, WarpUnit
+
+    lanes = 4
+    dut = WarpUnit(lanes)
+    sim = Simulator(dut)
+    rng = random.Random(11)
+    picks = [0, 1, 2, 3, 4, 5, 7, 8, 0x10, 0x7FFFFFFF, 0x80000000, 0xFFFFFFFC, 0xFFFFFFFF]
+
+    def want(mode, l, b, a, ex):
+        src = {ShflMode.IDX: b & (lanes - 1), ShflMode.UP: l - b, ShflMode.DOWN: l + b,
+               ShflMode.XOR: l ^ b}[mode]
+        return a[src] if 0 <= src < lanes and ex >> src & 1 else a[l]
+
+    async def bench(ctx):
+        for _ in range(400):
+            mode = rng.choice(list(ShflMode))
+            a = [rng.getrandbits(32) for _ in range(lanes)]
+            b = [rng.choice(picks) if rng.random() < 0.7 else rng.getrandbits(32)
+                 for _ in range(lanes)]
+            ex = rng.randrange(1 << lanes)
+            ctx.set(dut.shfl_mode, mode)
+            ctx.set(dut.exec, ex)
+            for l in range(lanes):
+                ctx.set(dut.a[l], a[l])
+                ctx.set(dut.b[l], b[l])
+            for l in range(lanes):
+                assert ctx.get(dut.shfl[l]) == want(mode, l, b[l], a, ex), (mode, l, b, ex)
+
+    sim.add_testbench(bench)
+    sim.run()
