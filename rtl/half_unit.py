@@ -466,7 +466,8 @@ def fma_terms(m: Module, x, y, z, bf, name: str) -> _Terms:
     lp = Signal(signed(11), name=f"{name}_lp")  # weight of the product's LSB
     m.d.comb += [prod.eq(gx * gy), lp.eq(wx + wy)]
     d = Signal(signed(12), name=f"{name}_d")  # how far z's LSB lies above the product's
-    m.d.comb += d.eq(lz - lp)
+    nd = Signal(signed(12), name=f"{name}_nd")  # -d, from its own subtractor
+    m.d.comb += [d.eq(lz - lp), nd.eq(lp - lz)]
     # the product is zero exactly when a factor's significand is (no multiply needed)
     z_big = Signal(name=f"{name}_zbig")
     m.d.comb += z_big.eq(~zz & (~d[-1] | zx | zy))
@@ -475,9 +476,13 @@ def fma_terms(m: Module, x, y, z, bf, name: str) -> _Terms:
     lbig = Signal(signed(11), name=f"{name}_lbig")
     diff = Signal(11, name=f"{name}_diff")
     m.d.comb += [big.eq(Mux(z_big, gz, prod)), small.eq(Mux(z_big, prod, gz)),
-                 lbig.eq(Mux(z_big, lz, lp)), diff.eq(Mux(z_big, d, -d))]
+                 lbig.eq(Mux(z_big, lz, lp)), diff.eq(Mux(z_big, d, nd))]
+    # the clamp's compare made on both candidates beside the choice between them, not on
+    # the chosen one after it (d, its sign, the choice and a compare were four carry chains
+    # in series)
     dclamp = Signal(range(gap + len(prod) + 2), name=f"{name}_dclamp")
-    m.d.comb += dclamp.eq(Mux(diff > gap + len(prod), gap + len(prod) + 1, diff))
+    limit = gap + len(prod)
+    m.d.comb += dclamp.eq(Mux(Mux(z_big, d[:11] > limit, nd[:11] > limit), limit + 1, diff))
     sub, s_big = Signal(name=f"{name}_sub"), Signal(name=f"{name}_sbig")
     m.d.comb += [s_big.eq(Mux(z_big, sz, sp)), sub.eq(sz ^ sp)]
     nan, prod_inf = Signal(name=f"{name}_nan"), Signal(name=f"{name}_pinf")
@@ -596,6 +601,12 @@ def fma_pack(m: Module, n: _Normal, name: str) -> Signal:
     # increment rides in a bit below both operands)
     enc = Signal(range(0, 1 << 24), name=f"{name}_enc")
     m.d.comb += enc.eq((Cat(up, n.base_enc) + Cat(up, kept))[1:])
+    # enc >= limit (the exponent field all ones or beyond): a compare with the format's
+    # constant, a few LUTs on the encoding's top bits, rather than a comparator with the
+    # chosen limit, a second carry chain behind the adder's
+    over = Signal(name=f"{name}_over")
+    top = enc[15:] != 0
+    m.d.comb += over.eq(top | Mux(n.spec.bf, enc[7:15] == 0xFF, enc[10:15] == 0x1F))
     out = Signal(16, name=f"{name}_out")
     spec = n.spec
     with m.If(spec.nan):
@@ -606,7 +617,7 @@ def fma_pack(m: Module, n: _Normal, name: str) -> Signal:
         m.d.comb += out.eq(Cat(n.limit, spec.sz))
     with m.Elif(n.is_zero):
         m.d.comb += out.eq(Cat(Const(0, 15), spec.sp & spec.sz))
-    with m.Elif(enc >= n.limit):
+    with m.Elif(over):
         m.d.comb += out.eq(Cat(n.limit, n.sign))
     with m.Else():
         m.d.comb += out.eq(Cat(enc[:15], n.sign))
