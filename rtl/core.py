@@ -601,11 +601,10 @@ class Core(wiring.Component):
 
         m.submodules.rr_ex1 = rr_ex1_st = Stage("rr_ex1", uop)
         rr_ex1 = rr_ex1_st.q
-        # the younger instructions of a faulting warp are dropped as they enter ex1 from the
-        # cycle after the fault, and do nothing in ex1 in that cycle (rtl/fault_recorder.py:
-        # gone, a register: the SIMT stack's fault comes too late in its cycle to gate a stage)
+        # the younger instructions of a faulting warp are dropped as they enter ex1
+        # (rtl/fault_recorder.py: kill)
         m.d.comb += [rr_ex1_st.stall.eq(stall), rr_ex1_st.d.eq(rr),
-                     rr_ex1_st.d.valid.eq(rr.valid & ~fr.gone.bit_select(rr.warp, 1))]
+                     rr_ex1_st.d.valid.eq(rr.valid & ~fr.kill.bit_select(rr.warp, 1))]
         for l in range(L):
             with m.If(d.sem == RSem.SREG):
                 m.d.comb += rr_ex1_st.d.b[l].eq(sreg_val[l])
@@ -696,13 +695,11 @@ class Core(wiring.Component):
         # way (rtl/fault_recorder.py).
         mem_hold = Signal()
         acted = Signal()
-        x_ok = Signal()  # ex1 holds an instruction of a warp that has not faulted
-        m.d.comb += x_ok.eq(x.valid & ~fr.gone.bit_select(x.warp, 1))
-        ex1_block = x_ok & is_simt & ~stack.ready & ~acted
+        ex1_block = x.valid & is_simt & ~stack.ready & ~acted
         m.d.comb += stall.eq(mem_hold | ex1_block)
-        leaving = x_ok & ~stall  # the SFU and the matrix unit start as it leaves
+        leaving = x.valid & ~stall  # the SFU and the matrix unit start as it leaves
         acting = Signal()
-        m.d.comb += acting.eq(x_ok & ~acted & ~ex1_block)
+        m.d.comb += acting.eq(x.valid & ~acted & ~ex1_block)
         m.d.sync += acted.eq(stall & (acted | acting))
         m.d.comb += [stack.valid.eq(acting & is_simt), stack.warp.eq(x.warp),
                      stack.pc.eq(x.pc), stack.target.eq(x.pc + xd.imm),
@@ -745,13 +742,9 @@ class Core(wiring.Component):
         # --- ex2: multiplier results ---------------------------------------------------------
         m.submodules.ex1_ex2 = ex1_ex2_st = Stage("ex1_ex2", uop)
         ex1_ex2 = ex1_ex2_st.q
-        # ... and as they leave it; an instruction that faults as it leaves ex1 goes on to
-        # ex2 marked, and is dropped as it leaves ex2 (nothing in ex2 acts)
-        ex2_faulted = Signal()
-        with m.If(~stall):
-            m.d.sync += ex2_faulted.eq(fr.ex1.stack | fr.ex1.divergent | fr.ex1.divergent_mma)
+        # ... and as they leave it, with an instruction that faults as it leaves ex1
         m.d.comb += [ex1_ex2_st.stall.eq(stall), ex1_ex2_st.d.eq(ex1),
-                     ex1_ex2_st.d.valid.eq(x_ok)]
+                     ex1_ex2_st.d.valid.eq(ex1.valid & ~fr.kill.bit_select(x.warp, 1))]
         ex2 = split_signal(uop, "ex2")
         m.d.comb += ex2.eq(ex1_ex2)
         for l in range(L):
@@ -818,7 +811,7 @@ class Core(wiring.Component):
         ex2_mem = ex2_mem_st.q
         # mem may move on while ex1 is held: a bubble enters mem then
         m.d.comb += [ex2_mem_st.stall.eq(mem_hold), ex2_mem_st.kill.eq(stall),
-                     ex2_mem_st.d.eq(ex2), ex2_mem_st.d.valid.eq(ex2.valid & ~ex2_faulted)]
+                     ex2_mem_st.d.eq(ex2)]
         y = ex2_mem
         mem_prep = split_signal(lsu_prep.q.shape(), "ex2_mem_lsu")
         with m.If(~mem_hold):  # loaded with ex2_mem (a bubble's is never looked at)

@@ -15,12 +15,9 @@ where the fault is raised:
   next cycle); the core drops their instructions as they reach ``mem``.
 - in ``ex1`` (as the instruction acts: its first cycle there in which the SIMT stack can
   take it, even while ``mem`` holds): the faulting instruction and everything of the warp
-  behind ``ex1``; the older ones in ``ex2`` and ``mem`` complete. ``gone`` names these
-  warps and the ``mem`` ones from the next cycle (a register: the SIMT stack's answer comes
-  too late in its cycle to gate a stage): the core drops their instructions as they enter
-  and as they leave ``ex1``, lets nothing of them act in ``ex1``, and marks the faulting
-  instruction itself as it leaves ``ex1`` in the fault's cycle, to drop it as it leaves
-  ``ex2``, where nothing acts.
+  behind ``ex1``; the older ones in ``ex2`` and ``mem`` complete. ``kill`` names these
+  warps and the ``mem`` ones, already in the cycle of the fault; the core drops their
+  instructions as they enter and as they leave ``ex1``.
 - at issue (an illegal head) and in a barrier deadlock: nothing younger of the warp has been
   issued (a ``bar`` holds its warp's issue), so nothing is dropped; the deadlocking ``bar``
   retires, as on the ISS.
@@ -76,8 +73,8 @@ class FaultRecorder(wiring.Component):
     cycle later; they stay high and the record unchanged until ``flush`` clears them (a
     fault raised in the flush cycle is still recorded). From the first fault until ``flush``
     (while ``running`` or a fault is held): ``dead`` holds, from the next cycle, each warp
-    that raised a fault in ``mem``, and ``gone`` each that raised one in ``mem`` or
-    ``ex1``.
+    that raised a fault in ``mem``; ``kill`` holds each warp that raises or raised one in
+    ``mem`` or ``ex1``, already in the cycle it is raised.
     """
 
     def __init__(self, warps: int, lanes: int):
@@ -98,7 +95,7 @@ class FaultRecorder(wiring.Component):
             "fault": Out(fault_signature(lanes)),
             "stop": Out(1),
             "dead": Out(warps),
-            "gone": Out(warps),
+            "kill": Out(warps),
         })
 
     def elaborate(self, platform) -> Module:
@@ -117,7 +114,9 @@ class FaultRecorder(wiring.Component):
                      raised_ex1.eq(Mux(ex1.stack | ex1.divergent | ex1.divergent_mma,
                                        1 << ex1.warp, 0))]
         dead_mem, dead_ex1 = Signal(W), Signal(W)
-        m.d.comb += [self.dead.eq(dead_mem), self.gone.eq(dead_mem | dead_ex1)]
+        m.d.comb += [self.dead.eq(dead_mem),
+                     self.kill.eq(dead_mem | dead_ex1 | Mux(held | self.running,
+                                                            raised_mem | raised_ex1, 0))]
 
         arrivals = layouts.per_warp(layouts.bar_arrival(), W)
         for w in range(W):
@@ -187,13 +186,9 @@ class FaultRecorder(wiring.Component):
         m.d.comb += self.fault.valid.eq(valid)
 
         with m.If(self.flush):
-            m.d.sync += held.eq(0)
+            m.d.sync += [held.eq(0), dead_mem.eq(0), dead_ex1.eq(0)]
+        with m.Elif(held):
+            m.d.sync += [dead_mem.eq(dead_mem | raised_mem), dead_ex1.eq(dead_ex1 | raised_ex1)]
         with m.If(taken):
-            m.d.sync += held.eq(1)
-        # The warps that raise a fault join the dead ones while one is held, or as the first
-        # is taken (no warp is dead before it, so an OR serves both). Whether a fault is taken
-        # needs every source's answer, the barrier's last; the OR needs only the warps' own.
-        gather = Mux(held, ~self.flush, self.running)
-        m.d.sync += [dead_mem.eq(Mux(self.flush, 0, dead_mem) | Mux(gather, raised_mem, 0)),
-                     dead_ex1.eq(Mux(self.flush, 0, dead_ex1) | Mux(gather, raised_ex1, 0))]
+            m.d.sync += [held.eq(1), dead_mem.eq(raised_mem), dead_ex1.eq(raised_ex1)]
         return m

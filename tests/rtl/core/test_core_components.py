@@ -80,9 +80,10 @@ def test_fault_recorder_priority_and_hold():
     mma, barrier deadlock, issue) is recorded, held until flush (``stop`` from the next
     cycle, ``fault.valid`` and the record one cycle later), and the deadlock names the
     lowest waiting warp with the pc and word of its bar. From the first fault to the flush,
-    ``dead`` names every warp whose instruction faulted in mem, and ``gone`` every warp
-    whose instruction faulted in mem or ex1 (both from the next cycle), recorded or not; an
-    illegal head and a deadlock name none (nothing younger of their warp was issued)."""
+    ``dead`` names every warp whose instruction faulted in mem (from the next cycle), and
+    ``kill`` every warp whose instruction faults or faulted in mem or ex1 (in the same cycle
+    too), recorded or not; an illegal head and a deadlock name none (nothing younger of
+    their warp was issued)."""
     warps, lanes = 4, 8
     dut = FaultRecorder(warps, lanes)
     rng = random.Random(3)
@@ -138,7 +139,8 @@ def test_fault_recorder_priority_and_hold():
             raised_mem = 1 << mem["warp"] if raise_["mem"] else 0
             raised_ex1 = (1 << ex1["warp"] if raise_["stack"] or raise_["divergent"]
                           or raise_["mma"] else 0)
-            assert ctx.get(dut.gone) == dead | dead_ex1, step
+            now = raised_mem | raised_ex1 if held or running else 0
+            assert ctx.get(dut.kill) == dead | dead_ex1 | now, step
             await ctx.tick()
 
             new = None
