@@ -95,12 +95,18 @@ class SimtStack(wiring.Component):
 
         sp = [Signal(self.sp_bits, name=f"sp_w{w}") for w in range(warps)]
         top = [Signal(layout, name=f"top_w{w}") for w in range(warps)]
+        # the top entry's pc less 4, kept beside it: a divergent bra merges into a DIV top
+        # whose pc is its own pc + 4, and comparing this with the bra's pc needs no adder
+        # in front of the compare (the stack's answer is on the core's longest path)
+        top_back = [Signal(33, name=f"top_back_w{w}") for w in range(warps)]  # no wrap
         sp_cur = Signal(self.sp_bits)
         top_cur = Signal(layout)
+        top_back_cur = Signal(33)
         with m.Switch(self.warp):
             for w in range(warps):
                 with m.Case(w):
-                    m.d.comb += [sp_cur.eq(sp[w]), top_cur.eq(top[w])]
+                    m.d.comb += [sp_cur.eq(sp[w]), top_cur.eq(top[w]),
+                                 top_back_cur.eq(top_back[w])]
 
         # Busy-state registers: the warp being resolved and its live mask.
         b_warp = Signal.like(self.warp)
@@ -117,7 +123,7 @@ class SimtStack(wiring.Component):
             with m.Switch(w):
                 for i in range(warps):
                     with m.Case(i):
-                        m.d.sync += top[i].eq(value)
+                        m.d.sync += [top[i].eq(value), top_back[i].eq(value.pc - 4)]
 
         def addr(w, idx):
             return w * depth + idx
@@ -197,7 +203,7 @@ class SimtStack(wiring.Component):
                                 m.d.comb += self.diverged.eq(1)
                                 rest = self.active & ~self.guard
                                 merge = ((sp_cur != 0) & (top_cur.kind == StackKind.DIV)
-                                         & (top_cur.pc == self.pc + 4))
+                                         & (top_back_cur == self.pc))
                                 with m.If(merge):
                                     merged = Signal(layout)
                                     m.d.comb += [merged.eq(top_cur),
