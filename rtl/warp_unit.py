@@ -55,15 +55,21 @@ class WarpUnit(wiring.Component):
             low, high_zero = b[:lb], b[lb:] == 0
             src = Signal(lb + 1, name=f"shfl_src{l}")
             inside = Signal(name=f"shfl_inside{l}")
+            # (a compare that always holds, as with a power-of-two warp, is left out: lint
+            # flags a constant comparison)
+            full = L == 1 << lb  # every lb-bit source lane exists
+            top = l == (1 << lb) - 1  # every lb-bit rb is at most l
             with m.Switch(self.shfl_mode):
                 with m.Case(ShflMode.IDX):
-                    m.d.comb += [src.eq(low), inside.eq(low < L)]
+                    m.d.comb += [src.eq(low), inside.eq(1 if full else low < L)]
                 with m.Case(ShflMode.UP):
-                    m.d.comb += [src.eq(l - low), inside.eq(high_zero & (low <= l))]
+                    m.d.comb += [src.eq(l - low),
+                                 inside.eq(high_zero & (1 if top else low <= l))]
                 with m.Case(ShflMode.DOWN):
                     m.d.comb += [src.eq(l + low), inside.eq(high_zero & (l + low < L))]
                 with m.Case(ShflMode.XOR):
-                    m.d.comb += [src.eq(l ^ low), inside.eq(high_zero & ((l ^ low) < L))]
+                    m.d.comb += [src.eq(l ^ low),
+                                 inside.eq(high_zero & (1 if full else (l ^ low) < L))]
             val = Signal(32, name=f"shfl_val{l}")
             m.d.comb += val.eq(self.a[l])
             with m.If(inside):

@@ -145,7 +145,7 @@ class RegFileModel:
             self.mem[wa] = new
         if writing:
             self.written[wa] = True
-        self.written = [w and not c for w, c in zip(self.written, cleared)]
+        self.written = [w and not c for w, c in zip(self.written, cleared, strict=True)]
         return out
 
 
