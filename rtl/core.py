@@ -486,14 +486,9 @@ class Core(wiring.Component):
         # a fence issues once its warp's stores are complete: the L1 below invalidates
         m.d.comb += self.fence.eq(issue_ok & (issued.dec.iid == iid("fence")))
 
-        # scoreboard set at issue (an mma's whole destination group)
+        # scoreboard set at issue (an mma's whole destination group), per warp
         is_mma_issue = issued.dec.sem == RSem.MMA
-        m.d.comb += [sb.set.en.eq(issue_ok & (issued.dec.wr_reg | issued.dec.wr_pred
-                                              | is_mma_issue)),
-                     sb.set.warp.eq(is_pick),
-                     sb.set.idx.eq(issued.dec.rd),
-                     sb.set.pred.eq(issued.dec.wr_pred),
-                     sb.set.group.eq(is_mma_issue),
+        m.d.comb += [sb.set.eq(iss.sets),
                      sfu.reserve.eq(issue_ok & (issued.dec.sem == RSem.SFU))]
         # an mma reads its groups' first registers as it issues, the rest through the
         # matrix unit's read cycles (rtl/matrix_unit.py)

@@ -12,7 +12,7 @@ waiting on memory (``parked``) rather than on the pipeline (``hazard``); the cou
 outstanding global stores; and the barrier hold.
 """
 
-from amaranth import Cat, Module, Mux, Signal
+from amaranth import Cat, Const, Module, Mux, Signal
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 from simtgpu.isa import INSTRUCTIONS, NUM_PREDS, PT, Sem
@@ -53,6 +53,19 @@ def needs(m: Module, dec: data.View, regs: int, mma_b_regs: int = 4) -> Signal:
     return n
 
 
+def dests(m: Module, dec: data.View, regs: int) -> Signal:
+    """Scoreboard bits an issued instruction sets: its predicate destination, else its
+    register destination (an ``mma``'s whole group of four), else none."""
+    d = Signal(regs + NUM_PREDS)
+    with m.If(dec.wr_pred):
+        m.d.comb += d.eq(Cat(Const(0, regs), 1 << dec.rd[:3]))
+    with m.Elif(dec.sem == RSem.MMA):
+        m.d.comb += d.eq(0xF << dec.rd)
+    with m.Elif(dec.wr_reg):
+        m.d.comb += d.eq(1 << dec.rd)
+    return d
+
+
 def is_long(dec: data.View):
     """The instruction's register result comes back through the late write-back: a global
     load or atomic, ``ldparam``, an SFU instruction or an ``mma``."""
@@ -83,7 +96,8 @@ class IssueSelect(wiring.Component):
 
     - ``issue``: a warp is picked (``warp``, its head ``entry``) and ``enable`` is high;
       ``fault``: that head is illegal or its fetch faulted (it raises the fault instead of
-      issuing); ``ok``: it issues (the caller pops it and sets its scoreboard bit).
+      issuing); ``ok``: it issues (the caller pops it); ``sets[w]``: the scoreboard bits
+      (:func:`dests`) warp ``w``'s issue sets, zero for the warps that do not issue.
     - per warp with a buffered head (``valid``) that belongs to a running warp
       (``runnable``): ``hazard`` (it needs a pending bit of a short-latency producer),
       ``parked`` (it needs a register a late write-back will write, or is a ``fence``
@@ -134,6 +148,7 @@ class IssueSelect(wiring.Component):
             "fault": Out(1),
             "warp": Out(wb),
             "entry": Out(entry),
+            "sets": Out(data.ArrayLayout(regs + NUM_PREDS, warps)),
             "hazard": Out(warps),
             "parked": Out(warps),
             "structural": Out(warps),
@@ -179,22 +194,21 @@ class IssueSelect(wiring.Component):
                      self.warp.eq(rr.grant),
                      rr.advance.eq(issue), rr.restart.eq(self.reset)]
 
-        long_set = ok & is_long(issued.dec) & (issued.dec.wr_reg
-                                               | (issued.dec.sem == RSem.MMA))
+        # What follows the pick is per warp: each head's scoreboard bits, long-latency mark
+        # and barrier test are worked out beside the hazard checks, and the pick only gates
+        # them, rather than being followed by the decoding of the picked head's register.
         # As the scoreboard's set: the long-latency mark of an issue is registered and ORed
         # into the warp's marks in the next cycle (``long_now``), which show what they did.
-        long_q = Signal(name="long_set_q")
-        long_warp_q = Signal.like(rr.grant, name="long_warp_q")
-        long_bits_q = Signal(regs, name="long_bits_q")
-        m.d.sync += [long_q.eq(long_set & ~self.reset
-                               & ~self.reset_warps.bit_select(rr.grant, 1)),
-                     long_warp_q.eq(rr.grant),
-                     long_bits_q.eq(Mux(issued.dec.sem == RSem.MMA, 0xF, 1) << issued.dec.rd)]
         for w in range(W):
-            m.d.comb += long_now[w].eq(state[w].long | Mux(long_q & (long_warp_q == w),
-                                                            long_bits_q, 0))
-            picked = ok & (rr.grant == w)
-            with m.If(picked & Cat(issued.dec.iid == iid(n) for n in BARRIER_OPS).any()):
+            h = heads[w].dec
+            picked = issue & (rr.grant == w) & ~heads[w].dec.illegal & ~heads[w].pc_fault
+            m.d.comb += self.sets[w].eq(Mux(picked, dests(m, h, regs), 0))
+            long_q = Signal(regs, name=f"w{w}_long_set_q")
+            long_bits = Mux(h.sem == RSem.MMA, 0xF << h.rd, Mux(h.wr_reg, 1 << h.rd, 0))
+            m.d.sync += long_q.eq(Mux(picked & is_long(h) & ~self.reset & ~self.reset_warps[w],
+                                      long_bits, 0))
+            m.d.comb += long_now[w].eq(state[w].long | long_q)
+            with m.If(picked & Cat(h.iid == iid(n) for n in BARRIER_OPS).any()):
                 m.d.sync += bar_hold[w].eq(1)
             with m.Elif((self.release & self.release_warps[w]) | self.reset
                         | self.reset_warps[w]):

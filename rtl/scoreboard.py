@@ -1,6 +1,6 @@
 """Per-warp scoreboard: one pending-write bit per register and per predicate.
 
-``is`` sets the bit of an instruction's destination when it issues; the bit clears when the
+``is`` sets the bits of an instruction's destination when it issues; the bit clears when the
 value is written back (the ``wb`` stage, or the late-writeback port that returns global loads
 and SFU results). An instruction issues only when none of the registers and predicates it
 reads or writes is pending, which removes RAW and WAW hazards without forwarding.
@@ -10,7 +10,9 @@ read ports are transparent to its write port, so a consumer may issue in the sam
 producer writes back. The clears are presented a cycle ahead (``clear_next``: the write-backs
 of the next cycle, which the stage before them knows), so that what reaches the issue stage's
 choice each cycle is one gate past flip-flops: the set and the clears come as per-warp masks
-out of registers.
+out of registers. The set comes in as per-warp masks too (``IssueSelect.sets``): each warp's
+head knows its destination bits before the pick, so the pick only gates them rather than
+being followed by the decoding of a picked register index.
 """
 
 from amaranth import Cat, Const, Module, Mux, Signal
@@ -34,7 +36,8 @@ class Scoreboard(wiring.Component):
     clear_ports:
         Number of independent clear ports (write-back paths).
 
-    ``set`` (an issue) shows in ``pending`` from the next cycle; ``clear_next[i]`` is port
+    ``set[w]`` (the bits warp ``w``'s issue sets this cycle, zero when it does not issue) shows
+    in ``pending`` from the next cycle; ``clear_next[i]`` is port
     ``i``'s write-back of the next cycle: its bit is free in ``pending`` in that cycle (and
     after). ``reset`` and ``reset_warps`` empty the warps' bits from the next cycle; a set in
     their cycle is dropped.
@@ -46,25 +49,20 @@ class Scoreboard(wiring.Component):
         self.width = regs + NUM_PREDS
         wb = max(1, (warps - 1).bit_length())
         port = data.StructLayout({"en": 1, "warp": wb, "idx": 5, "pred": 1})
-        # group: the four registers idx..idx+3 (an mma's destination group, idx aligned)
-        set_port = data.StructLayout({"en": 1, "warp": wb, "idx": 5, "pred": 1, "group": 1})
         super().__init__({
             "reset": In(1),
             "reset_warps": In(warps),
-            "set": In(set_port),
+            "set": In(data.ArrayLayout(self.width, warps)),
             "clear_next": In(data.ArrayLayout(port, clear_ports)),
             "pending": Out(data.ArrayLayout(self.width, warps)),
         })
 
     def bit(self, m: Module, port) -> Signal:
-        """One-hot bit of a port's register or predicate, whatever its ``en`` (the caller
-        ANDs that in last: an issue's ``en`` is the latest signal of its cycle)."""
+        """One-hot bit of a clear port's register or predicate, whatever its ``en``."""
         one = Signal(self.width)
         # shifts of a one-bit value keep the result within a machine word in simulation
         with m.If(port.pred):
             m.d.comb += one.eq(Cat(Const(0, self.regs), 1 << port.idx[:3]))
-        with m.Elif(getattr(port, "group", 0)):
-            m.d.comb += one.eq(0xF << port.idx)
         with m.Else():
             m.d.comb += one.eq(1 << port.idx)
         return one
@@ -76,13 +74,11 @@ class Scoreboard(wiring.Component):
         # flip-flops rather than at the decoding of a register index; what ``pending`` shows
         # each cycle is that of a same-cycle clear. A reset in the set's cycle drops it.
         state = [Signal(self.width, name=f"pending_w{w}") for w in range(self.warps)]
-        set_bit = self.bit(m, self.set)
         clr_bits = [self.bit(m, self.clear_next[i]) for i in range(self.clear_ports)]
         for w in range(self.warps):
             set_q = Signal(self.width, name=f"set_w{w}")
             clr_q = Signal(self.width, name=f"clr_w{w}")
-            mine = (self.set.warp == w) & ~self.reset & ~self.reset_warps[w]
-            m.d.sync += set_q.eq(Mux(self.set.en & mine, set_bit, 0))
+            m.d.sync += set_q.eq(Mux(self.reset | self.reset_warps[w], 0, self.set[w]))
             terms = 0
             for i, b in enumerate(clr_bits):
                 c = self.clear_next[i]

@@ -33,10 +33,13 @@ def _run(dut, bench) -> None:
     sim.run()
 
 
-def test_instruction_buffers_against_fifo_model():
-    warps, depth = 3, 3
+@pytest.mark.parametrize("depth", [1, 2, 3, 4])
+def test_instruction_buffers_against_fifo_model(depth):
+    """Pushes, pops (also of a buffer's only entry as another is pushed) and resets against a
+    deque per warp: counts and the registered head."""
+    warps = 3
     dut = InstrBuffers(warps, depth)
-    rng = random.Random(11)
+    rng = random.Random(11 + depth)
 
     async def bench(ctx):
         model = [deque() for _ in range(warps)]
@@ -52,11 +55,15 @@ def test_instruction_buffers_against_fifo_model():
             full = [w for w in range(warps) if model[w]]
             push = bool(room) and rng.random() < 0.6
             pop = bool(full) and rng.random() < 0.6
+            pushed_into = [w for w in room if len(model[w]) == 1 and w in full]
+            if push and pop and pushed_into and rng.random() < 0.3:
+                pw = qw = rng.choice(pushed_into)  # the only entry leaves as the next arrives
+            else:
+                pw = rng.choice(room) if push else rng.randrange(warps)
+                qw = rng.choice(full) if pop else rng.randrange(warps)
             reset = rng.random() < 0.02
             # a block arriving beside others empties its own warps' buffers only
             reset_warps = rng.getrandbits(warps) if rng.random() < 0.03 else 0
-            pw = rng.choice(room) if push else rng.randrange(warps)
-            qw = rng.choice(full) if pop else rng.randrange(warps)
             entry = (rng.getrandbits(32), rng.getrandbits(32))
             _drive(ctx, dut, push=push, push_warp=pw, pop=pop, pop_warp=qw, reset=reset,
                    reset_warps=reset_warps)
@@ -344,8 +351,9 @@ def test_issue_select_against_model():
     rng = random.Random(17)
     long_iids = {iid(i.mnemonic) for i in INSTRUCTIONS
                  if i.sem in (Sem.LOAD, Sem.ATOMIC, Sem.PARAM) and i.space is not Space.SHARED}
+    mma = next(i.mnemonic for i in INSTRUCTIONS if i.sem is Sem.MMA)
     iids = [iid("fence"), iid("bar"), iid("add"), iid("ldg"), iid("lds"), iid("ldparam"),
-            iid("sfu.rcp")]
+            iid("sfu.rcp"), iid(mma)]
     flags = ("wr_reg", "wr_pred", "rd_rs1", "rd_rs2", "rd_rs3", "rd_ps1", "rd_ps2", "rd_ps3",
              "rd_rd", "illegal")
 
@@ -360,7 +368,9 @@ def test_issue_select_against_model():
                 d.update(rd=rng.randrange(regs), rs1=rng.randrange(regs), rs2=rng.randrange(regs),
                          rs3=rng.randrange(regs), guard=rng.choice([7, 7, rng.randrange(7)]),
                          iid=rng.choice(iids))
-                d["sem"] = RSem.SFU if d["iid"] == iid("sfu.rcp") else RSem.INT
+                d["sem"] = {iid("sfu.rcp"): RSem.SFU, iid(mma): RSem.MMA}.get(d["iid"], RSem.INT)
+                if d["sem"] == RSem.MMA:
+                    d["rd"] &= ~3  # a legal mma's destination group is aligned
                 pc_fault = rng.random() < 0.03
                 heads.append((d, pc_fault))
                 for k, v in d.items():
@@ -419,6 +429,17 @@ def test_issue_select_against_model():
                 assert ctx.get(dut.warp) == pick
                 assert (ctx.get(dut.fault), ctx.get(dut.ok)) == (fault, ok)
                 assert ctx.get(dut.entry.dec.rd) == d["rd"]
+            for w, (d, _) in enumerate(heads):
+                # the scoreboard bits the issue sets: a predicate, an mma's group, a register
+                sets = 0
+                if ok and pick == w:
+                    if d["wr_pred"]:
+                        sets = 1 << (regs + (d["rd"] & 7))
+                    elif d["sem"] == RSem.MMA:
+                        sets = 0xF << d["rd"]
+                    elif d["wr_reg"]:
+                        sets = 1 << d["rd"]
+                assert ctx.get(dut.sets[w]) == sets, (step, w)
             await ctx.tick()
 
             for w in range(warps):
@@ -432,7 +453,9 @@ def test_issue_select_against_model():
                 stores[w] += (sent and sent_w == w) - (acked and acked_w == w)
             if ok:
                 d = heads[pick][0]
-                if d["wr_reg"] and (d["iid"] in long_iids or d["sem"] == RSem.SFU):
+                if d["sem"] == RSem.MMA:
+                    long[pick] |= 0xF << d["rd"]
+                elif d["wr_reg"] and (d["iid"] in long_iids or d["sem"] == RSem.SFU):
                     long[pick] |= 1 << d["rd"]
             if reset:
                 long, stores, last = [0] * warps, [0] * warps, warps - 1

@@ -20,23 +20,28 @@ def test_scoreboard_random_against_model():
         model = [0] * warps
         clr = [0] * warps  # the bits the last cycle's clear_next frees in this one
         for _ in range(600):
-            ports = [dut.set, dut.clear_next[0], dut.clear_next[1]]
+            # the set: per warp, the bits its issue sets (a register, an mma's group of
+            # four, or a predicate); zero for the warps that do not issue
+            sets = [0] * warps
+            if rng.random() < 0.6:
+                w, idx, pred = rng.randrange(warps), rng.randrange(32), rng.random() < 0.3
+                if pred:
+                    sets[w] = 1 << (regs + (idx & 7))
+                elif rng.random() < 0.3:
+                    sets[w] = 0xF << (idx & ~3)
+                else:
+                    sets[w] = 1 << idx
+            for w in range(warps):
+                ctx.set(dut.set[w], sets[w])
             drive = []
-            for p in ports:
+            for p in dut.clear_next:
                 en, w, idx, pred = (rng.random() < 0.6, rng.randrange(warps), rng.randrange(32),
                                     rng.random() < 0.3)
-                # the set port's group form: an mma's four destination registers
-                group = p is dut.set and not pred and rng.random() < 0.3
-                if group:
-                    idx &= ~3
-                    ctx.set(p.group, 1)
-                elif p is dut.set:
-                    ctx.set(p.group, 0)
                 ctx.set(p.en, en)
                 ctx.set(p.warp, w)
                 ctx.set(p.idx, idx)
                 ctx.set(p.pred, pred)
-                drive.append((en, w, (regs + (idx & 7)) if pred else idx, group))
+                drive.append((en, w, (regs + (idx & 7)) if pred else idx))
             # a block arriving beside others forgets its warps' bits (and their set now)
             reset_warps = rng.getrandbits(warps) if rng.random() < 0.05 else 0
             ctx.set(dut.reset_warps, reset_warps)
@@ -45,12 +50,9 @@ def test_scoreboard_random_against_model():
                 assert ctx.get(dut.pending[w]) == model[w] & ~clr[w]
             await ctx.tick()
             for w in range(warps):
-                model[w] = 0 if reset_warps >> w & 1 else model[w] & ~clr[w]
-            en, w, bit, group = drive[0]
-            if en and not reset_warps >> w & 1:
-                model[w] |= (0xF if group else 1) << bit
+                model[w] = 0 if reset_warps >> w & 1 else (model[w] & ~clr[w]) | sets[w]
             clr = [0] * warps
-            for en, w, bit, _ in drive[1:]:
+            for en, w, bit in drive:
                 if en:
                     clr[w] |= 1 << bit
         ctx.set(dut.reset, 1)

@@ -228,15 +228,17 @@ class ScoreboardModel:
         for en, warp, idx, pred in v["_clears"]:
             now[warp] &= ~self.bit(en, idx, pred)
         out = {"pending": pack(now, self.width)}
-        en, warp, idx, pred = v["_set"]
         for w in range(self.warps):
             if v["reset"] or (v["reset_warps"] >> w) & 1:
                 self.state[w] = 0
-            elif en and warp == w:
-                self.state[w] = now[w] | self.bit(en, idx, pred)
             else:
-                self.state[w] = now[w]
+                self.state[w] = now[w] | self.sets(v["_set"])[w]
         return out
+
+    def sets(self, set_: tuple[int, int, int, int]) -> list[int]:
+        """The per-warp ``set`` masks of one issue ``(en, warp, idx, pred)``."""
+        en, warp, idx, pred = set_
+        return [self.bit(en, idx, pred) if w == warp else 0 for w in range(self.warps)]
 
 
 def sb_port(en: int, warp: int, idx: int, pred: int, warp_bits: int) -> int:
@@ -256,7 +258,8 @@ def test_scoreboard_cycles():
 
     def vec(set_=(0, 0, 0, 0), clears=((0, 0, 0, 0), (0, 0, 0, 0)), reset=0,
             reset_warps=0) -> Vector:
-        return {"reset": reset, "reset_warps": reset_warps, "set": sb_port(*set_, wb),
+        return {"reset": reset, "reset_warps": reset_warps,
+                "set": pack(model.sets(set_), model.width),
                 "clear": pack((sb_port(*c, wb) for c in clears), 9),
                 "_set": set_, "_clears": clears}
 
