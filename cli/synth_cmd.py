@@ -60,6 +60,13 @@ def register(subparsers: Any) -> None:
                    help="stop nextpnr after placement (--no-route): whether the design fits "
                    "and nextpnr's Fmax estimate, without the routing that takes the longest "
                    "on a whole GPU (an hour and more here)")
+    p.add_argument("--synth-only", action="store_true",
+                   help="stop after yosys: the area, and the flattened netlist for --paths, "
+                   "in a minute or two instead of the placement's minutes to hours")
+    p.add_argument("--paths", type=int, default=0, metavar="N",
+                   help="also list the N slowest register-to-register paths, estimated from "
+                   "the flattened netlist before placement (rtlsim/path_estimate.py): every "
+                   "path over the clock period, where nextpnr names only the worst")
     p.add_argument("--seed", type=int, default=1, help="nextpnr placer seed (default 1)")
     p.add_argument("--workdir", type=Path, default=None,
                    help="where the Verilog, logs and reports go (default build/synth/CONFIG)")
@@ -96,7 +103,7 @@ def run(args: argparse.Namespace) -> int:
         res = synthesize(args.config, workdir, args.freq, args.flow, args.seed,
                          progress=lambda s: print(s, flush=True), top=args.top,
                          shells=DATAPATH_SHELLS if args.shell else (), **caches,
-                         route=not args.place_only)
+                         route=not args.place_only, place=not args.synth_only)
     command = f"simtgpu synth --config {args.config}"
     if args.top != "gpu":
         command += f" --top {args.top}"
@@ -109,9 +116,13 @@ def run(args: argparse.Namespace) -> int:
         command += f" --flow {args.flow}"
     if args.place_only:
         command += " --place-only"
+    if args.synth_only:
+        command += " --synth-only"
     body = render(res, command, machine())
     print()
     print(body)
+    if args.paths > 0:
+        _print_paths(workdir, res, args)
     if not args.no_write:
         output = args.output or BENCH_OUT
         if output == BENCH_OUT and not output.exists():
@@ -120,6 +131,26 @@ def run(args: argparse.Namespace) -> int:
         write_section(f"synth-{tag}", body, output, owner=f"{command}")
         print(f"\nwrote section 'synth-{tag}' of {output}")
     return 0
+
+
+def _print_paths(workdir: Path, res, args: argparse.Namespace) -> None:
+    """``--paths N``: the path estimate of the flattened netlist in ``workdir``."""
+    from simtgpu.rtlsim.path_estimate import NetlistError, estimate_file
+    from simtgpu.rtlsim.path_estimate import render as render_paths
+
+    netlist = workdir / "netlist.json"
+    if not netlist.exists():
+        raise SystemExit(f"simtgpu synth: --paths needs the flattened netlist {netlist}; "
+                         "the ecp5 flow writes it (not --flow generic)")
+    try:
+        ends = estimate_file(netlist)
+    except NetlistError as e:
+        raise SystemExit(f"simtgpu synth: {e}") from None
+    print()
+    print(f"### Paths of `{res.config}`" + (" (core 0)" if res.top == "core" else ""))
+    print()
+    print(render_paths(ends, res.top, 1000.0 / args.freq, args.paths,
+                       [u for u, _ in res.units]))
 
 
 # -- report ----------------------------------------------------------------------------------

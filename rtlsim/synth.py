@@ -434,7 +434,8 @@ def fpga_rtl_config(config: str, l1: bool | None = None, l2: bool | None = None
 def synthesize(config: str, workdir: Path, freq_mhz: float = 100.0, flow: str = "auto",
                seed: int = 1, progress: Callable[[str], None] = print,
                top: str = "gpu", shells: Iterable[str] = (), l1: bool | None = None,
-               l2: bool | None = None, route: bool = True) -> SynthResult:
+               l2: bool | None = None, route: bool = True, place: bool = True
+               ) -> SynthResult:
     """Run the flow on the GPU (``top="core"``: on core 0 alone) of configuration ``config``
     in ``workdir``, with the caches as :func:`fpga_rtl_config` says; the modules matching
     ``shells`` become register shells (:func:`register_shells`).
@@ -443,7 +444,9 @@ def synthesize(config: str, workdir: Path, freq_mhz: float = 100.0, flow: str = 
     only) or ``auto`` (``generic`` for a GPU of more than 64 lanes in all, which does not fit
     the ECP5-85F, else ``ecp5``; a mapped design that does not fit is not placed).
     ``route=False`` stops after placement (nextpnr ``--no-route``): the fit and nextpnr's
-    estimate of the Fmax, without the routing that takes the longest on a large design."""
+    estimate of the Fmax, without the routing that takes the longest on a large design;
+    ``place=False`` stops after yosys (the flattened netlist is still written, for
+    :mod:`simtgpu.rtlsim.path_estimate`)."""
     from .verilog_export import generate_verilog
 
     cfg = fpga_rtl_config(config, l1, l2)
@@ -460,7 +463,8 @@ def synthesize(config: str, workdir: Path, freq_mhz: float = 100.0, flow: str = 
         text, replaced = register_shells(text, shells)
         progress(f"synth {config}: register shells for {', '.join(replaced) or 'nothing'}")
     res = synthesize_verilog(config, text, top, workdir, freq_mhz, flow, seed, progress,
-                             verilog_s=time.monotonic() - t, route=route)
+                             verilog_s=time.monotonic() - t, route=route, place=place,
+                             flatten=flow == "ecp5")
     res.top = top
     res.shells = replaced if shells else []
     return res
@@ -476,10 +480,11 @@ def synthesize_verilog(name: str, text: str, top: str, workdir: Path, freq_mhz: 
                        flow: str = "ecp5", seed: int = 1,
                        progress: Callable[[str], None] = print,
                        verilog_s: float | None = None, place: bool = True,
-                       route: bool = True) -> SynthResult:
+                       route: bool = True, flatten: bool | None = None) -> SynthResult:
     """Run the flow on Verilog ``text`` whose top module is ``top`` (any component: the
     tests synthesise a single unit this way); ``place=False`` stops after yosys,
-    ``route=False`` after placement."""
+    ``route=False`` after placement. ``flatten`` (default: when it places) also writes the
+    flattened netlist that nextpnr places and :mod:`simtgpu.rtlsim.path_estimate` reads."""
     if flow not in ("ecp5", "generic"):
         raise ValueError(f"flow must be ecp5 or generic, not {flow!r}")
     _tools(flow)
@@ -500,7 +505,7 @@ def synthesize_verilog(name: str, text: str, top: str, workdir: Path, freq_mhz: 
     for stale in ("netlist.json", "stat_flat.json", "report.json", "nextpnr.log"):
         (workdir / stale).unlink(missing_ok=True)  # an earlier run's must not be read back
     result = _synth_stage(name, top, workdir, vfile, flow, progress, stage,
-                          flat=flow == "ecp5" and place)
+                          flat=flow == "ecp5" and (place if flatten is None else flatten))
     result.verilog_lines, result.verilog_bytes = text.count("\n"), len(text)
     result.stage_seconds = times
     (workdir / "times.json").write_text(json.dumps(times))

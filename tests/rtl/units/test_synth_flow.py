@@ -15,7 +15,7 @@ from simtgpu.rtl.multiplier import Multiplier
 from simtgpu.rtl.regfile import RegFile
 from simtgpu.rtl.scheduler import RoundRobin
 from simtgpu.rtl.shared_memory import SharedMemory
-from simtgpu.rtlsim import synth
+from simtgpu.rtlsim import path_estimate, synth
 
 
 def test_shared_memory_banks_become_block_ram(tmp_path) -> None:
@@ -34,6 +34,12 @@ def test_shared_memory_banks_become_block_ram(tmp_path) -> None:
     # --report-only reads the same figures back from the work directory
     again = synth.load_result("shared", "shared", tmp_path)
     assert (again.cells, again.units, again.memories) == (res.cells, res.units, res.memories)
+    # --paths needs the flattened netlist, which a run that places (or --synth-only) writes
+    from argparse import Namespace
+
+    from simtgpu.cli.synth_cmd import _print_paths
+    with pytest.raises(SystemExit, match="--paths needs the flattened netlist"):
+        _print_paths(tmp_path, res, Namespace(freq=100.0, paths=5))
 
 
 class _Registered(wiring.Component):
@@ -68,6 +74,74 @@ def test_place_and_route_gives_fmax_and_path(tmp_path) -> None:
               if not {"blackbox", "whitebox"} & set(v.get("attributes", {}))}
     assert res.flattened and design == {"top"}
     assert res.cells["TRELLIS_FF"] == res.unit_cells["TRELLIS_FF"] >= 8 + 3
+    # the estimate before placement ranks the same netlist's paths: its slowest is within a
+    # factor of two of the routed one, and ends at a register nextpnr's path could end at
+    ends = path_estimate.estimate_file(tmp_path / "netlist.json")
+    assert 0.5 < ends[0].arrival / (1000 / res.fmax_mhz) < 2, (ends[0], res.fmax_mhz)
+    assert ends[0].kind == "FF" and ends[0].levels >= 2
+
+
+def _cell(kind: str, **conn) -> dict:
+    dirs = {"LUT4": {"Z"}, "CCU2C": {"S0", "S1", "COUT"}, "TRELLIS_FF": {"Q"},
+            "DP16KD": {"DOA0"}, "ALU54B": {"R0"}}[kind]
+    return {"type": kind, "connections": {k: v for k, v in conn.items()},
+            "port_directions": {k: "output" if k in dirs else "input" for k in conn}}
+
+
+def _netlist() -> dict:
+    """FF a -> LUT -> LUT -> carry cell -> (chain) carry cell -> FF b; the second LUT also
+    addresses a block RAM, whose output feeds FF c; FF b drives the output port."""
+    cells = {
+        "a_TRELLIS_FF_Q": _cell("TRELLIS_FF", CLK=[2], DI=[3], CE=["1"], LSR=["0"], Q=[4]),
+        "x_LUT4_Z": _cell("LUT4", A=[4], B=[3], C=["0"], D=["0"], Z=[5]),
+        "y_LUT4_Z": _cell("LUT4", A=[5], B=[4], C=["0"], D=["0"], Z=[6]),
+        "s_CCU2C": _cell("CCU2C", A0=[6], B0=["0"], C0=["0"], D0=["0"], A1=["0"], B1=["0"],
+                         C1=["0"], D1=["0"], CIN=["0"], COUT=[7], S0=[8], S1=[9]),
+        "t_CCU2C": _cell("CCU2C", A0=["0"], B0=["0"], C0=["0"], D0=["0"], A1=["0"],
+                         B1=["0"], C1=["0"], D1=["0"], CIN=[7], COUT=[13], S0=[11], S1=[14]),
+        "b_TRELLIS_FF_Q_3": _cell("TRELLIS_FF", CLK=[2], DI=[11], CE=["1"], LSR=["0"],
+                                  Q=[10]),
+        "ram": _cell("DP16KD", CLKA=[2], ADA0=[6], DOA0=[12]),
+        "c_TRELLIS_FF_Q": _cell("TRELLIS_FF", CLK=[2], DI=[12], CE=["1"], LSR=["0"], Q=[15]),
+    }
+    ports = {"clk": {"direction": "input", "bits": [2]}, "din": {"direction": "input",
+                                                                  "bits": [3]},
+             "dout": {"direction": "output", "bits": [10]}}
+    names = {"a": {"bits": [4]}, "mid": {"bits": [5, 6]}, "b": {"bits": [10]}}
+    return {"modules": {"top": {"attributes": {"top": "00000000000000000000000000000001"},
+                                "ports": ports, "cells": cells, "netnames": names}}}
+
+
+def test_path_estimate_adds_the_model_delays_along_each_path() -> None:
+    d = path_estimate.Delays()
+    ends = {e.name: e for e in path_estimate.estimate(_netlist())}
+    a = d.clk_to_q
+    lut2 = max(a + d.route + d.lut, a) + d.route + d.lut  # through both LUTs
+    chain = lut2 + d.route + d.carry_in + d.carry_sum  # into the first cell, along the chain
+    assert ends["b"].arrival == pytest.approx(chain + d.route)
+    assert ends["b"].levels == 4
+    assert ends["b"].path[0] == "a" and ends["b"].path[-1] == "b"
+    assert ends["ram"].kind == "BRAM"
+    assert ends["ram"].arrival == pytest.approx(lut2 + d.route + d.setup_bram)
+    assert ends["c"].arrival == pytest.approx(d.bram_clk_to_out + d.route)
+    assert ends["dout"].arrival == pytest.approx(a + d.route)
+    # an input port starts at zero: FF a's data comes straight from it
+    assert ends["a"].arrival == pytest.approx(d.route) and ends["a"].levels == 0
+    ranked = path_estimate.estimate(_netlist())
+    assert [e.name for e in ranked][:2] == ["b", "c"]  # slowest first
+    text = path_estimate.render(ranked, "top", 5.0, count=3)
+    assert "2 of 5 endpoints" in text and "`b`" in text and "`dout`" not in text
+
+
+def test_path_estimate_names_what_it_cannot_read() -> None:
+    bad = _netlist()
+    bad["modules"]["top"]["cells"]["x_LUT4_Z"]["type"] = "ALU54B"  # a cell it has no model of
+    with pytest.raises(path_estimate.NetlistError, match="ALU54B"):
+        path_estimate.estimate(bad)
+    two = _netlist()
+    two["modules"]["other"] = two["modules"]["top"]
+    with pytest.raises(path_estimate.NetlistError, match="one top module"):
+        path_estimate.estimate(two)
 
 
 def test_place_only_gives_the_fit_and_an_estimate(tmp_path) -> None:
