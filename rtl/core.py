@@ -497,12 +497,18 @@ class Core(wiring.Component):
                      mx.issue.c.eq(issued.dec.rs3), mx.ren.eq(~stall),
                      *[mx.rdata[p].eq(rf.rdata[p]) for p in range(3)]]
 
-        # register read addresses
-        m.d.comb += [rf.ren.eq(~stall),
-                     rf.raddr[0].eq(rf.addr(is_pick, issued.dec.rs1)),
-                     rf.raddr[1].eq(rf.addr(is_pick, issued.dec.rs2)),
-                     rf.raddr[2].eq(rf.addr(is_pick, Mux(issued.dec.rd_rd, issued.dec.rd,
-                                                         issued.dec.rs3)))]
+        # register read addresses: each warp's head's three, the pick choosing among them
+        # (worked out before the pick, not from the picked entry, so that the pick is one
+        # multiplexer away from the register file's RAMs)
+        m.d.comb += rf.ren.eq(~stall)
+        heads = [port_view(ibuf.head[w], layouts.id_is()).dec for w in range(W)]
+        with m.Switch(is_pick):
+            for w in range(W):
+                with m.Case(w):
+                    h = heads[w]
+                    m.d.comb += [rf.raddr[0].eq(rf.addr(w, h.rs1)),
+                                 rf.raddr[1].eq(rf.addr(w, h.rs2)),
+                                 rf.raddr[2].eq(rf.addr(w, Mux(h.rd_rd, h.rd, h.rs3)))]
         with m.If(mx.read):
             m.d.comb += [rf.raddr[p].eq(rf.addr(mx.result.warp, mx.raddr[p])) for p in range(3)]
         for l in range(L):

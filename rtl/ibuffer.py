@@ -5,15 +5,11 @@ oldest entry (the head) to choose what issues, and pops the one it issues. ``sch
 only for a warp whose buffer has room for the fetch and those already in ``if``/``id``, so a
 push never finds its buffer full.
 
-Each buffer is a small RAM written at the tail, with its head entry copied into a register:
-``is`` starts its choice from flip-flops rather than from a RAM read behind the head pointer.
-The RAM is read at the entry after the head (a registered address), which becomes the head
-when this one is popped; an entry pushed into a buffer that is empty, or holds only the head
-being popped, goes to the register directly. A register per entry would be rewritten every
-cycle in simulation.
+Each buffer is a small RAM written at the tail and read combinationally at the head: a
+register per entry would be rewritten every cycle in simulation.
 """
 
-from amaranth import Module, Mux, Signal
+from amaranth import Module, Signal
 from amaranth.lib import wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
@@ -41,8 +37,8 @@ class InstrBuffers(wiring.Component):
     - ``pop``: the head of ``pop_warp``'s buffer is dropped (never an empty one's). A push
       and a pop of the same warp in one cycle leave the count unchanged.
     - ``count[w]``: entries in warp ``w``'s buffer; ``valid[w]``: ``count[w] != 0``.
-    - ``head[w]``: warp ``w``'s oldest entry, from a register (an entry pushed in a cycle
-      shows from the next one); meaningless while ``valid[w]`` is low.
+    - ``head[w]``: warp ``w``'s oldest entry, combinationally (an entry pushed in a cycle
+      shows from the next one).
     - ``reset``: every buffer is empty in the next cycle, whatever ``push`` and ``pop`` do;
       ``reset_warps``: the same for the buffers of the warps whose bit is set.
     """
@@ -77,25 +73,18 @@ class InstrBuffers(wiring.Component):
             wp, rp = mem.write_port(), mem.read_port(domain="comb")
             count = Signal(range(depth + 1), name=f"w{w}_ibcount")
             head = Signal(range(depth), name=f"w{w}_ibhead")
-            after = Signal(range(depth), init=1 % depth, name=f"w{w}_ibafter")  # head + 1
             tail = Signal(range(depth), name=f"w{w}_ibtail")
             push = self.push & (self.push_warp == w)
             pop = self.pop & (self.pop_warp == w)
-            incoming = port_view(self.entry, entry)
-            head_q = split_signal(entry, f"w{w}_head")
+            head_entry = split_signal(entry, f"w{w}_head")
             m.d.comb += [tail.eq((head + count) % depth),
-                         wp.addr.eq(tail), wp.data.eq(incoming), wp.en.eq(push),
-                         rp.addr.eq(after),
-                         port_view(self.head[w], entry).eq(head_q),
+                         wp.addr.eq(tail), wp.data.eq(port_view(self.entry, entry)),
+                         wp.en.eq(push), rp.addr.eq(head), head_entry.eq(rp.data),
+                         port_view(self.head[w], entry).eq(head_entry),
                          self.count[w].eq(count), self.valid[w].eq(count != 0)]
-            # the head of the next cycle: the entry after this one (already in the RAM when
-            # two or more are buffered), else the one pushed now into an empty buffer
             with m.If(pop):
-                m.d.sync += [head.eq(after), after.eq((after + 1) % depth),
-                             head_q.eq(Mux(count >= 2, rp.data, incoming))]
-            with m.Elif(count == 0):
-                m.d.sync += head_q.eq(incoming)
+                m.d.sync += head.eq((head + 1) % depth)
             m.d.sync += count.eq(count + push - pop)
             with m.If(self.reset | self.reset_warps[w]):
-                m.d.sync += [count.eq(0), head.eq(0), after.eq(1 % depth)]
+                m.d.sync += [count.eq(0), head.eq(0)]
         return m

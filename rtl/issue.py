@@ -188,7 +188,9 @@ class IssueSelect(wiring.Component):
             for w in range(W):
                 with m.Case(w):
                     m.d.comb += issued.eq(heads[w])
-        fault = issue & (issued.dec.illegal | issued.pc_fault)
+        # each head's fault beside its hazards, so that the pick only selects it
+        fault = issue & Cat((rr.grant == w) & (heads[w].dec.illegal | heads[w].pc_fault)
+                            for w in range(W)).any()
         ok = issue & ~fault
         m.d.comb += [self.issue.eq(issue), self.fault.eq(fault), self.ok.eq(ok),
                      self.warp.eq(rr.grant),

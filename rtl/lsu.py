@@ -114,7 +114,9 @@ class LsuPrep(wiring.Component):
             "exec": In(lanes),
             "addr": In(vec),
             "shared_size": In(32),
-            "shared_base": In(32),  # the block's first byte in the shared memory
+            # the block's first byte in the shared memory: a whole row of banks (a multiple
+            # of 4 x lanes), so it moves no lane to another bank
+            "shared_base": In(32),
             "param_addr": In(32),
             "param_size": In(16),
             "q": Out(prep_layout(lanes, self.word_bits)),
@@ -160,8 +162,11 @@ class LsuPrep(wiring.Component):
                 with m.Case(LsuOp.ATOM, LsuOp.ATOMS):
                     m.d.comb += q.split[p].eq(1)
                 with m.Case(LsuOp.LDS, LsuOp.STS):
-                    m.d.comb += q.split[p].eq((word[i][:lb] == word[j][:lb])
-                                              & (word[i] != word[j]))
+                    # same bank, other words: from the addresses within the block, as the
+                    # block's base (whole rows) adds the same to both and changes no bank;
+                    # not from ``word``, which has the base's adder in front of it
+                    wi, wj = self.addr[i][2:2 + self.word_bits], self.addr[j][2:2 + self.word_bits]
+                    m.d.comb += q.split[p].eq((wi[:lb] == wj[:lb]) & (wi != wj))
         return m
 
 

@@ -14,7 +14,7 @@ more cycles later. ``done`` carries the warp's new ``pc``, ``active`` and ``live
 ``finished`` (the warp has no live lane and an empty stack), or a ``fault``.
 """
 
-from amaranth import Module, Signal
+from amaranth import Cat, Module, Signal
 from amaranth.lib import data, enum, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
@@ -119,11 +119,14 @@ class SimtStack(wiring.Component):
                     with m.Case(i):
                         m.d.sync += sp[i].eq(value)
 
-        def set_top(w, value):
+        def set_top(w, value, back):
+            """The top entry := ``value``, its pc less 4 := ``back``, worked out by each
+            caller from what it has at hand: a subtraction after the choice among the entries
+            would be on the stack's longest path."""
             with m.Switch(w):
                 for i in range(warps):
                     with m.Case(i):
-                        m.d.sync += [top[i].eq(value), top_back[i].eq(value.pc - 4)]
+                        m.d.sync += [top[i].eq(value), top_back[i].eq(back)]
 
         def addr(w, idx):
             return w * depth + idx
@@ -172,13 +175,13 @@ class SimtStack(wiring.Component):
             with m.Else():
                 pop(w, top_cur, sp_cur - 1, live)
 
-        def push(w, entry):
+        def push(w, entry, back):
             with m.If(sp_cur == depth):
                 fault(w, FaultCause.STACK_OVERFLOW)
             with m.Else():
                 m.d.comb += [wr.en.eq(1), wr.addr.eq(addr(w, sp_cur)), wr.data.eq(entry)]
                 set_sp(w, sp_cur + 1)
-                set_top(w, entry)
+                set_top(w, entry, back)
 
         w = self.warp
         with m.FSM(init="IDLE"):
@@ -192,7 +195,7 @@ class SimtStack(wiring.Component):
                                          entry.mask.eq(self.active)]
                             with m.If(sp_cur != depth):
                                 answer(w, self.pc + 4, self.active, self.live)
-                            push(w, entry)
+                            push(w, entry, self.target - 4)
                         with m.Case(SimtOp.BRA):
                             taken = self.active & self.guard
                             with m.If(taken == self.active):
@@ -210,7 +213,7 @@ class SimtStack(wiring.Component):
                                                  merged.mask.eq(top_cur.mask | rest)]
                                     m.d.comb += [wr.en.eq(1), wr.addr.eq(addr(w, sp_cur - 1)),
                                                  wr.data.eq(merged)]
-                                    set_top(w, merged)
+                                    set_top(w, merged, top_back_cur)
                                     answer(w, self.target, taken, self.live)
                                 with m.Else():
                                     entry = Signal(layout)
@@ -218,7 +221,9 @@ class SimtStack(wiring.Component):
                                                  entry.pc.eq(self.pc + 4), entry.mask.eq(rest)]
                                     with m.If(sp_cur != depth):
                                         answer(w, self.target, taken, self.live)
-                                    push(w, entry)
+                                    # (pc + 4) - 4 as the 32-bit pc wraps: pc, but past the
+                                    # top for the last word (whose pc + 4 is 0)
+                                    push(w, entry, Cat(self.pc, self.pc[2:].all()))
                         with m.Case(SimtOp.SYNC):
                             pop_first(w, self.live)
                         with m.Case(SimtOp.EXIT):
@@ -232,7 +237,7 @@ class SimtStack(wiring.Component):
                             with m.Else():
                                 pop_first(w, live)
             with m.State("REFILL"):
-                set_top(b_warp, rd.data)
+                set_top(b_warp, rd.data, rd.data.pc - 4)
                 m.next = "IDLE"
             with m.State("POPMEM"):
                 pop(b_warp, rd.data, b_sp, b_live)
