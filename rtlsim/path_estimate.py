@@ -50,7 +50,7 @@ class Endpoint:
     kind: str  # "FF", "BRAM", "DPRAM", "port"
     arrival: float  # ns after the clock edge, setup included
     levels: int  # LUT4s and carry cells on that path
-    bits: int = 1  # the endpoints of this name (bits of a register)
+    bits: int = 1  # the cells (flip-flops, RAMs) or port bits of this name
     path: list[str] = field(default_factory=list)  # cells from the start to the end
 
 
@@ -188,16 +188,19 @@ def estimate(netlist: dict, delays: Delays = Delays()) -> list[Endpoint]:
     ends: dict[str, Endpoint] = {}
 
     def end(name: str, kind: str, bits: list[int], setup: float) -> None:
-        for b in bits:
-            t, lv, _ = arrive(b)
-            t += delays.route + setup
-            e = ends.get(name)
-            if e is None:
-                ends[name] = Endpoint(name, kind, t, lv, 1, [*trace(b), name])
-            else:
-                e.bits += 1
-                if t > e.arrival:
-                    e.arrival, e.levels, e.path = t, lv, [*trace(b), name]
+        """One endpoint cell (or port) whose inputs are ``bits``: its latest input counts."""
+        if not bits:
+            return
+        worst = max(bits, key=lambda b: arrive(b)[0])
+        t, lv, _ = arrive(worst)
+        t += delays.route + setup
+        e = ends.get(name)
+        if e is None:
+            ends[name] = Endpoint(name, kind, t, lv, 1, [*trace(worst), name])
+        else:
+            e.bits += 1
+            if t > e.arrival:
+                e.arrival, e.levels, e.path = t, lv, [*trace(worst), name]
 
     for cname, c in cells.items():
         t = c["type"]
@@ -216,7 +219,9 @@ def estimate(netlist: dict, delays: Delays = Delays()) -> list[Endpoint]:
             end(cname, "DPRAM", inputs(c, ["WAD", "DI", "WRE"]), delays.setup_ff)
     for pname, p in mod.get("ports", {}).items():
         if p["direction"] == "output":
-            end(pname, "port", [b for b in p["bits"] if isinstance(b, int)], 0.0)
+            for b in p["bits"]:
+                if isinstance(b, int):
+                    end(pname, "port", [b], 0.0)
     return sorted(ends.values(), key=lambda e: -e.arrival)
 
 
@@ -231,7 +236,7 @@ def estimate_file(path: Path, delays: Delays = Delays()) -> list[Endpoint]:
 
 def histogram(ends: list[Endpoint], edges: Iterable[float] = (10, 12.5, 15, 17.5, 20)
               ) -> list[tuple[str, int, int]]:
-    """(range, endpoint names, bits) per arrival range."""
+    """(range, endpoint names, their cells or port bits) per arrival range."""
     edges = sorted(edges)
     rows = []
     lo = None
@@ -256,16 +261,17 @@ def render(ends: list[Endpoint], top: str, period_ns: float, count: int = 20,
     lines = [f"Estimated from the netlist before placement (rtlsim/path_estimate.py: "
              f"{Delays().route:g} ns of routing per net, nextpnr's logic delays); a ranking, "
              f"not a routed Fmax. {len(over):,} of {len(ends):,} endpoints "
-             f"({sum(e.bits for e in over):,} of {sum(e.bits for e in ends):,} bits) arrive "
+             f"({sum(e.bits for e in over):,} of {sum(e.bits for e in ends):,} flip-flops, "
+             f"RAMs and port bits) arrive "
              f"after {period_ns:g} ns.", "",
-             "| arrival | endpoints | bits |", "| --- | ---: | ---: |"]
+             "| arrival | endpoints | cells |", "| --- | ---: | ---: |"]
     lines += [f"| {label} | {n:,} | {b:,} |" for label, n, b in histogram(ends, edges)]
     lines += ["", "| estimate (ns) | LUT levels | endpoint | unit | stage | path starts at |",
               "| ---: | ---: | --- | --- | --- | --- |"]
     for e in ends[:count]:
         unit, stage = unit_stage(e.name, top, units)
         src_unit, _ = unit_stage(e.path[0], top, units) if e.path else ("", "")
-        bits = f" ({e.bits} bits)" if e.bits > 1 else ""
+        bits = f" ({e.bits} cells)" if e.bits > 1 else ""
         lines.append(f"| {e.arrival:.1f} | {e.levels} | `{e.name}`{bits} | `{unit}` | {stage} "
                      f"| `{e.path[0] if e.path else ''}` (`{src_unit}`) |")
     if ends:
