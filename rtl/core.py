@@ -922,7 +922,9 @@ class Core(wiring.Component):
                      fr.bar.waiting.eq(bar.waiting), fr.bar.deadlock.eq(bar.deadlock),
                      fr.issue.valid.eq(iss.fault), fr.issue.pc_fault.eq(issued.pc_fault),
                      fr.issue.warp.eq(is_pick), fr.issue.lanes.eq(issue_active),
-                     fr.issue.pc.eq(issued.pc), fr.issue.word.eq(issued.word)]
+                     # the faulting head's pc and word a cycle later: is_rr takes them (a
+                     # fault is raised only when is_rr is not stalled)
+                     fr.issue.pc.eq(is_rr.pc), fr.issue.word.eq(is_rr.word)]
         for w in range(W):
             m.d.comb += fr.live[w].eq(ws[w].live)
 

@@ -65,7 +65,9 @@ class FaultRecorder(wiring.Component):
     - ``bar``: ``arrive``/``warp`` (a warp reaches the barrier, with ``ex1``'s pc and word),
       ``waiting`` (the warps waiting), ``deadlock``; ``live[w]``: warp ``w``'s live lanes.
     - ``issue``: ``valid`` (an illegal head is picked) and ``pc_fault`` (its fetch was past
-      the code: ``PC_OUT_OF_RANGE`` with word 0, else ``ILLEGAL_INSTRUCTION``).
+      the code: ``PC_OUT_OF_RANGE`` with word 0, else ``ILLEGAL_INSTRUCTION``); its ``pc``
+      and ``word`` are read in the cycle after ``valid`` (the core's ``is_rr`` register
+      holds the picked head then), its ``warp`` and ``lanes`` with ``valid``.
 
     Cycle by cycle: while ``running`` and no fault is held, the first source in the order
     above that raises one is recorded (with ``block``): ``stop`` rises in the next cycle
@@ -159,10 +161,14 @@ class FaultRecorder(wiring.Component):
             "mem": (self.mem.cause, self.mem.warp, self.mem.lanes, self.mem.pc, self.mem.word),
             "ex1": (ex1_cause, ex1.warp, ex1.lanes, ex1.pc, ex1.word),
             "bar": (FaultCause.BARRIER_DEADLOCK, 0, 0, 0, 0),  # the rest a cycle later
+            # an issue fault's pc and word a cycle later, from the stage register the picked
+            # head has gone into: the pick comes late in its cycle, and a capture of its 64
+            # bits here would put the pick's fan-out across the core into that cycle
             "issue": (Mux(iss.pc_fault, FaultCause.PC_OUT_OF_RANGE,
-                          FaultCause.ILLEGAL_INSTRUCTION),
-                      iss.warp, iss.lanes, iss.pc, Mux(iss.pc_fault, 0, iss.word)),
+                          FaultCause.ILLEGAL_INSTRUCTION), iss.warp, iss.lanes, 0, 0),
         }
+        iss_pc_fault_q = Signal()
+        m.d.sync += iss_pc_fault_q.eq(iss.pc_fault)
         taken = ~held & self.running & raised.any()
         first_q, taken_q = Signal(len(raised)), Signal()
         # lowest set bit: the oldest instruction's source (each bit and the bits below it, not
@@ -179,6 +185,9 @@ class FaultRecorder(wiring.Component):
                 if name == "bar":
                     m.d.comb += [chosen.warp.eq(first), chosen.lane_mask.eq(first_live),
                                  chosen.pc.eq(first_pc), chosen.instr.eq(first_word)]
+                if name == "issue":
+                    m.d.comb += [chosen.pc.eq(iss.pc),
+                                 chosen.instr.eq(Mux(iss_pc_fault_q, 0, iss.word))]
         with m.If(taken_q):
             m.d.sync += record.eq(chosen)
         valid = Signal()

@@ -90,7 +90,8 @@ def test_fault_recorder_priority_and_hold():
     ``dead`` names every warp whose instruction faulted in mem (from the next cycle), and
     ``kill`` every warp whose instruction faults or faulted in mem or ex1 (in the same cycle
     too), recorded or not; an illegal head and a deadlock name none (nothing younger of
-    their warp was issued)."""
+    their warp was issued). An issue fault's pc and word are those the port shows in the
+    cycle after it (the core's ``is_rr`` register then)."""
     warps, lanes = 4, 8
     dut = FaultRecorder(warps, lanes)
     rng = random.Random(3)
@@ -108,6 +109,7 @@ def test_fault_recorder_priority_and_hold():
         ctx.set(dut.block.y, block[1])
         ctx.set(dut.block.z, block[2])
         valid = False  # fault.valid: held in the last cycle and no flush then
+        issue_taken = None  # an issue fault taken at the last edge, its pc and word to come
         for step in range(1500):
             assert ctx.get(dut.stop) == held, step
             assert ctx.get(dut.fault.valid) == valid, step
@@ -127,6 +129,10 @@ def test_fault_recorder_priority_and_hold():
                 return v
 
             mem, ex1, iss = src(dut.mem), src(dut.ex1), src(dut.issue)
+            if issue_taken is not None:  # last cycle's issue fault reads pc and word now
+                cause, warp, lanes_, pc_fault_then = issue_taken
+                record = (cause, warp, lanes_, iss["pc"], 0 if pc_fault_then else iss["word"])
+                issue_taken = None
             raise_ = {k: rng.random() < 0.15 for k in
                       ("mem", "stack", "divergent", "mma", "deadlock", "issue")}
             mem_cause, stack_cause = rng.choice(mem_causes), rng.choice(stack_causes)
@@ -150,7 +156,7 @@ def test_fault_recorder_priority_and_hold():
             assert ctx.get(dut.kill) == dead | dead_ex1 | now, step
             await ctx.tick()
 
-            new = None
+            new, new_is_issue = None, False
             if raise_["mem"]:
                 new = (mem_cause, mem["warp"], mem["lanes"], mem["pc"], mem["word"])
             elif raise_["stack"]:
@@ -168,10 +174,10 @@ def test_fault_recorder_priority_and_hold():
                             else bar_at[first])
                 new = (FaultCause.BARRIER_DEADLOCK, first, live[first], pc, word)
             elif raise_["issue"]:
-                new = ((FaultCause.PC_OUT_OF_RANGE, iss["warp"], iss["lanes"], iss["pc"], 0)
+                new_is_issue = True  # its pc and word come in the next cycle (above)
+                new = ((FaultCause.PC_OUT_OF_RANGE, iss["warp"], iss["lanes"], None, 0)
                        if pc_fault else
-                       (FaultCause.ILLEGAL_INSTRUCTION, iss["warp"], iss["lanes"], iss["pc"],
-                        iss["word"]))
+                       (FaultCause.ILLEGAL_INSTRUCTION, iss["warp"], iss["lanes"], None, None))
             was_held = held
             valid = held and not flush
             if flush:
@@ -182,6 +188,8 @@ def test_fault_recorder_priority_and_hold():
             if not was_held and running and new is not None:
                 held, record = True, (new[0].value, *new[1:])
                 dead, dead_ex1 = raised_mem, raised_ex1
+                if new_is_issue:
+                    issue_taken = (new[0].value, new[1], new[2], pc_fault)
             if arrive:
                 bar_at[arrive_warp] = (ex1["pc"], ex1["word"])
 
