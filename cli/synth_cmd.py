@@ -87,6 +87,8 @@ def run(args: argparse.Namespace) -> int:
 
     if args.freq <= 0:
         raise SystemExit("simtgpu synth: --freq must be positive")
+    if args.paths < 0:
+        raise SystemExit("simtgpu synth: --paths must be a count of paths (0: none)")
     if args.unit is not None:
         return _run_units(args)
     caches = {name: None if v is None else v == "on"
@@ -214,9 +216,9 @@ def _run_units(args: argparse.Namespace) -> int:
     if unknown:
         raise SystemExit(f"simtgpu synth: unknown unit {unknown[0]!r}; choose from "
                          f"{', '.join(UNITS)} or all")
-    if args.report_only or args.shell or args.top != "gpu":
+    if args.report_only or args.shell or args.top != "gpu" or args.synth_only or args.paths:
         raise SystemExit("simtgpu synth: --unit runs the flow on the unit alone; it takes no "
-                         "--report-only, --shell or --top")
+                         "--report-only, --shell, --top, --synth-only or --paths")
     results = []
     for name in names:
         workdir = (args.workdir / name if args.workdir and len(names) > 1

@@ -355,3 +355,7 @@ def test_an_unknown_unit_is_named(capsys) -> None:
     with pytest.raises(SystemExit) as e:
         main(["synth", "--unit", "gpu"])
     assert "unknown unit 'gpu'" in str(e.value) and "dot-tree" in str(e.value)
+    with pytest.raises(SystemExit, match="takes no .*--paths"):
+        main(["synth", "--unit", "alu", "--paths", "5"])
+    with pytest.raises(SystemExit, match="--paths must be a count"):
+        main(["synth", "--paths", "-1"])
