@@ -189,8 +189,8 @@ class IssueSelect(wiring.Component):
                 with m.Case(w):
                     m.d.comb += issued.eq(heads[w])
         # each head's fault beside its hazards, so that the pick only selects it
-        fault = issue & Cat((rr.grant == w) & (heads[w].dec.illegal | heads[w].pc_fault)
-                            for w in range(W)).any()
+        bad = [heads[w].dec.illegal | heads[w].pc_fault for w in range(W)]
+        fault = issue & Cat((rr.grant == w) & bad[w] for w in range(W)).any()
         ok = issue & ~fault
         m.d.comb += [self.issue.eq(issue), self.fault.eq(fault), self.ok.eq(ok),
                      self.warp.eq(rr.grant),
@@ -203,7 +203,7 @@ class IssueSelect(wiring.Component):
         # into the warp's marks in the next cycle (``long_now``), which show what they did.
         for w in range(W):
             h = heads[w].dec
-            picked = issue & (rr.grant == w) & ~heads[w].dec.illegal & ~heads[w].pc_fault
+            picked = issue & (rr.grant == w) & ~bad[w]  # warp w issues
             m.d.comb += self.sets[w].eq(Mux(picked, dests(m, h, regs), 0))
             long_q = Signal(regs, name=f"w{w}_long_set_q")
             long_bits = Mux(h.sem == RSem.MMA, 0xF << h.rd, Mux(h.wr_reg, 1 << h.rd, 0))
