@@ -44,13 +44,13 @@ class Delays:
 
 @dataclass
 class Endpoint:
-    """A path end: the latest arrival among the bits of one register or RAM input."""
+    """A path end: the latest arrival among the flip-flops of one signal, or one RAM."""
 
     name: str  # the register's signal (its Q net) or the RAM cell
     kind: str  # "FF", "BRAM", "DPRAM", "port"
     arrival: float  # ns after the clock edge, setup included
     levels: int  # LUT4s and carry cells on that path
-    bits: int = 1  # the cells (flip-flops, RAMs) or port bits of this name
+    cells: int = 1  # the cells (flip-flops, RAMs) or port bits of this name
     path: list[str] = field(default_factory=list)  # cells from the start to the end
 
 
@@ -187,18 +187,18 @@ def estimate(netlist: dict, delays: Delays = Delays()) -> list[Endpoint]:
 
     ends: dict[str, Endpoint] = {}
 
-    def end(name: str, kind: str, bits: list[int], setup: float) -> None:
-        """One endpoint cell (or port) whose inputs are ``bits``: its latest input counts."""
-        if not bits:
+    def end(name: str, kind: str, pins: list[int], setup: float) -> None:
+        """One endpoint cell (or port bit) whose input nets are ``pins``: the latest counts."""
+        if not pins:
             return
-        worst = max(bits, key=lambda b: arrive(b)[0])
+        worst = max(pins, key=lambda b: arrive(b)[0])
         t, lv, _ = arrive(worst)
         t += delays.route + setup
         e = ends.get(name)
         if e is None:
             ends[name] = Endpoint(name, kind, t, lv, 1, [*trace(worst), name])
         else:
-            e.bits += 1
+            e.cells += 1
             if t > e.arrival:
                 e.arrival, e.levels, e.path = t, lv, [*trace(worst), name]
 
@@ -245,7 +245,7 @@ def histogram(ends: list[Endpoint], edges: Iterable[float] = (10, 12.5, 15, 17.5
                                                                           or e.arrival < hi)]
         label = (f"< {hi:g} ns" if lo is None else f">= {lo:g} ns" if hi is None
                  else f"{lo:g} to {hi:g} ns")
-        rows.append((label, len(sel), sum(e.bits for e in sel)))
+        rows.append((label, len(sel), sum(e.cells for e in sel)))
         lo = hi
     return rows
 
@@ -261,7 +261,7 @@ def render(ends: list[Endpoint], top: str, period_ns: float, count: int = 20,
     lines = [f"Estimated from the netlist before placement (rtlsim/path_estimate.py: "
              f"{Delays().route:g} ns of routing per net, nextpnr's logic delays); a ranking, "
              f"not a routed Fmax. {len(over):,} of {len(ends):,} endpoints "
-             f"({sum(e.bits for e in over):,} of {sum(e.bits for e in ends):,} flip-flops, "
+             f"({sum(e.cells for e in over):,} of {sum(e.cells for e in ends):,} flip-flops, "
              f"RAMs and port bits) arrive "
              f"after {period_ns:g} ns.", "",
              "| arrival | endpoints | cells |", "| --- | ---: | ---: |"]
@@ -271,8 +271,8 @@ def render(ends: list[Endpoint], top: str, period_ns: float, count: int = 20,
     for e in ends[:count]:
         unit, stage = unit_stage(e.name, top, units)
         src_unit, _ = unit_stage(e.path[0], top, units) if e.path else ("", "")
-        bits = f" ({e.bits} cells)" if e.bits > 1 else ""
-        lines.append(f"| {e.arrival:.1f} | {e.levels} | `{e.name}`{bits} | `{unit}` | {stage} "
+        cells = f" ({e.cells} cells)" if e.cells > 1 else ""
+        lines.append(f"| {e.arrival:.1f} | {e.levels} | `{e.name}`{cells} | `{unit}` | {stage} "
                      f"| `{e.path[0] if e.path else ''}` (`{src_unit}`) |")
     if ends:
         lines += ["", f"The slowest, `{ends[0].name}`: " + " -> ".join(
