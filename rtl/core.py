@@ -55,10 +55,11 @@ from .fpu import CORE_LATENCY as FPU_LATENCY
 from .fpu import Fpu, FpuOp
 from .half_unit import CORE_LATENCY as HALF_LATENCY
 from .half_unit import HALF_UNIT_OPS, HalfOp, HalfUnit
+from .hazard_ahead import HazardAhead
 from .ibuffer import InstrBuffers
 from .isa_consts import BARRIER_OPS, SReg, iid
 from .isa_consts import Sem as RSem
-from .issue import IssueSelect, needs
+from .issue import IssueSelect, issue_fields
 from .late_writeback import LateWriteback
 from .layouts import per_warp, port_view, split_signal
 from .lsu import Lsu, LsuOp, LsuPrep
@@ -140,6 +141,7 @@ class Core(wiring.Component):
         m.submodules.warp_unit = wu = WarpUnit(L)
         m.submodules.ibuf = ibuf = InstrBuffers(W)
         m.submodules.issue_select = iss = IssueSelect(W, cfg.regs)
+        m.submodules.hazard_ahead = haz = HazardAhead(W, ibuf.depth, cfg.regs)
         m.submodules.preds = pf = PredicateFile(W, L)
         m.submodules.sfu = sfu = SfuSequencer(W, L, cfg.sfus, gated=cfg.clock_gating)
         m.submodules.late_wb = lw = LateWriteback(W, L)
@@ -172,14 +174,25 @@ class Core(wiring.Component):
         wiring.connect(m, mx.result, lw.mma)
 
         # instruction memory keeps each word with its predecoded control bits: the decoder
-        # works on the write port, so id only rebuilds the control word (rtl/decoder.py)
-        imem_entry = data.StructLayout({"word": 32, "pre": PREDECODED})
+        # works on the write port, so id only rebuilds the control word (rtl/decoder.py);
+        # and with what issue needs of it (``needs``, ``dests``, ``kind``), so that the
+        # memory's slow read feeds the instruction buffers and the issue stage's hazard
+        # (rtl/hazard_ahead.py) directly. The write is registered between the decoder and
+        # those fields: it reaches the memory a cycle after the port presents it.
+        imem_entry = data.StructLayout({"word": 32, "pre": PREDECODED,
+                                        "issue": layouts.ISSUE_FIELDS})
         m.submodules.imem = imem = Memory(shape=imem_entry, depth=cfg.imem_words, init=[])
         imem_w = imem.write_port()
         imem_r = imem.read_port(domain="sync")
-        m.d.comb += [imem_w.en.eq(self.imem.we), imem_w.addr.eq(self.imem.addr),
-                     decoder.word.eq(self.imem.data), imem_w.data.word.eq(self.imem.data),
-                     imem_w.data.pre.eq(decoder.pre)]
+        imem_wq = Signal(data.StructLayout({"en": 1, "addr": len(self.imem.addr), "word": 32,
+                                            "pre": PREDECODED}), name="imem_wq")
+        m.d.comb += decoder.word.eq(self.imem.data)
+        m.d.sync += [imem_wq.en.eq(self.imem.we), imem_wq.addr.eq(self.imem.addr),
+                     imem_wq.word.eq(self.imem.data), imem_wq.pre.eq(decoder.pre)]
+        w_dec = decoded(m, imem_wq.word, imem_wq.pre, "imem_w_dec")
+        m.d.comb += [imem_w.en.eq(imem_wq.en), imem_w.addr.eq(imem_wq.addr),
+                     imem_w.data.word.eq(imem_wq.word), imem_w.data.pre.eq(imem_wq.pre),
+                     imem_w.data.issue.eq(issue_fields(m, w_dec, cfg.regs, mma_shape(L).regs_b))]
 
         # --- block state ------------------------------------------------------------------
         # A core holds up to ``max_blocks`` blocks at once. Every block of a launch has the
@@ -455,7 +468,7 @@ class Core(wiring.Component):
         id_entry = port_view(ibuf.entry, layouts.id_is())
         m.d.comb += [id_entry.pc.eq(if_id.pc), id_entry.word.eq(id_word),
                      id_entry.pc_fault.eq(if_pc_fault), id_entry.dec.eq(id_dec),
-                     id_entry.needs.eq(needs(m, id_dec, cfg.regs, mma_shape(L).regs_b))]
+                     *[id_entry[f].eq(imem_r.data.issue[f]) for f in layouts.ISSUE_FIELDS.members]]
         # a fetch that arrives behind a control instruction of its warp is dropped: the warp's
         # pc is set again when ex1 resolves the control instruction
         accept = Signal()
@@ -483,6 +496,15 @@ class Core(wiring.Component):
         is_pick, issue_ok = iss.warp, iss.ok
         issued = port_view(iss.entry, layouts.id_is())
         m.d.comb += [ibuf.pop.eq(issue_ok), ibuf.pop_warp.eq(is_pick)]
+        # each head's hazard a cycle ahead, for the choice of the next cycle
+        m.d.comb += [haz.pop.eq(issue_ok), haz.pop_warp.eq(is_pick),
+                     haz.push.eq(ibuf.push), haz.push_warp.eq(ibuf.push_warp),
+                     haz.push_needs.eq(id_entry.needs), iss.hazard_q.eq(haz.hazard)]
+        for w in range(W):
+            m.d.comb += [haz.count[w].eq(ibuf.count[w]), haz.head_needs[w].eq(ibuf.head[w].needs),
+                         haz.next_needs[w].eq(ibuf.next_needs[w]),
+                         haz.pending[w].eq(sb.pending[w]), haz.clearing[w].eq(sb.clearing[w]),
+                         haz.dests[w].eq(iss.dests[w])]
         # a fence issues once its warp's stores are complete: the L1 below invalidates
         m.d.comb += self.fence.eq(issue_ok & (issued.dec.iid == iid("fence")))
 

@@ -10,7 +10,7 @@ register per entry would be rewritten every cycle in simulation.
 """
 
 from amaranth import Module, Signal
-from amaranth.lib import wiring
+from amaranth.lib import data, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
@@ -38,7 +38,9 @@ class InstrBuffers(wiring.Component):
       and a pop of the same warp in one cycle leave the count unchanged.
     - ``count[w]``: entries in warp ``w``'s buffer; ``valid[w]``: ``count[w] != 0``.
     - ``head[w]``: warp ``w``'s oldest entry, combinationally (an entry pushed in a cycle
-      shows from the next one).
+      shows from the next one); ``next_needs[w]``: the ``needs`` of the entry after it
+      (meaningful while ``count[w] >= 2``), what the head becomes when it is popped, for
+      :class:`~simtgpu.rtl.hazard_ahead.HazardAhead`.
     - ``reset``: every buffer is empty in the next cycle, whatever ``push`` and ``pop`` do;
       ``reset_warps``: the same for the buffers of the warps whose bit is set.
     """
@@ -49,7 +51,8 @@ class InstrBuffers(wiring.Component):
         wb = max(1, (warps - 1).bit_length())
         # entries are one port per field (fields_signature): a packed 150-bit port would be
         # a multi-word vector in simulation, split again by every reader
-        entry = fields_signature(layouts.id_is())
+        entry_layout = layouts.id_is()
+        entry = fields_signature(entry_layout)
         super().__init__({
             "reset": In(1),
             "reset_warps": In(warps),
@@ -61,6 +64,7 @@ class InstrBuffers(wiring.Component):
             "count": Out(range(depth + 1)).array(warps),
             "valid": Out(warps),
             "head": Out(entry).array(warps),
+            "next_needs": Out(data.ArrayLayout(entry_layout.members["needs"], warps)),
         })
 
     def elaborate(self, platform) -> Module:
@@ -82,6 +86,13 @@ class InstrBuffers(wiring.Component):
                          wp.en.eq(push), rp.addr.eq(head), head_entry.eq(rp.data),
                          port_view(self.head[w], entry).eq(head_entry),
                          self.count[w].eq(count), self.valid[w].eq(count != 0)]
+            # the entry after the head: its needs only, from a copy of that field (a second
+            # read port of the whole entry would copy every field's RAM)
+            nmem = Memory(shape=entry.members["needs"], depth=depth, init=[])
+            m.submodules[f"w{w}_ib_needs"] = nmem
+            nwp, nrp = nmem.write_port(), nmem.read_port(domain="comb")
+            m.d.comb += [nwp.addr.eq(tail), nwp.data.eq(self.entry.needs), nwp.en.eq(push),
+                         nrp.addr.eq((head + 1) % depth), self.next_needs[w].eq(nrp.data)]
             with m.If(pop):
                 m.d.sync += head.eq((head + 1) % depth)
             m.d.sync += count.eq(count + push - pop)

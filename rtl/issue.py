@@ -66,6 +66,17 @@ def dests(m: Module, dec: data.View, regs: int) -> Signal:
     return d
 
 
+def issue_fields(m: Module, dec: data.View, regs: int, mma_b_regs: int) -> Signal:
+    """What issue needs of an instruction besides its control word
+    (:data:`~simtgpu.rtl.layouts.ISSUE_FIELDS`): :func:`needs`, :func:`dests` and its kind,
+    worked out once, as instruction memory is written."""
+    out = Signal(layouts.ISSUE_FIELDS)
+    m.d.comb += [out.needs.eq(needs(m, dec, regs, mma_b_regs)), out.dests.eq(dests(m, dec, regs)),
+                 out.kind.fence.eq(dec.iid == iid("fence")), out.kind.sfu.eq(dec.sem == RSem.SFU),
+                 out.kind.mma.eq(dec.sem == RSem.MMA)]
+    return out
+
+
 def is_long(dec: data.View):
     """The instruction's register result comes back through the late write-back: a global
     load or atomic, ``ldparam``, an SFU instruction or an ``mma``."""
@@ -97,14 +108,17 @@ class IssueSelect(wiring.Component):
     - ``issue``: a warp is picked (``warp``, its head ``entry``) and ``enable`` is high;
       ``fault``: that head is illegal or its fetch faulted (it raises the fault instead of
       issuing); ``ok``: it issues (the caller pops it); ``sets[w]``: the scoreboard bits
-      (:func:`dests`) warp ``w``'s issue sets, zero for the warps that do not issue.
+      (:func:`dests`) warp ``w``'s issue sets, zero for the warps that do not issue;
+      ``dests[w]``: those its head would set.
     - per warp with a buffered head (``valid``) that belongs to a running warp
       (``runnable``): ``hazard`` (it needs a pending bit of a short-latency producer),
       ``parked`` (it needs a register a late write-back will write, or is a ``fence``
       with stores outstanding), ``structural`` (it would issue but for the busy SFU or
       matrix unit);
       ``bar_hold``: the warps held at a barrier. ``hazard`` and ``parked`` do not look at
-      ``runnable`` or ``bar_hold``.
+      ``runnable`` or ``bar_hold``. The choice itself reads a head's hazard from
+      ``hazard_q`` (:class:`~simtgpu.rtl.hazard_ahead.HazardAhead`: the same bit, worked out
+      a cycle ahead into a register), not from ``pending``.
 
     At the clock edge:
 
@@ -133,6 +147,7 @@ class IssueSelect(wiring.Component):
             "valid": In(warps),
             "runnable": In(warps),
             "pending": In(data.ArrayLayout(regs + NUM_PREDS, warps)),
+            "hazard_q": In(warps),
             "sfu_busy": In(1),
             "mma_busy": In(1),
             "enable": In(1),
@@ -149,6 +164,7 @@ class IssueSelect(wiring.Component):
             "warp": Out(wb),
             "entry": Out(entry),
             "sets": Out(data.ArrayLayout(regs + NUM_PREDS, warps)),
+            "dests": Out(data.ArrayLayout(regs + NUM_PREDS, warps)),
             "hazard": Out(warps),
             "parked": Out(warps),
             "structural": Out(warps),
@@ -167,18 +183,21 @@ class IssueSelect(wiring.Component):
         for w in range(W):
             h = heads[w]
             has = self.valid[w]
-            is_fence = h.dec.iid == iid("fence")
+            is_fence = h.kind.fence
             haz_bits = h.needs[:regs + NUM_PREDS] & self.pending[w]
             haz = haz_bits != 0
             # the hazard is on a register a long-latency instruction will write
             on_long = (haz_bits[:regs] & long_now[w]) != 0
-            park = on_long | (is_fence & (state[w].stores != 0))
-            busy_unit = (((h.dec.sem == RSem.SFU) & self.sfu_busy)
-                         | ((h.dec.sem == RSem.MMA) & self.mma_busy))
+            fence_wait = is_fence & (state[w].stores != 0)
+            park = on_long | fence_wait
+            busy_unit = (h.kind.sfu & self.sfu_busy) | (h.kind.mma & self.mma_busy)
             go = ~bar_hold[w] & self.runnable[w]
+            # the choice takes the hazard from the register (HazardAhead), equal to ``haz``
+            # (a head parked on a long-latency register has a hazard too)
             m.d.comb += [self.hazard[w].eq(has & haz & ~park), self.parked[w].eq(has & park),
                          self.structural[w].eq(has & busy_unit & ~haz & ~park & go),
-                         eligible[w].eq(has & ~haz & ~park & ~busy_unit & go)]
+                         eligible[w].eq(has & ~self.hazard_q[w] & ~fence_wait & ~busy_unit
+                                        & go)]
 
         m.submodules.rr = rr = RoundRobin(W)
         m.d.comb += rr.request.eq(eligible)
@@ -204,7 +223,8 @@ class IssueSelect(wiring.Component):
         for w in range(W):
             h = heads[w].dec
             picked = issue & (rr.grant == w) & ~bad[w]  # warp w issues
-            m.d.comb += self.sets[w].eq(Mux(picked, dests(m, h, regs), 0))
+            m.d.comb += [self.dests[w].eq(heads[w].dests),
+                         self.sets[w].eq(Mux(picked, self.dests[w], 0))]
             long_q = Signal(regs, name=f"w{w}_long_set_q")
             long_bits = Mux(h.sem == RSem.MMA, 0xF << h.rd, Mux(h.wr_reg, 1 << h.rd, 0))
             m.d.sync += long_q.eq(Mux(picked & is_long(h) & ~self.reset & ~self.reset_warps[w],

@@ -126,13 +126,26 @@ def if_id(warps: int) -> data.StructLayout:
     return data.StructLayout({"valid": 1, "warp": _bits(warps), "pc": 32})
 
 
+ISSUE_KIND = data.StructLayout({"fence": 1, "sfu": 1, "mma": 1})
+"""What the issue stage's choice asks of a head besides its hazard (``issue.issue_kind``):
+a ``fence`` waits for its warp's stores, an SFU instruction or an ``mma`` for its unit."""
+
+
 def id_is() -> data.StructLayout:
     """One instruction-buffer entry. ``pc_fault``: the fetch address was past instruction
     memory (the fault is raised only if the warp gets to issue it). ``needs``: the
     scoreboard bits the instruction reads or writes (``issue.needs``, 32 registers then the
-    predicates), worked out in ``id`` so that ``is`` only ANDs them with the pending bits."""
+    predicates), the bits it sets as it issues (``dests``, ``issue.dests``) and ``kind``
+    (:data:`ISSUE_KIND`), all worked out as instruction memory is written (``ISSUE_FIELDS``),
+    so that ``is`` only ANDs them with the pending bits and the units' states."""
     return data.StructLayout({"pc": 32, "word": 32, "pc_fault": 1, "dec": DECODED,
-                              "needs": 32 + NUM_PREDS})
+                              **ISSUE_FIELDS.members})
+
+
+ISSUE_FIELDS = data.StructLayout({"needs": 32 + NUM_PREDS, "dests": 32 + NUM_PREDS,
+                                  "kind": ISSUE_KIND})
+"""The fields of an instruction-buffer entry that instruction memory keeps beside each word
+(``issue.issue_fields``)."""
 
 
 def is_rr(warps: int) -> data.StructLayout:

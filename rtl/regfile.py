@@ -97,15 +97,18 @@ class RegFile(wiring.Component):
         m.d.sync += fresh.eq(self.ren)
         valid = [Signal(name=f"rvalid{p}") for p in range(self.READ_PORTS)]
         bypass = [Signal(self.lanes, name=f"bypass{p}") for p in range(self.READ_PORTS)]
+        # The bypass, likewise, compares the registered read address with the write
+        # register's address after the edge, not the address as the issue stage chooses it.
         for p in range(self.READ_PORTS):
             addr_q = Signal.like(self.raddr[p], name=f"raddr{p}_q")
             held = Signal(name=f"rvalid{p}_held")
+            bypass_held = Signal(self.lanes, name=f"bypass{p}_held")
             with m.If(self.ren):
-                m.d.sync += [addr_q.eq(self.raddr[p]),
-                             bypass[p].eq(Mux((self.raddr[p] == self.waddr) & ~cleared,
-                                              self.we, 0))]
-            m.d.comb += valid[p].eq(Mux(fresh, is_written(addr_q), held))
-            m.d.sync += held.eq(valid[p])
+                m.d.sync += addr_q.eq(self.raddr[p])
+            m.d.comb += [valid[p].eq(Mux(fresh, is_written(addr_q), held)),
+                         bypass[p].eq(Mux(fresh, Mux(addr_q == wq_addr, wq_we, 0),
+                                          bypass_held))]
+            m.d.sync += [held.eq(valid[p]), bypass_held.eq(bypass[p])]
         # the bypassed lanes' data: the write register's in the cycle after the read, kept
         # while the read data is held (the write register moves on)
         bdata, bdata_held = Signal.like(self.wdata), Signal.like(self.wdata)

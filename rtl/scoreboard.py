@@ -41,6 +41,10 @@ class Scoreboard(wiring.Component):
     ``i``'s write-back of the next cycle: its bit is free in ``pending`` in that cycle (and
     after). ``reset`` and ``reset_warps`` empty the warps' bits from the next cycle; a set in
     their cycle is dropped.
+
+    ``clearing[w]``: the bits of warp ``w`` that ``clear_next`` frees in the next cycle, so
+    that ``pending`` in the next cycle is ``(pending | set) & ~clearing`` (no reset), what
+    :class:`~simtgpu.rtl.hazard_ahead.HazardAhead` works out a cycle ahead.
     """
 
     def __init__(self, warps: int, regs: int = 32, clear_ports: int = 2):
@@ -55,6 +59,7 @@ class Scoreboard(wiring.Component):
             "set": In(data.ArrayLayout(self.width, warps)),
             "clear_next": In(data.ArrayLayout(port, clear_ports)),
             "pending": Out(data.ArrayLayout(self.width, warps)),
+            "clearing": Out(data.ArrayLayout(self.width, warps)),
         })
 
     def bit(self, m: Module, port) -> Signal:
@@ -83,6 +88,7 @@ class Scoreboard(wiring.Component):
             for i, b in enumerate(clr_bits):
                 c = self.clear_next[i]
                 terms = terms | Mux(c.en & (c.warp == w), b, 0)
+            m.d.comb += self.clearing[w].eq(terms)
             m.d.sync += clr_q.eq(terms)
             now = Signal(self.width, name=f"now_w{w}")
             m.d.comb += [now.eq((state[w] | set_q) & ~clr_q), self.pending[w].eq(now)]

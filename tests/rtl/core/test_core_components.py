@@ -309,6 +309,15 @@ def _needs(d: dict, regs: int) -> int:
     return bits
 
 
+def _dests(d: dict, regs: int) -> int:
+    """The scoreboard bits an issue sets: a predicate, an mma's group, a register."""
+    if d["wr_pred"]:
+        return 1 << (regs + (d["rd"] & 7))
+    if d["sem"] == RSem.MMA:
+        return 0xF << d["rd"]
+    return 1 << d["rd"] if d["wr_reg"] else 0
+
+
 def _needs_mma(d: dict, regs: int, b_regs: int) -> int:
     """An ``mma``'s scoreboard bits: its A, C and D groups of four registers and its B group of
     ``b_regs`` (bits past the last register are dropped), plus the predicates as any other."""
@@ -385,6 +394,10 @@ def test_issue_select_against_model():
                     ctx.set(getattr(dut.head[w].dec, k), v)
                 ctx.set(dut.head[w].pc_fault, pc_fault)
                 ctx.set(dut.head[w].needs, _needs(d, regs))  # as id works it out (below)
+                ctx.set(dut.head[w].kind.fence, d["iid"] == iid("fence"))
+                ctx.set(dut.head[w].kind.sfu, d["sem"] == RSem.SFU)
+                ctx.set(dut.head[w].kind.mma, d["sem"] == RSem.MMA)
+                ctx.set(dut.head[w].dests, _dests(d, regs))
             valid = rng.getrandbits(warps)
             runnable = rng.getrandbits(warps) | rng.getrandbits(warps)
             pending = [rng.getrandbits(regs + 8) & rng.getrandbits(regs + 8) for _ in range(warps)]
@@ -404,6 +417,9 @@ def test_issue_select_against_model():
                 ctx.set(getattr(dut, name), v)
             for w in range(warps):
                 ctx.set(dut.pending[w], pending[w])
+            # the hazard register holds each head's hazard of this cycle (HazardAhead)
+            ctx.set(dut.hazard_q, sum(((_needs(d, regs) & pending[w]) != 0) << w
+                                      for w, (d, _) in enumerate(heads)))
             for i, (en, w, idx, pred) in enumerate(clears):
                 ctx.set(dut.clear[i].en, en)
                 ctx.set(dut.clear[i].warp, w)
@@ -438,15 +454,7 @@ def test_issue_select_against_model():
                 assert (ctx.get(dut.fault), ctx.get(dut.ok)) == (fault, ok)
                 assert ctx.get(dut.entry.dec.rd) == d["rd"]
             for w, (d, _) in enumerate(heads):
-                # the scoreboard bits the issue sets: a predicate, an mma's group, a register
-                sets = 0
-                if ok and pick == w:
-                    if d["wr_pred"]:
-                        sets = 1 << (regs + (d["rd"] & 7))
-                    elif d["sem"] == RSem.MMA:
-                        sets = 0xF << d["rd"]
-                    elif d["wr_reg"]:
-                        sets = 1 << d["rd"]
+                sets = _dests(d, regs) if ok and pick == w else 0
                 assert ctx.get(dut.sets[w]) == sets, (step, w)
             await ctx.tick()
 
@@ -469,6 +477,63 @@ def test_issue_select_against_model():
                 long, stores, last = [0] * warps, [0] * warps, warps - 1
             elif issue:
                 last = pick
+
+    _run(dut, bench)
+
+
+@pytest.mark.parametrize("depth", [1, 3])
+def test_hazard_ahead_equals_the_hazard_of_the_cycle(depth):
+    """HazardAhead's register against ``(head.needs & pending) != 0`` worked out in the cycle
+    itself, on a model of the instruction buffers and of the scoreboard's pending bits: pops
+    of the head (with ``dests`` set), pushes into empty and one-entry buffers (also beside a
+    pop of the only entry), clears, every warp with a head checked every cycle."""
+    from simtgpu.rtl.hazard_ahead import HazardAhead
+
+    warps, regs, width = 3, 32, 40
+    dut = HazardAhead(warps, depth, regs)
+    rng = random.Random(23 + depth)
+
+    def bits():  # a sparse mask, so that hazards come and go
+        return rng.getrandbits(width) & rng.getrandbits(width) & rng.getrandbits(width)
+
+    async def bench(ctx):
+        bufs = [deque() for _ in range(warps)]  # entries: (needs, dests)
+        pending = [bits() for _ in range(warps)]
+        checked = 0
+        for step in range(1500):
+            if step:
+                for w in range(warps):
+                    if bufs[w]:
+                        want = (bufs[w][0][0] & pending[w]) != 0
+                        assert (ctx.get(dut.hazard) >> w & 1) == want, (step, w)
+                        checked += 1
+            full = [w for w in range(warps) if bufs[w]]
+            pop = bool(full) and rng.random() < 0.5
+            qw = rng.choice(full) if pop else rng.randrange(warps)
+            room = [w for w in range(warps) if len(bufs[w]) < depth or (pop and w == qw)]
+            push = bool(room) and rng.random() < 0.6
+            pw = rng.choice(room) if push else rng.randrange(warps)
+            entry = (bits(), 1 << rng.randrange(width))
+            clearing = [bits() for _ in range(warps)]
+            for w in range(warps):
+                b = list(bufs[w])
+                ctx.set(dut.count[w], len(b))
+                ctx.set(dut.head_needs[w], b[0][0] if b else rng.getrandbits(width))
+                ctx.set(dut.next_needs[w], b[1][0] if len(b) > 1 else rng.getrandbits(width))
+                ctx.set(dut.dests[w], b[0][1] if b else rng.getrandbits(width))
+                ctx.set(dut.pending[w], pending[w])
+                ctx.set(dut.clearing[w], clearing[w])
+            _drive(ctx, dut, pop=pop, pop_warp=qw, push=push, push_warp=pw,
+                   push_needs=entry[0])
+            await ctx.tick()
+            sets = [0] * warps
+            if pop:
+                sets[qw] = bufs[qw].popleft()[1]
+            if push:
+                bufs[pw].append(entry)
+            pending = [(pending[w] | sets[w]) & ~clearing[w] | (bits() if not bufs[w] else 0)
+                       for w in range(warps)]
+        assert checked > 1500
 
     _run(dut, bench)
 
