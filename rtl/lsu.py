@@ -333,10 +333,18 @@ class Lsu(wiring.Component):
         go_shared = active & is_shared & ~faulting & (rem != 0) & ~self.clear
         go_atoms = active & (op == LsuOp.ATOMS) & ~faulting & (rem != 0) & ~self.clear
         m.d.comb += [sh.clear.eq(self.clear), sh.clear_row.eq(self.clear_row)]
+        # the lanes, the direction and the data come from registers (the remaining lanes, a
+        # shared atomic's leader and phase); whether the access goes (``act``, below) comes
+        # last, so the bank selection does not wait for the faults and the phase's decoding
+        is_atoms = op == LsuOp.ATOMS
+        a_phase = Signal(range(4))
+        a_new = Signal(32)
+        atom_new = Signal(32)  # a shared atomic's word to write
+        m.d.comb += [sh.req.eq(Mux(is_atoms, leader, rem)),
+                     sh.we.eq(Mux(is_atoms, a_phase == 3, op == LsuOp.STS))]
         for l in range(lanes):
-            m.d.comb += [sh.word[l].eq(prep.word[l]), sh.wdata[l].eq(self.data[l])]
-        with m.If(go_shared):
-            m.d.comb += [sh.req.eq(rem), sh.we.eq(op == LsuOp.STS)]
+            m.d.comb += [sh.word[l].eq(prep.word[l]),
+                         sh.wdata[l].eq(Mux(is_atoms, atom_new, self.data[l]))]
         cap = split_signal(data.ArrayLayout(32, lanes), "cap")
         for l in range(lanes):
             with m.If(sh.served_q[l]):
@@ -347,9 +355,7 @@ class Lsu(wiring.Component):
         # its latency for atoms.fadd, the others wait the same), write
         fpu = Fpu(latency=2, gated=self.gated, fadd_only=True)  # one module for every core's
         m.submodules.atom_fpu = reuse.shared(fpu, (2, True, self.gated, True))  # (rtl/reuse.py)
-        a_phase = Signal(range(4))
         a_old = Signal(32)
-        a_new = Signal(32)
         old_now = Signal(32)
         for l in reversed(range(lanes)):
             with m.If(leader[l]):
@@ -364,10 +370,12 @@ class Lsu(wiring.Component):
         a_b, a_c = Signal(32), Signal(32)
         computed = atomic_result(m, fn[:_ATOM_BITS], a_old, a_b, a_c, fpu.result)
         a_done = Signal()
+        # the shared memory is read in phase 0 and written in phase 3
+        m.d.comb += [sh.act.eq(go_shared | (go_atoms & ((a_phase == 0) | (a_phase == 3)))),
+                     atom_new.eq(Mux(fn == AtomOp.FADD, fpu.result, a_new))]
         with m.If(go_atoms):
             with m.Switch(a_phase):
                 with m.Case(0):  # read the leader's word
-                    m.d.comb += [sh.req.eq(leader), sh.we.eq(0)]
                     m.d.sync += a_phase.eq(1)
                 with m.Case(1):  # old value is here
                     m.d.sync += [a_old.eq(old_now), a_b.eq(leader_b), a_c.eq(leader_c),
@@ -375,10 +383,8 @@ class Lsu(wiring.Component):
                 with m.Case(2):
                     m.d.sync += [a_new.eq(computed), a_phase.eq(3)]
                 with m.Case(3):  # write, remember the old value for the lane
-                    new = Mux(fn == AtomOp.FADD, fpu.result, a_new)
-                    m.d.comb += [sh.req.eq(leader), sh.we.eq(1), a_done.eq(1)]
+                    m.d.comb += a_done.eq(1)
                     for l in range(lanes):
-                        m.d.comb += sh.wdata[l].eq(new)
                         with m.If(leader[l]):
                             m.d.sync += self.atom_values[l].eq(a_old)
                     m.d.sync += a_phase.eq(0)

@@ -8,6 +8,11 @@ lanes in the same cycle the highest lane's data is written, as the execution mod
 
 Reads are synchronous: ``rdata[l]`` is the word read for lane ``l`` in the *previous* cycle
 (valid for the lanes of ``served_q``).
+
+``req`` only chooses the lanes and so the rows and the write data; ``act`` says whether the
+access happens (the write and read enables, ``served``). The LSU knows which lanes from its
+registers early in the cycle and whether it goes (its faults, a shared atomic's phase) late:
+the bank selection, the longest logic here, then starts at the registers.
 """
 
 from amaranth import Cat, Module, Signal
@@ -42,6 +47,7 @@ class SharedMemory(wiring.Component):
         vec = data.ArrayLayout(32, lanes)
         super().__init__({
             "req": In(lanes),
+            "act": In(1),
             "we": In(1),
             "word": In(data.ArrayLayout(self.word_bits, lanes)),
             "wdata": In(vec),
@@ -62,11 +68,12 @@ class SharedMemory(wiring.Component):
         for b, bank in enumerate(banks):  # one module in exported Verilog (rtl/reuse.py)
             m.submodules[f"bank{b}"] = reuse.shared(bank, (lanes, self.rows),
                                                     {"index": (b, lb)})
-            m.d.comb += [bank.req.eq(self.req), bank.we.eq(self.we), bank.word.eq(self.word),
+            m.d.comb += [bank.req.eq(self.req), bank.act.eq(self.act), bank.we.eq(self.we),
+                         bank.word.eq(self.word),
                          bank.wdata.eq(self.wdata), bank.clear.eq(self.clear),
                          bank.clear_row.eq(self.clear_row)]
         for l in range(lanes):
-            m.d.comb += self.served[l].eq(Cat(bank.same[l] for bank in banks).any())
+            m.d.comb += self.served[l].eq(self.act & Cat(bank.same[l] for bank in banks).any())
             m.d.sync += lane_bank_q[l].eq(bank_of[l])
             with m.Switch(lane_bank_q[l]):
                 for b in range(lanes):
@@ -79,9 +86,9 @@ class SharedMemory(wiring.Component):
 class SharedBank(wiring.Component):
     """Bank ``index`` of a :class:`SharedMemory`: its RAM and the selection of the lanes it
     serves in a cycle (``same``: the lowest requesting lane of the bank and every other one
-    at the same word; ``rdata``: the word read in the previous cycle). A component of its
-    own so that exported Verilog holds one definition for the ``lanes`` banks, the index an
-    input there (:func:`simtgpu.rtl.reuse.param`)."""
+    at the same word, whether or not ``act``; ``rdata``: the word read in the previous
+    cycle). A component of its own so that exported Verilog holds one definition for the
+    ``lanes`` banks, the index an input there (:func:`simtgpu.rtl.reuse.param`)."""
 
     def __init__(self, lanes: int, rows: int, index: int):
         self.lanes, self.rows, self.index = lanes, rows, index
@@ -89,6 +96,7 @@ class SharedBank(wiring.Component):
         row_bits = max(1, (rows - 1).bit_length())
         super().__init__({
             "req": In(lanes),
+            "act": In(1),
             "we": In(1),
             "word": In(data.ArrayLayout(word_bits, lanes)),
             "wdata": In(data.ArrayLayout(32, lanes)),
@@ -131,6 +139,7 @@ class SharedBank(wiring.Component):
         with m.If(self.clear):
             m.d.comb += [wp.en.eq(1), wp.addr.eq(self.clear_row), wp.data.eq(0)]
         with m.Else():
-            m.d.comb += [wp.en.eq(any_hit & self.we), wp.addr.eq(row), wp.data.eq(wdata)]
-        m.d.comb += [rp.addr.eq(row), rp.en.eq(any_hit & ~self.we)]
+            m.d.comb += [wp.en.eq(self.act & any_hit & self.we), wp.addr.eq(row),
+                         wp.data.eq(wdata)]
+        m.d.comb += [rp.addr.eq(row), rp.en.eq(self.act & any_hit & ~self.we)]
         return m

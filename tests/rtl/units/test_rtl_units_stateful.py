@@ -605,7 +605,8 @@ class SharedMemoryModel:
     """Banks ``bank = word % lanes``; per bank the lowest requesting lane's word is served
     with every requesting lane of the same word; stores: highest such lane's data; loads:
     ``rdata[l]`` the next cycle from the bank lane ``l`` addressed (read before write);
-    ``clear`` zeroes one row of every bank."""
+    ``clear`` zeroes one row of every bank; without ``act`` nothing is served, read or
+    written."""
 
     def __init__(self, lanes: int, rows: int, word_bits: int):
         self.lanes, self.rows, self.word_bits = lanes, rows, word_bits
@@ -627,7 +628,7 @@ class SharedMemoryModel:
         lanes = self.lanes
         words = unpack(v["word"], self.word_bits, lanes)
         wdata = unpack(v["wdata"], 32, lanes)
-        served = self.served(v["req"], words)
+        served = self.served(v["req"], words) if v["act"] else 0
         out = {"served": served, "served_q": self.served_q,
                "rdata": pack((self.bank_out[self.bank_q[l]] for l in range(lanes)), 32)}
         old = [list(b) for b in self.mem]
@@ -657,7 +658,7 @@ def test_shared_memory_cycles():
     model = SharedMemoryModel(lanes, rows, sm.word_bits)
     full = (1 << lanes) - 1
     cur = {"req": 0}
-    stats = {"multi": 0, "broadcast": 0}
+    stats = {"multi": 0, "broadcast": 0, "idle": 0}
 
     def access() -> dict:
         kind = rng.random()
@@ -690,12 +691,15 @@ def test_shared_memory_cycles():
             stats["broadcast"] += 1
         srv = model.served(cur["req"], a["words"])
         stats["multi"] += srv != cur["req"]
-        return {"req": cur["req"], "we": a["we"], "word": pack(a["words"], sm.word_bits),
+        act = int(rng.random() < 0.85)  # the LSU's go: the lanes are chosen either way
+        stats["idle"] += not act and srv != 0
+        return {"req": cur["req"], "act": act, "we": a["we"],
+                "word": pack(a["words"], sm.word_bits),
                 "wdata": pack(a["wdata"], 32), "clear": int(rng.random() < 0.02),
                 "clear_row": rng.randrange(rows)}
 
     stim, want = run_closed_loop(model, env, 3000)
-    assert stats["multi"] > 200 and stats["broadcast"] > 50, stats
+    assert stats["multi"] > 200 and stats["broadcast"] > 50 and stats["idle"] > 200, stats
     check_cycles("shared_memory", bld, stim, want, "units_shared_memory_cycles")
 
 
