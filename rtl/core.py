@@ -817,9 +817,14 @@ class Core(wiring.Component):
         # launch's fields are the same for every block of it, and a block's shared base is
         # fixed while it runs, so the copy equals what ex2 would read. The op that mem sees
         # is ex2's own in both forms: after a non-memory instruction the copy is stale.
-        lsu_op, ex2_fn = lsu_op_of(ex1_ex2.dec, "ex2")
+        # ex2's op and atomic function are decoded in ex1 and registered as ex1_ex2 loads, so
+        # that the address checks do not wait for the decoding of the instruction's id.
+        ex1_op, ex1_fn = lsu_op_of(ex1.dec, "ex1")
+        lsu_op, ex2_fn = Signal(LsuOp, name="ex2_lsu_op"), Signal(5, name="ex2_atom_fn")
+        with m.If(~stall):
+            m.d.sync += [lsu_op.eq(ex1_op), ex2_fn.eq(ex1_fn)]
         if cfg.clock_gating:
-            src = lsu_prep_inputs(ex1, *lsu_op_of(ex1.dec, "ex1"), "ex1")
+            src = lsu_prep_inputs(ex1, ex1_op, ex1_fn, "ex1")
             prep_dom = gated_domain(m, "lsu_prep", ~stall & (src["op"] != LsuOp.NONE))
             for f, v in src.items():
                 held = Signal.like(getattr(lsu_prep, f), name=f"ex2_prep_{f}")

@@ -31,7 +31,7 @@ OR over the pairs of remaining lanes instead of the coalescing and bank selectio
 and the cycle counts are those of doing it all in ``mem``.
 """
 
-from amaranth import Cat, Const, Module, Mux, Signal
+from amaranth import Cat, Const, Module, Mux, Signal, Value
 from amaranth.lib import data, enum, stream, wiring
 from amaranth.lib.fifo import SyncFIFOBuffered
 from amaranth.lib.wiring import In, Out
@@ -130,6 +130,10 @@ class LsuPrep(wiring.Component):
         m.d.comb += [q.op.eq(op), q.fn.eq(self.fn)]
         ea = [Signal(32, name=f"ea{l}") for l in range(lanes)]
         word = [Signal(self.word_bits, name=f"word{l}") for l in range(lanes)]
+
+        def past_memory(a) -> Value:
+            """``a + 4 > memory_bytes``."""
+            return Const(1) if self.memory_bytes < 4 else a > self.memory_bytes - 4
         mis = Signal(lanes)
         oor = Signal(lanes)
         for l in range(lanes):
@@ -139,9 +143,10 @@ class LsuPrep(wiring.Component):
                          q.ea[l].eq(ea[l]), q.word[l].eq(word[l]), mis[l].eq(a[:2] != 0)]
             # a word must lie wholly inside its space; out of range is reported before
             # misalignment, as the ISS does
+            # (the memory's ``a + 4 > size`` as ``a > size - 4``: a constant, no adder)
             with m.Switch(op):
                 with m.Case(LsuOp.LDG, LsuOp.STG, LsuOp.ATOM):
-                    m.d.comb += oor[l].eq((a < GLOBAL_NULL_GUARD) | (a + 4 > self.memory_bytes))
+                    m.d.comb += oor[l].eq((a < GLOBAL_NULL_GUARD) | past_memory(a))
                 with m.Case(LsuOp.LDS, LsuOp.STS, LsuOp.ATOMS):
                     m.d.comb += oor[l].eq(a + 4 > self.shared_size)
                 with m.Case(LsuOp.LDPARAM):

@@ -597,7 +597,9 @@ def test_lsu_prep_against_the_address_rules(lanes):
             pool = [4 * rng.randrange(size // 4 + 1) for _ in range(3)]  # repeated words
             addrs = []
             for _ in range(lanes):
-                a = rng.choice(pool) if shared else rng.randrange(0, memory_bytes + 64, 4)
+                a = rng.choice(pool) if shared else rng.choice(
+                    [rng.randrange(0, memory_bytes + 64, 4),  # and the memory's last words
+                     memory_bytes - 4 * rng.randrange(-2, 3)])
                 if rng.random() < 0.05:
                     a += rng.randrange(1, 4)  # misaligned
                 addrs.append(a)
