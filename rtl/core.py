@@ -672,7 +672,11 @@ class Core(wiring.Component):
         ex1 = split_signal(uop, "ex1")
         m.d.comb += ex1.eq(x)
         if not cfg.clock_gating:
-            ex1_alu, ex1_alu_op, ex1_alu_fn = x, alu_op_of(xd, "ex1_alu_op"), xd.fn[:cmp_bits]
+            # the ALU's op decoded in rr and registered as rr_ex1 loads (the value ex1 would
+            # decode), so that ex1's ALU does not wait for the decoding of the instruction's id
+            ex1_alu, ex1_alu_op, ex1_alu_fn = x, Signal(AluOp, name="ex1_alu_op"), xd.fn[:cmp_bits]
+            with m.If(~stall):
+                m.d.sync += ex1_alu_op.eq(alu_op_of(rr.dec, "rr_alu_op"))
         m.d.comb += [wu.shfl_mode.eq(xd.fn[:2]), wu.vote_mode.eq(xd.fn[:2]), wu.exec.eq(x.exec),
                      wu.a.eq(x.a), wu.b.eq(x.b), wu.p.eq(x.pa)]
         for l in range(L):
@@ -700,15 +704,22 @@ class Core(wiring.Component):
                     m.d.comb += ex1.presult[l].eq(a.pred)
 
         x_live = _select(m, x.warp, [ws[w].live for w in range(W)], L, "x_live")
-        is_simt = Signal()
-        is_bar = Signal()
-        with m.Switch(xd.iid):
-            for name in sorted(SIMT_OPS):
-                with m.Case(iid(name)):
-                    m.d.comb += [is_simt.eq(1), stack.op.eq(SimtOp[name.upper()])]
-            for name in BARRIER_OPS:
-                with m.Case(iid(name)):
-                    m.d.comb += is_bar.eq(1)
+        # which SIMT-stack op or barrier the instruction is, decoded in rr and registered as
+        # rr_ex1 loads, so that ex1's control does not start at the decoding of its id
+        is_simt, is_bar = Signal(name="ex1_is_simt"), Signal(name="ex1_is_bar")
+        simt_op = Signal.like(stack.op, name="ex1_simt_op")
+        with m.If(~stall):
+            with m.Switch(rr.dec.iid):
+                for name in sorted(SIMT_OPS):
+                    with m.Case(iid(name)):
+                        m.d.sync += [is_simt.eq(1), simt_op.eq(SimtOp[name.upper()]),
+                                     is_bar.eq(0)]
+                for name in BARRIER_OPS:
+                    with m.Case(iid(name)):
+                        m.d.sync += [is_simt.eq(0), is_bar.eq(1)]
+                with m.Default():
+                    m.d.sync += [is_simt.eq(0), is_bar.eq(0)]
+        m.d.comb += stack.op.eq(simt_op)
         # A control instruction acts on the SIMT stack and the barrier once, in its first
         # cycle in ex1 in which the stack can take it, whatever mem's hold: ``acted`` marks
         # one that waits in ex1 having acted. So the stack, the barrier and the faults they
