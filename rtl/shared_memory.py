@@ -15,7 +15,10 @@ registers early in the cycle and whether it goes (its faults, a shared atomic's 
 the bank selection, the longest logic here, then starts at the registers.
 """
 
-from amaranth import Cat, Module, Signal
+import operator
+from functools import reduce
+
+from amaranth import Cat, Module, Mux, Signal, Value
 from amaranth.lib import data, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
@@ -83,6 +86,12 @@ class SharedMemory(wiring.Component):
         return m
 
 
+def _one_hot_choice(sel: Value, values: list[Value]) -> Value:
+    """The value of ``values`` whose bit of the one-hot ``sel`` is set (zero for none): an OR
+    of ANDs, with no priority chain."""
+    return reduce(operator.or_, (Mux(sel[i], v, 0) for i, v in enumerate(values)))
+
+
 class SharedBank(wiring.Component):
     """Bank ``index`` of a :class:`SharedMemory`: its RAM and the selection of the lanes it
     serves in a cycle (``same``: the lowest requesting lane of the bank and every other one
@@ -123,13 +132,17 @@ class SharedBank(wiring.Component):
                                     for l in range(lanes)))
         else:
             m.d.comb += hits.eq(self.req)
+        # the lowest requesting lane of this bank leads (``first``, one-hot); same-word lanes
+        # ride along. Which lanes share a word is compared pair by pair from the word inputs
+        # beside the choice of the leader, rather than against the leader's row after it.
+        first = Signal(lanes)
+        m.d.comb += first.eq(Cat(hits[l] & ~hits[:l].any() if l else hits[0]
+                                 for l in range(lanes)))
         row = Signal(len(self.clear_row))
-        # the lowest requesting lane of this bank leads; same-word lanes ride along
-        for l in reversed(range(lanes)):
-            with m.If(hits[l]):
-                m.d.comb += row.eq(row_of[l])
+        m.d.comb += row.eq(_one_hot_choice(first, row_of))
         for l in range(lanes):
-            m.d.comb += self.same[l].eq(hits[l] & (row_of[l] == row))
+            with_leader = [first[k] & (self.word[k] == self.word[l]) for k in range(l)]
+            m.d.comb += self.same[l].eq(first[l] | (hits[l] & Cat(with_leader).any()))
         wdata = Signal(32)
         for l in range(lanes):  # highest same-word lane wins
             with m.If(self.same[l]):
