@@ -77,6 +77,8 @@ class InstrBuffers(wiring.Component):
             wp, rp = mem.write_port(), mem.read_port(domain="comb")
             count = Signal(range(depth + 1), name=f"w{w}_ibcount")
             head = Signal(range(depth), name=f"w{w}_ibhead")
+            # the entry after the head, kept beside it rather than added to it in the cycle
+            after = Signal(range(depth), name=f"w{w}_ibafter", init=1 % depth)
             tail = Signal(range(depth), name=f"w{w}_ibtail")
             push = self.push & (self.push_warp == w)
             pop = self.pop & (self.pop_warp == w)
@@ -92,10 +94,10 @@ class InstrBuffers(wiring.Component):
             m.submodules[f"w{w}_ib_needs"] = nmem
             nwp, nrp = nmem.write_port(), nmem.read_port(domain="comb")
             m.d.comb += [nwp.addr.eq(tail), nwp.data.eq(self.entry.needs), nwp.en.eq(push),
-                         nrp.addr.eq((head + 1) % depth), self.next_needs[w].eq(nrp.data)]
+                         nrp.addr.eq(after), self.next_needs[w].eq(nrp.data)]
             with m.If(pop):
-                m.d.sync += head.eq((head + 1) % depth)
+                m.d.sync += [head.eq(after), after.eq((after + 1) % depth)]
             m.d.sync += count.eq(count + push - pop)
             with m.If(self.reset | self.reset_warps[w]):
-                m.d.sync += [count.eq(0), head.eq(0)]
+                m.d.sync += [count.eq(0), head.eq(0), after.eq(1 % depth)]
         return m

@@ -36,7 +36,7 @@ def _run(dut, bench) -> None:
 @pytest.mark.parametrize("depth", [1, 2, 3, 4])
 def test_instruction_buffers_against_fifo_model(depth):
     """Pushes, pops (also of a buffer's only entry as another is pushed) and resets against a
-    deque per warp: counts and the registered head."""
+    deque per warp: counts, the head and the needs of the entry after it."""
     warps = 3
     dut = InstrBuffers(warps, depth)
     rng = random.Random(11 + depth)
@@ -48,9 +48,11 @@ def test_instruction_buffers_against_fifo_model(depth):
                 assert ctx.get(dut.count[w]) == len(model[w])
                 assert ctx.get(dut.valid) >> w & 1 == (len(model[w]) != 0)
                 if model[w]:
-                    pc, word = model[w][0]
+                    pc, word, _ = model[w][0]
                     assert ctx.get(dut.head[w].pc) == pc
                     assert ctx.get(dut.head[w].word) == word
+                if len(model[w]) > 1:
+                    assert ctx.get(dut.next_needs[w]) == model[w][1][2]
             room = [w for w in range(warps) if len(model[w]) < depth]
             full = [w for w in range(warps) if model[w]]
             push = bool(room) and rng.random() < 0.6
@@ -64,10 +66,10 @@ def test_instruction_buffers_against_fifo_model(depth):
             reset = rng.random() < 0.02
             # a block arriving beside others empties its own warps' buffers only
             reset_warps = rng.getrandbits(warps) if rng.random() < 0.03 else 0
-            entry = (rng.getrandbits(32), rng.getrandbits(32))
+            entry = (rng.getrandbits(32), rng.getrandbits(32), rng.getrandbits(40))
             _drive(ctx, dut, push=push, push_warp=pw, pop=pop, pop_warp=qw, reset=reset,
                    reset_warps=reset_warps)
-            _drive(ctx, dut.entry, pc=entry[0], word=entry[1])
+            _drive(ctx, dut.entry, pc=entry[0], word=entry[1], needs=entry[2])
             await ctx.tick()
             if pop:
                 model[qw].popleft()
