@@ -85,7 +85,7 @@ def prep_layout(lanes: int, word_bits: int) -> data.StructLayout:
         "ea": data.ArrayLayout(32, lanes),  # effective address (ldparam: in the param block)
         "word": data.ArrayLayout(word_bits, lanes),  # shared-memory word, block base added
         "fault": 1,  # an executing lane is misaligned or out of range
-        "fault_cause": FaultCause,
+        "fault_cause": FaultCause,  # these two: the fault's, meaningless without one
         "fault_lanes": lanes,
         # pair (i, j) of lane_pairs: the two lanes never go in one transaction (global: other
         # lines; atomics: always) or one shared-memory round (same bank, other words)
@@ -136,30 +136,30 @@ class LsuPrep(wiring.Component):
             return Const(1) if self.memory_bytes < 4 else a > self.memory_bytes - 4
         mis = Signal(lanes)
         oor = Signal(lanes)
+        in_global = (op == LsuOp.LDG) | (op == LsuOp.STG) | (op == LsuOp.ATOM)
+        in_shared = (op == LsuOp.LDS) | (op == LsuOp.STS) | (op == LsuOp.ATOMS)
+        in_param = op == LsuOp.LDPARAM
         for l in range(lanes):
             a = self.addr[l]
             m.d.comb += [ea[l].eq(Mux(op == LsuOp.LDPARAM, a + self.param_addr, a)),
                          word[l].eq((a + self.shared_base)[2:]),
                          q.ea[l].eq(ea[l]), q.word[l].eq(word[l]), mis[l].eq(a[:2] != 0)]
             # a word must lie wholly inside its space; out of range is reported before
-            # misalignment, as the ISS does
-            # (the memory's ``a + 4 > size`` as ``a > size - 4``: a constant, no adder)
-            with m.Switch(op):
-                with m.Case(LsuOp.LDG, LsuOp.STG, LsuOp.ATOM):
-                    m.d.comb += oor[l].eq((a < GLOBAL_NULL_GUARD) | past_memory(a))
-                with m.Case(LsuOp.LDS, LsuOp.STS, LsuOp.ATOMS):
-                    m.d.comb += oor[l].eq(a + 4 > self.shared_size)
-                with m.Case(LsuOp.LDPARAM):
-                    m.d.comb += oor[l].eq(a + 4 > self.param_size)
+            # misalignment, as the ISS does. Each space's check is made and the op's space
+            # chooses among them, an AND-OR after the comparisons (the memory's
+            # ``a + 4 > size`` as ``a > size - 4``: a constant, no adder).
+            m.d.comb += oor[l].eq((in_global & ((a < GLOBAL_NULL_GUARD) | past_memory(a)))
+                                  | (in_shared & (a + 4 > self.shared_size))
+                                  | (in_param & (a + 4 > self.param_size)))
         bad_mis = Signal(lanes)
         bad_oor = Signal(lanes)
         m.d.comb += [bad_mis.eq(self.exec & mis), bad_oor.eq(self.exec & oor)]
-        with m.If((op != LsuOp.NONE) & ((bad_mis | bad_oor) != 0)):
-            m.d.comb += q.fault.eq(1)
-            with m.If(bad_oor != 0):
-                m.d.comb += [q.fault_cause.eq(FaultCause.OUT_OF_RANGE), q.fault_lanes.eq(bad_oor)]
-            with m.Else():
-                m.d.comb += [q.fault_cause.eq(FaultCause.MISALIGNED), q.fault_lanes.eq(bad_mis)]
+        # the cause and the lanes are those of a fault, and mean nothing without one
+        any_oor = bad_oor.any()
+        m.d.comb += [q.fault.eq((op != LsuOp.NONE) & (any_oor | bad_mis.any())),
+                     q.fault_cause.eq(Mux(any_oor, FaultCause.OUT_OF_RANGE,
+                                          FaultCause.MISALIGNED)),
+                     q.fault_lanes.eq(Mux(any_oor, bad_oor, bad_mis))]
         for p, (i, j) in enumerate(lane_pairs(lanes)):
             with m.Switch(op):
                 with m.Case(LsuOp.LDG, LsuOp.STG, LsuOp.LDPARAM):

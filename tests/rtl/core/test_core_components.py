@@ -623,6 +623,8 @@ def test_lsu_prep_against_the_address_rules(lanes):
             assert ctx.get(dut.q.fault) == bool(bad_oor or bad_mis), step
             if bad_oor or bad_mis:
                 assert ctx.get(dut.q.fault_lanes) == (bad_oor or bad_mis), step
+                assert ctx.get(dut.q.fault_cause) == (FaultCause.OUT_OF_RANGE if bad_oor
+                                                      else FaultCause.MISALIGNED), step
             ea = [a + param_addr if op == LsuOp.LDPARAM else a for a in addrs]
             for p, (i, j) in enumerate(lane_pairs(lanes)):
                 if op in (LsuOp.ATOM, LsuOp.ATOMS):
