@@ -248,3 +248,49 @@ store:  stg     [r6], r8
 """
 """One-warp blocks (``ntid`` = lanes) of uneven length: 0 to 7 trips, each with a global
 load, so resident blocks finish in every order and phase against the next ones' arrival."""
+
+
+STALL_MIX = """
+        .kernel k
+        .param out, ptr
+        .shared 256
+        ; one warp: every lane's shared word in the same bank, so each access takes a round
+        ; per lane and mem holds the stages behind it, where independent ALU instructions of
+        ; different ops wait in ex1 and rr (each must keep its own op through the stall)
+        s2r     r1, tid
+        ldparam r20, out
+        shli    r2, r1, 4               ; tid * 16: one bank, four words
+        sts     [r2], r1
+        addi    r3, r1, 5               ; in ex2 while sts holds mem
+        xori    r4, r1, 9               ; in ex1
+        shli    r5, r1, 3               ; in rr
+        sub     r6, r5, r1
+        lds     r7, [r2]
+        or      r8, r3, r4
+        and     r9, r6, r3
+        shri    r10, r5, 1
+        isetp.lt p1, r3, r4
+        sel     r11, r8, r9, p1
+        sts     [r2+4], r11
+        mul     r12, r3, r4
+        fadd    r13, r5, r6
+        lds     r14, [r2+4]
+        shli    r21, r1, 2
+        add     r20, r20, r21
+        stg     [r20+0], r3
+        stg     [r20+32], r4
+        stg     [r20+64], r6
+        stg     [r20+96], r7
+        stg     [r20+128], r8
+        stg     [r20+160], r9
+        stg     [r20+192], r10
+        stg     [r20+224], r11
+        stg     [r20+256], r12
+        stg     [r20+288], r13
+        stg     [r20+320], r14
+        exit
+        .end
+"""
+"""ALU instructions of different ops held in ex1 and rr by a multi-cycle shared access, in
+both of the core's forms (``tests/rtl/core/test_core_programs.py``)."""
+

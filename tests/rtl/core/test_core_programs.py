@@ -6,7 +6,7 @@ import core_bench
 import numpy as np
 import pytest
 from core_bench import DATA_ADDR, launch_from_asm, run_iss, run_rtl, small_config
-from kernels import ATOMIC_OPS_ALL, LOOP, SHARED_CONFLICTS, chain_program
+from kernels import ATOMIC_OPS_ALL, LOOP, SHARED_CONFLICTS, STALL_MIX, chain_program
 
 EXAMPLES = "examples/asm/"
 
@@ -85,6 +85,16 @@ def test_loop_per_thread_trip_counts():
 def test_shared_bank_conflicts_and_broadcast():
     cfg = CONFIGS["tiny"]()
     launch = launch_from_asm(SHARED_CONFLICTS, "k", (1,), (8,), [DATA_ADDR], bytes(32))
+    _check(cfg, launch)
+
+
+@pytest.mark.parametrize("form", ["gated", "fpga"])
+def test_alu_ops_held_through_a_stall(form):
+    """Independent ALU instructions of different ops wait in ex1 and rr while a shared access
+    with a bank conflict holds mem, in the simulation models' form and in the FPGA form (whose
+    ex1 reads its op from a register loaded from rr); results against the ISS."""
+    cfg = CONFIGS["tiny"]().with_(clock_gating=form == "gated")
+    launch = launch_from_asm(STALL_MIX, "k", (1,), (4,), [DATA_ADDR], bytes(4 * 96))
     _check(cfg, launch)
 
 

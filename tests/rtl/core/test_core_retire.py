@@ -17,7 +17,8 @@ def tiny():
 
 
 @pytest.mark.parametrize("kernel,form", [("classify", "gated"), ("block_sum", "gated"),
-                                         ("all_units", "gated"), ("all_units", "fpga")])
+                                         ("all_units", "gated"), ("all_units", "fpga"),
+                                         ("classify", "fpga")])
 def test_retire_trace_matches_iss_per_warp(kernel, form):
     """Step-and-compare: each warp's retired instructions (pc, masks, destination values)
     equal the ISS's, in program order. A load's late write-back may retire after younger
