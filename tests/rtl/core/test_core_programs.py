@@ -90,9 +90,10 @@ def test_shared_bank_conflicts_and_broadcast():
 
 @pytest.mark.parametrize("form", ["gated", "fpga"])
 def test_alu_ops_held_through_a_stall(form):
-    """Independent ALU instructions of different ops wait in ex1 and rr while a shared access
-    with a bank conflict holds mem, in the simulation models' form and in the FPGA form (whose
-    ex1 reads its op from a register loaded from rr); results against the ISS."""
+    """Independent ALU instructions of different ops follow shared accesses with bank
+    conflicts, which hold mem and so the stages behind it, in the simulation models' form and
+    in the FPGA form (whose ex1 reads its op from a register loaded from rr as rr_ex1 loads:
+    loading it every cycle instead fails this test); results against the ISS."""
     cfg = CONFIGS["tiny"]().with_(clock_gating=form == "gated")
     launch = launch_from_asm(STALL_MIX, "k", (1,), (4,), [DATA_ADDR], bytes(4 * 96))
     _check(cfg, launch)
