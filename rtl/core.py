@@ -7,15 +7,17 @@ Front end (never stalls):
   ``if``   reads the local instruction memory (synchronous read).
   ``id``   rebuilds the control word from the word and the bits instruction memory keeps
            beside it (:class:`Decoder` predecodes on the write port; rtl/decoder.py), with
-           its scoreboard mask, into the warp's instruction buffer. A control
+           the issue fields kept there too (scoreboard mask, destination bits, kind), into
+           the warp's instruction buffer. A control
            instruction (bra ssy sync exit) stops the warp's fetch until ex1 resolves it; bar
            does not (it cannot move the pc), it stops the warp's issue until the release.
 Back end (one stall signal, raised by ``mem`` while the LSU needs more cycles and by ``ex1``
 while the SIMT stack unit is busy):
   ``is``   picks, round robin, a warp whose buffered instruction has no scoreboard hazard
            (a register still waiting for a global load, an atomic, ldparam or the SFU counts
-           as one), is not at a fence with stores outstanding and not at a barrier; presents
-           register addresses.
+           as one; the test is made a cycle ahead into a register, :class:`HazardAhead`), is
+           not at a fence with stores outstanding and not at a barrier; presents register
+           addresses.
   ``rr``   register and predicate read, guard evaluation, special registers; the multiplier,
            the FPU and the half unit take their operands here.
   ``ex1``  ALU, branch/ssy/sync/exit resolution (SIMT stack), barrier arrival, address
@@ -27,9 +29,10 @@ while the SIMT stack unit is busy):
            comes back through the same write port in a free ``wb`` slot.
 
 The core holds the block state and the stage registers and wires the units: besides the
-arithmetic ones, :class:`InstrBuffers` (``id`` to ``is``), :class:`IssueSelect` (``is``),
-:class:`PredicateFile` (``rr``/``wb``), :class:`SfuSequencer` (ex1 onwards),
-:class:`LateWriteback` (``wb``), :class:`FaultRecorder` and :class:`StallClassifier`.
+arithmetic ones, :class:`InstrBuffers` (``id`` to ``is``), :class:`IssueSelect` and
+:class:`HazardAhead` (``is``), :class:`PredicateFile` (``rr``/``wb``),
+:class:`SfuSequencer` (ex1 onwards), :class:`LateWriteback` (``wb``),
+:class:`FaultRecorder` and :class:`StallClassifier`.
 See docs/microarchitecture.md for the full story.
 """
 
@@ -289,13 +292,19 @@ class Core(wiring.Component):
                                  slots[k].warp_base.eq(k * pl.num_warps),
                                  slots[k].shared_base.eq(first_row * row_bytes)]
 
-        new_warps = Signal(W)  # the warps of the block being taken in
-        last_warp = Signal(W)  # its last warp, the one whose lanes may be partly live
-        for w in range(W):
-            # the last warp is at or above every base: no constant comparison (lint CMPCONST)
-            above = Const(1) if w == W - 1 else (w >= init_base)
-            m.d.comb += [new_warps[w].eq(above & (w < init_base + blk.num_warps)),
-                         last_warp[w].eq(w == init_base + blk.num_warps - 1)]
+        # The warps of the block being taken in and its last warp (the one whose lanes may be
+        # partly live): registers, set with init_base from the same pick and warp count, so
+        # that the resets they drive (scoreboard, buffers, issue) start at flip-flops rather
+        # than at an adder and comparisons of the block's base.
+        new_warps = Signal(W)
+        last_warp = Signal(W)
+        with m.If(self.dispatch.valid & ready):
+            base = pick * pl.num_warps
+            for w in range(W):
+                # the last warp is at or above every base: no constant comparison (CMPCONST)
+                above = Const(1) if w == W - 1 else (w >= base)
+                m.d.sync += [new_warps[w].eq(above & (w < base + pl.num_warps)),
+                             last_warp[w].eq(w == base + pl.num_warps - 1)]
         # The live lanes of the last warp: lane l when l <= (num_threads - 1) mod L, every
         # other warp all L (num_warps is ceil(num_threads / L), and L a power of two). One
         # mask for the block rather than a comparison per warp and lane, which a simulator
