@@ -127,8 +127,13 @@ def if_id(warps: int) -> data.StructLayout:
 
 
 ISSUE_KIND = data.StructLayout({"fence": 1, "sfu": 1, "mma": 1})
-"""What the issue stage's choice asks of a head besides its hazard (``issue.issue_kind``):
-a ``fence`` waits for its warp's stores, an SFU instruction or an ``mma`` for its unit."""
+"""What the issue stage's choice asks of a head besides its hazard: a ``fence`` waits for
+its warp's stores, an SFU instruction or an ``mma`` for its unit."""
+
+ISSUE_FIELDS = data.StructLayout({"needs": 32 + NUM_PREDS, "dests": 32 + NUM_PREDS,
+                                  "kind": ISSUE_KIND})
+"""The fields of an instruction-buffer entry that instruction memory keeps beside each word
+(``issue.issue_fields`` works them out)."""
 
 
 def id_is() -> data.StructLayout:
@@ -140,12 +145,6 @@ def id_is() -> data.StructLayout:
     so that ``is`` only ANDs them with the pending bits and the units' states."""
     return data.StructLayout({"pc": 32, "word": 32, "pc_fault": 1, "dec": DECODED,
                               **ISSUE_FIELDS.members})
-
-
-ISSUE_FIELDS = data.StructLayout({"needs": 32 + NUM_PREDS, "dests": 32 + NUM_PREDS,
-                                  "kind": ISSUE_KIND})
-"""The fields of an instruction-buffer entry that instruction memory keeps beside each word
-(``issue.issue_fields``)."""
 
 
 def is_rr(warps: int) -> data.StructLayout:
