@@ -179,9 +179,9 @@ class Core(wiring.Component):
         # instruction memory keeps each word with its predecoded control bits: the decoder
         # works on the write port, so id only rebuilds the control word (rtl/decoder.py);
         # and with what issue needs of it (``needs``, ``dests``, ``kind``), so that the
-        # memory's slow read feeds the instruction buffers and the issue stage's hazard
-        # (rtl/hazard_ahead.py) directly. The write is registered between the decoder and
-        # those fields: it reaches the memory a cycle after the port presents it.
+        # memory's read (registered once, in if) feeds the instruction buffers and the issue
+        # stage's hazard (rtl/hazard_ahead.py) directly. The write is registered between the
+        # decoder and those fields: it reaches the memory a cycle after the port presents it.
         imem_entry = data.StructLayout({"word": 32, "pre": PREDECODED,
                                         "issue": layouts.ISSUE_FIELDS})
         m.submodules.imem = imem = Memory(shape=imem_entry, depth=cfg.imem_words, init=[])
@@ -463,8 +463,13 @@ class Core(wiring.Component):
         m.d.comb += [sch_rr.advance.eq(do_fetch), sch_rr.restart.eq(whole_reset & ~self.flush)]
 
         # --- if: instruction memory read ----------------------------------------------------
+        # The memory is addressed with sch's pc, beside sch_if's register of it, so that its
+        # slow output (a block RAM's, about 6 ns after the clock on an ECP5) spends if
+        # reaching a register, ``if_word``, and id starts from flip-flops.
         imem_bytes = cfg.imem_words * 4
-        m.d.comb += [imem_r.addr.eq(sch_if.pc[2:]), imem_r.en.eq(1)]
+        m.d.comb += [imem_r.addr.eq(sch_if_st.d.pc[2:]), imem_r.en.eq(1)]
+        if_word = Signal(imem_entry, name="if_word")
+        m.d.sync += if_word.eq(imem_r.data)
         m.d.comb += if_id_st.d.eq(sch_if)
         if_pc_fault = Signal()
         m.d.sync += if_pc_fault.eq((sch_if.pc >= imem_bytes) | (sch_if.pc < self.code_base)
@@ -472,12 +477,12 @@ class Core(wiring.Component):
 
         # --- id: the control word into the instruction buffer -------------------------------
         id_word = Signal(32, name="id_word")  # the word in id (waveform tools read it)
-        m.d.comb += id_word.eq(imem_r.data.word)
-        id_dec = decoded(m, id_word, imem_r.data.pre, "id_dec")
+        m.d.comb += id_word.eq(if_word.word)
+        id_dec = decoded(m, id_word, if_word.pre, "id_dec")
         id_entry = port_view(ibuf.entry, layouts.id_is())
         m.d.comb += [id_entry.pc.eq(if_id.pc), id_entry.word.eq(id_word),
                      id_entry.pc_fault.eq(if_pc_fault), id_entry.dec.eq(id_dec),
-                     *[id_entry[f].eq(imem_r.data.issue[f]) for f in layouts.ISSUE_FIELDS.members]]
+                     *[id_entry[f].eq(if_word.issue[f]) for f in layouts.ISSUE_FIELDS.members]]
         # a fetch that arrives behind a control instruction of its warp is dropped: the warp's
         # pc is set again when ex1 resolves the control instruction
         accept = Signal()
