@@ -40,7 +40,7 @@ import operator
 from functools import reduce
 from types import SimpleNamespace
 
-from amaranth import Cat, Const, Module, Mux, Signal
+from amaranth import Cat, Const, Module, Mux, Signal, signed
 from amaranth.lib import data, wiring
 from amaranth.lib.memory import Memory
 from simtgpu.isa import INSTRUCTIONS, PT, SIMT_OPS, Sem
@@ -205,6 +205,9 @@ class Core(wiring.Component):
         # (id, first warp, shared base); per warp, its slot and index within the block.
         S = cfg.max_blocks
         blk = Signal(self.dispatch.payload.shape())
+        # the last byte at which a word fits in the shared memory and the parameter block
+        # (LsuPrep's range checks), worked out as the launch's fields are taken
+        shared_last, param_last = Signal(signed(33)), Signal(signed(33))
         slots = [Signal(layouts.block_slot(W), name=f"slot{k}") for k in range(S)]
         wblk = per_warp(layouts.warp_block(W, S), W)  # w<w>_slot, w<w>_index
         slot_busy = Signal(S)  # from hand-off until block_done
@@ -281,7 +284,9 @@ class Core(wiring.Component):
         m.d.comb += self.dispatch.ready.eq(ready)
         with m.If(self.dispatch.valid & ready):
             first_row = pick * pl_rows
-            m.d.sync += [blk.eq(pl), init_cnt.eq(0), initing.eq(1), init_slot.eq(pick),
+            m.d.sync += [blk.eq(pl), shared_last.eq(pl.shared_bytes + Const(-4, signed(4))),
+                         param_last.eq(pl.param_size + Const(-4, signed(4))),
+                         init_cnt.eq(0), initing.eq(1), init_slot.eq(pick),
                          init_base.eq(pick * pl.num_warps),
                          tx.eq(0), ty.eq(0), tz.eq(0),
                          sh_clear_row.eq(first_row), sh_clear_end.eq(first_row + pl_rows),
@@ -830,9 +835,10 @@ class Core(wiring.Component):
             ins = {"op": op, "fn": fn, "exec": st.exec, "addr": st.a,
                    "shared_base": slot_field(slot_of(st.warp, f"{name}_slot"), "shared_base",
                                              32, f"{name}_shared_base")}
-            for f in ("shared_size", "param_addr", "param_size"):  # the launch's, every block's
+            for f, v in (("shared_last", shared_last), ("param_addr", blk.param_addr),
+                         ("param_last", param_last)):  # the launch's, every block's
                 ins[f] = Signal.like(getattr(lsu_prep, f), name=f"{name}_{f}")
-                m.d.comb += ins[f].eq(blk.shared_bytes if f == "shared_size" else getattr(blk, f))
+                m.d.comb += ins[f].eq(v)
             return ins
 
         # In the simulation models' form (cfg.clock_gating) LsuPrep works on a copy of its

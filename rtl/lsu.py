@@ -31,7 +31,7 @@ OR over the pairs of remaining lanes instead of the coalescing and bank selectio
 and the cycle counts are those of doing it all in ``mem``.
 """
 
-from amaranth import Cat, Const, Module, Mux, Signal, Value
+from amaranth import Cat, Const, Module, Mux, Signal, Value, signed
 from amaranth.lib import data, enum, stream, wiring
 from amaranth.lib.fifo import SyncFIFOBuffered
 from amaranth.lib.wiring import In, Out
@@ -113,12 +113,15 @@ class LsuPrep(wiring.Component):
             "fn": In(5),
             "exec": In(lanes),
             "addr": In(vec),
-            "shared_size": In(32),
+            # the last byte address at which a whole word fits in the block's shared memory
+            # and in the parameter block (size - 4; negative when none does), worked out once
+            # per launch, so that each check is one comparison
+            "shared_last": In(signed(33)),
             # the block's first byte in the shared memory: a whole row of banks (a multiple
             # of 4 x lanes), so it moves no lane to another bank
             "shared_base": In(32),
             "param_addr": In(32),
-            "param_size": In(16),
+            "param_last": In(signed(33)),
             "q": Out(prep_layout(lanes, self.word_bits)),
         })
 
@@ -146,11 +149,11 @@ class LsuPrep(wiring.Component):
                          q.ea[l].eq(ea[l]), q.word[l].eq(word[l]), mis[l].eq(a[:2] != 0)]
             # a word must lie wholly inside its space; out of range is reported before
             # misalignment, as the ISS does. Each space's check is made and the op's space
-            # chooses among them, an AND-OR after the comparisons (the memory's
-            # ``a + 4 > size`` as ``a > size - 4``: a constant, no adder).
+            # chooses among them, an AND-OR after the comparisons (each ``a + 4 > size`` as
+            # ``a > size - 4``, the right side a constant or an input: no adder before them).
             m.d.comb += oor[l].eq((in_global & ((a < GLOBAL_NULL_GUARD) | past_memory(a)))
-                                  | (in_shared & (a + 4 > self.shared_size))
-                                  | (in_param & (a + 4 > self.param_size)))
+                                  | (in_shared & (a > self.shared_last))
+                                  | (in_param & (a > self.param_last)))
         bad_mis = Signal(lanes)
         bad_oor = Signal(lanes)
         m.d.comb += [bad_mis.eq(self.exec & mis), bad_oor.eq(self.exec & oor)]

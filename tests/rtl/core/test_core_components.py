@@ -594,7 +594,7 @@ def test_lsu_prep_against_the_address_rules(lanes):
         for step in range(800):
             op = rng.choice([o for o in LsuOp if o != LsuOp.NONE])
             shared = op in (LsuOp.LDS, LsuOp.STS, LsuOp.ATOMS)
-            size = rng.choice([shared_bytes, 4 * lanes * rng.randrange(1, rows)])
+            size = rng.choice([shared_bytes, 0, 4 * lanes * rng.randrange(1, rows)])
             base = 4 * lanes * rng.randrange(rows)  # a block starts at a whole row
             pool = [4 * rng.randrange(size // 4 + 1) for _ in range(3)]  # repeated words
             addrs = []
@@ -607,9 +607,9 @@ def test_lsu_prep_against_the_address_rules(lanes):
                 addrs.append(a)
             exe = rng.randrange(1 << lanes)
             param_addr, param_size = 0x2000, rng.randrange(0, 256, 4)
-            for name, v in (("op", op), ("fn", 0), ("exec", exe), ("shared_size", size),
+            for name, v in (("op", op), ("fn", 0), ("exec", exe), ("shared_last", size - 4),
                             ("shared_base", base), ("param_addr", param_addr),
-                            ("param_size", param_size)):
+                            ("param_last", param_size - 4)):
                 ctx.set(getattr(dut, name), v)
             for l, a in enumerate(addrs):
                 ctx.set(dut.addr[l], a)

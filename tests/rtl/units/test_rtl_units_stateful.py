@@ -754,7 +754,7 @@ class LsuModel:
         if op in (LDG, STG, ATOM):
             return a < GLOBAL_NULL_GUARD or a + 4 > self.memory_bytes
         if op == LDPARAM:
-            return a + 4 > v["param_size"]
+            return a + 4 > v["param_last"] + 4
         return False
 
     def step(self, v: Vector) -> Vector:
@@ -967,7 +967,7 @@ def test_lsu_global_coalescing():
         env_state["lwb_ready"] = int(rng.random() < 0.7)
         due = mem.queue[0] if mem.queue and mem.queue[0][0] <= t else None
         vec.update({
-            "shared_size": 64, "param_addr": param_addr, "param_size": param_size,
+            "shared_last": 64 - 4, "param_addr": param_addr, "param_last": param_size - 4,
             "mem__req__ready": int(rng.random() < 0.7),
             "mem__resp__valid": int(due is not None),
             "mem__resp__payload": pack_fields([(pack(due[1], 32), 32 * lw), (0, 2)])
