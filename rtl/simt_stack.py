@@ -143,18 +143,20 @@ class SimtStack(wiring.Component):
             m.d.comb += [self.done.eq(1), self.done_warp.eq(w), self.fault.eq(1),
                          self.fault_cause.eq(cause)]
 
-        def pop(w, entry, sp_after, live):
-            """Evaluate a popped ``entry``; ``sp_after`` is the stack pointer without it."""
+        def pop(w, entry, sp_after, bottom, live):
+            """Evaluate a popped ``entry``; ``sp_after`` is the stack pointer without it,
+            ``bottom`` whether that is 0 (told by each caller without a subtraction in front
+            of the compare: the stack's fault is on the core's longest path)."""
             with m.If((entry.mask & live) != 0):
                 answer(w, entry.pc, entry.mask & live, live)
                 set_sp(w, sp_after)
-                with m.If(sp_after != 0):  # the entry below becomes the top: read it back
+                with m.If(~bottom):  # the entry below becomes the top: read it back
                     m.d.comb += [rd.en.eq(1), rd.addr.eq(addr(w, sp_after - 1))]
                     m.d.sync += [b_warp.eq(w)]
                     m.next = "REFILL"
                 with m.Else():
                     m.next = "IDLE"
-            with m.Elif(sp_after == 0):
+            with m.Elif(bottom):
                 set_sp(w, 0)
                 with m.If(live == 0):
                     finish(w, live)
@@ -173,7 +175,7 @@ class SimtStack(wiring.Component):
                 with m.Else():
                     fault(w, FaultCause.STACK_UNDERFLOW)
             with m.Else():
-                pop(w, top_cur, sp_cur - 1, live)
+                pop(w, top_cur, sp_cur - 1, sp_cur == 1, live)
 
         def push(w, entry, back):
             with m.If(sp_cur == depth):
@@ -240,7 +242,7 @@ class SimtStack(wiring.Component):
                 set_top(b_warp, rd.data, rd.data.pc - 4)
                 m.next = "IDLE"
             with m.State("POPMEM"):
-                pop(b_warp, rd.data, b_sp, b_live)
+                pop(b_warp, rd.data, b_sp, b_sp == 0, b_live)
 
         for i in range(warps):
             with m.If(self.reset | self.reset_warps[i]):
