@@ -79,7 +79,7 @@ class _Shared:
         m.d.comb += self.shift.eq(Mux(left, shifted[::-1], shifted))
 
 
-_INT_RESULT: _Ops = {
+_INT_RESULT: dict[str, Callable[..., Value] | None] = {
     "add": lambda s, a, b, c: s.sum,
     "sub": lambda s, a, b, c: s.diff,
     "and": lambda s, a, b, c: a & b,
@@ -88,10 +88,8 @@ _INT_RESULT: _Ops = {
     "shl": lambda s, a, b, c: s.shift,
     "shr": lambda s, a, b, c: s.shift,
     "sra": lambda s, a, b, c: s.shift,
-    "min": lambda s, a, b, c: Mux(s.lt, a, b),
-    "max": lambda s, a, b, c: Mux(s.lt | s.eq, b, a),
-    "minu": lambda s, a, b, c: Mux(s.ltu, a, b),
-    "maxu": lambda s, a, b, c: Mux(s.ltu | s.eq, b, a),
+    # min/max: a or b, chosen after the op's choice of every other result (Alu.elaborate)
+    "min": None, "max": None, "minu": None, "maxu": None,
     "movi": lambda s, a, b, c: b[0:16].as_signed(),
     "lui": lambda s, a, b, c: Cat(Const(0, 16), b[0:16]),
     "lli": lambda s, a, b, c: Cat(b[0:16], c[16:32]),
@@ -177,6 +175,20 @@ class Alu(wiring.Component):
         m = Module()
         a, b, c = self.a, self.b, self.c
         shared = _Shared(m, self.op, a, b)
+        # min and max take a or b by the comparison, the output of a carry chain: the choice
+        # comes last, after the op has chosen among the other results (``other``, kept as a
+        # net so that the LUT mapping, which sees the chain's output as early as a register's,
+        # does not fold the comparison into the op's choice). Where a == b, a and b are alike,
+        # so max takes b when a < b and needs no equality.
+        op = self.op.as_value()
+        minmax, is_max, signed_ = Signal(), Signal(), Signal()
+        m.d.comb += [minmax.eq(op.matches(AluOp.MIN, AluOp.MAX, AluOp.MINU, AluOp.MAXU)),
+                     is_max.eq(op.matches(AluOp.MAX, AluOp.MAXU)),
+                     signed_.eq(op.matches(AluOp.MIN, AluOp.MAX))]
+        take_a = Signal()
+        m.d.comb += take_a.eq(Mux(signed_, shared.lt, shared.ltu) ^ is_max)
+        other = Signal(32, attrs={"keep": 1})
+        m.d.comb += self.result.eq(Mux(minmax, Mux(take_a, a, b), other))
         with m.Switch(self.op):
             for instr in INSTRUCTIONS:
                 if instr.sem not in ALU_SEMS:
@@ -187,10 +199,10 @@ class Alu(wiring.Component):
                     elif instr.sem is Sem.PLOGIC:
                         m.d.comb += self.pred.eq(_PLOGIC[instr.mnemonic](self.pa, self.pb))
                     elif instr.sem is Sem.SELECT:
-                        m.d.comb += self.result.eq(Mux(self.psel, a, b))
-                    else:
-                        m.d.comb += self.result.eq(_INT_RESULT[_base(instr)](shared, a, b, c))
+                        m.d.comb += other.eq(Mux(self.psel, a, b))
+                    elif _INT_RESULT[_base(instr)] is not None:
+                        m.d.comb += other.eq(_INT_RESULT[_base(instr)](shared, a, b, c))
             with m.Default():  # unused encodings: both outputs stay zero
-                m.d.comb += [self.result.eq(0), self.pred.eq(0)]
+                m.d.comb += [other.eq(0), self.pred.eq(0)]
         return m
 
