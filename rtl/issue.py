@@ -175,8 +175,10 @@ class IssueSelect(wiring.Component):
         m = Module()
         W, regs = self.warps, self.regs
         state = per_warp(layouts.issue_state(regs), W)
+        # a warp's barrier hold: the register, and a bar it issued in the last cycle
+        bar_hold_q, bar_went = Signal(W), Signal(W)
         bar_hold = Signal(W)
-        m.d.comb += self.bar_hold.eq(bar_hold)
+        m.d.comb += [bar_hold.eq(bar_hold_q | bar_went), self.bar_hold.eq(bar_hold)]
         eligible = Signal(W)
         heads = [port_view(self.head[w], layouts.id_is()) for w in range(W)]
         long_now = [Signal(regs, name=f"w{w}_long_now") for w in range(W)]
@@ -220,21 +222,26 @@ class IssueSelect(wiring.Component):
         # them, rather than being followed by the decoding of the picked head's register.
         # As the scoreboard's set: the long-latency mark of an issue is registered and ORed
         # into the warp's marks in the next cycle (``long_now``), which show what they did.
+        # The pick, late in the cycle, reaches one flip-flop per warp (``w<w>_long_went``,
+        # ``bar_went``): the head's marks are registered whether it issues or not.
         for w in range(W):
             h = heads[w].dec
             picked = issue & (rr.grant == w) & ~bad[w]  # warp w issues
             m.d.comb += [self.dests[w].eq(heads[w].dests),
                          self.sets[w].eq(Mux(picked, self.dests[w], 0))]
-            long_q = Signal(regs, name=f"w{w}_long_set_q")
-            long_bits = Mux(h.sem == RSem.MMA, 0xF << h.rd, Mux(h.wr_reg, 1 << h.rd, 0))
-            m.d.sync += long_q.eq(Mux(picked & is_long(h) & ~self.reset & ~self.reset_warps[w],
-                                      long_bits, 0))
-            m.d.comb += long_now[w].eq(state[w].long | long_q)
-            with m.If(picked & Cat(h.iid == iid(n) for n in BARRIER_OPS).any()):
-                m.d.sync += bar_hold[w].eq(1)
-            with m.Elif((self.release & self.release_warps[w]) | self.reset
-                        | self.reset_warps[w]):
-                m.d.sync += bar_hold[w].eq(0)
+            long_bits = Signal(regs, name=f"w{w}_long_bits_q")
+            long_went = Signal(name=f"w{w}_long_went")
+            m.d.sync += [long_bits.eq(Mux(~is_long(h), 0, Mux(h.sem == RSem.MMA, 0xF << h.rd,
+                                                             Mux(h.wr_reg, 1 << h.rd, 0)))),
+                         long_went.eq(picked & ~self.reset & ~self.reset_warps[w])]
+            m.d.comb += long_now[w].eq(state[w].long | Mux(long_went, long_bits, 0))
+            # a bar issued holds its warp from the next cycle (``bar_went``) until a release
+            # or reset after that; a bar issued in a cycle of release or reset still holds
+            m.d.sync += bar_went[w].eq(picked & Cat(h.iid == iid(n) for n in BARRIER_OPS).any())
+            with m.If((self.release & self.release_warps[w]) | self.reset | self.reset_warps[w]):
+                m.d.sync += bar_hold_q[w].eq(0)
+            with m.Else():
+                m.d.sync += bar_hold_q[w].eq(bar_hold[w])
 
             clr = [Mux(c.en & ~c.pred & (c.warp == w), 1 << c.idx, 0) for c in self.clear]
             clr_bits = Signal(regs, name=f"w{w}_long_clr")

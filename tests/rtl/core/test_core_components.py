@@ -364,7 +364,8 @@ def test_needs_against_the_operand_rules(b_regs):
 
 def test_issue_select_against_model():
     """Hazard, parked, structural and eligible per warp; the round-robin pick; the barrier
-    hold, long-latency registers and store counts it keeps."""
+    hold, long-latency registers and store counts it keeps, also when some warps alone are
+    reset (a block arriving beside others)."""
     warps, regs = 4, 32
     dut = IssueSelect(warps, regs)
     rng = random.Random(17)
@@ -411,7 +412,10 @@ def test_issue_select_against_model():
             acked = stores[acked_w] > 0 and rng.random() < 0.3
             release, release_warps = rng.random() < 0.1, rng.getrandbits(warps)
             reset = rng.random() < 0.01
-            for name, v in (("valid", valid), ("runnable", runnable), ("sfu_busy", sfu_busy),
+            # a block arriving beside others resets its warps alone
+            reset_warps = rng.getrandbits(warps) if rng.random() < 0.03 else 0
+            for name, v in (("reset_warps", reset_warps),
+                            ("valid", valid), ("runnable", runnable), ("sfu_busy", sfu_busy),
                             ("enable", enable), ("store_sent", sent), ("store_sent_warp", sent_w),
                             ("store_acked", acked), ("store_acked_warp", acked_w),
                             ("release", release), ("release_warps", release_warps),
@@ -463,7 +467,7 @@ def test_issue_select_against_model():
             for w in range(warps):
                 if ok and pick == w and heads[w][0]["iid"] == iid("bar"):
                     bar_hold[w] = 1
-                elif (release and release_warps >> w & 1) or reset:
+                elif (release and release_warps >> w & 1) or reset or reset_warps >> w & 1:
                     bar_hold[w] = 0
                 for en, cw, idx, pred in clears:
                     if en and not pred and cw == w:
@@ -475,6 +479,9 @@ def test_issue_select_against_model():
                     long[pick] |= 0xF << d["rd"]
                 elif d["wr_reg"] and (d["iid"] in long_iids or d["sem"] == RSem.SFU):
                     long[pick] |= 1 << d["rd"]
+            for w in range(warps):
+                if reset_warps >> w & 1:
+                    long[w], stores[w] = 0, 0
             if reset:
                 long, stores, last = [0] * warps, [0] * warps, warps - 1
             elif issue:
