@@ -17,7 +17,9 @@ Operand conventions (the core's operand mux does the rest):
 * ``pa``/``pb``/``psel`` are predicate values with any ``!`` negation already applied.
 """
 
+import operator
 from collections.abc import Callable
+from functools import reduce
 
 from amaranth import Cat, Const, Module, Mux, Signal, Value
 from amaranth.lib import wiring
@@ -51,12 +53,11 @@ _Ops = dict[str, Callable[..., Value]]
 
 class _Shared:
     """What several operations read, built once per ALU: one subtractor answers every
-    ordering (signed and unsigned), one right shifter every shift (``shl`` shifts the
-    bit-reversed operand right and reverses the result back), so the ops of the isa table
-    cost one adder, one subtractor and one shifter (a comparator or shifter per op was most
-    of the unit's area)."""
+    ordering (signed and unsigned) and two shifters (left, right) every shift, so the ops of
+    the isa table cost one adder, one subtractor and two shifters (a comparator or shifter
+    per op was most of the unit's area)."""
 
-    def __init__(self, m: Module, op: Value, a: Value, b: Value) -> None:
+    def __init__(self, m: Module, a: Value, b: Value) -> None:
         self.sum = Signal(32)
         diff = Signal(33)  # a - b with the borrow at bit 32
         m.d.comb += [self.sum.eq(a + b), diff.eq(a - b)]
@@ -67,16 +68,16 @@ class _Shared:
         m.d.comb += [self.eq.eq(a == b), self.ltu.eq(diff[32]),
                      # equal signs: the unsigned order; different: the negative one is less
                      self.lt.eq(Mux(a[31] ^ b[31], a[31], diff[32]))]
-        left = Signal()
-        m.d.comb += left.eq(op.as_value().matches(AluOp.SHL, AluOp.SHLI))
-        fill = Signal()  # the bit shifted in from above: sra's sign
-        m.d.comb += fill.eq(op.as_value().matches(AluOp.SRA, AluOp.SRAI) & a[31])
-        src = Signal(32)
-        m.d.comb += src.eq(Mux(left, a[::-1], a))
-        shifted = Signal(32)
-        m.d.comb += shifted.eq((Cat(src, fill).as_signed() >> b[0:5])[:32])
-        self.shift = Signal(32)  # shl, shr or sra, by op
-        m.d.comb += self.shift.eq(Mux(left, shifted[::-1], shifted))
+        # Shifts: a left and a right shifter side by side; sra is the logical right shift
+        # ORed with the sign's fill, a mask of the shift amount alone. (One shifter for all
+        # three, reversing the operand and the result for shl, put the op's decoding in front
+        # of the shift, on ex1's longest path.)
+        amount = b[0:5]
+        self.shl, self.shr, self.sra = Signal(32), Signal(32), Signal(32)
+        fill = Signal(32)  # the top ``amount`` bits
+        m.d.comb += [self.shl.eq((a << amount)[:32]), self.shr.eq(a >> amount),
+                     fill.eq(~(Const(0xFFFF_FFFF, 32) >> amount)),
+                     self.sra.eq(self.shr | Mux(a[31], fill, 0))]
 
 
 _INT_RESULT: dict[str, Callable[..., Value] | None] = {
@@ -85,9 +86,9 @@ _INT_RESULT: dict[str, Callable[..., Value] | None] = {
     "and": lambda s, a, b, c: a & b,
     "or": lambda s, a, b, c: a | b,
     "xor": lambda s, a, b, c: a ^ b,
-    "shl": lambda s, a, b, c: s.shift,
-    "shr": lambda s, a, b, c: s.shift,
-    "sra": lambda s, a, b, c: s.shift,
+    "shl": lambda s, a, b, c: s.shl,
+    "shr": lambda s, a, b, c: s.shr,
+    "sra": lambda s, a, b, c: s.sra,
     # min/max: a or b, chosen after the op's choice of every other result (Alu.elaborate)
     "min": None, "max": None, "minu": None, "maxu": None,
     "movi": lambda s, a, b, c: b[0:16].as_signed(),
@@ -174,7 +175,7 @@ class Alu(wiring.Component):
     def elaborate(self, platform) -> Module:
         m = Module()
         a, b, c = self.a, self.b, self.c
-        shared = _Shared(m, self.op, a, b)
+        shared = _Shared(m, a, b)
         # min and max take a or b by the comparison, the output of a carry chain: the choice
         # comes last, after the op has chosen among the other results (``other``, kept as a
         # net so that the LUT mapping, which sees the chain's output as early as a register's,
@@ -189,20 +190,41 @@ class Alu(wiring.Component):
         m.d.comb += take_a.eq(Mux(signed_, shared.lt, shared.ltu) ^ is_max)
         other = Signal(32, attrs={"keep": 1})
         m.d.comb += self.result.eq(Mux(minmax, Mux(take_a, a, b), other))
-        with m.Switch(self.op):
-            for instr in INSTRUCTIONS:
-                if instr.sem not in ALU_SEMS:
+        # The other register results as an AND-OR: each result's ops decoded into one bit
+        # (kept as a net, so the decoding of the op register is two LUTs deep) that gates its
+        # value, rather than a multiplexer tree over the op that the routing spreads across
+        # the lanes.
+        ops_of: dict[str, list] = {}
+        values: dict[str, Value] = {}
+        for instr in INSTRUCTIONS:
+            if instr.sem is Sem.SELECT:
+                key, value = "sel", Mux(self.psel, a, b)
+            elif instr.sem in (Sem.INT, Sem.INT_IMM, Sem.CONST):
+                fn = _INT_RESULT[_base(instr)]
+                if fn is None:  # min/max: above
                     continue
-                with m.Case(alu_op(instr)):
-                    if instr.sem is Sem.ICMP:
+                key, value = _base(instr), fn(shared, a, b, c)
+            else:
+                continue
+            ops_of.setdefault(key, []).append(alu_op(instr))
+            values[key] = value
+        terms = []
+        for key, members in ops_of.items():
+            hit = Signal(name=f"is_{key}", attrs={"keep": 1})
+            # (``op == 0`` as ``~op.any()``: the Verilog writer's ``!op`` of 6 bits is a lint
+            # warning)
+            m.d.comb += hit.eq(Cat(op == x if x.value else ~op.any() for x in members).any())
+            terms.append(Mux(hit, values[key], 0))
+        m.d.comb += other.eq(reduce(operator.or_, terms))
+        with m.Switch(self.op):  # predicate results
+            for instr in INSTRUCTIONS:
+                if instr.sem is Sem.ICMP:
+                    with m.Case(alu_op(instr)):
                         m.d.comb += self.pred.eq(_ICMP[instr.suffix](shared))
-                    elif instr.sem is Sem.PLOGIC:
+                elif instr.sem is Sem.PLOGIC:
+                    with m.Case(alu_op(instr)):
                         m.d.comb += self.pred.eq(_PLOGIC[instr.mnemonic](self.pa, self.pb))
-                    elif instr.sem is Sem.SELECT:
-                        m.d.comb += other.eq(Mux(self.psel, a, b))
-                    elif _INT_RESULT[_base(instr)] is not None:
-                        m.d.comb += other.eq(_INT_RESULT[_base(instr)](shared, a, b, c))
-            with m.Default():  # unused encodings: both outputs stay zero
-                m.d.comb += [other.eq(0), self.pred.eq(0)]
+            with m.Default():  # the register results' ops and unused encodings
+                m.d.comb += self.pred.eq(0)
         return m
 
