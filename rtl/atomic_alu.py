@@ -12,7 +12,10 @@ integer max (min) of the two words, for ``b < 0.0`` the unsigned integer min (ma
 
 from __future__ import annotations
 
-from amaranth import Module, Mux, Signal, Value
+import operator
+from functools import reduce
+
+from amaranth import Cat, Module, Mux, Signal, Value
 
 from .signatures import AtomOp
 
@@ -22,40 +25,46 @@ _POS_INF = 0x7F80_0000
 
 def atomic_result(m: Module, op: Value, old: Value, b: Value, c: Value,
                   fadd_result: Value) -> Signal:
-    """The word an atomic ``op`` stores (combinational); CAS stores ``old`` on a mismatch."""
+    """The word an atomic ``op`` stores (combinational); CAS stores ``old`` on a mismatch.
+
+    The ops that store one of the words as it is (min, max, their float forms, CAS) choose
+    it last, by comparisons at the ends of carry chains; the others are an AND-OR of their
+    results, each gated by its op decoded into a bit kept as a net, so that the LUT mapping
+    (which sees a chain's output as early as a register's) does not put the comparisons in
+    front of the op's decoding. Where ``old == b`` either word is the answer, so max needs
+    no equality."""
     new = Signal(32)
     b_nan = Signal()
     b_pos = Signal()  # b >= 0.0 as a float compare: positive, +0.0 or -0.0
     m.d.comb += [b_nan.eq(b[:31] > _POS_INF), b_pos.eq(~b[31] | (b == _SIGN))]
-    s_lt = old.as_signed() < b.as_signed()
-    u_lt = old < b
-    with m.Switch(op):
-        with m.Case(AtomOp.ADD):
-            m.d.comb += new.eq(old + b)
-        with m.Case(AtomOp.MIN):
-            m.d.comb += new.eq(Mux(s_lt, old, b))
-        with m.Case(AtomOp.MAX):
-            m.d.comb += new.eq(Mux(old.as_signed() > b.as_signed(), old, b))
-        with m.Case(AtomOp.EXCH):
-            m.d.comb += new.eq(b)
-        with m.Case(AtomOp.FADD):
-            m.d.comb += new.eq(fadd_result)
-        with m.Case(AtomOp.AND):
-            m.d.comb += new.eq(old & b)
-        with m.Case(AtomOp.OR):
-            m.d.comb += new.eq(old | b)
-        with m.Case(AtomOp.XOR):
-            m.d.comb += new.eq(old ^ b)
-        with m.Case(AtomOp.FMIN):
-            # b >= 0: min_s(old, b); b < 0: max_u(old, b)
-            take_old = Mux(b_pos, s_lt, ~u_lt)
-            m.d.comb += new.eq(Mux(b_nan | take_old, old, b))
-        with m.Case(AtomOp.FMAX):
-            # b >= 0: max_s(old, b); b < 0: min_u(old, b)
-            take_old = Mux(b_pos, ~s_lt, u_lt)
-            m.d.comb += new.eq(Mux(b_nan | take_old, old, b))
-        with m.Case(AtomOp.CAS):
-            m.d.comb += new.eq(Mux(old == b, c, old))
-        with m.Default():
-            m.d.comb += new.eq(old)
+    s_lt, u_lt = Signal(), Signal()
+    m.d.comb += [s_lt.eq(old.as_signed() < b.as_signed()), u_lt.eq(old < b)]
+    op = Value.cast(op)  # an AtomOp-typed field or its raw bits
+    width = len(op)
+
+    def is_op(*members: AtomOp) -> Signal:
+        bit = Signal(name="is_" + "_".join(x.name.lower() for x in members), attrs={"keep": 1})
+        # (``op == 0`` as ``~op.any()``: the Verilog writer's ``!op`` is a lint warning)
+        m.d.comb += bit.eq(Cat(op == x.value if x.value else ~op.any() for x in members).any())
+        return bit
+
+    assert all(x.value < 1 << width for x in AtomOp), "op too narrow for AtomOp"
+    picks = is_op(AtomOp.MIN, AtomOp.MAX, AtomOp.FMIN, AtomOp.FMAX, AtomOp.CAS)
+    is_min, is_max, is_fmin, is_fmax, is_cas = (
+        is_op(x) for x in (AtomOp.MIN, AtomOp.MAX, AtomOp.FMIN, AtomOp.FMAX, AtomOp.CAS))
+    take_old = ((is_min & s_lt) | (is_max & ~s_lt)
+                | (is_fmin & (b_nan | Mux(b_pos, s_lt, ~u_lt)))  # b >= 0: min_s; b < 0: max_u
+                | (is_fmax & (b_nan | Mux(b_pos, ~s_lt, u_lt)))  # b >= 0: max_s; b < 0: min_u
+                | (is_cas & (old != b)))
+    results = {AtomOp.ADD: old + b, AtomOp.EXCH: b, AtomOp.FADD: fadd_result,
+               AtomOp.AND: old & b, AtomOp.OR: old | b, AtomOp.XOR: old ^ b}
+    known = set(results) | {AtomOp.MIN, AtomOp.MAX, AtomOp.FMIN, AtomOp.FMAX, AtomOp.CAS}
+    assert known == set(AtomOp), "atomic_result does not cover every AtomOp"
+    other = Signal(32, attrs={"keep": 1})
+    hits = {x: is_op(x) for x in results}
+    terms = [Mux(hits[x], v, 0) for x, v in results.items()]
+    unknown = Signal()  # an encoding no op has: the word stays
+    m.d.comb += [unknown.eq(~(picks | Cat(hits.values()).any())),
+                 other.eq(reduce(operator.or_, terms) | Mux(unknown, old, 0))]
+    m.d.comb += new.eq(Mux(picks, Mux(take_old, old, Mux(is_cas, c, b)), other))
     return new
