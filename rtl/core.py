@@ -914,18 +914,28 @@ class Core(wiring.Component):
         # --- wb: register/predicate write, scoreboard release, retire ----------------------
         z = mem_wb
         zd = z.dec
+        # A shared load's lanes read in this cycle take the banks' read data (a block RAM's
+        # output, slow on an FPGA) after every other choice: ``values`` has the held lanes'
+        # and the other results, and the register file's write data and the retire port
+        # choose the read data last, per lane (``from_banks``).
         values = split_signal(vec, "values")
-        m.d.comb += values.eq(z.result)
-        with m.If(zd.iid == iid("lds")):
-            m.d.comb += values.eq(lsu.sh_values)
+        is_lds = Signal(name="wb_is_lds")
+        m.d.comb += [values.eq(z.result), is_lds.eq(zd.iid == iid("lds"))]
+        with m.If(is_lds):
+            m.d.comb += values.eq(lsu.sh_held)
         with m.If(zd.sem == RSem.ATOMIC):
             m.d.comb += values.eq(lsu.atom_values)
+        from_banks = Signal(L, name="wb_from_banks", attrs={"keep": 1})
+        m.d.comb += from_banks.eq(Mux(is_lds & z.valid & ~z.deferred, lsu.sh_fresh, 0))
         # retire and fault records name the warp by its block and its index within it
         retire_slot = slot_of(lw.retire.warp, "retire_slot")
         retire_block = slot_field(retire_slot, "block_id", dim3_layout(), "retire_block")
         for name in lw.retire.signature.members:
-            if name != "warp":
+            if name not in ("warp", "values"):
                 m.d.comb += getattr(self.retire, name).eq(getattr(lw.retire, name))
+        for l in range(L):
+            m.d.comb += self.retire.values[l].eq(Mux(from_banks[l], lsu.sh_rdata[l],
+                                                     lw.retire.values[l]))
         m.d.comb += self.retire.warp.eq(
             _select(m, lw.retire.warp, [wblk[w].index for w in range(W)], 8, "retire_index"))
         fault_slot = slot_of(fault_rec.warp, "fault_slot")
@@ -945,8 +955,11 @@ class Core(wiring.Component):
         bubble_coming = (~is_rr.valid | ~rr_ex1.valid | ~ex1_ex2.valid | ~ex2_mem.valid
                          | mem_hold)
         m.d.comb += [lw.bubble_coming.eq(bubble_coming), lwb_wait.eq(lw.wait)]
+        # (z wins the write port whenever it writes: LateWriteback)
+        z_writes = z.valid & zd.wr_reg & ~z.deferred
         m.d.comb += [rf.we.eq(lw.rf.we), rf.waddr.eq(rf.addr(lw.rf.warp, lw.rf.rd)),
-                     rf.wdata.eq(lw.rf.data)]
+                     *[rf.wdata[l].eq(Mux(from_banks[l] & z_writes, lsu.sh_rdata[l],
+                                          lw.rf.data[l])) for l in range(L)]]
         m.d.comb += [pf.we.eq(z.valid & zd.wr_pred), pf.wwarp.eq(z.warp),
                      pf.widx.eq(zd.rd[:3]), pf.wmask.eq(z.exec), pf.wdata.eq(z.presult)]
         # A late write-back's scoreboard clear comes a cycle after its write (the value is in

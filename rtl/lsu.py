@@ -227,6 +227,12 @@ class Lsu(wiring.Component):
             "fault_cause": Out(FaultCause),
             "fault_lanes": Out(lanes),
             "sh_values": Out(vec),
+            # sh_values as its parts: the lanes whose value is the banks' read of this cycle
+            # (``sh_fresh``: ``sh_rdata``) and the others' (``sh_held``, registers), for a
+            # user that chooses the slow read data last
+            "sh_rdata": Out(vec),
+            "sh_fresh": Out(lanes),
+            "sh_held": Out(vec),
             "atom_values": Out(vec),  # old values of a shared atomic, ready in wb
             "mem": Out(mem_port_signature(line_words, tag_bits)),
             "lwb": Out(stream.Signature(lwb_layout(warps, lanes))),
@@ -357,7 +363,9 @@ class Lsu(wiring.Component):
         for l in range(lanes):
             with m.If(sh.served_q[l]):
                 m.d.sync += cap[l].eq(sh.rdata[l])
-            m.d.comb += self.sh_values[l].eq(Mux(sh.served_q[l], sh.rdata[l], cap[l]))
+            m.d.comb += [self.sh_values[l].eq(Mux(sh.served_q[l], sh.rdata[l], cap[l])),
+                         self.sh_rdata[l].eq(sh.rdata[l]), self.sh_held[l].eq(cap[l])]
+        m.d.comb += self.sh_fresh.eq(sh.served_q)
 
         # shared atomics: one lane at a time in lane order; read, compute (the FP adder takes
         # its latency for atoms.fadd, the others wait the same), write
