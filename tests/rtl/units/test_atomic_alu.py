@@ -37,7 +37,7 @@ def test_atomic_result_against_the_iss():
                      for _ in range(4)]
             if rng.random() < 0.2:
                 words[1] = words[0]  # equal words: cas hits, min/max tie
-            for sig, v in zip((old, b, c, fadd), words):
+            for sig, v in zip((old, b, c, fadd), words, strict=True):
                 ctx.set(sig, v)
             ctx.set(op, x.value)
             assert ctx.get(new) == _expected(x, *words), (step, x, [hex(w) for w in words])
