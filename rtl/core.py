@@ -518,12 +518,11 @@ class Core(wiring.Component):
         # each head's hazard a cycle ahead, for the choice of the next cycle
         m.d.comb += [haz.pop.eq(issue_ok), haz.pop_warp.eq(is_pick),
                      haz.push.eq(ibuf.push), haz.push_warp.eq(ibuf.push_warp),
-                     haz.push_needs.eq(id_entry.needs), haz.clear.eq(sb.clear_next),
-                     iss.hazard_q.eq(haz.hazard)]
+                     haz.push_needs.eq(id_entry.needs), iss.hazard_q.eq(haz.hazard)]
         for w in range(W):
             m.d.comb += [haz.count[w].eq(ibuf.count[w]), haz.head_needs[w].eq(ibuf.head[w].needs),
                          haz.next_needs[w].eq(ibuf.next_needs[w]),
-                         haz.pending[w].eq(sb.pending[w]),
+                         haz.pending[w].eq(sb.pending[w]), haz.clearing[w].eq(sb.clearing[w]),
                          haz.dests[w].eq(iss.dests[w])]
         # a fence issues once its warp's stores are complete: the L1 below invalidates
         m.d.comb += self.fence.eq(issue_ok & (issued.dec.iid == iid("fence")))

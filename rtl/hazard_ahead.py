@@ -14,21 +14,15 @@ stay those of working it out in the cycle of the choice:
   and only the issuing warp has a set, the bits of its head (``dests``).
 
 Every case is worked out beside the others, and the pick of this cycle only chooses among
-them: it is one multiplexer from the register. The clears of the next cycle are late too (a
-write-back that a stall turns into a bubble, the late write-back's choice among its
-sources), so they also only choose: for each case, whether the head needs a pending bit
-other than the two the clear ports name, and whether it needs either of those, are worked
-out from the ports' indices alone, and whether each port clears this warp decides at the end.
+them: it is one multiplexer from the register.
 """
 
-from amaranth import Module, Mux, Signal, Value
+from amaranth import Module, Mux, Signal
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 from simtgpu.isa import NUM_PREDS
 
-from .issue import clear_port
 from .params import require_positive
-from .scoreboard import clear_bit
 
 
 class HazardAhead(wiring.Component):
@@ -44,9 +38,8 @@ class HazardAhead(wiring.Component):
 
     In every cycle, per warp ``w``: ``count[w]`` entries in its buffer, whose head and next
     entry need ``head_needs[w]`` and ``next_needs[w]``; the bits it has pending
-    (``pending[w]``); the bits its head sets if it issues (``dests[w]``). ``clear``: the
-    scoreboard's two clear ports of this cycle (its ``clear_next``), whose bits are free
-    from the next cycle. ``pop`` (of ``pop_warp``): the head issues;
+    (``pending[w]``) and those freed from the next cycle (``clearing[w]``); the bits its head
+    sets if it issues (``dests[w]``). ``pop`` (of ``pop_warp``): the head issues;
     ``push`` (of ``push_warp``, an entry that needs ``push_needs``): an entry is appended.
 
     ``hazard[w]`` (registered): the head of warp ``w`` in this cycle needs a pending bit,
@@ -64,7 +57,7 @@ class HazardAhead(wiring.Component):
             "head_needs": In(bits),
             "next_needs": In(bits),
             "pending": In(bits),
-            "clear": In(data.ArrayLayout(clear_port(warps), 2)),
+            "clearing": In(bits),
             "dests": In(bits),
             "pop": In(1),
             "pop_warp": In(wb),
@@ -76,28 +69,15 @@ class HazardAhead(wiring.Component):
 
     def elaborate(self, platform) -> Module:
         m = Module()
-        b0, b1 = (clear_bit(m, port, self.regs) for port in self.clear)
-        same = Signal()  # both ports name one bit
-        m.d.comb += same.eq(b0 == b1)
         for w in range(self.warps):
-            e0, e1 = (port.en & (port.warp == w) for port in self.clear)
-
-            def hazard(name: str, needs: Value, base: Value, w=w, e0=e0, e1=e1) -> Value:
-                """``(needs & base & ~clearing) != 0``, the clears' enables applied last:
-                a bit other than theirs, or a bit of a port that does not clear it."""
-                z = Signal.like(needs, name=f"w{w}_{name}_z")
-                m.d.comb += z.eq(needs & base)
-                other, on0, on1 = (Signal(name=f"w{w}_{name}_{k}", attrs={"keep": 1})
-                                   for k in ("other", "on0", "on1"))
-                m.d.comb += [other.eq((z & ~b0 & ~b1) != 0), on0.eq((z & b0) != 0),
-                             on1.eq((z & b1) != 0)]
-                return other | (on0 & ~e0 & ~(same & e1)) | (on1 & ~e1 & ~(same & e0))
-
-            pending, grown = self.pending[w], self.pending[w] | self.dests[w]
-            stays = hazard("stays", self.head_needs[w], pending)  # the head does not issue
-            filled = hazard("filled", self.push_needs, pending)  # empty: the push is next
-            after = hazard("after", self.next_needs[w], grown)  # it issues, the next follows
-            refilled = hazard("refilled", self.push_needs, grown)  # the last: the push is next
+            kept = Signal.like(self.pending[w], name=f"w{w}_kept")  # pending, if not popped
+            grown = Signal.like(self.pending[w], name=f"w{w}_grown")  # ... if popped
+            m.d.comb += [kept.eq(self.pending[w] & ~self.clearing[w]),
+                         grown.eq((self.pending[w] | self.dests[w]) & ~self.clearing[w])]
+            stays = (self.head_needs[w] & kept) != 0  # the head does not issue
+            filled = (self.push_needs & kept) != 0  # the buffer is empty: the push is next
+            after = (self.next_needs[w] & grown) != 0  # the head issues, the next follows
+            refilled = (self.push_needs & grown) != 0  # it was the last: the push is next
             count = self.count[w]
             popped = self.pop & (self.pop_warp == w)
             m.d.sync += self.hazard[w].eq(Mux(popped, Mux(count >= 2, after, refilled),

@@ -23,18 +23,6 @@ from simtgpu.isa import NUM_PREDS
 from .params import require_positive
 
 
-def clear_bit(m: Module, port, regs: int) -> Signal:
-    """One-hot scoreboard bit of a clear port's register or predicate (``regs`` registers,
-    then the predicates), whatever its ``en``."""
-    one = Signal(regs + NUM_PREDS)
-    # shifts of a one-bit value keep the result within a machine word in simulation
-    with m.If(port.pred):
-        m.d.comb += one.eq(Cat(Const(0, regs), 1 << port.idx[:3]))
-    with m.Else():
-        m.d.comb += one.eq(1 << port.idx)
-    return one
-
-
 class Scoreboard(wiring.Component):
     """Pending-write bits of ``warps`` warps: bits ``0..regs-1`` are registers, bits
     ``regs..regs+7`` predicates.
@@ -54,9 +42,9 @@ class Scoreboard(wiring.Component):
     after). ``reset`` and ``reset_warps`` empty the warps' bits from the next cycle; a set in
     their cycle is dropped.
 
-    Without a reset, ``pending`` in the next cycle is ``(pending | set) & ~clearing``, where
-    ``clearing`` is the bits of ``clear_next``'s enabled ports of the warp:
-    :class:`~simtgpu.rtl.hazard_ahead.HazardAhead` works that out a cycle ahead.
+    ``clearing[w]``: the bits of warp ``w`` that ``clear_next`` frees in the next cycle, so
+    that ``pending`` in the next cycle is ``(pending | set) & ~clearing`` (no reset), what
+    :class:`~simtgpu.rtl.hazard_ahead.HazardAhead` works out a cycle ahead.
     """
 
     def __init__(self, warps: int, regs: int = 32, clear_ports: int = 2):
@@ -71,11 +59,18 @@ class Scoreboard(wiring.Component):
             "set": In(data.ArrayLayout(self.width, warps)),
             "clear_next": In(data.ArrayLayout(port, clear_ports)),
             "pending": Out(data.ArrayLayout(self.width, warps)),
+            "clearing": Out(data.ArrayLayout(self.width, warps)),
         })
 
     def bit(self, m: Module, port) -> Signal:
         """One-hot bit of a clear port's register or predicate, whatever its ``en``."""
-        return clear_bit(m, port, self.regs)
+        one = Signal(self.width)
+        # shifts of a one-bit value keep the result within a machine word in simulation
+        with m.If(port.pred):
+            m.d.comb += one.eq(Cat(Const(0, self.regs), 1 << port.idx[:3]))
+        with m.Else():
+            m.d.comb += one.eq(1 << port.idx)
+        return one
 
     def elaborate(self, platform) -> Module:
         m = Module()
@@ -93,6 +88,7 @@ class Scoreboard(wiring.Component):
             for i, b in enumerate(clr_bits):
                 c = self.clear_next[i]
                 terms = terms | Mux(c.en & (c.warp == w), b, 0)
+            m.d.comb += self.clearing[w].eq(terms)
             m.d.sync += clr_q.eq(terms)
             now = Signal(self.width, name=f"now_w{w}")
             m.d.comb += [now.eq((state[w] | set_q) & ~clr_q), self.pending[w].eq(now)]

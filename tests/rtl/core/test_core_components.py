@@ -495,8 +495,7 @@ def test_hazard_ahead_equals_the_hazard_of_the_cycle(depth):
     """HazardAhead's register against ``(head.needs & pending) != 0`` worked out in the cycle
     itself, on a model of the instruction buffers and of the scoreboard's pending bits: pops
     of the head (with ``dests`` set), pushes into empty and one-entry buffers (also beside a
-    pop of the only entry), the two clear ports (of a register or a predicate, of any warp,
-    now and then the same bit), every warp with a head checked every cycle."""
+    pop of the only entry), clears, every warp with a head checked every cycle."""
     from simtgpu.rtl.hazard_ahead import HazardAhead
 
     warps, regs, width = 3, 32, 40
@@ -524,19 +523,7 @@ def test_hazard_ahead_equals_the_hazard_of_the_cycle(depth):
             push = bool(room) and rng.random() < 0.6
             pw = rng.choice(room) if push else rng.randrange(warps)
             entry = (bits(), 1 << rng.randrange(width))
-            # the two clear ports: a register or a predicate of a warp each, enabled or
-            # not, now and then both the same bit
-            ports = [(rng.random() < 0.6, rng.randrange(warps), rng.randrange(32),
-                      rng.random() < 0.2) for _ in range(2)]
-            if rng.random() < 0.1:
-                ports[1] = (ports[1][0], *ports[0][1:])
-            for i, (en, cw, idx, pred) in enumerate(ports):
-                for k, v in (("en", en), ("warp", cw), ("idx", idx), ("pred", pred)):
-                    ctx.set(getattr(dut.clear[i], k), v)
-            clearing = [0] * warps
-            for en, cw, idx, pred in ports:
-                if en:
-                    clearing[cw] |= 1 << (regs + (idx & 7) if pred else idx)
+            clearing = [bits() for _ in range(warps)]
             for w in range(warps):
                 b = list(bufs[w])
                 ctx.set(dut.count[w], len(b))
@@ -544,6 +531,7 @@ def test_hazard_ahead_equals_the_hazard_of_the_cycle(depth):
                 ctx.set(dut.next_needs[w], b[1][0] if len(b) > 1 else rng.getrandbits(width))
                 ctx.set(dut.dests[w], b[0][1] if b else rng.getrandbits(width))
                 ctx.set(dut.pending[w], pending[w])
+                ctx.set(dut.clearing[w], clearing[w])
             _drive(ctx, dut, pop=pop, pop_warp=qw, push=push, push_warp=pw,
                    push_needs=entry[0])
             await ctx.tick()
