@@ -26,7 +26,7 @@ from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 from simtgpu.isa import INSTRUCTIONS, Instr, Sem
 
-from .isa_consts import isa_op_enum, op_name
+from .isa_consts import isa_op_enum, one_of, op_name
 
 __all__ = ["ALU_SEMS", "Alu", "AluOp", "alu_op", "op_name"]
 
@@ -211,9 +211,7 @@ class Alu(wiring.Component):
         terms = []
         for key, members in ops_of.items():
             hit = Signal(name=f"is_{key}", attrs={"keep": 1})
-            # (``op == 0`` as ``~op.any()``: the Verilog writer's ``!op`` of 6 bits is a lint
-            # warning)
-            m.d.comb += hit.eq(Cat(op == x if x.value else ~op.any() for x in members).any())
+            m.d.comb += hit.eq(one_of(op, members))
             terms.append(Mux(hit, values[key], 0))
         m.d.comb += other.eq(reduce(operator.or_, terms))
         with m.Switch(self.op):  # predicate results

@@ -17,6 +17,7 @@ from functools import reduce
 
 from amaranth import Cat, Module, Mux, Signal, Value
 
+from .isa_consts import one_of
 from .signatures import AtomOp
 
 _SIGN = 0x8000_0000
@@ -44,8 +45,7 @@ def atomic_result(m: Module, op: Value, old: Value, b: Value, c: Value,
 
     def is_op(*members: AtomOp) -> Signal:
         bit = Signal(name="is_" + "_".join(x.name.lower() for x in members), attrs={"keep": 1})
-        # (``op == 0`` as ``~op.any()``: the Verilog writer's ``!op`` is a lint warning)
-        m.d.comb += bit.eq(Cat(op == x.value if x.value else ~op.any() for x in members).any())
+        m.d.comb += bit.eq(one_of(op, members))
         return bit
 
     assert all(x.value < 1 << width for x in AtomOp), "op too narrow for AtomOp"

@@ -11,7 +11,7 @@ from __future__ import annotations
 import types
 from collections.abc import Iterable, Mapping
 
-from amaranth import unsigned
+from amaranth import Cat, Value, unsigned
 from amaranth.lib import enum
 from simtgpu.isa import BY_ENCODING, INSTRUCTIONS, SETS_PC, SIMT_OPS
 from simtgpu.isa import FaultCause as _IsaFaultCause
@@ -38,6 +38,15 @@ def make_enum(name: str, members: Mapping[str, int], module: str,
         ns.update(members, __module__=module, __qualname__=name)
 
     return types.new_class(name, (enum.Enum,), {"shape": unsigned(width)}, body)
+
+
+def one_of(value, members: Iterable[enum.Enum]) -> Value:
+    """``value`` (an enum-typed field or raw bits) is one of the enum ``members``.
+
+    A compare with 0 is written ``~value.any()``: the Verilog writer would turn ``value == 0``
+    into ``!value``, a lint warning for a value of more than one bit."""
+    v = Value.cast(value)
+    return Cat(v == x.value if x.value else ~v.any() for x in members).any()
 
 
 def op_name(mnemonic: str) -> str:
