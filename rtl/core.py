@@ -524,13 +524,14 @@ class Core(wiring.Component):
                          haz.next_needs[w].eq(ibuf.next_needs[w]),
                          haz.pending[w].eq(sb.pending[w]), haz.clearing[w].eq(sb.clearing[w]),
                          haz.dests[w].eq(iss.dests[w])]
-        # a fence issues once its warp's stores are complete: the L1 below invalidates
-        m.d.comb += self.fence.eq(issue_ok & (issued.dec.iid == iid("fence")))
+        # a fence issues once its warp's stores are complete: the L1 below invalidates. (The
+        # fence, the SFU's reserve and the mma's issue read the entry's ``kind`` bits, worked
+        # out as instruction memory was written, not the issued id decoded after the pick.)
+        m.d.comb += self.fence.eq(issue_ok & issued.kind.fence)
 
         # scoreboard set at issue (an mma's whole destination group), per warp
-        is_mma_issue = issued.dec.sem == RSem.MMA
-        m.d.comb += [sb.set.eq(iss.sets),
-                     sfu.reserve.eq(issue_ok & (issued.dec.sem == RSem.SFU))]
+        is_mma_issue = issued.kind.mma
+        m.d.comb += [sb.set.eq(iss.sets), sfu.reserve.eq(issue_ok & issued.kind.sfu)]
         # an mma reads its groups' first registers as it issues, the rest through the
         # matrix unit's read cycles (rtl/matrix_unit.py)
         m.d.comb += [mx.issue.valid.eq(issue_ok & is_mma_issue), mx.issue.warp.eq(is_pick),
