@@ -4,7 +4,8 @@ Front end (never stalls):
   ``sch``  picks, round robin, a warp that may fetch: no control instruction waiting to
            resolve and room in its three-entry instruction buffer for this fetch and those
            in flight.
-  ``if``   reads the local instruction memory (synchronous read).
+  ``if``   receives the local instruction memory's read (addressed with sch's pc) and
+           registers it, so that id starts from flip-flops.
   ``id``   rebuilds the control word from the word and the bits instruction memory keeps
            beside it (:class:`Decoder` predecodes on the write port; rtl/decoder.py), with
            the issue fields kept there too (scoreboard mask, destination bits, kind), into

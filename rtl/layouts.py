@@ -128,7 +128,8 @@ def if_id(warps: int) -> data.StructLayout:
 
 ISSUE_KIND = data.StructLayout({"fence": 1, "sfu": 1, "mma": 1})
 """What the issue stage's choice asks of a head besides its hazard: a ``fence`` waits for
-its warp's stores, an SFU instruction or an ``mma`` for its unit."""
+its warp's stores, an SFU instruction or an ``mma`` for its unit; and, once it issues, what
+it starts (the fence's invalidation, the SFU's reserve, the matrix unit's issue)."""
 
 ISSUE_FIELDS = data.StructLayout({"needs": 32 + NUM_PREDS, "dests": 32 + NUM_PREDS,
                                   "kind": ISSUE_KIND})
