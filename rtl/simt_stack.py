@@ -9,6 +9,12 @@ first pop need no memory read. After a pop the new top is read back from the mem
 cycle, ``REFILL``); popping an entry whose mask has no live lane reads the next entry from
 memory (``POPMEM``). While the unit is busy (``ready`` low) ex1 holds a new control instruction.
 
+The memory's write is registered: a push or merge reaches it at the next edge, so the
+command's decisions (the stack pointer's compares, the merge test) end at flip-flops rather
+than at the distributed RAM's write decoding. Only the top entry is ever written and only
+entries below it are ever read, and the top a write leaves is the register copy, so no read
+in the cycle after a write can want the entry that write is bringing.
+
 A command is answered by ``done`` in the same cycle when no memory read is needed, else one or
 more cycles later. ``done`` carries the warp's new ``pc``, ``active`` and ``live`` masks, or
 ``finished`` (the warp has no live lane and an empty stack), or a ``fault``.
@@ -92,6 +98,9 @@ class SimtStack(wiring.Component):
         m.submodules.mem = mem = Memory(shape=layout, depth=warps * depth, init=[])
         wr = mem.write_port()
         rd = mem.read_port(domain="sync")
+        # the write as the command decides it, registered into the memory's port (above)
+        w_en, w_addr, w_data = Signal(), Signal.like(wr.addr), Signal(layout)
+        m.d.sync += [wr.en.eq(w_en), wr.addr.eq(w_addr), wr.data.eq(w_data)]
 
         sp = [Signal(self.sp_bits, name=f"sp_w{w}") for w in range(warps)]
         top = [Signal(layout, name=f"top_w{w}") for w in range(warps)]
@@ -181,7 +190,7 @@ class SimtStack(wiring.Component):
             with m.If(sp_cur == depth):
                 fault(w, FaultCause.STACK_OVERFLOW)
             with m.Else():
-                m.d.comb += [wr.en.eq(1), wr.addr.eq(addr(w, sp_cur)), wr.data.eq(entry)]
+                m.d.comb += [w_en.eq(1), w_addr.eq(addr(w, sp_cur)), w_data.eq(entry)]
                 set_sp(w, sp_cur + 1)
                 set_top(w, entry, back)
 
@@ -213,8 +222,8 @@ class SimtStack(wiring.Component):
                                     merged = Signal(layout)
                                     m.d.comb += [merged.eq(top_cur),
                                                  merged.mask.eq(top_cur.mask | rest)]
-                                    m.d.comb += [wr.en.eq(1), wr.addr.eq(addr(w, sp_cur - 1)),
-                                                 wr.data.eq(merged)]
+                                    m.d.comb += [w_en.eq(1), w_addr.eq(addr(w, sp_cur - 1)),
+                                                 w_data.eq(merged)]
                                     set_top(w, merged, top_back_cur)
                                     answer(w, self.target, taken, self.live)
                                 with m.Else():
