@@ -135,7 +135,7 @@ class Core(wiring.Component):
 
         # --- units ----------------------------------------------------------------------
         m.submodules.decoder = decoder = Decoder(absent=ABSENT_INSTRUCTIONS)
-        m.submodules.regfile = rf = RegFile(W, L, cfg.regs)
+        m.submodules.regfile = rf = RegFile(W, L, cfg.regs, candidates=W + 1)
         m.submodules.scoreboard = sb = Scoreboard(W, cfg.regs, clear_ports=2)
         m.submodules.stack = stack = SimtStack(W, L, cfg.stack_depth)
         m.submodules.lsu = lsu = Lsu(W, L, cfg.line_words, cfg.shared_bytes, cfg.memory_bytes,
@@ -540,20 +540,18 @@ class Core(wiring.Component):
                      mx.issue.c.eq(issued.dec.rs3), mx.ren.eq(~stall),
                      *[mx.rdata[p].eq(rf.rdata[p]) for p in range(3)]]
 
-        # register read addresses: each warp's head's three, the pick choosing among them
-        # (worked out before the pick, not from the picked entry, so that the pick is one
-        # multiplexer away from the register file's RAMs)
+        # register read addresses: each warp's head's three and the matrix unit's, the pick
+        # choosing among them (worked out before the pick, not from the picked entry, so that
+        # the pick is one multiplexer away from the register file's RAMs; the register file
+        # looks up whether each candidate's entries hold data beside the pick)
         m.d.comb += rf.ren.eq(~stall)
         heads = [port_view(ibuf.head[w], layouts.id_is()).dec for w in range(W)]
-        with m.Switch(is_pick):
-            for w in range(W):
-                with m.Case(w):
-                    h = heads[w]
-                    m.d.comb += [rf.raddr[0].eq(rf.addr(w, h.rs1)),
-                                 rf.raddr[1].eq(rf.addr(w, h.rs2)),
-                                 rf.raddr[2].eq(rf.addr(w, Mux(h.rd_rd, h.rd, h.rs3)))]
-        with m.If(mx.read):
-            m.d.comb += [rf.raddr[p].eq(rf.addr(mx.result.warp, mx.raddr[p])) for p in range(3)]
+        for w in range(W):
+            h = heads[w]
+            m.d.comb += [rf.rcand[w][0].eq(rf.addr(w, h.rs1)), rf.rcand[w][1].eq(rf.addr(w, h.rs2)),
+                         rf.rcand[w][2].eq(rf.addr(w, Mux(h.rd_rd, h.rd, h.rs3)))]
+        m.d.comb += [rf.rcand[W][p].eq(rf.addr(mx.result.warp, mx.raddr[p])) for p in range(3)]
+        m.d.comb += rf.rsel.eq(Mux(mx.read, W, is_pick))
         for l in range(L):
             _, rp = tid_mems[l]
             m.d.comb += [rp.addr.eq(is_pick), rp.en.eq(~stall)]

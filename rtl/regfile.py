@@ -1,10 +1,12 @@
 """Vector register file: one block RAM per lane, ``warps * regs`` words deep.
 
-Stage ``is`` presents the three read addresses (rs1, rs2, and rs3 or rd) of the instruction it
-issues; the synchronous read data is there in ``rr``. The three read ports are what an FPGA
-build replicates into three RAM copies sharing the write port; they are transparent to the
-write port, so a value written back in the cycle its consumer issues is read by it. ``ren``
-low holds the read data (the pipeline is stalled with the instruction in ``rr``).
+Stage ``is`` presents the three read addresses (rs1, rs2, and rs3 or rd) of each instruction it
+may issue (``rcand``: every warp's buffered head and the matrix unit's reads) and, last, which
+of them it issues (``rsel``); the synchronous read data is there in ``rr``. The three read
+ports are what an FPGA build replicates into three RAM copies sharing the write port; they are
+transparent to the write port, so a value written back in the cycle its consumer issues is read
+by it. ``ren`` low holds the read data (the pipeline is stalled with the instruction in
+``rr``).
 
 There is one write port, shared by ``wb`` and the late write-back of global loads and the SFU;
 each lane has its own write enable (guarded-off lanes keep their value). The write is
@@ -21,7 +23,7 @@ first write to it stores zeros in the lanes that do not write, so the bit can st
 lane.
 """
 
-from amaranth import Array, Module, Mux, Signal
+from amaranth import Array, Module, Mux, Signal, Value
 from amaranth.lib import data, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
@@ -32,19 +34,26 @@ class RegFile(wiring.Component):
     ----------
     warps, lanes, regs:
         Core shape. ``regs`` must be a power of two.
+    candidates:
+        Read-address candidates (``rcand``), of which ``rsel`` chooses the one read.
     """
 
     READ_PORTS = 3
 
-    def __init__(self, warps: int, lanes: int, regs: int = 32):
+    def __init__(self, warps: int, lanes: int, regs: int = 32, candidates: int = 1):
         if regs & (regs - 1):
             raise ValueError(f"regs must be a power of two, not {regs}")
+        if candidates < 1:
+            raise ValueError(f"candidates must be at least 1, not {candidates}")
         self.warps, self.lanes, self.regs = warps, lanes, regs
+        self.candidates = candidates
         self.addr_bits = max(1, (warps * regs - 1).bit_length())
         vec = data.ArrayLayout(32, lanes)
+        ports = data.ArrayLayout(self.addr_bits, self.READ_PORTS)
         super().__init__({
             "ren": In(1),
-            "raddr": In(data.ArrayLayout(self.addr_bits, self.READ_PORTS)),
+            "rcand": In(data.ArrayLayout(ports, candidates)),
+            "rsel": In(range(max(2, candidates))),
             "rdata": Out(data.ArrayLayout(vec, self.READ_PORTS)),
             "we": In(lanes),
             "waddr": In(self.addr_bits),
@@ -85,30 +94,55 @@ class RegFile(wiring.Component):
                 m.d.sync += written[w].eq(0)
             with m.Elif(writing & (wq_addr[rb:] == w)):
                 m.d.sync += written[w].eq(written[w] | (1 << wq_addr[:rb]))
-        # Whether each read port's entry holds data, as the RAMs' read data has it: at the
-        # read's edge the written bits take that cycle's write and clear as the RAMs do, so
-        # in the cycle after a read the entry's bit at the registered address is the answer
-        # (kept while ``ren`` is low, as the data is). Looked up after the edge rather than
-        # before it, the choice of one bit of ``warps * regs`` runs beside the RAMs' read, not
-        # after the issue stage's choice of the address. A read of the entry whose write is
-        # presented in its cycle finds the bit as it was before that write: clear, the lanes
-        # that do not write read zero (a first write zeroes them); set, the RAM's old value.
+        # The read addresses: the chosen candidate's (``rsel`` is late in its cycle: the issue
+        # stage's pick), through a Switch so that each candidate stays its own signal.
+        raddr = Signal(data.ArrayLayout(self.addr_bits, self.READ_PORTS), name="raddr")
+        with m.Switch(self.rsel):
+            for c in range(self.candidates - 1):
+                with m.Case(c):
+                    m.d.comb += raddr.eq(self.rcand[c])
+            with m.Default():  # the last candidate, and any rsel past it
+                m.d.comb += raddr.eq(self.rcand[self.candidates - 1])
+        # Whether each read port's entry holds data, as the RAMs' read data has it: the
+        # written bits as this edge leaves them (with the write presented now, less the clears
+        # of this cycle), looked up for every candidate beside the pick and chosen by ``rsel``
+        # into a register (kept while ``ren`` is low, as the data is), so that neither the
+        # lookup (one bit of ``warps * regs``) nor the choice follows the edge in ``rr``. A
+        # read of the entry whose write is presented in its cycle finds the bit as it was
+        # before that write: clear, the lanes that do not write read zero (a first write
+        # zeroes them); set, the RAM's old value.
         fresh = Signal()  # the last cycle read
         m.d.sync += fresh.eq(self.ren)
+        clear_of = Array(self.clear_warps)
+
+        def holds(a) -> Value:
+            """The entry at ``a`` holds data after this edge."""
+            w = a[rb:]
+            return (~self.clear & ~clear_of[w]
+                    & (is_written(a) | (writing & (wq_addr == a))))
+
         valid = [Signal(name=f"rvalid{p}") for p in range(self.READ_PORTS)]
         bypass = [Signal(self.lanes, name=f"bypass{p}") for p in range(self.READ_PORTS)]
-        # The bypass, likewise, compares the registered read address with the write
-        # register's address after the edge, not the address as the issue stage chooses it.
         for p in range(self.READ_PORTS):
-            addr_q = Signal.like(self.raddr[p], name=f"raddr{p}_q")
-            held = Signal(name=f"rvalid{p}_held")
+            cand = [Signal(name=f"rvalid{p}_c{c}") for c in range(self.candidates)]
+            m.d.comb += [cand[c].eq(holds(self.rcand[c][p])) for c in range(self.candidates)]
+            chosen = Signal(name=f"rvalid{p}_next")
+            with m.Switch(self.rsel):
+                for c in range(self.candidates - 1):
+                    with m.Case(c):
+                        m.d.comb += chosen.eq(cand[c])
+                with m.Default():
+                    m.d.comb += chosen.eq(cand[-1])
+            with m.If(self.ren):
+                m.d.sync += valid[p].eq(chosen)
+            # The bypass compares the registered read address with the write register's
+            # address after the edge, not the address as the issue stage chooses it.
+            addr_q = Signal.like(raddr[p], name=f"raddr{p}_q")
             bypass_held = Signal(self.lanes, name=f"bypass{p}_held")
             with m.If(self.ren):
-                m.d.sync += addr_q.eq(self.raddr[p])
-            m.d.comb += [valid[p].eq(Mux(fresh, is_written(addr_q), held)),
-                         bypass[p].eq(Mux(fresh, Mux(addr_q == wq_addr, wq_we, 0),
-                                          bypass_held))]
-            m.d.sync += [held.eq(valid[p]), bypass_held.eq(bypass[p])]
+                m.d.sync += addr_q.eq(raddr[p])
+            m.d.comb += bypass[p].eq(Mux(fresh, Mux(addr_q == wq_addr, wq_we, 0), bypass_held))
+            m.d.sync += bypass_held.eq(bypass[p])
         # the bypassed lanes' data: the write register's in the cycle after the read, kept
         # while the read data is held (the write register moves on)
         bdata, bdata_held = Signal.like(self.wdata), Signal.like(self.wdata)
@@ -123,7 +157,7 @@ class RegFile(wiring.Component):
                          wp.en.eq(Mux(first & writing, 1, wq_we[lane]))]
             for p in range(self.READ_PORTS):
                 rp = mem.read_port(domain="sync", transparent_for=(wp,))
-                m.d.comb += [rp.addr.eq(self.raddr[p]), rp.en.eq(self.ren),
+                m.d.comb += [rp.addr.eq(raddr[p]), rp.en.eq(self.ren),
                              self.rdata[p][lane].eq(
                                  Mux(bypass[p][lane], bdata[lane],
                                      Mux(valid[p], rp.data, 0)))]

@@ -47,7 +47,7 @@ def _sfu() -> wiring.Component:
 
 def _regfile() -> wiring.Component:
     from simtgpu.rtl.regfile import RegFile
-    return RegFile(warps=2, lanes=4, regs=32)
+    return RegFile(warps=2, lanes=4, regs=32, candidates=3)
 
 
 def _scoreboard() -> wiring.Component:

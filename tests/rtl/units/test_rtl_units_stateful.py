@@ -112,16 +112,19 @@ class RegFileModel:
     until written, wins over a write of the same cycle, and the first write of an entry after
     it stores zeros in the lanes that do not write."""
 
-    def __init__(self, entries: int, lanes: int, ports: int, addr_bits: int, regs: int = 32):
+    def __init__(self, entries: int, lanes: int, ports: int, addr_bits: int, regs: int = 32,
+                 candidates: int = 1):
         self.entries, self.lanes, self.ports = entries, lanes, ports
-        self.addr_bits, self.regs = addr_bits, regs
+        self.addr_bits, self.regs, self.candidates = addr_bits, regs, candidates
         self.mem = [[0] * lanes for _ in range(entries)]
         self.written = [False] * entries
         self.q = [[0] * lanes for _ in range(ports)]
 
     def step(self, v: Vector) -> Vector:
         out = {"rdata": pack((w for p in self.q for w in p), 32)}
-        raddr = unpack(v["raddr"], self.addr_bits, self.ports)
+        cands = unpack(v["rcand"], self.addr_bits, self.ports * self.candidates)
+        sel = min(v["rsel"], self.candidates - 1)  # past the last: the last
+        raddr = cands[sel * self.ports:(sel + 1) * self.ports]
         we = bits(v["we"], self.lanes)
         wdata = unpack(v["wdata"], 32, self.lanes)
         wa = v["waddr"]
@@ -150,7 +153,10 @@ class RegFileModel:
 
 
 def regfile_stimulus(rng: random.Random, entries: int, lanes: int, addr_bits: int,
-                     cycles: int, regs: int = 32) -> list[Vector]:
+                     cycles: int, regs: int = 32, candidates: int = 1,
+                     sel_bits: int = 1) -> list[Vector]:
+    """Reads of ``raddr`` as one of ``candidates`` address triples (``rsel`` chooses it; the
+    others random, and now and then ``rsel`` past the last, which reads the last)."""
     warps = entries // regs
     hot = rng.sample(range(entries), 6)
 
@@ -160,9 +166,13 @@ def regfile_stimulus(rng: random.Random, entries: int, lanes: int, addr_bits: in
     def vec(ren=1, raddr=(0, 0, 0), we=0, waddr=0, wdata=None, clear=0,
             clear_warps=0) -> Vector:
         wdata = wdata if wdata is not None else [rng.getrandbits(32) for _ in range(lanes)]
-        return {"ren": ren, "raddr": pack(raddr, addr_bits), "we": we,
-                "waddr": waddr, "wdata": pack(wdata, 32), "clear": clear,
-                "clear_warps": clear_warps}
+        sel = rng.randrange(candidates)
+        cands = [raddr if c == sel else (addr(), addr(), addr()) for c in range(candidates)]
+        if sel == candidates - 1 and rng.random() < 0.2:
+            sel = rng.randrange(candidates, 1 << sel_bits) if candidates < 1 << sel_bits else sel
+        return {"ren": ren, "rcand": pack([a for c in cands for a in c], addr_bits),
+                "rsel": sel, "we": we, "waddr": waddr, "wdata": pack(wdata, 32),
+                "clear": clear, "clear_warps": clear_warps}
 
     full = (1 << lanes) - 1
     a, b = hot[0], hot[1]
@@ -198,8 +208,10 @@ def test_regfile_cycles():
     bld, rf = build_unit("regfile")
     entries = rf.warps * rf.regs
     rng = random.Random(SEED)
-    stim = regfile_stimulus(rng, entries, rf.lanes, rf.addr_bits, 2500, rf.regs)
-    model = RegFileModel(entries, rf.lanes, rf.READ_PORTS, rf.addr_bits, rf.regs)
+    stim = regfile_stimulus(rng, entries, rf.lanes, rf.addr_bits, 2500, rf.regs,
+                            rf.candidates, len(rf.rsel))
+    model = RegFileModel(entries, rf.lanes, rf.READ_PORTS, rf.addr_bits, rf.regs,
+                         rf.candidates)
     want = [model.step(v) for v in stim]
     assert sum(1 for w in want if w["rdata"]) > 1000  # reads do return data
     check_cycles("regfile", bld, stim, want, "units_regfile_cycles")
