@@ -524,6 +524,7 @@ class Core(wiring.Component):
             m.d.comb += [haz.count[w].eq(ibuf.count[w]), haz.head_needs[w].eq(ibuf.head[w].needs),
                          haz.next_needs[w].eq(ibuf.next_needs[w]),
                          haz.pending[w].eq(sb.pending[w]), haz.clearing[w].eq(sb.clearing[w]),
+                         haz.clearing_held[w].eq(sb.clearing_held[w]),
                          haz.dests[w].eq(iss.dests[w])]
         # a fence issues once its warp's stores are complete: the L1 below invalidates. (The
         # fence, the SFU's reserve and the mma's issue read the entry's ``kind`` bits, worked
@@ -973,10 +974,12 @@ class Core(wiring.Component):
                     port.warp.eq(st.warp), port.idx.eq(st.dec.rd), port.pred.eq(st.dec.wr_pred)]
 
         # the clears of this cycle (the issue stage's long-latency marks) and, for the
-        # scoreboard, those of the next: what mem_wb loads now (a bubble while mem holds)
+        # scoreboard, those of the next: what mem_wb loads now, withheld while mem holds (a
+        # bubble enters mem_wb then); the hold comes last, after the scoreboard's and
+        # HazardAhead's registers (rtl/hazard_ahead.py)
         m.d.comb += [*wb_clear(clears[0], z, z.valid), clears[1].eq(late_clear),
-                     *wb_clear(sb.clear_next[0], mem_wb_st.d, mem_wb_st.d.valid & ~mem_hold),
-                     sb.clear_next[1].eq(lw.clear)]
+                     *wb_clear(sb.clear_next[0], mem_wb_st.d, mem_wb_st.d.valid),
+                     sb.clear_next[1].eq(lw.clear), sb.hold.eq(mem_hold), haz.hold.eq(mem_hold)]
 
         # --- faults (the first one is kept until flush) -----------------------------------
         issue_active = _select(m, is_pick, [ws[w].active for w in range(W)], L, "issue_active")

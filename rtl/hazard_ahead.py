@@ -14,7 +14,9 @@ stay those of working it out in the cycle of the choice:
   and only the issuing warp has a set, the bits of its head (``dests``).
 
 Every case is worked out beside the others, and the pick of this cycle only chooses among
-them: it is one multiplexer from the register.
+them: it is one multiplexer from the register. The clears of the next cycle depend on whether
+``mem`` holds its instruction (the LSU's hold, late in the cycle): both outcomes are
+registered and the hold, registered too, chooses between them after the edge.
 """
 
 from amaranth import Module, Mux, Signal
@@ -38,11 +40,13 @@ class HazardAhead(wiring.Component):
 
     In every cycle, per warp ``w``: ``count[w]`` entries in its buffer, whose head and next
     entry need ``head_needs[w]`` and ``next_needs[w]``; the bits it has pending
-    (``pending[w]``) and those freed from the next cycle (``clearing[w]``); the bits its head
-    sets if it issues (``dests[w]``). ``pop`` (of ``pop_warp``): the head issues;
+    (``pending[w]``) and those freed from the next cycle (``clearing[w]``, or
+    ``clearing_held[w]`` when ``hold`` is high); the bits its head sets if it issues
+    (``dests[w]``). ``pop`` (of ``pop_warp``): the head issues;
     ``push`` (of ``push_warp``, an entry that needs ``push_needs``): an entry is appended.
 
-    ``hazard[w]`` (registered): the head of warp ``w`` in this cycle needs a pending bit,
+    ``hazard[w]`` (registered, and chosen by the registered ``hold``): the head of warp ``w``
+    in this cycle needs a pending bit,
     what ``(head.needs & pending) != 0`` says in the same cycle. Meaningless while the warp's
     buffer is empty (after a reset too, which empties it).
     """
@@ -58,6 +62,8 @@ class HazardAhead(wiring.Component):
             "next_needs": In(bits),
             "pending": In(bits),
             "clearing": In(bits),
+            "clearing_held": In(bits),
+            "hold": In(1),
             "dests": In(bits),
             "pop": In(1),
             "pop_warp": In(wb),
@@ -69,17 +75,24 @@ class HazardAhead(wiring.Component):
 
     def elaborate(self, platform) -> Module:
         m = Module()
+        hold_q = Signal()
+        m.d.sync += hold_q.eq(self.hold)
         for w in range(self.warps):
-            kept = Signal.like(self.pending[w], name=f"w{w}_kept")  # pending, if not popped
-            grown = Signal.like(self.pending[w], name=f"w{w}_grown")  # ... if popped
-            m.d.comb += [kept.eq(self.pending[w] & ~self.clearing[w]),
-                         grown.eq((self.pending[w] | self.dests[w]) & ~self.clearing[w])]
-            stays = (self.head_needs[w] & kept) != 0  # the head does not issue
-            filled = (self.push_needs & kept) != 0  # the buffer is empty: the push is next
-            after = (self.next_needs[w] & grown) != 0  # the head issues, the next follows
-            refilled = (self.push_needs & grown) != 0  # it was the last: the push is next
             count = self.count[w]
             popped = self.pop & (self.pop_warp == w)
-            m.d.sync += self.hazard[w].eq(Mux(popped, Mux(count >= 2, after, refilled),
-                                              Mux(count >= 1, stays, filled)))
+            outcome = []
+            for kind, clearing in (("go", self.clearing[w]), ("held", self.clearing_held[w])):
+                kept = Signal.like(self.pending[w], name=f"w{w}_kept_{kind}")  # not popped
+                grown = Signal.like(self.pending[w], name=f"w{w}_grown_{kind}")  # popped
+                m.d.comb += [kept.eq(self.pending[w] & ~clearing),
+                             grown.eq((self.pending[w] | self.dests[w]) & ~clearing)]
+                stays = (self.head_needs[w] & kept) != 0  # the head does not issue
+                filled = (self.push_needs & kept) != 0  # the buffer is empty: the push is next
+                after = (self.next_needs[w] & grown) != 0  # the head issues, the next follows
+                refilled = (self.push_needs & grown) != 0  # it was the last: the push is next
+                haz = Signal(name=f"w{w}_hazard_{kind}")
+                m.d.sync += haz.eq(Mux(popped, Mux(count >= 2, after, refilled),
+                                       Mux(count >= 1, stays, filled)))
+                outcome.append(haz)
+            m.d.comb += self.hazard[w].eq(Mux(hold_q, outcome[1], outcome[0]))
         return m

@@ -15,6 +15,9 @@ head knows its destination bits before the pick, so the pick only gates them rat
 being followed by the decoding of a picked register index.
 """
 
+import operator
+from functools import reduce
+
 from amaranth import Cat, Const, Module, Mux, Signal
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
@@ -42,9 +45,14 @@ class Scoreboard(wiring.Component):
     after). ``reset`` and ``reset_warps`` empty the warps' bits from the next cycle; a set in
     their cycle is dropped.
 
-    ``clearing[w]``: the bits of warp ``w`` that ``clear_next`` frees in the next cycle, so
-    that ``pending`` in the next cycle is ``(pending | set) & ~clearing`` (no reset), what
-    :class:`~simtgpu.rtl.hazard_ahead.HazardAhead` works out a cycle ahead.
+    ``hold``: port 0's write-back does not come after all (its instruction stays in ``mem``,
+    whose hold is known late in the cycle): its clear is withheld.
+
+    ``clearing[w]``: the bits of warp ``w`` that ``clear_next`` frees in the next cycle
+    without ``hold``, ``clearing_held[w]`` those with it (every port but 0), so that
+    ``pending`` in the next cycle is ``(pending | set) & ~clearing`` or ``~clearing_held``
+    (no reset), what :class:`~simtgpu.rtl.hazard_ahead.HazardAhead` works out a cycle ahead,
+    both ways, so that ``hold`` chooses after its register.
     """
 
     def __init__(self, warps: int, regs: int = 32, clear_ports: int = 2):
@@ -58,8 +66,10 @@ class Scoreboard(wiring.Component):
             "reset_warps": In(warps),
             "set": In(data.ArrayLayout(self.width, warps)),
             "clear_next": In(data.ArrayLayout(port, clear_ports)),
+            "hold": In(1),
             "pending": Out(data.ArrayLayout(self.width, warps)),
             "clearing": Out(data.ArrayLayout(self.width, warps)),
+            "clearing_held": Out(data.ArrayLayout(self.width, warps)),
         })
 
     def bit(self, m: Module, port) -> Signal:
@@ -84,12 +94,11 @@ class Scoreboard(wiring.Component):
             set_q = Signal(self.width, name=f"set_w{w}")
             clr_q = Signal(self.width, name=f"clr_w{w}")
             m.d.sync += set_q.eq(Mux(self.reset | self.reset_warps[w], 0, self.set[w]))
-            terms = 0
-            for i, b in enumerate(clr_bits):
-                c = self.clear_next[i]
-                terms = terms | Mux(c.en & (c.warp == w), b, 0)
-            m.d.comb += self.clearing[w].eq(terms)
-            m.d.sync += clr_q.eq(terms)
+            terms = [Mux(c.en & (c.warp == w), b, 0)
+                     for c, b in zip(self.clear_next, clr_bits, strict=True)]
+            m.d.comb += [self.clearing[w].eq(reduce(operator.or_, terms)),
+                         self.clearing_held[w].eq(reduce(operator.or_, terms[1:], 0))]
+            m.d.sync += clr_q.eq(Mux(self.hold, self.clearing_held[w], self.clearing[w]))
             now = Signal(self.width, name=f"now_w{w}")
             m.d.comb += [now.eq((state[w] | set_q) & ~clr_q), self.pending[w].eq(now)]
             with m.If(self.reset | self.reset_warps[w]):

@@ -495,7 +495,8 @@ def test_hazard_ahead_equals_the_hazard_of_the_cycle(depth):
     """HazardAhead's register against ``(head.needs & pending) != 0`` worked out in the cycle
     itself, on a model of the instruction buffers and of the scoreboard's pending bits: pops
     of the head (with ``dests`` set), pushes into empty and one-entry buffers (also beside a
-    pop of the only entry), clears, every warp with a head checked every cycle."""
+    pop of the only entry), clears (of either outcome of ``hold``, which chooses one after
+    the edge), every warp with a head checked every cycle."""
     from simtgpu.rtl.hazard_ahead import HazardAhead
 
     warps, regs, width = 3, 32, 40
@@ -524,6 +525,9 @@ def test_hazard_ahead_equals_the_hazard_of_the_cycle(depth):
             pw = rng.choice(room) if push else rng.randrange(warps)
             entry = (bits(), 1 << rng.randrange(width))
             clearing = [bits() for _ in range(warps)]
+            clearing_held = [bits() for _ in range(warps)]
+            hold = rng.random() < 0.4
+            ctx.set(dut.hold, hold)
             for w in range(warps):
                 b = list(bufs[w])
                 ctx.set(dut.count[w], len(b))
@@ -532,6 +536,7 @@ def test_hazard_ahead_equals_the_hazard_of_the_cycle(depth):
                 ctx.set(dut.dests[w], b[0][1] if b else rng.getrandbits(width))
                 ctx.set(dut.pending[w], pending[w])
                 ctx.set(dut.clearing[w], clearing[w])
+                ctx.set(dut.clearing_held[w], clearing_held[w])
             _drive(ctx, dut, pop=pop, pop_warp=qw, push=push, push_warp=pw,
                    push_needs=entry[0])
             await ctx.tick()
@@ -540,7 +545,8 @@ def test_hazard_ahead_equals_the_hazard_of_the_cycle(depth):
                 sets[qw] = bufs[qw].popleft()[1]
             if push:
                 bufs[pw].append(entry)
-            pending = [(pending[w] | sets[w]) & ~clearing[w] | (bits() if not bufs[w] else 0)
+            freed = clearing_held if hold else clearing
+            pending = [(pending[w] | sets[w]) & ~freed[w] | (bits() if not bufs[w] else 0)
                        for w in range(warps)]
         assert checked > 1500
 
