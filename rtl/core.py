@@ -135,7 +135,7 @@ class Core(wiring.Component):
 
         # --- units ----------------------------------------------------------------------
         m.submodules.decoder = decoder = Decoder(absent=ABSENT_INSTRUCTIONS)
-        m.submodules.regfile = rf = RegFile(W, L, cfg.regs, candidates=W + 1)
+        m.submodules.regfile = rf = RegFile(W, L, cfg.regs, candidates=W + 2)
         m.submodules.scoreboard = sb = Scoreboard(W, cfg.regs, clear_ports=2)
         m.submodules.stack = stack = SimtStack(W, L, cfg.stack_depth)
         m.submodules.lsu = lsu = Lsu(W, L, cfg.line_words, cfg.shared_bytes, cfg.memory_bytes,
@@ -507,10 +507,16 @@ class Core(wiring.Component):
         lwb_wait = Signal()
         for w in range(W):
             wiring.connect(m, ibuf.head[w], iss.head[w])
+        # The issue stage does not wait on the stall of this cycle (the LSU's hold, late):
+        # an instruction issued while the back end stalls waits in a skid register
+        # (``is_skid``) and enters rr as the stall ends, before anything else issues.
+        # Issue looks only at whether the skid is full, a flip-flop.
+        skid = split_signal(layouts.is_rr(W), "is_skid")
+        skid_mma = Signal(name="is_skid_mma")
         m.d.comb += [iss.valid.eq(ibuf.valid), iss.runnable.eq(member & ~finished),
                      iss.pending.eq(sb.pending), iss.sfu_busy.eq(sfu.busy),
                      iss.mma_busy.eq(mx.busy),
-                     iss.enable.eq(can_issue & ~stall & ~lwb_wait & ~mx.read),
+                     iss.enable.eq(can_issue & ~skid.valid & ~lwb_wait & ~mx.read),
                      iss.clear.eq(clears),
                      iss.release.eq(bar.release), iss.release_warps.eq(bar.waiting)]
         is_pick, issue_ok = iss.warp, iss.ok
@@ -534,12 +540,17 @@ class Core(wiring.Component):
         # scoreboard set at issue (an mma's whole destination group), per warp
         is_mma_issue = issued.kind.mma
         m.d.comb += [sb.set.eq(iss.sets), sfu.reserve.eq(issue_ok & issued.kind.sfu)]
-        # an mma reads its groups' first registers as it issues, the rest through the
-        # matrix unit's read cycles (rtl/matrix_unit.py)
-        m.d.comb += [mx.issue.valid.eq(issue_ok & is_mma_issue), mx.issue.warp.eq(is_pick),
-                     mx.issue.a.eq(issued.dec.rs1), mx.issue.b.eq(issued.dec.rs2),
-                     mx.issue.c.eq(issued.dec.rs3), mx.ren.eq(~stall),
-                     *[mx.rdata[p].eq(rf.rdata[p]) for p in range(3)]]
+        # an mma reads its groups' first registers as it enters rr (as it issues, or from the
+        # skid), the rest through the matrix unit's read cycles (rtl/matrix_unit.py)
+        with m.If(skid.valid):
+            m.d.comb += [mx.issue.valid.eq(skid_mma & ~stall), mx.issue.warp.eq(skid.warp),
+                         mx.issue.a.eq(skid.dec.rs1), mx.issue.b.eq(skid.dec.rs2),
+                         mx.issue.c.eq(skid.dec.rs3)]
+        with m.Else():
+            m.d.comb += [mx.issue.valid.eq(issue_ok & is_mma_issue & ~stall),
+                         mx.issue.warp.eq(is_pick), mx.issue.a.eq(issued.dec.rs1),
+                         mx.issue.b.eq(issued.dec.rs2), mx.issue.c.eq(issued.dec.rs3)]
+        m.d.comb += [mx.ren.eq(~stall), *[mx.rdata[p].eq(rf.rdata[p]) for p in range(3)]]
 
         # register read addresses: each warp's head's three and the matrix unit's, the pick
         # choosing among them (worked out before the pick, not from the picked entry, so that
@@ -552,17 +563,32 @@ class Core(wiring.Component):
             m.d.comb += [rf.rcand[w][0].eq(rf.addr(w, h.rs1)), rf.rcand[w][1].eq(rf.addr(w, h.rs2)),
                          rf.rcand[w][2].eq(rf.addr(w, Mux(h.rd_rd, h.rd, h.rs3)))]
         m.d.comb += [rf.rcand[W][p].eq(rf.addr(mx.result.warp, mx.raddr[p])) for p in range(3)]
-        m.d.comb += rf.rsel.eq(Mux(mx.read, W, is_pick))
+        sd = skid.dec
+        m.d.comb += [rf.rcand[W + 1][0].eq(rf.addr(skid.warp, sd.rs1)),
+                     rf.rcand[W + 1][1].eq(rf.addr(skid.warp, sd.rs2)),
+                     rf.rcand[W + 1][2].eq(rf.addr(skid.warp, Mux(sd.rd_rd, sd.rd, sd.rs3)))]
+        m.d.comb += rf.rsel.eq(Mux(skid.valid, W + 1, Mux(mx.read, W, is_pick)))
         for l in range(L):
             _, rp = tid_mems[l]
-            m.d.comb += [rp.addr.eq(is_pick), rp.en.eq(~stall)]
+            m.d.comb += [rp.addr.eq(Mux(skid.valid, skid.warp, is_pick)), rp.en.eq(~stall)]
 
         m.submodules.is_rr = is_rr_st = Stage("is_rr", layouts.is_rr(W))
         is_rr = is_rr_st.q
-        m.d.comb += [is_rr_st.stall.eq(stall),
-                     is_rr_st.d.valid.eq(issue_ok), is_rr_st.d.warp.eq(is_pick),
-                     is_rr_st.d.pc.eq(issued.pc), is_rr_st.d.word.eq(issued.word),
-                     is_rr_st.d.dec.eq(issued.dec)]
+        picked = split_signal(layouts.is_rr(W), "is_picked")  # what leaves is this cycle
+        m.d.comb += [picked.valid.eq(issue_ok), picked.warp.eq(is_pick),
+                     picked.pc.eq(issued.pc), picked.word.eq(issued.word),
+                     picked.dec.eq(issued.dec)]
+        m.d.comb += [is_rr_st.stall.eq(stall), is_rr_st.d.eq(Mux(skid.valid, skid, picked))]
+        # The skid takes what is picked while it is empty (an issue fault's pc and word too,
+        # for the fault record); it is full from an issue in a stalled cycle until the stall
+        # ends, when is_rr takes it. A flush empties it.
+        with m.If(~skid.valid):
+            m.d.sync += [skid.eq(picked), skid.valid.eq(issue_ok & stall),
+                         skid_mma.eq(is_mma_issue)]
+        with m.Elif(~stall):
+            m.d.sync += skid.valid.eq(0)
+        with m.If(self.flush):
+            m.d.sync += skid.valid.eq(0)
 
         # --- rr: operands, guard, predicates, special registers -----------------------------
         rr = split_signal(uop, "rr")
@@ -952,8 +978,9 @@ class Core(wiring.Component):
                      *[lw.wb.values[l].eq(values[l]) for l in range(L)],
                      lw.wb.presult.eq(z.presult), lw.block.eq(retire_block),
                      sfu.take.eq(lw.sfu_take)]
-        bubble_coming = (~is_rr.valid | ~rr_ex1.valid | ~ex1_ex2.valid | ~ex2_mem.valid
-                         | mem_hold)
+        # (mem's hold makes a bubble at wb too, but it is not waited for: issue does not
+        # look at the hold, and an issue in a hold cycle only fills the skid)
+        bubble_coming = ~is_rr.valid | ~rr_ex1.valid | ~ex1_ex2.valid | ~ex2_mem.valid
         m.d.comb += [lw.bubble_coming.eq(bubble_coming), lwb_wait.eq(lw.wait)]
         # (z wins the write port whenever it writes: LateWriteback)
         z_writes = z.valid & zd.wr_reg & ~z.deferred
@@ -982,6 +1009,8 @@ class Core(wiring.Component):
                      sb.clear_next[1].eq(lw.clear), sb.hold.eq(mem_hold), haz.hold.eq(mem_hold)]
 
         # --- faults (the first one is kept until flush) -----------------------------------
+        stall_q = Signal()
+        m.d.sync += stall_q.eq(stall)
         issue_active = _select(m, is_pick, [ws[w].active for w in range(W)], L, "issue_active")
         m.d.comb += [fr.flush.eq(self.flush), fr.running.eq(running),
                      fr.mem.valid.eq(lsu.fault & y.valid), fr.mem.cause.eq(lsu.fault_cause),
@@ -996,15 +1025,16 @@ class Core(wiring.Component):
                      fr.bar.waiting.eq(bar.waiting), fr.bar.deadlock.eq(bar.deadlock),
                      fr.issue.valid.eq(iss.fault), fr.issue.pc_fault.eq(issued.pc_fault),
                      fr.issue.warp.eq(is_pick), fr.issue.lanes.eq(issue_active),
-                     # the faulting head's pc and word a cycle later: is_rr takes them (a
-                     # fault is raised only when is_rr is not stalled)
-                     fr.issue.pc.eq(is_rr.pc), fr.issue.word.eq(is_rr.word)]
+                     # the faulting head's pc and word a cycle later: is_rr takes them, or
+                     # the skid in a stalled cycle
+                     fr.issue.pc.eq(Mux(stall_q, skid.pc, is_rr.pc)),
+                     fr.issue.word.eq(Mux(stall_q, skid.word, is_rr.word))]
         for w in range(W):
             m.d.comb += fr.live[w].eq(ws[w].live)
 
         # --- completion, status, performance events ---------------------------------------
-        pipe_busy = (sch_if.valid | if_id.valid | is_rr.valid | rr_ex1.valid | ex1_ex2.valid
-                     | ex2_mem.valid | mem_wb.valid | sfu.busy | mx.busy)
+        pipe_busy = (sch_if.valid | if_id.valid | skid.valid | is_rr.valid | rr_ex1.valid
+                     | ex1_ex2.valid | ex2_mem.valid | mem_wb.valid | sfu.busy | mx.busy)
         mem_idle = lsu.idle & req_buf.idle
         m.d.comb += [self.drained.eq(~pipe_busy & mem_idle & stack.ready),
                      drained_core.eq(self.drained)]
@@ -1013,7 +1043,8 @@ class Core(wiring.Component):
         for w in range(W):
             m.d.comb += in_pipe[w].eq(
                 (sch_if.valid & (sch_if.warp == w)) | (if_id.valid & (if_id.warp == w))
-                | (is_rr.valid & (is_rr.warp == w)) | (rr_ex1.valid & (rr_ex1.warp == w))
+                | (skid.valid & (skid.warp == w)) | (is_rr.valid & (is_rr.warp == w))
+                | (rr_ex1.valid & (rr_ex1.warp == w))
                 | (ex1_ex2.valid & (ex1_ex2.warp == w)) | (ex2_mem.valid & (ex2_mem.warp == w))
                 | (mem_wb.valid & (mem_wb.warp == w)))
             m.d.comb += quiet[w].eq(~in_pipe[w] & (gl_out[w] == 0))
@@ -1024,7 +1055,9 @@ class Core(wiring.Component):
                      p.barriers.eq(bar.release),
                      p.resident_warps.eq(sum(member[w] for w in range(W))),
                      p.resident_blocks.eq(sum(slot_busy[k] for k in range(S)))]
-        m.d.comb += [sc.issued.eq(issue_ok), sc.running.eq(running),
+        # a cycle is charged as one that issued when an instruction enters rr (picked now,
+        # or from the skid), so that an issue into the skid leaves the stall charged
+        m.d.comb += [sc.issued.eq(is_rr_st.d.valid & ~stall), sc.running.eq(running),
                      sc.any_live.eq((member & ~finished) != 0), sc.mem_hold.eq(mem_hold),
                      sc.lwb_valid.eq(lsu.lwb.valid), sc.ex1_block.eq(ex1_block),
                      sc.sfu_wb.eq(sfu.result.valid | mx.result.valid),

@@ -51,6 +51,23 @@ def test_faults_match_iss(case):
 
 
 
+@pytest.mark.parametrize("between", [1, 2, 3])
+def test_illegal_head_picked_while_mem_holds(between):
+    """An illegal instruction behind a shared store whose lanes share a bank (a round per
+    lane: mem holds the stages behind it) and ``between`` independent instructions: with two
+    of them it is picked in a stalled cycle, when its pc and word reach the fault record
+    through the issue stage's skid register instead of is_rr (reading is_rr's there fails
+    this test); the record names it as the ISS does."""
+    body = "\n".join(f"        addi r{2 + i}, r0, {i}" for i in range(between))
+    src = (f"        .kernel k\n        .param out, ptr\n        .shared 64\n"
+           f"        s2r r1, tid\n        shli r1, r1, 4\n        sts [r1], r1\n{body}\n"
+           f"        .word 0xffffffff\n        exit\n        .end\n")
+    launch, rtl, ref = faulting_run(src, 4, FaultCause.ILLEGAL_INSTRUCTION)
+    assert (rtl.fault["warp"], rtl.fault["lanes"]) == (ref.warp, ref.lane_mask)
+    assert rtl.fault["instr"] == 0xFFFFFFFF
+    assert int.from_bytes(launch.code[ref.pc:ref.pc + 4], "little") == 0xFFFFFFFF
+
+
 BARRIER_FAULTS = {
     # warp 1 exits, warp 0 waits at the barrier forever
     "deadlock": ("s2r r1, warpid\n        isetp.ne p0, r1, r0\n   @p0  exit\n        bar",

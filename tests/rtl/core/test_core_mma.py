@@ -22,11 +22,12 @@ from verilator_queue import queued_sim
 IN_REGS, OUT_REGS = 12, 16  # r8..r19 loaded, r8..r23 stored
 
 
-def _source(body: str, threads: int) -> str:
+def _source(body: str, threads: int, shared: int = 0) -> str:
     stride = 4 * threads
     loads = "\n".join(f"        ldg r{8 + j}, [r1+{j * stride}]" for j in range(IN_REGS))
     stores = "\n".join(f"        stg [r2+{j * stride}], r{8 + j}" for j in range(OUT_REGS))
-    return (f"        .kernel k\n        .param in, ptr\n        .param out, ptr\n"
+    return ("        .kernel k\n        .param in, ptr\n        .param out, ptr\n"
+            + (f"        .shared {shared}\n" if shared else "") +
             f"        ldparam r1, in\n        ldparam r2, out\n        s2r r3, tid\n"
             f"        shli r3, r3, 2\n        add r1, r1, r3\n        add r2, r2, r3\n"
             f"{loads}\n{body}\n{stores}\n        exit\n        .end\n")
@@ -56,7 +57,15 @@ PROGRAMS = {
               "        addi r9, r9, 7\n        fadd r10, r16, r17\n"
               "        mma.bf16 r0, r8, r12, r16\n        add r11, r1, r3\n"
               "        add r2, r24, r0\n        mma.f16 r16, r20, r12, r16"),
+    # shared stores whose lanes share a bank hold mem for a round per lane: the mma's are
+    # picked while the back end stalls, wait in the issue stage's skid register and read
+    # their first registers as they enter rr (a dependent mma and ALU work around them)
+    "behind_a_stall": ("        add r26, r19, r8\n        shli r25, r3, 2\n        sts [r25], r3\n"
+                       "        sts [r25+4], r3\n        mma.f16 r20, r8, r12, r16\n"
+                       "        sts [r25+8], r3\n        addi r9, r9, 1\n"
+                       "        sts [r25+12], r3\n        mma.bf16 r16, r20, r12, r16"),
 }
+SHARED = {"behind_a_stall": 128}  # bytes of .shared (8 threads x 16)
 
 
 @pytest.fixture(scope="module")
@@ -71,7 +80,8 @@ def test_mma_programs_on_verilator(tiny_sim, name):
     lanes, warps = tiny_sim.cfg.lanes, 2
     threads = warps * lanes
     mem = _inputs(lanes, warps, "bf16" if name == "chain" else "f16", len(name))
-    run_kernel(tiny_sim, _source(PROGRAMS[name], threads), "k", (1,), (threads,),
+    run_kernel(tiny_sim, _source(PROGRAMS[name], threads, SHARED.get(name, 0)), "k", (1,),
+               (threads,),
                [DATA, DATA + len(mem)], mem + bytes(4 * OUT_REGS * threads))
 
 
@@ -86,8 +96,8 @@ def test_mma_programs_match_iss(cfgname, name):
     threads = warps * cfg.lanes
     mem = _inputs(cfg.lanes, warps, "bf16" if name == "chain" else "f16", len(name))
     out = 4 * OUT_REGS * threads
-    launch = launch_from_asm(_source(PROGRAMS[name], threads), "k", (1,), (threads,),
-                             [DATA_ADDR, DATA_ADDR + len(mem)], mem + bytes(out))
+    launch = launch_from_asm(_source(PROGRAMS[name], threads, SHARED.get(name, 0)), "k", (1,),
+                             (threads,), [DATA_ADDR, DATA_ADDR + len(mem)], mem + bytes(out))
     rtl = run_rtl(cfg, launch, trace_retire=True)
     ref: list = []
     want, fault = run_iss(cfg, launch, trace=ref)
