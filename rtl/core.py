@@ -265,6 +265,18 @@ class Core(wiring.Component):
         for k in reversed(range(S)):
             with m.If(fits[k]):
                 m.d.comb += pick.eq(k)
+        # the lowest slot that fits, one-hot: what a block taken into slot k sets is worked out
+        # for every k beside the fit test (a block's size arrives with it), and the pick only
+        # chooses among them, rather than multiplying and comparing after it
+        picked_slot = Signal(S, name="picked_slot")
+        m.d.comb += picked_slot.eq(Cat(fits[k] & ~fits[:k].any() for k in range(S)))
+
+        def per_slot(values: list, shape, name: str) -> Signal:
+            """``values[k]`` of the picked slot (an AND-OR over the one-hot pick)."""
+            out = Signal(shape, name=name)
+            m.d.comb += out.eq(reduce(operator.or_, (Mux(picked_slot[k], v, 0)
+                                                      for k, v in enumerate(values))))
+            return out
         initing = Signal()
         init_slot = Signal(range(max(S, 2)))
         init_base = Signal(range(W))
@@ -283,20 +295,24 @@ class Core(wiring.Component):
         ready = (~fault_q & ~initing & (fits != 0) & (~lsu.clear | (slot_busy == 0))
                  & ~self.flush)
         m.d.comb += self.dispatch.ready.eq(ready)
+        first_rows = [k * pl_rows for k in range(S)]
+        first_row = per_slot(first_rows, len(sh_clear_row), "take_first_row")
+        end_row = per_slot([(k + 1) * pl_rows for k in range(S)], len(sh_clear_end),
+                           "take_end_row")
+        take_base = per_slot([k * pl.num_warps for k in range(S)], len(init_base), "take_base")
         with m.If(self.dispatch.valid & ready):
-            first_row = pick * pl_rows
             m.d.sync += [blk.eq(pl), shared_last.eq(pl.shared_bytes + Const(-4, signed(4))),
                          param_last.eq(pl.param_size + Const(-4, signed(4))),
                          init_cnt.eq(0), initing.eq(1), init_slot.eq(pick),
-                         init_base.eq(pick * pl.num_warps),
+                         init_base.eq(take_base),
                          tx.eq(0), ty.eq(0), tz.eq(0),
-                         sh_clear_row.eq(first_row), sh_clear_end.eq(first_row + pl_rows),
+                         sh_clear_row.eq(first_row), sh_clear_end.eq(end_row),
                          sh_clearing.eq(pl_rows != 0)]
             for k in range(S):
-                with m.If(pick == k):
+                with m.If(picked_slot[k]):
                     m.d.sync += [slot_busy[k].eq(1), slots[k].block_id.eq(pl.block_id),
                                  slots[k].warp_base.eq(k * pl.num_warps),
-                                 slots[k].shared_base.eq(first_row * row_bytes)]
+                                 slots[k].shared_base.eq(first_rows[k] * row_bytes)]
 
         # The warps of the block being taken in and its last warp (the one whose lanes may be
         # partly live): registers, set with init_base from the same pick and warp count, so
@@ -304,13 +320,16 @@ class Core(wiring.Component):
         # than at an adder and comparisons of the block's base.
         new_warps = Signal(W)
         last_warp = Signal(W)
+        slot_warps_of, slot_last_of = [], []
+        for k in range(S):  # the warps of slot k and its last, for a block of this size
+            base, end = k * pl.num_warps, (k + 1) * pl.num_warps
+            # the last warp is at or above every base: no constant comparison (CMPCONST)
+            slot_warps_of.append(Cat((Const(1) if w == W - 1 else (w >= base)) & (w < end)
+                                     for w in range(W)))
+            slot_last_of.append(Cat(w + 1 == end for w in range(W)))
         with m.If(self.dispatch.valid & ready):
-            base = pick * pl.num_warps
-            for w in range(W):
-                # the last warp is at or above every base: no constant comparison (CMPCONST)
-                above = Const(1) if w == W - 1 else (w >= base)
-                m.d.sync += [new_warps[w].eq(above & (w < base + pl.num_warps)),
-                             last_warp[w].eq(w == base + pl.num_warps - 1)]
+            m.d.sync += [new_warps.eq(per_slot(slot_warps_of, W, "take_warps")),
+                         last_warp.eq(per_slot(slot_last_of, W, "take_last_warp"))]
         # The live lanes of the last warp: lane l when l <= (num_threads - 1) mod L, every
         # other warp all L (num_warps is ceil(num_threads / L), and L a power of two). One
         # mask for the block rather than a comparison per warp and lane, which a simulator
