@@ -135,7 +135,7 @@ class Core(wiring.Component):
 
         # --- units ----------------------------------------------------------------------
         m.submodules.decoder = decoder = Decoder(absent=ABSENT_INSTRUCTIONS)
-        m.submodules.regfile = rf = RegFile(W, L, cfg.regs, candidates=W + 2)
+        m.submodules.regfile = rf = RegFile(W, L, cfg.regs, candidates=W)
         m.submodules.scoreboard = sb = Scoreboard(W, cfg.regs, clear_ports=2)
         m.submodules.stack = stack = SimtStack(W, L, cfg.stack_depth)
         m.submodules.lsu = lsu = Lsu(W, L, cfg.line_words, cfg.shared_bytes, cfg.memory_bytes,
@@ -571,22 +571,27 @@ class Core(wiring.Component):
                          mx.issue.b.eq(issued.dec.rs2), mx.issue.c.eq(issued.dec.rs3)]
         m.d.comb += [mx.ren.eq(~stall), *[mx.rdata[p].eq(rf.rdata[p]) for p in range(3)]]
 
-        # register read addresses: each warp's head's three and the matrix unit's, the pick
-        # choosing among them (worked out before the pick, not from the picked entry, so that
-        # the pick is one multiplexer away from the register file's RAMs; the register file
-        # looks up whether each candidate's entries hold data beside the pick)
+        # register read addresses: each warp's head's three, the pick choosing among them
+        # (worked out before the pick, not from the picked entry, so that the pick is one
+        # multiplexer away from the register file's RAMs; the register file looks up whether
+        # each candidate's entries hold data beside the pick)
         m.d.comb += rf.ren.eq(~stall)
         heads = [port_view(ibuf.head[w], layouts.id_is()).dec for w in range(W)]
         for w in range(W):
             h = heads[w]
             m.d.comb += [rf.rcand[w][0].eq(rf.addr(w, h.rs1)), rf.rcand[w][1].eq(rf.addr(w, h.rs2)),
                          rf.rcand[w][2].eq(rf.addr(w, Mux(h.rd_rd, h.rd, h.rs3)))]
-        m.d.comb += [rf.rcand[W][p].eq(rf.addr(mx.result.warp, mx.raddr[p])) for p in range(3)]
+        # the skid's instruction or the matrix unit's reads go first (both known from
+        # flip-flops; never both: the matrix unit reads while issue waits for it)
         sd = skid.dec
-        m.d.comb += [rf.rcand[W + 1][0].eq(rf.addr(skid.warp, sd.rs1)),
-                     rf.rcand[W + 1][1].eq(rf.addr(skid.warp, sd.rs2)),
-                     rf.rcand[W + 1][2].eq(rf.addr(skid.warp, Mux(sd.rd_rd, sd.rd, sd.rs3)))]
-        m.d.comb += rf.rsel.eq(Mux(skid.valid, W + 1, Mux(mx.read, W, is_pick)))
+        with m.If(skid.valid):
+            m.d.comb += [rf.rforce_addr[0].eq(rf.addr(skid.warp, sd.rs1)),
+                         rf.rforce_addr[1].eq(rf.addr(skid.warp, sd.rs2)),
+                         rf.rforce_addr[2].eq(rf.addr(skid.warp, Mux(sd.rd_rd, sd.rd, sd.rs3)))]
+        with m.Else():
+            m.d.comb += [rf.rforce_addr[p].eq(rf.addr(mx.result.warp, mx.raddr[p]))
+                         for p in range(3)]
+        m.d.comb += [rf.rforce.eq(skid.valid | mx.read), rf.rsel.eq(is_pick)]
         for l in range(L):
             _, rp = tid_mems[l]
             m.d.comb += [rp.addr.eq(Mux(skid.valid, skid.warp, is_pick)), rp.en.eq(~stall)]

@@ -1,8 +1,10 @@
 """Vector register file: one block RAM per lane, ``warps * regs`` words deep.
 
 Stage ``is`` presents the three read addresses (rs1, rs2, and rs3 or rd) of each instruction it
-may issue (``rcand``: every warp's buffered head and the matrix unit's reads) and, last, which
-of them it issues (``rsel``); the synchronous read data is there in ``rr``. The three read
+may issue (``rcand``: every warp's buffered head) and, last, which of them it issues
+(``rsel``), or, known early in the cycle, an address that goes before them all (``rforce``:
+the issue stage's skid register, the matrix unit's reads); the synchronous read data is there
+in ``rr``. The three read
 ports are what an FPGA build replicates into three RAM copies sharing the write port; they are
 transparent to the write port, so a value written back in the cycle its consumer issues is read
 by it. ``ren`` low holds the read data (the pipeline is stalled with the instruction in
@@ -35,7 +37,8 @@ class RegFile(wiring.Component):
     warps, lanes, regs:
         Core shape. ``regs`` must be a power of two.
     candidates:
-        Read-address candidates (``rcand``), of which ``rsel`` chooses the one read.
+        Read-address candidates (``rcand``), of which ``rsel`` chooses the one read unless
+        ``rforce`` reads ``rforce_addr``.
     """
 
     READ_PORTS = 3
@@ -54,6 +57,8 @@ class RegFile(wiring.Component):
             "ren": In(1),
             "rcand": In(data.ArrayLayout(ports, candidates)),
             "rsel": In(range(max(2, candidates))),
+            "rforce": In(1),
+            "rforce_addr": In(ports),
             "rdata": Out(data.ArrayLayout(vec, self.READ_PORTS)),
             "we": In(lanes),
             "waddr": In(self.addr_bits),
@@ -94,15 +99,26 @@ class RegFile(wiring.Component):
                 m.d.sync += written[w].eq(0)
             with m.Elif(writing & (wq_addr[rb:] == w)):
                 m.d.sync += written[w].eq(written[w] | (1 << wq_addr[:rb]))
-        # The read addresses: the chosen candidate's (``rsel`` is late in its cycle: the issue
-        # stage's pick), through a Switch so that each candidate stays its own signal.
-        raddr = Signal(data.ArrayLayout(self.addr_bits, self.READ_PORTS), name="raddr")
-        with m.Switch(self.rsel):
-            for c in range(self.candidates - 1):
-                with m.Case(c):
-                    m.d.comb += raddr.eq(self.rcand[c])
-            with m.Default():  # the last candidate, and any rsel past it
-                m.d.comb += raddr.eq(self.rcand[self.candidates - 1])
+        # The read addresses: the chosen candidate's. ``rsel`` is late in its cycle (the issue
+        # stage's pick) and ``rforce`` early, so the forced address is folded into every
+        # candidate first (``cands``) and ``rsel`` is the last choice, through a Switch so
+        # that each candidate stays its own signal.
+        ports = data.ArrayLayout(self.addr_bits, self.READ_PORTS)
+        cands = [Signal(ports, name=f"rcand{c}_or_forced") for c in range(self.candidates)]
+        m.d.comb += [cands[c].eq(Mux(self.rforce, self.rforce_addr, self.rcand[c]))
+                     for c in range(self.candidates)]
+
+        def by_rsel(out: Value, values: list) -> None:
+            """``out`` := ``values[rsel]`` (the last one for any ``rsel`` past it)."""
+            with m.Switch(self.rsel):
+                for c in range(len(values) - 1):
+                    with m.Case(c):
+                        m.d.comb += out.eq(values[c])
+                with m.Default():
+                    m.d.comb += out.eq(values[-1])
+
+        raddr = Signal(ports, name="raddr")
+        by_rsel(raddr, cands)
         # Whether each read port's entry holds data, as the RAMs' read data has it: the
         # written bits as this edge leaves them (with the write presented now, less the clears
         # of this cycle), looked up for every candidate beside the pick and chosen by ``rsel``
@@ -124,15 +140,13 @@ class RegFile(wiring.Component):
         valid = [Signal(name=f"rvalid{p}") for p in range(self.READ_PORTS)]
         bypass = [Signal(self.lanes, name=f"bypass{p}") for p in range(self.READ_PORTS)]
         for p in range(self.READ_PORTS):
-            cand = [Signal(name=f"rvalid{p}_c{c}") for c in range(self.candidates)]
-            m.d.comb += [cand[c].eq(holds(self.rcand[c][p])) for c in range(self.candidates)]
+            # kept: the lookup is made per candidate, not after the choice of the address
+            # (equal logic, which synthesis would otherwise share behind the pick)
+            cand = [Signal(name=f"rvalid{p}_c{c}", attrs={"keep": 1})
+                    for c in range(self.candidates)]
+            m.d.comb += [cand[c].eq(holds(cands[c][p])) for c in range(self.candidates)]
             chosen = Signal(name=f"rvalid{p}_next")
-            with m.Switch(self.rsel):
-                for c in range(self.candidates - 1):
-                    with m.Case(c):
-                        m.d.comb += chosen.eq(cand[c])
-                with m.Default():
-                    m.d.comb += chosen.eq(cand[-1])
+            by_rsel(chosen, cand)
             with m.If(self.ren):
                 m.d.sync += valid[p].eq(chosen)
             # The bypass compares the registered read address with the write register's

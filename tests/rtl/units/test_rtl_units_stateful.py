@@ -125,6 +125,8 @@ class RegFileModel:
         cands = unpack(v["rcand"], self.addr_bits, self.ports * self.candidates)
         sel = min(v["rsel"], self.candidates - 1)  # past the last: the last
         raddr = cands[sel * self.ports:(sel + 1) * self.ports]
+        if v["rforce"]:
+            raddr = unpack(v["rforce_addr"], self.addr_bits, self.ports)
         we = bits(v["we"], self.lanes)
         wdata = unpack(v["wdata"], 32, self.lanes)
         wa = v["waddr"]
@@ -156,7 +158,8 @@ def regfile_stimulus(rng: random.Random, entries: int, lanes: int, addr_bits: in
                      cycles: int, regs: int = 32, candidates: int = 1,
                      sel_bits: int = 1) -> list[Vector]:
     """Reads of ``raddr`` as one of ``candidates`` address triples (``rsel`` chooses it; the
-    others random, and now and then ``rsel`` past the last, which reads the last)."""
+    others random, and now and then ``rsel`` past the last, which reads the last), or a
+    quarter of the time as the forced address (``rforce``), every candidate random."""
     warps = entries // regs
     hot = rng.sample(range(entries), 6)
 
@@ -167,11 +170,15 @@ def regfile_stimulus(rng: random.Random, entries: int, lanes: int, addr_bits: in
             clear_warps=0) -> Vector:
         wdata = wdata if wdata is not None else [rng.getrandbits(32) for _ in range(lanes)]
         sel = rng.randrange(candidates)
-        cands = [raddr if c == sel else (addr(), addr(), addr()) for c in range(candidates)]
+        force = rng.random() < 0.25
+        cands = [raddr if c == sel and not force else (addr(), addr(), addr())
+                 for c in range(candidates)]
         if sel == candidates - 1 and rng.random() < 0.2:
             sel = rng.randrange(candidates, 1 << sel_bits) if candidates < 1 << sel_bits else sel
         return {"ren": ren, "rcand": pack([a for c in cands for a in c], addr_bits),
-                "rsel": sel, "we": we, "waddr": waddr, "wdata": pack(wdata, 32),
+                "rsel": sel, "rforce": int(force),
+                "rforce_addr": pack(raddr if force else (addr(), addr(), addr()), addr_bits),
+                "we": we, "waddr": waddr, "wdata": pack(wdata, 32),
                 "clear": clear, "clear_warps": clear_warps}
 
     full = (1 << lanes) - 1
