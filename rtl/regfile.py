@@ -92,8 +92,11 @@ class RegFile(wiring.Component):
         m.d.sync += [wq_we.eq(Mux(cleared, 0, self.we)), wq_addr.eq(self.waddr),
                      wq_data.eq(self.wdata)]
         writing = wq_we != 0
-        first = Signal()  # this write is the entry's first since clear
-        m.d.comb += first.eq(~is_written(wq_addr))
+        # this write is the entry's first since clear: looked up as the write is presented
+        # (``holds`` below: the written bits as the edge that registers it leaves them) and
+        # registered beside it, so that the RAMs' write enables start at flip-flops rather
+        # than at a lookup of one bit of ``warps * regs``
+        first = Signal()
         for w in range(self.warps):
             with m.If(self.clear | self.clear_warps[w]):
                 m.d.sync += written[w].eq(0)
@@ -137,6 +140,7 @@ class RegFile(wiring.Component):
             return (~self.clear & ~clear_of[w]
                     & (is_written(a) | (writing & (wq_addr == a))))
 
+        m.d.sync += first.eq(~holds(self.waddr))
         valid = [Signal(name=f"rvalid{p}") for p in range(self.READ_PORTS)]
         bypass = [Signal(self.lanes, name=f"bypass{p}") for p in range(self.READ_PORTS)]
         for p in range(self.READ_PORTS):
