@@ -165,8 +165,14 @@ class LsuPrep(wiring.Component):
                      q.fault_lanes.eq(Mux(any_oor, bad_oor, bad_mis))]
         for p, (i, j) in enumerate(lane_pairs(lanes)):
             with m.Switch(op):
-                with m.Case(LsuOp.LDG, LsuOp.STG, LsuOp.LDPARAM):
+                with m.Case(LsuOp.LDG, LsuOp.STG):
                     m.d.comb += q.split[p].eq(ea[i][line_shift:] != ea[j][line_shift:])
+                with m.Case(LsuOp.LDPARAM):
+                    # every lane reads the same word (ldparam's address is its immediate: the
+                    # decoder takes a word with a register field set as illegal); lanes apart
+                    # only when their offsets differ, which needs no adder in front of the
+                    # compare (the block's base comes after it, into ``ea``)
+                    m.d.comb += q.split[p].eq(self.addr[i] != self.addr[j])
                 with m.Case(LsuOp.ATOM, LsuOp.ATOMS):
                     m.d.comb += q.split[p].eq(1)
                 with m.Case(LsuOp.LDS, LsuOp.STS):

@@ -593,7 +593,8 @@ def test_lsu_prep_against_the_address_rules(lanes):
     """``ex2``'s part of the LSU for random addresses of every op: the shared word (block base
     added), the fault and its lanes (out of range before misaligned, as the ISS), and which
     lane pairs never share a transaction or a round (global: other lines; shared: the same
-    bank at another word; atomics: all)."""
+    bank at another word; ldparam: another offset, every lane's the same in a legal program;
+    atomics: all)."""
     from simtgpu.isa import GLOBAL_NULL_GUARD
     from simtgpu.rtl.lsu import LsuOp, LsuPrep, lane_pairs
 
@@ -618,6 +619,8 @@ def test_lsu_prep_against_the_address_rules(lanes):
                 if rng.random() < 0.05:
                     a += rng.randrange(1, 4)  # misaligned
                 addrs.append(a)
+            if op == LsuOp.LDPARAM and rng.random() < 0.8:  # ldparam's one immediate
+                addrs = [addrs[0]] * lanes
             exe = rng.randrange(1 << lanes)
             param_addr, param_size = 0x2000, rng.randrange(0, 256, 4)
             for name, v in (("op", op), ("fn", 0), ("exec", exe), ("shared_last", size - 4),
@@ -644,6 +647,8 @@ def test_lsu_prep_against_the_address_rules(lanes):
                     want = True
                 elif op in (LsuOp.LDS, LsuOp.STS):
                     want = words[i] % lanes == words[j] % lanes and words[i] != words[j]
+                elif op == LsuOp.LDPARAM:
+                    want = addrs[i] != addrs[j]
                 else:
                     want = ea[i] // (4 * line_words) != ea[j] // (4 * line_words)
                 assert ctx.get(dut.q.split) >> p & 1 == want, (step, op, i, j)
