@@ -136,7 +136,7 @@ class Core(wiring.Component):
         # --- units ----------------------------------------------------------------------
         m.submodules.decoder = decoder = Decoder(absent=ABSENT_INSTRUCTIONS)
         m.submodules.regfile = rf = RegFile(W, L, cfg.regs, candidates=W)
-        m.submodules.scoreboard = sb = Scoreboard(W, cfg.regs, clear_ports=2)
+        m.submodules.scoreboard = sb = Scoreboard(W, cfg.regs, clear_ports=4)
         m.submodules.stack = stack = SimtStack(W, L, cfg.stack_depth)
         m.submodules.lsu = lsu = Lsu(W, L, cfg.line_words, cfg.shared_bytes, cfg.memory_bytes,
                                      cfg.tag_bits, fifo_depth=cfg.lsu_depth, gated=cfg.clock_gating)
@@ -1030,7 +1030,8 @@ class Core(wiring.Component):
         # HazardAhead's registers (rtl/hazard_ahead.py)
         m.d.comb += [*wb_clear(clears[0], z, z.valid), clears[1].eq(late_clear),
                      *wb_clear(sb.clear_next[0], mem_wb_st.d, mem_wb_st.d.valid),
-                     sb.clear_next[1].eq(lw.clear), sb.hold.eq(mem_hold), haz.hold.eq(mem_hold)]
+                     *[sb.clear_next[1 + i].eq(lw.clears[i]) for i in range(3)],
+                     sb.hold.eq(mem_hold), haz.hold.eq(mem_hold)]
 
         # --- faults (the first one is kept until flush) -----------------------------------
         stall_q = Signal()

@@ -4,8 +4,10 @@ Four sources write registers: the ``wb`` stage, the LSU's late write-back stream
 loads and atomics, ``ldparam``), the SFU's result after its last pass and the matrix unit's
 destination registers, one per cycle. ``wb`` always wins; a late write-back takes a cycle in
 which ``wb`` is empty, the LSU's before the SFU's before the matrix unit's.
-The same choice drives the retire port and the scoreboard's second clear port (the first
-belongs to ``wb``).
+The same choice drives the retire port and the scoreboard's clear (``clear``; the scoreboard's
+first port belongs to ``wb``). ``clears`` gives that clear per source, at most one enabled, so
+that the scoreboard can decode each source's register from its flip-flops beside the choice
+rather than after it.
 
 Issue stops for a waiting late write-back only when no bubble is already on its way to
 ``wb``: bubbles are never squeezed out of the pipeline, so one between ``is`` and ``mem``
@@ -67,7 +69,9 @@ class LateWriteback(wiring.Component):
 
     A write-back of ``wb`` with ``deferred`` set retires nothing but still takes the port
     (its values come later). ``wait``: a late write-back waits and ``bubble_coming`` is low,
-    so ``is`` must issue nothing this cycle. ``retire.block`` is ``block``.
+    so ``is`` must issue nothing this cycle. ``retire.block`` is ``block``. ``clears``: the
+    LSU's, the SFU's and the matrix unit's clear, each enabled only when its source is taken
+    (``clear`` is the one enabled, or none).
     """
 
     def __init__(self, warps: int, lanes: int):
@@ -85,6 +89,7 @@ class LateWriteback(wiring.Component):
             "block": In(dim3_layout()),
             "rf": Out(reg_write_signature(warps, lanes)),
             "clear": Out(clear_port(warps)),
+            "clears": Out(data.ArrayLayout(clear_port(warps), 3)),
             "retire": Out(retire_signature(lanes)),
         })
 
@@ -113,6 +118,10 @@ class LateWriteback(wiring.Component):
             m.d.comb += [rf.we.eq(Mux(mx.rd != 0, mx.exec, 0)), rf.warp.eq(mx.warp),
                          rf.rd.eq(mx.rd), rf.data.eq(Cat(*mx.values))]
 
+        for port, (en, warp, rd) in zip(self.clears, (
+                (lwb_take & lwb.p.wr, lwb.p.warp, lwb.p.rd), (sfu_take & sfu.wr, sfu.warp, sfu.rd),
+                (mma_take, mx.warp, mx.rd)), strict=True):
+            m.d.comb += [port.en.eq(en), port.warp.eq(warp), port.idx.eq(rd), port.pred.eq(0)]
         m.d.comb += self.clear.pred.eq(0)
         with m.If(lwb_take):
             m.d.comb += [self.clear.en.eq(lwb.p.wr), self.clear.warp.eq(lwb.p.warp),

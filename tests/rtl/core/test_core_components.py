@@ -287,6 +287,11 @@ def test_late_writeback_arbitration():
             assert ctx.get(dut.clear.en) == (late and writes)
             if late and writes:
                 assert (ctx.get(dut.clear.warp), ctx.get(dut.clear.idx)) == (s["warp"], s["rd"])
+            for i, n in enumerate(("lwb", "sfu")):  # the per-source clears: the taken one's
+                port = dut.clears[i]
+                assert ctx.get(port.en) == (who == n and writes), (step, n)
+                if who == n and writes:
+                    assert (ctx.get(port.warp), ctx.get(port.idx)) == (s["warp"], s["rd"])
             assert ctx.get(dut.retire.valid) == retires
             if retires:
                 assert (ctx.get(dut.retire.warp), ctx.get(dut.retire.pc),
