@@ -61,7 +61,7 @@ from .half_unit import CORE_LATENCY as HALF_LATENCY
 from .half_unit import HALF_UNIT_OPS, HalfOp, HalfUnit
 from .hazard_ahead import HazardAhead
 from .ibuffer import InstrBuffers
-from .isa_consts import BARRIER_OPS, SReg, iid
+from .isa_consts import BARRIER_OPS, SReg, iid, one_of
 from .isa_consts import Sem as RSem
 from .issue import IssueSelect, issue_fields
 from .late_writeback import LateWriteback
@@ -749,6 +749,16 @@ class Core(wiring.Component):
                 m.d.sync += ex1_alu_op.eq(alu_op_of(rr.dec, "rr_alu_op"))
         m.d.comb += [wu.shfl_mode.eq(xd.fn[:2]), wu.vote_mode.eq(xd.fn[:2]), wu.exec.eq(x.exec),
                      wu.a.eq(x.a), wu.b.eq(x.b), wu.p.eq(x.pa)]
+        # whether ex1's result is the ALU's, and its predicate the ALU's or the FP compare's,
+        # decoded in rr and registered as rr_ex1 loads: those results arrive last, and each is
+        # then one multiplexer from ex1_ex2 (the other sources' choice is made before them)
+        res_alu, pred_alu = Signal(name="ex1_res_alu"), Signal(name="ex1_pred_alu")
+        pred_fcmp = Signal(name="ex1_pred_fcmp")
+        with m.If(~stall):
+            m.d.sync += [res_alu.eq(one_of(rr.dec.sem, (RSem.INT, RSem.INT_IMM, RSem.CONST,
+                                                        RSem.SELECT))),
+                         pred_alu.eq(one_of(rr.dec.sem, (RSem.ICMP, RSem.PLOGIC))),
+                         pred_fcmp.eq(rr.dec.sem == RSem.FCMP)]
         for l in range(L):
             a, s = alus[l], ex1_alu
             m.d.comb += [a.op.eq(ex1_alu_op), a.a.eq(s.a[l]), a.b.eq(s.b[l]), a.c.eq(s.c[l]),
@@ -756,8 +766,6 @@ class Core(wiring.Component):
             fc = fcmps[l]
             m.d.comb += [fc.cond.eq(ex1_alu_fn), fc.a.eq(s.a[l]), fc.b.eq(s.b[l])]
             with m.Switch(xd.sem):
-                with m.Case(RSem.FCMP):
-                    m.d.comb += ex1.presult[l].eq(fc.pred)
                 with m.Case(RSem.SHUFFLE):
                     m.d.comb += ex1.result[l].eq(wu.shfl[l])
                 with m.Case(RSem.VOTE):
@@ -768,10 +776,12 @@ class Core(wiring.Component):
                     m.d.comb += ex1.result[l].eq(x.b[l])
                 with m.Case(RSem.LOAD, RSem.STORE, RSem.PARAM):
                     m.d.comb += ex1.a[l].eq(x.a[l] + xd.imm)
-                with m.Case(RSem.INT, RSem.INT_IMM, RSem.CONST, RSem.SELECT):
-                    m.d.comb += ex1.result[l].eq(a.result)
-                with m.Case(RSem.ICMP, RSem.PLOGIC):
-                    m.d.comb += ex1.presult[l].eq(a.pred)
+            with m.If(res_alu):
+                m.d.comb += ex1.result[l].eq(a.result)
+            with m.If(pred_alu):
+                m.d.comb += ex1.presult[l].eq(a.pred)
+            with m.If(pred_fcmp):
+                m.d.comb += ex1.presult[l].eq(fc.pred)
 
         x_live = _select(m, x.warp, [ws[w].live for w in range(W)], L, "x_live")
         # which SIMT-stack op or barrier the instruction is, decoded in rr and registered as
