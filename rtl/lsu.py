@@ -165,8 +165,10 @@ class LsuPrep(wiring.Component):
                      q.fault_lanes.eq(Mux(any_oor, bad_oor, bad_mis))]
         for p, (i, j) in enumerate(lane_pairs(lanes)):
             with m.Switch(op):
-                with m.Case(LsuOp.LDG, LsuOp.STG):
-                    m.d.comb += q.split[p].eq(ea[i][line_shift:] != ea[j][line_shift:])
+                with m.Case(LsuOp.LDG, LsuOp.STG):  # ``ea`` is the address: not through
+                    # ``ea``'s choice, which has ldparam's adder in front of it
+                    a_i, a_j = self.addr[i], self.addr[j]
+                    m.d.comb += q.split[p].eq(a_i[line_shift:] != a_j[line_shift:])
                 with m.Case(LsuOp.LDPARAM):
                     # every lane reads the same word (ldparam's address is its immediate: the
                     # decoder takes a word with a register field set as illegal); lanes apart
