@@ -754,7 +754,8 @@ class Fifo:
 
 class LsuModel:
     """The LSU's global path: each cycle the lowest remaining lane picks a line and every
-    remaining lane in that line joins (atomics: one lane at a time); the instruction is held
+    remaining lane in that line joins (atomics: one lane at a time; ``ldparam``: the lanes at
+    the leader's offset, which in a program is every lane's); the instruction is held
     until its last transaction is accepted; a faulting lane stops it before anything is sent;
     responses fill the lanes' words in request order and the last one of a load hands the
     values to the late write-back port."""
@@ -802,6 +803,8 @@ class LsuModel:
         line = lead_addr & ~(4 * lw - 1)
         if op == ATOM:
             group = 1 << lead if lead is not None else 0
+        elif op == LDPARAM:
+            group = sum(1 << l for l in rem_lanes if raw[l] == raw[lead])
         else:
             group = sum(1 << l for l in rem_lanes if ea[l] & ~(4 * lw - 1) == line)
         widx = [(a >> 2) % lw for a in ea]
@@ -921,9 +924,10 @@ def test_lsu_global_coalescing():
     cur: dict = {"vec": None, "lines": 0, "tx": 0}
 
     def lane_addrs(op: int) -> list[int]:
-        if op == LDPARAM:
-            return [4 * rng.randrange(param_size // 4 + (1 if rng.random() < 0.05 else 0))
-                    for _ in range(lanes)]
+        if op == LDPARAM:  # one offset for every lane (ldparam's immediate), or not
+            offsets = [4 * rng.randrange(param_size // 4 + (1 if rng.random() < 0.05 else 0))
+                       for _ in range(lanes)]
+            return offsets if rng.random() < 0.3 else [offsets[0]] * lanes
         lo, hi = GLOBAL_NULL_GUARD // line_bytes, lsu.memory_bytes // line_bytes
         kind = rng.random()
         if kind < 0.3:  # consecutive words, maybe straddling a line
@@ -950,7 +954,8 @@ def test_lsu_global_coalescing():
         fn = rng.choice(list(AtomOp)).value
         ex_lanes = [l for l in range(lanes) if exe >> l & 1]
         ea = [(a + param_addr) if op == LDPARAM else a for a in addrs]
-        cur["lines"] = (len(ex_lanes) if op == ATOM
+        cur["lines"] = (len(ex_lanes) if op == ATOM  # ldparam: one per distinct offset
+                        else len({addrs[l] for l in ex_lanes}) if op == LDPARAM
                         else len({ea[l] // line_bytes for l in ex_lanes}))
         cur["tx"] = 0
         return {"valid": 1, "op": op, "fn": fn if op == ATOM else rng.randrange(32),
