@@ -4,11 +4,10 @@ Stage ``is`` presents the three read addresses (rs1, rs2, and rs3 or rd) of each
 may issue (``rcand``: every warp's buffered head) and, last, which of them it issues
 (``rsel``), or, known early in the cycle, an address that goes before them all (``rforce``:
 the issue stage's skid register, the matrix unit's reads); the synchronous read data is there
-in ``rr``. The three read
-ports are what an FPGA build replicates into three RAM copies sharing the write port; they are
-transparent to the write port, so a value written back in the cycle its consumer issues is read
-by it. ``ren`` low holds the read data (the pipeline is stalled with the instruction in
-``rr``).
+in ``rr``. The three read ports are what an FPGA build replicates into three RAM copies sharing
+the write port; they are transparent to the write port, so a value written back in the cycle
+its consumer issues is read by it. ``ren`` low holds the read data (the pipeline is stalled
+with the instruction in ``rr``).
 
 There is one write port, shared by ``wb`` and the late write-back of global loads and the SFU;
 each lane has its own write enable (guarded-off lanes keep their value). The write is
