@@ -25,10 +25,12 @@ The work that needs only the instruction is done a stage earlier, in ``ex2``, by
 :class:`LsuPrep`, and the core registers it into ``mem`` beside the instruction (``prep``):
 the effective and shared-memory word addresses, the range and alignment checks with the
 fault they raise, and for every pair of lanes whether the two can go in one transaction
-(global: the same line) or one round (shared: not the same bank at different words). Whether
-the instruction needs another cycle (``hold``, which stalls the stages behind it) is then an
-OR over the pairs of remaining lanes instead of the coalescing and bank selection themselves,
-and the cycle counts are those of doing it all in ``mem``.
+(global: the same line) or one round (shared: not the same bank at different words), and
+whether two executing lanes cannot (``more``). Whether the instruction needs another cycle
+(``hold``, which stalls the stages behind it) is then read from registers in a few gates: in
+its first cycle from ``prep``, after it from a ``more`` worked out as the cycle before ended,
+with the memory port's ``ready`` a register of the request buffer in front of it. The cycle
+counts are those of doing it all in ``mem``.
 """
 
 from amaranth import Cat, Const, Module, Mux, Signal, Value, signed
@@ -77,6 +79,12 @@ def lane_pairs(lanes: int) -> list[tuple[int, int]]:
     return [(i, j) for i in range(lanes) for j in range(i + 1, lanes)]
 
 
+def more_lanes(lanes: Value, split: Value) -> Value:
+    """Two of ``lanes`` cannot share one transaction or round (their pair's ``split`` bit)."""
+    return Cat(lanes[i] & lanes[j] & split[p]
+               for p, (i, j) in enumerate(lane_pairs(len(lanes)))).any()
+
+
 def prep_layout(lanes: int, word_bits: int) -> data.StructLayout:
     """What :class:`LsuPrep` works out in ``ex2`` for the LSU in ``mem``."""
     return data.StructLayout({
@@ -90,6 +98,11 @@ def prep_layout(lanes: int, word_bits: int) -> data.StructLayout:
         # pair (i, j) of lane_pairs: the two lanes never go in one transaction (global: other
         # lines; atomics: always) or one shared-memory round (same bank, other words)
         "split": max(1, len(lane_pairs(lanes))),
+        # from ``split`` and the executing lanes: an executing lane (``some``), and two that
+        # cannot share a transaction or round (``more``), so that mem's first ``hold`` is
+        # read from registers
+        "some": 1,
+        "more": 1,
     })
 
 
@@ -183,6 +196,7 @@ class LsuPrep(wiring.Component):
                     # not from ``word``, which has the base's adder in front of it
                     wi, wj = self.addr[i][2:2 + self.word_bits], self.addr[j][2:2 + self.word_bits]
                     m.d.comb += q.split[p].eq((wi[:lb] == wj[:lb]) & (wi != wj))
+        m.d.comb += [q.some.eq(self.exec.any()), q.more.eq(more_lanes(self.exec, q.split))]
         return m
 
 
@@ -280,10 +294,12 @@ class Lsu(wiring.Component):
         with m.If(faulting):
             m.d.comb += [self.fault.eq(1), self.fault_cause.eq(prep.fault_cause),
                          self.fault_lanes.eq(prep.fault_lanes)]
-        # more than one transaction or round left: two remaining lanes that cannot share one
+        # more than one transaction or round left: two remaining lanes that cannot share one;
+        # in the first cycle ex2's answer (``prep.more``), after it this unit's, worked out
+        # from ``rem_next`` as the cycle before ends (``more_q``): from registers either way
         more = Signal()
-        m.d.comb += more.eq(Cat(rem[i] & rem[j] & prep.split[p]
-                                for p, (i, j) in enumerate(lane_pairs(lanes))).any())
+        more_q = Signal()
+        m.d.comb += more.eq(Mux(started, more_q, prep.more))
 
         # --- global: coalescing into line transactions ------------------------------------
         meta = data.StructLayout({
@@ -414,18 +430,26 @@ class Lsu(wiring.Component):
                     m.d.sync += a_phase.eq(0)
 
         # --- sequencing ---------------------------------------------------------------------
-        # ``hold`` is ``rem_next != 0``, told by ``more`` without the groups and rounds
+        # ``hold`` is ``rem_next != 0``, told without the groups and rounds: by ``more``, the
+        # remaining lanes (``some``), the memory port's and the FIFO's ``ready`` (registers:
+        # the request buffer's, rtl/skid_buffer.py) and the atomic's phase, all from registers
+        # in a few gates, as the stall of every stage behind mem waits on it
         rem_next = Signal(lanes)
         with m.If(go_global):
-            m.d.comb += [rem_next.eq(Mux(accepted, rem & ~group, rem)),
-                         self.hold.eq(~accepted | more)]
+            m.d.comb += rem_next.eq(Mux(accepted, rem & ~group, rem))
         with m.Elif(go_shared):
-            m.d.comb += [rem_next.eq(rem & ~sh.served), self.hold.eq(more)]
+            m.d.comb += rem_next.eq(rem & ~sh.served)
         with m.Elif(go_atoms):
-            m.d.comb += [rem_next.eq(Mux(a_done, rem & ~leader, rem)),
-                         self.hold.eq(~a_done | more)]
+            m.d.comb += rem_next.eq(Mux(a_done, rem & ~leader, rem))
         with m.Elif(sh_wait):
-            m.d.comb += [rem_next.eq(rem), self.hold.eq(rem != 0)]
+            m.d.comb += rem_next.eq(rem)
+        some = started | prep.some  # a held instruction has lanes left
+        room = fifo.w_rdy & self.mem.req.ready
+        m.d.comb += self.hold.eq(active & ~faulting & some & (
+            (is_global & (~room | more))
+            | (is_shared & (self.clear | more))
+            | (is_atoms & (self.clear | (a_phase != 3) | more))))
+        m.d.sync += more_q.eq(more_lanes(rem_next, prep.split))
         with m.If(self.hold):
             m.d.sync += [started.eq(1), rem_q.eq(rem_next)]
         with m.Else():
