@@ -281,6 +281,9 @@ class Core(wiring.Component):
         init_slot = Signal(range(max(S, 2)))
         init_base = Signal(range(W))
         init_cnt = Signal(range(W * L + 1))
+        # init_cnt == num_warps * L - 1 (the block's last thread), kept in a register: the
+        # comparison's carry chain was in front of every new warp's state
+        init_last = Signal()
         sh_clear_row = Signal(range(lsu.shared.rows + 1))
         sh_clear_end = Signal(range(lsu.shared.rows + 1))
         # sh_clearing is sh_clear_row < sh_clear_end, kept in a register: the LSU's hold (and
@@ -304,6 +307,7 @@ class Core(wiring.Component):
             m.d.sync += [blk.eq(pl), shared_last.eq(pl.shared_bytes + Const(-4, signed(4))),
                          param_last.eq(pl.param_size + Const(-4, signed(4))),
                          init_cnt.eq(0), initing.eq(1), init_slot.eq(pick),
+                         init_last.eq(pl.num_warps * L == 1),
                          init_base.eq(take_base),
                          tx.eq(0), ty.eq(0), tz.eq(0),
                          sh_clear_row.eq(first_row), sh_clear_end.eq(end_row),
@@ -352,8 +356,9 @@ class Core(wiring.Component):
                     m.d.sync += ty.eq(ty + 1)
             with m.Else():
                 m.d.sync += tx.eq(tx + 1)
-            m.d.sync += init_cnt.eq(init_cnt + 1)
-            with m.If(init_cnt == blk.num_warps * L - 1):
+            m.d.sync += [init_cnt.eq(init_cnt + 1),
+                         init_last.eq(init_cnt + 2 == blk.num_warps * L)]
+            with m.If(init_last):
                 m.d.sync += initing.eq(0)
                 for w in range(W):
                     with m.If(new_warps[w]):
