@@ -8,12 +8,12 @@ enum :data:`FCmpCond` takes its members and values from the isa's ``fsetp.*`` fu
 so the decoder can pass the ``fn`` field straight through.
 """
 
-from amaranth import Module
+from amaranth import Module, Mux
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 from simtgpu.isa import Sem
 
-from .fp_utils import order_less, unpack
+from .fp_utils import unpack
 from .isa_consts import fn_enum
 
 __all__ = ["FCmpCond", "FCompare"]
@@ -49,8 +49,14 @@ class FCompare(wiring.Component):
         b = unpack(m, self.b, "b")
         unordered = a.nan | b.nan
         both_zero = a.zero & b.zero
-        eq = (a.bits == b.bits) | both_zero
-        lt = order_less(a, b) & ~both_zero
+        # the unflushed bits order and match as the flushed ones do whenever at most one
+        # operand has a zero exponent (a flushed one is below every other magnitude either
+        # way), and both_zero decides the rest: no flush multiplexer in front of the carry
+        # chains, which end in ex1's predicate
+        mag_a, mag_b = self.a[:31], self.b[:31]
+        eq = (self.a == self.b) | both_zero
+        lt = Mux(a.sign != b.sign, a.sign, Mux(a.sign, mag_a > mag_b, mag_a < mag_b)) \
+            & ~both_zero
         gt = ~lt & ~eq
         ordered = {"EQ": eq, "NE": ~eq, "LT": lt, "LE": lt | eq, "GT": gt, "GE": gt | eq}
         with m.Switch(self.cond):
