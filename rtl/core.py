@@ -537,7 +537,8 @@ class Core(wiring.Component):
         # Issue looks only at whether the skid is full, a flip-flop.
         skid = split_signal(layouts.is_rr(W), "is_skid")
         skid_mma = Signal(name="is_skid_mma")
-        m.d.comb += [iss.valid.eq(ibuf.valid), iss.runnable.eq(member & ~finished),
+        m.d.comb += [iss.valid.eq(ibuf.valid), iss.head_kind.eq(ibuf.head_kind),
+                     iss.runnable.eq(member & ~finished),
                      iss.pending.eq(sb.pending), iss.sfu_busy.eq(sfu.busy),
                      iss.mma_busy.eq(mx.busy),
                      iss.enable.eq(can_issue & ~skid.valid & ~lwb_wait & ~mx.read),

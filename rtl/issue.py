@@ -118,7 +118,8 @@ class IssueSelect(wiring.Component):
       ``bar_hold``: the warps held at a barrier. ``hazard`` and ``parked`` do not look at
       ``runnable`` or ``bar_hold``. The choice itself reads a head's hazard from
       ``hazard_q`` (:class:`~simtgpu.rtl.hazard_ahead.HazardAhead`: the same bit, worked out
-      a cycle ahead into a register), not from ``pending``.
+      a cycle ahead into a register), not from ``pending``, and a head's ``kind`` from
+      ``head_kind`` (the instruction buffer's register of it), not from ``head``.
 
     At the clock edge:
 
@@ -144,6 +145,7 @@ class IssueSelect(wiring.Component):
             "reset": In(1),
             "reset_warps": In(warps),
             "head": In(entry).array(warps),
+            "head_kind": In(data.ArrayLayout(layouts.ISSUE_KIND, warps)),
             "valid": In(warps),
             "runnable": In(warps),
             "pending": In(data.ArrayLayout(regs + NUM_PREDS, warps)),
@@ -185,14 +187,15 @@ class IssueSelect(wiring.Component):
         for w in range(W):
             h = heads[w]
             has = self.valid[w]
-            is_fence = h.kind.fence
+            kind = self.head_kind[w]  # h.kind, from the buffer's register
+            is_fence = kind.fence
             haz_bits = h.needs[:regs + NUM_PREDS] & self.pending[w]
             haz = haz_bits != 0
             # the hazard is on a register a long-latency instruction will write
             on_long = (haz_bits[:regs] & long_now[w]) != 0
             fence_wait = is_fence & (state[w].stores != 0)
             park = on_long | fence_wait
-            busy_unit = (h.kind.sfu & self.sfu_busy) | (h.kind.mma & self.mma_busy)
+            busy_unit = (kind.sfu & self.sfu_busy) | (kind.mma & self.mma_busy)
             go = ~bar_hold[w] & self.runnable[w]
             # the choice takes the hazard from the register (HazardAhead), equal to ``haz``
             # (a head parked on a long-latency register has a hazard too)

@@ -48,9 +48,11 @@ def test_instruction_buffers_against_fifo_model(depth):
                 assert ctx.get(dut.count[w]) == len(model[w])
                 assert ctx.get(dut.valid) >> w & 1 == (len(model[w]) != 0)
                 if model[w]:
-                    pc, word, _ = model[w][0]
+                    pc, word, _, _ = model[w][0]
                     assert ctx.get(dut.head[w].pc) == pc
                     assert ctx.get(dut.head[w].word) == word
+                    # the head's kind, from the buffer's register
+                    assert ctx.get(dut.head_kind[w].as_value()) == model[w][0][3]
                 if len(model[w]) > 1:
                     assert ctx.get(dut.next_needs[w]) == model[w][1][2]
             room = [w for w in range(warps) if len(model[w]) < depth]
@@ -66,10 +68,13 @@ def test_instruction_buffers_against_fifo_model(depth):
             reset = rng.random() < 0.02
             # a block arriving beside others empties its own warps' buffers only
             reset_warps = rng.getrandbits(warps) if rng.random() < 0.03 else 0
-            entry = (rng.getrandbits(32), rng.getrandbits(32), rng.getrandbits(40))
+            entry = (rng.getrandbits(32), rng.getrandbits(32), rng.getrandbits(40),
+                     rng.getrandbits(3))
             _drive(ctx, dut, push=push, push_warp=pw, pop=pop, pop_warp=qw, reset=reset,
                    reset_warps=reset_warps)
             _drive(ctx, dut.entry, pc=entry[0], word=entry[1], needs=entry[2])
+            _drive(ctx, dut.entry.kind, fence=entry[3] & 1, sfu=entry[3] >> 1 & 1,
+                   mma=entry[3] >> 2)
             await ctx.tick()
             if pop:
                 model[qw].popleft()
@@ -402,9 +407,10 @@ def test_issue_select_against_model():
                     ctx.set(getattr(dut.head[w].dec, k), v)
                 ctx.set(dut.head[w].pc_fault, pc_fault)
                 ctx.set(dut.head[w].needs, _needs(d, regs))  # as id works it out (below)
-                ctx.set(dut.head[w].kind.fence, d["iid"] == iid("fence"))
-                ctx.set(dut.head[w].kind.sfu, d["sem"] == RSem.SFU)
-                ctx.set(dut.head[w].kind.mma, d["sem"] == RSem.MMA)
+                for kind in (dut.head[w].kind, dut.head_kind[w]):  # the buffer's register too
+                    ctx.set(kind.fence, d["iid"] == iid("fence"))
+                    ctx.set(kind.sfu, d["sem"] == RSem.SFU)
+                    ctx.set(kind.mma, d["sem"] == RSem.MMA)
                 ctx.set(dut.head[w].dests, _dests(d, regs))
             valid = rng.getrandbits(warps)
             runnable = rng.getrandbits(warps) | rng.getrandbits(warps)
