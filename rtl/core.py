@@ -1047,7 +1047,8 @@ class Core(wiring.Component):
         m.d.comb += [*wb_clear(clears[0], z, z.valid), clears[1].eq(late_clear),
                      *wb_clear(sb.clear_next[0], mem_wb_st.d, mem_wb_st.d.valid),
                      *[sb.clear_next[1 + i].eq(lw.clears[i]) for i in range(3)],
-                     sb.hold.eq(mem_hold), haz.hold.eq(mem_hold)]
+                     sb.hold.eq(mem_hold),
+                     haz.take0.eq(sb.clear_next[0].en & ~mem_hold)]
 
         # --- faults (the first one is kept until flush) -----------------------------------
         stall_q = Signal()

@@ -15,8 +15,9 @@ stay those of working it out in the cycle of the choice:
 
 Every case is worked out beside the others, and the pick of this cycle only chooses among
 them: it is one multiplexer from the register. The clears of the next cycle depend on whether
-``mem`` holds its instruction (the LSU's hold, late in the cycle): both outcomes are
-registered and the hold, registered too, chooses between them after the edge.
+the write-back that ``mem_wb`` loads now comes (``take0``: its ``en``, which waits on the
+LSU's fault and deferral, and not the LSU's hold, both late in the cycle): both outcomes are
+registered and ``take0``, registered too, chooses between them after the edge.
 """
 
 from amaranth import Module, Mux, Signal
@@ -40,12 +41,12 @@ class HazardAhead(wiring.Component):
 
     In every cycle, per warp ``w``: ``count[w]`` entries in its buffer, whose head and next
     entry need ``head_needs[w]`` and ``next_needs[w]``; the bits it has pending
-    (``pending[w]``) and those freed from the next cycle (``clearing[w]``, or
-    ``clearing_held[w]`` when ``hold`` is high); the bits its head sets if it issues
+    (``pending[w]``) and those freed from the next cycle (``clearing[w]`` when ``take0`` is
+    high, else ``clearing_held[w]``); the bits its head sets if it issues
     (``dests[w]``). ``pop`` (of ``pop_warp``): the head issues;
     ``push`` (of ``push_warp``, an entry that needs ``push_needs``): an entry is appended.
 
-    ``hazard[w]`` (registered, and chosen by the registered ``hold``): the head of warp ``w``
+    ``hazard[w]`` (registered, and chosen by the registered ``take0``): the head of warp ``w``
     in this cycle needs a pending bit,
     what ``(head.needs & pending) != 0`` says in the same cycle. Meaningless while the warp's
     buffer is empty (after a reset too, which empties it).
@@ -63,7 +64,7 @@ class HazardAhead(wiring.Component):
             "pending": In(bits),
             "clearing": In(bits),
             "clearing_held": In(bits),
-            "hold": In(1),
+            "take0": In(1),
             "dests": In(bits),
             "pop": In(1),
             "pop_warp": In(wb),
@@ -75,8 +76,8 @@ class HazardAhead(wiring.Component):
 
     def elaborate(self, platform) -> Module:
         m = Module()
-        hold_q = Signal()
-        m.d.sync += hold_q.eq(self.hold)
+        take0_q = Signal()
+        m.d.sync += take0_q.eq(self.take0)
         for w in range(self.warps):
             count = self.count[w]
             popped = self.pop & (self.pop_warp == w)
@@ -94,5 +95,5 @@ class HazardAhead(wiring.Component):
                 m.d.sync += haz.eq(Mux(popped, Mux(count >= 2, after, refilled),
                                        Mux(count >= 1, stays, filled)))
                 outcome.append(haz)
-            m.d.comb += self.hazard[w].eq(Mux(hold_q, outcome[1], outcome[0]))
+            m.d.comb += self.hazard[w].eq(Mux(take0_q, outcome[0], outcome[1]))
         return m

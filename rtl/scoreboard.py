@@ -48,11 +48,13 @@ class Scoreboard(wiring.Component):
     ``hold``: port 0's write-back does not come after all (its instruction stays in ``mem``,
     whose hold is known late in the cycle): its clear is withheld.
 
-    ``clearing[w]``: the bits of warp ``w`` that ``clear_next`` frees in the next cycle
-    without ``hold``, ``clearing_held[w]`` those with it (every port but 0), so that
-    ``pending`` in the next cycle is ``(pending | set) & ~clearing`` or ``~clearing_held``
-    (no reset), what :class:`~simtgpu.rtl.hazard_ahead.HazardAhead` works out a cycle ahead,
-    both ways, so that ``hold`` chooses after its register.
+    ``clearing[w]``: the bits of warp ``w`` that ``clear_next`` frees in the next cycle if
+    port 0's write-back comes (its bit whatever its ``en``, which is late: it waits on the
+    LSU's fault and deferral), ``clearing_held[w]`` those if it does not (every port but 0),
+    so that ``pending`` in the next cycle is ``(pending | set) & ~clearing`` or
+    ``~clearing_held`` (no reset), what :class:`~simtgpu.rtl.hazard_ahead.HazardAhead` works
+    out a cycle ahead, both ways, so that port 0's ``en`` and ``hold`` choose after its
+    register.
     """
 
     def __init__(self, warps: int, regs: int = 32, clear_ports: int = 2):
@@ -94,11 +96,15 @@ class Scoreboard(wiring.Component):
             set_q = Signal(self.width, name=f"set_w{w}")
             clr_q = Signal(self.width, name=f"clr_w{w}")
             m.d.sync += set_q.eq(Mux(self.reset | self.reset_warps[w], 0, self.set[w]))
-            terms = [Mux(c.en & (c.warp == w), b, 0)
-                     for c, b in zip(self.clear_next, clr_bits, strict=True)]
-            m.d.comb += [self.clearing[w].eq(reduce(operator.or_, terms)),
-                         self.clearing_held[w].eq(reduce(operator.or_, terms[1:], 0))]
-            m.d.sync += clr_q.eq(Mux(self.hold, self.clearing_held[w], self.clearing[w]))
+            first, *late = self.clear_next
+            own = Mux(first.warp == w, clr_bits[0], 0)  # port 0's bit, whatever its en
+            m.d.comb += [
+                self.clearing_held[w].eq(reduce(operator.or_, [
+                    Mux(c.en & (c.warp == w), b, 0)
+                    for c, b in zip(late, clr_bits[1:], strict=True)], 0)),
+                self.clearing[w].eq(own | self.clearing_held[w])]
+            m.d.sync += clr_q.eq(Mux(first.en & ~self.hold, self.clearing[w],
+                                     self.clearing_held[w]))
             now = Signal(self.width, name=f"now_w{w}")
             m.d.comb += [now.eq((state[w] | set_q) & ~clr_q), self.pending[w].eq(now)]
             with m.If(self.reset | self.reset_warps[w]):

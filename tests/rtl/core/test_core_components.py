@@ -506,7 +506,7 @@ def test_hazard_ahead_equals_the_hazard_of_the_cycle(depth):
     """HazardAhead's register against ``(head.needs & pending) != 0`` worked out in the cycle
     itself, on a model of the instruction buffers and of the scoreboard's pending bits: pops
     of the head (with ``dests`` set), pushes into empty and one-entry buffers (also beside a
-    pop of the only entry), clears (of either outcome of ``hold``, which chooses one after
+    pop of the only entry), clears (of either outcome of ``take0``, which chooses one after
     the edge), every warp with a head checked every cycle."""
     from simtgpu.rtl.hazard_ahead import HazardAhead
 
@@ -537,8 +537,8 @@ def test_hazard_ahead_equals_the_hazard_of_the_cycle(depth):
             entry = (bits(), 1 << rng.randrange(width))
             clearing = [bits() for _ in range(warps)]
             clearing_held = [bits() for _ in range(warps)]
-            hold = rng.random() < 0.4
-            ctx.set(dut.hold, hold)
+            take0 = rng.random() < 0.6
+            ctx.set(dut.take0, take0)
             for w in range(warps):
                 b = list(bufs[w])
                 ctx.set(dut.count[w], len(b))
@@ -556,7 +556,7 @@ def test_hazard_ahead_equals_the_hazard_of_the_cycle(depth):
                 sets[qw] = bufs[qw].popleft()[1]
             if push:
                 bufs[pw].append(entry)
-            freed = clearing_held if hold else clearing
+            freed = clearing if take0 else clearing_held
             pending = [(pending[w] | sets[w]) & ~freed[w] | (bits() if not bufs[w] else 0)
                        for w in range(warps)]
         assert checked > 1500
