@@ -182,6 +182,9 @@ class IssueSelect(wiring.Component):
         bar_hold = Signal(W)
         m.d.comb += [bar_hold.eq(bar_hold_q | bar_went), self.bar_hold.eq(bar_hold)]
         eligible = Signal(W)
+        # a warp's stores outstanding (``stores != 0``), kept in a register beside the count:
+        # the compare was in front of the issue stage's choice
+        stores_out = Signal(W)
         heads = [port_view(self.head[w], layouts.id_is()) for w in range(W)]
         long_now = [Signal(regs, name=f"w{w}_long_now") for w in range(W)]
         for w in range(W):
@@ -193,7 +196,7 @@ class IssueSelect(wiring.Component):
             haz = haz_bits != 0
             # the hazard is on a register a long-latency instruction will write
             on_long = (haz_bits[:regs] & long_now[w]) != 0
-            fence_wait = is_fence & (state[w].stores != 0)
+            fence_wait = is_fence & stores_out[w]
             park = on_long | fence_wait
             busy_unit = (kind.sfu & self.sfu_busy) | (kind.mma & self.mma_busy)
             go = ~bar_hold[w] & self.runnable[w]
@@ -253,7 +256,9 @@ class IssueSelect(wiring.Component):
 
             inc = self.store_sent & (self.store_sent_warp == w)
             dec_ = self.store_acked & (self.store_acked_warp == w)
-            m.d.sync += state[w].stores.eq(state[w].stores + inc - dec_)
+            stores_next = Signal.like(state[w].stores, name=f"w{w}_stores_next")
+            m.d.comb += stores_next.eq(state[w].stores + inc - dec_)
+            m.d.sync += [state[w].stores.eq(stores_next), stores_out[w].eq(stores_next != 0)]
             with m.If(self.reset | self.reset_warps[w]):
-                m.d.sync += [state[w].long.eq(0), state[w].stores.eq(0)]
+                m.d.sync += [state[w].long.eq(0), state[w].stores.eq(0), stores_out[w].eq(0)]
         return m
