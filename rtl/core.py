@@ -1091,8 +1091,11 @@ class Core(wiring.Component):
                 | (mem_wb.valid & (mem_wb.warp == w)))
             m.d.comb += quiet[w].eq(~in_pipe[w] & (gl_out[w] == 0))
 
+        # the perf port is registered (each strobe tells of the cycle before; the counters
+        # count it with that cycle's ``active``): the stall reason is worked out from the
+        # issue stage's hazards, late in the cycle, and the counters' adders are far away
         p = self.perf
-        m.d.comb += [p.issued.eq(issue_ok), p.mem_transactions.eq(lsu.transaction),
+        m.d.sync += [p.issued.eq(issue_ok), p.mem_transactions.eq(lsu.transaction),
                      p.divergence.eq(stack.diverged & stack.valid),
                      p.barriers.eq(bar.release),
                      p.resident_warps.eq(sum(member[w] for w in range(W))),
@@ -1105,8 +1108,8 @@ class Core(wiring.Component):
                      sc.sfu_wb.eq(sfu.result.valid | mx.result.valid),
                      sc.structural_warps.eq(iss.structural),
                      sc.hazard.eq(iss.hazard), sc.parked.eq(iss.parked),
-                     sc.bar_hold.eq(iss.bar_hold),
-                     p.stall_idle.eq(sc.stall_idle), p.stall_memory.eq(sc.stall_memory),
+                     sc.bar_hold.eq(iss.bar_hold)]
+        m.d.sync += [p.stall_idle.eq(sc.stall_idle), p.stall_memory.eq(sc.stall_memory),
                      p.stall_structural.eq(sc.stall_structural),
                      p.stall_scoreboard.eq(sc.stall_scoreboard),
                      p.stall_barrier.eq(sc.stall_barrier)]

@@ -92,7 +92,8 @@ class PerfCounters(wiring.Component):
     busy: ``In(1)``
         STATUS.BUSY: counts CYCLES.
     active: ``In(1)``
-        A kernel is running: core events are counted.
+        A kernel is running: core events are counted (a core's perf strobes, which tell of
+        the cycle before, with the cycle before's).
     command_done: ``In(1)``
         A command completed: counts COMMANDS.
     reset: ``In(1)``
@@ -138,9 +139,13 @@ class PerfCounters(wiring.Component):
 
         # each core's increments per counter, then the GPU-wide ones as their sums
         core_incr: list[dict[CoreCounter, object]] = []
+        # a core's perf port is registered (each strobe tells of the cycle before), so it is
+        # counted with the cycle before's ``active``
+        active_q = Signal()
+        m.d.sync += active_q.eq(self.active)
         for i in range(cfg.cores):
             inc: dict[CoreCounter, object] = {
-                CoreCounter[reg.name]: Mux(self.active, getattr(self.core_perf[i], field), 0)
+                CoreCounter[reg.name]: Mux(active_q, getattr(self.core_perf[i], field), 0)
                 for reg, field in _STROBE.items()}
             mp = self.mem_perf[i]
             inc.update({CoreCounter[reg.name]: getattr(mp, field) & self.active

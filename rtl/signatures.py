@@ -245,7 +245,7 @@ def perf_layout() -> data.StructLayout:
     the core's memory port. ``divergence``: a branch split a warp. ``barriers``: a block
     barrier completed (all warps released). ``resident_warps``/``resident_blocks``
     (:data:`PERF_LEVELS`): the warps and blocks resident on the core, counts rather than
-    strobes.
+    strobes. The core registers the port: each cycle's fields tell of the cycle before.
     """
     return data.StructLayout({**{name: unsigned(1) for name in PERF_EVENTS},
                               **{name: unsigned(6) for name in PERF_LEVELS}})
