@@ -256,11 +256,16 @@ class Core(wiring.Component):
         pl = self.dispatch.payload
         pl_rows = Signal(range(lsu.shared.rows * row_bytes // row_bytes + row_bytes))
         m.d.comb += pl_rows.eq((pl.shared_bytes + row_bytes - 1) >> (row_bytes.bit_length() - 1))
+        # slot k fits a block when the k + 1 blocks up to it have their warps and rows:
+        # ``(k+1) * num_warps <= W`` and ``(k+1) * ceil(shared_bytes / row_bytes) <= rows``,
+        # each written as a comparison of the payload's field with a constant (ceil(x / b) <=
+        # n is x <= b * n), so that no adder or multiplier stands between the dispatcher's
+        # payload and ``ready``, which the dispatcher waits on to raise ``valid``
         fits = Signal(S)
         for k in range(S):
-            m.d.comb += fits[k].eq(~slot_busy[k] & ((k + 1) * pl.num_warps <= W)
-                                   & ((k + 1) * pl_rows <= lsu.shared.rows)
-                                   & (pl.shared_bytes <= cfg.shared_bytes))
+            shared_max = min(cfg.shared_bytes, row_bytes * (lsu.shared.rows // (k + 1)))
+            m.d.comb += fits[k].eq(~slot_busy[k] & (pl.num_warps <= W // (k + 1))
+                                   & (pl.shared_bytes <= shared_max))
         pick = Signal(range(max(S, 2)))
         for k in reversed(range(S)):
             with m.If(fits[k]):
