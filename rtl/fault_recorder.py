@@ -194,10 +194,16 @@ class FaultRecorder(wiring.Component):
         m.d.sync += valid.eq(held & ~self.flush)
         m.d.comb += self.fault.valid.eq(valid)
 
+        # ``dead`` gathers the raising warps while a fault is held or a block runs: it is
+        # empty until the first fault (flush empties it with ``held``, but for a fault taken
+        # in the flush's cycle), so it needs no ``taken``, which waits on every source, the
+        # barrier's deadlock last
         with m.If(self.flush):
-            m.d.sync += [held.eq(0), dead_mem.eq(0), dead_ex1.eq(0)]
-        with m.Elif(held):
+            new_fault = ~held & self.running
+            m.d.sync += [held.eq(0), dead_mem.eq(Mux(new_fault, raised_mem, 0)),
+                         dead_ex1.eq(Mux(new_fault, raised_ex1, 0))]
+        with m.Elif(held | self.running):
             m.d.sync += [dead_mem.eq(dead_mem | raised_mem), dead_ex1.eq(dead_ex1 | raised_ex1)]
         with m.If(taken):
-            m.d.sync += [held.eq(1), dead_mem.eq(raised_mem), dead_ex1.eq(raised_ex1)]
+            m.d.sync += held.eq(1)
         return m
