@@ -256,9 +256,13 @@ class IssueSelect(wiring.Component):
 
             inc = self.store_sent & (self.store_sent_warp == w)
             dec_ = self.store_acked & (self.store_acked_warp == w)
-            stores_next = Signal.like(state[w].stores, name=f"w{w}_stores_next")
-            m.d.comb += stores_next.eq(state[w].stores + inc - dec_)
-            m.d.sync += [state[w].stores.eq(stores_next), stores_out[w].eq(stores_next != 0)]
+            stores = state[w].stores
+            # stores + inc - dec != 0, with the compares on the register and the late sent
+            # and acknowledged strobes choosing last (the count never wraps: the LSU's
+            # transaction FIFO bounds a core's outstanding stores far below 256)
+            m.d.sync += [stores.eq(stores + inc - dec_),
+                         stores_out[w].eq(Mux(inc == dec_, stores != 0,
+                                              Mux(inc, 1, stores != 1)))]
             with m.If(self.reset | self.reset_warps[w]):
                 m.d.sync += [state[w].long.eq(0), state[w].stores.eq(0), stores_out[w].eq(0)]
         return m
