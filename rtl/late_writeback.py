@@ -14,6 +14,9 @@ Issue stops for a waiting late write-back only when no bubble is already on its 
 reaches ``wb`` in a few cycles (and ``mem`` holding makes one at ``wb``).
 """
 
+import operator
+from functools import reduce
+
 from amaranth import Cat, Module, Mux
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
@@ -45,6 +48,11 @@ def reg_write_signature(warps: int, lanes: int) -> wiring.Signature:
                              "data": Out(data.ArrayLayout(32, lanes))})
 
 
+def _or_enabled(ports, field: str):
+    """``field`` of the one enabled port of ``ports`` (zero when none is)."""
+    return reduce(operator.or_, [Mux(p.en, getattr(p, field), 0) for p in ports])
+
+
 class LateWriteback(wiring.Component):
     """Write-port, retire-port and scoreboard-clear arbitration of ``wb``.
 
@@ -71,7 +79,7 @@ class LateWriteback(wiring.Component):
     (its values come later). ``wait``: a late write-back waits and ``bubble_coming`` is low,
     so ``is`` must issue nothing this cycle. ``retire.block`` is ``block``. ``clears``: the
     LSU's, the SFU's and the matrix unit's clear, each enabled only when its source is taken
-    (``clear`` is the one enabled, or none).
+    (``clear`` is the one enabled, or none: its ``warp`` and ``idx`` are zero then).
     """
 
     def __init__(self, warps: int, lanes: int):
@@ -122,16 +130,12 @@ class LateWriteback(wiring.Component):
                 (lwb_take & lwb.p.wr, lwb.p.warp, lwb.p.rd), (sfu_take & sfu.wr, sfu.warp, sfu.rd),
                 (mma_take, mx.warp, mx.rd)), strict=True):
             m.d.comb += [port.en.eq(en), port.warp.eq(warp), port.idx.eq(rd), port.pred.eq(0)]
-        m.d.comb += self.clear.pred.eq(0)
-        with m.If(lwb_take):
-            m.d.comb += [self.clear.en.eq(lwb.p.wr), self.clear.warp.eq(lwb.p.warp),
-                         self.clear.idx.eq(lwb.p.rd)]
-        with m.Elif(sfu_take):
-            m.d.comb += [self.clear.en.eq(sfu.wr), self.clear.warp.eq(sfu.warp),
-                         self.clear.idx.eq(sfu.rd)]
-        with m.Elif(mma_take):
-            m.d.comb += [self.clear.en.eq(1), self.clear.warp.eq(mx.warp),
-                         self.clear.idx.eq(mx.rd)]
+        # ``clear``: the one of ``clears`` enabled (at most one is), ORed rather than chosen
+        # again by the take order above
+        m.d.comb += [self.clear.en.eq(Cat(p.en for p in self.clears).any()),
+                     self.clear.warp.eq(_or_enabled(self.clears, "warp")),
+                     self.clear.idx.eq(_or_enabled(self.clears, "idx")),
+                     self.clear.pred.eq(0)]
 
         with m.If(z.valid & ~z.deferred):
             m.d.comb += [rt.valid.eq(1), rt.warp.eq(z.warp), rt.pc.eq(z.pc),

@@ -239,7 +239,8 @@ def test_predicate_file_against_model():
 
 
 def test_late_writeback_arbitration():
-    """wb first, then the LSU's late write-back, then the SFU; ``wait`` without a bubble."""
+    """wb first, then the LSU's late write-back, then the SFU, then the matrix unit;
+    ``wait`` without a bubble; ``clear`` is the taken source's clear, zero otherwise."""
     warps, lanes = 4, 4
     dut = LateWriteback(warps, lanes)
     rng = random.Random(21)
@@ -250,13 +251,15 @@ def test_late_writeback_arbitration():
             wr_reg, wr_pred = rng.random() < 0.7, rng.random() < 0.3
             lwb_valid, lwb_wr = rng.random() < 0.5, rng.random() < 0.8
             sfu_valid, sfu_wr, stale = rng.random() < 0.5, rng.random() < 0.8, rng.random() < 0.2
+            mma_valid, mma_retire = rng.random() < 0.5, rng.random() < 0.5
             bubble = rng.random() < 0.5
             src = {n: dict(warp=rng.randrange(warps), rd=rng.randrange(32),
                            exec=rng.getrandbits(lanes), pc=rng.getrandbits(32),
                            active=rng.getrandbits(lanes),
                            values=[rng.getrandbits(32) for _ in range(lanes)])
-                   for n in ("wb", "lwb", "sfu")}
-            ports = {"wb": dut.wb, "lwb": dut.lwb.p, "sfu": dut.sfu}
+                   for n in ("wb", "lwb", "sfu", "mma")}
+            src["mma"]["rd"] = rng.choice((0, rng.randrange(32)))  # r0: cleared, not written
+            ports = {"wb": dut.wb, "lwb": dut.lwb.p, "sfu": dut.sfu, "mma": dut.mma}
             for n, port in ports.items():
                 for k, v in src[n].items():
                     if k == "values":
@@ -268,6 +271,7 @@ def test_late_writeback_arbitration():
             _drive(ctx, dut.lwb, valid=lwb_valid)
             _drive(ctx, dut.lwb.p, wr=lwb_wr)
             _drive(ctx, dut.sfu, valid=sfu_valid, wr=sfu_wr, stale=stale)
+            _drive(ctx, dut.mma, valid=mma_valid, retire=mma_retire, retire_rd=src["mma"]["rd"])
             _drive(ctx, dut, bubble_coming=bubble)
 
             if wb_valid and not deferred:
@@ -278,24 +282,28 @@ def test_late_writeback_arbitration():
                 who, writes, retires = "lwb", lwb_wr, True
             elif sfu_valid:
                 who, writes, retires = "sfu", sfu_wr, not stale
+            elif mma_valid:
+                who, writes, retires = "mma", src["mma"]["rd"] != 0, mma_retire
             else:
                 who, writes, retires = None, False, False
             assert ctx.get(dut.lwb.ready) == (not wb_valid)
             assert ctx.get(dut.sfu_take) == (who == "sfu")
-            assert ctx.get(dut.wait) == ((lwb_valid or sfu_valid) and not bubble)
+            assert ctx.get(dut.mma_take) == (who == "mma")
+            assert ctx.get(dut.wait) == ((lwb_valid or sfu_valid or mma_valid) and not bubble)
             s = src[who] if who else None
             assert ctx.get(dut.rf.we) == (s["exec"] if writes else 0), step
             if writes:
                 assert (ctx.get(dut.rf.warp), ctx.get(dut.rf.rd)) == (s["warp"], s["rd"])
                 assert [ctx.get(dut.rf.data[l]) for l in range(lanes)] == s["values"]
-            late = who in ("lwb", "sfu")
-            assert ctx.get(dut.clear.en) == (late and writes)
-            if late and writes:
-                assert (ctx.get(dut.clear.warp), ctx.get(dut.clear.idx)) == (s["warp"], s["rd"])
-            for i, n in enumerate(("lwb", "sfu")):  # the per-source clears: the taken one's
+            # an mma's register clears even when it is r0 (nothing written)
+            clears = who in ("lwb", "sfu") and writes or who == "mma"
+            assert ctx.get(dut.clear.en) == clears
+            assert (ctx.get(dut.clear.warp), ctx.get(dut.clear.idx)) == (
+                (s["warp"], s["rd"]) if clears else (0, 0)), step
+            for i, n in enumerate(("lwb", "sfu", "mma")):  # per source: the taken one's
                 port = dut.clears[i]
-                assert ctx.get(port.en) == (who == n and writes), (step, n)
-                if who == n and writes:
+                assert ctx.get(port.en) == (who == n and clears), (step, n)
+                if who == n and clears:
                     assert (ctx.get(port.warp), ctx.get(port.idx)) == (s["warp"], s["rd"])
             assert ctx.get(dut.retire.valid) == retires
             if retires:
