@@ -158,13 +158,14 @@ class Sfu(wiring.Component):
 
         # -- control -----------------------------------------------------------------------
         step = Signal(range(SFU_LATENCY + 1))
-        sync = "sync"
+        sync, told = "sync", step  # ``told``: the counter that ``busy`` and ``done`` read
         if self.gated:
-            # A copy of ``step`` on the core clock says when the unit's clock must rise (a
-            # clock gated by a register of its own domain would be a combinational loop).
+            # A copy of ``step`` on the core clock says when the unit's clock must rise, and
+            # ``busy`` and ``done``: a register of the gated domain behind either would close
+            # a loop through the gate's clock (the SFU sequencer starts a pass at ``done``).
             live = Signal(range(SFU_LATENCY + 1))
             _count_steps(m, "sync", self.start, live)
-            sync = gated_domain(m, "sfu", self.start | (live != 0), reset=True)
+            sync, told = gated_domain(m, "sfu", self.start | (live != 0), reset=True), live
         _count_steps(m, sync, self.start, step)
         # The datapath's registers are reset_less: each is written in its step before it is
         # read, and a reset input on each would be one more LUT input in front of it.
@@ -175,8 +176,8 @@ class Sfu(wiring.Component):
             flushed = Mux(self.a[23:31] == 0, Cat(Const(0, 31), self.a[31]), self.a)
             m.d[sync] += [op.eq(self.op), a.eq(flushed)]
         m.d.comb += [
-            self.busy.eq((step != 0) & (step != SFU_LATENCY)),
-            self.done.eq(step == SFU_LATENCY),
+            self.busy.eq((told != 0) & (told != SFU_LATENCY)),
+            self.done.eq(told == SFU_LATENCY),
         ]
 
         # The function decoded at the start edge, one flag per function: a path that depends on
