@@ -7,7 +7,11 @@ Storage: one ``Memory`` of ``warps * depth`` entries ``(kind, pc, mask)``, writt
 every push and merge, plus a register copy of each warp's top entry so that push, merge and the
 first pop need no memory read. After a pop the new top is read back from the memory (one extra
 cycle, ``REFILL``); popping an entry whose mask has no live lane reads the next entry from
-memory (``POPMEM``). While the unit is busy (``ready`` low) ex1 holds a new control instruction.
+memory (``POPMEM``) when an entry under it has a live lane. Each entry keeps the OR of the masks
+under it (``below``), so a pop that would empty the stack of dead entries ends in the
+command's cycle: every fault and every finish is answered while the instruction is in ex1,
+where the core drops it (a fault's instruction leaves no trace) and the fault record names
+it. While the unit is busy (``ready`` low) ex1 holds a new control instruction.
 
 The memory's write is registered: a push or merge reaches it at the next edge, so the
 command's decisions (the stack pointer's compares, the merge test) end at flip-flops rather
@@ -20,7 +24,7 @@ more cycles later. ``done`` carries the warp's new ``pc``, ``active`` and ``live
 ``finished`` (the warp has no live lane and an empty stack), or a ``fault``.
 """
 
-from amaranth import Cat, Module, Signal
+from amaranth import Cat, Module, Mux, Signal
 from amaranth.lib import data, enum, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
@@ -42,7 +46,8 @@ class SimtOp(enum.Enum, shape=2):
 
 
 def entry_layout(lanes: int) -> data.StructLayout:
-    return data.StructLayout({"kind": StackKind, "pc": 32, "mask": lanes})
+    """A stack entry; ``below``: the OR of the masks of the entries under it."""
+    return data.StructLayout({"kind": StackKind, "pc": 32, "mask": lanes, "below": lanes})
 
 
 class SimtStack(wiring.Component):
@@ -165,14 +170,17 @@ class SimtStack(wiring.Component):
                     m.next = "REFILL"
                 with m.Else():
                     m.next = "IDLE"
-            with m.Elif(bottom):
+            with m.Elif((entry.below & live) == 0):  # (a bottom entry's ``below`` is 0)
+                # no entry under it has a live lane either: the pops would empty the stack,
+                # so it ends now, in the command's cycle, and a fault names the command
+                # while it is still in ex1
                 set_sp(w, 0)
                 with m.If(live == 0):
                     finish(w, live)
                 with m.Else():
                     fault(w, FaultCause.STACK_UNDERFLOW)
                 m.next = "IDLE"
-            with m.Else():  # empty entry: pop again from memory
+            with m.Else():  # empty entry, a live one under it: pop again from memory
                 m.d.comb += [rd.en.eq(1), rd.addr.eq(addr(w, sp_after - 1))]
                 m.d.sync += [b_warp.eq(w), b_live.eq(live), b_sp.eq(sp_after - 1)]
                 m.next = "POPMEM"
@@ -187,6 +195,7 @@ class SimtStack(wiring.Component):
                 pop(w, top_cur, sp_cur - 1, sp_cur == 1, live)
 
         def push(w, entry, back):
+            m.d.comb += entry.below.eq(Mux(sp_cur == 0, 0, top_cur.mask | top_cur.below))
             with m.If(sp_cur == depth):
                 fault(w, FaultCause.STACK_OVERFLOW)
             with m.Else():

@@ -152,3 +152,41 @@ def test_second_warps_fault_is_precise_too():
     # and warp 1 got as far as the bar: both warps retired every instruction before it
     before = sorted((x["warp"], x["pc"]) for x in rtl.retired)
     assert before == [(w, pc) for w in (0, 1) for pc in range(0, ref.pc, 4)]
+
+
+def test_underflow_after_dead_entries_names_the_exit():
+    """Warp 0's lanes 2 and 3 push two SYNC entries and exit while lanes 0 and 1, live, are
+    on no entry (their DIV entry was popped by the ``sync`` at T): the exit pops two entries
+    without a live lane and underflows. The record names the exit, its warp and lanes as the
+    ISS does, and the exit does not retire, though warp 1's instructions follow it into ex1.
+    (When the pops went on reading the stack's memory a cycle per entry, the exit had left
+    ex1 and retired by the fault's cycle, and the record named warp 1's instruction in ex1.)"""
+    body = """s2r r1, tid.x
+        movi r2, 4
+        isetp.lt p0, r1, r2
+        andi r3, r1, 3
+        movi r4, 2
+        isetp.lt p1, r3, r4
+   @!p0 bra other
+   @p1  bra T
+        ssy A
+        ssy B
+        exit
+T:      sync
+A:      exit
+B:      exit
+other:  addi r5, r0, 1
+        addi r5, r5, 1
+        addi r5, r5, 1
+        addi r5, r5, 1"""
+    src = (f"        .kernel k\n        .param out, ptr\n        {body}\n        exit\n"
+           "        .end\n")
+    launch, rtl, ref = faulting_run(src, 8, FaultCause.STACK_UNDERFLOW, trace_retire=True,
+                                    after_fault=40)
+    assert (rtl.fault["warp"], rtl.fault["lanes"], rtl.fault["instr"]) == \
+        (ref.warp, ref.lane_mask, int.from_bytes(launch.code[ref.pc:ref.pc + 4], "little"))
+    assert ref.warp == 0 and ref.lane_mask == 0b1100
+    # warp 0 in program order: to the bra T (0x1c), the sync at T (0x2c), then lanes 2 and
+    # 3's two ssy; the exit (0x28) faults and does not retire
+    warp0 = [x["pc"] for x in rtl.retired if x["warp"] == 0]
+    assert warp0 == [*range(0, 0x20, 4), 0x2c, 0x20, 0x24] and ref.pc == 0x28

@@ -329,8 +329,8 @@ DIV_KIND, SYNC_KIND = "DIV", "SYNC"
 class SimtStackModel:
     """ssy/bra/sync/exit as docs/execution-model.md defines them, with the unit's timing: a
     command is answered in the cycle it is accepted unless it pops an entry with no live lane
-    and entries remain (one more cycle per such entry); after a pop that leaves entries on the
-    stack the unit is busy (``ready`` low) for one cycle."""
+    and an entry under it has one (one more cycle per entry popped from memory); after a pop
+    that leaves entries on the stack the unit is busy (``ready`` low) for one cycle."""
 
     def __init__(self, warps: int, lanes: int, depth: int):
         self.warps, self.lanes, self.depth = warps, lanes, depth
@@ -351,7 +351,8 @@ class SimtStackModel:
         if mask & live:
             out.update(done=1, done_warp=w, new_pc=pc, new_active=mask & live, new_live=live)
             self.state = "REFILL" if left else "IDLE"
-        elif not left:
+        elif not any(m & live for _k, _pc, m in self.stacks[w]):
+            self.stacks[w].clear()  # every entry left is dead: the pops would empty it
             self._empty(out, w, live)
             self.state = "IDLE"
         else:
