@@ -25,7 +25,8 @@ from .compare import Mismatch, compare_memory, compare_traces, retire_to_trace
 from .launch import PARAM_ADDR, IssRun, KernelLaunch, run_iss
 from .toolchain import BUILD_ROOT, Build, build, run_cocotb, waves_format
 
-__all__ = ["RtlRun", "build_harness", "check_launches", "rtl_config", "run_rtl", "run_uvm"]
+__all__ = ["RtlRun", "build_harness", "check_launches", "compare_faulting", "rtl_config",
+           "run_rtl", "run_uvm"]
 
 SIM_MEMORY_BYTES = 1 << 20
 """Device memory of verification builds: 1 MiB keeps the Verilog and the model small."""
@@ -139,16 +140,47 @@ def check_one(cfg: RtlConfig, launch: KernelLaunch, golden: IssRun, rtl: RtlRun
     if got_fault is None:
         mm = compare_traces(launch, golden.trace, rtl.trace, cfg.lanes)
     else:
-        # A fault stops the launch with younger instructions of other warps not retired on
-        # one side or the other: compare what both retired (test_fault checks that the
-        # faulting warp lost nothing older).
-        mm = compare_traces(launch, *common_part(golden.trace, rtl.trace), cfg.lanes)
+        mm = compare_faulting(launch, golden, rtl.trace, cfg.lanes)
     if mm is not None:
         return Mismatch(f"{head}: {mm}")
     if got_fault is None:
         mm = compare_memory(launch, golden.buffers, rtl.buffers)
         if mm is not None:
             return Mismatch(f"{head}: {mm}")
+    return None
+
+
+def compare_faulting(launch: KernelLaunch, golden: IssRun, got: list[dict], lanes: int
+                     ) -> Mismatch | None:
+    """The retire traces of a launch that faulted on both sides (``golden.fault``).
+
+    Faults are precise: the faulting warp retires on the RTL exactly what it retired on the
+    ISS, everything older than the fault and nothing younger. The ISS stops the whole grid
+    at the fault; the other warps may have gone further or less far on the RTL (a scheduling
+    choice), so for them only the instructions both retired are compared."""
+    from simtgpu.sim.trace import per_warp
+
+    from .compare import EXTRA_PC
+
+    f = golden.fault
+    want_lines, got_lines = common_part(golden.trace, got)
+    keep = [i for i, (w, g) in enumerate(zip(want_lines, got_lines, strict=True))
+            if w["pc"] != EXTRA_PC or (tuple(g["block"]), g["warp"]) == (tuple(f.block), f.warp)]
+    mm = compare_traces(launch, [want_lines[i] for i in keep], [got_lines[i] for i in keep],
+                        lanes)
+    if mm is not None:
+        return mm
+    # nothing older is lost (the ISS lines the RTL did not retire are not compared above)
+    key = (*f.block, f.warp)
+    want_pcs, got_pcs = (sorted(t["pc"] for t in per_warp(tr).get(key, []))
+                         for tr in (golden.trace, got))
+    if want_pcs != got_pcs:
+        missing = sorted(set(want_pcs) - set(got_pcs))
+        return Mismatch(f"block ({f.block[0]},{f.block[1]},{f.block[2]}) warp {f.warp}, the "
+                        f"faulting warp, retired {len(got_pcs)} instructions before its fault "
+                        f"on the rtl, {len(want_pcs)} on the ISS"
+                        + (f"; the first missing one is at pc {missing[0]:#x}" if missing
+                           else ""))
     return None
 
 
@@ -232,6 +264,7 @@ def _run_job(bld: Build, test_module: str, job: dict, results_name: str, run_nam
 def reproduce_command(cfg: RtlConfig, launch: KernelLaunch) -> str:
     """A one-line shell command that reruns this launch alone (with a waveform)."""
     if launch.seed is not None:
+        faults = " --faults" if "fault_" in (launch.note or "") else ""
         return (f"SIMTGPU_WAVES=fst .venv/bin/python -m simtgpu.verification.regress "
-                f"--config {cfg.name} --seed {launch.seed} --count 1")
+                f"--config {cfg.name} --seed {launch.seed} --count 1{faults}")
     return f"SIMTGPU_WAVES=fst .venv/bin/pytest -q tests/rtl -k '{launch.name}'"

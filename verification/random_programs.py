@@ -31,6 +31,7 @@ the whole architectural state of every thread that did not exit.
 from __future__ import annotations
 
 import random
+import re
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -40,7 +41,7 @@ from simtgpu.isa.instructions import ATOMIC_OPS, HALF2_OPS, HALF_FORMATS
 from .fp_vectors import fp_operands, int_operands
 from .launch import KernelLaunch, launch_from_asm
 
-__all__ = ["GenOptions", "RandomProgram", "generate", "random_launch"]
+__all__ = ["FAULT_KINDS", "GenOptions", "RandomProgram", "generate", "random_launch"]
 
 DATA = [f"r{i}" for i in range(8, 20)]
 DPRED = [f"p{i}" for i in range(5)]
@@ -91,6 +92,29 @@ class GenOptions:
     half: bool = True  # fp16/bf16 conversions in place of half the int/float conversions
     mma: bool = True  # whole-warp mma between the top-level statements of full-warp blocks
     max_blocks: int = 3
+    fault: bool = False  # one thread's faulting instruction injected (see FAULT_KINDS)
+
+
+FAULT_KINDS: dict[str, list[str]] = {
+    # what one thread (``p5``) runs; an entry whose text ends in ":" is a label
+    "store_out_of_range": ["@p5 stg [r0+16], r0"],
+    "load_misaligned": ["@p5 ldg r24, [r3+2]"],
+    "shared_out_of_range": ["movi r24, {shared}", "@p5 lds r24, [r24]"],  # the first word past
+    "param_out_of_range": ["@p5 ldparam r24, 12"],
+    "atomic_misaligned": ["addi r24, r6, 2", "@p5 atom.add r0, [r24], r8"],
+    "illegal": ["ssy fz_j", "@!p5 bra fz_e", ".word 0", "sync", "fz_e:", "sync", "fz_j:"],
+    "divergent_bar": ["ssy fz_j", "@!p5 bra fz_e", "bar", "sync", "fz_e:", "sync", "fz_j:"],
+    "exit_one": ["@p5 exit"],  # a later mma or bar of its warp faults
+    "sync_alone": ["ssy fz_j", "@!p5 bra fz_e", "sync", "sync", "fz_e:", "sync", "fz_j:"],
+    # no ssy: the thread's sync pops its warp's DIV entry and the thread is on no entry, so
+    # its warp's last exit (or an enclosing sync) finds it live: STACK_UNDERFLOW, or it
+    # rejoins at an enclosing if's end
+    "lane_lost": ["@!p5 bra fz_e", "sync", "fz_e:"],
+}
+"""Faults :class:`GenOptions` ``fault`` injects: memory faults of each kind in ``mem``, an
+illegal word at issue, a divergent ``bar`` in ex1, and control flow that leaves one lane
+out of a warp (a later ``mma`` or ``bar`` may fault, or the stack underflow) or pops the
+stack an extra time."""
 
 
 @dataclass
@@ -107,6 +131,7 @@ class RandomProgram:
 
 class _Gen:
     def __init__(self, seed: int, lanes: int, warps: int, opts: GenOptions):
+        self.seed = seed
         self.r = random.Random(seed)
         # a second stream decides the half-precision forms, so the main stream (and with it
         # every program generated before they existed) stays the same
@@ -467,6 +492,7 @@ class _Gen:
         n_sh_atom = self.wpb * 2
         table = 4 * (SH_WORDS * self.tpb + n_sh_atom)  # read-only table of 2 * tpb words
         shared = table + 8 * self.tpb
+        self.shared = shared
         head = ["        .kernel rnd", "        .param in, ptr", "        .param out, ptr",
                 "        .param atom, ptr", f"        .shared {shared}"]
         self.emit("s2r r4, tid")
@@ -514,6 +540,7 @@ class _Gen:
         self.emit(f"sts [r24], r{8 + r.randrange(12)}")
         if self.tpb > 1:
             self.emit("bar")  # every shared slot is initialised before anyone reads it
+        body = len(self.lines)
         nstmts = r.randint(self.opts.min_stmts, self.opts.max_stmts)
         for _ in range(nstmts):
             self.stmt(0, False)
@@ -524,7 +551,28 @@ class _Gen:
             self.emit(f"ori r24, r24, {1 << k}", f"@{p}")
         self.emit(f"stg {self._out_addr(OUT_SLOTS - 1)}, r24")
         self.emit("exit")
+        if self.opts.fault:
+            self._inject_fault(body)
         return "\n".join(head + self.lines + ["        .end", ""])
+
+    def _inject_fault(self, body: int) -> None:
+        """One of FAULT_KINDS, executed by one thread of the grid (global id ``k``, which may
+        have exited or be on the other side of a branch there: then nothing faults), before
+        a body instruction that writes ``r24`` without reading it (so ``r24`` is free) and
+        guarded by ``p5`` (an if-condition's, written right before each use). One thread:
+        only its warp faults, so which fault comes first is not a scheduling choice. From
+        a stream of its own: the program around it is the one ``seed`` gives without."""
+        fr = random.Random(self.seed ^ 0xFA17)
+        spots = [i for i in range(body, len(self.lines))
+                 if re.fullmatch(r"\s+\w[\w.]* r24, [^\[]*", self.lines[i])
+                 and "r24" not in self.lines[i].split(",", 1)[1]]
+        kind = fr.choice(sorted(FAULT_KINDS))
+        k = fr.randrange(self.total)
+        at = fr.choice(spots)  # the epilogue's ``movi r24, 0`` is always one
+        code = ["movi r24, {k}", "isetp.eq p5, r1, r24", *FAULT_KINDS[kind]]
+        text = [line.format(k=k, shared=self.shared) for line in code]
+        self.lines[at:at] = [t if t.endswith(":") else f"       {t}" for t in text]
+        self.features.add(f"fault_{kind}")
 
 
 def generate(seed: int, lanes: int, warps: int, opts: GenOptions | None = None

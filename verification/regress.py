@@ -26,7 +26,7 @@ from simtgpu.arch.config import MEMORY_SETTINGS
 
 from .coverage import CoverageModel
 from .launch import run_iss
-from .random_programs import random_launch
+from .random_programs import GenOptions, random_launch
 
 __all__ = ["BatchProgress", "RegressResult", "iss_reproduce_command", "main", "run_random",
            "summary"]
@@ -74,11 +74,14 @@ def run_random(config: str, seed: int, count: int, batch: int = 25,
                coverage: CoverageModel | None = None, iss_only: bool = False,
                run_name: str | None = None, memory: str | None = None,
                progress: Callable[[int, int], None] | None = None,
-               l1: bool | None = None, l2: bool | None = None) -> RegressResult:
+               l1: bool | None = None, l2: bool | None = None,
+               faults: bool = False) -> RegressResult:
     """Programs ``seed .. seed+count-1`` for configuration ``config``, with the DRAM model at
     setting ``memory`` (default ``ideal``; docs/memory-system.md) and each core's L1 on
     (``l1`` True: the configuration's default cache), off (False) or as configured (None),
-    and the shared L2 likewise (``l2``);
+    and the shared L2 likewise (``l2``); with ``faults``, each program has one thread's
+    faulting instruction injected (random_programs.FAULT_KINDS) and the fault record is
+    compared too;
     ``progress(programs done, failures so far)`` is called after each batch."""
     from .harness import check_launches, rtl_config
 
@@ -90,11 +93,12 @@ def run_random(config: str, seed: int, count: int, batch: int = 25,
     t0 = time.perf_counter()
     for first in range(seed, seed + count, batch):
         seeds = range(first, min(first + batch, seed + count))
-        launches = [random_launch(s, cfg.lanes, cfg.warps) for s in seeds]
+        opts = GenOptions(fault=True) if faults else None
+        launches = [random_launch(s, cfg.lanes, cfg.warps, opts) for s in seeds]
         if iss_only:
             for ln in launches:
                 gold = run_iss(ln, cfg.lanes, cfg.sim_memory_bytes, cfg.stack_depth, cfg.cores)
-                if gold.fault is not None:
+                if gold.fault is not None and not faults:
                     res.failures.append(f"seed {ln.seed}: the ISS faulted on a random program "
                                         f"({gold.fault}); the generator made an invalid one"
                                         f"\n  reproduce: "
@@ -121,7 +125,7 @@ def run_random(config: str, seed: int, count: int, batch: int = 25,
 def _run_config(config: str, seed: int, count: int, batch: int, iss_only: bool,
                 coverage: CoverageModel | None = None,
                 memory: str | None = None,
-                l1: bool | None = None, l2: bool | None = None
+                l1: bool | None = None, l2: bool | None = None, faults: bool = False
                 ) -> tuple[RegressResult, str]:
     """One configuration's share of a regression (in a worker process when parallel): its
     result and its coverage report."""
@@ -129,7 +133,7 @@ def _run_config(config: str, seed: int, count: int, batch: int, iss_only: bool,
     label = f"regress {config}{' (ISS only)' if iss_only else ''}"
     res = run_random(config, seed, count, batch, cov, iss_only,
                      run_name=f"regress_{config}", memory=memory,
-                     progress=BatchProgress(label, count), l1=l1, l2=l2)
+                     progress=BatchProgress(label, count), l1=l1, l2=l2, faults=faults)
     return res, cov.report(f"Functional coverage of the random regression ({config})")
 
 
@@ -172,6 +176,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--l2", choices=("on", "off"), default=None,
                    help="the shared L2 in the RTL runs (default: as the configuration says; "
                    "docs/memory-system.md)")
+    p.add_argument("--faults", action="store_true",
+                   help="inject one thread's faulting instruction into each program and "
+                   "compare the fault records too (docs/verification.md)")
     p.add_argument("--jobs", "-j", default="1",
                    help="configurations run in parallel processes (a number or 'auto'; "
                    "default 1, which also merges their coverage into one report)")
@@ -196,12 +203,14 @@ def main(argv: list[str] | None = None) -> int:
         cov = CoverageModel()
         for config in configs:
             results[config], _ = _run_config(config, args.seed, args.count, args.batch,
-                                             args.iss_only, cov, args.memory, l1, l2)
+                                             args.iss_only, cov, args.memory, l1, l2,
+                                             args.faults)
         reports.append(cov.report("Functional coverage of the random regression"))
     else:
         with ProcessPoolExecutor(jobs) as pool:
             futures = {c: pool.submit(_run_config, c, args.seed, args.count, args.batch,
-                                      args.iss_only, None, args.memory, l1, l2)
+                                      args.iss_only, None, args.memory, l1, l2,
+                                      args.faults)
                        for c in configs}
             for config, fut in futures.items():
                 results[config], report = fut.result()

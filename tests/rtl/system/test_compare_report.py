@@ -1,6 +1,7 @@
-"""What a step-and-compare failure says when the RTL retired an instruction that the ISS did
-not, because the ISS stopped the launch at a fault first. Nothing here needs the RTL: the
-RTL trace is the ISS's with one line added."""
+"""What a step-and-compare of a faulting launch reports: an instruction the faulting warp
+retired on the RTL and not on the ISS, an older one it lost, a value that differs; and what
+it leaves alone: another warp that went further than on the ISS, which stops the grid at the
+fault. Nothing here needs the RTL: the RTL trace is the ISS's, edited."""
 
 from __future__ import annotations
 
@@ -39,10 +40,30 @@ def test_an_extra_line_after_the_fault_is_named_as_such():
     assert gold.fault is not None and gold.fault.warp == 0 and gold.fault.pc == 16
     # the same lines retire on both: nothing to report
     assert check_one(cfg, launch, gold, _Rtl(list(gold.trace), gold.fault)) is None
-    # warp 1's bar retires on the RTL too
-    last = next(t for t in reversed(gold.trace) if t["warp"] == 1)
-    extra = {**last, "pc": 16}
-    mm = check_one(cfg, launch, gold, _Rtl([*gold.trace, extra], gold.fault))
+    # the faulting warp's bar retires on the RTL: faults are precise, so it is named
+    last = next(t for t in reversed(gold.trace) if t["warp"] == 0)
+    mm = check_one(cfg, launch, gold, _Rtl([*gold.trace, {**last, "pc": 16}], gold.fault))
     assert mm is not None
-    assert "warp 1, instruction 4: the rtl retired pc 0x10 `bar`, which the ISS did not " \
+    assert "warp 0, instruction 4: the rtl retired pc 0x10 `bar`, which the ISS did not " \
            "retire before the launch's fault" in str(mm), str(mm)
+
+
+def test_other_warps_are_compared_where_both_retired():
+    """The ISS stops the grid at the first fault: another warp that went further on the RTL
+    is a scheduling choice (its extra lines are not compared), but a line both retired with
+    a different value is named, and so is an older line of the faulting warp the RTL lost."""
+    cfg = rtl_config("tiny")
+    launch = launch_from_asm(SRC, "k", (1,), (2 * cfg.lanes,), [0])
+    gold = run_iss(launch, cfg.lanes, cfg.sim_memory_bytes)
+    w1 = [i for i, t in enumerate(gold.trace) if t["warp"] == 1]
+    ahead = {**gold.trace[w1[-1]], "pc": 20}  # warp 1 went on to its exit
+    assert check_one(cfg, launch, gold, _Rtl([*gold.trace, ahead], gold.fault)) is None
+    wrong = [dict(t) for t in gold.trace]
+    wrong[w1[0]]["values"] = [v ^ 1 for v in wrong[w1[0]]["values"]]
+    mm = check_one(cfg, launch, gold, _Rtl(wrong, gold.fault))
+    assert mm is not None and "warp 1, instruction 0" in str(mm), str(mm)
+    w0 = [i for i, t in enumerate(gold.trace) if t["warp"] == 0]
+    lost = [t for i, t in enumerate(gold.trace) if i != w0[-1]]
+    mm = check_one(cfg, launch, gold, _Rtl(lost, gold.fault))
+    assert mm is not None and "the faulting warp, retired 3 instructions" in str(mm) \
+        and "missing one is at pc 0xc" in str(mm), str(mm)

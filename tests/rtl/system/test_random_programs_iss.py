@@ -1,13 +1,13 @@
-"""The random-program generator against the ISS: programs are valid (never fault), are
-reproducible from their seed, exercise every feature, and the coverage model sees every
-opcode. Runs without Verilator."""
+"""The random-program generator against the ISS: programs are valid (never fault, unless a
+fault is injected on purpose), are reproducible from their seed, exercise every feature,
+and the coverage model sees every opcode. Runs without Verilator."""
 
 from __future__ import annotations
 
 import pytest
 from simtgpu.verification.coverage import CoverageModel, fp_class, int_class, mask_class
 from simtgpu.verification.launch import run_iss
-from simtgpu.verification.random_programs import generate, random_launch
+from simtgpu.verification.random_programs import GenOptions, generate, random_launch
 
 SHAPES = [(4, 2), (8, 4), (32, 8)]
 
@@ -58,3 +58,27 @@ def test_generator_leaves_out_exactly_what_the_rtl_lacks():
     from simtgpu.verification.random_programs import NOT_GENERATED
 
     assert NOT_GENERATED == ABSENT_INSTRUCTIONS
+
+
+def test_injected_faults_reach_every_cause():
+    """``GenOptions(fault=True)``: one thread's faulting code is injected into the program
+    its seed gives (the rest unchanged); over a few dozen seeds the ISS raises every fault
+    a kernel can raise in one warp, and some programs do not fault (the thread is gone or on
+    the other side of a branch)."""
+    causes = set()
+    unfaulted = 0
+    for seed in range(80):
+        plain = generate(seed, 4, 2).source.splitlines()
+        launch = random_launch(seed, 4, 2, GenOptions(fault=True))
+        lines = launch.source.splitlines()
+        added = len(lines) - len(plain)
+        at = lines.index("       isetp.eq p5, r1, r24") - 1  # after "movi r24, <thread>"
+        assert lines[:at] + lines[at + added:] == plain, f"seed {seed}: more than an insertion"
+        run = run_iss(launch, 4, 1 << 20)
+        if run.fault is None:
+            unfaulted += 1
+        else:
+            causes.add(run.fault.cause.name)
+    assert causes >= {"OUT_OF_RANGE", "MISALIGNED", "ILLEGAL_INSTRUCTION", "DIVERGENT_BARRIER",
+                      "DIVERGENT_MMA", "STACK_UNDERFLOW"}, causes
+    assert 0 < unfaulted < 40

@@ -10,10 +10,8 @@ from __future__ import annotations
 import pytest
 from rtl_common import CONFIGS
 from simtgpu.arch.config import l1_default, l2_default
-from simtgpu.sim.trace import per_warp
-from simtgpu.verification.compare import EXTRA_PC, compare_traces
 from simtgpu.verification.directed import ALL_GROUPS, fault_launches
-from simtgpu.verification.harness import check_launches, common_part, rtl_config
+from simtgpu.verification.harness import check_launches, compare_faulting, rtl_config
 
 
 def _launches(cfg, groups=tuple(ALL_GROUPS)):
@@ -155,24 +153,10 @@ def test_fault(config, name):
     assert gold.fault is not None and gold.fault.cause == cause, \
         f"{name}: the ISS gives {gold.fault}, the kernel was written for {cause.name}"
     assert rtl.fault_cause == cause, f"{name}: rtl fault {rtl.fault_cause}, expected {cause}"
-    want_lines, got_lines = common_part(gold.trace, rtl.trace)
-    # Faults are precise: nothing younger than the fault retires on the RTL either. Other
-    # warps (other resident blocks) may have gone further than on the ISS, which stops the
-    # whole grid at the fault: their extra lines are a scheduling choice.
-    f = gold.fault
-    keep = [i for i, (w, g) in enumerate(zip(want_lines, got_lines, strict=True))
-            if w["pc"] != EXTRA_PC or (tuple(g["block"]), g["warp"]) == (tuple(f.block), f.warp)]
-    want_lines = [want_lines[i] for i in keep]
-    got_lines = [got_lines[i] for i in keep]
-    mm = compare_traces(ln, want_lines, got_lines, cfg.lanes)
-    assert mm is None, mm
-    # ... and nothing older is lost: the faulting warp retired on the RTL every instruction
-    # it retired on the ISS (the lines the RTL did not retire are not compared above)
-    key = (*f.block, f.warp)
-    pcs = [sorted(t["pc"] for t in per_warp(tr).get(key, [])) for tr in (gold.trace, rtl.trace)]
-    assert pcs[0] == pcs[1], f"{name}: the faulting warp retired pcs {[hex(p) for p in pcs[0]]} " \
-        f"on the ISS, {[hex(p) for p in pcs[1]]} on the rtl"
-    r = rtl.regs
+    # precise for the faulting warp, what both retired for the others (compare_faulting)
+    mm = compare_faulting(ln, gold, rtl.trace, cfg.lanes)
+    assert mm is None, f"{name}: {mm}"
+    r, f = rtl.regs, gold.fault
     got = (r["FAULT_PC"], r["FAULT_WARP"], r["FAULT_LANES"],
            (r["FAULT_BLOCK_X"], r["FAULT_BLOCK_Y"], r["FAULT_BLOCK_Z"]))
     want = (f.pc, f.warp, f.lane_mask, tuple(f.block))

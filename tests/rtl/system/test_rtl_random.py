@@ -47,6 +47,20 @@ def test_regress(request, config):
         "\n".join(res.failures[:10])
 
 
+def test_random_programs_with_faults():
+    """Step-and-compare of random programs with one thread's fault injected (out-of-range
+    and misaligned accesses, an illegal word, a divergent ``bar``, a lane left out of its
+    warp): the fault record (cause, pc, warp, lanes, block) is the ISS's, the faulting warp
+    retires exactly what it retired on the ISS, the others agree where both retired.
+    ``python -m simtgpu.verification.regress --faults`` (``make regress FAULTS=1``) runs the
+    long version."""
+    res = run_random("tiny", RANDOM_SEED + 9000, BATCH, batch=BATCH, faults=True,
+                     run_name="random_tiny_faults")
+    assert res.programs == BATCH
+    assert not res.failures, f"{len(res.failures)} of {BATCH} programs differ:\n" + \
+        "\n".join(res.failures[:5])
+
+
 @pytest.mark.parametrize("config", CONFIGS)
 def test_random_programs_l1(config):
     """Step-and-compare with each core's L1 on (its own model build): hits, misses, merges and
