@@ -20,6 +20,7 @@ import numpy as np
 from simtgpu.arch.config import CONFIGS, MEMORY_SETTINGS
 from simtgpu.driver_model.argspec import ArgSpec, parse_arg, parse_print
 from simtgpu.driver_model.errors import DriverError
+from simtgpu.isa import FaultCause
 from simtgpu.isa.abi import LOCAL_PARAM
 
 
@@ -129,6 +130,8 @@ def fault_report(fault: Any) -> str:
     r = fault.record
     bx, by, bz = r.block
     lanes = [i for i in range(32) if r.lane_mask >> i & 1]
+    if r.cause is FaultCause.WATCHDOG and not lanes:  # a launch stopped, no instruction
+        return f"kernel fault: {r.cause.name}\n  detail      {r.detail}"
     lines = [
         f"kernel fault: {r.cause.name}",
         f"  pc          0x{r.pc:04x}  {r.instruction}",

@@ -196,6 +196,18 @@ class RtlBackend(Backend):
         for i in range(0, len(code), 4):
             self._imem[(base + i) // 4] = int.from_bytes(code[i:i + 4], "little")
 
+    def fault_detail(self) -> str:
+        # the launch watchdog of the host interface stops a launch, not an instruction: its
+        # record names none (FAULT_LANES 0), which the driver's report says
+        from simtgpu.isa import FaultCause
+
+        if self.mmio_read(Mmio.FAULT_CAUSE) == FaultCause.WATCHDOG \
+                and self.mmio_read(Mmio.FAULT_LANES) == 0:
+            return (f"the launch ran longer than the device's watchdog of "
+                    f"{self.sim.cfg.watchdog_cycles:,} cycles (RtlConfig.watchdog_cycles); "
+                    "no instruction is named")
+        return ""
+
     def run_until_idle(self) -> None:
         left = self.max_cycles
         timeline = self.timeline

@@ -576,11 +576,15 @@ class Device:
         except ValueError:
             raise DriverError(f"backend {b.name} reported a fault with unknown cause "
                               f"{regs[Mmio.FAULT_CAUSE]} at pc {pc:#x} in {what}") from None
+        # a record with no lane names no instruction (the RTL's launch watchdog): nothing
+        # to disassemble at its pc 0
+        named = regs[Mmio.FAULT_LANES] != 0 or cause is not FaultCause.WATCHDOG
         record = FaultRecord(
             cause=cause,
             block=(regs[Mmio.FAULT_BLOCK_X], regs[Mmio.FAULT_BLOCK_Y], regs[Mmio.FAULT_BLOCK_Z]),
             warp=regs[Mmio.FAULT_WARP], lane_mask=regs[Mmio.FAULT_LANES], pc=pc,
-            instruction=_disassemble(regs[Mmio.FAULT_INSTR], pc, self._module_at(pc)),
+            instruction=(_disassemble(regs[Mmio.FAULT_INSTR], pc, self._module_at(pc))
+                         if named else ""),
             detail="; ".join(s for s in (f"in {what}", detail, later.lstrip("; ")) if s),
             core=regs[Mmio.FAULT_CORE])
         raise KernelFault(record)

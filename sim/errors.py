@@ -27,7 +27,8 @@ class FaultRecord:
     """What stopped a kernel: where (block, warp, lanes, PC), why, and the instruction.
 
     ``lane_mask`` has bit ``l`` set for each lane ``l`` that caused the fault (for barrier
-    deadlocks and the watchdog: the warp's active lanes). ``instruction`` is the disassembly
+    deadlocks and the watchdog: the warp's active lanes; none for the RTL's launch watchdog,
+    which stops a launch and names no instruction). ``instruction`` is the disassembly
     of the word at ``pc`` (empty when the PC is outside the code). ``detail`` says more in
     words, for example the offending address.
     """
@@ -42,6 +43,8 @@ class FaultRecord:
     core: int = 0
 
     def __str__(self) -> str:
+        if self.cause is FaultCause.WATCHDOG and not self.lane_mask:  # a launch, no instruction
+            return f"fault: {self.cause.name}: {self.detail}"
         bx, by, bz = self.block
         text = f" ({self.instruction})" if self.instruction else ""
         out = (f"fault: {self.cause.name} at pc 0x{self.pc:04x}{text} block ({bx},{by},{bz}) "

@@ -277,3 +277,24 @@ def test_million_mma_tiles():
     with Device(backend="rtl", config="small") as d:
         r = check_mma_tiles(d, 1_000_000)
     assert r["mismatches"] == 0, r["first"]
+
+
+def test_launch_watchdog_names_no_instruction(dev, capsys):
+    """A kernel that never ends runs into the host interface's launch watchdog (2**24 cycles
+    on ``tiny``), which stops the launch rather than an instruction: the record names none,
+    and the report says so instead of disassembling the zero word at pc 0 (it had printed
+    ``pc 0x0000 .word 0x00000000 ; illegal instruction`` with an empty lane mask). The device
+    is usable afterwards."""
+    from simtgpu.cli.run_cmd import fault_report
+    from simtgpu.isa import FaultCause
+
+    k = dev.load_module(".kernel spin\nL:  addi r1, r1, 1\n    bra L\n.end\n").kernel("spin")
+    with pytest.raises(KernelFault) as e:
+        dev.launch(k, grid=1, block=4)
+    rec = e.value.record
+    assert rec.cause is FaultCause.WATCHDOG and rec.lane_mask == 0 and rec.instruction == ""
+    assert "watchdog of 16,777,216 cycles" in rec.detail
+    report = fault_report(e.value)
+    assert "pc" not in report and "illegal" not in report and "16,777,216 cycles" in report
+    assert str(e.value).startswith("fault: WATCHDOG: in spin(); the launch ran longer")
+    test_vector_add_and_counters(dev)
