@@ -230,9 +230,12 @@ def run(args: argparse.Namespace) -> int:
     out = sys.stderr if args.json else sys.stdout  # with --json, stdout is the JSON alone
     dev = Device(backend=args.backend, config=args.config, **options)
     try:
-        return _run_on(dev, args, specs, prints, grid, block, out)
+        rc = _run_on(dev, args, specs, prints, grid, block, out)
     finally:
         dev.close()  # the RTL model finishes its waveform as it exits
+    if args.waves:
+        print(f"waveform: {args.waves} (docs/waveforms.md)", file=out)
+    return rc
 
 
 def _run_on(dev: Any, args: argparse.Namespace, specs: list[ArgSpec], prints: list,

@@ -115,6 +115,14 @@ class RtlBackend(Backend):
                 fmt = wave_format(wave_path)
             except SimtgpuError as e:
                 raise DriverError(f"--waves: {e}") from None
+            # the model's tracer cannot say that it failed to open the file: try it first
+            try:
+                wave_path.parent.mkdir(parents=True, exist_ok=True)
+                with open(wave_path, "ab"):
+                    pass
+            except OSError as e:
+                raise DriverError(f"--waves {wave_path}: cannot write it "
+                                  f"({e.strerror or e})") from None
         self._trace: Any = None
         self._retire_file: Path | None = None
         self._imem: dict[int, int] = {}  # word address -> instruction word (for `op`)
@@ -123,7 +131,6 @@ class RtlBackend(Backend):
             if sim is not None and memory is not None:
                 sim.set_memory_timing(config.memory_timing)
             if wave_path is not None:
-                wave_path.parent.mkdir(parents=True, exist_ok=True)
                 self.sim.trace(wave_path)
         except VerilatorError as e:
             raise DriverError(f"the rtl backend could not start: {e}") from None

@@ -51,6 +51,8 @@ def test_every_tool_command_runs_as_printed(tmp_path, monkeypatch) -> None:
             continue
         rc, out = run_command(cmd, tmp_path)
         assert rc == 0, f"README.md:{line}: {cmd}\nexit status {rc}\n{out}"
+        if " --waves " in cmd:  # the run says where its waveform went
+            assert "waveform: build/run.fst" in out, out
         ran += 1
     assert ran >= 8
     assert (tmp_path / "build" / "run.fst").stat().st_size > 0  # the RTL run's waveform

@@ -298,3 +298,12 @@ def test_launch_watchdog_names_no_instruction(dev, capsys):
     assert "pc" not in report and "illegal" not in report and "16,777,216 cycles" in report
     assert str(e.value).startswith("fault: WATCHDOG: in spin(); the launch ran longer")
     test_vector_add_and_counters(dev)
+
+
+def test_an_unwritable_waveform_is_refused_before_the_run(tmp_path):
+    """The model's tracer cannot report a file it failed to open (the run had ended with
+    rc 0 and no waveform): the backend tries the path first and names it."""
+    blocker = tmp_path / "a_file"
+    blocker.write_text("")
+    with pytest.raises(DriverError, match=r"--waves .*a_file/w\.fst: cannot write it"):
+        Device(backend="rtl", config="tiny", waves=blocker / "w.fst")
