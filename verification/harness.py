@@ -264,7 +264,8 @@ def _run_job(bld: Build, test_module: str, job: dict, results_name: str, run_nam
 def reproduce_command(cfg: RtlConfig, launch: KernelLaunch) -> str:
     """A one-line shell command that reruns this launch alone (with a waveform)."""
     if launch.seed is not None:
-        faults = " --faults" if "fault_" in (launch.note or "") else ""
+        note = launch.note or ""
+        flags = (" --faults" if "fault_" in note else "") + (" --wild" if "wild" in note else "")
         return (f"SIMTGPU_WAVES=fst .venv/bin/python -m simtgpu.verification.regress "
-                f"--config {cfg.name} --seed {launch.seed} --count 1{faults}")
+                f"--config {cfg.name} --seed {launch.seed} --count 1{flags}")
     return f"SIMTGPU_WAVES=fst .venv/bin/pytest -q tests/rtl -k '{launch.name}'"

@@ -41,7 +41,7 @@ from simtgpu.isa.instructions import ATOMIC_OPS, HALF2_OPS, HALF_FORMATS
 from .fp_vectors import fp_operands, int_operands
 from .launch import KernelLaunch, launch_from_asm
 
-__all__ = ["FAULT_KINDS", "GenOptions", "RandomProgram", "generate", "random_launch"]
+__all__ = ["FAULT_KINDS", "WILD_EDITS", "GenOptions", "RandomProgram", "generate", "random_launch"]
 
 DATA = [f"r{i}" for i in range(8, 20)]
 DPRED = [f"p{i}" for i in range(5)]
@@ -93,6 +93,7 @@ class GenOptions:
     mma: bool = True  # whole-warp mma between the top-level statements of full-warp blocks
     max_blocks: int = 3
     fault: bool = False  # one thread's faulting instruction injected (see FAULT_KINDS)
+    wild: bool = False  # one to three control-flow edits outside these rules (see WILD_EDITS)
 
 
 FAULT_KINDS: dict[str, list[str]] = {
@@ -115,6 +116,12 @@ FAULT_KINDS: dict[str, list[str]] = {
 illegal word at issue, a divergent ``bar`` in ex1, and control flow that leaves one lane
 out of a warp (a later ``mma`` or ``bar`` may fault, or the stack underflow) or pops the
 stack an extra time."""
+
+WILD_EDITS = ("delete ssy", "delete sync", "double sync", "invert a forward branch's guard",
+              "insert exit", "insert bar", "insert sync")
+"""The control-flow edits of :class:`GenOptions` ``wild``: programs outside the generator's
+rules, for launches of one warp (so which of its faults comes first is no scheduling
+choice)."""
 
 
 @dataclass
@@ -553,7 +560,51 @@ class _Gen:
         self.emit("exit")
         if self.opts.fault:
             self._inject_fault(body)
+        if self.opts.wild:
+            self._edit_control(body)
         return "\n".join(head + self.lines + ["        .end", ""])
+
+    def _edit_control(self, body: int) -> None:
+        """One to three of WILD_EDITS at random places of the body, from a stream of its own.
+        A program edited so is outside the rules above: it may diverge without ``ssy``, pop
+        the stack too often or too rarely, ``bar`` in divergent code, or not terminate
+        (run it on the ISS with a budget first, as ``regress --wild`` does)."""
+        er = random.Random(self.seed ^ 0xED17)
+        self.features.add("wild")
+        for _ in range(er.randint(1, 3)):
+            edit = er.choice(WILD_EDITS)
+            spots = [i for i in range(body, len(self.lines) - 1)
+                     if not self.lines[i].endswith(":")]
+            if edit in ("delete ssy", "delete sync", "double sync"):
+                word = edit.split()[1]
+                spots = [i for i in spots if self.lines[i].split()[0] == word]
+            elif edit == "invert a forward branch's guard":
+                spots = [i for i in spots if self._forward_branch(i)]
+            if not spots:
+                continue
+            at = er.choice(spots)
+            line = self.lines[at]
+            if edit.startswith("delete"):
+                del self.lines[at]
+            elif edit == "double sync":
+                self.lines.insert(at, line)
+            elif edit == "invert a forward branch's guard":
+                guard, rest = line.split(None, 1)
+                guard = "@" + guard[2:] if guard.startswith("@!") else "@!" + guard[1:]
+                self.lines[at] = f"{guard:>6} {rest}"
+            else:  # insert an exit guarded by a data predicate, a bar or a sync
+                text = {"insert exit": f"{'@' + er.choice(DPRED):>6} exit",
+                        "insert bar": "       bar", "insert sync": "       sync"}[edit]
+                self.lines.insert(at, text)
+            self.features.add("wild_" + edit.replace(" ", "_").replace("'", ""))
+
+    def _forward_branch(self, i: int) -> bool:
+        """Line ``i`` is a guarded ``bra`` to a label further down (inverting a loop's back
+        branch would make the loop run until its counter wraps)."""
+        parts = self.lines[i].split()
+        if len(parts) != 3 or parts[1] != "bra" or not parts[0].startswith("@"):
+            return False
+        return f"{parts[2]}:" in self.lines[i + 1:]
 
     def _inject_fault(self, body: int) -> None:
         """One of FAULT_KINDS, executed by one thread of the grid (global id ``k``, which may

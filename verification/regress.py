@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import TextIO
 
 from simtgpu.arch.config import MEMORY_SETTINGS
+from simtgpu.isa import FaultCause
 
 from .coverage import CoverageModel
 from .launch import run_iss
@@ -32,6 +33,11 @@ __all__ = ["BatchProgress", "RegressResult", "iss_reproduce_command", "main", "r
            "summary"]
 
 
+WILD_BUDGET = 100_000
+"""Warp-instructions an edited (``--wild``) program may take on the ISS; one that does not end
+by then may never end (an edit can send a warp back over its own code) and is left out."""
+
+
 @dataclass
 class RegressResult:
     programs: int = 0
@@ -39,6 +45,7 @@ class RegressResult:
     rtl_cycles: int = 0
     warp_instructions: int = 0
     seconds: float = 0.0
+    endless: int = 0  # wild programs left out: they ran out of the ISS's budget
 
 
 class BatchProgress:
@@ -75,13 +82,16 @@ def run_random(config: str, seed: int, count: int, batch: int = 25,
                run_name: str | None = None, memory: str | None = None,
                progress: Callable[[int, int], None] | None = None,
                l1: bool | None = None, l2: bool | None = None,
-               faults: bool = False) -> RegressResult:
+               faults: bool = False, wild: bool = False) -> RegressResult:
     """Programs ``seed .. seed+count-1`` for configuration ``config``, with the DRAM model at
     setting ``memory`` (default ``ideal``; docs/memory-system.md) and each core's L1 on
     (``l1`` True: the configuration's default cache), off (False) or as configured (None),
     and the shared L2 likewise (``l2``); with ``faults``, each program has one thread's
     faulting instruction injected (random_programs.FAULT_KINDS) and the fault record is
-    compared too;
+    compared too; with ``wild``, each program has control-flow edits outside the generator's
+    rules (random_programs.WILD_EDITS) and runs as one block of one warp, and a program that
+    does not end within WILD_BUDGET warp-instructions on the ISS is left out (counted in
+    ``endless``);
     ``progress(programs done, failures so far)`` is called after each batch."""
     from .harness import check_launches, rtl_config
 
@@ -93,12 +103,22 @@ def run_random(config: str, seed: int, count: int, batch: int = 25,
     t0 = time.perf_counter()
     for first in range(seed, seed + count, batch):
         seeds = range(first, min(first + batch, seed + count))
-        opts = GenOptions(fault=True) if faults else None
-        launches = [random_launch(s, cfg.lanes, cfg.warps, opts) for s in seeds]
+        opts = GenOptions(fault=faults, wild=wild)
+        if wild:
+            opts.max_blocks = 1  # with one warp: no scheduling choice among its faults
+        launches = [random_launch(s, cfg.lanes, 1 if wild else cfg.warps, opts) for s in seeds]
+        if wild:
+            ends = [run_iss(ln, cfg.lanes, cfg.sim_memory_bytes, cfg.stack_depth, cfg.cores,
+                            trace=False, instruction_budget=WILD_BUDGET) for ln in launches]
+            kept = [ln for ln, g in zip(launches, ends, strict=True)
+                    if g.fault is None or g.fault.cause is not FaultCause.WATCHDOG]
+            res.endless += len(launches) - len(kept)
+            res.programs += len(launches) - len(kept)
+            launches = kept
         if iss_only:
             for ln in launches:
                 gold = run_iss(ln, cfg.lanes, cfg.sim_memory_bytes, cfg.stack_depth, cfg.cores)
-                if gold.fault is not None and not faults:
+                if gold.fault is not None and not (faults or wild):
                     res.failures.append(f"seed {ln.seed}: the ISS faulted on a random program "
                                         f"({gold.fault}); the generator made an invalid one"
                                         f"\n  reproduce: "
@@ -106,7 +126,7 @@ def run_random(config: str, seed: int, count: int, batch: int = 25,
                 if coverage is not None:
                     coverage.sample(ln, gold.trace, cfg.lanes)
                 res.warp_instructions += len(gold.trace)
-        else:
+        elif launches:
             name = run_name or f"random_{config}"
             failures, runs, goldens = check_launches(cfg, launches, f"{name}_{first}")
             res.failures += failures
@@ -125,15 +145,16 @@ def run_random(config: str, seed: int, count: int, batch: int = 25,
 def _run_config(config: str, seed: int, count: int, batch: int, iss_only: bool,
                 coverage: CoverageModel | None = None,
                 memory: str | None = None,
-                l1: bool | None = None, l2: bool | None = None, faults: bool = False
-                ) -> tuple[RegressResult, str]:
+                l1: bool | None = None, l2: bool | None = None, faults: bool = False,
+                wild: bool = False) -> tuple[RegressResult, str]:
     """One configuration's share of a regression (in a worker process when parallel): its
     result and its coverage report."""
     cov = coverage if coverage is not None else CoverageModel(f"regress_{config}")
     label = f"regress {config}{' (ISS only)' if iss_only else ''}"
     res = run_random(config, seed, count, batch, cov, iss_only,
                      run_name=f"regress_{config}", memory=memory,
-                     progress=BatchProgress(label, count), l1=l1, l2=l2, faults=faults)
+                     progress=BatchProgress(label, count), l1=l1, l2=l2, faults=faults,
+                     wild=wild)
     return res, cov.report(f"Functional coverage of the random regression ({config})")
 
 
@@ -143,6 +164,8 @@ def summary(results: dict[str, RegressResult], seed: int) -> str:
     lines = ["", f"== regression summary (seed {seed}) =="]
     for config, r in results.items():
         rate = f", {r.rtl_cycles:,} RTL cycles" if r.rtl_cycles else ""
+        if r.endless:
+            rate += f" ({r.endless} edited programs left out: no end within the ISS's budget)"
         lines.append(f"{config}: {r.programs:,} programs, {r.warp_instructions:,} "
                      f"warp-instructions, {len(r.failures)} failures, {r.seconds:.1f} s{rate}")
     total = sum(r.programs for r in results.values())
@@ -179,6 +202,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--faults", action="store_true",
                    help="inject one thread's faulting instruction into each program and "
                    "compare the fault records too (docs/verification.md)")
+    p.add_argument("--wild", action="store_true",
+                   help="edit each program's control flow outside the generator's rules and "
+                   "run it as one block of one warp (docs/verification.md)")
     p.add_argument("--jobs", "-j", default="1",
                    help="configurations run in parallel processes (a number or 'auto'; "
                    "default 1, which also merges their coverage into one report)")
@@ -204,13 +230,13 @@ def main(argv: list[str] | None = None) -> int:
         for config in configs:
             results[config], _ = _run_config(config, args.seed, args.count, args.batch,
                                              args.iss_only, cov, args.memory, l1, l2,
-                                             args.faults)
+                                             args.faults, args.wild)
         reports.append(cov.report("Functional coverage of the random regression"))
     else:
         with ProcessPoolExecutor(jobs) as pool:
             futures = {c: pool.submit(_run_config, c, args.seed, args.count, args.batch,
                                       args.iss_only, None, args.memory, l1, l2,
-                                      args.faults)
+                                      args.faults, args.wild)
                        for c in configs}
             for config, fut in futures.items():
                 results[config], report = fut.result()

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from simtgpu.verification.coverage import CoverageModel, fp_class, int_class, mask_class
 from simtgpu.verification.launch import run_iss
-from simtgpu.verification.random_programs import GenOptions, generate, random_launch
+from simtgpu.verification.random_programs import WILD_EDITS, GenOptions, generate, random_launch
 
 SHAPES = [(4, 2), (8, 4), (32, 8)]
 
@@ -82,3 +82,23 @@ def test_injected_faults_reach_every_cause():
     assert causes >= {"OUT_OF_RANGE", "MISALIGNED", "ILLEGAL_INSTRUCTION", "DIVERGENT_BARRIER",
                       "DIVERGENT_MMA", "STACK_UNDERFLOW"}, causes
     assert 0 < unfaulted < 40
+
+
+def test_wild_programs_leave_the_rules_in_one_warp():
+    """``GenOptions(wild=True)``: control-flow edits outside the generator's rules (a deleted
+    or doubled ``ssy``/``sync``, an inverted forward branch, an inserted ``exit``, ``bar`` or
+    ``sync``), each program in one block of one warp. On the ISS some still end normally and
+    others underflow the stack or reach ``bar`` diverged; a seed gives one program."""
+    opts = GenOptions(wild=True)
+    opts.max_blocks = 1
+    outcomes, edits = set(), set()
+    for seed in range(60):
+        launch = random_launch(seed, 4, 1, opts)
+        assert launch.grid == (1, 1, 1) and launch.block[0] * launch.block[1] <= 4
+        assert launch.source != random_launch(seed, 4, 1).source
+        edits |= {f for f in launch.note.split(",") if f.startswith("wild_")}
+        run = run_iss(launch, 4, 1 << 20, trace=False, instruction_budget=100_000)
+        outcomes.add(run.fault.cause.name if run.fault else None)
+    assert random_launch(3, 4, 1, opts).source == random_launch(3, 4, 1, opts).source
+    assert len(edits) == len(WILD_EDITS), edits
+    assert {None, "STACK_UNDERFLOW", "DIVERGENT_BARRIER"} <= outcomes, outcomes

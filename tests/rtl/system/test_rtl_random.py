@@ -61,6 +61,18 @@ def test_random_programs_with_faults():
         "\n".join(res.failures[:5])
 
 
+def test_random_programs_wild():
+    """Step-and-compare of random programs whose control flow is edited outside the
+    generator's rules (random_programs.WILD_EDITS), one warp each: stack underflows and
+    overflows, pops of dead entries, ``bar`` in divergent code, exits anywhere. ``python -m
+    simtgpu.verification.regress --wild`` (``make regress WILD=1``) runs the long version."""
+    res = run_random("tiny", RANDOM_SEED + 9500, BATCH, batch=BATCH, wild=True,
+                     run_name="random_tiny_wild")
+    assert res.programs == BATCH
+    assert not res.failures, f"{len(res.failures)} of {BATCH} programs differ:\n" + \
+        "\n".join(res.failures[:5])
+
+
 @pytest.mark.parametrize("config", CONFIGS)
 def test_random_programs_l1(config):
     """Step-and-compare with each core's L1 on (its own model build): hits, misses, merges and
