@@ -1083,7 +1083,8 @@ class Core(wiring.Component):
         pipe_busy = (sch_if.valid | if_id.valid | skid.valid | is_rr.valid | rr_ex1.valid
                      | ex1_ex2.valid | ex2_mem.valid | mem_wb.valid | sfu.busy | mx.busy)
         mem_idle = lsu.idle & req_buf.idle
-        m.d.comb += [self.drained.eq(~pipe_busy & mem_idle & stack.ready),
+        # (a fault record being written is not final yet: rtl/fault_recorder.py)
+        m.d.comb += [self.drained.eq(~pipe_busy & mem_idle & stack.ready & ~fr.settling),
                      drained_core.eq(self.drained)]
         m.d.comb += self.busy.eq((slot_busy != 0) | pipe_busy | ~mem_idle)
         # a warp is quiet with nothing of it in a stage register and no global access out

@@ -4,7 +4,11 @@ Faults are raised by four stages and units; when several are raised in the same 
 oldest instruction's wins: ``mem`` (the LSU: misaligned or out-of-range access), then ``ex1``
 (a SIMT stack fault, then a divergent ``bar`` or ``mma``), then the barrier unit (deadlock or
 watchdog), then ``is`` (illegal instruction, fetch past the code). Once a fault is recorded the core
-fetches and issues nothing more, and later faults are left out of the record.
+fetches and issues nothing more, and later faults are left out of the record, but for one
+kind: a fault of the recorded warp from an older stage (``mem`` after an ``ex1``, barrier or
+``is`` fault; ``ex1`` after a barrier or ``is`` fault). It is an older instruction's, still on
+its way when the younger one faulted, the one the ISS meets first, and it replaces the
+record. The record is final when the core has drained (``settling`` is low).
 
 Faults are precise for every warp that raises one, not only the recorded one, and in both
 directions: what is older than the faulting instruction completes, what is younger (and the
@@ -72,8 +76,10 @@ class FaultRecorder(wiring.Component):
     Cycle by cycle: while ``running`` and no fault is held, the first source in the order
     above that raises one is recorded (with ``block``): ``stop`` rises in the next cycle
     (the core fetches and issues nothing more) and ``fault.valid`` with the record one
-    cycle later; they stay high and the record unchanged until ``flush`` clears them (a
-    fault raised in the flush cycle is still recorded). From the first fault until ``flush``
+    cycle later; they stay high until ``flush`` clears them (a fault raised in the flush
+    cycle is still recorded), and the record stays as it is unless the recorded warp
+    raises a fault in an older stage (above), which replaces it at the next edge but one
+    (``settling``: the record is rewritten at the next edge). From the first fault until ``flush``
     (while ``running`` or a fault is held): ``dead`` holds, from the next cycle, each warp
     that raised a fault in ``mem``; ``kill`` holds each warp that raises or raised one in
     ``mem`` or ``ex1``, already in the cycle it is raised.
@@ -96,6 +102,7 @@ class FaultRecorder(wiring.Component):
             "issue": In(fault_source_signature(warps, lanes, valid=1, pc_fault=1)),
             "fault": Out(fault_signature(lanes)),
             "stop": Out(1),
+            "settling": Out(1),
             "dead": Out(warps),
             "kill": Out(warps),
         })
@@ -169,13 +176,34 @@ class FaultRecorder(wiring.Component):
         }
         iss_pc_fault_q = Signal()
         m.d.sync += iss_pc_fault_q.eq(iss.pc_fault)
-        taken = ~held & self.running & raised.any()
-        first_q, taken_q = Signal(len(raised)), Signal()
-        # lowest set bit: the oldest instruction's source (each bit and the bits below it, not
-        # ``raised & -raised``, whose carry chain sits behind the sources' late answers)
-        m.d.sync += [first_q.eq(Cat(raised[k] & ~raised[:k].any() for k in range(len(raised)))),
-                     taken_q.eq(taken)]
+        # An older instruction of the recorded warp may still be on its way when a younger one
+        # faults in ex1 (the one in ex2 has yet to reach mem) or at issue (those between is
+        # and mem): its fault comes later but is the one the ISS meets first, so it replaces
+        # the record. Any later fault of that warp in mem or ex1 is an older instruction's:
+        # the younger ones are dropped. The record's source rank (mem 0, ex1 1, barrier 2,
+        # issue 3) and warp as they stand this cycle (being written from the captures, or
+        # held):
+        rank_q, taken_q = Signal(range(4)), Signal()
+        first_q = Signal(len(raised))
+        cur_rank, cur_warp = Signal(range(4)), Signal.like(rec.warp)
         chosen = Signal(rec.shape())
+        first_rank = Mux(first_q[0], 0, Mux(first_q[1:4].any(), 1, Mux(first_q[4], 2, 3)))
+        m.d.comb += [cur_rank.eq(Mux(taken_q, first_rank, rank_q)),
+                     cur_warp.eq(Mux(taken_q, chosen.warp, record.warp))]
+        older = Signal(len(raised))
+        ex1_older = (cur_rank > 1) & (ex1.warp == cur_warp)
+        m.d.comb += older.eq(Cat(self.mem.valid & (cur_rank > 0) & (self.mem.warp == cur_warp),
+                                 raised[1:4] & ex1_older.replicate(3)))
+        eligible = Mux(held, older, raised)
+        taken = (~held & self.running & raised.any()) | (held & ~self.flush & older.any())
+        # lowest set bit: the oldest instruction's source (each bit and the bits below it, not
+        # ``eligible & -eligible``, whose carry chain sits behind the sources' late answers)
+        m.d.sync += [first_q.eq(Cat(eligible[k] & ~eligible[:k].any()
+                                    for k in range(len(raised)))),
+                     taken_q.eq(taken)]
+        with m.If(taken_q):
+            m.d.sync += rank_q.eq(first_rank)
+        m.d.comb += self.settling.eq(taken_q)
         for name, (cause, warp, lanes, pc, word) in captures.items():
             cap = Signal(rec.shape(), name=f"{name}_fault")
             m.d.sync += [cap.cause.eq(cause), cap.warp.eq(warp), cap.lane_mask.eq(lanes),

@@ -327,8 +327,8 @@ class HostInterface(wiring.Component):
             with m.If(self.core_fault[i].valid):
                 m.d.comb += fault_core.eq(i)
 
-        def latch_core_fault():
-            with m.Switch(fault_core):
+        def latch_core_fault(core):
+            with m.Switch(core):
                 for i in range(cfg.cores):
                     with m.Case(i):
                         r = self.core_fault[i].record
@@ -409,7 +409,7 @@ class HostInterface(wiring.Component):
             with m.Case(CpState.RUN):
                 m.d.sync += watchdog.eq(watchdog + 1)
                 with m.If(any_fault):
-                    latch_core_fault()
+                    latch_core_fault(fault_core)
                     m.d.sync += [fault.eq(1), state.eq(CpState.HALT), watchdog.eq(0)]
                     m.d.comb += self.disp_abort.eq(1)
                 with m.Elif(watchdog >= cfg.watchdog_cycles):
@@ -450,6 +450,12 @@ class HostInterface(wiring.Component):
                 m.d.sync += watchdog.eq(watchdog + 1)
                 with m.If(self.drained | (watchdog >= cfg.drain_timeout_cycles)):
                     m.d.sync += state.eq(CpState.FLUSH)
+                    # the faulting core's record once it has drained: an older instruction
+                    # of the faulting warp, still in flight at the first fault, may have
+                    # replaced it with its own (rtl/fault_recorder.py)
+                    with m.If(fault & ~write_clear & Cat(
+                            f.valid for f in self.core_fault).bit_select(f_core, 1)):
+                        latch_core_fault(f_core)
 
             with m.Case(CpState.FLUSH):
                 m.d.comb += [self.core_halt.eq(1), self.core_flush.eq(1)]

@@ -444,6 +444,15 @@ j:""", FaultCause.DIVERGENT_BARRIER)
     k("stack_overflow", "\n".join(f"        ssy     z{i}" for i in range(17))
       + "\n" + "\n".join(f"z{i}:" for i in range(17)), FaultCause.STACK_OVERFLOW)
     k("stack_underflow", "        sync", FaultCause.STACK_UNDERFLOW)
+    # an older instruction faults in mem after a younger one of its warp has faulted in ex1
+    # or at issue: the older one's fault is the record (and nothing between retires)
+    k("store_then_underflow", "        movi    r8, 16\n        stg     [r8], r5\n        sync",
+      FaultCause.OUT_OF_RANGE)
+    k("load_then_illegal", """
+        addi    r8, r4, 2
+        ldg     r9, [r8]
+        addi    r20, r5, 1
+        .word   0xffffffff""", FaultCause.MISALIGNED)
     # past every configuration's instruction memory (64 KiB at most)
     k("pc_out_of_range", "        bra     past+65536\npast:",
       FaultCause.PC_OUT_OF_RANGE)

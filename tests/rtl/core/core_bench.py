@@ -218,7 +218,12 @@ def run_rtl(cfg: RtlConfig, launch: Launch, max_cycles: int = 20000,
             cycles += 1
             ctx.set(core.dispatch.valid, 0)
             while True:
-                if ctx.get(core.fault.valid) and result.fault is None:
+                if ctx.get(core.fault.valid) and after is None:
+                    result.cycles = cycles
+                    after = after_fault
+                # the record is final once the core has drained: an older instruction of
+                # the faulting warp still in flight may replace it (rtl/fault_recorder.py)
+                if after is not None and result.fault is None and ctx.get(core.drained):
                     rec = core.fault.record
                     result.fault = {
                         "cause": FaultCause(ctx.get(rec.cause).value),
@@ -226,10 +231,8 @@ def run_rtl(cfg: RtlConfig, launch: Launch, max_cycles: int = 20000,
                         "pc": ctx.get(rec.pc), "instr": ctx.get(rec.instr),
                         "block": (ctx.get(rec.block.x), ctx.get(rec.block.y),
                                   ctx.get(rec.block.z))}
-                    result.cycles = cycles
-                    after = after_fault
-                    if after <= 0:
-                        return
+                if result.fault is not None and after <= 0:
+                    return
                 if ctx.get(core.dispatch.block_done):
                     break
                 if trace_retire and ctx.get(core.retire.valid):
@@ -252,7 +255,7 @@ def run_rtl(cfg: RtlConfig, launch: Launch, max_cycles: int = 20000,
                 cycles += 1
                 if after is not None:
                     after -= 1
-                    if after <= 0:
+                    if after <= 0 and result.fault is not None:
                         return
                 assert cycles < max_cycles, "kernel did not finish"
         result.cycles = cycles

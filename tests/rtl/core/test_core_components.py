@@ -98,7 +98,10 @@ def test_fault_recorder_priority_and_hold():
     ``kill`` every warp whose instruction faults or faulted in mem or ex1 (in the same cycle
     too), recorded or not; an illegal head and a deadlock name none (nothing younger of
     their warp was issued). An issue fault's pc and word are those the port shows in the
-    cycle after it (the core's ``is_rr`` register then)."""
+    cycle after it (the core's ``is_rr`` register then). While a fault is held, a fault of
+    the recorded warp from an older stage (mem over ex1, a deadlock or an issue fault; ex1
+    over a deadlock or an issue fault) replaces the record from the next edge: it is an
+    older instruction's, still in flight when the younger one faulted."""
     warps, lanes = 4, 8
     dut = FaultRecorder(warps, lanes)
     rng = random.Random(3)
@@ -107,6 +110,8 @@ def test_fault_recorder_priority_and_hold():
 
     async def bench(ctx):
         held, record, dead, dead_ex1 = False, None, 0, 0
+        rank, upcoming = 0, None  # the recorded source's rank; a replacement, shown next
+        replaced = 0
         bar_at = [(0, 0)] * warps  # pc and word of each warp's last bar
         live = [rng.getrandbits(lanes) for _ in range(warps)]
         for w in range(warps):
@@ -163,28 +168,33 @@ def test_fault_recorder_priority_and_hold():
             assert ctx.get(dut.kill) == dead | dead_ex1 | now, step
             await ctx.tick()
 
-            new, new_is_issue = None, False
-            if raise_["mem"]:
-                new = (mem_cause, mem["warp"], mem["lanes"], mem["pc"], mem["word"])
-            elif raise_["stack"]:
-                new = (stack_cause, ex1["warp"], ex1["lanes"], ex1["pc"], ex1["word"])
+            ex1_new = None  # the first ex1 source's record
+            if raise_["stack"]:
+                ex1_new = (stack_cause, ex1["warp"], ex1["lanes"], ex1["pc"], ex1["word"])
             elif raise_["divergent"]:
-                new = (FaultCause.DIVERGENT_BARRIER, ex1["warp"], ex1["lanes"], ex1["pc"],
-                       ex1["word"])
+                ex1_new = (FaultCause.DIVERGENT_BARRIER, ex1["warp"], ex1["lanes"], ex1["pc"],
+                           ex1["word"])
             elif raise_["mma"]:
-                new = (FaultCause.DIVERGENT_MMA, ex1["warp"], ex1["lanes"], ex1["pc"],
-                       ex1["word"])
+                ex1_new = (FaultCause.DIVERGENT_MMA, ex1["warp"], ex1["lanes"], ex1["pc"],
+                           ex1["word"])
+            new, new_is_issue, new_rank = None, False, None
+            if raise_["mem"]:
+                new, new_rank = (mem_cause, mem["warp"], mem["lanes"], mem["pc"], mem["word"]), 0
+            elif ex1_new is not None:
+                new, new_rank = ex1_new, 1
             elif raise_["deadlock"]:
                 arrived = waiting | (1 << arrive_warp if arrive else 0)
                 first = next((w for w in range(warps) if arrived >> w & 1), 0)
                 pc, word = ((ex1["pc"], ex1["word"]) if arrive and arrive_warp == first
                             else bar_at[first])
-                new = (FaultCause.BARRIER_DEADLOCK, first, live[first], pc, word)
+                new, new_rank = (FaultCause.BARRIER_DEADLOCK, first, live[first], pc, word), 2
             elif raise_["issue"]:
-                new_is_issue = True  # its pc and word come in the next cycle (above)
+                new_is_issue, new_rank = True, 3  # its pc and word come in the next cycle
                 new = ((FaultCause.PC_OUT_OF_RANGE, iss["warp"], iss["lanes"], None, 0)
                        if pc_fault else
                        (FaultCause.ILLEGAL_INSTRUCTION, iss["warp"], iss["lanes"], None, None))
+            if upcoming is not None:  # the last edge wrote it
+                record, upcoming = upcoming, None
             was_held = held
             valid = held and not flush
             if flush:
@@ -192,13 +202,24 @@ def test_fault_recorder_priority_and_hold():
             elif was_held:
                 dead |= raised_mem
                 dead_ex1 |= raised_ex1
+                # a later fault of the recorded warp from an older source (mem over the
+                # others, ex1 over a deadlock or an issue fault) replaces the record, from
+                # the next edge
+                if raise_["mem"] and rank > 0 and mem["warp"] == record[1]:
+                    rank, replaced = 0, replaced + 1
+                    upcoming = (mem_cause.value, mem["warp"], mem["lanes"], mem["pc"],
+                                mem["word"])
+                elif ex1_new is not None and rank > 1 and ex1["warp"] == record[1]:
+                    rank, upcoming = 1, (ex1_new[0].value, *ex1_new[1:])
+                    replaced += 1
             if not was_held and running and new is not None:
-                held, record = True, (new[0].value, *new[1:])
+                held, record, rank = True, (new[0].value, *new[1:]), new_rank
                 dead, dead_ex1 = raised_mem, raised_ex1
                 if new_is_issue:
                     issue_taken = (new[0].value, new[1], new[2], pc_fault)
             if arrive:
                 bar_at[arrive_warp] = (ex1["pc"], ex1["word"])
+        assert replaced > 10, replaced
 
     _run(dut, bench)
 

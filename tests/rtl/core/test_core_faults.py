@@ -190,3 +190,36 @@ other:  addi r5, r0, 1
     # 3's two ssy; the exit (0x28) faults and does not retire
     warp0 = [x["pc"] for x in rtl.retired if x["warp"] == 0]
     assert warp0 == [*range(0, 0x20, 4), 0x2c, 0x20, 0x24] and ref.pc == 0x28
+
+
+OLDER_IN_FLIGHT = {
+    # (body, cause): the memory access faults in mem after the younger instruction behind
+    # it has faulted in ex1 or at issue
+    "store_then_illegal": ("movi r1, 16\n        stg [r1], r0\n        .word 0",
+                           FaultCause.OUT_OF_RANGE),
+    "store_then_underflow": ("movi r1, 16\n        stg [r1], r0\n        sync",
+                             FaultCause.OUT_OF_RANGE),
+    "load_then_illegal": ("ldparam r1, out\n        ldg r2, [r1+2]\n        .word 0",
+                          FaultCause.MISALIGNED),
+    "store_work_illegal": ("movi r1, 16\n        stg [r1], r0\n        addi r3, r3, 1\n"
+                           "        .word 0", FaultCause.OUT_OF_RANGE),
+    "store_then_divergent_bar": ("s2r r2, laneid\n        andi r2, r2, 1\n"
+                                 "        isetp.eq p0, r2, r0\n        movi r1, 16\n"
+                                 "   @p0  bra B\nB:      stg [r1], r0\n        bar",
+                                 FaultCause.OUT_OF_RANGE),
+}
+
+
+@pytest.mark.parametrize("case", sorted(OLDER_IN_FLIGHT))
+def test_an_older_fault_still_in_flight_wins(case):
+    """A younger instruction of the warp faults first in time (in ex1, or at issue), while an
+    older memory access is still on its way to mem; the ISS meets the older one first, so the
+    record is the older one's (it replaces the first), and nothing from it on retires. The
+    record used to keep the younger fault."""
+    body, cause = OLDER_IN_FLIGHT[case]
+    src = (f"        .kernel k\n        .param out, ptr\n        .shared 16\n        {body}\n"
+           "        exit\n        .end\n")
+    _, rtl, ref = faulting_run(src, 4, cause, trace_retire=True, after_fault=40)
+    assert (rtl.fault["warp"], rtl.fault["lanes"]) == (ref.warp, ref.lane_mask)
+    late = [x["pc"] for x in rtl.retired if x["pc"] >= ref.pc]
+    assert late == [], f"retired at or after the fault at pc {ref.pc:#x}: {late}"
