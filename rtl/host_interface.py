@@ -453,7 +453,7 @@ class HostInterface(wiring.Component):
                     # the faulting core's record once it has drained: an older instruction
                     # of the faulting warp, still in flight at the first fault, may have
                     # replaced it with its own (rtl/fault_recorder.py)
-                    with m.If(fault & ~write_clear & Cat(
+                    with m.If(fault & ~write_clear & (f_cause != FaultCause.WATCHDOG) & Cat(
                             f.valid for f in self.core_fault).bit_select(f_core, 1)):
                         latch_core_fault(f_core)
 
