@@ -266,6 +266,13 @@ def reproduce_command(cfg: RtlConfig, launch: KernelLaunch) -> str:
     if launch.seed is not None:
         note = launch.note or ""
         flags = (" --faults" if "fault_" in note else "") + (" --wild" if "wild" in note else "")
+        # and the run's memory setting and caches where they are not the configuration's own
+        memory, named = cfg.gpu.memory, rtl_config(cfg.name)
+        if memory is not None and memory.name != "ideal":
+            flags += f" --memory {memory.name}"
+        for level in ("l1", "l2"):
+            if getattr(cfg, level) != getattr(named, level):
+                flags += f" --{level} {'on' if getattr(cfg, level) else 'off'}"
         return (f"SIMTGPU_WAVES=fst .venv/bin/python -m simtgpu.verification.regress "
                 f"--config {cfg.name} --seed {launch.seed} --count 1{flags}")
     return f"SIMTGPU_WAVES=fst .venv/bin/pytest -q tests/rtl -k '{launch.name}'"

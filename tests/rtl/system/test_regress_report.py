@@ -92,3 +92,21 @@ def test_rtl_reproduce_command_regenerates_the_program(monkeypatch, capsys):
         capsys.readouterr()
         assert [ln.code for ln in captured] == [failing.code]
         assert [ln.buffers.keys() for ln in captured] == [failing.buffers.keys()]
+
+
+def test_rtl_reproduce_command_keeps_the_run_settings():
+    """A failure of a run with faults injected, wild edits, a memory setting or the caches
+    switched names them in its command, so the command regenerates the same program and
+    runs it the same way."""
+    from simtgpu.verification.random_programs import GenOptions
+
+    cfg = rtl_config("tiny")
+    plain = reproduce_command(cfg, random_launch(TARGET, cfg.lanes, cfg.warps))
+    assert plain.endswith(f"--seed {TARGET} --count 1")
+    opts = GenOptions(fault=True, wild=True)
+    edited = random_launch(TARGET, cfg.lanes, 1, opts)
+    slow = cfg.with_(memory=cfg.gpu.with_memory("realistic").memory).with_caches(False, False)
+    args = _argv(reproduce_command(slow, edited))
+    assert args[args.index("--memory") + 1] == "realistic"
+    assert args[args.index("--l1") + 1] == "off" and args[args.index("--l2") + 1] == "off"
+    assert "--faults" in args and "--wild" in args
