@@ -20,7 +20,6 @@ import numpy as np
 from simtgpu.arch.config import CONFIGS, MEMORY_SETTINGS
 from simtgpu.driver_model.argspec import ArgSpec, parse_arg, parse_print
 from simtgpu.driver_model.errors import DriverError
-from simtgpu.isa import FaultCause
 from simtgpu.isa.abi import LOCAL_PARAM
 
 
@@ -130,7 +129,7 @@ def fault_report(fault: Any) -> str:
     r = fault.record
     bx, by, bz = r.block
     lanes = [i for i in range(32) if r.lane_mask >> i & 1]
-    if r.cause is FaultCause.WATCHDOG and not lanes:  # a launch stopped, no instruction
+    if not r.names_an_instruction(r.cause, r.lane_mask):
         return f"kernel fault: {r.cause.name}\n  detail      {r.detail}"
     lines = [
         f"kernel fault: {r.cause.name}",

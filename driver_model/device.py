@@ -576,9 +576,7 @@ class Device:
         except ValueError:
             raise DriverError(f"backend {b.name} reported a fault with unknown cause "
                               f"{regs[Mmio.FAULT_CAUSE]} at pc {pc:#x} in {what}") from None
-        # a record with no lane names no instruction (the RTL's launch watchdog): nothing
-        # to disassemble at its pc 0
-        named = regs[Mmio.FAULT_LANES] != 0 or cause is not FaultCause.WATCHDOG
+        named = FaultRecord.names_an_instruction(cause, regs[Mmio.FAULT_LANES])
         record = FaultRecord(
             cause=cause,
             block=(regs[Mmio.FAULT_BLOCK_X], regs[Mmio.FAULT_BLOCK_Y], regs[Mmio.FAULT_BLOCK_Z]),

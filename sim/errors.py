@@ -42,8 +42,14 @@ class FaultRecord:
     detail: str = ""
     core: int = 0
 
+    @staticmethod
+    def names_an_instruction(cause: FaultCause, lane_mask: int) -> bool:
+        """False for the RTL's launch watchdog: it stops a launch, not a warp (no lane, no
+        instruction at its pc 0)."""
+        return bool(lane_mask) or cause is not FaultCause.WATCHDOG
+
     def __str__(self) -> str:
-        if self.cause is FaultCause.WATCHDOG and not self.lane_mask:  # a launch, no instruction
+        if not self.names_an_instruction(self.cause, self.lane_mask):
             return f"fault: {self.cause.name}: {self.detail}"
         bx, by, bz = self.block
         text = f" ({self.instruction})" if self.instruction else ""
