@@ -216,11 +216,14 @@ def common_part(want: list[dict], got: list[dict]) -> tuple[list[dict], list[dic
 
 
 def check_launches(cfg: RtlConfig, launches: list[KernelLaunch], run_name: str,
-                   max_cycles: int = 200_000) -> tuple[list[str], list[RtlRun], list[IssRun]]:
+                   max_cycles: int = 200_000, goldens: list[IssRun] | None = None
+                   ) -> tuple[list[str], list[RtlRun], list[IssRun]]:
     """Run ``launches`` on the RTL and the ISS and compare; returns (failure messages, RTL
-    runs, ISS runs). A failure message ends with the command that reproduces it."""
-    goldens = [run_iss(ln, cfg.lanes, cfg.sim_memory_bytes, cfg.stack_depth, cfg.cores)
-               for ln in launches]
+    runs, ISS runs). ``goldens``: the launches' traced ISS runs where the caller has them
+    already. A failure message ends with the command that reproduces it."""
+    if goldens is None:
+        goldens = [run_iss(ln, cfg.lanes, cfg.sim_memory_bytes, cfg.stack_depth, cfg.cores)
+                   for ln in launches]
     runs = run_rtl(cfg, launches, run_name, max_cycles=max_cycles)
     failures = []
     for ln, gold, rtl in zip(launches, goldens, runs, strict=True):

@@ -107,17 +107,20 @@ def run_random(config: str, seed: int, count: int, batch: int = 25,
         if wild:
             opts.max_blocks = 1  # with one warp: no scheduling choice among its faults
         launches = [random_launch(s, cfg.lanes, 1 if wild else cfg.warps, opts) for s in seeds]
+        goldens = None  # the wild programs' ISS runs, kept for the comparison
         if wild:
             ends = [run_iss(ln, cfg.lanes, cfg.sim_memory_bytes, cfg.stack_depth, cfg.cores,
-                            trace=False, instruction_budget=WILD_BUDGET) for ln in launches]
-            kept = [ln for ln, g in zip(launches, ends, strict=True)
+                            instruction_budget=WILD_BUDGET) for ln in launches]
+            kept = [(ln, g) for ln, g in zip(launches, ends, strict=True)
                     if g.fault is None or g.fault.cause is not FaultCause.WATCHDOG]
             res.endless += len(launches) - len(kept)
             res.programs += len(launches) - len(kept)
-            launches = kept
+            launches, goldens = [ln for ln, _ in kept], [g for _, g in kept]
         if iss_only:
-            for ln in launches:
-                gold = run_iss(ln, cfg.lanes, cfg.sim_memory_bytes, cfg.stack_depth, cfg.cores)
+            if goldens is None:
+                goldens = [run_iss(ln, cfg.lanes, cfg.sim_memory_bytes, cfg.stack_depth,
+                                   cfg.cores) for ln in launches]
+            for ln, gold in zip(launches, goldens, strict=True):
                 if gold.fault is not None and not (faults or wild):
                     res.failures.append(f"seed {ln.seed}: the ISS faulted on a random program "
                                         f"({gold.fault}); the generator made an invalid one"
@@ -128,7 +131,8 @@ def run_random(config: str, seed: int, count: int, batch: int = 25,
                 res.warp_instructions += len(gold.trace)
         elif launches:
             name = run_name or f"random_{config}"
-            failures, runs, goldens = check_launches(cfg, launches, f"{name}_{first}")
+            failures, runs, goldens = check_launches(cfg, launches, f"{name}_{first}",
+                                                     goldens=goldens)
             res.failures += failures
             for ln, rtl, gold in zip(launches, runs, goldens, strict=True):
                 res.rtl_cycles += rtl.cycles
