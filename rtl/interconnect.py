@@ -1,7 +1,10 @@
 """Memory interconnect: N initiator ports onto the GPU's one external memory port.
 
 Requests are arbitrated round-robin (the source granted last has the lowest priority next),
-so no core can starve another. The source index is put above the initiator's tag
+so no core can starve another. A request offered but not taken keeps its grant until it is
+taken: a stream's payload must stay put while it is valid, and the L2 performs an atomic over
+several cycles on the operands at its port (a grant that moved to another core's request
+mid-way mixed the two). The source index is put above the initiator's tag
 (``ext tag = source << tag_bits | tag``) and responses are routed back by it. The memory
 answers in request order, so every source sees its responses in its own request order.
 
@@ -12,7 +15,7 @@ memory traffic has drained (before a fence write or a flush).
 
 from __future__ import annotations
 
-from amaranth.hdl import Module, Signal
+from amaranth.hdl import Array, Module, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
@@ -68,7 +71,8 @@ class Interconnect(wiring.Component):
 
         # Round-robin: grant the first valid source after the one granted last.
         last = Signal(range(max(n, 2)), init=n - 1)
-        grant = Signal(range(max(n, 2)))
+        grant = Signal(range(max(n, 2)))  # round-robin's choice
+        chosen = Signal.like(grant)  # the source on the port: grant, or the one waiting
         any_valid = Signal()
         valids = [self.src[i].req.valid for i in range(n)]
         m.d.comb += any_valid.eq(sum(v << i for i, v in enumerate(valids)) != 0)
@@ -84,7 +88,15 @@ class Interconnect(wiring.Component):
 
         ext_req = self.ext.req
         m.d.comb += ext_req.valid.eq(any_valid)
-        with m.Switch(grant):
+        # the request that waited last cycle keeps the port (while its source still offers it)
+        waiting = Signal()
+        waiting_src = Signal.like(grant)
+        m.d.sync += [waiting.eq(ext_req.valid & ~ext_req.ready), waiting_src.eq(chosen)]
+        with m.If(waiting & Array(valids)[waiting_src]):
+            m.d.comb += chosen.eq(waiting_src)
+        with m.Else():
+            m.d.comb += chosen.eq(grant)
+        with m.Switch(chosen):
             for i in range(n):
                 with m.Case(i):
                     p = self.src[i].req.payload
@@ -102,7 +114,7 @@ class Interconnect(wiring.Component):
         req_fire = Signal()
         m.d.comb += req_fire.eq(ext_req.valid & ext_req.ready)
         with m.If(req_fire):
-            m.d.sync += last.eq(grant)
+            m.d.sync += last.eq(chosen)
 
         # Responses: route by the source field of the tag.
         ext_resp = self.ext.resp

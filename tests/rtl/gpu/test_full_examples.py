@@ -13,11 +13,16 @@ is not used for it). From scratch on the idle 2-core machine the build takes abo
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 from example_scripts import load_example
 from simtgpu.assembler.examples import EXAMPLES
+from simtgpu.driver_model.device import Device
 from simtgpu.driver_model.device_array import DeviceArray
+
+KERNELS = Path(__file__).parent
 
 CASES = [
     ("vector_add", ["--size", "3001"]),
@@ -59,3 +64,47 @@ def test_example_on_full_rtl_is_bit_identical_to_the_iss(monkeypatch, capsys, na
         assert a.dtype == b.dtype and a.shape == b.shape
         bad = np.flatnonzero(a.reshape(-1).view(np.uint8) != b.reshape(-1).view(np.uint8))
         assert not bad.size, f"{name}: read-back {i}: {bad.size} bytes differ from the ISS"
+
+
+def _cross_core_atomics(backend: str, vals: np.ndarray, grid: int, block: int, rounds: int
+                        ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    n = grid * block
+    dev = Device(backend=backend, config="full")
+    try:
+        kernel = dev.load_module(KERNELS / "cross_core_atomics.s").kernel("cross_core_atomics")
+        d_vals = dev.to_device(vals)
+        d_sums = dev.to_device(np.zeros(n // 32, np.float32))
+        d_olds = dev.empty(rounds * n, np.float32)
+        d_counts = dev.to_device(np.zeros(8, np.int32))
+        dev.launch(kernel, grid=grid, block=block,
+                   args=(d_vals, d_sums, d_olds, d_counts, n, rounds))
+        return d_sums.to_host(), d_olds.to_host(), d_counts.to_host()
+    finally:
+        dev.close()
+
+
+@pytest.mark.slow  # shares full's Verilator build with the examples above
+def test_atomics_of_all_cores_on_shared_lines_match_the_iss_and_numpy():
+    """Four cores' atom.fadd and atom.add meet on the same L2 lines and wait at its port: an
+    atomic there is performed over several cycles on the operands at the port, which must be
+    its own (the interconnect once moved its grant to another core's request mid-way)."""
+    grid, block, rounds = 16, 128, 4
+    n = grid * block
+    vals = np.random.default_rng(3).standard_normal(rounds * n).astype(np.float32)
+    rtl = _cross_core_atomics("rtl", vals, grid, block, rounds)
+    iss = _cross_core_atomics("iss", vals, grid, block, rounds)
+    for name, got, want in zip(("sums", "olds", "counts"), rtl, iss, strict=True):
+        bad = np.flatnonzero(got.view(np.uint32) != want.view(np.uint32))
+        assert not bad.size, f"{name}: {bad.size} words differ from the ISS, first at {bad[0]}"
+    # NumPy: each warp's word is a float32 sum in program order, lanes in lane order
+    per_warp = vals.reshape(rounds, n // 32, 32).transpose(1, 0, 2).reshape(n // 32, -1)
+    olds = np.zeros_like(per_warp)
+    total = np.zeros(n // 32, np.float32)
+    for i in range(per_warp.shape[1]):
+        olds[:, i] = total
+        total = total + per_warp[:, i]
+    sums, got_olds, counts = rtl
+    assert np.array_equal(sums, total)
+    want_olds = olds.reshape(n // 32, rounds, 32).transpose(1, 0, 2).reshape(-1)
+    assert np.array_equal(got_olds, want_olds)
+    assert counts.tolist() == [rounds * n // 8] * 8

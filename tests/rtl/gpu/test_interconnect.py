@@ -58,6 +58,31 @@ def test_only_one_source_gets_every_slot() -> None:
     assert grants == [(2 << TAG_BITS) | 7] * 5
 
 
+def test_a_waiting_request_keeps_the_port_when_a_higher_priority_source_arrives() -> None:
+    """Stream rules: the offered payload stays put until taken. Source 0 has the higher
+    priority; it arrives while source 1's atomic waits at a port that is not ready (the L2
+    performs an atomic over several cycles on the operands it sees there)."""
+    dut = Interconnect(2, LW, TAG_BITS)
+    seen = []
+
+    async def tb(ctx):
+        set_request(ctx, dut.src[1].req.payload, MemKind.ATOMIC, 0x1A158, tag=1, line_words=LW)
+        ctx.set(dut.src[1].req.valid, 1)
+        await ctx.tick()
+        set_request(ctx, dut.src[0].req.payload, MemKind.ATOMIC, 0x1A0D8, tag=0, line_words=LW)
+        ctx.set(dut.src[0].req.valid, 1)
+        for ready in (0, 0, 1, 1):
+            ctx.set(dut.ext.req.ready, ready)
+            seen.append((ctx.get(dut.ext.req.payload.addr), ctx.get(dut.src[0].req.ready),
+                         ctx.get(dut.src[1].req.ready)))
+            if ctx.get(dut.src[1].req.ready):
+                ctx.set(dut.src[1].req.valid, 0)
+            await ctx.tick()
+
+    run_sim(dut, tb)
+    assert seen == [(0x1A158, 0, 0), (0x1A158, 0, 0), (0x1A158, 0, 1), (0x1A0D8, 1, 0)]
+
+
 def test_random_traffic_routes_responses_in_order() -> None:
     n = 3
     per_source = 40
@@ -95,6 +120,7 @@ def test_random_traffic_routes_responses_in_order() -> None:
         the request's address as data."""
         done = 0
         req, resp = dut.ext.req, dut.ext.resp
+        waiting = None  # the request offered and not taken last cycle: it must still be there
         while done < n * per_source:
             ctx.set(req.ready, rng.random() < 0.75)
             offering = bool(pending) and pending[0][0] <= cycle[0]
@@ -104,6 +130,9 @@ def test_random_traffic_routes_responses_in_order() -> None:
                 ctx.set(resp.payload.rdata[0], pending[0][2])
             *_, rq_v, rq_r, tag, addr, rs_r = await ctx.tick().sample(
                 req.valid, req.ready, req.payload.tag, req.payload.addr, resp.ready)
+            if waiting is not None:
+                assert (rq_v, tag, addr) == (1, *waiting), "an offered request moved"
+            waiting = (tag, addr) if rq_v and not rq_r else None
             if offering and rs_r:
                 pending.popleft()
                 done += 1

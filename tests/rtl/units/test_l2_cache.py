@@ -44,6 +44,7 @@ class L2Model:
         self.order: list[int] = []  # the bank of every request in flight
         self.depth = self.nb * c.rob_depth
         self.last = self.nb - 1  # the bank granted the DRAM port last
+        self.waiting: int | None = None  # the bank whose request waited there last cycle
         self.src_bits = max(1, self.bb)
         self.inner = self.tb - self.src_bits  # tag bits below the bank on the DRAM port
         self.outstanding = 0
@@ -69,6 +70,8 @@ class L2Model:
         valids = [bool(b.dq) for b in self.banks]
         grant = next((i for i in ((self.last + 1 + k) % self.nb for k in range(self.nb))
                       if valids[i]), 0)
+        if self.waiting is not None and valids[self.waiting]:
+            grant = self.waiting  # an offered request keeps the port until it is taken
         src = v["down__resp__payload"] >> (32 * lw + self.inner)
         ins = []
         for i in range(self.nb):
@@ -110,6 +113,7 @@ class L2Model:
         resp_fire = bool(v["down__resp__valid"])
         if req_fire:
             self.last = grant
+        self.waiting = grant if ext_valid and not req_fire else None
         self.outstanding += int(req_fire) - int(resp_fire)
         if resp_valid and v["up__resp__ready"]:
             self.order.pop(0)
