@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 
 from .errors import CompileError
-from .ir import F32, Type, Value
+from .ir import F16, F32, U64, Type, Value
 from .lang_base import _builtin_named, _each, _mask_tile, _ptr_tile
 from .tiles import Lowering, Tile
 
@@ -39,6 +39,10 @@ def atomic_rmw(ctx: Lowering, name: str, op: str, pointer, operands: list, mask)
     unused = getattr(ctx, "result_unused", False)  # set by the front end for this call
     p = _ptr_tile(pointer)
     elem = p.type.pointee
+    if elem.is_half:  # two to a word: an atom on the word would change its neighbour
+        half = "float16" if elem == F16 else "bfloat16"
+        raise CompileError(f"{name} on {half} is not supported: this ISA's atomics act on "
+                           "32-bit words (use a float32 array)")
     like = Tile(ctx, (), elem, slots=[ctx.const(0, elem)])
     vs = [ctx.cast(ctx.to_tile(v, like=like), elem) for v in operands]
     if elem == F32 and op in _INT_ONLY:
@@ -46,8 +50,9 @@ def atomic_rmw(ctx: Lowering, name: str, op: str, pointer, operands: list, mask)
     if elem == F32 and op in ("min", "max"):
         op = "f" + op
     if elem.unsigned and op in ("min", "max"):
-        raise CompileError(f"{name} on uint32 is not supported: this ISA's atomic {op} "
-                           "compares signed (use an int32 array)")
+        raise CompileError(f"{name} on {'uint64' if elem == U64 else 'uint32'} is not "
+                           f"supported: this ISA's atomic {op} compares signed 32-bit words "
+                           "(use an int32 array)")
     if elem == F32 and op == "add":
         op = "fadd"
     shape = p.shape

@@ -55,6 +55,8 @@ def measure(device, result) -> float:
     """What autotuning minimises for one launch on ``device``: warp-instructions on the
     ISS, cycles on the RTL, the kernel's seconds on the cuda backend (CUDA events around the
     launch: the launch's copies of device memory in and out are not the kernel's cost)."""
+    if result is None:  # an empty grid: nothing ran, every config costs the same
+        return 0.0
     backend = device.backend.name
     if backend == "iss":
         return float(result.instructions)

@@ -15,6 +15,7 @@ from simtgpu.errors import SimtgpuError
 from . import chunking, ir, passes
 from .errors import CompileError, KernelError
 from .frontend import KernelSource, lower_kernel
+from .host_arrays import host_address
 from .ir import F32, I32, I64, U32, U64, Type
 
 if TYPE_CHECKING:
@@ -194,7 +195,8 @@ def specialization(name: str, value, do_not_specialize=()) -> str | None:
         return None
     ptr = getattr(value, "ptr", None)
     if isinstance(value, np.ndarray):
-        return "a16"  # copied into a fresh allocation (the allocator aligns to 256 bytes)
+        # staged so that its device address is its host address modulo 16 (host_arrays.py)
+        return "a16" if host_address(value) % 16 == 0 else None
     if isinstance(ptr, int):
         return "a16" if ptr % 16 == 0 else None
     if isinstance(value, int | np.integer):

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import functools
 import inspect
 import operator
 import textwrap
@@ -23,7 +24,7 @@ from .errors import CompileError, KernelError
 from .ir import F32, I1, I32, Type
 from .libmath import Namespace
 from .loops import LoopLowering, _assigned_names, _Return, has_jump
-from .methods import tensor_attribute
+from .methods import METHOD_NAMES, tensor_attribute
 from .tiles import Lowering, Tile
 
 
@@ -148,6 +149,11 @@ class AstToIr(LoopLowering):
         fn.meta["divisible"] = {k: 16 for k, v in specialize.items() if v in ("a16", "d16")}
         self.ctx = Lowering(fn, threads, warp_size, vec)
         self.ctx.thread_level = self._uses_thread_intrinsics()
+        if not self.ctx.thread_level and threads & (threads - 1):
+            # tiles are spread over the threads by index bits (tiles.py)
+            raise KernelError(src.loc(src.tree), f"a tile program runs on a power-of-two "
+                              f"number of threads (num_warps a power of two, as in Triton), "
+                              f"not {threads}")
         self.ctx.frontend = self  # builtins that call @jit functions (tl.reduce) inline here
         self.env: dict[str, object] = {}
         self.node: ast.AST | None = None
@@ -306,27 +312,32 @@ class AstToIr(LoopLowering):
         names = [n for n in dict.fromkeys(list(tenv) + list(eenv))
                  if tenv.get(n, _MISSING) is not pre.get(n, _MISSING)
                  or eenv.get(n, _MISSING) is not pre.get(n, _MISSING)]
+        if tret and eret:
+            names = []  # no path continues after the if: the values before it stand
         merged: list[tuple[str, Tile | object]] = []
         yields_t: list = []
         yields_e: list = []
 
         def yield_both(n: str, tv, ev) -> tuple[tuple[int, ...], Type, int]:
             """Yield ``tv`` from the then-branch and ``ev`` from the else-branch as one
-            shape and type; their place among the results."""
-            shape, ty = self.merge_type(n, [tv, ev], node)
+            shape and type; their place among the results. A branch that returned
+            (``_DEAD``) yields zeros: its values are never read, and the other branch's
+            are out of its scope."""
+            shape, ty = self.merge_type(n, [v for v in (tv, ev) if v is not _DEAD], node)
             self.ctx.b.block = tb
-            ts = self.as_tile(tv, shape, ty).materialize().slots
+            ts = self.as_tile(0 if tv is _DEAD else tv, shape, ty).materialize().slots
             self.ctx.b.block = eb
-            yields_e.extend(self.as_tile(ev, shape, ty).materialize().slots)
+            yields_e.extend(self.as_tile(0 if ev is _DEAD else ev, shape, ty).materialize()
+                            .slots)
             yields_t.extend(ts)
             return shape, ty, len(ts)
 
         for n in names:
             tv, ev = tenv.get(n, _MISSING), eenv.get(n, _MISSING)
             if tret:
-                tv = ev
+                tv = _DEAD if isinstance(ev, Tile) else ev
             if eret:
-                ev = tv
+                ev = _DEAD if isinstance(tv, Tile) else tv
             if tv is _MISSING or ev is _MISSING:
                 continue  # defined on one path only: not visible after the if
             if not isinstance(tv, Tile) and not isinstance(ev, Tile):
@@ -443,6 +454,9 @@ class AstToIr(LoopLowering):
             if not static:
                 raise self.error(it, "tl.static_range needs compile-time bounds "
                                  "(tl.constexpr or literals)")
+        if any(isinstance(a, Tile) and a.type in (ir.I64, ir.U64) for a in args):
+            self.wide_for(node, var, args)
+            return
         if has_jump(node.body):
             self.for_with_jumps(node, var, args, fobj is language.static_range)
             return
@@ -452,6 +466,32 @@ class AstToIr(LoopLowering):
                 self.block(node.body)
             return
         self.dynamic_for(node, var, args, stages)
+
+    def wide_for(self, node: ast.For, var: str, args: list) -> None:
+        """``for var in range(lo, hi, step)`` with 64-bit bounds (Triton's loop counter is
+        then int64): a ``while`` loop on a 64-bit counter, advanced before the body so that
+        ``continue`` keeps it. The ``for`` op counts in 32 bits."""
+        n = len(self.env)
+        counter, stop, step = f"<counter{n}>", f"<stop{n}>", f"<step{n}>"  # not Python names
+        for name, v in zip((counter, stop, step), args, strict=True):
+            self.env[name] = self.ctx.cast(self.ctx.to_tile(v), ir.I64)
+        down = isinstance(args[2], int) and args[2] < 0  # as the 32-bit loop: by its sign
+
+        def name(n: str, ctx: ast.expr_context | None = None) -> ast.Name:
+            return ast.Name(n, ctx or ast.Load())
+
+        test = ast.Compare(name(counter), [ast.Gt() if down else ast.Lt()], [name(stop)])
+        advance = [ast.Assign([name(var, ast.Store())], name(counter)),
+                   ast.Assign([name(counter, ast.Store())],
+                              ast.BinOp(name(counter), ast.Add(), name(step)))]
+        loop = ast.copy_location(ast.While(test, advance + node.body, []), node)
+        ast.fix_missing_locations(loop)
+        try:
+            self.stmt(loop)
+        finally:
+            self.node = node
+            for k in (counter, stop, step):
+                self.env.pop(k, None)
 
     def dynamic_for(self, node: ast.For, var: str, args: list, stages: int | None = None
                     ) -> None:
@@ -520,24 +560,32 @@ class AstToIr(LoopLowering):
         obj = self.expr(node.value)
         self.node = node
         if isinstance(obj, Tile):
-            if node.attr in ("dtype", "type"):  # ptr.type.element_ty, as in Triton
-                return obj.dtype
-            if node.attr == "shape":
-                return obj.shape
-            if node.attr == "to":
-                return obj.to
-            m = tensor_attribute(obj, node.attr)
-            if m is not None:
-                return m
-            raise self.error(node, f"tensors have no attribute '{node.attr}'")
+            return self.tensor_member(obj, node)
         try:
             v = getattr(obj, node.attr)
         except AttributeError as e:
             if isinstance(obj, Namespace):  # tl.math.foo: the namespace's own message
                 raise self.error(node, str(e)) from None
+            if _is_number(obj) and (node.attr == "to" or node.attr in METHOD_NAMES):
+                # a number assigned in a kernel is a scalar tensor in Triton (acc = 0;
+                # acc = acc.to(tl.int64)): its tensor members are the scalar's
+                return self.tensor_member(self.ctx.to_tile(obj), node)
             raise self.error(node, f"'{getattr(obj, '__name__', type(obj).__name__)}' has no "
                              f"attribute '{node.attr}'") from None
         return v.value if isinstance(v, language.constexpr) else v
+
+    def tensor_member(self, obj: Tile, node: ast.Attribute):
+        """Attribute ``node.attr`` of the tensor ``obj``."""
+        if node.attr in ("dtype", "type"):  # ptr.type.element_ty, as in Triton
+            return obj.dtype
+        if node.attr == "shape":
+            return obj.shape
+        if node.attr == "to":
+            return obj.to
+        m = tensor_attribute(obj, node.attr)
+        if m is not None:
+            return m
+        raise self.error(node, f"tensors have no attribute '{node.attr}'")
 
     def expr_Tuple(self, node: ast.Tuple):
         return tuple(self.expr(e) for e in node.elts)
@@ -630,8 +678,33 @@ class AstToIr(LoopLowering):
         cond = self.expr(node.test)
         if not isinstance(cond, Tile):
             return self.expr(node.body if cond else node.orelse)
+        if cond.is_scalar and _calls(node.body, node.orelse):
+            return self.if_expression(node, cond)
+        # arithmetic alone cannot fault or have effects: both sides and a select
         a, b = self.expr(node.body), self.expr(node.orelse)
         return language.where(cond, a, b, _ctx=self.ctx)
+
+    def if_expression(self, node: ast.IfExp, cond: Tile):
+        """``a if c else b`` with calls in a branch, on a run-time scalar ``c``, is a
+        run-time ``if`` (as Triton lowers it): only the taken branch's loads, stores and
+        calls happen, and a branch may be a call without a value
+        (``tl.store(...) if c else tl.store(...)``)."""
+        c_name, v_name = "<if-condition>", "<if-expression>"  # not Python names: no clash
+
+        def branch(e: ast.expr) -> ast.stmt:
+            return ast.copy_location(ast.Assign([ast.Name(v_name, ast.Store())], e), e)
+
+        stmt = ast.copy_location(ast.If(ast.Name(c_name, ast.Load()), [branch(node.body)],
+                                        [branch(node.orelse)]), node)
+        ast.fix_missing_locations(stmt)
+        self.env[c_name] = cond
+        outer = self.node
+        try:
+            self.stmt(stmt)
+        finally:
+            self.node = outer
+            self.env.pop(c_name, None)
+        return self.env.pop(v_name, None)
 
     def expr_Call(self, node: ast.Call):
         f = self.expr(node.func)
@@ -644,6 +717,7 @@ class AstToIr(LoopLowering):
         kwargs = {kw.arg: self.expr(kw.value) for kw in node.keywords if kw.arg}
         self.node = node
         if getattr(f, "_simtgpu_builtin", False):
+            self.check_arguments(f, args, kwargs, node)
             self.ctx.result_unused = node is getattr(self, "discarded", None)
             return f(*args, _ctx=self.ctx, **kwargs)
         if getattr(f, "_simtgpu_jit", False):  # a @jit helper (jit.JITFunction)
@@ -651,7 +725,11 @@ class AstToIr(LoopLowering):
         if f in (language.range, language.static_range):
             raise self.error(node, "tl.range/tl.static_range can only be used in a for loop")
         if getattr(f, "__self__", None) is not None and isinstance(f.__self__, Tile):
+            self.check_arguments(f, args, kwargs, node)
             return f(*args, **kwargs)  # tensor methods such as x.to(dtype)
+        if f is builtins.print:  # as in Triton, Python's print in a kernel is tl.device_print
+            self.check_arguments(language.device_print, args, kwargs, node)
+            return language.device_print(*args, _ctx=self.ctx, **kwargs)
         if f in (builtins.min, builtins.max) and any(isinstance(a, Tile) for a in args):
             pick = language.minimum if f is builtins.min else language.maximum
             out = args[0]
@@ -685,6 +763,20 @@ class AstToIr(LoopLowering):
                 raise self.error(node, f"compile-time call failed: {e}") from None
         raise self.error(node, f"cannot call '{getattr(f, '__name__', f)}' inside a kernel")
 
+    def check_arguments(self, f, args: list, kwargs: dict, node: ast.Call) -> None:
+        """A call of a language function or tensor method whose arguments do not fit its
+        signature (an unknown keyword, a missing argument) is the kernel's mistake: say so
+        at the call instead of failing inside the compiler."""
+        target, lead, name = _callee_signature(f)
+        if target is None:
+            return
+        try:
+            _signature(target).bind(*lead, *args, **kwargs)
+        except TypeError as e:
+            raise self.error(node, f"{name}(): {e}") from None
+        except ValueError:  # no signature to check (a C function)
+            return
+
     def inline(self, jf, args, kwargs, node) -> object:
         """Call a @jit helper: its body is expanded here, its return value is the result."""
         src = KernelSource.from_function(jf.fn)
@@ -700,9 +792,17 @@ class AstToIr(LoopLowering):
         sub.node = None
         sub.depth = 0
         names = src.params
+        if len(args) > len(names):
+            raise self.error(node, f"{src.name} takes {len(names)} argument(s), "
+                             f"{len(args)} given")
         env: dict[str, object] = dict(src.defaults)
         for n, a in zip(names, args, strict=False):
             env[n] = a
+        for n in kwargs:
+            if n not in names:
+                raise self.error(node, f"{src.name} has no parameter '{n}'")
+            if n in names[:len(args)]:
+                raise self.error(node, f"{src.name} got two values for '{n}'")
         env.update(kwargs)
         for n in names:
             if n not in env:
@@ -741,6 +841,40 @@ class AstToIr(LoopLowering):
 
 
 _MISSING = object()
+_DEAD = object()  # the value of a variable in a branch that returned (never read)
+
+
+def _is_number(v) -> bool:
+    """A Python int or float (not a bool): a kernel's numbers."""
+    return isinstance(v, int | float) and not isinstance(v, bool)
+
+
+def _calls(*nodes: ast.expr) -> bool:
+    """Whether any of the expressions calls something."""
+    return any(isinstance(n, ast.Call) for e in nodes for n in ast.walk(e))
+
+
+def _callee_signature(f) -> tuple[object, tuple, str]:
+    """(the function whose signature a call must fit, the arguments the front end adds in
+    front of the user's, the name to show) for a builtin, a tensor member or a Tile method;
+    (None, (), '') when there is none to check."""
+    from .methods import BoundMethod
+
+    if isinstance(f, BoundMethod):
+        inner = getattr(f.fn, "__wrapped__", None)
+        return (inner, (None, f.tile), f"x.{f.__name__}") if inner else (None, (), "")
+    inner = getattr(f, "__wrapped__", None)
+    if getattr(f, "_simtgpu_builtin", False) and inner is not None:
+        return inner, (None,), f"tl.{f.__name__}"
+    if isinstance(getattr(f, "__self__", None), Tile):
+        return getattr(f, "__func__", f), (f.__self__,), f"x.{f.__name__}"
+    return None, (), ""
+
+
+@functools.cache
+def _signature(fn) -> inspect.Signature:
+    """A language function's signature (the same few are looked up at every call)."""
+    return inspect.signature(fn)
 
 
 @dataclass

@@ -164,9 +164,9 @@ class ISel:
         if op.name == "smem":
             return MI("li", [r, self.smem(op)], [r])
         if op.name == "gep":
-            base, c = self.addr(op.operands[0])
-            size = op.operands[0].type.elem_size
-            return MI("addi", [r, base, c + size * ir.const_value(op.operands[1])], [r])
+            k = op.operands[0].type.elem_size * ir.const_value(op.operands[1])
+            base, c = self.addr(op.operands[0], extra=k)
+            return MI("addi", [r, base, c + k], [r])
         raise AssertionError(op.name)
 
     def smem(self, op: Op) -> int:
@@ -176,20 +176,21 @@ class ISel:
     def const_of(self, x: Value):
         return ir.const_value(self.v(x))
 
-    def addr(self, p: Value) -> tuple[Value | Sym, int]:
-        """A pointer as (base register, byte offset) for a memory operand."""
+    def addr(self, p: Value, extra: int = 0) -> tuple[Value | Sym, int]:
+        """A pointer as (base register, byte offset) for a memory operand; the offset plus
+        ``extra`` (what a caller adds to it, itself in range) fits the immediate field."""
         p = self.v(p)
         op = p.owner
         off = 0
         while isinstance(op, Op) and op.name == "gep" and self.const_of(op.operands[1]) \
                 is not None:
             c = p.type.elem_size * self.const_of(op.operands[1])
-            if not _fits11(off + c):
+            if not _fits11(off + c + extra):
                 break
             off += c
             p = self.v(op.operands[0])
             op = p.owner
-        if isinstance(op, Op) and op.name == "smem" and _fits11(off + self.smem(op)):
+        if isinstance(op, Op) and op.name == "smem" and _fits11(off + self.smem(op) + extra):
             return Sym("r0"), off + self.smem(op)
         return self.reg(p), off
 

@@ -5,8 +5,9 @@ decides the target: the ISA with the device's warp size, or PTX for the ``cuda``
 Compiled kernels are cached per (parameter types, constexpr values, target, threads, and the
 argument specialisations of ``compiler.SPECIALIZATIONS``: 16-byte aligned pointers, integers
 divisible by 16, integers equal to 1).
-NumPy arrays passed to a launch are copied to the device and written back afterwards;
-DeviceArrays are used in place.
+NumPy arrays passed to a launch are copied to the device with their layout (views keep
+their strides, arrays that share memory share a buffer: host_arrays.py) and written back
+afterwards; DeviceArrays are used in place.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from simtgpu.errors import SimtgpuError
 from .compiler import CompiledKernel, Target, compile_function, specialization, type_of_arg
 from .debug_ops import PRINT_BUFFER_WORDS, PRINT_PARAMS, assertion_from_fault, format_prints
 from .frontend import KernelSource
+from .host_arrays import StagedArrays
 
 _state = threading.local()
 
@@ -57,8 +59,11 @@ def next_power_of_2(n: int) -> int:
 cdiv._simtgpu_host = True  # type: ignore[attr-defined]
 next_power_of_2._simtgpu_host = True  # type: ignore[attr-defined]
 
+# the last five are Triton's launch options that change nothing here (register caps,
+# checks and launch modes of NVIDIA's driver): accepted so that Triton's launches run as written
 _LAUNCH_OPTIONS = ("num_warps", "num_stages", "num_ctas", "block", "target_device",
-                   "enable_fp_fusion", "size_per_thread", "chunk")
+                   "enable_fp_fusion", "size_per_thread", "chunk", "maxnreg", "debug",
+                   "sanitize_overflow", "launch_cooperative_grid", "launch_pdl")
 
 
 def device_target(dev) -> Target:
@@ -285,23 +290,26 @@ def _launch_warm(ck: CompiledKernel, owner, cexpr: dict, grid, args, kwargs):
 
 
 def launch_compiled(dev, ck: CompiledKernel, grid, runtime: dict, owner=None):
-    """Launch a compiled kernel with NumPy arrays / DeviceArrays / scalars."""
+    """Launch a compiled kernel with NumPy arrays / DeviceArrays / scalars: the driver's
+    LaunchResult, or None for an empty grid (nothing runs)."""
     from simtgpu.driver_model import DeviceArray
 
+    if 0 in grid and min(grid) >= 0:
+        return None  # an empty grid launches nothing, as in Triton (cdiv(0, BLOCK) programs)
     mod = _module_for(dev, ck)
     call_args = []
-    copies: list[tuple[np.ndarray, Any]] = []
+    copies: list[tuple[np.ndarray, Any]] = []  # arrays of a foreign byte order, converted
     print_buf = None
     if ck.prints:  # tl.device_print: one buffer behind both hidden parameters
         print_buf = dev.to_device(np.zeros(PRINT_BUFFER_WORDS, np.int32))
         runtime = {**runtime, PRINT_PARAMS[0]: print_buf, PRINT_PARAMS[1]: print_buf}
+    staged = StagedArrays(dev, [a for a in _host_arrays(ck, runtime) if _little(a)])
     for name, kind in ck.params:
         v = runtime[name]
-        if isinstance(v, np.ndarray):
-            if kind != "ptr":
-                raise LaunchError(f"'{name}' is not a pointer parameter")
-            ck.check_array(name, v.dtype)
-            d = dev.to_device(np.ascontiguousarray(v))
+        if isinstance(v, np.ndarray) and _little(v):
+            v = staged.address(v)  # its place in its group's buffer (host_arrays.py)
+        elif isinstance(v, np.ndarray):
+            d = dev.to_device(v)
             copies.append((v, d))
             v = d
         elif isinstance(v, DeviceArray):
@@ -331,11 +339,15 @@ def launch_compiled(dev, ck: CompiledKernel, grid, runtime: dict, owner=None):
             failed = assertion_from_fault(fault, ck.asserts, ck.target.warp_size)
             if failed is None:
                 raise
+            staged.free()
             for d in [d for _, d in copies] + ([print_buf] if print_buf is not None else []):
                 dev.free(d)
             raise failed from None
+    staged.write_back()
+    staged.free()
     for host, d in copies:
-        host[...] = d.to_host().reshape(host.shape)
+        if host.flags.writeable:
+            host[...] = d.to_host().reshape(host.shape)
         dev.free(d)
     if print_buf is not None:
         for line in format_prints(print_buf.to_host(), ck.prints):
@@ -344,6 +356,24 @@ def launch_compiled(dev, ck: CompiledKernel, grid, runtime: dict, owner=None):
     if owner is not None:
         owner.last_launch = result
     return result
+
+
+def _host_arrays(ck: CompiledKernel, runtime: dict) -> list[np.ndarray]:
+    """The launch's NumPy arrays, each checked against its pointer parameter."""
+    arrays = []
+    for name, kind in ck.params:
+        v = runtime[name]
+        if isinstance(v, np.ndarray):
+            if kind != "ptr":
+                raise LaunchError(f"'{name}' is not a pointer parameter")
+            ck.check_array(name, v.dtype)
+            arrays.append(v)
+    return arrays
+
+
+def _little(a: np.ndarray) -> bool:
+    """Whether ``a``'s bytes are the device's (little-endian) as they stand."""
+    return a.dtype.str[0] != ">"
 
 
 def jit(fn=None, **options):

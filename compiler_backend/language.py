@@ -149,8 +149,12 @@ def zeros_like(ctx: Lowering, x: Tile) -> Tile:
 
 
 @builtin
-def broadcast_to(ctx: Lowering, x, shape) -> Tile:
-    return ctx.broadcast_to(ctx.to_tile(x), _shape(shape))
+def broadcast_to(ctx: Lowering, x, *shape) -> Tile:
+    """``x`` broadcast to ``shape``, given as one tuple or as separate sizes (Triton's
+    ``broadcast_to(x, M, N)``)."""
+    if len(shape) == 1 and isinstance(shape[0], tuple | list):
+        shape = shape[0]
+    return ctx.broadcast_to(ctx.to_tile(x), _shape(tuple(shape)))
 
 
 @builtin
@@ -317,12 +321,31 @@ def abs(ctx: Lowering, x) -> Tile:  # noqa: A001 - the Triton name
 
 @builtin
 def maximum(ctx: Lowering, x, y, propagate_nan=None) -> Tile:
-    return _minmax(ctx, "max", x, y)
+    """The larger of x and y; a NaN loses (IEEE maxNum) unless ``propagate_nan`` is
+    ``tl.PropagateNan.ALL``, where a NaN in either operand is the result (Triton's
+    ``maximumf``)."""
+    return _nan_wins(ctx, _minmax(ctx, "max", x, y), x, y, propagate_nan)
 
 
 @builtin
 def minimum(ctx: Lowering, x, y, propagate_nan=None) -> Tile:
-    return _minmax(ctx, "min", x, y)
+    """The smaller of x and y, NaNs as in :func:`maximum`."""
+    return _nan_wins(ctx, _minmax(ctx, "min", x, y), x, y, propagate_nan)
+
+
+def _nan_wins(ctx: Lowering, r: Tile, x, y, propagate_nan) -> Tile:
+    """``r`` with NaN where x or y is NaN, when ``propagate_nan`` asks for it."""
+    if propagate_nan != PropagateNan.ALL or not (r.type == F32 or r.type.is_half):
+        return r
+    xs = ctx.cast(ctx.to_tile(x, like=r), F32)
+    ys = ctx.cast(ctx.to_tile(y, like=r), F32)
+
+    def pick(a: Value, b: Value, v: Value) -> Value:
+        ordered = ctx.b("and", ctx.b.op("fcmp", [a, a], {"cond": "eq"}).result,
+                        ctx.b.op("fcmp", [b, b], {"cond": "eq"}).result)
+        return ctx.b("select", ordered, v, ctx.b("fadd", a, b))  # a + b is NaN here
+
+    return ctx.cast(ctx.mapn([xs, ys, ctx.cast(r, F32)], F32, pick), r.type)
 
 
 @builtin
@@ -477,28 +500,40 @@ def _reduce_axis(ctx: Lowering, t: Tile, axis: int, kind: str, with_index: bool)
 
 @builtin
 def sum(ctx: Lowering, input, axis=None, keep_dims=False, dtype=None) -> Tile:  # noqa: A001
+    """The sum along ``axis``; with ``dtype`` the elements are converted to it first (as
+    Triton does: ``dtype=tl.float32`` sums int32 values without wrapping)."""
+    if dtype is not None:
+        ty = dtypes.to_ir_type(dtype)
+        input = ctx.cast(ctx.to_tile(input), ty)
+        if ty == I1:  # a sum in int1 wraps: the parity of the count
+            count = _reduce_keep(ctx, input, axis, keep_dims, "sum")
+            return ctx.cast(ctx.binary("&", count, 1), I1)
     return _reduce_keep(ctx, input, axis, keep_dims, "sum")
 
 
+# Triton's ``tie_break_left`` flags: True asks for the lowest index among equal values;
+# False leaves the choice open, and the lowest index is a valid answer to that too.
 @builtin
-def max(ctx: Lowering, input, axis=None, return_indices=False, keep_dims=False):  # noqa: A001
+def max(ctx: Lowering, input, axis=None, return_indices=False,  # noqa: A001
+        return_indices_tie_break_left=True, keep_dims=False):
     r = _reduce_keep(ctx, input, axis, keep_dims, "max")
     return (r, _reduce_keep(ctx, input, axis, keep_dims, "max", True)) if return_indices else r
 
 
 @builtin
-def min(ctx: Lowering, input, axis=None, return_indices=False, keep_dims=False):  # noqa: A001
+def min(ctx: Lowering, input, axis=None, return_indices=False,  # noqa: A001
+        return_indices_tie_break_left=True, keep_dims=False):
     r = _reduce_keep(ctx, input, axis, keep_dims, "min")
     return (r, _reduce_keep(ctx, input, axis, keep_dims, "min", True)) if return_indices else r
 
 
 @builtin
-def argmax(ctx: Lowering, input, axis, keep_dims=False) -> Tile:
+def argmax(ctx: Lowering, input, axis, tie_break_left=True, keep_dims=False) -> Tile:
     return _reduce_keep(ctx, input, axis, keep_dims, "max", True)
 
 
 @builtin
-def argmin(ctx: Lowering, input, axis, keep_dims=False) -> Tile:
+def argmin(ctx: Lowering, input, axis, tie_break_left=True, keep_dims=False) -> Tile:
     return _reduce_keep(ctx, input, axis, keep_dims, "min", True)
 
 

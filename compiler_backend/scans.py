@@ -23,7 +23,7 @@ import builtins
 
 from . import ir
 from .errors import CompileError
-from .ir import F32, I1, I32, U32, Type, Value
+from .ir import F16, F32, I1, I32, U32, Type, Value
 from .lang_base import _int, _shape
 from .tiles import Coords, Lowering, Tile, _log2
 
@@ -57,7 +57,8 @@ def _jit_combine(ctx: Lowering, fn, types: list[Type]):
     front = ctx.frontend
 
     def combine(a: list[Value], b: list[Value]) -> list[Value]:
-        args = [ctx.scalar(v) for v in a + b]
+        # halves travel through the walk as their exact float32 values (_walk_operands)
+        args = [ctx.cast(ctx.scalar(v), t) for v, t in zip(a + b, types + types, strict=True)]
         r = front.inline(fn, args, {}, front.node)
         rs = list(r) if isinstance(r, tuple | list) else [r]
         if len(rs) != len(types):
@@ -68,10 +69,20 @@ def _jit_combine(ctx: Lowering, fn, types: list[Type]):
             tv = ctx.to_tile(v, like=Tile(ctx, (), t, slots=[ctx.const(0, t)]))
             if not tv.is_scalar:
                 raise CompileError("combine_fn must return scalars")
-            out.append(ctx.cast(tv, t).scalar)
+            out.append(ctx.cast(ctx.cast(tv, t), _walk_type(t)).scalar)
         return out
 
     return combine
+
+
+def _walk_type(t: Type) -> Type:
+    """The type an operand of a combine function has in the line walk: halves as their
+    exact float32 values (32-bit shared words), the rest as they are."""
+    return F32 if t.is_half else t
+
+
+def _walk_operands(ctx: Lowering, ts: list[Tile]) -> list[Tile]:
+    return [ctx.cast(t, _walk_type(t.type)) for t in ts]
 
 
 def _walk_lines(ctx: Lowering, ts: list[Tile], axis: int, combine, scan: bool,
@@ -182,9 +193,11 @@ def reduce(ctx: Lowering, input, axis, combine_fn, keep_dims: bool = False):
     if ts[0].is_scalar:
         return tuple(ts) if many else ts[0]
     shape = ts[0].shape
-    flat, a = _flat_axis(ctx, ts, axis)
-    rs = _walk_lines(ctx, flat, a, _jit_combine(ctx, combine_fn, [t.type for t in ts]),
+    types = [t.type for t in ts]
+    flat, a = _flat_axis(ctx, _walk_operands(ctx, ts), axis)
+    rs = _walk_lines(ctx, flat, a, _jit_combine(ctx, combine_fn, types),
                      scan=False, reverse=False)
+    rs = [ctx.cast(r, t) for r, t in zip(rs, types, strict=True)]
     if keep_dims:
         rs = [_keep_dims(ctx, r, shape, axis, a) for r in rs]
     return tuple(rs) if many else rs[0]
@@ -196,8 +209,10 @@ def associative_scan(ctx: Lowering, input, axis, combine_fn, reverse: bool = Fal
     if ts[0].is_scalar:
         return tuple(ts) if many else ts[0]
     a = _axis(ts[0].shape, axis)
-    rs = _walk_lines(ctx, ts, a, _jit_combine(ctx, combine_fn, [t.type for t in ts]),
+    types = [t.type for t in ts]
+    rs = _walk_lines(ctx, _walk_operands(ctx, ts), a, _jit_combine(ctx, combine_fn, types),
                      scan=True, reverse=bool(reverse))
+    rs = [ctx.cast(r, t) for r, t in zip(rs, types, strict=True)]
     return tuple(rs) if many else rs[0]
 
 
@@ -206,13 +221,18 @@ def _builtin_scan(ctx: Lowering, input, axis, reverse, op: str):
     t = ts[0]
     if t.is_scalar:
         return t
+    half = t.type if t.type.is_half else None
+    if half is not None:  # on the exact float32 values, as the half reductions
+        t = ctx.cast(t, F32)
     name = ("f" + op) if t.type == F32 else op
 
     def combine(a: list[Value], b: list[Value]) -> list[Value]:
         return [ctx.b(name, a[0], b[0])]
 
-    return _walk_lines(ctx, [t], _axis(t.shape, axis), combine, scan=True,
-                       reverse=bool(reverse))[0]
+    r = _walk_lines(ctx, [t], _axis(t.shape, axis), combine, scan=True,
+                    reverse=bool(reverse))[0]
+    # Triton keeps float16 (each prefix rounded once here) and promotes bfloat16 to float32
+    return ctx.cast(r, half) if half == F16 else r
 
 
 def cumsum(ctx: Lowering, input, axis=0, reverse: bool = False, dtype=None):

@@ -174,15 +174,17 @@ def split(ctx: Lowering, a) -> tuple[Tile, Tile]:
                            f"{list(t.shape)}")
     shape = t.shape[:-1]
     n = len(shape)
-    if not shape:
-        return _first(ctx, _pick_at(ctx, t, (1,), 1, 0)), _first(
-            ctx, _pick_at(ctx, t, (1,), 1, 1))
+    if not shape:  # a pair: two scalars
+        return tuple(_first(ctx, ctx.remap(t, (1,), lambda idx, k=k: [ctx.const(k)]))
+                     for k in (0, 1))
     return _pick_at(ctx, t, shape, n, 0), _pick_at(ctx, t, shape, n, 1)
 
 
 def interleave(ctx: Lowering, a, b) -> Tile:
     """``a`` and ``b`` interleaved along their last axis (``join`` then merge)."""
     j = join(ctx, a, b)
+    if len(j.shape) == 1:  # two scalars: their pair, as Triton's
+        return j
     return reshape(ctx, j, j.shape[:-2] + (j.shape[-2] * 2,))
 
 

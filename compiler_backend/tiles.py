@@ -772,8 +772,10 @@ class Lowering:
             return self.mapn([a, b], t, lambda x, y: div(
                 op, self.to_type(x, I32), self.to_type(y, I32)))
         name = self._INT_OPS[op]
-        if name == "sra" and t.unsigned:
-            name = "shr"  # a logical shift for unsigned values
+        if name == "sra" and sa.unsigned:
+            # logical for an unsigned left operand: Triton picks the shift by the shifted
+            # value's own type, so int32 >> uint32 stays arithmetic (typed uint32)
+            name = "shr"
         it = I64 if t == I64 else I32
         return self.mapn([a, b], t, lambda x, y: self.b(
             name, self.to_type(x, it, sa), self.to_type(y, it, sb)))
@@ -1045,27 +1047,19 @@ class Lowering:
     def subscript(self, t: Tile, key) -> Tile:
         if not isinstance(key, tuple):
             key = (key,)
-        src_dim = 0
-        new_shape: list[int] = []
-        kept: list[int | None] = []  # for each output dim: source dim or None (new axis)
-        for k in key:
+        # Triton's rule: entry ``d`` being None inserts an axis at position d of the result
+        # so far, and ':' changes nothing (so a scalar's ``p[None, None, :]`` is 1x1); for
+        # NumPy-style keys this is NumPy's result
+        kept: list[int | None] = list(range(len(t.shape)))  # per output dim: source or None
+        for d, k in enumerate(key):
             if k is None:
-                new_shape.append(1)
-                kept.append(None)
-            elif isinstance(k, slice) and k == slice(None):
-                if src_dim >= len(t.shape):
+                if d > len(kept):
                     raise CompileError("too many indices for the tensor")
-                new_shape.append(t.shape[src_dim])
-                kept.append(src_dim)
-                src_dim += 1
-            else:
+                kept.insert(d, None)
+            elif not (isinstance(k, slice) and k == slice(None)):
                 raise CompileError("tensors support only [:, None]-style indexing "
                                    "(':' and None)")
-        while src_dim < len(t.shape):
-            new_shape.append(t.shape[src_dim])
-            kept.append(src_dim)
-            src_dim += 1
-        shape = tuple(new_shape)
+        shape = tuple(1 if s is None else t.shape[s] for s in kept)
         if t.is_scalar:
             return self.broadcast_to(t, shape)
         if t.slots is not None:
