@@ -9,6 +9,8 @@ went wrong where.
 
 from __future__ import annotations
 
+from collections import deque
+
 import numpy as np
 from simtgpu.assembler import disassemble_word
 from simtgpu.sim.trace import from_retire_port as retire_to_trace
@@ -54,30 +56,55 @@ EXTRA_PC = -1
 """The pc of the ISS line that :func:`simtgpu.verification.harness.common_part` puts beside an
 RTL line with no ISS partner (a faulting launch: the ISS stopped before that instruction)."""
 
-REORDER_WINDOW = 64
-"""How far (in the warp's program order) an instruction may retire ahead of an older one.
-The core has a scoreboard: an independent instruction may write back before an older
-long-latency one (a load, the SFU), so the RTL's retire order within a warp is not program
-order. Each RTL line is matched to the oldest unmatched ISS line of the same PC within this
-window; the pairs are then compared in program order."""
+def match_program_order(wl: list[dict], gl: list[dict]) -> list[int | None]:
+    """For each RTL line of one warp (``gl``, in retire order), the index of its ISS line in
+    ``wl`` (program order): the oldest one not matched yet of the same PC and, where there is
+    one, the same emptiness of ``exec``; None where no line of that PC is left (an extra
+    line).
+
+    The core has a scoreboard: an independent instruction may write back before an older
+    long-latency one (a load, an atomic, the SFU), so the RTL's retire order within a warp is
+    not program order, and how far an instruction retires behind younger ones has no bound
+    the comparison could assume: an ``atom`` whose result is discarded (``r0``) lets its
+    warp run on until DRAM answers (64 instructions on ``small`` at ``realistic``, 2026-12-03,
+    where an earlier window of 64 reported a mismatch). Instances of one PC that go to
+    memory retire in order (memory answers in order; a second write of a register waits for
+    the first), but an instance with no executing lane makes no access and retires at
+    ``wb``, ahead of an older instance of the same PC still waiting for memory (an ``atom``
+    in a divergent loop)."""
+    by_pc: dict[int, deque[int]] = {}
+    by_kind: dict[tuple[int, bool], deque[int]] = {}
+    for i, w in enumerate(wl):
+        by_pc.setdefault(w["pc"], deque()).append(i)
+        by_kind.setdefault((w["pc"], not w.get("exec")), deque()).append(i)
+    taken: set[int] = set()
+
+    def oldest(q: deque[int] | None) -> int | None:
+        while q and q[0] in taken:
+            q.popleft()
+        return q.popleft() if q else None
+
+    out: list[int | None] = []
+    for g in gl:
+        i = oldest(by_kind.get((g["pc"], not g.get("exec"))))
+        if i is None:  # no line of its kind: the oldest of its PC (reported as differing)
+            i = oldest(by_pc.get(g["pc"]))
+        if i is not None:
+            taken.add(i)
+        out.append(i)
+    return out
 
 
 def program_order(wl: list[dict], gl: list[dict]) -> tuple[list[dict], list[dict]]:
     """``gl`` (RTL retire order) rearranged into the program order of ``wl`` (ISS); an RTL
     line with no partner ends the rearranged list (so it is reported at that point)."""
     placed: dict[int, dict] = {}
-    first_free = 0
     extra: list[dict] = []
-    for g in gl:
-        while first_free in placed:
-            first_free += 1
-        for i in range(first_free, min(len(wl), first_free + REORDER_WINDOW)):
-            if i not in placed and wl[i]["pc"] == g["pc"]:
-                placed[i] = g
-                break
-        else:
+    for g, i in zip(gl, match_program_order(wl, gl), strict=True):
+        if i is None:
             extra.append(g)
             break
+        placed[i] = g
     ordered = []
     for i in range(len(wl)):
         if i not in placed:

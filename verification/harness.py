@@ -186,29 +186,20 @@ def compare_faulting(launch: KernelLaunch, golden: IssRun, got: list[dict], lane
 
 def common_part(want: list[dict], got: list[dict]) -> tuple[list[dict], list[dict]]:
     """The ISS lines that the RTL also retired (matched per warp by PC in program order,
-    see compare.REORDER_WINDOW), and the RTL lines in that order."""
+    see compare.match_program_order), and the RTL lines in that order."""
     from simtgpu.sim.trace import per_warp
 
-    from .compare import EXTRA_PC, REORDER_WINDOW
+    from .compare import EXTRA_PC, match_program_order
 
     ww, gw = per_warp(want), per_warp(got)
     out_w: list[dict] = []
     out_g: list[dict] = []
     for key in set(ww) | set(gw):
         wl, gl = ww.get(key, []), gw.get(key, [])
-        used: set[int] = set()
         pairs = []
-        start = 0
-        for g in gl:
-            for i in range(start, min(len(wl), start + REORDER_WINDOW)):
-                if i not in used and wl[i]["pc"] == g["pc"]:
-                    used.add(i)
-                    pairs.append((i, g))
-                    break
-            else:
-                pairs.append((len(wl) + len(pairs), g))  # an extra line: reported
-            while start in used:
-                start += 1
+        for g, i in zip(gl, match_program_order(wl, gl), strict=True):
+            # an extra line (no ISS partner) goes after every matched one: reported
+            pairs.append((len(wl) + len(pairs) if i is None else i, g))
         pairs.sort(key=lambda p: p[0])
         out_w += [wl[i] if i < len(wl) else {**g, "pc": EXTRA_PC} for i, g in pairs]
         out_g += [g for _, g in pairs]
