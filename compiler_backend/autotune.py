@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 from simtgpu.errors import SimtgpuError
 
-from .jit import JITFunction, KernelInterface, LaunchError, get_device
+from .jit import _LAUNCH_OPTIONS, JITFunction, KernelInterface, LaunchError, get_device
 
 
 class Config:
@@ -105,9 +105,10 @@ class Heuristics(_Wrapper):
         self.__name__ = fn.__name__
         self.values = dict(values)
         for name, f in self.values.items():
-            if name not in self.arg_names:
+            # a launch option (num_warps) is a valid target too, as in Triton
+            if name not in self.arg_names and name not in _LAUNCH_OPTIONS:
                 raise LaunchError(f"{self.where()}: triton.heuristics sets '{name}', which is "
-                                  f"not a parameter of {self.__name__}")
+                                  f"not a parameter of {self.__name__} or a launch option")
             if not callable(f):
                 raise LaunchError(f"{self.where()}: triton.heuristics['{name}'] must be a "
                                   "function of the arguments dict")

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 from simtgpu.errors import SourceLocation
 
-from . import dtypes, ir, language
+from . import dtypes, ir, language, triton_names
 from .errors import CompileError, KernelError
 from .ir import F32, I1, I32, Type
 from .libmath import Namespace
@@ -566,6 +566,14 @@ class AstToIr(LoopLowering):
         except AttributeError as e:
             if isinstance(obj, Namespace):  # tl.math.foo: the namespace's own message
                 raise self.error(node, str(e)) from None
+            if obj is language and node.attr in triton_names.REASONS:
+                # a Triton name this language lacks on purpose: say why
+                raise self.error(node, f"tl.{node.attr} is not supported here: "
+                                 f"{triton_names.REASONS[node.attr]}") from None
+            if node.attr == "value" and _is_constexpr(obj):
+                # Triton wraps compile-time values in tl.constexpr, whose .value helpers
+                # read (dtype.value); here they are the plain values already
+                return obj
             if _is_number(obj) and (node.attr == "to" or node.attr in METHOD_NAMES):
                 # a number assigned in a kernel is a scalar tensor in Triton (acc = 0;
                 # acc = acc.to(tl.int64)): its tensor members are the scalar's
@@ -580,6 +588,8 @@ class AstToIr(LoopLowering):
             return obj.dtype
         if node.attr == "shape":
             return obj.shape
+        if node.attr == "numel":  # Triton's x.numel: the element count, a compile-time int
+            return obj.numel
         if node.attr == "to":
             return obj.to
         m = tensor_attribute(obj, node.attr)
@@ -745,6 +755,8 @@ class AstToIr(LoopLowering):
                 return isinstance(args[0], args[1])
             except TypeError as e:
                 raise self.error(node, f"compile-time call failed: {e}") from None
+        if isinstance(f, dtypes.dtype):
+            return self.dtype_call(f, args, kwargs, node)
         if f is language.constexpr:
             # tl.constexpr(v) is v itself here: compile-time values are plain Python values
             if len(args) != 1 or kwargs or isinstance(args[0], Tile):
@@ -762,6 +774,19 @@ class AstToIr(LoopLowering):
             except Exception as e:  # noqa: BLE001 - a compile-time evaluation mistake
                 raise self.error(node, f"compile-time call failed: {e}") from None
         raise self.error(node, f"cannot call '{getattr(f, '__name__', f)}' inside a kernel")
+
+    def dtype_call(self, dt: dtypes.dtype, args: list, kwargs: dict, node: ast.Call) -> Tile:
+        """``tl.float32(x)``: as in Triton, calling a type converts its one argument to it
+        (library kernels start running maxima with ``m = tl.float32(-float("inf"))``)."""
+        if len(args) != 1 or kwargs:
+            raise self.error(node, f"tl.{dt.name}(value) takes one value")
+        value = args[0]
+        if isinstance(value, Tile):
+            return language.cast(value, dt, _ctx=self.ctx)
+        if isinstance(value, bool | int | float):
+            return language.full((), value, dt, _ctx=self.ctx)
+        raise self.error(node, f"tl.{dt.name}(value) needs a number or a tensor, not "
+                         f"{type(value).__name__}")
 
     def check_arguments(self, f, args: list, kwargs: dict, node: ast.Call) -> None:
         """A call of a language function or tensor method whose arguments do not fit its

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import builtins
 import math as _pymath
+import sys
 
 from . import block_ptr as _block_ptr
 from . import dot as dot_mma
@@ -35,7 +36,7 @@ from .dtypes import (  # noqa: F401 - tl.float32, tl.pointer_type ... are langua
     uint64,
 )
 from .errors import CompileError
-from .ir import F32, I1, I32, Type, Value
+from .ir import F32, I1, I32, I64, Type, Value
 from .lang_base import (  # noqa: F401 - constexpr and the helpers are language names too
     LN2,
     LOG2E,
@@ -385,6 +386,9 @@ def _reduce(ctx: Lowering, x, axis, kind: str, with_index: bool = False):
         t = ctx.cast(t, F32)
     if t.type.is_ptr:
         raise CompileError("cannot reduce pointers")
+    if axis is not None:
+        # checked first: tl.max(m, x) (meant as tl.maximum) passes a tensor as the axis
+        _int(axis, "axis")
     if t.is_scalar:
         return t
     if axis is not None:
@@ -408,6 +412,27 @@ def _argcombine(ctx: Lowering, kind: str, t: Type, av: Value, ai: Value, bv: Val
     lower = ctx.b.op("icmp", [bi, ai], {"cond": "lt"}).result
     take = ctx.b("or", better, ctx.b("and", tie, lower))
     return ctx.b("select", take, bv, av), ctx.b("select", take, bi, ai)
+
+
+def _put_slot(ctx: Lowering, words: Value, w: Value, v: Value, vw: int) -> None:
+    """Store warp ``w``'s partial result ``v`` in its slot of ``vw`` 32-bit words."""
+    if vw == 1:
+        ctx.b.op("store", [ctx.b("gep", words, w), v])
+        return
+    at = ctx.b("shl", w, ctx.const(1))
+    hi = ctx.b("trunc", ctx.b("shr", v, ctx.const(32, I64)))
+    ctx.b.op("store", [ctx.b("gep", words, at), ctx.b("trunc", v)])
+    ctx.b.op("store", [ctx.b("gep", words, ctx.b("add", at, ctx.const(1))), hi])
+
+
+def _get_slot(ctx: Lowering, words: Value, w: int, vw: int) -> Value:
+    """Warp ``w``'s partial result from its slot (an int64 joined from its two words)."""
+    if vw == 1:
+        return ctx.b.op("load", [ctx.b("gep", words, ctx.const(w))]).result
+    lo, hi = (ctx.b.op("load", [ctx.b("gep", words, ctx.const(2 * w + k))]).result
+              for k in (0, 1))
+    return ctx.b("add", ctx.b("shl", ctx.b("zext", hi), ctx.const(32, I64)),
+                 ctx.b("zext", lo))
 
 
 def _reduce_all(ctx: Lowering, t: Tile, kind: str, with_index: bool):
@@ -441,22 +466,30 @@ def _reduce_all(ctx: Lowering, t: Tile, kind: str, with_index: bool):
             if v is not None and isinstance(v.owner, ir.Op):
                 v.owner.attrs["uniform"] = True
     if warps > 1:
-        base = ctx.scratch(warps * 8)
+        # one slot per warp for its value (two words for an int64), then one for its index
+        vw = 2 if ty == I64 else 1
+        base = ctx.scratch(warps * 4 * (vw + 1))
         ctx.scratch_barrier()
         wid = ctx.sreg("warpid")
-        sv = ctx.shared_ptr(base, ty)
-        ctx.b.op("store", [ctx.b("gep", sv, wid), acc])
+        if ctx.T // ctx.W > warps:
+            # a tile smaller than the block: warps past `warps` hold replicas of the first
+            # ones' elements and write the same values to the same slots (the index slots
+            # follow the value slots, so their own warp ids would run past the scratch)
+            wid = ctx.b("and", wid, ctx.const(warps - 1))
+        sv = ctx.shared_ptr(base, I32 if vw == 2 else ty)
+        _put_slot(ctx, sv, wid, acc, vw)
         if with_index:
             si = ctx.shared_ptr(base, I32)
-            ctx.b.op("store", [ctx.b("gep", si, ctx.b("add", wid, ctx.const(warps))), idx])
+            ctx.b.op("store", [ctx.b("gep", si, ctx.b("add", wid, ctx.const(warps * vw))),
+                               idx])
         ctx.barrier()
-        acc = ctx.b.op("load", [ctx.b("gep", sv, ctx.const(0))]).result
+        acc = _get_slot(ctx, sv, 0, vw)
         if with_index:
-            idx = ctx.b.op("load", [ctx.b("gep", si, ctx.const(warps))]).result
+            idx = ctx.b.op("load", [ctx.b("gep", si, ctx.const(warps * vw))]).result
         for w in builtins.range(1, warps):
-            v = ctx.b.op("load", [ctx.b("gep", sv, ctx.const(w))]).result
+            v = _get_slot(ctx, sv, w, vw)
             if with_index:
-                i = ctx.b.op("load", [ctx.b("gep", si, ctx.const(warps + w))]).result
+                i = ctx.b.op("load", [ctx.b("gep", si, ctx.const(warps * vw + w))]).result
                 acc, idx = _argcombine(ctx, kind, ty, acc, idx, v, i)
             else:
                 acc = _combine(ctx, kind, ty, acc, v)
@@ -892,6 +925,8 @@ pair_uniform_to_normal = _RANDOM["pair_uniform_to_normal"]
 randn = _RANDOM["randn"]
 randn4x = _RANDOM["randn4x"]
 from .stdlib import (  # noqa: E402, F401 - language names
+    _is_power_of_two,
+    _log2,
     add,
     cast,
     constexpr_function,
@@ -929,16 +964,21 @@ def _register_submodules() -> None:
     triton.language.extra.libdevice import tanh``, ``from triton.language.extra.cuda import
     libdevice``, ``from triton.language.math import tanh`` (``language`` is one module here,
     so its namespaces are entered into ``sys.modules`` under those names)."""
-    import sys
-
     for sub, ns in (("math", math), ("extra", extra), ("extra.libdevice", _libdevice),
                     ("extra.cuda", _cuda), ("extra.cuda.libdevice", _libdevice)):
         sys.modules.setdefault(f"{__name__}.{sub}", ns)
+    # Triton defines the language in triton/language/core.py and standard.py; kernels
+    # that import those (``import triton.language.core as core``) get the whole language
+    for sub in ("core", "standard"):
+        sys.modules.setdefault(f"{__name__}.{sub}", sys.modules[__name__])
 
 
 _register_submodules()
+core = standard = sys.modules[__name__]
+"""``tl.core.reshape(...)``, ``tl.standard.sum(...)``: Triton's modules of the language."""
 
 __all__ = [n for n in dir() if not n.startswith("_") and n not in (
+    "core", "standard", "sys", "I64",
     "annotations", "builtins", "dataclass", "ir", "builtin", "dtype_of_type", "to_ir_type",
     "Lowering", "Coords", "LN2", "LOG2E", "CompileError", "Type", "Value", "F32", "I1", "I32",
     "THREAD_LEVEL_NAMES", "SharedArray", "dtypes", "Namespace", "MATH_NAMES",

@@ -92,3 +92,18 @@ def constexpr_function(fn):
     """Mark a Python function as callable on compile-time values inside kernels."""
     fn._simtgpu_host = True
     return fn
+
+
+@constexpr_function
+def _log2(i) -> int:
+    """``triton.language.standard._log2``: floor(log2(i)) of a compile-time integer (sort
+    and topk kernels copied from Triton's standard library import it)."""
+    n = getattr(i, "value", i)
+    return max(int(n).bit_length() - 1, 0)
+
+
+@constexpr_function
+def _is_power_of_two(i) -> bool:
+    """``triton.language.standard._is_power_of_two`` of a compile-time integer."""
+    n = int(getattr(i, "value", i))
+    return n > 0 and n & (n - 1) == 0

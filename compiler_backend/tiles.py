@@ -495,9 +495,10 @@ class Lowering:
             self.fn.meta["user_shared_bytes"] = self.shared_top
 
     def shared_ptr(self, base: Value, elem_type: Type) -> Value:
-        if elem_type == I64:
-            raise CompileError("int64 tensors cannot be exchanged between threads (reductions, "
-                               "scans, transposes, relayouts): convert them with "
+        if elem_type.kind == "i64":  # int64 and uint64
+            # (relayouts and whole-tile reductions move int64 values as two words)
+            raise CompileError("int64 tensors cannot be exchanged between threads in "
+                               "scans, sorts, axis reductions and dot: convert them with "
                                ".to(tl.int32) first")
         want = ir.ptr("f32" if elem_type == F32 else "i32", "shared")
         if base.type == want:
@@ -550,6 +551,17 @@ class Lowering:
         lazy = Tile(self, shape, t.type, fn=fn)
         return lazy
 
+    def _relayout_wide(self, t: Tile) -> Tile:
+        """``relayout`` of an int64 tile: its low and high 32-bit words move as two int32
+        tiles and are joined where they are read (int64 indices loaded from an int64 array
+        and broadcast, ``idx[:, None] * dim + cols[None, :]``)."""
+        b = self.b
+        lo = self.relayout(self.map1(t, I32, lambda v: b("trunc", v)).materialize())
+        hi = self.relayout(self.map1(t, I32, lambda v: b(
+            "trunc", b("shr", v, self.const(32, I64)))).materialize())
+        return self.mapn([lo, hi], t.type, lambda low, high: b(
+            "add", b("shl", b("zext", high), self.const(32, I64)), b("zext", low)))
+
     def _relayout_pointers(self, t: Tile) -> Tile:
         """A tensor of pointers in another layout (``(base + rows[:, None]) + cols[None, :]``
         broadcasts a materialised column of pointers): pointers are not exchanged, their
@@ -591,6 +603,8 @@ class Lowering:
             return halfs.via_f32(self, t, self.relayout)
         if t.type.is_ptr:
             return self._relayout_pointers(t)
+        if t.type.kind == "i64":  # int64 and uint64
+            return self._relayout_wide(t)
         if self.loop_depth:
             self.barrier()  # the previous iteration's readers are done
         base = self.b.op("smem", [], {"offset": self.alloc_shared(t.numel * 4)},
