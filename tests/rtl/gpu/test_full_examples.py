@@ -8,7 +8,8 @@ its L1 and the L2's bank) is verilated and compiled once as a Verilator ``hier_b
 (``verilator_runner.hier_blocks``), and plain rather than profile-guided (the driver's trainer
 is not used for it). From scratch on the idle 2-core machine the build takes about 4.5 minutes
 (Verilog 46 s, verilate 99 s, C++ compile 119 s; docs/performance.md, "Verilator model build of
-`full`") and the six examples then run in about 40 s: this is ``full`` in ``make test``.
+`full`") and the six examples then run in about 40 s: this is ``full`` in ``make test``, with one
+kernel of its own: four cores' atomics meeting at the L2 (``cross_core_atomics.s``).
 """
 
 from __future__ import annotations
