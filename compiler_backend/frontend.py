@@ -101,7 +101,7 @@ _WHAT = {
     "Match": "a match statement", "TypeAlias": "a type alias",
     "ListComp": "a list comprehension", "SetComp": "a set comprehension",
     "DictComp": "a dict comprehension", "GeneratorExp": "a generator expression",
-    "Lambda": "a lambda", "Dict": "a dict literal", "Set": "a set literal",
+    "Dict": "a dict literal", "Set": "a set literal",
     "JoinedStr": "an f-string", "FormattedValue": "an f-string", "Await": "await",
     "Yield": "yield", "YieldFrom": "yield from", "NamedExpr": "an assignment expression (:=)",
     "Starred": "a starred expression",
@@ -732,6 +732,8 @@ class AstToIr(LoopLowering):
             return f(*args, _ctx=self.ctx, **kwargs)
         if getattr(f, "_simtgpu_jit", False):  # a @jit helper (jit.JITFunction)
             return self.inline(f, args, kwargs, node)
+        if isinstance(f, _Lambda):
+            return self.call_lambda(f, args, kwargs, node)
         if f in (language.range, language.static_range):
             raise self.error(node, "tl.range/tl.static_range can only be used in a for loop")
         if getattr(f, "__self__", None) is not None and isinstance(f.__self__, Tile):
@@ -801,6 +803,35 @@ class AstToIr(LoopLowering):
             raise self.error(node, f"{name}(): {e}") from None
         except ValueError:  # no signature to check (a C function)
             return
+
+    def expr_Lambda(self, node: ast.Lambda) -> _Lambda:
+        a = node.args
+        if a.vararg or a.kwarg or a.kwonlyargs or a.posonlyargs:
+            raise self.error(node, "a lambda in a kernel takes plain positional parameters")
+        return _Lambda(node, self)
+
+    def call_lambda(self, lam: _Lambda, args: list, kwargs: dict, node: ast.Call) -> object:
+        """``f = lambda x: tl.exp2(c * x)`` then ``f(v)`` (Triton-Puzzles' solutions): the
+        body is expanded at each call, as a @jit helper is, with the parameters bound over
+        the defining scope's variables as they are at the call (Python's late binding)."""
+        a = lam.node.args
+        names = [p.arg for p in a.args]
+        defaults = dict(zip(names[len(names) - len(a.defaults):],
+                            lam.defaults, strict=True))
+        try:
+            bound = inspect.Signature(
+                [inspect.Parameter(n, inspect.Parameter.POSITIONAL_OR_KEYWORD,
+                                   default=defaults.get(n, inspect.Parameter.empty))
+                 for n in names]).bind(*args, **kwargs)
+        except TypeError as e:
+            raise self.error(node, f"lambda: {e}") from None
+        bound.apply_defaults()
+        frame = lam.frame
+        sub = AstToIr.__new__(AstToIr)
+        sub.calls, sub.src, sub.fn, sub.ctx = frame.calls, frame.src, frame.fn, frame.ctx
+        sub.node, sub.depth = None, 0
+        sub.env = {**frame.env, **bound.arguments}
+        return sub.expr(lam.node.body)
 
     def inline(self, jf, args, kwargs, node) -> object:
         """Call a @jit helper: its body is expanded here, its return value is the result."""
@@ -900,6 +931,16 @@ def _callee_signature(f) -> tuple[object, tuple, str]:
 def _signature(fn) -> inspect.Signature:
     """A language function's signature (the same few are looked up at every call)."""
     return inspect.signature(fn)
+
+
+class _Lambda:
+    """A lambda defined in a kernel: its node, the frame that defined it (read when it is
+    called) and its default values (evaluated where it is defined, as in Python)."""
+
+    def __init__(self, node: ast.Lambda, frame: AstToIr):
+        self.node = node
+        self.frame = frame
+        self.defaults = [frame.expr(d) for d in node.args.defaults]
 
 
 @dataclass

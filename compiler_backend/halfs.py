@@ -64,8 +64,9 @@ def binary(ctx, op: str, a, b):
     """``a op b`` where an operand is a half tile (arithmetic and comparisons)."""
     sa, sb = a.type, b.type
     t = common_type(sa, sb)
-    if op in ctx._CMP or op == "/" or t == F32:
-        if op in ("//", "%", "<<", ">>", "&", "|", "^"):
+    # (% of halves: fmod of their exact float32 values, which the half format holds exactly)
+    if op in ctx._CMP or op in ("/", "%") or t == F32:
+        if op in ("//", "<<", ">>", "&", "|", "^"):
             raise CompileError(f"operator {op} is not defined on {_name(sa if sa.is_half else sb)}")
         fa, fb = ctx.cast(a, F32), ctx.cast(b, F32)
         r = ctx.binary(op, fa, fb)

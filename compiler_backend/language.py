@@ -502,6 +502,8 @@ def _reduce_all(ctx: Lowering, t: Tile, kind: str, with_index: bool):
 def _reduce_axis(ctx: Lowering, t: Tile, axis: int, kind: str, with_index: bool) -> Tile:
     """Reduction along one axis of a 2-D (or larger) tile: by warp shuffles where the layout
     allows (reductions.py, which defines the order), else through shared memory."""
+    if t.type.kind == "i64":
+        return _reduce_axis_wide(ctx, t, axis, kind, with_index)
     if not with_index:
         r = reduce_axis_shuffle(ctx, t, axis,
                                 lambda a, b: _combine(ctx, kind, t.type, a, b))
@@ -529,6 +531,24 @@ def _reduce_axis(ctx: Lowering, t: Tile, axis: int, kind: str, with_index: bool)
     out = Tile(ctx, out_shape, I32 if with_index else ty, fn=fn).materialize()
     ctx.scratch_dirty = True
     return out
+
+
+def _reduce_axis_wide(ctx: Lowering, t: Tile, axis: int, kind: str, with_index: bool
+                      ) -> Tile:
+    """An axis reduction of an int64 (uint64) tile: the line walk of scans.py, which moves
+    each value as its two words, combining in the same first-to-last order."""
+    ty = t.type
+
+    def fold(a: list[Value], b: list[Value]) -> list[Value]:
+        return [_combine(ctx, kind, ty, a[0], b[0])]
+
+    def pick(a: list[Value], b: list[Value]) -> list[Value]:
+        return list(_argcombine(ctx, kind, ty, a[0], a[1], b[0], b[1]))
+
+    if not with_index:
+        return _scans.walk_lines(ctx, [t], axis, fold, scan=False, reverse=False)[0]
+    index = Tile(ctx, t.shape, I32, fn=lambda c: c.idx()[axis])  # the position along axis
+    return _scans.walk_lines(ctx, [t, index], axis, pick, scan=False, reverse=False)[1]
 
 
 @builtin
@@ -930,6 +950,7 @@ from .stdlib import (  # noqa: E402, F401 - language names
     add,
     cast,
     constexpr_function,
+    get_int_dtype,
     max_constancy,
     swizzle2d,
 )
@@ -978,7 +999,7 @@ core = standard = sys.modules[__name__]
 """``tl.core.reshape(...)``, ``tl.standard.sum(...)``: Triton's modules of the language."""
 
 __all__ = [n for n in dir() if not n.startswith("_") and n not in (
-    "core", "standard", "sys", "I64",
+    "core", "standard", "sys", "I64", "get_int_dtype",
     "annotations", "builtins", "dataclass", "ir", "builtin", "dtype_of_type", "to_ir_type",
     "Lowering", "Coords", "LN2", "LOG2E", "CompileError", "Type", "Value", "F32", "I1", "I32",
     "THREAD_LEVEL_NAMES", "SharedArray", "dtypes", "Namespace", "MATH_NAMES",

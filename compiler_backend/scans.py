@@ -23,7 +23,7 @@ import builtins
 
 from . import ir
 from .errors import CompileError
-from .ir import F16, F32, I1, I32, U32, Type, Value
+from .ir import F16, F32, I1, I32, I64, U32, Type, Value
 from .lang_base import _int, _shape
 from .tiles import Coords, Lowering, Tile, _log2
 
@@ -83,6 +83,57 @@ def _walk_type(t: Type) -> Type:
 
 def _walk_operands(ctx: Lowering, ts: list[Tile]) -> list[Tile]:
     return [ctx.cast(t, _walk_type(t.type)) for t in ts]
+
+
+def _is_wide(t: Type) -> bool:
+    return t.kind == "i64"  # int64 and uint64
+
+
+def _words(ctx: Lowering, v: Value) -> list[Value]:
+    """An int64 value's low and high 32-bit words."""
+    return [ctx.b("trunc", v), ctx.b("trunc", ctx.b("shr", v, ctx.const(32, I64)))]
+
+
+def _joined(ctx: Lowering, lo: Value, hi: Value) -> Value:
+    return ctx.b("add", ctx.b("shl", ctx.b("zext", hi), ctx.const(32, I64)), ctx.b("zext", lo))
+
+
+def _join_values(ctx: Lowering, words: list[Value], types: list[Type]) -> list[Value]:
+    out, it = [], iter(words)
+    for t in types:
+        out.append(_joined(ctx, next(it), next(it)) if _is_wide(t) else next(it))
+    return out
+
+
+def _split_values(ctx: Lowering, vals: list[Value], types: list[Type]) -> list[Value]:
+    out: list[Value] = []
+    for v, t in zip(vals, types, strict=True):
+        out.extend(_words(ctx, v) if _is_wide(t) else [v])
+    return out
+
+
+def walk_lines(ctx: Lowering, ts: list[Tile], axis: int, combine, scan: bool,
+               reverse: bool) -> list[Tile]:
+    """:func:`_walk_lines` for operands of any type: an int64 (uint64) operand travels as
+    its two 32-bit words (shared memory holds words), joined again for ``combine`` (which
+    sees and returns whole values, as for the other types) and in the results."""
+    types = [t.type for t in ts]
+    if not any(_is_wide(t) for t in types):
+        return _walk_lines(ctx, ts, axis, combine, scan, reverse)
+    words: list[Tile] = []
+    for t in ts:
+        if _is_wide(t.type):
+            words += [ctx.map1(t, I32, lambda v, k=k: _words(ctx, v)[k]) for k in (0, 1)]
+        else:
+            words.append(t)
+
+    def combine_words(a: list[Value], b: list[Value]) -> list[Value]:
+        r = combine(_join_values(ctx, a, types), _join_values(ctx, b, types))
+        return _split_values(ctx, r, types)
+
+    rs = iter(_walk_lines(ctx, words, axis, combine_words, scan, reverse))
+    return [ctx.mapn([next(rs), next(rs)], t, lambda lo, hi: _joined(ctx, lo, hi))
+            if _is_wide(t) else next(rs) for t in types]
 
 
 def _walk_lines(ctx: Lowering, ts: list[Tile], axis: int, combine, scan: bool,
@@ -195,8 +246,8 @@ def reduce(ctx: Lowering, input, axis, combine_fn, keep_dims: bool = False):
     shape = ts[0].shape
     types = [t.type for t in ts]
     flat, a = _flat_axis(ctx, _walk_operands(ctx, ts), axis)
-    rs = _walk_lines(ctx, flat, a, _jit_combine(ctx, combine_fn, types),
-                     scan=False, reverse=False)
+    rs = walk_lines(ctx, flat, a, _jit_combine(ctx, combine_fn, types),
+                    scan=False, reverse=False)
     rs = [ctx.cast(r, t) for r, t in zip(rs, types, strict=True)]
     if keep_dims:
         rs = [_keep_dims(ctx, r, shape, axis, a) for r in rs]
@@ -210,8 +261,8 @@ def associative_scan(ctx: Lowering, input, axis, combine_fn, reverse: bool = Fal
         return tuple(ts) if many else ts[0]
     a = _axis(ts[0].shape, axis)
     types = [t.type for t in ts]
-    rs = _walk_lines(ctx, _walk_operands(ctx, ts), a, _jit_combine(ctx, combine_fn, types),
-                     scan=True, reverse=bool(reverse))
+    rs = walk_lines(ctx, _walk_operands(ctx, ts), a, _jit_combine(ctx, combine_fn, types),
+                    scan=True, reverse=bool(reverse))
     rs = [ctx.cast(r, t) for r, t in zip(rs, types, strict=True)]
     return tuple(rs) if many else rs[0]
 
@@ -229,8 +280,8 @@ def _builtin_scan(ctx: Lowering, input, axis, reverse, op: str):
     def combine(a: list[Value], b: list[Value]) -> list[Value]:
         return [ctx.b(name, a[0], b[0])]
 
-    r = _walk_lines(ctx, [t], _axis(t.shape, axis), combine, scan=True,
-                    reverse=bool(reverse))[0]
+    r = walk_lines(ctx, [t], _axis(t.shape, axis), combine, scan=True,
+                   reverse=bool(reverse))[0]
     # Triton keeps float16 (each prefix rounded once here) and promotes bfloat16 to float32
     return ctx.cast(r, half) if half == F16 else r
 

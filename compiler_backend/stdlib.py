@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import operator
 
+from . import dtypes
 from .errors import CompileError
 from .ir import I1
 from .lang_base import _minmax, builtin
@@ -100,6 +101,20 @@ def _log2(i) -> int:
     and topk kernels copied from Triton's standard library import it)."""
     n = getattr(i, "value", i)
     return max(int(n).bit_length() - 1, 0)
+
+
+@constexpr_function
+def get_int_dtype(bitwidth: int, signed: bool) -> dtypes.dtype:
+    """``triton.language.core.get_int_dtype``: the integer type of a width (the bitonic
+    sorts of Triton's standard library and Inductor's helpers, copied into kernels, bitcast
+    through ``get_int_dtype(bitwidth=x.dtype.primitive_bitwidth, signed=True)``)."""
+    width = int(getattr(bitwidth, "value", bitwidth))
+    types = {1: (dtypes.int1, dtypes.int1), 32: (dtypes.int32, dtypes.uint32),
+             64: (dtypes.int64, dtypes.uint64)}
+    if width not in types:
+        raise CompileError(f"no {width}-bit integer type here (integers are 1, 32 or 64 "
+                           "bits wide)")
+    return types[width][0 if signed else 1]
 
 
 @constexpr_function

@@ -496,10 +496,9 @@ class Lowering:
 
     def shared_ptr(self, base: Value, elem_type: Type) -> Value:
         if elem_type.kind == "i64":  # int64 and uint64
-            # (relayouts and whole-tile reductions move int64 values as two words)
+            # (relayouts, reductions and scans move int64 values as two words)
             raise CompileError("int64 tensors cannot be exchanged between threads in "
-                               "scans, sorts, axis reductions and dot: convert them with "
-                               ".to(tl.int32) first")
+                               "sorts and dot: convert them with .to(tl.int32) first")
         want = ir.ptr("f32" if elem_type == F32 else "i32", "shared")
         if base.type == want:
             return base
@@ -776,7 +775,12 @@ class Lowering:
                 return self.mapn([a, b], F32, lambda x, y: self.b(
                     name, self.to_type(x, F32, sa), self.to_type(y, F32, sb)))
             if op == "%":
-                raise CompileError("floating-point % is not supported")
+                # Triton's float % is LLVM's frem: C's fmod, the sign of the dividend
+                from .libmath import _Ops  # (libmath builds on this module)
+
+                ops = _Ops(self)
+                return self.mapn([a, b], F32, lambda x, y: ops.fmod(
+                    self.to_type(x, F32, sa), self.to_type(y, F32, sb)))
             raise CompileError(f"operator {op} is not defined on float32")
         if op in ("//", "%"):
             if t == I64:

@@ -26,7 +26,7 @@ def _launch_error(kern, *args, **kw) -> BaseException:
     ("    d = {1: 2}\n", "a dict literal"),
     ("    v = [i for i in range(4)]\n", "a list comprehension"),
     ("    with open('f'):\n        pass\n", "a with statement"),
-    ("    f = lambda: 1\n", "a lambda"),
+    ("    s = {1, 2}\n", "a set literal"),
     ("    try:\n        pass\n    except Exception:\n        pass\n", "a try statement"),
 ])
 def test_messages_say_what_the_user_wrote(iss_device, tmp_path, body, what):

@@ -412,12 +412,12 @@ def test_tutorial06_ptx_has_int64_head_offsets_and_ptxas_accepts_it(tmp_path, st
 
 
 def test_int64_errors_name_the_place(tmp_path):
-    # (a whole-tile tl.sum of int64 works: test_compiler_library_kernels.py; a scan does not)
-    e = compile_error(tmp_path, "scan64", "def kern(x_ptr):\n"
+    # (reductions and scans of int64 work: test_compiler_generated_kernels.py; a sort does not)
+    e = compile_error(tmp_path, "sort64", "def kern(x_ptr):\n"
                       "    x = tl.load(x_ptr + tl.arange(0, 64))\n"
-                      "    tl.store(x_ptr + tl.arange(0, 64), tl.cumsum(x, 0))\n",
+                      "    tl.store(x_ptr + tl.arange(0, 64), tl.sort(x, 0))\n",
                       {"x_ptr": parse_type("*i64")})
-    assert "scan64.py:8:" in str(e) and "int64 tensors cannot be exchanged" in str(e)
+    assert "sort64.py:8:" in str(e) and "int64 tensors cannot be exchanged" in str(e)
     e = compile_error(tmp_path, "atom64", "def kern(x_ptr):\n"
                       "    tl.atomic_add(x_ptr, 1)\n", {"x_ptr": parse_type("*i64")})
     assert "atom64.py:7:" in str(e) and "int64" in str(e)  # the atomic's line
