@@ -16,7 +16,7 @@ import numpy as np
 from .errors import CompileError
 from .ir import F32, I1, I32, I64, Value
 from .lang_base import LN2, LOG2E, _builtin_named, _minmax, builtin, constexpr
-from .tiles import Lowering, Tile
+from .tiles import FLOAT_MOD, Lowering, Tile
 
 _TWO23 = 8388608.0  # from 2**23 on, every float32 is an integer
 _LOG2E_LO = LOG2E - float(np.float32(LOG2E))  # the part of log2(e) below float32 precision
@@ -305,6 +305,7 @@ fmod = _ops_builtin2("fmod", "C's fmod: x - trunc(x / y) * y with x's sign, exac
                      "|x / y| < 2**22.", "fmod")
 hypot = _ops_builtin2("hypot", "sqrt(x*x + y*y) without overflow.", "hypot")
 copysign = _ops_builtin2("copysign", "|x| with the sign of y.", "copysign")
+FLOAT_MOD.append(lambda ctx, x, y: _Ops(ctx).fmod(x, y))  # ``%`` of floats (tiles.py)
 
 
 @builtin

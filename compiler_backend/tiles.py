@@ -73,6 +73,11 @@ MAX_LAZY_DEPTH = 64
 """Links of lazy element functions evaluated within one another before a tile is made
 concrete (Python's recursion limit is about 1,000 frames, three per link)."""
 
+FLOAT_MOD: list[Callable[[Lowering, Value, Value], Value]] = []
+"""C's fmod on float32 values, for ``%`` of floats: registered by libmath.py, which builds
+on this module (its float32 sequences need the Lowering), so that this module imports
+nothing of it."""
+
 
 class Tile:
     """A tile (or scalar) value of one program: shape, element type, and its elements."""
@@ -776,11 +781,9 @@ class Lowering:
                     name, self.to_type(x, F32, sa), self.to_type(y, F32, sb)))
             if op == "%":
                 # Triton's float % is LLVM's frem: C's fmod, the sign of the dividend
-                from .libmath import _Ops  # (libmath builds on this module)
-
-                ops = _Ops(self)
-                return self.mapn([a, b], F32, lambda x, y: ops.fmod(
-                    self.to_type(x, F32, sa), self.to_type(y, F32, sb)))
+                fmod = FLOAT_MOD[0]
+                return self.mapn([a, b], F32, lambda x, y: fmod(
+                    self, self.to_type(x, F32, sa), self.to_type(y, F32, sb)))
             raise CompileError(f"operator {op} is not defined on float32")
         if op in ("//", "%"):
             if t == I64:
