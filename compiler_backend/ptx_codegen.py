@@ -373,7 +373,10 @@ class PtxGen:
         if isinstance(po, Op) and po.name == "gep" and const_value(po.operands[1]) is not None:
             off = po.operands[0].type.elem_size * const_value(po.operands[1])
             base = self.r(po.operands[0])
-            return f"[{base}+{off}]" if off >= 0 else f"[{base}+-{-off}]".replace("+-", "-")
+            # PTX writes a negative displacement as "+-4" ("[r-4]" does not parse); one past
+            # a signed 32-bit immediate is read from the gep's own register
+            if -2**31 <= off < 2**31:
+                return f"[{base}+{off}]"
         return f"[{self.r(p)}]"
 
     def ty(self, t: ir.Type) -> str:
