@@ -117,6 +117,9 @@ _BINOPS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
            ast.Div: operator.truediv, ast.FloorDiv: operator.floordiv, ast.Mod: operator.mod,
            ast.BitAnd: operator.and_, ast.BitOr: operator.or_, ast.BitXor: operator.xor,
            ast.LShift: operator.lshift, ast.RShift: operator.rshift, ast.Pow: operator.pow}
+_UNARY = {ast.USub: operator.neg, ast.UAdd: operator.pos, ast.Invert: operator.invert,
+          ast.Not: operator.not_}
+_UNARY_TEXT = {ast.USub: "-", ast.UAdd: "+", ast.Invert: "~", ast.Not: "not"}
 _CMPOPS = {ast.Lt: operator.lt, ast.LtE: operator.le, ast.Gt: operator.gt, ast.GtE: operator.ge,
            ast.Eq: operator.eq, ast.NotEq: operator.ne, ast.Is: operator.is_,
            ast.IsNot: operator.is_not}
@@ -454,6 +457,7 @@ class AstToIr(LoopLowering):
             if not static:
                 raise self.error(it, "tl.static_range needs compile-time bounds "
                                  "(tl.constexpr or literals)")
+            self.check_unroll(it, args)
         if any(isinstance(a, Tile) and a.type in (ir.I64, ir.U64) for a in args):
             self.wide_for(node, var, args)
             return
@@ -466,6 +470,16 @@ class AstToIr(LoopLowering):
                 self.block(node.body)
             return
         self.dynamic_for(node, var, args, stages)
+
+    def check_unroll(self, it: ast.expr, args: list[int]) -> None:
+        """A static_range's bounds must give a range Python can build and a count small
+        enough to unroll (a huge one would make the compile run for hours)."""
+        if args[2] == 0:
+            raise self.error(it, "tl.static_range step must not be zero")
+        count = len(builtins.range(*args))
+        if count > MAX_UNROLL:
+            raise self.error(it, f"tl.static_range unrolls {count} iterations, more than "
+                             f"{MAX_UNROLL}; use range(...) for a loop")
 
     def wide_for(self, node: ast.For, var: str, args: list) -> None:
         """``for var in range(lo, hi, step)`` with 64-bit bounds (Triton's loop counter is
@@ -625,6 +639,9 @@ class AstToIr(LoopLowering):
             if op is operator.pow:
                 raise CompileError("** is not supported on tensors")
             return op(a, b)
+        if _huge_int(op, a, b):  # 2**40**40 would run (and grow) without end
+            raise CompileError(f"compile-time arithmetic gives an integer of more than "
+                               f"{MAX_INT_BITS} bits")
         try:
             return op(a, b)
         except Exception as e:  # noqa: BLE001
@@ -649,8 +666,11 @@ class AstToIr(LoopLowering):
             if isinstance(node.op, ast.Invert):
                 return ~v
             return self.ctx.unary("not", v)
-        return {ast.USub: operator.neg, ast.UAdd: operator.pos, ast.Invert: operator.invert,
-                ast.Not: operator.not_}[type(node.op)](v)
+        try:
+            return _UNARY[type(node.op)](v)
+        except TypeError:  # -tl, ~1.5: Python refuses the operand
+            raise self.error(node, f"unary '{_UNARY_TEXT[type(node.op)]}' does not apply "
+                             f"to {type(v).__name__}") from None
 
     def expr_Compare(self, node: ast.Compare):
         left = self.expr(node.left)
@@ -716,12 +736,21 @@ class AstToIr(LoopLowering):
             self.env.pop(c_name, None)
         return self.env.pop(v_name, None)
 
+    def starred(self, node: ast.Starred) -> list:
+        """The arguments ``*value`` passes: Python's own unpacking, placed when the value
+        cannot be unpacked (``f(*2.0)``)."""
+        v = self.expr(node.value)
+        try:
+            return list(v)
+        except TypeError:
+            raise self.error(node, f"cannot unpack {type(v).__name__} with '*'") from None
+
     def expr_Call(self, node: ast.Call):
         f = self.expr(node.func)
         args = []
         for a in node.args:
             if isinstance(a, ast.Starred):
-                args.extend(self.expr(a.value))
+                args.extend(self.starred(a))
             else:
                 args.append(self.expr(a))
         kwargs = {kw.arg: self.expr(kw.value) for kw in node.keywords if kw.arg}
@@ -897,6 +926,19 @@ class AstToIr(LoopLowering):
 
 
 _MISSING = object()
+MAX_INT_BITS = 1 << 16  # the widest Python integer compile-time arithmetic may build
+MAX_UNROLL = 1 << 14  # iterations of one tl.static_range the front end unrolls
+
+
+def _huge_int(op, a, b) -> bool:
+    """Whether ``a ** b`` or ``a << b`` on Python integers would exceed MAX_INT_BITS."""
+    if not (isinstance(a, int) and isinstance(b, int)):
+        return False
+    if op is operator.pow:
+        return abs(a) > 1 and b * a.bit_length() > MAX_INT_BITS
+    return op is operator.lshift and a != 0 and b > MAX_INT_BITS
+
+
 _DEAD = object()  # the value of a variable in a branch that returned (never read)
 
 

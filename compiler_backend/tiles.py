@@ -19,6 +19,7 @@ shared memory (barrier, store, barrier, load).
 from __future__ import annotations
 
 import math
+import numbers
 from collections.abc import Callable
 
 from . import halfs, ir
@@ -35,6 +36,12 @@ def _is_pow2(n: int) -> bool:
 
 def _log2(n: int) -> int:
     return n.bit_length() - 1
+
+
+def int_text(x: int) -> str:
+    """``x`` for a message: its digits, or its size where Python would refuse to print them
+    (more than 4300 digits)."""
+    return str(x) if x.bit_length() <= 128 else f"of {x.bit_length()} bits"
 
 
 class Coords:
@@ -299,6 +306,9 @@ class Lowering:
 
     # --- small IR helpers -------------------------------------------------------------------
     def const(self, value, type: Type = I32) -> Value:
+        # a number (NumPy's bool_ is not registered as one); tl.full(shape, None, ...) is not
+        if not isinstance(value, numbers.Real) and type(value).__name__ != "bool_":
+            raise CompileError(f"expected a number, got {value.__class__.__name__}")
         if type.is_half:  # a number, as the half pattern
             value = halfs.half_bits(value, type)
         return self.b.const(value, type)
@@ -421,7 +431,7 @@ class Lowering:
             if like is not None and like.type == I64 or not -(1 << 31) <= x < (1 << 32):
                 # as Triton: a literal beyond 32 bits is an int64 (a uint64 above 2**63 - 1)
                 if not -(1 << 63) <= x < (1 << 64):
-                    raise CompileError(f"integer constant {x} does not fit in 64 bits")
+                    raise CompileError(f"integer constant {int_text(x)} does not fit in 64 bits")
                 return self._typed_scalar(self.const(x, I64), U64 if x >= 1 << 63 else I64)
             return self.scalar(self.const(x, I32))
         if isinstance(x, float):
