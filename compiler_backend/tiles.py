@@ -307,7 +307,7 @@ class Lowering:
     # --- small IR helpers -------------------------------------------------------------------
     def const(self, value, type: Type = I32) -> Value:
         # a number (NumPy's bool_ is not registered as one); tl.full(shape, None, ...) is not
-        if not isinstance(value, numbers.Real) and type(value).__name__ != "bool_":
+        if not isinstance(value, numbers.Real) and value.__class__.__name__ != "bool_":
             raise CompileError(f"expected a number, got {value.__class__.__name__}")
         if type.is_half:  # a number, as the half pattern
             value = halfs.half_bits(value, type)
