@@ -24,14 +24,13 @@ def _record_table(args: argparse.Namespace) -> int:
     from simtgpu.arch.command_queue import core_counter_table_markdown, record_table_markdown
     from simtgpu.errors import SimtgpuError
 
+    from .files import read_text
+
     tables = [record_table_markdown(), core_counter_table_markdown()]
     if args.update is None:
         sys.stdout.write("\n".join(tables))
         return 0
-    try:
-        lines = args.update.read_text().splitlines(keepends=True)
-    except OSError as e:
-        raise SimtgpuError(f"{args.update}: cannot read: {e.strerror or e}") from None
+    lines = read_text(args.update, "--update").splitlines(keepends=True)
     for table in tables:
         header = table.splitlines(keepends=True)[0]
         if header not in lines:
@@ -41,5 +40,8 @@ def _record_table(args: argparse.Namespace) -> int:
         while end < len(lines) and lines[end].startswith("|"):
             end += 1
         lines[start:end] = table.splitlines(keepends=True)
-    args.update.write_text("".join(lines))
+    try:
+        args.update.write_text("".join(lines))
+    except OSError as e:
+        raise SimtgpuError(f"--update {args.update}: cannot write: {e.strerror or e}") from None
     return 0

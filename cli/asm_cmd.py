@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
-from pathlib import Path
 
 from simtgpu.errors import SimtgpuError
+
+from .files import input_file, output_file, read_text
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -37,15 +39,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def _asm(args: argparse.Namespace) -> int:
     from simtgpu.assembler import assemble_with_listing
 
-    src = Path(args.source)
-    if not src.is_file():
-        raise SimtgpuError(f"{src}: no such file")
-    try:
-        text = src.read_text()
-    except (OSError, UnicodeDecodeError) as e:
-        raise SimtgpuError(f"{src}: cannot read: {e}") from None
+    src = input_file(args.source)
+    out = src.with_suffix(".sgo") if args.output is None else output_file(args.output, "-o")
+    text = read_text(src)
     obj, listing = assemble_with_listing(text, str(src))
-    out = Path(args.output) if args.output else src.with_suffix(".sgo")
     try:
         obj.write(out)
     except OSError as e:
@@ -66,6 +63,8 @@ def _asm(args: argparse.Namespace) -> int:
 def _disasm(args: argparse.Namespace) -> int:
     from simtgpu.assembler import ObjectFile, disassemble_object
 
+    if os.path.exists(args.object):  # (a missing file: the object reader says so)
+        input_file(args.object)  # not a directory, a device or a pipe (reading one hangs)
     obj = ObjectFile.from_file(args.object)
     sys.stdout.write(f"; {args.object}: {len(obj.code)} bytes of code, {len(obj.data)} bytes "
                      f"of data, {len(obj.kernels)} kernel(s)\n")

@@ -40,6 +40,8 @@ from simtgpu.assembler.examples import example_asm
 from simtgpu.errors import SimtgpuError
 from simtgpu.paths import cache_dir
 
+from .files import output_file
+
 ROOT = Path(__file__).resolve().parents[1]
 PERF_DOC = ROOT / "docs" / "performance.md"
 BENCH_OUT = cache_dir() / "performance.md"
@@ -122,9 +124,17 @@ def _device(config: str):
     return Device(IssBackend(cfg))
 
 
+def _fits(dev, nbytes: int, scale: float) -> None:
+    """Refuse a --scale whose buffers cannot fit the device before the host makes them."""
+    if nbytes > dev.config.memory_bytes:
+        raise SimtgpuError(f"--scale {scale:g}: the buffers ({nbytes:,} bytes) exceed the "
+                           f"bench device's {dev.config.memory_bytes:,} bytes")
+
+
 def _vector_add(dev, scale: float, rng):
     # The kernel indexes by ctaid.x only, and a grid has at most 65535 blocks per dimension.
     n = max(1024, int((2_000_000 if dev.config.lanes == 8 else 6_000_000) * scale))
+    _fits(dev, 3 * 4 * n, scale)
     k = dev.load_module(example_asm("vector_add")).kernel("vector_add")
     a = rng.standard_normal(n).astype(np.float32)
     b = rng.standard_normal(n).astype(np.float32)
@@ -142,6 +152,7 @@ def _vector_add(dev, scale: float, rng):
 
 def _reduction(dev, scale: float, rng):
     n = max(1024, int((1 << 20) * scale))
+    _fits(dev, 2 * 4 * n, scale)
     k = dev.load_module(example_asm("reduction")).kernel("block_sum")
     block = dev.config.max_threads_per_block
     grid = -(-n // block)
@@ -160,6 +171,7 @@ def _reduction(dev, scale: float, rng):
 
 def _matmul(dev, scale: float, rng):
     m = max(16, int(round(192 * scale ** (1 / 3) / 16)) * 16)
+    _fits(dev, 3 * 4 * m * m, scale)
     k_ = dev.load_module(example_asm("matmul")).kernel("matmul")
     a = rng.uniform(-1, 1, (m, m)).astype(np.float32)
     b = rng.uniform(-1, 1, (m, m)).astype(np.float32)
@@ -536,7 +548,11 @@ def _emit(name: str, body: str, output: Path | None, part: str,
             body += f"\n\n![{name}]({png.name})"
             print(f"wrote {png}", flush=True)
     owner = "make bench (simtgpu.cli.bench" + (f" --part {part})" if part else ")")
-    write_section(name, body, output, owner=owner)
+    try:
+        write_section(name, body, output, owner=owner)
+    except OSError as e:
+        raise SimtgpuError(f"{output}: cannot write section '{name}': {e.strerror or e}") \
+            from None
     print(f"wrote section '{name}' of {output}", flush=True)
 
 
@@ -732,9 +748,15 @@ def main(argv: list[str] | None = None) -> int:
                    "cuda-python and Triton)")
     args = p.parse_args(argv)
     parts = args.part or list(PARTS)
-    if args.runs < 1 or args.scale <= 0:
-        p.error("--runs must be at least 1 and --scale positive")
+    if args.runs < 1 or not 0 < args.scale < float("inf"):  # (also refuses nan)
+        p.error("--runs must be at least 1 and --scale positive and finite")
     output = None if args.no_write else (args.output or BENCH_OUT)
+    if output is not None:  # checked now, not after minutes of measuring
+        try:
+            output_file(output, "--output", probe=True)
+        except SimtgpuError as e:
+            print(e.render(), file=sys.stderr)
+            return 1
     if output == BENCH_OUT and not output.exists():
         output.parent.mkdir(parents=True, exist_ok=True)
         if PERF_DOC.exists():  # (an installed package has no docs/: start a fresh page)
@@ -754,8 +776,8 @@ def main(argv: list[str] | None = None) -> int:
     except SimtgpuError as e:
         print(e.render(), file=sys.stderr)
         return 1
-    _emit(SECTION, render(results, args.runs, machine()), output, "", _chart_iss(results))
     try:
+        _emit(SECTION, render(results, args.runs, machine()), output, "", _chart_iss(results))
         _other_parts(parts, output, explicit=args.part is not None)
     except SimtgpuError as e:
         print(e.render(), file=sys.stderr)

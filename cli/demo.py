@@ -153,13 +153,33 @@ def _shown(path: Path) -> Path:
     return path.relative_to(ROOT) if path.is_relative_to(ROOT) else path
 
 
+def _size(text: str) -> int:
+    try:
+        value = int(text, 0)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{text}' is not an integer") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"the demo adds at least 1 element, not {value}")
+    return value
+
+
+def _seed(text: str) -> int:
+    try:
+        value = int(text, 0)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{text}' is not an integer") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"a seed is a non-negative integer, not {value}")
+    return value
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="make demo", description=__doc__.splitlines()[0])
     p.add_argument("--backend", action="append", default=None,
                    help="backend to run on (repeatable; default iss)")
     p.add_argument("--config", default="small", help="GPU configuration (default small)")
-    p.add_argument("--size", type=int, default=1003, help="elements (default 1003, ragged)")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--size", type=_size, default=1003, help="elements (default 1003, ragged)")
+    p.add_argument("--seed", type=_seed, default=0)
     args = p.parse_args(argv)
     try:
         obj = assemble_file(KERNEL)
@@ -170,7 +190,12 @@ def main(argv: list[str] | None = None) -> int:
         if args.config not in CONFIGS:
             raise SimtgpuError(f"unknown configuration '{args.config}' "
                                f"(known: {', '.join(CONFIGS)})")
-        block = CONFIGS[args.config].max_threads_per_block
+        cfg = CONFIGS[args.config]
+        block = cfg.max_threads_per_block
+        if 3 * 4 * args.size > cfg.memory_bytes:  # a, b and c (the driver checks the rest)
+            raise SimtgpuError(f"--size {args.size}: three arrays of {args.size} floats do not "
+                               f"fit the {cfg.memory_bytes >> 20} MiB of configuration "
+                               f"'{args.config}'")
         results = {b: run_on(b, args.config, args.size, block, args.seed)
                    for b in (args.backend or ["iss", "rtl"])}
         ok = all(r is not None for r in results.values())

@@ -12,7 +12,11 @@ import importlib
 import sys
 
 from simtgpu import __version__
-from simtgpu.errors import SimtgpuError
+from simtgpu.errors import SimtgpuError, SourceErrors
+
+MAX_ERRORS_SHOWN = 50
+"""A file with more source errors than this (a binary or a wrong file given as source) shows
+the first ones and a count, not a screenful per line."""
 
 # module name -> sub-commands it registers (imported lazily so `simtgpu isa` stays fast)
 COMMAND_MODULES = (
@@ -48,10 +52,23 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return int(args.func(args) or 0)
     except SimtgpuError as e:
-        print(e.render(), file=sys.stderr)
+        print(render_error(e), file=sys.stderr)
         return 1
     except BrokenPipeError:
         return 0
+    except KeyboardInterrupt:  # Ctrl-C outside a launch (which stops on its own, as a fault)
+        print(f"simtgpu {args.command}: interrupted", file=sys.stderr)
+        return 130
+
+
+def render_error(e: SimtgpuError) -> str:
+    """The error as the user sees it; of many source errors the first
+    :data:`MAX_ERRORS_SHOWN`, then how many more there are."""
+    if isinstance(e, SourceErrors) and len(e.errors) > MAX_ERRORS_SHOWN:
+        shown = SourceErrors(e.errors[:MAX_ERRORS_SHOWN]).render()
+        more = len(e.errors) - MAX_ERRORS_SHOWN
+        return f"{shown}\n... and {more} more error(s), {len(e.errors)} in all"
+    return e.render()
 
 
 if __name__ == "__main__":

@@ -7,11 +7,12 @@
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 from typing import Any
 
 from simtgpu.arch.config import CONFIGS
 from simtgpu.errors import SimtgpuError
+
+from .files import output_file
 
 
 def register(subparsers: Any) -> None:
@@ -43,9 +44,9 @@ def run(args: argparse.Namespace) -> int:
     from simtgpu.rtlsim.verilog_export import module_lines, timed_verilog
 
     cfg = get_rtl_config(args.config)
-    out = Path(args.output)
+    # the place is checked before the generation (minutes for a large configuration)
+    out = output_file(args.output, "-o", probe=True)
     try:
-        out.parent.mkdir(parents=True, exist_ok=True)
         if args.stats or args.flat:
             text, times = timed_verilog(cfg, args.top, reuse=not args.flat)
         else:  # the cached copy of these hardware sources when there is one (build/verilog)

@@ -12,6 +12,7 @@ stall shares, per core and in total, ``--json``/``--stats-json FILE`` write the 
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 import time
 from typing import Any
@@ -21,6 +22,8 @@ from simtgpu.arch.config import CONFIGS, MEMORY_SETTINGS
 from simtgpu.driver_model.argspec import ArgSpec, parse_arg, parse_print
 from simtgpu.driver_model.errors import DriverError
 from simtgpu.isa.abi import LOCAL_PARAM
+
+from .files import output_file
 
 
 def register(subparsers: Any) -> None:
@@ -74,16 +77,19 @@ def register(subparsers: Any) -> None:
                    "ISS the "
                    "instruction mix")
     p.add_argument("--seed", type=_seed, default=0, help="seed for :rand initialisers")
-    p.add_argument("--budget", type=int, default=None, metavar="N",
+    p.add_argument("--budget", type=_budget, default=None, metavar="N",
                    help="instruction budget of the launch (ISS watchdog; the RTL refuses it)")
     p.set_defaults(func=run)
 
 
+_DIM = re.compile(r"\s*[-+]?[0-9]+\s*")
+
+
 def parse_dims(text: str, what: str) -> tuple[int, ...]:
-    try:
-        dims = tuple(int(x) for x in text.split(","))
-    except ValueError:
-        raise DriverError(f"--{what} {text!r}: expected X[,Y[,Z]] with integers") from None
+    parts = text.split(",")
+    if not all(_DIM.fullmatch(x) for x in parts):  # (int() would also take 1_0 and ４)
+        raise DriverError(f"--{what} {text!r}: expected X[,Y[,Z]] with integers")
+    dims = tuple(int(x) for x in parts)
     if not 1 <= len(dims) <= 3:
         raise DriverError(f"--{what} {text!r}: expected 1 to 3 dimensions")
     return dims
@@ -133,7 +139,7 @@ def fault_report(fault: Any) -> str:
         return f"kernel fault: {r.cause.name}\n  detail      {r.detail}"
     lines = [
         f"kernel fault: {r.cause.name}",
-        f"  pc          0x{r.pc:04x}  {r.instruction}",
+        f"  pc          0x{r.pc:04x}  {r.instruction or '(no instruction: outside the code)'}",
         f"  block       ({bx}, {by}, {bz})   core {r.core}",
         f"  warp        {r.warp}",
         f"  lanes       0x{r.lane_mask:08x}  {lanes}",
@@ -165,6 +171,17 @@ def _check_local(kernel: Any, local_bytes: int) -> None:
     if local_bytes and not has:
         raise DriverError(f"--local-bytes {local_bytes}: kernel {kernel.name} has no "
                           f"{LOCAL_PARAM} parameter (it uses no local memory)")
+
+
+def _budget(text: str) -> int:
+    try:
+        value = int(text, 0)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{text}' is not an integer") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"an instruction budget is a positive number of "
+                                         f"warp-instructions, not {value}")
+    return value
 
 
 def _seed(text: str) -> int:
@@ -226,6 +243,10 @@ def run(args: argparse.Namespace) -> int:
         options["l2"] = args.l2 == "on"
     if args.plot and not args.plot.lower().endswith(".png"):
         raise DriverError(f"--plot {args.plot}: name a .png file")
+    # outputs written after the launch: their places are checked before it runs
+    for option, path in (("--plot", args.plot), ("--stats-json", args.stats_json)):
+        if path is not None and path != "-":
+            output_file(path, option, probe=True)
     out = sys.stderr if args.json else sys.stdout  # with --json, stdout is the JSON alone
     dev = Device(backend=args.backend, config=args.config, **options)
     try:

@@ -85,8 +85,8 @@ def run(args: argparse.Namespace) -> int:
     from simtgpu.cli.bench import BENCH_OUT, PERF_DOC, machine, write_section
     from simtgpu.rtlsim.synth import DATAPATH_SHELLS, load_result, synthesize
 
-    if args.freq <= 0:
-        raise SystemExit("simtgpu synth: --freq must be positive")
+    if not 0 < args.freq < float("inf"):  # (also refuses nan)
+        raise SystemExit("simtgpu synth: --freq must be positive and finite (MHz)")
     if args.paths < 0:
         raise SystemExit("simtgpu synth: --paths must be a count of paths (0: none)")
     if args.unit is not None:

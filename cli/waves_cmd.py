@@ -14,8 +14,14 @@ The configuration (cores, warps, lanes) comes from the dump itself; cycles are t
 from __future__ import annotations
 
 import argparse
+import contextlib
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+
+from simtgpu.errors import SimtgpuError
+
+from .files import input_file, output_file
 
 
 def register(subparsers: Any) -> None:
@@ -44,7 +50,8 @@ def register(subparsers: Any) -> None:
     pp.add_argument("--konata", metavar="FILE", help="the Konata (Kanata 0004) log")
     pp.add_argument("--first", type=int, metavar="CYCLE",
                     help="first cycle shown (default: the first fetch)")
-    pp.add_argument("--cycles", type=int, default=200, help="cycles shown (default 200)")
+    pp.add_argument("--cycles", type=_positive, default=200,
+                    help="cycles shown (default 200)")
     pp.set_defaults(func=pipeline)
     pl = sub.add_parser("layout", help="write a GTKWave save file (.gtkw) and a Surfer "
                         "command file that open the pipeline")
@@ -52,10 +59,36 @@ def register(subparsers: Any) -> None:
     pl.set_defaults(func=layout)
 
 
-def info(args: argparse.Namespace) -> int:
+def _positive(text: str) -> int:
+    try:
+        value = int(text, 0)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{text}' is not an integer") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"the number of cycles is positive, not {value}")
+    return value
+
+
+def _open(path: str) -> Any:
+    """The dump at ``path``; a directory, a device or a pipe is refused before the reader
+    sees it (it would wait for ever on a pipe or on /dev/zero)."""
     from simtgpu.verification.waves import open_dump
 
-    d = open_dump(args.dump)
+    return open_dump(input_file(path))
+
+
+@contextlib.contextmanager
+def _writing(what: str) -> Iterator[None]:
+    """A file that cannot be written is the user's to fix: one line, no traceback."""
+    try:
+        yield
+    except OSError as e:
+        name = f" {e.filename}" if e.filename else ""
+        raise SimtgpuError(f"{what}{name}: cannot write: {e.strerror or e}") from None
+
+
+def info(args: argparse.Namespace) -> int:
+    d = _open(args.dump)
     cfg = d.config()
     cycles, _ = d.cycles()
     span = f"cycles {cycles[0]}..{cycles[-1]}" if cycles else "no clock edges"
@@ -67,25 +100,35 @@ def info(args: argparse.Namespace) -> int:
 
 
 def signals(args: argparse.Namespace) -> int:
-    from simtgpu.verification.waves import open_dump, plot_signals
+    from simtgpu.verification.waves import plot_signals
 
-    d = open_dump(args.dump)
-    print(plot_signals(d, args.signal, args.output, args.first, args.last))
+    if args.first is not None and args.last is not None and args.first > args.last:
+        raise SimtgpuError(f"--first {args.first} is after --last {args.last}")
+    out = output_file(args.output, "-o", (".png",), probe=True)
+    d = _open(args.dump)
+    with _writing("-o"):
+        print(plot_signals(d, args.signal, out, args.first, args.last))
     return 0
 
 
 def pipeline(args: argparse.Namespace) -> int:
-    from simtgpu.verification.waves import WaveError, open_dump, plot_pipeline, write_konata
+    from simtgpu.verification.waves import WaveError, plot_pipeline, write_konata
     from simtgpu.verification.waves import pipeline as read_pipeline
 
     if not args.output and not args.konata:
         raise WaveError("simtgpu waves pipeline: give -o PNG, --konata FILE or both")
-    d = open_dump(args.dump)
+    if args.output:
+        output_file(args.output, "-o", (".png",), probe=True)
+    if args.konata:
+        output_file(args.konata, "--konata", probe=True)
+    d = _open(args.dump)
     pipe = read_pipeline(d, args.core)
     if args.output:
-        print(plot_pipeline(pipe, args.output, args.first, args.cycles))
+        with _writing("-o"):
+            print(plot_pipeline(pipe, args.output, args.first, args.cycles))
     if args.konata:
-        path, recs = write_konata(pipe, args.konata)
+        with _writing("--konata"):
+            path, recs = write_konata(pipe, args.konata)
         retired = sum(r.retired for r in recs)
         print(f"{path}: {len(recs)} instructions, {retired} retired, "
               f"{len(recs) - retired} squashed (open it in Konata)")
@@ -93,10 +136,11 @@ def pipeline(args: argparse.Namespace) -> int:
 
 
 def layout(args: argparse.Namespace) -> int:
-    from simtgpu.verification.waves import open_dump, write_gtkw, write_surfer
+    from simtgpu.verification.waves import write_gtkw, write_surfer
 
-    d = open_dump(args.dump)
-    gtkw, surfer = write_gtkw(d), write_surfer(d)
+    d = _open(args.dump)
+    with _writing("layout"):
+        gtkw, surfer = write_gtkw(d), write_surfer(d)
     print(f"GTKWave: gtkwave {_show(d.path)} {_show(gtkw)}")
     print(f"Surfer:  surfer {_show(d.path)} -c {_show(surfer)}")
     return 0

@@ -121,7 +121,7 @@ def _parse_init(text: str, init: str) -> tuple[str, tuple[float, ...]]:
     args: tuple[float, ...] = ()
     if inner is not None and inner.strip():
         try:
-            args = tuple(float(x) for x in inner.split(","))
+            args = tuple(_float(text, x) for x in inner.split(","))
         except ValueError:
             raise DriverError(f"--arg {text}: {name}(...) takes numbers, not '{inner}'") \
                 from None
@@ -150,10 +150,23 @@ def _check_init_values(text: str, typ: str, init: str, args: tuple[float, ...]) 
             raise DriverError(f"--arg {text}: {shown}")
 
 
+_NON_FINITE = re.compile(r"^\s*[-+]?(inf|infinity|nan)\s*$", re.I)
+
+
+def _float(text: str, number: str) -> float:
+    """``float(number)``, but a number too large for a double (1e400) is out of range, not
+    silently infinite (infinity is written ``inf``, where a value may be infinite)."""
+    v = float(number)
+    if not math.isfinite(v) and not _NON_FINITE.match(number):
+        raise DriverError(f"--arg {text}: {number.strip()} is out of range (too large for "
+                          "any float)")
+    return v
+
+
 def _parse_scalar(text: str, typ: str, value: str) -> int | float:
     if typ == "f32":
         try:
-            v = float(value)
+            v = _float(text, value)
         except ValueError:
             raise DriverError(f"--arg {text}: '{value}' is not a number") from None
         if math.isfinite(v) and abs(v) > F32_MAX:

@@ -38,6 +38,8 @@ from .launch import LaunchResult, normalize_dims
 from .module import Kernel, Module, pack_args
 
 BACKENDS = ("iss", "rtl", "cuda")
+_NOT_DEVICE_KINDS = {"U": "text", "S": "byte strings", "M": "dates", "m": "time spans"}
+"""NumPy dtype kinds refused in device memory (a kernel knows numbers only)."""
 _MASK32 = 0xFFFF_FFFF
 _CODE_ALIGN = 64  # module code bases in instruction memory
 _HEAP_ALIGN = 256
@@ -80,26 +82,43 @@ def make_backend(name: str, config: GpuConfig, **options: Any) -> Backend:
 
 class _TraceFile:
     """A trace file that remembers its first write error instead of raising it inside the
-    simulator (a full disk must not leave a launch half-run)."""
+    simulator (a full disk must not leave a launch half-run). ``stream``: the caller's own
+    open text file, written but not closed here."""
 
-    def __init__(self, path: str | os.PathLike[str]):
+    def __init__(self, path: str | os.PathLike[str], stream: Any = None):
         self.name = str(path)
-        self.stream = open(path, "w")  # noqa: SIM115 - closed by close(), which never raises
+        self.owned = stream is None
+        # closed by close(), which never raises
+        self.stream = open(path, "w") if stream is None else stream  # noqa: SIM115
         self.error: str | None = None
 
     def write(self, text: str) -> int:
         if self.error is None:
             try:
                 return self.stream.write(text)
-            except OSError as e:
-                self.error = e.strerror or str(e)
+            except (OSError, ValueError) as e:  # (ValueError: a file closed meanwhile)
+                self.error = getattr(e, "strerror", None) or str(e)
         return 0
 
     def close(self) -> None:
+        if not self.owned:
+            return
         try:
             self.stream.close()
         except OSError as e:
             self.error = self.error or e.strerror or str(e)
+
+
+def _trace_stream(trace: Any) -> _TraceFile:
+    """The caller's open text file as a trace sink; DriverError when it is closed or read-only
+    (found before the launch, not by the simulator's first write)."""
+    name = str(getattr(trace, "name", type(trace).__name__))
+    if getattr(trace, "closed", False) is True:
+        raise DriverError(f"launch(trace=...): the file {name} is closed")
+    writable = getattr(trace, "writable", None)
+    if callable(writable) and not writable():
+        raise DriverError(f"launch(trace=...): the file {name} is not open for writing")
+    return _TraceFile(name, trace)
 
 
 def _locked(method):
@@ -165,10 +184,11 @@ class Device:
         else:
             self.config = wanted
             self.backend = make_backend(backend, self.config, **backend_options)
-        if not (2 <= queue_entries <= cq.MAX_QUEUE_ENTRIES
-                and queue_entries & (queue_entries - 1) == 0):
+        if isinstance(queue_entries, bool) or not isinstance(queue_entries, (int, np.integer)) \
+                or not (2 <= queue_entries <= cq.MAX_QUEUE_ENTRIES
+                        and queue_entries & (queue_entries - 1) == 0):
             raise DriverError(f"queue_entries must be a power of two from 2 to "
-                              f"{cq.MAX_QUEUE_ENTRIES}, not {queue_entries}")
+                              f"{cq.MAX_QUEUE_ENTRIES}, not {queue_entries!r}")
         cfg = self.config
         self._heap = Allocator(GLOBAL_NULL_GUARD, cfg.memory_bytes - GLOBAL_NULL_GUARD,
                                _HEAP_ALIGN, "device memory")
@@ -241,7 +261,7 @@ class Device:
             dt = np.dtype(dtype)
         except (TypeError, ValueError):
             raise DriverError(f"empty(): {dtype!r} is not a NumPy dtype") from None
-        if dt.hasobject or dt.itemsize == 0:
+        if dt.hasobject or dt.itemsize == 0 or dt.kind in _NOT_DEVICE_KINDS:
             raise DriverError(f"empty(): arrays of {dt} cannot live in device memory")
         nbytes = math.prod(shape) * dt.itemsize
         if nbytes > self.config.memory_bytes:
@@ -277,6 +297,10 @@ class Device:
             raise DriverError(f"to_device(): not an array: {e}") from None
         if src.dtype == object:
             raise DriverError("to_device(): arrays of Python objects cannot be copied")
+        if src.dtype.kind in _NOT_DEVICE_KINDS:
+            kind = _NOT_DEVICE_KINDS[src.dtype.kind]
+            raise DriverError(f"to_device(): {src.dtype} values ({kind}) are nothing a kernel "
+                              "can use; give numbers")
         src = np.ascontiguousarray(src, dtype=src.dtype.newbyteorder("<"))
         arr = self.empty(src.shape, src.dtype)
         self.synchronize()
@@ -337,12 +361,14 @@ class Device:
         elif isinstance(source, str) and "\n" in source:
             obj, name = assemble(source, "<source>"), "<source>"
         else:
+            if not str(source):
+                raise DriverError("load_module: the path is empty")
             path = Path(source)
             name = str(path)
             if path.suffix not in (".s", ".sgo"):
                 raise DriverError(f"load_module: {path}: expected a .s or .sgo file")
             if not path.is_file():
-                raise DriverError(f"load_module: no such file: {path}")
+                raise DriverError(f"load_module: {path}: {_not_a_file(path)}")
             if path.suffix == ".s":
                 obj = assemble_file(path)
             elif path.suffix == ".sgo":
@@ -402,6 +428,8 @@ class Device:
                     raise DriverError(f"trace file {trace}: {e.strerror}") from None
                 stack.callback(sink.close)
                 trace = sink
+            elif trace is not None:
+                sink = trace = _trace_stream(trace)
             self.backend.set_trace(trace)
             stack.callback(self.backend.set_trace, None)
             t0 = time.perf_counter()
@@ -630,6 +658,15 @@ def _disassemble(word: int, pc: int, module: Module | None) -> str:
         return str(disassemble_word(word, pc - module.code_base))
     except Exception:  # a bad word is the fault being reported, not a second error
         return f".word {word:#010x}"
+
+
+def _not_a_file(path: Path) -> str:
+    """Why ``path`` (not a regular file) cannot be read as one."""
+    if path.is_dir():
+        return "is a directory, not a file"
+    if path.exists():
+        return "is not a regular file (a device or a pipe)"
+    return "no such file"
 
 
 def _local_bytes(kernel: Kernel, local_bytes: Any) -> int:

@@ -13,8 +13,9 @@ Dims = tuple[int, int, int]
 
 
 def normalize_dims(value: Any, what: str) -> Dims:
-    """``int`` or a 1- to 3-tuple of positive ints -> (x, y, z), missing dimensions 1."""
-    if isinstance(value, (tuple, list)):
+    """``int`` or a 1- to 3-tuple (list, 1-D array) of positive ints -> (x, y, z), missing
+    dimensions 1."""
+    if isinstance(value, (tuple, list)) or (isinstance(value, np.ndarray) and value.ndim == 1):
         items = tuple(value)
     else:
         items = (value,)

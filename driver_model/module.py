@@ -37,6 +37,10 @@ class Module:
     def kernel(self, name: str) -> Kernel:
         """The kernel called ``name``; :class:`DriverError` lists the module's kernels if absent."""
         self._check_loaded()
+        if not isinstance(name, str):
+            raise DriverError(f"kernel() takes a kernel name (a str), not "
+                              f"{type(name).__name__}; module {self.name} has "
+                              f"{', '.join(self.kernel_names) or 'no kernels'}")
         info = self.obj.kernels.get(name)
         if info is None:
             have = ", ".join(self.kernel_names) or "none"
@@ -103,8 +107,11 @@ def pack_args(kernel: Kernel, args: tuple[Any, ...] | list[Any], device: Device)
     words = bytearray()
     for p, value in zip(params, args, strict=True):
         def bad(why: str, p=p, value=value) -> DriverError:
+            shown = repr(value)
+            if len(shown) > 60:  # (a 600-digit integer says nothing more than its start)
+                shown = f"{shown[:40]}...{shown[-8:]}"
             return DriverError(f"argument '{p.name}' of {kernel.signature}: {why} "
-                               f"(got {type(value).__name__} {value!r})")
+                               f"(got {type(value).__name__} {shown})")
 
         if p.type == "ptr":
             if isinstance(value, DeviceArray):
@@ -129,8 +136,12 @@ def pack_args(kernel: Kernel, args: tuple[Any, ...] | list[Any], device: Device)
         elif p.type == "f32":
             if not (_is_int(value) or isinstance(value, (float, np.floating))):
                 raise bad("expects a real number for f32")
-            f = float(value)
-            if math.isfinite(f) and abs(f) > float(np.finfo(np.float32).max):
+            try:
+                f = float(value)
+            except OverflowError:  # an int beyond any double
+                raise bad("out of range for f32") from None
+            finite = _is_int(value) or bool(np.isfinite(value))  # (a long double may not be)
+            if finite and not (math.isfinite(f) and abs(f) <= float(np.finfo(np.float32).max)):
                 raise bad("out of range for f32")
             words += np.float32(f).tobytes()
         else:  # a type the object format knows but this driver does not

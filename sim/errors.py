@@ -54,7 +54,7 @@ class FaultRecord:
         bx, by, bz = self.block
         text = f" ({self.instruction})" if self.instruction else ""
         out = (f"fault: {self.cause.name} at pc 0x{self.pc:04x}{text} block ({bx},{by},{bz}) "
-               f"warp {self.warp} lanes 0x{self.lane_mask:08x}")
+               f"warp {self.warp} lanes 0x{self.lane_mask:08x} on core {self.core}")
         return out + (f": {self.detail}" if self.detail else "")
 
 

@@ -49,17 +49,27 @@ def default_budget(warps: int) -> int:
     return min(MAX_DEFAULT_BUDGET, BUDGET_PER_WARP * warps)
 
 
+def _is_int(value) -> bool:
+    return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
+
+
 def _dim3(name: str, value) -> Dim3:
-    if isinstance(value, int):
-        value = (value, 1, 1)
+    items = (value,) if _is_int(value) else value
     try:
-        dims = tuple(int(v) for v in value)
-    except (TypeError, ValueError):
-        raise IssError(f"{name} must be three positive integers, not {value!r}") from None
-    dims = dims + (1,) * (3 - len(dims))
-    if len(dims) != 3 or any(d < 1 for d in dims):
-        raise IssError(f"{name} must be three positive integers, not {value!r}")
+        items = tuple(items)
+    except TypeError:
+        raise IssError(f"{name} must be 1 to 3 positive integers, not {value!r}") from None
+    if not 1 <= len(items) <= 3 or not all(_is_int(v) and v >= 1 for v in items):
+        raise IssError(f"{name} must be 1 to 3 positive integers, not {value!r}")
+    dims = tuple(int(v) for v in items) + (1,) * (3 - len(items))
     return dims  # type: ignore[return-value]
+
+
+def _count(name: str, value, low: int) -> int:
+    """An integer argument of at least ``low``; IssError naming it otherwise."""
+    if not _is_int(value) or value < low:
+        raise IssError(f"{name} must be an integer of at least {low}, not {value!r}")
+    return int(value)
 
 
 class Iss:
@@ -85,19 +95,17 @@ class Iss:
                  instruction_budget: int | None = None, num_cores: int = 1):
         if not isinstance(memory, GlobalMemory):
             raise IssError(f"memory must be a GlobalMemory, not {type(memory).__name__}")
-        if warp_size not in (4, 8, 16, 32):
-            raise IssError(f"warp_size must be a power of two from 4 to 32, not {warp_size}")
-        if stack_depth < 1:
-            raise IssError(f"stack_depth must be at least 1, not {stack_depth}")
-        if instruction_budget is not None and instruction_budget < 1:
-            raise IssError(f"instruction_budget must be positive, not {instruction_budget}")
-        if num_cores < 1:
-            raise IssError(f"num_cores must be at least 1, not {num_cores}")
+        if not _is_int(warp_size) or warp_size not in (4, 8, 16, 32):
+            raise IssError(f"warp_size must be a power of two from 4 to 32, not {warp_size!r}")
+        if instruction_budget is not None and (not _is_int(instruction_budget)
+                                               or instruction_budget < 1):
+            raise IssError(f"instruction_budget must be positive, not {instruction_budget!r}")
         self.memory = memory
-        self.warp_size = warp_size
-        self.stack_depth = stack_depth
-        self.instruction_budget = instruction_budget
-        self.num_cores = num_cores
+        self.warp_size = int(warp_size)
+        self.stack_depth = _count("stack_depth", stack_depth, 1)
+        self.instruction_budget = (None if instruction_budget is None
+                                   else int(instruction_budget))
+        self.num_cores = _count("num_cores", num_cores, 1)
         self.progress: Callable[[LaunchStats], None] | None = None
         """Called every :data:`PROGRESS_EVERY` warp-instructions of a launch (a long launch
         can report how far it is)."""
@@ -116,13 +124,21 @@ class Iss:
         """
         grid = _dim3("grid", grid)
         block = _dim3("block", block)
-        if not isinstance(entry, int) or entry < 0 or entry % 4:
+        if not isinstance(code, (bytes, bytearray, memoryview)):
+            raise IssError(f"code must be bytes (little-endian instruction words), not "
+                           f"{type(code).__name__}")
+        if not _is_int(entry) or entry < 0 or entry % 4:
             raise IssError(f"entry must be a 4-aligned byte offset, not {entry!r}")
-        if not isinstance(code_start, int) or not 0 <= code_start <= entry or code_start % 4:
+        if not _is_int(code_start) or not 0 <= code_start <= entry or code_start % 4:
             raise IssError(f"code_start must be a 4-aligned byte address at or below the "
                            f"entry {entry:#x}, not {code_start!r}")
-        if shared_bytes < 0 or param_size < 0:
-            raise IssError("shared_bytes and param_size must not be negative")
+        for name, value in (("shared_bytes", shared_bytes), ("param_size", param_size),
+                            ("param_addr", param_addr)):
+            if not _is_int(value) or not 0 <= value < 1 << 32:
+                raise IssError(f"{name} must be an integer from 0 to 2**32 - 1, not {value!r}")
+        if trace is not None and not callable(getattr(trace, "write", None)):
+            raise IssError(f"trace must be a writable text file, not {type(trace).__name__}")
+        entry, code_start = int(entry), int(code_start)
         prog = program_for(code)
         W = self.warp_size
         nthreads = block[0] * block[1] * block[2]
@@ -135,11 +151,18 @@ class Iss:
         run = _Runner(prog, stats, budget, trace, self.progress, code_start)
         try:
             for first in range(0, nblocks, per_wave):
-                w = Wave(first_block=first, nblocks=min(per_wave, nblocks - first), grid=grid,
-                         block=block, warp_size=W, stack_depth=self.stack_depth,
-                         shared_bytes=shared_bytes, num_cores=self.num_cores,
-                         memory_words=self.memory.words, memory_size=self.memory.size,
-                         param_addr=param_addr, param_size=param_size, stats=stats)
+                n = min(per_wave, nblocks - first)
+                try:
+                    w = Wave(first_block=first, nblocks=n, grid=grid,
+                             block=block, warp_size=W, stack_depth=self.stack_depth,
+                             shared_bytes=shared_bytes, num_cores=self.num_cores,
+                             memory_words=self.memory.words, memory_size=self.memory.size,
+                             param_addr=param_addr, param_size=param_size, stats=stats)
+                except MemoryError:
+                    raise IssError(
+                        f"the host has too little memory to simulate {n} block(s) of "
+                        f"{nthreads} threads with {shared_bytes} bytes of shared memory each "
+                        f"(stack depth {self.stack_depth}): lower one of them") from None
                 w.pc[:] = entry
                 run.wave(w)
         finally:
