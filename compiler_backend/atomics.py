@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 
+from .dtypes import dtype_of_type
 from .errors import CompileError
 from .ir import F16, F32, U64, Type, Value
 from .lang_base import _builtin_named, _each, _mask_tile, _ptr_tile
@@ -43,6 +44,11 @@ def atomic_rmw(ctx: Lowering, name: str, op: str, pointer, operands: list, mask)
         half = "float16" if elem == F16 else "bfloat16"
         raise CompileError(f"{name} on {half} is not supported: this ISA's atomics act on "
                            "32-bit words (use a float32 array)")
+    if p.type.elem_size < 4:  # int8, uint8, int16, uint16, bool: neighbours in the word
+        what = "bool" if p.type.elem == "i1" else dtype_of_type(elem).name
+        raise CompileError(f"{name} on {what} is not supported: this ISA's atomics act on "
+                           "32-bit words (Triton has no 8-bit atomics either; use an int32 "
+                           "array)")
     like = Tile(ctx, (), elem, slots=[ctx.const(0, elem)])
     vs = [ctx.cast(ctx.to_tile(v, like=like), elem) for v in operands]
     if elem == F32 and op in _INT_ONLY:

@@ -119,23 +119,32 @@ class CompiledKernel:
 
 
 _ELEM_NAMES = {"f32": "float32", "i32": "int32", "i64": "int64", "f16": "float16",
-               "bf16": "bfloat16"}
+               "bf16": "bfloat16", "i8": "int8", "u8": "uint8", "i16": "int16",
+               "u16": "uint16", "i1": "bool"}
 _TYPE_NAMES = {"*fp32": ir.ptr("f32"), "*f32": ir.ptr("f32"), "*i32": ir.ptr("i32"),
                "*fp16": ir.ptr("f16"), "*f16": ir.ptr("f16"), "*bf16": ir.ptr("bf16"),
                "*int32": ir.ptr("i32"), "*u32": ir.ptr("u32"), "*uint32": ir.ptr("u32"),
                "*i64": ir.ptr("i64"), "*int64": ir.ptr("i64"), "*u64": ir.ptr("u64"),
-               "*uint64": ir.ptr("u64"), "i64": I64, "int64": I64, "u64": U64, "uint64": U64,
+               "*uint64": ir.ptr("u64"), "*i8": ir.ptr("i8"), "*int8": ir.ptr("i8"),
+               "*u8": ir.ptr("u8"), "*uint8": ir.ptr("u8"), "*i16": ir.ptr("i16"),
+               "*int16": ir.ptr("i16"), "*u16": ir.ptr("u16"), "*uint16": ir.ptr("u16"),
+               "*i1": ir.ptr("i1"), "i64": I64, "int64": I64, "u64": U64, "uint64": U64,
                "fp32": F32, "f32": F32, "i32": I32, "int32": I32, "u32": U32, "uint32": U32}
 
 
 def parse_type(text: str) -> Type:
     """Triton-style signature type names: ``*fp32``, ``*fp16``, ``*bf16``, ``*i32``,
-    ``*u32``, ``*i64``, ``*u64``, ``i32``, ``u32``, ``i64``, ``u64``, ``fp32``."""
+    ``*u32``, ``*i64``, ``*u64``, ``*i8``, ``*u8``, ``*i16``, ``*u16``, ``*i1``, ``i32``,
+    ``u32``, ``i64``, ``u64``, ``fp32``."""
     t = _TYPE_NAMES.get(text.strip())
     if t is None:
         raise ValueError(f"unknown parameter type '{text}' (use *fp32, *fp16, *bf16, *i32, *u32, "
-                         "*i64, *u64, i32, u32, i64, u64, fp32)")
+                         "*i64, *u64, *i8, *u8, *i16, *u16, *i1, i32, u32, i64, u64, fp32)")
     return t
+
+
+_NARROW_ARRAYS = {np.dtype(np.int8): "i8", np.dtype(np.uint8): "u8", np.dtype(np.int16): "i16",
+                  np.dtype(np.uint16): "u16", np.dtype(np.bool_): "i1"}
 
 
 def type_of_arg(value) -> Type:
@@ -158,8 +167,12 @@ def type_of_arg(value) -> Type:
             return ir.ptr("f16")
         if dt.name == "bfloat16":  # ml_dtypes.bfloat16
             return ir.ptr("bf16")
+        narrow = _NARROW_ARRAYS.get(dt)
+        if narrow is not None:  # one byte (bool: 0 or 1) or two per element
+            return ir.ptr(narrow)
         raise TypeError(f"arrays of {dt} are not supported (float32, float16, bfloat16 from "
-                        "ml_dtypes, int32, uint32, int64, uint64)")
+                        "ml_dtypes, int8, uint8, int16, uint16, int32, uint32, int64, uint64, "
+                        "bool)")
     if isinstance(value, bool | np.bool_):
         return I32
     if isinstance(value, np.int64 | np.uint64):

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .errors import CompileError
-from .ir import BF16, F16, F32, I1, I32, I64, U32, U64, Type, ptr
+from .ir import BF16, F16, F32, I1, I8, I16, I32, I64, U8, U16, U32, U64, Type, ptr
 
 
 @dataclass(frozen=True)
@@ -24,8 +24,8 @@ class dtype:  # noqa: N801 - the Triton spelling
     # (``if x.dtype.is_floating(): ...``) run unchanged
     @property
     def primitive_bitwidth(self) -> int:
-        return {"int1": 1, "float16": 16, "bfloat16": 16, "int64": 64, "uint64": 64}.get(
-            self.name, 32)
+        return {"int1": 1, "float16": 16, "bfloat16": 16, "int64": 64, "uint64": 64,
+                "int8": 8, "uint8": 8, "int16": 16, "uint16": 16}.get(self.name, 32)
 
     @property
     def itemsize(self) -> int:
@@ -45,10 +45,10 @@ class dtype:  # noqa: N801 - the Triton spelling
     is_standard_floating = is_floating
 
     def is_int_signed(self) -> bool:
-        return self.name in ("int32", "int64")
+        return self.name in ("int8", "int16", "int32", "int64")
 
     def is_int_unsigned(self) -> bool:  # int1 too, as Triton counts it
-        return self.name in ("int1", "uint32", "uint64")
+        return self.name in ("int1", "uint8", "uint16", "uint32", "uint64")
 
     def is_int(self) -> bool:
         return self.is_int_signed() or self.is_int_unsigned()
@@ -72,11 +72,12 @@ class dtype:  # noqa: N801 - the Triton spelling
 
 _PREDICATES = {"is_fp16": "float16", "is_bf16": "bfloat16", "is_fp32": "float32",
                "is_int1": "int1", "is_int32": "int32", "is_int64": "int64",
-               "is_uint32": "uint32", "is_uint64": "uint64"}
+               "is_uint32": "uint32", "is_uint64": "uint64", "is_int8": "int8",
+               "is_int16": "int16", "is_uint8": "uint8", "is_uint16": "uint16"}
 for _m, _n in _PREDICATES.items():
     setattr(dtype, _m, lambda self, _n=_n: self.name == _n)
 for _m in ("is_fp8", "is_fp8e4nv", "is_fp8e4b8", "is_fp8e4b15", "is_fp8e5", "is_fp8e5b16",
-           "is_fp64", "is_int8", "is_int16", "is_uint8", "is_uint16"):
+           "is_fp64"):
     setattr(dtype, _m, lambda self: False)  # types that do not exist here
 del _m, _n
 
@@ -89,18 +90,28 @@ int64 = dtype("int64", I64)
 uint64 = dtype("uint64", U64)
 float16 = dtype("float16", F16)
 bfloat16 = dtype("bfloat16", BF16)
+int8 = dtype("int8", I8)
+uint8 = dtype("uint8", U8)
+int16 = dtype("int16", I16)
+uint16 = dtype("uint16", U16)
 fp32 = float32
 fp16 = float16
 bf16 = bfloat16
 _DTYPES = {"float32": float32, "fp32": float32, "int32": int32, "i32": int32, "int1": int1,
            "i1": int1, "uint32": uint32, "u32": uint32, "float16": float16, "fp16": float16,
            "bfloat16": bfloat16, "bf16": bfloat16, "int64": int64, "i64": int64,
-           "uint64": uint64, "u64": uint64}
+           "uint64": uint64, "u64": uint64, "int8": int8, "i8": int8, "uint8": uint8,
+           "u8": uint8, "int16": int16, "i16": int16, "uint16": uint16, "u16": uint16}
+_NARROW = {(8, False): int8, (8, True): uint8, (16, False): int16, (16, True): uint16}
 
 
 def dtype_of_type(t: Type):
     if t.is_ptr:
+        if t.elem == "i1":  # bytes of 0 or 1: loads give int1
+            return pointer_type(int1)
         return pointer_type(dtype_of_type(t.pointee))
+    if t.narrow:
+        return _NARROW[t.narrow, t.unsigned]
     if t.unsigned:
         return uint64 if t == I64 else uint32
     return {F32: float32, I32: int32, I64: int64, I1: int1, F16: float16, BF16: bfloat16}[t]
@@ -124,7 +135,8 @@ class pointer_type:  # noqa: N801
 
 
 _PTR_ELEMS = {"float32": "f32", "int32": "i32", "uint32": "u32", "int64": "i64",
-              "uint64": "u64", "float16": "f16", "bfloat16": "bf16"}
+              "uint64": "u64", "float16": "f16", "bfloat16": "bf16", "int8": "i8",
+              "uint8": "u8", "int16": "i16", "uint16": "u16", "int1": "i1"}
 
 
 def to_ir_type(d) -> Type:
@@ -135,5 +147,5 @@ def to_ir_type(d) -> Type:
     if isinstance(d, pointer_type) and d.element_ty.name in _PTR_ELEMS:
         return ptr(_PTR_ELEMS[d.element_ty.name])  # an integer-to-pointer cast's target
     raise CompileError(f"{d!r} is not a supported dtype (tl.float32, tl.float16, "
-                       "tl.bfloat16, tl.int32, tl.uint32, tl.int64, tl.uint64, tl.int1, "
-                       "tl.pointer_type(...))")
+                       "tl.bfloat16, tl.int8, tl.uint8, tl.int16, tl.uint16, tl.int32, "
+                       "tl.uint32, tl.int64, tl.uint64, tl.int1, tl.pointer_type(...))")

@@ -400,7 +400,7 @@ class AstToIr(LoopLowering):
                                  f"{list(t.shape)} on another")
             if t.shape != ():
                 shape = t.shape
-            if t.type != ty:
+            if not ir.same_type(t.type, ty):
                 if {t.type, ty} <= {I32, I1, F32} and not (t.type.is_ptr or ty.is_ptr):
                     raise self.error(node, f"'{name}' is {ty} on one path and {t.type} on "
                                      "another; convert with .to(...)")
@@ -414,7 +414,7 @@ class AstToIr(LoopLowering):
         ctx = self.ctx
         t = v if isinstance(v, Tile) else ctx.to_tile(v, like=Tile(ctx, (), ty, slots=[
             ctx.const(0, ty)]))
-        if t.type != ty:
+        if not ir.same_type(t.type, ty):
             t = ctx.cast(t, ty)
         return ctx.broadcast_to(t, shape)
 

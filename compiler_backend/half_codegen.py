@@ -1,12 +1,16 @@
-"""Code for the 16-bit floats and ``mma`` on both targets: the emitters that isa_codegen.py
-and ptx_codegen.py take into their op tables.
+"""Code for sub-word memory elements, the 16-bit floats and ``mma`` on both targets: the
+emitters that isa_codegen.py and ptx_codegen.py take into their op tables.
 
-This ISA has word loads and stores only, so a 16-bit element in memory costs more than a
-word: a load reads the aligned word and shifts the half down (7 instructions); a store
-replaces its half of the word with a compare-and-swap loop (``atom.cas``/``atoms.cas``,
-about 12 instructions and one more round per lane that lost a race), because a plain
-read-modify-write would lose a neighbour thread's store to the other half. PTX has 16-bit
-loads and stores (``ld.global.u16``/``st.global.u16``).
+This ISA has word loads and stores only, so an element narrower than a word (a 16-bit
+float, an 8- or 16-bit integer, a bool byte) costs more than a word; one piece of code
+serves every width: a load reads the aligned word, shifts the element to the top and back
+down, logically (zero-extended: halves, unsigned integers, bool bytes) or arithmetically
+(sign-extended: int8, int16), 7 instructions; a store replaces its bytes of the word with a
+compare-and-swap loop (``atom.cas``/``atoms.cas``, about 12 instructions and one more round
+per lane that lost a race; an integer is first masked to its width), because a plain
+read-modify-write would lose a neighbour thread's store to the other bytes. PTX has 8- and
+16-bit loads and stores (``ld.global.s8``/``u8``/``s16``/``u16``, ``st.global.u8``/``u16``)
+into and from .b32 registers (:func:`ptx_mem_type`).
 
 A 16-bit value lives in the low half of a 32-bit register with the high half zero, so the
 packed ISA instructions (``hadd2.f16`` ...) and PTX's ``.f16x2`` forms compute it in the
@@ -54,19 +58,30 @@ def _byte_address(isel: ISel, p: ir.Value) -> ir.Value:
     return a
 
 
-def _word_and_shift(isel: ISel, a: ir.Value) -> tuple[ir.Value, ir.Value]:
-    """(the aligned word address, the half's bit offset in it: 0 or 16) of address ``a``."""
+def subword(p: ir.Type) -> tuple[int, bool]:
+    """(bits, signed) of the elements of pointer type ``p`` (narrower than a word): 16 for
+    the 16-bit floats and integers, 8 for the 8-bit integers and bool bytes; only int8 and
+    int16 are sign-extended in registers."""
+    return 8 * p.elem_size, p.elem in ("i8", "i16")
+
+
+def _word_and_shift(isel: ISel, a: ir.Value, width: int) -> tuple[ir.Value, ir.Value]:
+    """(the aligned word address, the element's bit offset in it) of address ``a``: a
+    multiple of ``width`` below 32 (0 or 16 for 16-bit elements, 0, 8, 16, 24 for bytes)."""
     w, sh = ir.Value(ir.I32), ir.Value(ir.I32)
     isel.emit("andi", w, a, -4, defs=[w])
     isel.emit("shli", sh, a, 3, defs=[sh])
-    isel.emit("andi", sh, sh, 16, defs=[sh])
+    isel.emit("andi", sh, sh, 32 - width, defs=[sh])
     return w, sh
 
 
 def isa_load(isel: ISel, op: Op) -> None:
-    """``load`` of a 16-bit element: the aligned word, shifted so that the half lands in
-    bits 15:0 with zeros above; a masked load selects ``other`` where the mask is off."""
+    """``load`` of an element narrower than a word: the aligned word, shifted so that the
+    element lands in the top bits, then down into the low bits, zero- or sign-extended; a
+    masked load selects ``other`` where the mask is off."""
     p = op.operands[0]
+    width, signed = subword(p.type)
+    down = "srai" if signed else "shri"
     r = op.result
     m = "ldg" if p.type.space == "global" else "lds"
     g, neg = (None, False)
@@ -77,33 +92,40 @@ def isa_load(isel: ISel, op: Op) -> None:
                 isel.emit("mov", r, isel.reg(op.operands[2]), defs=[r])
             return
     a = _byte_address(isel, p)
-    w, sh = _word_and_shift(isel, a)
+    w, sh = _word_and_shift(isel, a, width)
     word = ir.Value(ir.I32)
     isel.emit(m, word, Mem(w, 0), defs=[word], guard=g, gneg=neg, partial=g is not None)
     up = ir.Value(ir.I32)
-    isel.emit("xori", up, sh, 16, defs=[up])
+    isel.emit("xori", up, sh, 32 - width, defs=[up])  # 32 - width - sh: to the top bits
     isel.emit("shl", word, word, up, defs=[word])
     if len(op.operands) == 3 and g is not None:
         t = ir.Value(ir.I32)
-        isel.emit("shri", t, word, 16, defs=[t])
+        isel.emit(down, t, word, 32 - width, defs=[t])
         other = isel.reg(op.operands[2])
         a_, b_ = (other, t) if neg else (t, other)
         isel.emit("sel", r, a_, b_, g, defs=[r])
     else:
-        isel.emit("shri", r, word, 16, defs=[r])
+        isel.emit(down, r, word, 32 - width, defs=[r])
 
 
 def isa_store(isel: ISel, op: Op, g, neg: bool) -> None:
-    """``store`` of a 16-bit element: a compare-and-swap loop on the aligned word that
-    replaces this half and keeps the other (which another thread may be storing)."""
+    """``store`` of an element narrower than a word: a compare-and-swap loop on the aligned
+    word that replaces this element's bytes and keeps the others (which other threads may be
+    storing at the same time)."""
     p, val = op.operands[:2]
+    width = 8 * p.type.elem_size
     prefix = "atom" if p.type.space == "global" else "atoms"
     load = "ldg" if p.type.space == "global" else "lds"
     a = _byte_address(isel, p)
-    w, sh = _word_and_shift(isel, a)
+    w, sh = _word_and_shift(isel, a, width)
     vs, keep, old, new, got = (ir.Value(ir.I32) for _ in range(5))
-    isel.emit("shl", vs, isel.reg(val), sh, defs=[vs])
-    isel.emit("li", keep, 0xFFFF, defs=[keep])
+    isel.emit("li", keep, (1 << width) - 1, defs=[keep])
+    if p.type.elem in ir.HALF_KINDS or p.type.elem == "i1":  # zero above the width
+        isel.emit("shl", vs, isel.reg(val), sh, defs=[vs])
+    else:  # an integer's upper bits: its sign, or whatever narrow.drop_unread_extensions left
+        low = ir.Value(ir.I32)
+        isel.emit("and", low, isel.reg(val), keep, defs=[low])
+        isel.emit("shl", vs, low, sh, defs=[vs])
     isel.emit("shl", keep, keep, sh, defs=[keep])
     isel.emit("xori", keep, keep, -1, defs=[keep])
     done, skip, loop = isel.label("L_hdone"), isel.label("L_hskip"), isel.label("L_hcas")
@@ -162,6 +184,14 @@ def isa_mma(isel: ISel, op: Op) -> None:
 
 
 # --- PTX -----------------------------------------------------------------------------------
+def ptx_mem_type(p: ir.Type) -> str:
+    """The PTX type of a load or store of an element of pointer type ``p`` narrower than a
+    word: ``s8``/``s16`` sign-extend into the .b32 register, ``u8``/``u16`` zero-extend
+    (stores take the register's low bits either way)."""
+    width, signed = subword(p)
+    return f"{'s' if signed else 'u'}{width}"
+
+
 # PTX sequences of the half ops by (op, format): {d} the result, {a} {b} the operands, {h}
 # a .b16 scratch, {t} {k} .b32 scratch. bf16 add, subtract and multiply are fma.rn.bf16x2
 # (sm_80 has no add.bf16x2): a * 1 + b, a * 1 + (-b), a * b + (-0) (0x00008000: -0 low, so a

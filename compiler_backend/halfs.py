@@ -95,10 +95,29 @@ def _name(t: Type) -> str:
 
 
 def check_bitcast(src: Type, dst: Type) -> None:
-    if src.is_half or dst.is_half:
-        raise CompileError("bitcasts of 16-bit floats are not supported (there are no 16-bit "
-                           "integer types); convert with .to()")
+    """Refuse a bitcast of a half to or from anything but a 16-bit integer (or the other
+    half format)."""
+    if (src.is_half or dst.is_half) and not all(t.is_half or t.narrow == 16
+                                                for t in (src, dst)):
+        raise CompileError(f"bitcast from {src} to {dst}: a 16-bit float bitcasts to "
+                           "tl.int16, tl.uint16 or the other 16-bit float format; convert "
+                           "with .to()")
+
+
+def bitcast(ctx, t, dst: Type):
+    """Half tile ``t`` as 16-bit integer type ``dst``, or 16-bit integer tile ``t`` as half
+    format ``dst``, or one half format as the other: the same 16 bits (a half's register
+    has zeros above them, an int16's the sign)."""
+    from . import narrow
+
+    b = ctx.b
+    if dst.is_half:
+        mask = ctx.const(0xFFFF)
+        return ctx.map1(t, dst, lambda v: b.op("bitcast", [
+            v if t.type.is_half else b("and", v, mask)], {"to": dst.kind}).result)
+    return ctx.map1(t, dst, lambda v: narrow.normalize(
+        ctx, b.op("bitcast", [v], {"to": "i32"}).result, dst))
 
 
 __all__ = ["half_bits", "common_type", "convert", "binary", "negate", "via_f32",
-           "check_bitcast"]
+           "check_bitcast", "bitcast"]

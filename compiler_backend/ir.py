@@ -10,9 +10,15 @@ iteration (as MLIR's ``scf.while`` with the values passed through unchanged); it
 are the carried values when the test fails.
 
 Types: ``i1`` (predicates), ``i32``, ``f32``, the 16-bit floats ``f16`` and ``bf16`` (one per
-register, in its low half, the high half zero) and pointers to 32-bit elements or to 16-bit
-floats in the global or shared address space (``ptr<f32,global>``, ``ptr<f16,global>``). A
-pointer is a byte address; ``gep`` adds an element index (``elem_size`` bytes each).
+register, in its low half, the high half zero) and pointers to 32-bit elements, to 16-bit
+floats or to narrow integers (``i8``, ``u8``, ``i16``, ``u16``, and ``i1``: a byte holding 0
+or 1) in the global or shared address space (``ptr<f32,global>``, ``ptr<f16,global>``,
+``ptr<u8,global>``). A pointer is a byte address; ``gep`` adds an element index
+(``elem_size`` bytes each). A narrow integer is an ``i32`` in its register, sign-extended
+(``i8``, ``i16``) or zero-extended (``u8``, ``u16``, and the byte of an ``i1`` pointer); like
+``unsigned``, its ``narrow`` width is a front-end note left out of type equality, so that
+every ``i32`` op applies (the front end re-normalises after the ops that can leave the
+range).
 Integers are signless, as in MLIR: the ops say how bits are read (``sra`` or ``shr``, ``lt``
 or ``ltu``, ``i2f`` or ``u2f``). ``u32`` is ``i32`` with the front end's note
 that the language value is unsigned; it takes no part in type equality.
@@ -48,8 +54,13 @@ class Type:
     # the language type is uint32 (an i32, or a pointer to i32): a front-end annotation that
     # picks unsigned ops; the IR is signless, so it is left out of == and hash
     unsigned: bool = field(default=False, compare=False)
+    # the language type is int8/uint8 (8) or int16/uint16 (16): an i32 whose bits above the
+    # width repeat the sign (signed) or are zero (unsigned); a note like ``unsigned``
+    narrow: int = field(default=0, compare=False)
 
     def __str__(self) -> str:
+        if self.narrow:
+            return ("u" if self.unsigned else "i") + str(self.narrow)
         if self.kind == "ptr":
             elem = self.elem
             if self.unsigned:
@@ -70,6 +81,8 @@ class Type:
             return _FLOATS[self.elem]
         if self.elem == "i64":
             return U64 if self.unsigned else I64
+        if self.elem in NARROW_ELEMS:  # (the byte of a bool pointer: a uint8 in registers)
+            return NARROW_ELEMS[self.elem]
         return U32 if self.unsigned else I32
 
     @property
@@ -79,8 +92,11 @@ class Type:
 
     @property
     def elem_size(self) -> int:
-        """Bytes per element of a pointer: 2 for the 16-bit floats, 8 for i64, 4 otherwise."""
+        """Bytes per element of a pointer: 1 for the 8-bit integers and bool, 2 for the
+        16-bit floats and integers, 8 for i64, 4 otherwise."""
         assert self.is_ptr
+        if self.elem in NARROW_ELEMS:
+            return 2 if self.elem.endswith("16") else 1
         return 2 if self.elem in HALF_KINDS else 8 if self.elem == "i64" else 4
 
     @property
@@ -93,7 +109,12 @@ class Type:
         them)."""
         if unsigned == self.unsigned:
             return self
-        return Type(self.kind, self.elem, self.space, unsigned)
+        return Type(self.kind, self.elem, self.space, unsigned, self.narrow)
+
+    @property
+    def plain(self) -> Type:
+        """This type without the narrow note (what an op on narrow values computes)."""
+        return Type(self.kind, self.elem, self.space, self.unsigned) if self.narrow else self
 
 
 I1 = Type("i1")
@@ -108,9 +129,23 @@ HALF_KINDS = ("f16", "bf16")
 _FLOATS = {"f32": F32, "f16": F16, "bf16": BF16}
 
 
+def same_type(a: Type, b: Type) -> bool:
+    """``a == b`` with the narrow note compared too: the same language type as far as values
+    are concerned (int8 and int32 are one IR type but hold different ranges)."""
+    return a == b and a.narrow == b.narrow
+
+
+I8 = Type("i32", narrow=8)
+U8 = Type("i32", unsigned=True, narrow=8)
+I16 = Type("i32", narrow=16)
+U16 = Type("i32", unsigned=True, narrow=16)
+NARROW_ELEMS = {"i8": I8, "u8": U8, "i16": I16, "u16": U16, "i1": U8}
+"""Pointer elements narrower than a word (not floats) and the register type a load gives."""
+
+
 def ptr(elem: str, space: str = "global") -> Type:
-    """A pointer to ``elem`` ("f32", "i32", "i64", "f16", "bf16", or "u32"/"u64": integer
-    elements read as unsigned)."""
+    """A pointer to ``elem`` ("f32", "i32", "i64", "f16", "bf16", "i8", "u8", "i16", "u16",
+    "i1" (bytes of 0 or 1), or "u32"/"u64": integer elements read as unsigned)."""
     if elem in ("u32", "u64"):
         return Type("ptr", "i" + elem[1:], space, unsigned=True)
     return Type("ptr", elem, space)
@@ -147,7 +182,8 @@ WIDE_OPS = ("sext", "zext", "trunc", "inttoptr", "ptrtoint")
 HALF_OPS = ("h2f", "f2h", "hadd", "hsub", "hmul", "hpack")
 INT_CONDS = ("eq", "ne", "lt", "le", "gt", "ge", "ltu", "leu", "gtu", "geu")
 FLOAT_CONDS = ("eq", "ne", "lt", "le", "gt", "ge")
-# bitcast: the same 32 bits as float32 <-> int32 (the result type is attrs["to"])
+# bitcast: the same 32 bits as float32 <-> int32, or a 16-bit float's register as an i32 and
+# back (the result type is attrs["to"]: "f32", "i32", "f16" or "bf16")
 PURE_OPS = frozenset(
     INT_BINARY + FLOAT_BINARY + FLOAT_UNARY + CASTS + HALF_OPS + WIDE_OPS
     + ("const", "sreg", "ffma", "icmp", "fcmp", "not", "select", "gep", "ptradd", "smem",
@@ -281,8 +317,8 @@ def write_mask(op: Op) -> Value | None:
 
 def result_types(name: str, operands: list[Value], attrs: dict) -> list[Type]:
     t = [v.type for v in operands]
-    if name in INT_BINARY:
-        return [t[0]]
+    if name in INT_BINARY:  # (a narrow operand's result may leave its range: no note)
+        return [t[0].plain]
     if name in FLOAT_BINARY or name in FLOAT_UNARY or name == "ffma":
         return [F32]
     if name in ("i2f", "u2f"):
@@ -295,8 +331,8 @@ def result_types(name: str, operands: list[Value], attrs: dict) -> list[Type]:
         return [I64]
     if name == "trunc":
         return [I32]
-    if name == "bitcast":
-        return [F32 if attrs.get("to") == "f32" else I32]
+    if name == "bitcast":  # (f16/bf16: a half's 16 bits <-> a 16-bit integer's)
+        return [_FLOATS.get(attrs.get("to"), I32)]
     if name == "inttoptr":
         return [ptr(attrs["elem"])]
     if name == "h2f":

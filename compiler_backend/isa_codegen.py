@@ -231,6 +231,9 @@ class ISel:
             return
         base = self.reg(op.operands[0])
         idx = op.operands[1]
+        if size == 1:  # bytes: the index is the byte offset
+            self.emit("add", r, base, self.reg(idx), defs=[r])
+            return
         t = ir.Value(ir.I32)
         self.emit("shli", t, self.reg(idx), size.bit_length() - 1, defs=[t])
         self.emit("add", r, base, t, defs=[r])
@@ -334,7 +337,7 @@ class ISel:
     def op_load(self, op: Op) -> None:
         r = op.result
         p = op.operands[0]
-        if p.type.elem_size == 2:
+        if p.type.elem_size < 4:  # a half, an 8/16-bit integer, a bool byte
             half_codegen.isa_load(self, op)
             return
         m = "ldg" if p.type.space == "global" else "lds"
@@ -368,7 +371,7 @@ class ISel:
         if guard is None:
             return
         g, neg = guard
-        if p.type.elem_size == 2:
+        if p.type.elem_size < 4:  # a half, an 8/16-bit integer, a bool byte
             half_codegen.isa_store(self, op, g, neg)
             return
         base, off = self.addr(p)

@@ -28,10 +28,14 @@ from .dtypes import (  # noqa: F401 - tl.float32, tl.pointer_type ... are langua
     fp16,
     fp32,
     int1,
+    int8,
+    int16,
     int32,
     int64,
     pointer_type,
     to_ir_type,
+    uint8,
+    uint16,
     uint32,
     uint64,
 )
@@ -194,20 +198,23 @@ def load(ctx: Lowering, pointer, mask=None, other=None, cache_modifier="",
         _block_ptr.check_plain_access("load", boundary_check, padding_option)
     p = _ptr_tile(pointer)
     elem = p.type.pointee
+    boolean = p.type.elem == "i1"  # bytes of 0 or 1: loaded as uint8, read as byte != 0
     m = _mask_tile(ctx, mask, p.shape)
     tiles = [p]
     if m is not None:
         tiles.append(m)
         if other is not None:  # without 'other', masked-off elements are undefined
-            tiles.append(ctx.cast(ctx.to_tile(other, like=Tile(
-                ctx, (), elem, slots=[ctx.const(0, elem)])), elem))
+            o = ctx.to_tile(other, like=Tile(ctx, (), I1 if boolean else elem,
+                                             slots=[ctx.const(0, I1 if boolean else elem)]))
+            tiles.append(ctx.cast(ctx.cast(o, I1) if boolean else o, elem))
     elif other is not None:
         raise CompileError("tl.load: 'other' needs a 'mask'")
 
     def f(*vs: Value) -> Value:
         return ctx.b.op("load", list(vs)).result
 
-    return ctx.mapn(tiles, elem, f).materialize()
+    r = ctx.mapn(tiles, elem, f).materialize()
+    return ctx.cast(r, I1) if boolean else r
 
 
 @builtin
@@ -222,7 +229,10 @@ def store(ctx: Lowering, pointer, value, mask=None, cache_modifier="", eviction_
         _block_ptr.check_plain_access("store", boundary_check, "")
     p = _ptr_tile(pointer)
     elem = p.type.pointee
-    v = ctx.cast(ctx.to_tile(value, like=Tile(ctx, (), elem, slots=[ctx.const(0, elem)])), elem)
+    v = ctx.to_tile(value, like=Tile(ctx, (), elem, slots=[ctx.const(0, elem)]))
+    if p.type.elem == "i1":  # a bool pointer: the value as int1, stored as a 0 or 1 byte
+        v = ctx.cast(v, I1)
+    v = ctx.cast(v, elem)
     if ctx.broadcast_shape(p.shape, v.shape) != p.shape:
         raise CompileError(f"cannot store a value of shape {list(v.shape)} through pointers "
                            f"of shape {list(p.shape)}")
@@ -315,6 +325,9 @@ def abs(ctx: Lowering, x) -> Tile:  # noqa: A001 - the Triton name
         return ctx.map1(t, F32, lambda v: ctx.b("fabs", v))
     if t.type.unsigned:
         return t
+    if t.type.narrow:  # in the type (abs(-128) of an int8 wraps to -128, as Triton's)
+        return ctx.wrap_narrow(ctx.map1(t, t.type, lambda v: ctx.b(
+            "max", v, ctx.b("sub", ctx.const(0), v))))
     it = ir.I64 if t.type == ir.I64 else I32
     t = ctx.cast(t, it)
     return ctx.map1(t, it, lambda v: ctx.b("max", v, ctx.b("sub", ctx.const(0, it), v)))
@@ -382,6 +395,8 @@ def _reduce(ctx: Lowering, x, axis, kind: str, with_index: bool = False):
     t = ctx.to_tile(x)
     if t.type == I1:
         t = ctx.cast(t, I32)
+    if t.type.narrow and kind == "sum":  # Triton sums 8- and 16-bit integers in 32 bits
+        t = ctx.cast(t, ir.U32 if t.type.unsigned else I32)
     if t.type.is_half:  # on the exact float32 values (Triton sums halves in float32 too)
         t = ctx.cast(t, F32)
     if t.type.is_ptr:
@@ -561,6 +576,8 @@ def sum(ctx: Lowering, input, axis=None, keep_dims=False, dtype=None) -> Tile:  
         if ty == I1:  # a sum in int1 wraps: the parity of the count
             count = _reduce_keep(ctx, input, axis, keep_dims, "sum")
             return ctx.cast(ctx.binary("&", count, 1), I1)
+        if ty.narrow:  # a sum in int8 wraps: the 32-bit sum's low bits
+            return ctx.cast(_reduce_keep(ctx, input, axis, keep_dims, "sum"), ty)
     return _reduce_keep(ctx, input, axis, keep_dims, "sum")
 
 
@@ -609,23 +626,25 @@ def dot(ctx: Lowering, input, other, acc=None, input_precision=None, allow_tf32=
         max_num_imprecise_acc=None, out_dtype=None) -> Tile:
     """(M, K) @ (K, N): both tiles go to shared memory, each thread computes its (m, n)
     elements with a K-step chain of fused multiply-adds (same order on every target);
-    fp16/bf16 operands go to the matrix unit (:mod:`.dot`)."""
+    fp16/bf16 operands go to the matrix unit (:mod:`.dot`); int8/uint8 operands multiply
+    and add in int32 and give int32, as Triton's integer dot."""
     a, b = ctx.to_tile(input), ctx.to_tile(other)
     if a.type.is_half or b.type.is_half:
         r = dot_mma.dot(ctx, a, b, acc, input_precision, out_dtype)
         if r is not None:
             return r
+    et = I32 if a.type.narrow == 8 and b.type.narrow == 8 else F32  # the accumulator's
     if (len(a.shape) == 3 and len(b.shape) == 3 and a.shape[0] == b.shape[0]
             and a.shape[2] == b.shape[1]):
-        return _dot_batched(ctx, ctx.cast(a, F32), ctx.cast(b, F32), acc)
+        return _dot_batched(ctx, ctx.cast(a, et), ctx.cast(b, et), acc)
     if len(a.shape) != 2 or len(b.shape) != 2 or a.shape[1] != b.shape[0]:
         raise CompileError(f"tl.dot needs (M, K) and (K, N) tiles, or (B, M, K) and (B, K, N), "
                            f"got {list(a.shape)} and {list(b.shape)}")
-    a, b = ctx.cast(a, F32), ctx.cast(b, F32)
+    a, b = ctx.cast(a, et), ctx.cast(b, et)
     M, K = a.shape
     N = b.shape[1]
     if acc is not None:
-        acc = ctx.cast(ctx.to_tile(acc), F32)
+        acc = ctx.cast(ctx.to_tile(acc), et)
         if ctx.broadcast_shape(acc.shape, (M, N)) != (M, N):
             raise CompileError(f"tl.dot accumulator of shape {list(acc.shape)} does not fit "
                                f"({M}, {N})")
@@ -640,17 +659,25 @@ def dot(ctx: Lowering, input, other, acc=None, input_precision=None, allow_tf32=
     def fn(c: Coords) -> Value:
         m, n = c.idx()
         arow = ctx.b("gep", base, ctx.b("shl", m, ctx.const(K.bit_length() - 1)))
-        return _fma_chain(ctx, arow, ctx.b("gep", bbase, n), acc, c, K, N)
+        return _fma_chain(ctx, arow, ctx.b("gep", bbase, n), acc, c, K, N, et)
 
-    out = Tile(ctx, (M, N), F32, fn=fn).materialize()
+    out = Tile(ctx, (M, N), et, fn=fn).materialize()
     ctx.scratch_dirty = True
     return out
 
 
+def _mac(ctx: Lowering, x: Value, y: Value, s: Value) -> Value:
+    """``x * y + s``: one fused multiply-add of float32, a multiply and an add of int32."""
+    if s.type == F32:
+        return ctx.b("ffma", x, y, s)
+    return ctx.b("add", ctx.b("mul", x, y), s)
+
+
 def _operands_to_shared(ctx: Lowering, a: Tile, b: Tile) -> tuple[Value, Value]:
-    """Both dot operands into the scratch area, row-major, A first: (A's base, B's base)."""
+    """Both dot operands (float32 or int32) into the scratch area, row-major, A first: (A's
+    base, B's base)."""
     ctx.scratch_barrier()
-    base = ctx.scratch((a.numel + b.numel) * 4)
+    base = ctx.shared_ptr(ctx.scratch((a.numel + b.numel) * 4), a.type)
     ctx.store_tile_shared(a.materialize(), base)
     bbase = ctx.b("gep", base, ctx.const(a.numel))
     ctx.store_tile_shared(b.materialize(), bbase)
@@ -659,14 +686,15 @@ def _operands_to_shared(ctx: Lowering, a: Tile, b: Tile) -> tuple[Value, Value]:
 
 
 def _fma_chain(ctx: Lowering, arow: Value, bcol: Value, acc: Tile | None, c: Coords, K: int,
-               N: int) -> Value:
-    """One output element: ``acc + a0*b0``, then ``+ a1*b1`` ... as fused multiply-adds, A's
-    row at ``arow`` (contiguous) and B's column at ``bcol`` (stride N)."""
-    s = acc.at(c) if acc is not None else ctx.const(0.0, F32)
+               N: int, et: Type = F32) -> Value:
+    """One output element: ``acc + a0*b0``, then ``+ a1*b1`` ... as fused multiply-adds (in
+    ``et``: float32, or int32 multiplies and adds), A's row at ``arow`` (contiguous) and B's
+    column at ``bcol`` (stride N)."""
+    s = acc.at(c) if acc is not None else ctx.const(0, et)
     for k in builtins.range(K):
         av = ctx.b.op("load", [ctx.b("gep", arow, ctx.const(k))]).result
         bv = ctx.b.op("load", [ctx.b("gep", bcol, ctx.const(k * N))]).result
-        s = ctx.b("ffma", av, bv, s)
+        s = _mac(ctx, av, bv, s)
     return s
 
 
@@ -676,17 +704,18 @@ def _dot_batched(ctx: Lowering, a: Tile, b: Tile, acc) -> Tile:
     memory."""
     nb, M, K = a.shape
     N = b.shape[2]
+    et = a.type
     if acc is not None:
-        acc = ctx.broadcast_to(ctx.cast(ctx.to_tile(acc), F32), (nb, M, N)).materialize()
+        acc = ctx.broadcast_to(ctx.cast(ctx.to_tile(acc), et), (nb, M, N)).materialize()
     base, bbase = _operands_to_shared(ctx, a, b)
 
     def fn(c: Coords) -> Value:
         bi, m, n = c.idx()
         arow = ctx.b("gep", base, ctx.linearize([bi, m, ctx.const(0)], (nb, M, K)))
         bcol = ctx.b("gep", bbase, ctx.linearize([bi, ctx.const(0), n], (nb, K, N)))
-        return _fma_chain(ctx, arow, bcol, acc, c, K, N)
+        return _fma_chain(ctx, arow, bcol, acc, c, K, N, et)
 
-    out = Tile(ctx, (nb, M, N), F32, fn=fn).materialize()
+    out = Tile(ctx, (nb, M, N), et, fn=fn).materialize()
     ctx.scratch_dirty = True
     return out
 
@@ -714,7 +743,8 @@ def _dot_outer(ctx: Lowering, abase: Value, bbase: Value, acc: Tile | None, M: i
     place = [((s // v) * U // N, (s // v) * U % N + s % v) for s in builtins.range(nslots)]
     rows = sorted({dm for dm, _ in place})
     cols = sorted({dn for _, dn in place})
-    accs = [acc.at(Coords(ctx, shape, s)) if acc is not None else ctx.const(0.0, F32)
+    et = ir.I32 if abase.type.elem == "i32" else F32
+    accs = [acc.at(Coords(ctx, shape, s)) if acc is not None else ctx.const(0, et)
             for s in builtins.range(nslots)]
     chunk = builtins.min(ctx.V, K)
     for k0 in builtins.range(0, K, chunk):
@@ -723,9 +753,9 @@ def _dot_outer(ctx: Lowering, abase: Value, bbase: Value, acc: Tile | None, M: i
         for k in builtins.range(k0, k0 + chunk):
             b = {dn: ctx.b.op("load", [ctx.b("gep", bcol, ctx.const(k * N + dn))]).result
                  for dn in cols}
-            accs = [ctx.b("ffma", a[dm, k], b[dn], x)
+            accs = [_mac(ctx, a[dm, k], b[dn], x)
                     for (dm, dn), x in zip(place, accs, strict=True)]
-    return Tile(ctx, shape, F32, slots=accs)
+    return Tile(ctx, shape, et, slots=accs)
 
 
 # --- shared memory (thread level) -------------------------------------------------------------

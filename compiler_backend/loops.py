@@ -184,7 +184,7 @@ class LoopLowering:
                 continue
             t = c.tiles[0]
             if isinstance(v, Tile):
-                if v.type != t.type or (v.shape != t.shape and not v.is_scalar):
+                if not ir.same_type(v.type, t.type) or (v.shape != t.shape and not v.is_scalar):
                     raise self.error(node, f"loop-carried '{n}' starts as {t.type} "
                                      f"{list(t.shape)} but becomes {v.type} {list(v.shape)}; "
                                      "give it its final type and shape before the loop "

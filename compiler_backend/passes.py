@@ -587,12 +587,14 @@ def _leaves(t) -> list:
 
 
 from .fma import contract_fma  # noqa: E402 - the contraction pass has a module of its own
+from .narrow import drop_unread_extensions  # noqa: E402 - with the narrow types
 from .reductions import drop_repeated_barriers  # noqa: E402
 
 # contract_fma runs after cse (a product merged with a twin has two uses and stays) and
 # before licm (a fused op in a loop is no longer invariant, its multiply stays inside)
 PIPELINE = (constant_fold, strength_reduce, constant_fold, cse, contract_fma, licm,
-            loop_strength_reduce, constant_fold, cse, dce, drop_repeated_barriers)
+            loop_strength_reduce, constant_fold, cse, drop_unread_extensions, dce,
+            drop_repeated_barriers)
 
 
 def optimize(fn: Function, verify: bool = False, fp_fusion: bool = True) -> Function:

@@ -382,6 +382,14 @@ class PtxGen:
     def ty(self, t: ir.Type) -> str:
         return "f32" if t == F32 else "u16" if t.is_half else "u64" if t == I64 else "u32"
 
+    def mem_ty(self, p: ir.Type, store: bool = False) -> str:
+        """The type of a load or store through pointer type ``p``: its element's, a narrow
+        integer's ``s8``/``u8``/``s16``/``u16`` (stores ``u8``/``u16``)."""
+        if p.elem_size < 4 and p.elem not in ir.HALF_KINDS:
+            t = half_codegen.ptx_mem_type(p)
+            return "u" + t[1:] if store else t
+        return self.ty(p.pointee)
+
     def op_load(self, op: Op) -> None:
         p = op.operands[0]
         r = self.r(op.result)
@@ -391,7 +399,7 @@ class PtxGen:
             guard = self.r(op.operands[1])
             if len(op.operands) == 3:
                 self.emit(f"mov.{self.btype(op.result.type)} {r}, {self.r(op.operands[2])}")
-        self.emit(f"ld.{sp}.{self.ty(op.result.type)} {r}, {self.addr(p)}", guard)
+        self.emit(f"ld.{sp}.{self.mem_ty(p.type)} {r}, {self.addr(p)}", guard)
 
     def owners(self, n: int) -> str:
         """A predicate true in threads ``tid < n`` (computed once per ``n``, at the entry
@@ -417,7 +425,8 @@ class PtxGen:
                 both = self.new("p")
                 self.emit(f"and.pred {both}, {guard}, {own}")
                 guard = both
-        self.emit(f"st.{p.type.space}.{self.ty(v.type)} {self.addr(p)}, {self.r(v)}", guard)
+        self.emit(f"st.{p.type.space}.{self.mem_ty(p.type, store=True)} {self.addr(p)}, "
+                  f"{self.r(v)}", guard)
 
     def cp_async(self, op: Op, size: int) -> None:
         """``cp.async`` of ``size`` bytes (16: ``.cg``, through L2 only, as Triton emits;

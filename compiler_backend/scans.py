@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import builtins
 
-from . import ir
+from . import ir, narrow
 from .errors import CompileError
 from .ir import F16, F32, I1, I32, I64, U32, Type, Value
 from .lang_base import _int, _shape
@@ -275,10 +275,14 @@ def _builtin_scan(ctx: Lowering, input, axis, reverse, op: str):
     half = t.type if t.type.is_half else None
     if half is not None:  # on the exact float32 values, as the half reductions
         t = ctx.cast(t, F32)
+    if t.type.narrow and op == "add":  # Triton's cumsum of 8/16-bit integers: 32 bits
+        t = ctx.cast(t, U32 if t.type.unsigned else I32)
     name = ("f" + op) if t.type == F32 else op
+    ty = t.type
 
     def combine(a: list[Value], b: list[Value]) -> list[Value]:
-        return [ctx.b(name, a[0], b[0])]
+        v = ctx.b(name, a[0], b[0])
+        return [narrow.normalize(ctx, v, ty) if ty.narrow else v]  # cumprod wraps
 
     r = walk_lines(ctx, [t], _axis(t.shape, axis), combine, scan=True,
                    reverse=bool(reverse))[0]
@@ -291,7 +295,10 @@ def cumsum(ctx: Lowering, input, axis=0, reverse: bool = False, dtype=None):
     from .dtypes import to_ir_type
 
     if dtype is not None:
-        input = ctx.cast(ctx.to_tile(input), to_ir_type(dtype))
+        ty = to_ir_type(dtype)
+        input = ctx.cast(ctx.to_tile(input), ty)
+        if ty.narrow:  # prefix sums in int8 wrap: the 32-bit sums' low bits
+            return ctx.cast(_builtin_scan(ctx, input, axis, reverse, "add"), ty)
     return _builtin_scan(ctx, input, axis, reverse, "add")
 
 

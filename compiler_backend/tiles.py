@@ -22,7 +22,7 @@ import math
 import numbers
 from collections.abc import Callable
 
-from . import halfs, ir
+from . import halfs, ir, narrow
 from .dtypes import dtype_of_type, to_ir_type
 from .errors import CompileError
 from .ir import F32, I1, I32, I64, U32, U64, Type, Value
@@ -274,6 +274,12 @@ class Tile:
         t = to_ir_type(dtype)
         if bitcast:
             halfs.check_bitcast(self.type, t)
+            if t.is_half or self.type.is_half:
+                return halfs.bitcast(self.ctx, self, t)
+            if (t.narrow or self.type.narrow) and narrow.bits(t) != narrow.bits(self.type):
+                raise CompileError(f"bitcast from {self.type} to {t} changes the width "
+                                   "(int8 <-> uint8 and int16 <-> uint16 bitcasts are "
+                                   "supported)")
         if bitcast and (t == I64) != (self.type == I64):
             raise CompileError(f"bitcast from {self.type} to {t} changes the width (int64 <-> "
                                "uint64 bitcasts are supported)")
@@ -311,6 +317,8 @@ class Lowering:
             raise CompileError(f"expected a number, got {value.__class__.__name__}")
         if type.is_half:  # a number, as the half pattern
             value = halfs.half_bits(value, type)
+        if type.narrow:  # its low bits, as the narrow type holds them
+            value = narrow.wrap(int(value), type)
         return self.b.const(value, type)
 
     def sreg(self, name: str) -> Value:
@@ -425,6 +433,9 @@ class Lowering:
             return self.scalar(self.const(x, I1))
         if isinstance(x, int | float) and like is not None and like.type.is_half:
             return self.scalar(self.const(x, like.type))  # a Python number takes the format
+        if isinstance(x, int) and like is not None and like.type.narrow:
+            # a Python integer does not take part in the promotion (Triton's scalar rule)
+            return self._typed_scalar(self.const(x, like.type), like.type)
         if isinstance(x, int):
             if like is not None and like.type == F32:
                 return self.scalar(self.const(float(x), F32))
@@ -651,6 +662,8 @@ class Lowering:
     def to_type(self, v: Value, t: Type, src: Type | None = None) -> Value:
         """``v`` converted to ``t``; ``src`` is the language type ``v`` holds (its tile's
         type), which decides signed or unsigned conversion (IR values are signless)."""
+        if t.narrow and not t.is_ptr:
+            return narrow.convert(self, v, t, src)
         if v.type == t:
             return v
         if (v.type.is_half and t == I64) or (v.type == I64 and t.is_half):
@@ -680,10 +693,11 @@ class Lowering:
         raise CompileError(f"cannot convert {v.type} to {t}")
 
     def cast(self, t: Tile, to: Type) -> Tile:
-        if t.type == to:
+        if t.type == to and t.type.narrow == to.narrow:
             if t.type.unsigned == to.unsigned:
                 return t
-            return self.map1(t, to, lambda v: v)  # int32 <-> uint32: the same bits
+            if not to.narrow:
+                return self.map1(t, to, lambda v: v)  # int32 <-> uint32: the same bits
         if t.type.is_ptr or to.is_ptr:
             return self.pointer_cast(t, to)
         src = t.type
@@ -733,6 +747,8 @@ class Lowering:
             return halfs.common_type(a.type, b.type)
         if F32 in (a.type, b.type):
             return F32
+        if a.type.narrow or b.type.narrow:
+            return narrow.promote(a.type, b.type)
         if I64 in (a.type, b.type):
             # Triton's integer promotion: the wider type; at a mixed signedness the unsigned
             # type when it is at least as wide as the signed one
@@ -755,6 +771,11 @@ class Lowering:
     def binary(self, op: str, a, b) -> Tile:
         if not isinstance(a, Tile) and not isinstance(b, Tile):
             raise CompileError(f"operator {op} needs a tensor operand")
+        if op in self._CMP and any(isinstance(x, Tile) and x.type.narrow for x in (a, b)):
+            # a comparison is not an op whose result has the operands' type: a Python
+            # integer takes part in the promotion (Triton's scalar rule skips boolean ops),
+            # so ``x_int8 < 200`` compares in int32
+            a, b = (self.to_tile(x) if isinstance(x, int) else x for x in (a, b))
         a = self.to_tile(a, like=b if isinstance(b, Tile) else None)
         b = self.to_tile(b, like=a)
         if a.type.is_ptr or b.type.is_ptr:
@@ -800,16 +821,24 @@ class Lowering:
                 return self.mapn([a, b], t, lambda x, y: self.ldiv(
                     op, self.to_type(x, I64, sa), self.to_type(y, I64, sb), t.unsigned))
             div = self.udiv if t.unsigned else self.idiv
-            return self.mapn([a, b], t, lambda x, y: div(
-                op, self.to_type(x, I32), self.to_type(y, I32)))
+            return self.wrap_narrow(self.mapn([a, b], t, lambda x, y: div(
+                op, self.to_type(x, I32, sa), self.to_type(y, I32, sb))), op == "//")
         name = self._INT_OPS[op]
         if name == "sra" and sa.unsigned:
             # logical for an unsigned left operand: Triton picks the shift by the shifted
             # value's own type, so int32 >> uint32 stays arithmetic (typed uint32)
             name = "shr"
         it = I64 if t == I64 else I32
-        return self.mapn([a, b], t, lambda x, y: self.b(
-            name, self.to_type(x, it, sa), self.to_type(y, it, sb)))
+        return self.wrap_narrow(self.mapn([a, b], t, lambda x, y: self.b(
+            name, self.to_type(x, it, sa), self.to_type(y, it, sb))), name in narrow.WRAPPING)
+
+    def wrap_narrow(self, r: Tile, wraps: bool = True) -> Tile:
+        """``r`` re-normalised to its narrow type where the op computing it may have left
+        the type's range (``narrow.WRAPPING``); other tiles unchanged."""
+        t = r.type
+        if not (wraps and t.narrow):
+            return r
+        return self.map1(r, t, lambda v: narrow.normalize(self, v, t))
 
     def pointer_arith(self, op: str, a: Tile, b: Tile) -> Tile:
         if op == "+" and b.type.is_ptr:
@@ -1063,12 +1092,15 @@ class Lowering:
                 return self.map1(a, F32, lambda v: self.b("fneg", v))
             if a.type == I1:
                 a = self.cast(a, I32)
-            return self.map1(a, a.type, lambda v: self.b("sub", self.const(0, v.type), v))
+            return self.wrap_narrow(self.map1(a, a.type, lambda v: self.b(
+                "sub", self.const(0, v.type.plain), v)))
         if op == "~":
             if a.type == I1:
                 return self.map1(a, I1, lambda v: self.b("not", v))
             if a.type.is_int:
-                return self.map1(a, a.type, lambda v: self.b("xor", v, self.const(-1, v.type)))
+                # (a uint8's ~ sets the bits above its width: re-normalised)
+                return self.wrap_narrow(self.map1(a, a.type, lambda v: self.b(
+                    "xor", v, self.const(-1, v.type.plain))), a.type.unsigned)
             raise CompileError(f"~ is not defined on {a.type}")
         if op == "not":
             return self.map1(self.cast(a, I1), I1, lambda v: self.b("not", v))

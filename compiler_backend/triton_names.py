@@ -28,11 +28,11 @@ TRITON_LANGUAGE_ALL = (
     "zeros_like").split()
 """``triton.language.__all__`` of Triton 3.x (the main branch of 2025: 136 names)."""
 
-_TYPES = ("registers and memory words are 32-bit; of the narrower types only float16 and "
-          "bfloat16 exist (issue 12)")
+_TYPES = ("registers and memory words are 32-bit; of the narrower types float16, bfloat16 "
+          "and the 8- and 16-bit integers exist, not the 8-bit floats (issue 12)")
 REASONS: dict[str, str] = {
     **{n: _TYPES for n in ("float8e4b15", "float8e4nv", "float8e4b8", "float8e5",
-                           "float8e5b16", "int8", "int16", "uint8", "uint16")},
+                           "float8e5b16")},
     "float64": "the ISA has no double-precision arithmetic (int64 is a register pair with "
                "32-bit integer operations; a float64 would need a software float library)",
     "slice": "an object of Triton's front end (what `:` in `x[None, :]` becomes); indexing "

@@ -206,13 +206,13 @@ def _access(op: Op):
     """(pointer, mask, other-or-value) of a plain 32-bit load or store, else None."""
     if op.name == "load":
         p = op.operands[0]
-        if op.result.type.is_half or op.result.type == ir.I1:
+        if op.result.type.is_half or op.result.type == ir.I1 or p.type.elem_size < 4:
             return None
         return p, (op.operands[1] if len(op.operands) > 1 else None), (
             op.operands[2] if len(op.operands) > 2 else None)
     if op.name == "store" and "owners" not in op.attrs:
         p, val = op.operands[:2]
-        if val.type.is_half or val.type == ir.I1:
+        if val.type.is_half or val.type == ir.I1 or p.type.elem_size < 4:
             return None
         return p, (op.operands[2] if len(op.operands) > 2 else None), val
     if op.name == "cp_async":  # (the destination is checked apart: _fits)
