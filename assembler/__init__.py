@@ -6,7 +6,13 @@ re-assembles to the same bytes. The language is documented in docs/assembly.md a
 object format in docs/object-format.md.
 """
 
-from .assembler import ListingLine, assemble, assemble_file, assemble_with_listing
+from .assembler import (
+    ListingLine,
+    SourceFileError,
+    assemble,
+    assemble_file,
+    assemble_with_listing,
+)
 from .disassembler import disassemble, disassemble_object, disassemble_word
 from .objfile import (
     FORMAT_VERSION,
@@ -20,6 +26,6 @@ from .objfile import (
 
 __all__ = [
     "FORMAT_VERSION", "KernelInfo", "ListingLine", "ObjectFile", "ObjectFormatError",
-    "ParamInfo", "Relocation", "Symbol", "assemble", "assemble_file", "assemble_with_listing",
-    "disassemble", "disassemble_object", "disassemble_word",
+    "ParamInfo", "Relocation", "SourceFileError", "Symbol", "assemble", "assemble_file",
+    "assemble_with_listing", "disassemble", "disassemble_object", "disassemble_word",
 ]

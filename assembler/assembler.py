@@ -2,23 +2,24 @@
 
 Pass 1 reads every line, defines labels, handles directives and fixes the size of every
 instruction and pseudo-instruction. Pass 2 evaluates operands (all labels are known now)
-and encodes. Errors never stop a pass: each is recorded with its line and column, and all
-of them are raised together as one :class:`SourceErrors`.
+and encodes. An error does not stop a pass: each is recorded with its line and column, and
+all of them are raised together as one :class:`SourceErrors`; only past :data:`MAX_ERRORS`
+(a binary or the wrong file given as source) does assembly stop, saying where.
 """
 
 from __future__ import annotations
 
-import difflib
 import struct
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from simtgpu.errors import SourceError, SourceErrors, SourceLocation
+from simtgpu.errors import SimtgpuError, SourceError, SourceErrors, SourceLocation
 from simtgpu.isa import BY_MNEMONIC, NUM_REGS, PARAM_TYPES
 from simtgpu.isa.abi import MAX_PARAMS
 
 from .expr import Forward, Value, evaluate
 from .floats import f32_bits_exact
+from .inputs import read_regular_file
 from .lexer import AsmError, Reported, Statement, Token, parse_statement
 from .objfile import (
     MAX_SECTION_BYTES,
@@ -41,9 +42,26 @@ from .pseudo import (
     li_size,
     li_value,
 )
+from .suggest import Suggester, hint
 
 DIRECTIVES = (".kernel", ".end", ".param", ".shared", ".regs", ".equ", ".text", ".data",
               ".word", ".float", ".byte", ".space", ".align")
+
+MAX_ERRORS = 100
+"""Distinct errors collected before assembly stops; the next one becomes a last entry, "too
+many errors ..., stopping at line N", at the line where it stopped. (``simtgpu`` prints the
+first :data:`simtgpu.cli.main.MAX_ERRORS_SHOWN` of them and a count.)"""
+
+_SUGGEST_MNEMONIC = Suggester([*BY_MNEMONIC, *PSEUDOS])
+_SUGGEST_DIRECTIVE = Suggester(DIRECTIVES)
+
+
+class _TooManyErrors(Exception):
+    """Raised by :meth:`_Assembler.error` past :data:`MAX_ERRORS`; caught in ``run``."""
+
+    def __init__(self, line_no: int):
+        super().__init__(line_no)
+        self.line_no = line_no
 
 
 @dataclass
@@ -102,13 +120,19 @@ class _Assembler:
         self.data_align = 4
         self.relocations: list[Relocation] = []
         self.listing: list[ListingLine] = []
+        self._label_hints: tuple[tuple[int, int], Suggester] | None = None
 
     # -- errors ----------------------------------------------------------------------------
     def error(self, st: Statement, col: int, message: str) -> None:
         # columns count a tab as reaching the next multiple of 8, as the rendered source does
         col = len(st.text[:max(col, 1) - 1].expandtabs(8)) + 1
-        loc = SourceLocation(self.filename, st.line_no, col, st.text)
-        self.errors.setdefault((st.line_no, col, message), SourceError(loc, message))
+        key = (st.line_no, col, message)
+        if key in self.errors:
+            return
+        if len(self.errors) >= MAX_ERRORS:
+            raise _TooManyErrors(st.line_no)
+        self.errors[key] = SourceError(SourceLocation(self.filename, st.line_no, col, st.text),
+                                       message)
 
     def report(self, st: Statement, e: AsmError) -> None:
         if not isinstance(e, Reported):
@@ -132,11 +156,18 @@ class _Assembler:
                 raise Forward(name)
             if is_register_name(name):
                 raise AsmError(tok.col, f"register {name} where a constant is expected")
-            known = [*self.labels, *self.equs, *(params or ())]
-            close = difflib.get_close_matches(name, known, n=1)
-            hint = f" (did you mean '{close[0]}'?)" if close else ""
-            raise AsmError(tok.col, f"undefined label '{name}'{hint}")
+            close = [self.label_suggester().best(name), Suggester(params or ()).best(name)]
+            best = max((c for c in close if c is not None), default=None)
+            raise AsmError(tok.col, f"undefined label '{name}'"
+                           f"{hint(best[1] if best else None)}")
         return resolve
+
+    def label_suggester(self) -> Suggester:
+        """Hints among the labels and constants, built once they are all known."""
+        size = (len(self.labels), len(self.equs))
+        if self._label_hints is None or self._label_hints[0] != size:
+            self._label_hints = (size, Suggester([*self.labels, *self.equs]))
+        return self._label_hints[1]
 
     def equ_value(self, name: str, tok: Token, final: bool) -> Value:
         if name in self.equ_cache:
@@ -303,9 +334,7 @@ class _Assembler:
         if d in (".word", ".float", ".byte", ".space", ".align"):
             self.data1(st, section, kernel)
             return section, kernel
-        close = difflib.get_close_matches(d, DIRECTIVES, n=1)
-        hint = f" (did you mean '{close[0]}'?)" if close else ""
-        raise AsmError(head.col, f"unknown directive '{d}'{hint}")
+        raise AsmError(head.col, f"unknown directive '{d}'{hint(_SUGGEST_DIRECTIVE(d))}")
 
     def data1(self, st: Statement, section: str, kernel: _Kernel | None) -> None:
         head = st.head
@@ -359,9 +388,8 @@ class _Assembler:
         assert head is not None
         name = head.text
         if name not in BY_MNEMONIC and name not in PSEUDOS:
-            close = difflib.get_close_matches(name, [*BY_MNEMONIC, *PSEUDOS], n=1)
-            hint = f" (did you mean '{close[0]}'?)" if close else ""
-            raise AsmError(head.col, f"unknown mnemonic '{name}'{hint}")
+            raise AsmError(head.col,
+                           f"unknown mnemonic '{name}'{hint(_SUGGEST_MNEMONIC(name))}")
         if section != "code":
             raise AsmError(head.col, f"instruction '{name}' in the .data section "
                            "(write .text first)")
@@ -512,16 +540,23 @@ class _Assembler:
         return infos
 
     def run(self) -> tuple[ObjectFile, list[ListingLine]]:
-        self.pass1()
-        code, data = self.pass2()
-        kernels = self.kernel_infos(code)
+        try:
+            self.pass1()
+            code, data = self.pass2()
+            kernels = self.kernel_infos(code)
+        except _TooManyErrors as stop:
+            note = SourceError(SourceLocation(self.filename, stop.line_no, 1),
+                               f"too many errors (more than {MAX_ERRORS}), stopping at line "
+                               f"{stop.line_no}")
+            raise SourceErrors([*self.sorted_errors(), note]) from None
         if self.errors:
-            errs = sorted(self.errors.values(), key=lambda e: (e.loc.line, e.loc.col))
-            raise SourceErrors(errs)
+            raise SourceErrors(self.sorted_errors())
         symbols = {name: Symbol(name, sec, off) for name, (sec, off, _) in self.labels.items()}
         obj = ObjectFile(code, data, self.data_align, kernels, symbols, self.relocations)
         return obj, self.listing
 
+    def sorted_errors(self) -> list[SourceError]:
+        return sorted(self.errors.values(), key=lambda e: (e.loc.line, e.loc.col))
 
 
 
@@ -536,20 +571,24 @@ def assemble(text: str, filename: str = "<string>") -> ObjectFile:
     return _Assembler(text, filename).run()[0]
 
 
+class SourceFileError(SimtgpuError):
+    """A source file that cannot be read: missing, unreadable, a directory, device or pipe."""
+
+
 def assemble_file(path: str | Path) -> ObjectFile:
+    """Assemble the source file at ``path``; :class:`SourceFileError` when it is not a
+    readable regular file (a pipe or device is refused unread)."""
     path = Path(path)
     return assemble(_read_source(path), str(path))
 
 
 def _read_source(path: Path) -> str:
-    from simtgpu.errors import SimtgpuError
-
     try:
-        raw = path.read_bytes()
+        raw = read_regular_file(path, SourceFileError)
     except FileNotFoundError:
-        raise SimtgpuError(f"{path}: no such file") from None
+        raise SourceFileError(f"{path}: no such file") from None
     except OSError as e:
-        raise SimtgpuError(f"{path}: cannot read: {e.strerror or e}") from None
+        raise SourceFileError(f"{path}: cannot read: {e.strerror or e}") from None
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError as e:

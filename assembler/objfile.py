@@ -19,6 +19,8 @@ from simtgpu.errors import SimtgpuError
 from simtgpu.isa import NUM_REGS, PARAM_TYPES, EncodingError, Kind, decode
 from simtgpu.isa.abi import MAX_PARAMS
 
+from .inputs import read_regular_file
+
 MAGIC = b"SGPU"
 FORMAT_VERSION = 1
 
@@ -36,6 +38,10 @@ RELOC_KINDS = ("hi16", "lo16")
 MAX_SECTION_BYTES = 64 << 20
 """Largest code or data section the assembler writes: the device memory of the largest named
 configuration (sizes are 32-bit in the format, but the sections are held in memory whole)."""
+MAX_OBJECT_BYTES = 4 * MAX_SECTION_BYTES
+"""Largest object file :meth:`ObjectFile.from_file` reads: both sections at their largest and
+as much again for the tables (millions of symbols). Anything larger is not an object file the
+assembler wrote, and is refused before it is read into memory."""
 
 
 class ObjectFormatError(SimtgpuError):
@@ -158,11 +164,13 @@ class ObjectFile:
 
     @classmethod
     def from_file(cls, path: str | Path) -> ObjectFile:
+        """Load the object file at ``path``: a regular file of at most
+        :data:`MAX_OBJECT_BYTES` (a directory, device or pipe is refused unread)."""
         path = Path(path)
         try:
-            blob = path.read_bytes()
+            blob = read_regular_file(path, ObjectFormatError, MAX_OBJECT_BYTES, "object file")
         except OSError as e:
-            raise ObjectFormatError(f"{path}: cannot read: {e.strerror}") from None
+            raise ObjectFormatError(f"{path}: cannot read: {e.strerror or e}") from None
         return cls.from_bytes(blob, str(path))
 
     def write(self, path: str | Path) -> None:

@@ -66,7 +66,12 @@ def render_error(e: SimtgpuError) -> str:
     :data:`MAX_ERRORS_SHOWN`, then how many more there are."""
     if isinstance(e, SourceErrors) and len(e.errors) > MAX_ERRORS_SHOWN:
         shown = SourceErrors(e.errors[:MAX_ERRORS_SHOWN]).render()
-        more = len(e.errors) - MAX_ERRORS_SHOWN
+        last = e.errors[-1]
+        # the assembler stops at its own limit with a last, placed note: show it, not a total
+        stopped = last.message.startswith("too many errors")
+        more = len(e.errors) - MAX_ERRORS_SHOWN - stopped
+        if stopped:
+            return f"{shown}\n... and {more} more error(s)\n{last.render()}"
         return f"{shown}\n... and {more} more error(s), {len(e.errors)} in all"
     return e.render()
 

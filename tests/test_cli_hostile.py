@@ -277,3 +277,19 @@ def test_ctrl_c_is_one_line_and_status_130(capsys, files, monkeypatch) -> None:
     except KeyboardInterrupt:
         pytest.fail("Ctrl-C escaped from simtgpu as a traceback")
     assert rc == 130 and err == "simtgpu asm: interrupted\n"
+
+
+def test_a_source_past_the_assemblers_limit_ends_with_its_stop_note(capsys, tmp_path) -> None:
+    """The assembler stops after MAX_ERRORS with a placed note; the CLI shows the first
+    errors, how many more there are, and the note (not a total that understates the file)."""
+    from simtgpu.assembler.assembler import MAX_ERRORS
+    from simtgpu.cli.main import MAX_ERRORS_SHOWN
+
+    src = tmp_path / "junk.s"
+    src.write_text("bogus r1\n" * (MAX_ERRORS + 500))
+    rc, _, err = _cli(capsys, "asm", str(src))
+    lines = err.rstrip().splitlines()
+    assert rc == 1
+    assert f"... and {MAX_ERRORS - MAX_ERRORS_SHOWN} more error(s)" in lines
+    assert lines[-1] == (f"{src}:{MAX_ERRORS + 1}:1: error: too many errors (more than "
+                         f"{MAX_ERRORS}), stopping at line {MAX_ERRORS + 1}")

@@ -6,11 +6,16 @@ and column; the ones that are valid assemble to what a hand computation says.
 
 from __future__ import annotations
 
+import os
 import struct
+import subprocess
+import sys
+import threading
 import time
+from pathlib import Path
 
 import pytest
-from simtgpu.assembler import assemble, assemble_file
+from simtgpu.assembler import ObjectFile, ObjectFormatError, assemble, assemble_file
 from simtgpu.errors import SimtgpuError, SourceError, SourceErrors
 
 HANG_GUARD_S = 5.0  # not a speed target: these took 50 s and more before
@@ -89,3 +94,150 @@ def test_non_utf8_file_names_line_and_column(tmp_path) -> None:
     with pytest.raises(SimtgpuError) as info:
         assemble_file(path)
     assert info.value.render().startswith(f"{path}:2:11: error: the file is not UTF-8")
+
+
+# -- a file of junk: bounded errors, bounded time ----------------------------------------------
+JUNK_LINES = 200_000
+JUNK_TIME_S = 20.0  # not a speed target: this took 66-118 s before (it finishes in ~0.1 s)
+
+
+def test_a_junk_file_stops_after_max_errors_promptly() -> None:
+    from simtgpu.assembler.assembler import MAX_ERRORS
+
+    # every line a different unknown word: each once asked difflib for a "did you mean"
+    src = "\n".join(f"junk{i} r1, r2, r3" for i in range(JUNK_LINES))
+    start = time.monotonic()
+    with pytest.raises(SourceErrors) as info:
+        assemble(src, "junk.s")
+    assert time.monotonic() - start < JUNK_TIME_S
+    errors = info.value.errors
+    assert len(errors) == MAX_ERRORS + 1
+    assert all("unknown mnemonic 'junk" in e.message for e in errors[:-1])
+    last = errors[-1]
+    stop = MAX_ERRORS + 1  # the line of the first error past the bound
+    assert (last.loc.file, last.loc.line, last.loc.col) == ("junk.s", stop, 1)
+    assert last.render() == (f"junk.s:{stop}:1: error: too many errors (more than "
+                             f"{MAX_ERRORS}), stopping at line {stop}")
+
+
+def test_exactly_max_errors_are_all_reported_without_a_stop_entry() -> None:
+    from simtgpu.assembler.assembler import MAX_ERRORS
+
+    errors = _errors("\n".join(f"junk{i}" for i in range(MAX_ERRORS)))
+    assert len(errors) == MAX_ERRORS and "too many" not in errors[-1].message
+
+
+def test_errors_of_the_second_pass_stop_too() -> None:
+    from simtgpu.assembler.assembler import MAX_ERRORS
+
+    # pass 1 accepts every line; pass 2 finds each label undefined (with a hint among 3,000
+    # labels: the hints are what used to cost seconds here)
+    n = 3000
+    src = (".kernel k\n" + "\n".join(f"label_{i}: bra lbl_{i}x" for i in range(n))
+           + "\nexit\n.end\n")
+    errors = _errors(src)
+    assert len(errors) == MAX_ERRORS + 1
+    assert errors[0].message == "undefined label 'lbl_0x' (did you mean 'label_0'?)"
+    assert errors[-1].message == (f"too many errors (more than {MAX_ERRORS}), stopping at "
+                                  f"line {MAX_ERRORS + 2}")
+
+
+def test_hints_are_difflibs() -> None:
+    import difflib
+
+    from simtgpu.assembler.suggest import Suggester
+
+    names = ["loop", "done", "table", "start_1", "start_2", "x", "a_long_label_name"]
+    s = Suggester(names)
+    for word in ["lop", "loops", "dne", "tabel", "start_3", "y", "a_long_label_nme", "zzz",
+                 "", "s" * 500]:
+        want = difflib.get_close_matches(word, names, n=1)
+        assert s(word) == (want[0] if want else None), word
+
+
+# -- files that are not regular files ------------------------------------------------------
+def _returns(call, unblock: Path | None = None):
+    """``call()``'s exception (or None), failing the test if it blocked reading ``unblock``,
+    a pipe: then its other end is opened and closed so the reader sees end-of-file."""
+    result: dict[str, BaseException | None] = {}
+
+    def work() -> None:
+        try:
+            call()
+            result["error"] = None
+        except BaseException as e:  # noqa: BLE001 - checked by the caller
+            result["error"] = e
+
+    t = threading.Thread(target=work, daemon=True)
+    t.start()
+    t.join(HANG_GUARD_S)
+    hung = t.is_alive()
+    if hung and unblock is not None:
+        os.close(os.open(unblock, os.O_WRONLY | os.O_NONBLOCK))
+        t.join(HANG_GUARD_S)
+    assert not hung, "blocked reading a pipe"
+    return result["error"]
+
+
+@pytest.fixture
+def pipe(tmp_path: Path) -> Path:
+    p = tmp_path / "pipe"
+    os.mkfifo(p)
+    return p
+
+
+NOT_REGULAR = "is not a regular file (a device or a pipe)"
+
+
+def test_object_file_from_a_pipe_or_device_is_refused_unread(pipe: Path) -> None:
+    for path, unblock in ((pipe, pipe), (Path(os.devnull), None)):
+        e = _returns(lambda p=path: ObjectFile.from_file(p), unblock)
+        assert isinstance(e, ObjectFormatError) and str(e) == f"{path}: {NOT_REGULAR}; give a file"
+
+
+def test_assemble_file_from_a_pipe_or_device_is_refused_unread(pipe: Path, tmp_path) -> None:
+    from simtgpu.assembler import SourceFileError
+
+    for path, unblock in ((pipe, pipe), (Path(os.devnull), None)):
+        e = _returns(lambda p=path: assemble_file(p), unblock)
+        assert isinstance(e, SourceFileError) and str(e) == f"{path}: {NOT_REGULAR}; give a file"
+    with pytest.raises(SourceFileError, match="is a directory, not a file"):
+        assemble_file(tmp_path)
+    with pytest.raises(SourceFileError, match="no such file"):
+        assemble_file(tmp_path / "missing.s")
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/zero"), reason="no /dev/zero")
+def test_object_file_from_dev_zero_is_refused() -> None:
+    # run apart, with its memory bounded: the old reader read /dev/zero until memory ran out
+    code = ("import resource, sys\n"
+            "resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))\n"
+            "from simtgpu.assembler import ObjectFile, ObjectFormatError\n"
+            "try:\n"
+            "    ObjectFile.from_file('/dev/zero')\n"
+            "except ObjectFormatError as e:\n"
+            "    print(e)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=60)
+    assert out.stdout.strip() == f"/dev/zero: {NOT_REGULAR}; give a file", out.stderr[-300:]
+
+
+def test_object_file_size_is_bounded_before_reading(tmp_path: Path) -> None:
+    from simtgpu.assembler.objfile import MAX_OBJECT_BYTES
+
+    big = tmp_path / "big.sgo"
+    with open(big, "wb") as f:
+        f.truncate(MAX_OBJECT_BYTES + 1)  # sparse: no disk used, and it is not read
+    with pytest.raises(ObjectFormatError) as info:
+        ObjectFile.from_file(big)
+    assert str(info.value) == (f"{big}: {MAX_OBJECT_BYTES + 1} bytes, larger than any object "
+                               f"file ({MAX_OBJECT_BYTES} bytes at most)")
+
+
+def test_truncated_object_file_is_a_clear_error(tmp_path: Path) -> None:
+    blob = assemble(".kernel k\nexit\n.end\n").to_bytes()
+    path = tmp_path / "cut.sgo"
+    path.write_bytes(blob[:-4])
+    with pytest.raises(ObjectFormatError, match=rf"^{path}: truncated: the header says "
+                       rf"{len(blob)} bytes, the file has {len(blob) - 4}$"):
+        ObjectFile.from_file(path)
