@@ -15,6 +15,7 @@ import functools
 import inspect
 import operator
 import textwrap
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from simtgpu.errors import SourceLocation
@@ -429,16 +430,20 @@ class AstToIr(LoopLowering):
         args = [self.expr(a) for a in it.args]
         stages = None
         for kw in it.keywords:
-            if kw.arg not in ("num_stages", "loop_unroll_factor", "warp_specialize",
-                              "disallow_acc_multi_buffer", "flatten"):
-                raise self.error(kw, f"unsupported loop option '{kw.arg}'")
-            if kw.arg == "num_stages":
-                stages = self.expr(kw.value)
-                if stages is not None and (not isinstance(stages, int) or isinstance(
-                        stages, bool) or stages < 1):
-                    what = "a run-time value" if isinstance(stages, Tile) else repr(stages)
-                    raise self.error(kw, "num_stages must be a compile-time integer >= 1 "
-                                     f"(tl.constexpr or a literal), not {what}")
+            # (only num_stages is used; the other options are accepted and not evaluated)
+            pairs = (self.double_starred(kw) if kw.arg is None else
+                     [(kw.arg, self.expr(kw.value) if kw.arg == "num_stages" else None)])
+            for name, value in pairs:
+                if name not in ("num_stages", "loop_unroll_factor", "warp_specialize",
+                                "disallow_acc_multi_buffer", "flatten"):
+                    raise self.error(kw, f"unsupported loop option '{name}'")
+                if name == "num_stages":
+                    stages = value
+                    if stages is not None and (not isinstance(stages, int) or isinstance(
+                            stages, bool) or stages < 1):
+                        what = "a run-time value" if isinstance(stages, Tile) else repr(stages)
+                        raise self.error(kw, "num_stages must be a compile-time integer >= 1 "
+                                         f"(tl.constexpr or a literal), not {what}")
         self.node = node
         if fobj not in (builtins.range, language.range, language.static_range):
             raise self.error(it, "a kernel loop must iterate over range(...), tl.range(...) "
@@ -588,9 +593,12 @@ class AstToIr(LoopLowering):
                 # Triton wraps compile-time values in tl.constexpr, whose .value helpers
                 # read (dtype.value); here they are the plain values already
                 return obj
-            if _is_number(obj) and (node.attr == "to" or node.attr in METHOD_NAMES):
+            if (_is_number(obj) and (node.attr in ("to", "dtype", "type")
+                                     or node.attr in METHOD_NAMES)
+                    or isinstance(obj, bool) and node.attr in ("dtype", "type")):
                 # a number assigned in a kernel is a scalar tensor in Triton (acc = 0;
-                # acc = acc.to(tl.int64)): its tensor members are the scalar's
+                # acc = acc.to(tl.int64); value = 1; tl.full(..., dtype=value.dtype)):
+                # its tensor members are the scalar's (int32, int64, float32, int1)
                 return self.tensor_member(self.ctx.to_tile(obj), node)
             raise self.error(node, f"'{getattr(obj, '__name__', type(obj).__name__)}' has no "
                              f"attribute '{node.attr}'") from None
@@ -745,6 +753,20 @@ class AstToIr(LoopLowering):
         except TypeError:
             raise self.error(node, f"cannot unpack {type(v).__name__} with '*'") from None
 
+    def double_starred(self, kw: ast.keyword) -> list[tuple[str, object]]:
+        """The keyword arguments ``**value`` passes: a compile-time mapping's items (a global
+        dict, ``dict(other=0.0)``), placed when the value is not one (a tensor, a number)."""
+        v = self.expr(kw.value)
+        if not isinstance(v, Mapping):
+            what = "a tensor" if isinstance(v, Tile) else type(v).__name__
+            raise self.error(kw, f"cannot unpack {what} with '**' (it takes a compile-time "
+                             "dict of keyword arguments)")
+        items = list(v.items())
+        for k, _ in items:
+            if not isinstance(k, str):
+                raise self.error(kw, f"keywords must be strings, not {k!r} (in '**')")
+        return items
+
     def expr_Call(self, node: ast.Call):
         f = self.expr(node.func)
         args = []
@@ -753,7 +775,13 @@ class AstToIr(LoopLowering):
                 args.extend(self.starred(a))
             else:
                 args.append(self.expr(a))
-        kwargs = {kw.arg: self.expr(kw.value) for kw in node.keywords if kw.arg}
+        kwargs: dict[str, object] = {}
+        for kw in node.keywords:
+            for name, value in (self.double_starred(kw) if kw.arg is None
+                                else [(kw.arg, self.expr(kw.value))]):
+                if name in kwargs:
+                    raise self.error(kw, f"keyword argument '{name}' given twice")
+                kwargs[name] = value
         self.node = node
         if getattr(f, "_simtgpu_builtin", False):
             self.check_arguments(f, args, kwargs, node)

@@ -803,6 +803,11 @@ class Lowering:
         if op in ("&", "|", "^") and t == I1:
             name = {"&": "and", "|": "or", "^": "xor"}[op]
             return self.mapn([a, b], I1, lambda x, y: self.b(name, x, y))
+        if op in ("+", "-", "*") and t == I1:
+            # Triton: int1 with int1 (or a Python bool) stays int1 and wraps mod 2, as any
+            # integer type does (True + True is False): + and - are xor, * is and
+            name = "and" if op == "*" else "xor"
+            return self.mapn([a, b], I1, lambda x, y: self.b(name, x, y))
         if t == I1:
             t = I32
         if t == F32:
@@ -1090,8 +1095,8 @@ class Lowering:
                 return halfs.negate(self, a)
             if a.type == F32:
                 return self.map1(a, F32, lambda v: self.b("fneg", v))
-            if a.type == I1:
-                a = self.cast(a, I32)
+            if a.type == I1:  # Triton's 0 - x in int1: wraps mod 2 to x itself
+                return a
             return self.wrap_narrow(self.map1(a, a.type, lambda v: self.b(
                 "sub", self.const(0, v.type.plain), v)))
         if op == "~":

@@ -132,7 +132,62 @@ def k_huge(x_ptr, n, BLOCK: tl.constexpr):
     tl.store(x_ptr + tl.arange(0, 1 << 20), 1.0)  # <- huge
 
 
+LOAD_OPTIONS = {"other": 7.0}
+BOGUS_OPTIONS = {"bogus": 1}
+LOOP_OPTIONS = {"num_stages": 2, "bogus": 1}
+
+
+@triton.jit
+def k_kwargs_tensor(x_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    tl.store(x_ptr + offs, 1.0, **offs)  # <- kwargs_tensor
+
+
+@triton.jit
+def k_kwargs_unknown(x_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    tl.store(x_ptr + offs, 1.0, **BOGUS_OPTIONS)  # <- kwargs_unknown
+
+
+@triton.jit
+def k_kwargs_twice(x_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    v = tl.load(x_ptr + offs, mask=offs < n, other=1.0, **LOAD_OPTIONS)  # <- kwargs_twice
+    tl.store(x_ptr + offs, v)
+
+
+@triton.jit
+def k_kwargs_number(x_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    tl.store(x_ptr + offs, 1.0, **BLOCK)  # <- kwargs_number
+
+
+@triton.jit
+def k_kwargs_literal(x_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    tl.store(x_ptr + offs, 1.0, **{"mask": None})  # <- kwargs_literal
+
+
+@triton.jit
+def k_kwargs_helper(x_ptr, n, BLOCK: tl.constexpr):
+    k_store_shape(x_ptr, n, **BOGUS_OPTIONS)  # <- kwargs_helper
+
+
+@triton.jit
+def k_kwargs_loop(x_ptr, n, BLOCK: tl.constexpr):
+    for i in tl.range(0, 4, **LOOP_OPTIONS):  # <- kwargs_loop
+        tl.store(x_ptr + i, 1.0)
+
+
 CASES = [
+    (k_kwargs_tensor, "kwargs_tensor", "cannot unpack a tensor with '**' (it takes a "
+     "compile-time dict of keyword arguments)"),
+    (k_kwargs_unknown, "kwargs_unknown", "tl.store(): got an unexpected keyword argument 'bogus'"),
+    (k_kwargs_twice, "kwargs_twice", "keyword argument 'other' given twice"),
+    (k_kwargs_number, "kwargs_number", "cannot unpack int with '**'"),
+    (k_kwargs_literal, "kwargs_literal", "a dict literal is not supported"),
+    (k_kwargs_helper, "kwargs_helper", "k_store_shape has no parameter 'bogus'"),
+    (k_kwargs_loop, "kwargs_loop", "unsupported loop option 'bogus'"),
     (k_huge, "huge", "a tile of shape (1048576,) is 32768 elements per thread on 32 threads"),
     (k_recursive, "recursive", "recursive call (k_recursive -> k_recursive)"),
     (k_mutual, "mutual", "recursive call (k_mutual -> helper_a -> helper_b -> helper_a)"),
@@ -193,3 +248,29 @@ def test_cli_reports_without_traceback(tmp_path, capsys):
     assert rc == 1
     assert f"{src}:6:" in err and "error: name 'nope' is not defined" in err
     assert "Traceback" not in err
+
+
+@triton.jit
+def k_kwargs_dict(x_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    v = tl.load(x_ptr + offs, mask=offs < n, **LOAD_OPTIONS)
+    for i in tl.range(0, 2, **dict(num_stages=1)):
+        v += i
+    tl.store(x_ptr + offs, v, mask=offs < n)
+
+
+@triton.jit
+def k_kwargs_written_out(x_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    v = tl.load(x_ptr + offs, mask=offs < n, other=7.0)
+    for i in tl.range(0, 2, num_stages=1):
+        v += i
+    tl.store(x_ptr + offs, v, mask=offs < n)
+
+
+def test_double_star_of_a_compile_time_dict_passes_its_keywords():
+    # (``**`` was once dropped without a word: the load lost its other=7.0)
+    got, want = compile_(k_kwargs_dict), compile_(k_kwargs_written_out)
+    for form in ("ir", "isa"):
+        assert (got.asm[form].replace("k_kwargs_dict", "K")
+                == want.asm[form].replace("k_kwargs_written_out", "K")), form
