@@ -706,9 +706,14 @@ class Core(wiring.Component):
         m.submodules.rr_ex1 = rr_ex1_st = Stage("rr_ex1", uop)
         rr_ex1 = rr_ex1_st.q
         # the younger instructions of a faulting warp are dropped as they enter ex1
-        # (rtl/fault_recorder.py: kill)
+        # (rtl/fault_recorder.py: kill); an SFU or mma instruction dropped there gives its
+        # unit, reserved as it issued, back: it never starts, so nothing else would
+        rr_dropped = Signal()
         m.d.comb += [rr_ex1_st.stall.eq(stall), rr_ex1_st.d.eq(rr),
-                     rr_ex1_st.d.valid.eq(rr.valid & ~fr.kill.bit_select(rr.warp, 1))]
+                     rr_ex1_st.d.valid.eq(rr.valid & ~fr.kill.bit_select(rr.warp, 1)),
+                     rr_dropped.eq(rr.valid & ~stall & fr.kill.bit_select(rr.warp, 1)),
+                     sfu.release.eq(rr_dropped & (d.sem == RSem.SFU)),
+                     sfu.reset.eq(self.flush)]
         for l in range(L):
             with m.If(d.sem == RSem.SREG):
                 m.d.comb += rr_ex1_st.d.b[l].eq(sreg_val[l])
@@ -862,7 +867,8 @@ class Core(wiring.Component):
                      mx.ex1.abort.eq(mma_lanes_missing | sfu_stale),
                      mx.ex1.bf16.eq(xd.iid == iid("mma.bf16")), mx.ex1.rd.eq(xd.rd),
                      mx.ex1.pc.eq(x.pc), mx.ex1.active.eq(x.active), mx.ex1.exec.eq(x.exec),
-                     mx.take.eq(lw.mma_take), mx.reset.eq(whole_reset)]
+                     mx.take.eq(lw.mma_take),
+                     mx.reset.eq(whole_reset | (rr_dropped & (d.sem == RSem.MMA)))]
 
         # --- ex2: multiplier results ---------------------------------------------------------
         m.submodules.ex1_ex2 = ex1_ex2_st = Stage("ex1_ex2", uop)
@@ -954,11 +960,17 @@ class Core(wiring.Component):
             return fr.dead.bit_select(warp, 1)
 
         y_valid = y.valid & ~dead(y.warp)
-        # an SFU instruction younger than a fault of its warp must not retire: one that starts
-        # after the fault, or as a global access of its warp faults in mem (the only fault
-        # raised with younger instructions of the warp already in flight)
-        m.d.comb += sfu_stale.eq(dead(x.warp) | (running & lsu.fault & y_valid
-                                                  & (y.warp == x.warp)))
+        # An SFU or mma instruction younger than a fault of its warp must not retire. A memory
+        # access faults in mem (the only fault raised with younger instructions of the warp
+        # already in flight), known from LsuPrep's checks while it is still in ex2: so one
+        # starting as its warp's access leaves ex2 with a fault to raise (one behind it), as
+        # such an access faults in mem (two behind), or after the fault (dead) is stale.
+        ex2_faults = Signal()
+        m.d.comb += ex2_faults.eq(ex1_ex2.valid & (lsu_op != LsuOp.NONE) & lsu_prep.q.fault
+                                  & (ex1_ex2.warp == x.warp))
+        m.d.comb += sfu_stale.eq(dead(x.warp) | (running & ((lsu.fault & y_valid
+                                                             & (y.warp == x.warp))
+                                                            | ex2_faults)))
         m.d.comb += [lsu.valid.eq(y_valid), lsu.prep.eq(mem_prep),
                      lsu.warp.eq(y.warp), lsu.pc.eq(y.pc), lsu.rd.eq(y.dec.rd),
                      lsu.wr.eq(y.dec.wr_reg), lsu.active.eq(y.active), lsu.exec.eq(y.exec),

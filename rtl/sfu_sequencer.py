@@ -4,7 +4,9 @@ The ``sfus`` units (:class:`Sfu`) take the lanes in ``lanes / sfus`` passes of
 ``SFU_LATENCY`` cycles, lanes ``p*sfus .. p*sfus+sfus-1`` in pass ``p``. The first pass
 starts as the instruction leaves ex1; the results wait for the late write-back slot after
 the last pass. One SFU instruction is in flight at a time: ``busy`` from its issue until its
-result is taken, and ``is`` holds back the next one meanwhile.
+result is taken, and ``is`` holds back the next one meanwhile. An instruction that reserved
+the unit and is dropped before it starts (a younger instruction of a faulting warp, dropped
+as it would enter ex1) gives the reservation back (``release``); so does a flush.
 """
 
 from amaranth import Cat, Module, Mux, Signal
@@ -56,6 +58,10 @@ class SfuSequencer(wiring.Component):
       ``ex1`` are kept, and each pass starts in the cycle the previous one is done.
     - ``result.valid`` rises the cycle after the last pass is done, with the values of every
       lane and the kept fields; it stays until ``take`` (the late write-back took it).
+    - ``release``: the reserving instruction was dropped before its start; ``busy`` falls
+      from the next cycle (else the unit, and the core's drain, would wait for ever).
+    - ``reset``: a flush; ``busy`` and ``result.valid`` fall from the next cycle, and a pass
+      still running then ends without a result (until the next ``start``).
     """
 
     def __init__(self, warps: int, lanes: int, sfus: int, gated: bool = False):
@@ -65,6 +71,8 @@ class SfuSequencer(wiring.Component):
         self.gated = gated  # the SFUs' form (Sfu's gated)
         super().__init__({
             "reserve": In(1),
+            "release": In(1),
+            "reset": In(1),
             "busy": Out(1),
             "ex1": In(sfu_start_signature(warps, lanes)),
             "result": Out(sfu_result_signature(warps, lanes)),
@@ -90,7 +98,8 @@ class SfuSequencer(wiring.Component):
         pass_ = Signal(range(passes))
         values = split_signal(vec, "sfu_values")
         more = Signal()  # a pass is done and another follows
-        m.d.comb += [more.eq(sfus[0].done & (pass_ != passes - 1)),
+        flushed = Signal()  # a reset came after the last start: a pass still done is dropped
+        m.d.comb += [more.eq(sfus[0].done & (pass_ != passes - 1) & ~flushed),
                      self.busy.eq(busy), res.valid.eq(wb_valid), res.warp.eq(meta.warp),
                      res.rd.eq(meta.rd), res.wr.eq(meta.wr), res.pc.eq(meta.pc),
                      res.active.eq(meta.active), res.exec.eq(meta.exec),
@@ -117,10 +126,14 @@ class SfuSequencer(wiring.Component):
                          meta.warp.eq(x.warp), meta.rd.eq(x.rd), meta.wr.eq(x.wr),
                          meta.pc.eq(x.pc), meta.active.eq(x.active), meta.exec.eq(x.exec),
                          meta.stale.eq(x.stale)]
-        with m.If(sfus[0].done & ~more):
+        with m.If(sfus[0].done & ~more & ~flushed):
             m.d.sync += wb_valid.eq(1)
         with m.If(self.reserve):
             m.d.sync += busy.eq(1)
-        with m.If(self.take):
+        with m.If(self.take | self.release):
             m.d.sync += [wb_valid.eq(0), busy.eq(0)]
+        with m.If(self.reset):
+            m.d.sync += [wb_valid.eq(0), busy.eq(0), flushed.eq(1)]
+        with m.If(start):
+            m.d.sync += flushed.eq(0)
         return m

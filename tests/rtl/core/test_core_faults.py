@@ -106,6 +106,21 @@ PRECISE = {
                      "        addi r10, r10, 1", FaultCause.OUT_OF_RANGE),
     "store_low": ("movi r8, 16\n        stg [r8], r0\n        movi r9, 3\n"
                   "        stg [r1], r9", FaultCause.OUT_OF_RANGE),
+    # the SFU and the matrix unit start as an instruction leaves ex1, while the access one
+    # ahead of it is still in ex2 (its fault raised a cycle later, in mem) or, two ahead,
+    # faulting in mem: neither instance may write back
+    "sfu_behind_shared": ("movi r8, 64\n        lds r9, [r8]\n        sfu.sqrt r10, r8\n"
+                          "        addi r11, r11, 1", FaultCause.OUT_OF_RANGE),
+    "sfu_behind_store": ("lui r8, 0x7fff\n        stg [r8], r0\n        sfu.rcp r10, r8",
+                         FaultCause.OUT_OF_RANGE),
+    "sfu_two_behind": ("movi r8, 64\n        lds r9, [r8]\n        addi r11, r11, 1\n"
+                       "        sfu.sqrt r10, r8", FaultCause.OUT_OF_RANGE),
+    "mma_behind_misaligned": ("ldg r3, [r1+2]\n        mma.f16 r8, r12, r16, r20",
+                              FaultCause.MISALIGNED),
+    "mma_behind_shared": ("movi r2, 64\n        lds r3, [r2]\n        mma.f16 r8, r12, r16, r20",
+                          FaultCause.OUT_OF_RANGE),
+    "mma_two_behind": ("ldg r3, [r1+2]\n        addi r4, r4, 1\n"
+                       "        mma.bf16 r8, r12, r16, r20", FaultCause.MISALIGNED),
 }
 
 
@@ -119,6 +134,32 @@ def test_memory_fault_is_precise(case):
     _, rtl, ref = faulting_run(src, 4, cause, trace_retire=True, after_fault=40)
     younger = [x["pc"] for x in rtl.retired if x["warp"] == ref.warp and x["pc"] >= ref.pc]
     assert younger == [], f"retired after the fault at pc {ref.pc:#x}: {younger}"
+
+
+# Both warps fault on a memory access with an SFU or mma instruction two behind it: the
+# second warp's is dropped as it would enter ex1 (its warp killed by the first fault), after
+# it reserved its unit at issue
+DROPPED_BEHIND_FAULT = {
+    "sfu_after_load": ("lui r2, 0x10\n        ldg r3, [r2]\n        hsub2.f16 r4, r5, r5\n"
+                       "        sfu.log2 r6, r7", FaultCause.OUT_OF_RANGE),
+    "sfu_after_store": ("stg [r0-1024], r31\n        shfl.down r26, r26, r24\n"
+                        "        sfu.rsqrt r15, r6", FaultCause.OUT_OF_RANGE),
+    "mma_after_load": ("lui r2, 0x10\n        ldg r3, [r2]\n        addi r4, r4, 1\n"
+                       "        mma.f16 r8, r12, r16, r20", FaultCause.OUT_OF_RANGE),
+}
+
+
+@pytest.mark.parametrize("case", sorted(DROPPED_BEHIND_FAULT))
+def test_a_unit_reserved_by_a_dropped_instruction_is_given_back(case):
+    """An SFU or mma instruction reserves its unit as it issues and gives it back when its
+    result is taken; one dropped before it starts must give it back too, or the unit stays
+    busy and the core never drains after the fault (the host then waits for its drain
+    timeout, and a busy SFU survived even the flush: every later launch hung)."""
+    body, cause = DROPPED_BEHIND_FAULT[case]
+    src = (f"        .kernel k\n        .param out, ptr\n        {body}\n        exit\n"
+           "        .end\n")
+    _, rtl, ref = faulting_run(src, 8, cause)  # two warps; the run ends once drained
+    assert (rtl.fault["warp"], rtl.fault["lanes"]) == (ref.warp, ref.lane_mask)
 
 
 @pytest.mark.parametrize("tail", ["bra", "fallthrough"])
