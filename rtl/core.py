@@ -707,13 +707,17 @@ class Core(wiring.Component):
         rr_ex1 = rr_ex1_st.q
         # the younger instructions of a faulting warp are dropped as they enter ex1
         # (rtl/fault_recorder.py: kill); an SFU or mma instruction dropped there gives its
-        # unit, reserved as it issued, back: it never starts, so nothing else would
+        # unit, reserved as it issued, back (it never starts, so nothing else would), a
+        # cycle later: the kill mask is late in its cycle (an ex1 fault raised in it), and
+        # the unit stays reserved meanwhile, so nothing else can take it
         rr_dropped = Signal()
+        sfu_dropped, mma_dropped = Signal(), Signal()
         m.d.comb += [rr_ex1_st.stall.eq(stall), rr_ex1_st.d.eq(rr),
                      rr_ex1_st.d.valid.eq(rr.valid & ~fr.kill.bit_select(rr.warp, 1)),
                      rr_dropped.eq(rr.valid & ~stall & fr.kill.bit_select(rr.warp, 1)),
-                     sfu.release.eq(rr_dropped & (d.sem == RSem.SFU)),
-                     sfu.reset.eq(self.flush)]
+                     sfu.release.eq(sfu_dropped), sfu.reset.eq(self.flush)]
+        m.d.sync += [sfu_dropped.eq(rr_dropped & (d.sem == RSem.SFU)),
+                     mma_dropped.eq(rr_dropped & (d.sem == RSem.MMA))]
         for l in range(L):
             with m.If(d.sem == RSem.SREG):
                 m.d.comb += rr_ex1_st.d.b[l].eq(sreg_val[l])
@@ -856,6 +860,8 @@ class Core(wiring.Component):
         # the SFUs start as an SFU instruction leaves ex1; their result comes back through
         # the late write-back
         sfu_stale = Signal()
+        # an SFU or mma that started in the last cycle, and whether its warp faults now (mem)
+        sfu_started, mma_started, behind_fault = Signal(), Signal(), Signal()
         m.d.comb += [sfu.ex1.start.eq(leaving & (xd.sem == RSem.SFU)), sfu.ex1.op.eq(xd.fn[:3]),
                      *[sfu.ex1.a[l].eq(x.a[l]) for l in range(L)],
                      sfu.ex1.warp.eq(x.warp), sfu.ex1.rd.eq(xd.rd),
@@ -868,7 +874,7 @@ class Core(wiring.Component):
                      mx.ex1.bf16.eq(xd.iid == iid("mma.bf16")), mx.ex1.rd.eq(xd.rd),
                      mx.ex1.pc.eq(x.pc), mx.ex1.active.eq(x.active), mx.ex1.exec.eq(x.exec),
                      mx.take.eq(lw.mma_take),
-                     mx.reset.eq(whole_reset | (rr_dropped & (d.sem == RSem.MMA)))]
+                     mx.reset.eq(whole_reset | mma_dropped | (mma_started & behind_fault))]
 
         # --- ex2: multiplier results ---------------------------------------------------------
         m.submodules.ex1_ex2 = ex1_ex2_st = Stage("ex1_ex2", uop)
@@ -961,16 +967,19 @@ class Core(wiring.Component):
 
         y_valid = y.valid & ~dead(y.warp)
         # An SFU or mma instruction younger than a fault of its warp must not retire. A memory
-        # access faults in mem (the only fault raised with younger instructions of the warp
-        # already in flight), known from LsuPrep's checks while it is still in ex2: so one
-        # starting as its warp's access leaves ex2 with a fault to raise (one behind it), as
-        # such an access faults in mem (two behind), or after the fault (dead) is stale.
-        ex2_faults = Signal()
-        m.d.comb += ex2_faults.eq(ex1_ex2.valid & (lsu_op != LsuOp.NONE) & lsu_prep.q.fault
-                                  & (ex1_ex2.warp == x.warp))
-        m.d.comb += sfu_stale.eq(dead(x.warp) | (running & ((lsu.fault & y_valid
-                                                             & (y.warp == x.warp))
-                                                            | ex2_faults)))
+        # access faults in mem, in its first cycle there (the only fault raised with younger
+        # instructions of the warp already in flight). One that starts after the fault (dead)
+        # or as its warp's access faults in mem (two behind it) is stale from its start; one
+        # that started in the cycle before, as the access left ex2 (one behind it), is made
+        # stale (SFU) or dropped (mma) now, a cycle after its start, from the fault itself:
+        # knowing it at the start would put LsuPrep's address checks in front of both units.
+        m.d.comb += sfu_stale.eq(dead(x.warp) | (running & lsu.fault & y_valid
+                                                  & (y.warp == x.warp)))
+        started_warp = Signal.like(x.warp)
+        m.d.sync += [sfu_started.eq(leaving & (xd.sem == RSem.SFU)),
+                     mma_started.eq(leaving & is_mma), started_warp.eq(x.warp)]
+        m.d.comb += [behind_fault.eq(running & lsu.fault & y_valid & (y.warp == started_warp)),
+                     sfu.mark_stale.eq(sfu_started & behind_fault)]
         m.d.comb += [lsu.valid.eq(y_valid), lsu.prep.eq(mem_prep),
                      lsu.warp.eq(y.warp), lsu.pc.eq(y.pc), lsu.rd.eq(y.dec.rd),
                      lsu.wr.eq(y.dec.wr_reg), lsu.active.eq(y.active), lsu.exec.eq(y.exec),

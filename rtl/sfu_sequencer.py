@@ -58,6 +58,8 @@ class SfuSequencer(wiring.Component):
       ``ex1`` are kept, and each pass starts in the cycle the previous one is done.
     - ``result.valid`` rises the cycle after the last pass is done, with the values of every
       lane and the kept fields; it stays until ``take`` (the late write-back took it).
+    - ``mark_stale``: the instruction started in the cycle before is younger than a fault
+      raised now (its result is then ``stale``, as with ``ex1.stale``).
     - ``release``: the reserving instruction was dropped before its start; ``busy`` falls
       from the next cycle (else the unit, and the core's drain, would wait for ever).
     - ``reset``: a flush; ``busy`` and ``result.valid`` fall from the next cycle, and a pass
@@ -72,6 +74,7 @@ class SfuSequencer(wiring.Component):
         super().__init__({
             "reserve": In(1),
             "release": In(1),
+            "mark_stale": In(1),
             "reset": In(1),
             "busy": Out(1),
             "ex1": In(sfu_start_signature(warps, lanes)),
@@ -126,6 +129,8 @@ class SfuSequencer(wiring.Component):
                          meta.warp.eq(x.warp), meta.rd.eq(x.rd), meta.wr.eq(x.wr),
                          meta.pc.eq(x.pc), meta.active.eq(x.active), meta.exec.eq(x.exec),
                          meta.stale.eq(x.stale)]
+        with m.If(self.mark_stale):
+            m.d.sync += meta.stale.eq(1)
         with m.If(sfus[0].done & ~more & ~flushed):
             m.d.sync += wb_valid.eq(1)
         with m.If(self.reserve):

@@ -106,3 +106,28 @@ def test_a_flush_mid_pass_leaves_no_result_and_the_next_instruction_runs():
     assert seen["next"] is not None and seen["rd"] == 9
     want = np.asarray(nx.sfu("sqrt", a), dtype=np.uint32)
     assert seen["values"] == [int(v) for v in want]
+
+
+def test_a_start_marked_stale_a_cycle_later_gives_a_stale_result():
+    """The core learns that an SFU instruction is younger than a fault one cycle after its
+    start (the access one ahead of it faults in mem then): ``mark_stale``."""
+    dut = SfuSequencer(WARPS, LANES, SFUS)
+    seen = {}
+
+    async def bench(ctx):
+        await _start(ctx, dut, [7, 7, 7, 7])
+        ctx.set(dut.mark_stale, 1)
+        await ctx.tick()
+        ctx.set(dut.mark_stale, 0)
+        seen["valid"] = await _cycles_until_valid(ctx, dut)
+        seen["stale"] = ctx.get(dut.result.stale)
+        ctx.set(dut.take, 1)
+        await ctx.tick()
+        ctx.set(dut.take, 0)
+        await _start(ctx, dut, [7, 7, 7, 7])  # the next one is not stale
+        seen["next_valid"] = await _cycles_until_valid(ctx, dut)
+        seen["next_stale"] = ctx.get(dut.result.stale)
+
+    run_clocked(dut, bench)
+    assert seen["valid"] is not None and seen["stale"] == 1
+    assert seen["next_valid"] is not None and seen["next_stale"] == 0
