@@ -19,7 +19,7 @@ from simtgpu.isa.abi import MAX_PARAMS
 
 from .expr import Forward, Value, evaluate
 from .floats import f32_bits_exact
-from .inputs import read_regular_file
+from .inputs import decode_source, read_regular_file
 from .lexer import AsmError, Reported, Statement, Token, parse_statement
 from .objfile import (
     MAX_SECTION_BYTES,
@@ -589,10 +589,4 @@ def _read_source(path: Path) -> str:
         raise SourceFileError(f"{path}: no such file") from None
     except OSError as e:
         raise SourceFileError(f"{path}: cannot read: {e.strerror or e}") from None
-    try:
-        return raw.decode("utf-8")
-    except UnicodeDecodeError as e:
-        line = raw.count(b"\n", 0, e.start) + 1
-        col = e.start - (raw.rfind(b"\n", 0, e.start) + 1) + 1
-        raise SourceError(SourceLocation(str(path), line, col),
-                          f"the file is not UTF-8 text (byte {raw[e.start]:#04x})") from None
+    return decode_source(raw, path)

@@ -12,7 +12,7 @@ import os
 import stat
 from pathlib import Path
 
-from simtgpu.errors import SimtgpuError
+from simtgpu.errors import SimtgpuError, SourceError, SourceLocation
 
 
 def read_regular_file(path: Path, error: type[SimtgpuError], limit: int | None = None,
@@ -39,3 +39,15 @@ def read_regular_file(path: Path, error: type[SimtgpuError], limit: int | None =
     if limit is not None and len(blob) > limit:  # (it grew while being read)
         raise error(f"{path}: more than {limit} bytes, larger than any {what}")
     return blob
+
+
+def decode_source(raw: bytes, path: str | os.PathLike[str]) -> str:
+    """``raw`` as UTF-8 text; a byte that is not UTF-8 is a :class:`SourceError` at its line
+    and column of ``path``."""
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line = raw.count(b"\n", 0, e.start) + 1
+        col = e.start - (raw.rfind(b"\n", 0, e.start) + 1) + 1
+        raise SourceError(SourceLocation(str(path), line, col),
+                          f"the file is not UTF-8 text (byte {raw[e.start]:#04x})") from None

@@ -26,6 +26,7 @@ from pathlib import Path
 import numpy as np
 from simtgpu.assembler import ObjectFile, assemble_file, disassemble_word
 from simtgpu.assembler.examples import EXAMPLES_ASM
+from simtgpu.cli.argtypes import int_at_least, seed_type
 from simtgpu.errors import SimtgpuError
 from simtgpu.paths import cache_dir
 
@@ -153,33 +154,14 @@ def _shown(path: Path) -> Path:
     return path.relative_to(ROOT) if path.is_relative_to(ROOT) else path
 
 
-def _size(text: str) -> int:
-    try:
-        value = int(text, 0)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"'{text}' is not an integer") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"the demo adds at least 1 element, not {value}")
-    return value
-
-
-def _seed(text: str) -> int:
-    try:
-        value = int(text, 0)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"'{text}' is not an integer") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"a seed is a non-negative integer, not {value}")
-    return value
-
-
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="make demo", description=__doc__.splitlines()[0])
     p.add_argument("--backend", action="append", default=None,
                    help="backend to run on (repeatable; default iss)")
     p.add_argument("--config", default="small", help="GPU configuration (default small)")
-    p.add_argument("--size", type=_size, default=1003, help="elements (default 1003, ragged)")
-    p.add_argument("--seed", type=_seed, default=0)
+    p.add_argument("--size", type=int_at_least(1, "the demo adds at least 1 element"),
+                   default=1003, help="elements (default 1003, ragged)")
+    p.add_argument("--seed", type=seed_type, default=0)
     args = p.parse_args(argv)
     try:
         obj = assemble_file(KERNEL)

@@ -13,7 +13,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from simtgpu.errors import SimtgpuError, SourceError, SourceLocation
+from simtgpu.assembler.inputs import decode_source
+from simtgpu.errors import SimtgpuError
 
 
 def input_file(path: str | os.PathLike[str], what: str = "") -> Path:
@@ -45,14 +46,7 @@ def read_bytes(path: str | os.PathLike[str], what: str = "") -> bytes:
 def read_text(path: str | os.PathLike[str], what: str = "") -> str:
     """The file's text; a byte that is not UTF-8 is a :class:`SourceError` at its place."""
     p = input_file(path, what)
-    raw = read_bytes(p, what)
-    try:
-        return raw.decode("utf-8")
-    except UnicodeDecodeError as e:
-        line = raw.count(b"\n", 0, e.start) + 1
-        col = e.start - (raw.rfind(b"\n", 0, e.start) + 1) + 1
-        raise SourceError(SourceLocation(str(p), line, col),
-                          f"the file is not UTF-8 text (byte {raw[e.start]:#04x})") from None
+    return decode_source(read_bytes(p, what), p)
 
 
 def output_file(path: str | os.PathLike[str], what: str = "", suffixes: tuple[str, ...] = (),
@@ -75,6 +69,11 @@ def output_file(path: str | os.PathLike[str], what: str = "", suffixes: tuple[st
             p.parent.mkdir(parents=True, exist_ok=True)
             with open(p, "ab"):
                 pass
+        except (FileExistsError, NotADirectoryError):  # a file where a folder must be
+            folder = next((f for f in reversed(p.parents) if f.exists() and not f.is_dir()),
+                          p.parent)
+            raise SimtgpuError(f"{prefix}{p}: cannot write: {folder} is a file, not a "
+                               "folder") from None
         except OSError as e:
             raise SimtgpuError(f"{prefix}{p}: cannot write: {e.strerror or e}") from None
         if not existed:

@@ -23,6 +23,7 @@ from simtgpu.driver_model.argspec import ArgSpec, parse_arg, parse_print
 from simtgpu.driver_model.errors import DriverError
 from simtgpu.isa.abi import LOCAL_PARAM
 
+from .argtypes import int_at_least, seed_type
 from .files import output_file
 
 
@@ -76,8 +77,10 @@ def register(subparsers: Any) -> None:
                    "the stall breakdown per core and in total and the issue rate over time, on the "
                    "ISS the "
                    "instruction mix")
-    p.add_argument("--seed", type=_seed, default=0, help="seed for :rand initialisers")
-    p.add_argument("--budget", type=_budget, default=None, metavar="N",
+    p.add_argument("--seed", type=seed_type, default=0, help="seed for :rand initialisers")
+    p.add_argument("--budget", type=int_at_least(1, "an instruction budget is a positive "
+                                                 "number of warp-instructions"),
+                   default=None, metavar="N",
                    help="instruction budget of the launch (ISS watchdog; the RTL refuses it)")
     p.set_defaults(func=run)
 
@@ -171,27 +174,6 @@ def _check_local(kernel: Any, local_bytes: int) -> None:
     if local_bytes and not has:
         raise DriverError(f"--local-bytes {local_bytes}: kernel {kernel.name} has no "
                           f"{LOCAL_PARAM} parameter (it uses no local memory)")
-
-
-def _budget(text: str) -> int:
-    try:
-        value = int(text, 0)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"'{text}' is not an integer") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"an instruction budget is a positive number of "
-                                         f"warp-instructions, not {value}")
-    return value
-
-
-def _seed(text: str) -> int:
-    try:
-        value = int(text, 0)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"'{text}' is not an integer") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"a seed is a non-negative integer, not {value}")
-    return value
 
 
 class ProgressReport:

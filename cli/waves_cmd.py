@@ -21,6 +21,7 @@ from typing import Any
 
 from simtgpu.errors import SimtgpuError
 
+from .argtypes import int_at_least
 from .files import input_file, output_file
 
 
@@ -50,23 +51,14 @@ def register(subparsers: Any) -> None:
     pp.add_argument("--konata", metavar="FILE", help="the Konata (Kanata 0004) log")
     pp.add_argument("--first", type=int, metavar="CYCLE",
                     help="first cycle shown (default: the first fetch)")
-    pp.add_argument("--cycles", type=_positive, default=200,
+    pp.add_argument("--cycles", type=int_at_least(1, "the number of cycles is positive"),
+                    default=200,
                     help="cycles shown (default 200)")
     pp.set_defaults(func=pipeline)
     pl = sub.add_parser("layout", help="write a GTKWave save file (.gtkw) and a Surfer "
                         "command file that open the pipeline")
     pl.add_argument("dump", metavar="FILE.fst|FILE.vcd")
     pl.set_defaults(func=layout)
-
-
-def _positive(text: str) -> int:
-    try:
-        value = int(text, 0)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"'{text}' is not an integer") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"the number of cycles is positive, not {value}")
-    return value
 
 
 def _open(path: str) -> Any:
