@@ -42,10 +42,11 @@ synth: setup  ## area, fit, Fmax on an ECP5-85F: make synth CONFIG=tiny|small|fu
 synth-docs: setup  ## the same, written into the tracked docs/performance.md
 	@$(MAKE) --no-print-directory synth CONFIG=$(CONFIG) SYNTH_ARGS="--output docs/performance.md"
 
-regress: setup  ## long random RTL regression, with progress: make regress N=2000 SEED=1 [FAULTS=1] [WILD=1]
+regress: setup  ## long random RTL regression, with progress: make regress N=2000 SEED=1 [FAULTS=1] [WILD=1] [INDEP=1]
 	@mkdir -p build
 	@$(PY) -m simtgpu.verification.regress --count $(N) --seed $(SEED) --jobs $(JOBS) \
-		--batch 50 --coverage build/coverage_regress.md $(if $(FAULTS),--faults) $(if $(WILD),--wild)
+		--batch 50 --coverage build/coverage_regress.md $(if $(FAULTS),--faults) $(if $(WILD),--wild) \
+		$(if $(INDEP),--generator indep)
 
 fuzz: setup  ## every fuzz target on FUZZ_N inputs (default 100,000): make fuzz SEED=1
 	@echo "fuzz: $(FUZZ_N) inputs per target, seed $(SEED) (make fuzz SEED=$(SEED) repeats it)"

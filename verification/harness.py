@@ -259,7 +259,8 @@ def reproduce_command(cfg: RtlConfig, launch: KernelLaunch) -> str:
     """A one-line shell command that reruns this launch alone (with a waveform)."""
     if launch.seed is not None:
         note = launch.note or ""
-        flags = (" --faults" if "fault_" in note else "") + (" --wild" if "wild" in note else "")
+        flags = (" --generator indep" if note.startswith("indep") else "") + \
+            (" --faults" if "fault_" in note else "") + (" --wild" if "wild" in note else "")
         # and the run's memory setting and caches where they are not the configuration's own
         memory, named = cfg.gpu.memory, rtl_config(cfg.name)
         if memory is not None and memory.name != "ideal":

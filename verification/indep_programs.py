@@ -933,6 +933,6 @@ def indep_launch(seed: int, lanes: int, warps: int, cores: int = 1, fault: bool 
     src, g = indep_source(seed, lanes, warps, cores, fault, shared_max)
     ln = launch_from_asm(src, "indep", g.grid, g.block, ["inp", "thr", "wat", "gat"],
                          g.arrays, name=f"indep_{'fault_' if fault else ''}{seed}")
-    ln.seed = None
-    ln.note = f"indep seed {seed}" + (f" fault {g.fault_kind}" if fault else "")
+    ln.seed = seed  # (harness.reproduce_command reruns it through regress --generator indep)
+    ln.note = f"indep seed {seed}" + (f" fault_{g.fault_kind}" if fault else "")
     return ln

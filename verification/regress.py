@@ -26,6 +26,7 @@ from simtgpu.arch.config import MEMORY_SETTINGS
 from simtgpu.isa import FaultCause
 
 from .coverage import CoverageModel
+from .indep_programs import indep_launch
 from .launch import run_iss
 from .random_programs import GenOptions, random_launch
 
@@ -82,7 +83,8 @@ def run_random(config: str, seed: int, count: int, batch: int = 25,
                run_name: str | None = None, memory: str | None = None,
                progress: Callable[[int, int], None] | None = None,
                l1: bool | None = None, l2: bool | None = None,
-               faults: bool = False, wild: bool = False) -> RegressResult:
+               faults: bool = False, wild: bool = False,
+               generator: str = "random") -> RegressResult:
     """Programs ``seed .. seed+count-1`` for configuration ``config``, with the DRAM model at
     setting ``memory`` (default ``ideal``; docs/memory-system.md) and each core's L1 on
     (``l1`` True: the configuration's default cache), off (False) or as configured (None),
@@ -91,7 +93,8 @@ def run_random(config: str, seed: int, count: int, batch: int = 25,
     compared too; with ``wild``, each program has control-flow edits outside the generator's
     rules (random_programs.WILD_EDITS) and runs as one block of one warp, and a program that
     does not end within WILD_BUDGET warp-instructions on the ISS is left out (counted in
-    ``endless``);
+    ``endless``); ``generator`` "indep" draws the programs from the independent generator
+    (indep_programs.py; ``faults`` its faulting programs, no ``wild``) instead;
     ``progress(programs done, failures so far)`` is called after each batch."""
     from .harness import check_launches, rtl_config
 
@@ -106,7 +109,12 @@ def run_random(config: str, seed: int, count: int, batch: int = 25,
         opts = GenOptions(fault=faults, wild=wild)
         if wild:
             opts.max_blocks = 1  # with one warp: no scheduling choice among its faults
-        launches = [random_launch(s, cfg.lanes, 1 if wild else cfg.warps, opts) for s in seeds]
+        if generator == "indep":
+            launches = [indep_launch(s, cfg.lanes, cfg.warps, cfg.cores, faults,
+                                     cfg.shared_bytes) for s in seeds]
+        else:
+            launches = [random_launch(s, cfg.lanes, 1 if wild else cfg.warps, opts)
+                        for s in seeds]
         goldens = None  # the wild programs' ISS runs, kept for the comparison
         if wild:
             ends = [run_iss(ln, cfg.lanes, cfg.sim_memory_bytes, cfg.stack_depth, cfg.cores,
@@ -150,7 +158,7 @@ def _run_config(config: str, seed: int, count: int, batch: int, iss_only: bool,
                 coverage: CoverageModel | None = None,
                 memory: str | None = None,
                 l1: bool | None = None, l2: bool | None = None, faults: bool = False,
-                wild: bool = False) -> tuple[RegressResult, str]:
+                wild: bool = False, generator: str = "random") -> tuple[RegressResult, str]:
     """One configuration's share of a regression (in a worker process when parallel): its
     result and its coverage report."""
     cov = coverage if coverage is not None else CoverageModel(f"regress_{config}")
@@ -158,7 +166,7 @@ def _run_config(config: str, seed: int, count: int, batch: int, iss_only: bool,
     res = run_random(config, seed, count, batch, cov, iss_only,
                      run_name=f"regress_{config}", memory=memory,
                      progress=BatchProgress(label, count), l1=l1, l2=l2, faults=faults,
-                     wild=wild)
+                     wild=wild, generator=generator)
     return res, cov.report(f"Functional coverage of the random regression ({config})")
 
 
@@ -209,6 +217,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--wild", action="store_true",
                    help="edit each program's control flow outside the generator's rules and "
                    "run it as one block of one warp (docs/verification.md)")
+    p.add_argument("--generator", choices=("random", "indep"), default="random",
+                   help="random: random_programs.py (default); indep: the independent "
+                   "generator, indep_programs.py (docs/verification.md)")
     p.add_argument("--jobs", "-j", default="1",
                    help="configurations run in parallel processes (a number or 'auto'; "
                    "default 1, which also merges their coverage into one report)")
@@ -216,6 +227,8 @@ def main(argv: list[str] | None = None) -> int:
     configs = args.config or ["tiny", "small"]
     if args.count < 1:
         p.error("--count must be at least 1")
+    if args.generator == "indep" and args.wild:
+        p.error("--wild edits random_programs.py's programs; the indep generator has none")
     try:
         jobs = (os.cpu_count() or 1) if args.jobs == "auto" else int(args.jobs)
     except ValueError:
@@ -234,13 +247,13 @@ def main(argv: list[str] | None = None) -> int:
         for config in configs:
             results[config], _ = _run_config(config, args.seed, args.count, args.batch,
                                              args.iss_only, cov, args.memory, l1, l2,
-                                             args.faults, args.wild)
+                                             args.faults, args.wild, args.generator)
         reports.append(cov.report("Functional coverage of the random regression"))
     else:
         with ProcessPoolExecutor(jobs) as pool:
             futures = {c: pool.submit(_run_config, c, args.seed, args.count, args.batch,
                                       args.iss_only, None, args.memory, l1, l2,
-                                      args.faults, args.wild)
+                                      args.faults, args.wild, args.generator)
                        for c in configs}
             for config, fut in futures.items():
                 results[config], report = fut.result()

@@ -110,3 +110,29 @@ def test_rtl_reproduce_command_keeps_the_run_settings():
     assert args[args.index("--memory") + 1] == "realistic"
     assert args[args.index("--l1") + 1] == "off" and args[args.index("--l2") + 1] == "off"
     assert "--faults" in args and "--wild" in args
+
+
+@pytest.mark.parametrize("fault", [False, True])
+def test_an_independent_programs_reproduce_command_regenerates_it(monkeypatch, capsys, fault):
+    """A failing program of the independent generator (indep_programs.py) names it in its
+    command (``--generator indep``, with ``--faults`` for a faulting one), which regenerates
+    exactly that program through the regression."""
+    from simtgpu.verification.indep_programs import indep_launch
+
+    captured = []
+    monkeypatch.setattr(regress, "run_iss", lambda ln, *a, **k: captured.append(ln)
+                        or real_run_iss(ln, *a, **k))
+    cfg = rtl_config("tiny")
+    failing = indep_launch(TARGET, cfg.lanes, cfg.warps, cfg.cores, fault, cfg.shared_bytes)
+    args = _argv(reproduce_command(cfg, failing))
+    assert args[args.index("--generator") + 1] == "indep"
+    assert ("--faults" in args) == fault
+    regress.main([*args, "--iss-only"])  # (a faulting program fails the ISS-only check)
+    capsys.readouterr()
+    assert [ln.code for ln in captured] == [failing.code]
+    assert [ln.grid for ln in captured] == [failing.grid]
+
+
+def test_the_indep_generator_takes_no_wild_edits():
+    with pytest.raises(SystemExit):
+        regress.main(["--generator", "indep", "--wild", "--config", "tiny", "--count", "1"])
