@@ -416,17 +416,7 @@ class _Gen:
         mask = r.choice([0, 4, 12, 28, 60])
         self.emit(f"andi        r{t}, r{self.src()}, {mask}")
         self.emit(f"add         r{t}, r{t}, r{self.R.wat}")
-        k = r.random()
-        if k < 0.25:
-            self.emit(f"stg         [r{t}], r{self.src()}", self.guard())
-        elif k < 0.4:
-            self.emit(f"ldg         r{self.dst()}, [r{t}]", self.guard())
-        elif k < 0.9:
-            op = r.choice(ATOMIC_OPS)
-            self.emit(f"atom.{op:<6} r{self.dst()}, [r{t}], r{self.src()}", self.guard())
-        else:
-            self.emit(f"atom.cas    r{self.dst()}, [r{t}], r{self.src()}, r{self.src()}",
-                      self.guard())
+        self.access_mix("g", t, loads_below=0.4)
 
     def add_const(self, reg: int, value: int) -> None:
         """reg += value, in addi steps (value >= 0)."""
@@ -443,17 +433,25 @@ class _Gen:
         self.emit(f"add         r{t}, r{t}, r{self.R.sh}")  # tid*64 + word: then drop tid
         self.emit(f"andi        r{t}, r{t}, 63")
         self.emit(f"add         r{t}, r{t}, r{self.R.wsh}")
+        self.access_mix("s", t, loads_below=0.45)
+
+    def access_mix(self, space: str, t: int, loads_below: float) -> None:
+        """At the address in ``r<t>`` of ``space`` (``g`` global, ``s`` shared): a store
+        (a quarter of the time), a load (up to ``loads_below``), an atomic keeping its
+        result, or a ``cas``."""
+        r = self.rng
+        store, load, atom = ("stg", "ldg", "atom") if space == "g" else ("sts", "lds", "atoms")
         k = r.random()
         if k < 0.25:
-            self.emit(f"sts         [r{t}], r{self.src()}", self.guard())
-        elif k < 0.45:
-            self.emit(f"lds         r{self.dst()}, [r{t}]", self.guard())
+            self.emit(f"{store:<11} [r{t}], r{self.src()}", self.guard())
+        elif k < loads_below:
+            self.emit(f"{load:<11} r{self.dst()}, [r{t}]", self.guard())
         elif k < 0.9:
-            op = r.choice(ATOMIC_OPS)
-            self.emit(f"atoms.{op:<5} r{self.dst()}, [r{t}], r{self.src()}", self.guard())
+            op = f"{atom}.{r.choice(ATOMIC_OPS)}"
+            self.emit(f"{op:<11} r{self.dst()}, [r{t}], r{self.src()}", self.guard())
         else:
-            self.emit(f"atoms.cas   r{self.dst()}, [r{t}], r{self.src()}, r{self.src()}",
-                      self.guard())
+            self.emit(f"{atom + '.cas':<11} r{self.dst()}, [r{t}], r{self.src()}, "
+                      f"r{self.src()}", self.guard())
 
     def grid_atomic(self) -> None:
         """A result-discarding atomic on a word every warp of the grid shares; each word has
