@@ -669,6 +669,10 @@ def _other_parts(parts: list[str], output: Path | None, explicit: bool = True) -
 
         _emit("rtl-pipeline", render_pipeline(bench_pipeline("small"), info), output,
               "pipeline")
+    if "atomics" in parts:
+        from simtgpu.verification.bench_rtl import bench_atomics, render_atomics
+
+        _emit("rtl-atomics", render_atomics(bench_atomics("small"), info), output, "atomics")
     if "verilog" in parts:
         from simtgpu.rtlsim import verilog_bench
 
@@ -718,8 +722,8 @@ def _unless_unavailable(part: str, measure: Callable, explicit: bool):
         return None
 
 
-PARTS = ("iss", "rtl", "ipc", "mma", "memory", "l2", "pipeline", "verilog", "compiler",
-         "compile", "ptx", "cuda")
+PARTS = ("iss", "rtl", "ipc", "mma", "memory", "l2", "pipeline", "atomics", "verilog",
+         "compiler", "compile", "ptx", "cuda")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -741,7 +745,8 @@ def main(argv: list[str] | None = None) -> int:
                    "rtl throughput, rtl issue rate (ipc), fp16 GEMM on mma against FP32 (mma), "
                    "rtl at the three memory settings "
                    "(memory), the shared L2 (l2), the compiled matmul by num_stages "
-                   "(pipeline), Verilog generation shared and flat (verilog), compiler code "
+                   "(pipeline), cycles of shared and global atomics (atomics), Verilog "
+                   "generation shared and flat (verilog), compiler code "
                    "quality, compile time of the tutorial kernels "
                    "(compile), compiler's PTX against Triton's (ptx; "
                    "needs the bench extra), both timed on an NVIDIA GPU (cuda; needs one, "

@@ -45,8 +45,8 @@ def register(subparsers: Any) -> None:
                    "'Timing loop')")
     p.add_argument("--unit", default=None,
                    help="one datapath unit alone, its ports registered (alu, fcompare, "
-                   "multiplier, fpu, half, sfu, dot-tree; all: each in turn): its area and "
-                   "Fmax in seconds to minutes (section synth-units)")
+                   "multiplier, fpu, half, sfu, atomic-fadd, dot-tree; all: each in turn): "
+                   "its area and Fmax in seconds to minutes (section synth-units)")
     p.add_argument("--l1", choices=("on", "off"), default=None,
                    help="each core's L1 data cache (default: as the configuration has it)")
     p.add_argument("--l2", choices=("on", "off"), default=None,

@@ -54,11 +54,16 @@ from .isa_consts import isa_op_enum
 from .params import MAX_LATENCY, check_latency
 from .stages import Cuts, delayed, gated_domain
 
-__all__ = ["CORE_LATENCY", "MAX_LATENCY", "FpuOp", "Fpu"]
+__all__ = ["ATOMIC_LATENCY", "CORE_LATENCY", "MAX_LATENCY", "FpuOp", "Fpu"]
 
 CORE_LATENCY = 4
 """The core's FPU: operands in rr, segments A to D in rr, ex1, ex2 and mem, the last register
 the core's ``mem_wb`` (``Fpu(CORE_LATENCY, output_register=False)``)."""
+
+ATOMIC_LATENCY = 4
+"""The atomic adders' (``fadd_only``: the LSU's for shared atomics, the caches' for global
+ones): the core's four segments, after a register of the user's for the operands (the old
+word comes out of a block RAM), so that no segment is longer than the core's FPU's."""
 
 FpuOp = isa_op_enum("FpuOp", (Sem.FP, Sem.CVT), __name__)
 """Operation of the :class:`Fpu`: ``FADD`` ... ``FNEG``, ``CVT_I2F`` ... ``CVT_F2U``."""

@@ -59,7 +59,7 @@ request back and are not part of the contract.
 
 from __future__ import annotations
 
-from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal, unsigned
+from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal, Value, unsigned
 from amaranth.lib import data, wiring
 from amaranth.lib.fifo import SyncFIFO
 from amaranth.lib.memory import Memory
@@ -78,6 +78,14 @@ def _pow2(x: int) -> bool:
 
 def _bits(n: int) -> int:
     return max(1, (n - 1).bit_length())
+
+
+def fadd_operands(m: Module, a: Value, b: Value) -> tuple[Signal, Signal]:
+    """``a`` and ``b`` registered, every cycle: the operands of an atomic unit's FP adder,
+    which takes them a cycle after the old word is read (see ``_atomic_unit``)."""
+    a_q, b_q = Signal(32, name="fadd_a"), Signal(32, name="fadd_b")
+    m.d.sync += [a_q.eq(a), b_q.eq(b)]
+    return a_q, b_q
 
 
 ATOM_PORT = wiring.Signature({"fadd": Out(1), "old": Out(32), "new": In(32)})
@@ -135,7 +143,8 @@ class L1Cache(wiring.Component):
     fadd_latency:
         ``atomics="execute"``: 0, the bank has its own atomic unit; else the bank drives the
         ``atom`` port (:data:`ATOM_PORT`) of a unit outside it whose FP adder has this
-        latency, which the L2 shares between its banks.
+        latency after a register for its operands (:func:`fadd_operands`), which the L2
+        shares between its banks.
 
     Members
     -------
@@ -534,10 +543,11 @@ class L1Cache(wiring.Component):
         """The read-modify-write of an atomic on its cached line (``atomics="execute"``): the
         old word, the new one (rtl/atomic_alu.py, as the DRAM model computes it) and its byte
         enables. ``ready`` is low until the line is read (``line_ok``) and, for
-        ``atom.fadd``, until the FP adder's sum is out; ``start`` (the atomic can be performed
-        now) keeps the adder's operands steady meanwhile."""
+        ``atom.fadd``, until the FP adder's sum is out: a cycle for its operands' register
+        (the old word comes out of a block RAM), then its latency; ``start`` (the atomic can
+        be performed now) keeps the adder's operands steady meanwhile."""
         from .atomic_alu import atomic_result
-        from .fpu import Fpu, FpuOp
+        from .fpu import ATOMIC_LATENCY, Fpu, FpuOp
         lw, ob = self.line_words, self.offset_bits
         word = p.addr[2:ob] if lw > 1 else Const(0, 1)
         words = Array(line_data[32 * i:32 * (i + 1)] for i in range(lw))
@@ -549,12 +559,14 @@ class L1Cache(wiring.Component):
             m.d.comb += [self.atom.fadd.eq(is_fadd), self.atom.old.eq(old),
                          new.eq(self.atom.new)]
         else:
-            m.submodules.atom_fpu = fpu = Fpu(gated=self.gated, fadd_only=True)
+            m.submodules.atom_fpu = fpu = Fpu(ATOMIC_LATENCY, gated=self.gated,
+                                              fadd_only=True)
             latency = fpu.latency
-            m.d.comb += [fpu.op.eq(FpuOp.FADD), fpu.en.eq(is_fadd), fpu.a.eq(old),
-                         fpu.b.eq(p.atom_b),
+            operands = fadd_operands(m, old, p.atom_b)
+            m.d.comb += [fpu.op.eq(FpuOp.FADD), fpu.en.eq(is_fadd), fpu.a.eq(operands[0]),
+                         fpu.b.eq(operands[1]),
                          new.eq(atomic_result(m, p.atom_op, old, p.atom_b, p.atom_c,
                                               fpu.result))]
-        wait = Signal(range(latency + 1))
-        m.d.comb += ready.eq(line_ok & (~is_fadd | (wait == latency)))
+        wait = Signal(range(latency + 2))
+        m.d.comb += ready.eq(line_ok & (~is_fadd | (wait == latency + 1)))
         m.d.sync += wait.eq(Mux(is_fadd & ~ready, wait + 1, 0))

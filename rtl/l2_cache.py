@@ -40,9 +40,9 @@ from amaranth.lib.fifo import SyncFIFO
 
 from . import reuse
 from .atomic_alu import atomic_result
-from .fpu import Fpu, FpuOp
+from .fpu import ATOMIC_LATENCY, Fpu, FpuOp
 from .interconnect import Interconnect
-from .l1_cache import L1Cache, cache_signature
+from .l1_cache import L1Cache, cache_signature, fadd_operands
 
 __all__ = ["L2Cache"]
 
@@ -88,7 +88,7 @@ class L2Cache(wiring.Component):
         Nothing in flight.
     """
 
-    FADD_LATENCY = 2  # of the FP adder the banks share for atom.fadd
+    FADD_LATENCY = ATOMIC_LATENCY  # of the FP adder the banks share for atom.fadd
 
     def __init__(self, *, line_words: int = 8, size_bytes: int = 16384, ways: int = 8,
                  banks: int = 2, mshrs: int = 8, rob_depth: int = 16, tag_bits: int = 9,
@@ -131,9 +131,10 @@ class L2Cache(wiring.Component):
         m.submodules.atom_fpu = fpu = self._fpu
         old = Signal(32)
         pl = req.payload
+        operands = fadd_operands(m, old, pl.atom_b)  # the adder's, registered
         m.d.comb += [old.eq(Array(b.atom.old for b in banks)[bank]),
                      fpu.op.eq(FpuOp.FADD), fpu.en.eq(Cat(*[b.atom.fadd for b in banks]).any()),
-                     fpu.a.eq(old), fpu.b.eq(pl.atom_b)]
+                     fpu.a.eq(operands[0]), fpu.b.eq(operands[1])]
         new = atomic_result(m, pl.atom_op, old, pl.atom_b, pl.atom_c, fpu.result)
         m.d.comb += [b.atom.new.eq(new) for b in banks]
         # the bank of every request in flight, in request order

@@ -41,7 +41,7 @@ from simtgpu.isa import GLOBAL_NULL_GUARD
 
 from . import reuse
 from .atomic_alu import atomic_result
-from .fpu import Fpu, FpuOp
+from .fpu import ATOMIC_LATENCY, Fpu, FpuOp
 from .isa_consts import FaultCause
 from .layouts import split_signal
 from .shared_memory import SharedMemory, shared_geometry
@@ -391,28 +391,30 @@ class Lsu(wiring.Component):
                          self.sh_rdata[l].eq(sh.rdata[l]), self.sh_held[l].eq(cap[l])]
         m.d.comb += self.sh_fresh.eq(sh.served_q)
 
-        # shared atomics: one lane at a time in lane order; read, compute (the FP adder takes
-        # its latency for atoms.fadd, the others wait the same), write
-        fpu = Fpu(latency=2, gated=self.gated, fadd_only=True)  # one module for every core's
-        m.submodules.atom_fpu = reuse.shared(fpu, (2, True, self.gated, True))  # (rtl/reuse.py)
+        # shared atomics: one lane at a time in lane order; read, compute, write
+        fpu = Fpu(latency=ATOMIC_LATENCY, gated=self.gated, fadd_only=True)  # one module
+        m.submodules.atom_fpu = reuse.shared(  # for every core's (rtl/reuse.py)
+            fpu, (ATOMIC_LATENCY, True, self.gated, True))
         a_old = Signal(32)
         old_now = Signal(32)
         for l in reversed(range(lanes)):
             with m.If(leader[l]):
                 m.d.comb += old_now.eq(sh.rdata[l])
-        # the adder takes its operands in phase 1 (the old value is here) and answers in 3
-        m.d.comb += [fpu.en.eq(1), fpu.op.eq(FpuOp.FADD), fpu.a.eq(old_now),
-                     fpu.b.eq(leader_b),
-                     fpu.valid.eq(go_atoms & (a_phase == 1) & (fn == AtomOp.FADD))]
-        # every operation but fadd (which waits for the adder) is worked out in phase 2 from
-        # the old word and the leader's operands registered in phase 1: neither the banks'
-        # read data nor the choice of the leading lane reaches the comparisons in a cycle
+        # Every operation is worked out from the old word and the leader's operands registered
+        # in phase 1, so neither the banks' read data nor the choice of the leading lane
+        # reaches the comparisons or the adder in a cycle. The adder takes them in phase 2's
+        # first cycle and answers ATOMIC_LATENCY cycles later: an atoms.fadd stays in phase 2
+        # until then (``a_wait``); the others leave it after one cycle.
         a_b, a_c = Signal(32), Signal(32)
+        is_fadd = fn == AtomOp.FADD
+        a_wait = Signal(range(ATOMIC_LATENCY))
+        m.d.comb += [fpu.en.eq(1), fpu.op.eq(FpuOp.FADD), fpu.a.eq(a_old), fpu.b.eq(a_b),
+                     fpu.valid.eq(go_atoms & (a_phase == 2) & (a_wait == 0) & is_fadd)]
         computed = atomic_result(m, fn[:_ATOM_BITS], a_old, a_b, a_c, fpu.result)
         a_done = Signal()
         # the shared memory is read in phase 0 and written in phase 3
         m.d.comb += [sh.act.eq(go_shared | (go_atoms & ((a_phase == 0) | (a_phase == 3)))),
-                     atom_new.eq(Mux(fn == AtomOp.FADD, fpu.result, a_new))]
+                     atom_new.eq(Mux(is_fadd, fpu.result, a_new))]
         with m.If(go_atoms):
             with m.Switch(a_phase):
                 with m.Case(0):  # read the leader's word
@@ -421,7 +423,10 @@ class Lsu(wiring.Component):
                     m.d.sync += [a_old.eq(old_now), a_b.eq(leader_b), a_c.eq(leader_c),
                                  a_phase.eq(2)]
                 with m.Case(2):
-                    m.d.sync += [a_new.eq(computed), a_phase.eq(3)]
+                    with m.If(is_fadd & (a_wait != ATOMIC_LATENCY - 1)):
+                        m.d.sync += a_wait.eq(a_wait + 1)
+                    with m.Else():
+                        m.d.sync += [a_new.eq(computed), a_wait.eq(0), a_phase.eq(3)]
                 with m.Case(3):  # write, remember the old value for the lane
                     m.d.comb += a_done.eq(1)
                     for l in range(lanes):

@@ -43,6 +43,11 @@ def _half():
     return HalfUnit(gated=False, latency=CORE_LATENCY, output_register=False)
 
 
+def _atomic_adder():
+    from simtgpu.rtl.fpu import ATOMIC_LATENCY, Fpu
+    return Fpu(ATOMIC_LATENCY, gated=False, fadd_only=True)
+
+
 def _multiplier():
     from simtgpu.rtl.multiplier import Multiplier
     return Multiplier(latency=2, gated=False)
@@ -72,6 +77,8 @@ UNITS: dict[str, tuple[str, Callable[[], wiring.Component]]] = {
     "half": ("half-precision unit of a lane (4 cycles, rr to mem; the last register the "
              "harness's, as the core's mem_wb)", _half),
     "sfu": ("special-function unit of a lane (multi-cycle)", _sfu),
+    "atomic-fadd": ("the FP adder of `atom.fadd` / `atoms.fadd` (the LSU's, the L2's: "
+                    "operands from a register, 4 cycles)", _atomic_adder),
     "dot-tree": ("a dot-product tree of the matrix unit, k = 8 (tiny's), on the falling "
                  "edge; its inputs registered on that edge too, as the unit's operand "
                  "copies are", _dot_tree),

@@ -19,8 +19,9 @@ import numpy as np
 from simtgpu.assembler.examples import example_asm
 from simtgpu.rtlsim.workload import hgemm_mma, hgemm_mma_reference, issue_rate, sgemm_tiled
 
-__all__ = ["VORTEX_IPC", "bench_ipc", "bench_memory", "bench_mma", "bench_pipeline", "bench_rtl",
-           "model_instructions", "render_pipeline"]
+__all__ = ["VORTEX_IPC", "bench_atomics", "bench_ipc", "bench_memory", "bench_mma",
+           "bench_pipeline", "bench_rtl", "model_instructions", "render_atomics",
+           "render_pipeline"]
 
 VORTEX_IPC = {"vector_add": 0.34, "sgemm_tiled": 0.42}
 """Vortex's published warp-instructions per cycle on one core (the figures issue 11 cites),
@@ -171,6 +172,99 @@ def bench_pipeline(config: str = "small", memory: str = "realistic", size: int =
                          "size": f"{size}x{size}x{size}", "tiles": f"{block}x{block_k}x{block}",
                          "memory": memory, "config": config})
     return rows
+
+
+ATOMICS_KERNEL = """
+        .kernel atomics
+        .param  out, ptr
+        .param  iters, i32
+        .param  kind, i32
+        .shared 16
+        s2r     r1, tid.x
+        andi    r2, r1, 3
+        shli    r2, r2, 2               ; word tid % 4 of shared memory and of out
+        cvt.u2f r3, r1
+        ldparam r4, iters
+        ldparam r5, kind
+        ldparam r6, out
+        add     r7, r6, r2
+        movi    r8, 0
+        movi    r11, 1
+        movi    r12, 2
+        movi    r13, 3
+        isetp.eq p0, r5, r0             ; the kind of atomic: one predicate true
+        isetp.eq p1, r5, r11
+        isetp.eq p2, r5, r12
+        isetp.eq p3, r5, r13
+loop:
+   @p0  atoms.add r9, [r2], r1     ; a destination each: the three predicated off
+   @p1  atoms.fadd r16, [r2], r3   ; do not wait on the one that runs (a register's
+   @p2  atom.add r17, [r7], r1     ; writes stay in order, predicated off or not)
+   @p3  atom.fadd r18, [r7], r3
+        addi    r8, r8, 1
+        isetp.lt p4, r8, r4
+   @p4  bra     loop
+        bar
+        movi    r14, 4
+        isetp.lt p5, r1, r14
+        lds     r10, [r2]
+        addi    r15, r7, 16
+   @p5  stg     [r15], r10              ; the shared words after the global ones
+        exit
+        .end
+"""
+"""Every thread of one block does ``iters`` atomics of one kind (``kind``: 0 ``atoms.add``,
+1 ``atoms.fadd``, 2 ``atom.add``, 3 ``atom.fadd``) on word ``tid % 4`` of shared memory or
+of ``out``; then the shared words go to ``out[4:8]``."""
+ATOMIC_KINDS = ("atoms.add", "atoms.fadd", "atom.add", "atom.fadd")
+
+
+def bench_atomics(config: str = "small", memory: str = "realistic", iters: int = 8
+                  ) -> list[dict]:
+    """Cycles of :data:`ATOMICS_KERNEL` on the RTL (one block of every warp slot of a core,
+    device-memory setting ``memory``), per kind of atomic; each result must equal the
+    ISS's bit for bit (the order of a word's atomics is fixed: lane order within a warp,
+    the warps as they reach the unit, which both follow)."""
+    from simtgpu.driver_model.device import Device
+
+    def run(dev, kind: int) -> tuple[object, np.ndarray]:
+        k = dev.load_module(ATOMICS_KERNEL).kernel("atomics")
+        out = dev.to_device(np.zeros(8, np.uint32))
+        res = dev.launch(k, grid=1, block=dev.config.warps_per_core * dev.config.lanes,
+                         args=(out, iters, kind))
+        return res, out.to_host().copy()
+
+    rows = []
+    with Device(backend="rtl", config=config, memory=memory) as rtl, \
+            Device(backend="iss", config=config) as iss:
+        threads = rtl.config.warps_per_core * rtl.config.lanes
+        for kind, name in enumerate(ATOMIC_KINDS):
+            res, got = run(rtl, kind)
+            _, want = run(iss, kind)
+            if not np.array_equal(got, want):
+                raise AssertionError(f"{name} on the RTL differs from the ISS: {got} {want}")
+            rows.append({"atomic": name, "atomics": threads * iters, "cycles": res.cycles,
+                         "config": config, "memory": memory})
+    return rows
+
+
+def render_atomics(rows: list[dict], info: dict[str, str]) -> str:
+    """The atomics section of docs/performance.md (cycle counts: deterministic)."""
+    r0 = rows[0]
+    lines = ["## Atomics on the RTL", "",
+             f"One block of {r0['atomics'] // 8} threads on `{r0['config']}` (device memory "
+             f"`{r0['memory']}`), each doing 8 atomics of one kind on one of four words "
+             "(`simtgpu.verification.bench_rtl.ATOMICS_KERNEL`); every result equals the "
+             "ISS's. Shared atomics run in the LSU one lane at a time; global ones in the "
+             "L2 (or the DRAM model without one). Cycle counts do not depend on the machine "
+             "running the simulation.", "",
+             f"Commit {info['commit']}, {info['date']}.", "",
+             "| atomic | atomics | cycles | cycles per atomic |", "| --- | ---: | ---: | ---: |"]
+    lines += [f"| `{r['atomic']}` | {r['atomics']} | {r['cycles']:,} "
+              f"| {r['cycles'] / r['atomics']:.2f} |" for r in rows]
+    lines += ["", "Command: `python -m simtgpu.cli.bench --part atomics` (library: "
+              "`simtgpu.verification.bench_rtl.bench_atomics`)."]
+    return "\n".join(lines)
 
 
 def render_pipeline(rows: list[dict], info: dict[str, str]) -> str:

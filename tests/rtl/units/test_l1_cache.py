@@ -15,6 +15,7 @@ from __future__ import annotations
 import random
 
 import numpy as np
+from simtgpu.rtl.fpu import ATOMIC_LATENCY
 from simtgpu.rtl.l1_cache import L1Cache
 from simtgpu.rtl.signatures import AtomOp
 from simtgpu.sim.numerics import fadd
@@ -66,7 +67,9 @@ class L1Model:
     """The cache's contract, one clock cycle per :meth:`step`; with ``atomics="execute"``
     (a bank of the L2) atomics are performed on the cached line, fetched first if absent."""
 
-    FPU_LATENCY = 2  # rtl/fpu.py's default: atom.fadd waits this many cycles for its sum
+    # atom.fadd waits this many cycles for its sum: a cycle for the FP adder's operand
+    # register (the old word comes from the line's block RAM), then the adder's latency
+    FADD_WAIT = ATOMIC_LATENCY + 1
 
     def __init__(self, c: L1Cache):
         self.c = c
@@ -123,7 +126,7 @@ class L1Model:
             line_ok = self.read_at == read_at
             fadd = valid and is_atomic and room and hit and pend is None and line_ok \
                 and req["op"] == ATOM_FADD
-            atom_ready = line_ok and (not fadd or self.fadd_wait == self.FPU_LATENCY)
+            atom_ready = line_ok and (not fadd or self.fadd_wait == self.FADD_WAIT)
             self.fadd_wait = self.fadd_wait + 1 if fadd and not atom_ready else 0
         self.read_at = read_at
         if is_read:
