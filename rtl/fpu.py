@@ -23,7 +23,8 @@ A (unpack): operand selection, unpack with FTZ, exponent difference and the adde
   finish here.
 B (align): 24x24 significand product, the addend shifted right into a 75-bit window (bit 0
   collects the sticky OR of everything shifted below it).
-C (add): add or subtract product and aligned addend, magnitude, leading-zero count.
+C (add): add or subtract product and aligned addend, magnitude, leading-zero count (of
+  both orders of a subtraction side by side, the sign choosing last).
 D (round): normalise, round to nearest even, flush a subnormal result, overflow to infinity,
   pack.
 
@@ -394,12 +395,16 @@ class Fpu(wiring.Component):
             back.eq(s.y - x),
         ]
         negative = diff[-1]  # the sign bit: a compare with 0 is a wide compare in Verilator
+        # the leading zeros of both candidates, each behind its own adder, and the sign of
+        # the first choosing last: the count does not wait for the choice of the magnitude
+        zero_d, lz_d = lzc(diff[:WINDOW + 1])
+        zero_b, lz_b = lzc(back)
         m.d.comb += [
             out.total.eq(Mux(negative, back, diff)),
             out.sign.eq(Mux(negative, s.sign_y, s.sign_x)),
+            out.nonzero.eq(~Mux(negative, zero_b, zero_d)),
+            out.lead.eq(Mux(negative, lz_b, lz_d)),
         ]
-        zero, lz = lzc(out.total)
-        m.d.comb += [out.nonzero.eq(~zero), out.lead.eq(lz)]
         m.d.comb += [getattr(out, f).eq(getattr(s, f)) for f in _RESULT_FIELDS]
         return out
 
