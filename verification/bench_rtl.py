@@ -243,8 +243,9 @@ def bench_atomics(config: str = "small", memory: str = "realistic", iters: int =
             _, want = run(iss, kind)
             if not np.array_equal(got, want):
                 raise AssertionError(f"{name} on the RTL differs from the ISS: {got} {want}")
-            rows.append({"atomic": name, "atomics": threads * iters, "cycles": res.cycles,
-                         "config": config, "memory": memory})
+            rows.append({"atomic": name, "atomics": threads * iters, "threads": threads,
+                         "iters": iters, "cycles": res.cycles, "config": config,
+                         "memory": memory})
     return rows
 
 
@@ -252,8 +253,9 @@ def render_atomics(rows: list[dict], info: dict[str, str]) -> str:
     """The atomics section of docs/performance.md (cycle counts: deterministic)."""
     r0 = rows[0]
     lines = ["## Atomics on the RTL", "",
-             f"One block of {r0['atomics'] // 8} threads on `{r0['config']}` (device memory "
-             f"`{r0['memory']}`), each doing 8 atomics of one kind on one of four words "
+             f"One block of {r0['threads']} threads on `{r0['config']}` (device memory "
+             f"`{r0['memory']}`), each doing {r0['iters']} atomics of one kind on one of four "
+             "words "
              "(`simtgpu.verification.bench_rtl.ATOMICS_KERNEL`); every result equals the "
              "ISS's. Shared atomics run in the LSU one lane at a time; global ones in the "
              "L2 (or the DRAM model without one). Cycle counts do not depend on the machine "

@@ -11,8 +11,9 @@ def test_atomics_bench_matches_the_iss_and_fadd_waits_for_its_adder() -> None:
     iters = 2
     rows = {r["atomic"]: r for r in bench_atomics("tiny", iters=iters)}
     assert list(rows) == list(ATOMIC_KINDS)
-    threads = rows["atoms.add"]["atomics"] // iters
+    threads = rows["atoms.add"]["threads"]
     assert threads == 8  # tiny: 2 warps x 4 lanes, one block
+    assert all(r["atomics"] == threads * iters for r in rows.values())
     # the LSU performs a shared atomic one lane at a time; atoms.fadd stays in its compute
     # phase until the adder's sum is out: ATOMIC_LATENCY cycles instead of 1 (the integer
     # ops'), so every lane takes ATOMIC_LATENCY - 1 cycles more
