@@ -62,9 +62,10 @@ CORE_LATENCY = 4
 the core's ``mem_wb`` (``Fpu(CORE_LATENCY, output_register=False)``)."""
 
 ATOMIC_LATENCY = 4
-"""The atomic adders' (``fadd_only``: the LSU's for shared atomics, the caches' for global
-ones): the core's four segments, after a register of the user's for the operands (the old
-word comes out of a block RAM), so that no segment is longer than the core's FPU's."""
+"""The latency of the atomic adders (``fadd_only``: the LSU's for shared atomics, the
+caches' for global ones): the core's four segments, after a register of the user's for the
+operands (the old word comes out of a block RAM), so that no segment is longer than the
+core's FPU's."""
 
 FpuOp = isa_op_enum("FpuOp", (Sem.FP, Sem.CVT), __name__)
 """Operation of the :class:`Fpu`: ``FADD`` ... ``FNEG``, ``CVT_I2F`` ... ``CVT_F2U``."""

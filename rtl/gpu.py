@@ -146,7 +146,8 @@ class Gpu(wiring.Component):
             # requests reach the L2 through a skid buffer: without it the interconnect's
             # choice of a source (the host's address adder, a core's request) met the L2's
             # tag lookup, hit test and queue writes in one cycle, the whole GPU's slowest
-            # path (docs/performance.md, "the whole GPU with register shells")
+            # path (docs/performance.md, "the figures the shells and the units alone do not
+            # give")
             m.submodules.l2_req = l2_req = SkidBuffer(l2.up.req.payload.shape())
             wiring.connect(m, ic.ext.req, l2_req.up)
             wiring.connect(m, l2_req.down, l2.up.req)
