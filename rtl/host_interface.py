@@ -270,8 +270,10 @@ class HostInterface(wiring.Component):
 
         # Record decoding, field by field from the record's table (arch.command_queue), with
         # each field's own rules (width, alignment, non-zero) and the rules that depend on
-        # this build and on the loaded code: the hardware form of ``launch_problem``. All of
-        # it is combinational and read in DECODE, a cycle the fetch spends anyway.
+        # this build and on the loaded code: the hardware form of ``launch_problem``. It is
+        # read in DECODE's second cycle: the block's thread count (two multipliers in series)
+        # is registered in the first (``threads``), so no path runs from the record through
+        # the multipliers into the state and the fault record.
         fld = {f.name: rec[f.word:f.word + f.count] for f in RECORD_FIELDS}
         record_bad = []  # rules of every record
         launch_bad = []  # rules of LAUNCH records
@@ -293,7 +295,10 @@ class HostInterface(wiring.Component):
         small = [Signal(range(max_threads + 1), name=f"bdim_{a}") for a in "xyz"]
         threads = Signal(range(max_threads ** 3 + 1))
         m.d.comb += [s.eq(b) for s, b in zip(small, block, strict=True)]
-        m.d.comb += threads.eq(small[0] * small[1] * small[2])
+        m.d.sync += threads.eq(small[0] * small[1] * small[2])
+        checked = Signal()  # DECODE's first cycle has passed: ``threads`` is the record's
+        with m.If(state != CpState.DECODE):
+            m.d.sync += checked.eq(0)
         # The product is taken over truncated dimensions, so each must fit on its own first.
         launch_bad += [b > max_threads for b in block]
         code_base, code_end = fld["code_base"][0], fld["code_end"][0]
@@ -390,7 +395,9 @@ class HostInterface(wiring.Component):
                         m.d.sync += state.eq(CpState.FETCH_REQ)
 
             with m.Case(CpState.DECODE):
-                with m.If(bad):
+                with m.If(~checked):  # the first cycle: ``threads`` is being registered
+                    m.d.sync += checked.eq(1)
+                with m.Elif(bad):
                     m.d.sync += [
                         fault.eq(1), bad_command.eq(1), f_cause.eq(FaultCause.NONE),
                         f_pc.eq(rec_addr), f_core.eq(0), f_warp.eq(0), f_lanes.eq(0), f_instr.eq(0),
