@@ -227,8 +227,7 @@ def bench_atomics(config: str = "small", memory: str = "realistic", iters: int =
     the warps as they reach the unit, which both follow)."""
     from simtgpu.driver_model.device import Device
 
-    def run(dev, kind: int) -> tuple[object, np.ndarray]:
-        k = dev.load_module(ATOMICS_KERNEL).kernel("atomics")
+    def run(dev, k, kind: int) -> tuple[object, np.ndarray]:
         out = dev.to_device(np.zeros(8, np.uint32))
         res = dev.launch(k, grid=1, block=dev.config.warps_per_core * dev.config.lanes,
                          args=(out, iters, kind))
@@ -238,9 +237,10 @@ def bench_atomics(config: str = "small", memory: str = "realistic", iters: int =
     with Device(backend="rtl", config=config, memory=memory) as rtl, \
             Device(backend="iss", config=config) as iss:
         threads = rtl.config.warps_per_core * rtl.config.lanes
+        k_rtl, k_iss = (d.load_module(ATOMICS_KERNEL).kernel("atomics") for d in (rtl, iss))
         for kind, name in enumerate(ATOMIC_KINDS):
-            res, got = run(rtl, kind)
-            _, want = run(iss, kind)
+            res, got = run(rtl, k_rtl, kind)
+            _, want = run(iss, k_iss, kind)
             if not np.array_equal(got, want):
                 raise AssertionError(f"{name} on the RTL differs from the ISS: {got} {want}")
             rows.append({"atomic": name, "atomics": threads * iters, "threads": threads,
