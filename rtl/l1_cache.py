@@ -43,9 +43,9 @@ to, cycle by cycle, with a Python model written from it. Tags and data live in
 (distributed RAM on an FPGA), compared together; the data one memory of every way's lines,
 read at the hit way through a registered read port (block RAM on an FPGA) and written with
 byte enables. A read hit's line is thus taken in the cycle after the hit (its response can
-still leave then); an executed atomic waits one cycle at the port for its line
-(docs/memory-system.md, *The L1 data cache unit*). Valid bits are flip-flops so that
-``invalidate`` takes one cycle.
+still leave then); an executed atomic waits one cycle at the port for its line and one more
+for its old word in a register (docs/memory-system.md, *The L1 data cache unit*). Valid
+bits are flip-flops so that ``invalidate`` takes one cycle.
 
 The reorder buffer keeps only flags in flip-flops. What an entry answers with is in memories
 read at the head: the line of a hit or an acknowledgement's data by entry, and a read miss's
@@ -80,10 +80,12 @@ def _bits(n: int) -> int:
     return max(1, (n - 1).bit_length())
 
 
-def fadd_operands(m: Module, a: Value, b: Value) -> tuple[Signal, Signal]:
-    """``a`` and ``b`` registered, every cycle: the operands of an atomic unit's FP adder,
-    which takes them a cycle after the old word is read (see ``_atomic_unit``)."""
-    a_q, b_q = Signal(32, name="fadd_a"), Signal(32, name="fadd_b")
+def atomic_operands(m: Module, a: Value, b: Value) -> tuple[Signal, Signal]:
+    """``a`` and ``b`` registered, every cycle: the operands of an atomic unit (its new word's
+    logic and its FP adder), which takes them a cycle after the old word is read out of the
+    line's block RAM (see ``_atomic_unit``), so that no read-modify-write runs from that
+    RAM's output back into its write in one cycle."""
+    a_q, b_q = Signal(32, name="atom_a"), Signal(32, name="atom_b")
     m.d.sync += [a_q.eq(a), b_q.eq(b)]
     return a_q, b_q
 
@@ -91,8 +93,9 @@ def fadd_operands(m: Module, a: Value, b: Value) -> tuple[Signal, Signal]:
 ATOM_PORT = wiring.Signature({"fadd": Out(1), "old": Out(32), "new": In(32)})
 """A bank's use of an atomic unit outside it (rtl/l2_cache.py's, shared by its banks): the
 old word of the atomic at the bank's port out, and ``fadd`` while an ``atom.fadd`` waits
-for the unit's FP adder; the new word back, built from that old word and the operands of
-the request at the port (the same at every bank)."""
+for the unit's FP adder; the new word back, built a cycle later from that old word registered
+(:func:`atomic_operands`) and the operands of the request at the port (the same at every
+bank)."""
 
 
 def cache_signature(line_words: int, tag_bits: int, atom_port: bool = False
@@ -143,7 +146,7 @@ class L1Cache(wiring.Component):
     fadd_latency:
         ``atomics="execute"``: 0, the bank has its own atomic unit; else the bank drives the
         ``atom`` port (:data:`ATOM_PORT`) of a unit outside it whose FP adder has this
-        latency after a register for its operands (:func:`fadd_operands`), which the L2
+        latency after a register for its operands (:func:`atomic_operands`), which the L2
         shares between its banks.
 
     Members
@@ -542,10 +545,14 @@ class L1Cache(wiring.Component):
                      ready: Signal, old: Signal, new: Signal, be: Signal) -> None:
         """The read-modify-write of an atomic on its cached line (``atomics="execute"``): the
         old word, the new one (rtl/atomic_alu.py, as the DRAM model computes it) and its byte
-        enables. ``ready`` is low until the line is read (``line_ok``) and, for
-        ``atom.fadd``, until the FP adder's sum is out: a cycle for its operands' register
-        (the old word comes out of a block RAM), then its latency; ``start`` (the atomic can
-        be performed now) keeps the adder's operands steady meanwhile."""
+        enables. ``ready`` is low until the line is read (``line_ok``), then for a cycle while
+        the old word is registered (it comes out of a block RAM; the new word is worked out
+        from the register, so the read-modify-write is not one path from the RAM's output to
+        its write) and, for ``atom.fadd``, until the FP adder's sum is out, its latency more;
+        ``start`` (the atomic can be performed now) keeps the operands steady meanwhile: no
+        write reaches the data RAM while it is high (the request at the port is the only one
+        that could write, and a fill leaves ``room`` low), and the wait starts again
+        whenever it drops."""
         from .atomic_alu import atomic_result
         from .fpu import ATOMIC_LATENCY, Fpu, FpuOp
         lw, ob = self.line_words, self.offset_bits
@@ -562,11 +569,12 @@ class L1Cache(wiring.Component):
             m.submodules.atom_fpu = fpu = Fpu(ATOMIC_LATENCY, gated=self.gated,
                                               fadd_only=True)
             latency = fpu.latency
-            operands = fadd_operands(m, old, p.atom_b)
-            m.d.comb += [fpu.op.eq(FpuOp.FADD), fpu.en.eq(is_fadd), fpu.a.eq(operands[0]),
-                         fpu.b.eq(operands[1]),
-                         new.eq(atomic_result(m, p.atom_op, old, p.atom_b, p.atom_c,
+            old_q, b_q = atomic_operands(m, old, p.atom_b)
+            m.d.comb += [fpu.op.eq(FpuOp.FADD), fpu.en.eq(is_fadd), fpu.a.eq(old_q),
+                         fpu.b.eq(b_q),
+                         new.eq(atomic_result(m, p.atom_op, old_q, b_q, p.atom_c,
                                               fpu.result))]
+        # cycles of ``start`` before the new word is out: the register, then the adder's
         wait = Signal(range(latency + 2))
-        m.d.comb += ready.eq(line_ok & (~is_fadd | (wait == latency + 1)))
-        m.d.sync += wait.eq(Mux(is_fadd & ~ready, wait + 1, 0))
+        m.d.comb += ready.eq(line_ok & (wait == Mux(is_fadd, latency + 1, 1)))
+        m.d.sync += wait.eq(Mux(start & ~ready, wait + 1, 0))

@@ -42,7 +42,7 @@ from . import reuse
 from .atomic_alu import atomic_result
 from .fpu import ATOMIC_LATENCY, Fpu, FpuOp
 from .interconnect import Interconnect
-from .l1_cache import L1Cache, cache_signature, fadd_operands
+from .l1_cache import L1Cache, atomic_operands, cache_signature
 
 __all__ = ["L2Cache"]
 
@@ -131,11 +131,11 @@ class L2Cache(wiring.Component):
         m.submodules.atom_fpu = fpu = self._fpu
         old = Signal(32)
         pl = req.payload
-        operands = fadd_operands(m, old, pl.atom_b)  # the adder's, registered
+        old_q, b_q = atomic_operands(m, old, pl.atom_b)  # registered: the banks wait a cycle
         m.d.comb += [old.eq(Array(b.atom.old for b in banks)[bank]),
                      fpu.op.eq(FpuOp.FADD), fpu.en.eq(Cat(*[b.atom.fadd for b in banks]).any()),
-                     fpu.a.eq(operands[0]), fpu.b.eq(operands[1])]
-        new = atomic_result(m, pl.atom_op, old, pl.atom_b, pl.atom_c, fpu.result)
+                     fpu.a.eq(old_q), fpu.b.eq(b_q)]
+        new = atomic_result(m, pl.atom_op, old_q, b_q, pl.atom_c, fpu.result)
         m.d.comb += [b.atom.new.eq(new) for b in banks]
         # the bank of every request in flight, in request order
         m.submodules.order = order = SyncFIFO(width=max(1, bb), depth=nb * self.rob_depth)

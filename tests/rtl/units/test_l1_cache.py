@@ -67,14 +67,15 @@ class L1Model:
     """The cache's contract, one clock cycle per :meth:`step`; with ``atomics="execute"``
     (a bank of the L2) atomics are performed on the cached line, fetched first if absent."""
 
-    # atom.fadd waits this many cycles for its sum: a cycle for the FP adder's operand
-    # register (the old word comes from the line's block RAM), then the adder's latency
+    # cycles an atomic waits with its line read: one for the atomic unit's operand register
+    # (the old word comes from the line's block RAM); atom.fadd then the adder's latency too
+    ATOM_WAIT = 1
     FADD_WAIT = ATOMIC_LATENCY + 1
 
     def __init__(self, c: L1Cache):
         self.c = c
         self.execute = c.atomics == "execute"
-        self.fadd_wait = 0
+        self.atom_wait = 0
         self.read_at = (0, 0)  # (set, way) the data memory was read at in the previous cycle
         self.lw, self.ways, self.sets = c.line_words, c.ways, c.sets
         self.ob, self.sb = c.offset_bits, c.set_bits
@@ -124,10 +125,10 @@ class L1Model:
         read_at = (s, way if hit else 0)
         if self.execute:  # the atomic waits for its line: read in the previous cycle
             line_ok = self.read_at == read_at
-            fadd = valid and is_atomic and room and hit and pend is None and line_ok \
-                and req["op"] == ATOM_FADD
-            atom_ready = line_ok and (not fadd or self.fadd_wait == self.FADD_WAIT)
-            self.fadd_wait = self.fadd_wait + 1 if fadd and not atom_ready else 0
+            start = valid and is_atomic and room and hit and pend is None and line_ok
+            need = self.FADD_WAIT if start and req["op"] == ATOM_FADD else self.ATOM_WAIT
+            atom_ready = line_ok and self.atom_wait == need
+            self.atom_wait = self.atom_wait + 1 if start and not atom_ready else 0
         self.read_at = read_at
         if is_read:
             can = room and (hit or pend is not None or free is not None)
