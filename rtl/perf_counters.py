@@ -92,8 +92,8 @@ class PerfCounters(wiring.Component):
     busy: ``In(1)``
         STATUS.BUSY: counts CYCLES.
     active: ``In(1)``
-        A kernel is running: core events are counted (a core's perf strobes, which tell of
-        the cycle before, with the cycle before's).
+        A kernel is running: events are counted (each with the ``active`` of its cycle: the
+        strobes are registered, in the core's perf port or here, and counted a cycle later).
     command_done: ``In(1)``
         A command completed: counts COMMANDS.
     reset: ``In(1)``
@@ -140,22 +140,28 @@ class PerfCounters(wiring.Component):
         # each core's increments per counter, then the GPU-wide ones as their sums
         core_incr: list[dict[CoreCounter, object]] = []
         # a core's perf port is registered (each strobe tells of the cycle before), so it is
-        # counted with the cycle before's ``active``
+        # counted with the cycle before's ``active``; the memory path's and the L2's strobes
+        # are registered here, for the same reason: the caches work out a hit or a miss late
+        # in the cycle (tags, MSHRs), and the counters' adders would follow in that cycle
         active_q = Signal()
         m.d.sync += active_q.eq(self.active)
+        mem_q = [Signal(mem_perf_layout(), name=f"mem_perf{i}_q") for i in range(cfg.cores)]
+        l2_q = Signal(l2_perf_layout(), name="l2_perf_q")
+        m.d.sync += [q.eq(p) for q, p in zip(mem_q, self.mem_perf, strict=True)]
+        m.d.sync += l2_q.eq(self.l2_perf)
         for i in range(cfg.cores):
             inc: dict[CoreCounter, object] = {
                 CoreCounter[reg.name]: Mux(active_q, getattr(self.core_perf[i], field), 0)
                 for reg, field in _STROBE.items()}
-            mp = self.mem_perf[i]
-            inc.update({CoreCounter[reg.name]: getattr(mp, field) & self.active
+            mp = mem_q[i]
+            inc.update({CoreCounter[reg.name]: getattr(mp, field) & active_q
                         for reg, field in _MEM_STROBE.items()})
             line = cfg.line_bytes
-            inc[CoreCounter.DRAM_READ_BYTES] = Mux(mp.dram_read & self.active, line, 0)
-            inc[CoreCounter.DRAM_WRITE_BYTES] = Mux(mp.dram_write & self.active, line, 0)
-            inc[CoreCounter.LOAD_LATENCY_SUM] = Mux(mp.load & self.active, mp.load_latency, 0)
+            inc[CoreCounter.DRAM_READ_BYTES] = Mux(mp.dram_read & active_q, line, 0)
+            inc[CoreCounter.DRAM_WRITE_BYTES] = Mux(mp.dram_write & active_q, line, 0)
+            inc[CoreCounter.LOAD_LATENCY_SUM] = Mux(mp.load & active_q, mp.load_latency, 0)
             # a maximum: the core's latency when it is a new one (see below), never summed
-            inc[CoreCounter.LOAD_LATENCY_MAX] = Mux(mp.load & self.active, mp.load_latency, 0)
+            inc[CoreCounter.LOAD_LATENCY_MAX] = Mux(mp.load & active_q, mp.load_latency, 0)
             inc[CoreCounter.INSTRUCTIONS] = self.retire_valid[i]
             ex = self.retire_exec[i]
             inc[CoreCounter.THREAD_INSTRUCTIONS] = \
@@ -172,10 +178,10 @@ class PerfCounters(wiring.Component):
                     best = Mux(inc[c] > best, inc[c], best)
                 incr[c.total] = best
         incr[Mmio.COMMANDS] = self.command_done
-        lp = self.l2_perf
-        incr.update({reg: getattr(lp, field) & self.active for reg, field in _L2_STROBE.items()})
-        incr[Mmio.EXT_READ_BYTES] = Mux(lp.ext_read & self.active, cfg.line_bytes, 0)
-        incr[Mmio.EXT_WRITE_BYTES] = Mux(lp.ext_write & self.active, cfg.line_bytes, 0)
+        lp = l2_q
+        incr.update({reg: getattr(lp, field) & active_q for reg, field in _L2_STROBE.items()})
+        incr[Mmio.EXT_READ_BYTES] = Mux(lp.ext_read & active_q, cfg.line_bytes, 0)
+        incr[Mmio.EXT_WRITE_BYTES] = Mux(lp.ext_write & active_q, cfg.line_bytes, 0)
         assert set(incr) == set(counters) | set(aliased), set(counters) ^ set(incr)
 
         with m.If(self.reset):
