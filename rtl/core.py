@@ -20,14 +20,16 @@ while the SIMT stack unit is busy):
            not at a fence with stores outstanding and not at a barrier; presents register
            addresses.
   ``rr``   register and predicate read, guard evaluation, special registers; the multiplier,
-           the FPU and the half unit take their operands here.
+           the FPU and the half unit take their operands here (the latter two register
+           them, their four segments in ex1, ex2, mem and wb).
   ``ex1``  ALU, branch/ssy/sync/exit resolution (SIMT stack), barrier arrival, address
            generation.
   ``ex2``  multiplier results.
-  ``mem``  LSU: shared memory, global requests, faults on bad addresses; the last segment
-           of the FPU and of the half unit (their rounding), registered by ``mem_wb``.
-  ``wb``   register and predicate write, scoreboard release, retire port; global load data
-           comes back through the same write port in a free ``wb`` slot.
+  ``mem``  LSU: shared memory, global requests, faults on bad addresses.
+  ``wb``   register and predicate write, scoreboard release, retire port; the last segment
+           of the FPU and of the half unit (their rounding) into the register file's write
+           register; global load data comes back through the same write port in a free
+           ``wb`` slot.
 
 The core holds the block state and the stage registers and wires the units: besides the
 arithmetic ones, :class:`InstrBuffers` (``id`` to ``is``), :class:`IssueSelect` and
@@ -155,11 +157,13 @@ class Core(wiring.Component):
         m.submodules.warp_waits = wwait = WarpWaits(W)
         alus = [Alu() for _ in range(L)]
         muls = [Multiplier(latency=2, gated=cfg.clock_gating) for _ in range(L)]
-        fpus = [Fpu(FPU_LATENCY, gated=cfg.clock_gating, output_register=False)
-                for _ in range(L)]
+        # the FPU's and the half unit's last register loads as mem's instruction moves to wb
+        # (``en_last``), which it does while ex1 holds the stages before it
+        fpus = [Fpu(FPU_LATENCY, gated=cfg.clock_gating, output_register=False,
+                    last_enable=True) for _ in range(L)]
         fcmps = [FCompare() for _ in range(L)]
-        halfs = [HalfUnit(gated=cfg.clock_gating, latency=HALF_LATENCY, output_register=False)
-                 for _ in range(L)]
+        halfs = [HalfUnit(gated=cfg.clock_gating, latency=HALF_LATENCY, output_register=False,
+                          last_enable=True) for _ in range(L)]
         for l in range(L):  # one module each in exported Verilog (rtl/reuse.py)
             m.submodules[f"half{l}"] = reuse.shared(halfs[l], (HALF_LATENCY, False,
                                                                  cfg.clock_gating))
@@ -533,6 +537,7 @@ class Core(wiring.Component):
         # --- is: pick a warp to issue ------------------------------------------------------
         clears = Signal.like(iss.clear)  # the scoreboard's clears of this cycle (wb below)
         stall = Signal()
+        mem_hold = Signal()  # mem holds its instruction: the LSU needs more cycles
         lwb_wait = Signal()
         for w in range(W):
             wiring.connect(m, ibuf.head[w], iss.head[w])
@@ -675,8 +680,9 @@ class Core(wiring.Component):
                         m.d.comb += sreg_val[l].eq(val)
 
         # the multiplier, FPU and half unit take their operands in rr; the multiplier's result
-        # is ex2's, the FPU's and the half unit's segments fill rr, ex1, ex2 and mem (their
-        # results enter mem_wb)
+        # is ex2's. The FPU and the half unit register theirs at rr's end (a register file
+        # block RAM's read data arrives late in rr), their segments fill ex1, ex2, mem and
+        # wb, and wb writes their results (the register file's write register is their last)
         mul_op = Signal(MulOp)
         fpu_op = Signal(FpuOp)
         half_op = Signal(HalfOp)
@@ -695,10 +701,12 @@ class Core(wiring.Component):
             m.d.comb += [muls[l].en.eq(~stall), muls[l].op.eq(mul_op),
                          muls[l].valid.eq(is_rr.valid & (d.sem == RSem.MUL)),
                          muls[l].a.eq(rr.a[l]), muls[l].b.eq(rr.b[l]),
-                         fpus[l].en.eq(~stall), fpus[l].op.eq(fpu_op),
+                         fpus[l].en.eq(~stall), fpus[l].en_last.eq(~mem_hold),
+                         fpus[l].op.eq(fpu_op),
                          fpus[l].valid.eq(is_rr.valid & ((d.sem == RSem.FP) | (d.sem == RSem.CVT))),
                          fpus[l].a.eq(rr.a[l]), fpus[l].b.eq(rr.b[l]), fpus[l].c.eq(rr.c[l]),
-                         halfs[l].en.eq(~stall), halfs[l].op.eq(half_op),
+                         halfs[l].en.eq(~stall), halfs[l].en_last.eq(~mem_hold),
+                         halfs[l].op.eq(half_op),
                          halfs[l].valid.eq(is_rr.valid & (d.sem == RSem.HALF)),
                          halfs[l].a.eq(rr.a[l]), halfs[l].b.eq(rr.b[l]),
                          halfs[l].c.eq(rr.c[l])]
@@ -827,7 +835,6 @@ class Core(wiring.Component):
         # The older instructions that can still fault are the same as if it acted as it
         # left: one holding mem has passed its checks, and ex2's reaches mem after it either
         # way (rtl/fault_recorder.py).
-        mem_hold = Signal()
         acted = Signal()
         ex1_block = x.valid & is_simt & ~stack.ready & ~acted
         m.d.comb += stall.eq(mem_hold | ex1_block)
@@ -990,13 +997,6 @@ class Core(wiring.Component):
         m.d.comb += [mem_wb_st.kill.eq(mem_hold), mem_wb_st.d.eq(y),
                      mem_wb_st.d.deferred.eq(y.deferred | lsu.deferred),
                      mem_wb_st.d.valid.eq(y_valid & ~lsu.fault)]
-        # the FPU's and the half unit's last segments (their rounding) run in mem, and mem_wb
-        # is their last register
-        with m.Switch(y.dec.sem):
-            with m.Case(RSem.FP, RSem.CVT):
-                m.d.comb += [mem_wb_st.d.result[l].eq(fpus[l].result) for l in range(L)]
-            with m.Case(RSem.HALF):
-                m.d.comb += [mem_wb_st.d.result[l].eq(halfs[l].result) for l in range(L)]
         # outstanding global stores per warp (fences)
         m.d.comb += [iss.store_sent.eq(lsu.sent & (mem_prep.op == LsuOp.STG)),
                      iss.store_sent_warp.eq(lsu.sent_warp),
@@ -1013,6 +1013,12 @@ class Core(wiring.Component):
         values = split_signal(vec, "values")
         is_lds = Signal(name="wb_is_lds")
         m.d.comb += [values.eq(z.result), is_lds.eq(zd.iid == iid("lds"))]
+        # the FPU's and the half unit's last segments (their rounding) run in wb
+        with m.Switch(zd.sem):
+            with m.Case(RSem.FP, RSem.CVT):
+                m.d.comb += [values[l].eq(fpus[l].result) for l in range(L)]
+            with m.Case(RSem.HALF):
+                m.d.comb += [values[l].eq(halfs[l].result) for l in range(L)]
         with m.If(is_lds):
             m.d.comb += values.eq(lsu.sh_held)
         with m.If(zd.sem == RSem.ATOMIC):

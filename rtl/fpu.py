@@ -29,8 +29,12 @@ D (round): normalise, round to nearest even, flush a subnormal result, overflow 
   pack.
 
 ``latency`` 2 cuts between B and C (the unit's first form), 3 also between C and D, 4 between
-every two; the core's form is 4 with the last register its own (``output_register``), so
-the four segments fill rr, ex1, ex2 and mem and the result reaches wb as an ALU's does.
+every two, 5 also registers the operands before A (and each cycle past 5 delays the
+result). The core's form is 5 with the last register the user's (``output_register``): the
+operands registered at the end of rr (they come out of the register file's block RAMs
+late in rr), A to D in ex1, ex2, mem and wb, and the result, D's logic, written by wb into
+the register file's write register, in the cycle an ALU's is; the register before D loads
+as mem's instruction moves to wb (``last_enable``), which it does while ex1 holds.
 
 Window of B/C (bit ``k >= 1`` weighs ``2**(e0 + k - 1)``)::
 
@@ -57,9 +61,10 @@ from .stages import Cuts, delayed, gated_domain
 
 __all__ = ["ATOMIC_LATENCY", "CORE_LATENCY", "MAX_LATENCY", "FpuOp", "Fpu"]
 
-CORE_LATENCY = 4
-"""The core's FPU: operands in rr, segments A to D in rr, ex1, ex2 and mem, the last register
-the core's ``mem_wb`` (``Fpu(CORE_LATENCY, output_register=False)``)."""
+CORE_LATENCY = 5
+"""The core's FPU: operands presented in rr and registered, segments A to D in ex1, ex2, mem
+and wb, the last register the register file's write register (``Fpu(CORE_LATENCY,
+output_register=False, last_enable=True)``)."""
 
 ATOMIC_LATENCY = 4
 """The latency of the atomic adders (``fadd_only``: the LSU's for shared atomics, the
@@ -114,7 +119,7 @@ SUM_LAYOUT = data.StructLayout({
 })
 """Registers between C (add) and D (round)."""
 
-_CUTS = {1: (), 2: ("bc",), 3: ("bc", "cd"), 4: ("ab", "bc", "cd")}
+_CUTS = {1: (), 2: ("bc",), 3: ("bc", "cd"), 4: ("ab", "bc", "cd"), 5: ("in", "ab", "bc", "cd")}
 """Segment boundaries that are registers, by the pipeline registers the datapath has."""
 
 
@@ -134,8 +139,8 @@ class Fpu(wiring.Component):
     ----------
     latency : int
         Enabled cycles from operands to ``result``, from 1 (every segment in one cycle) to
-        ``MAX_LATENCY``: 2 (A B | C D, the default), 3 (A B | C | D), 4 (A | B | C | D); the
-        cycles past 4 delay the result for retiming.
+        ``MAX_LATENCY``: 2 (A B | C D, the default), 3 (A B | C | D), 4 (A | B | C | D), 5
+        (operands | A | B | C | D); the cycles past 5 delay the result.
     fadd_only : bool
         Build only ``FADD`` (``op`` is not read): the atomic adders of the LSU and the
         caches, which do nothing else. The datapath is the same; without the other ops'
@@ -154,6 +159,11 @@ class Fpu(wiring.Component):
         kernel's FP instructions are a few in ten). False (the FPGA form) registers the
         segments' outputs under the enable instead (the first register under ``en & valid``).
         Same function, same timing; needs ``latency >= 2``.
+    last_enable : bool
+        The unit's last register loads under ``en_last``, not ``en``: for a user whose
+        stage after that register moves on while the earlier stages hold (the core's mem,
+        whose instruction goes to wb while ex1 holds the rest). Needs two registers of the
+        unit's own.
 
     Attributes
     ----------
@@ -166,22 +176,29 @@ class Fpu(wiring.Component):
         Operation.
     a, b, c : In(32)
         Operands (``c`` only for ``FFMA``; the unary ops and conversions read ``a``).
+    en_last : In(1)
+        With ``last_enable`` only: advance the last register.
     result : Out(32)
         Result bits of the operation presented ``latency`` enabled cycles earlier (one fewer
         without the output register, see ``output_register``).
     """
 
     def __init__(self, latency: int = 2, gated: bool = False,
-                 output_register: bool = True, fadd_only: bool = False) -> None:
+                 output_register: bool = True, fadd_only: bool = False,
+                 last_enable: bool = False) -> None:
         self.latency = check_latency(self, latency)
         if gated and self.latency < 2:
             raise ValueError("Fpu: gated needs latency >= 2 (the operands take a cycle)")
         if not output_register and self.latency < 2:
             raise ValueError("Fpu: output_register=False needs latency >= 2 (the user's "
                              "register is one of the cycles)")
+        if last_enable and self.latency - (not output_register) < 2:
+            raise ValueError("Fpu: last_enable needs two registers of the unit's own "
+                             "(latency >= 3 without the output register, else >= 2)")
         self.gated = gated
         self.output_register = output_register
         self.fadd_only = fadd_only
+        self.last_enable = last_enable
         super().__init__({
             "en": In(1),
             "valid": In(1, init=1),
@@ -190,6 +207,7 @@ class Fpu(wiring.Component):
             "b": In(32),
             "c": In(32),
             "result": Out(32),
+            **({"en_last": In(1)} if last_enable else {}),
         })
 
     def elaborate(self, platform) -> Module:
@@ -214,18 +232,26 @@ class Fpu(wiring.Component):
             cuts, delays = (), registers - 1
         else:  # segment outputs registered under the enable
             ops = _Operands(op, self.a, self.b, self.c)
-            cuts = _CUTS[min(self.latency, 4)]
+            cuts = _CUTS[min(self.latency, 5)]
             delays = registers - len(cuts)
-        boundary = Cuts(m, cuts, take, self.en)
+        last_en = self.en_last if self.last_enable else None
+        # the last register: a delay register where there is one, else the last cut
+        last_cut = [b for b in _CUTS[5] if b in cuts][-1:] if last_en is not None and \
+            not delays else []
+        boundary = Cuts(m, cuts, take, self.en, {b: last_en for b in last_cut})
         m.submodules.unpack = m_a = Module()
         m.submodules.align = m_b = Module()
         m.submodules.add = m_c = Module()
         m.submodules.round = m_d = Module()
+        if "in" in cuts and self.fadd_only:  # the operands; the constant op stays one
+            ops = _Operands(ops.op, *boundary("in", (ops.a, ops.b, ops.c)))
+        elif "in" in cuts:
+            ops = boundary("in", ops)
         a_out = boundary("ab", self._unpack(m_a, ops))
         b_out = boundary("bc", self._align(m_b, a_out))
         c_out = boundary("cd", self._add(m_c, b_out))
         word = self._round(m_d, c_out)
-        m.d.comb += self.result.eq(delayed(m, self.en, word, delays))
+        m.d.comb += self.result.eq(delayed(m, self.en, word, delays, last_en if delays else None))
         return m
 
     # -----------------------------------------------------------------------------------

@@ -8,8 +8,9 @@ every NaN result is canonical (``0x7fffffff`` widened, ``0x7fff`` narrowed). The
 arithmetic is one fused multiply-add per half (:func:`fma_terms` ... :func:`fma_pack`), both
 formats in one datapath. The op enum :data:`HalfOp` is generated from the isa table (``Sem.HALF``).
 
-Same timing as the FPU: operands in rr, four segments in rr, ex1, ex2 and mem, the result
-registered by the core's ``mem_wb`` (:class:`HalfUnit`). In the simulation models the
+Same timing as the FPU: operands presented in rr and registered, four segments in ex1, ex2,
+mem and wb, the result registered by the core's register-file write register
+(:class:`HalfUnit`). In the simulation models the
 operands of a half instruction are registered on a gated clock (``half``: the core clock
 held high in every cycle that takes no half instruction), and the datapath between those
 registers and the result is only fed from them. Real hardware gates an idle unit's
@@ -48,9 +49,11 @@ _BF16_OPS = tuple(HalfOp[f"{op.upper()}_BF16"] for op in (*HALF2_OPS, "hfma2"))
 HALF_NAN = 0x7FFF
 LATENCY = 2
 """The unit's default latency: conversions and sums | rounding."""
-CORE_LATENCY = 4
-"""The core's half unit: segments A to D in rr, ex1, ex2 and mem, the last register the
-core's ``mem_wb`` (``HalfUnit(latency=CORE_LATENCY, output_register=False)``)."""
+CORE_LATENCY = 5
+"""The core's half unit, as the core's FPU (rtl/fpu.py): operands presented in rr and
+registered, segments A to D in ex1, ex2, mem and wb, the last register the register file's
+write register (``HalfUnit(latency=CORE_LATENCY, output_register=False,
+last_enable=True)``)."""
 
 
 def widen(m: Module, h, fmt: str, name: str) -> Signal:
@@ -184,8 +187,9 @@ class HalfUnit(wiring.Component):
     D: each half's rounding and encoding (:func:`fma_pack`), the result word.
 
     ``latency`` 2 cuts between B and C (the unit's first form: the conversions and the
-    sums | the rounding), 4 between every two; the core's form is 4 with the last register
-    its own (``output_register`` False), the segments filling rr, ex1, ex2 and mem.
+    sums | the rounding), 4 between every two, 5 also registers the operands before A; the
+    core's form is 5 with the last register its user's (``output_register`` False), the
+    segments filling ex1, ex2, mem and wb.
 
     Parameters
     ----------
@@ -195,10 +199,13 @@ class HalfUnit(wiring.Component):
         False registers the segments' outputs under a clock enable, the form an FPGA wants
         (:attr:`simtgpu.rtl.configs.RtlConfig.clock_gating`). Same function, same timing.
     latency : int
-        Enabled cycles from operands to ``result``: 2 (the default) or 4.
+        Enabled cycles from operands to ``result``: 2 (the default), 4 or 5.
     output_register : bool
         False: the last of the ``latency`` registers is the user's, and ``result`` shows a
         cycle earlier, from logic (as :class:`~simtgpu.rtl.fpu.Fpu`'s).
+    last_enable : bool
+        The unit's last register loads under ``en_last`` (as :class:`~simtgpu.rtl.fpu.
+        Fpu`'s); needs two registers of the unit's own.
 
     Attributes
     ----------
@@ -213,29 +220,31 @@ class HalfUnit(wiring.Component):
     a, b, c : In(32)
         Operands (``b`` for the packing conversions and the packed arithmetic, ``c`` for
         ``hfma2``).
+    en_last : In(1)
+        With ``last_enable`` only: advance the last register.
     result : Out(32)
         Result bits of the operation presented ``latency`` enabled cycles earlier (with
         ``valid``; one fewer without the output register).
     """
 
-    en: In(1)
-    valid: In(1)
-    op: In(HalfOp)
-    a: In(32)
-    b: In(32)
-    c: In(32)
-    result: Out(32)
-
     def __init__(self, gated: bool = True, latency: int = LATENCY,
-                 output_register: bool = True) -> None:
+                 output_register: bool = True, last_enable: bool = False) -> None:
         if latency not in _CUTS:
             self._MustUse__silence = True
             raise ValueError(f"HalfUnit: latency must be one of {sorted(_CUTS)}, not "
                              f"{latency!r}")
+        if last_enable and latency - (not output_register) < 2:
+            self._MustUse__silence = True
+            raise ValueError("HalfUnit: last_enable needs two registers of the unit's own")
         self.gated = gated
         self.latency = latency
         self.output_register = output_register
-        super().__init__()
+        self.last_enable = last_enable
+        super().__init__({
+            "en": In(1), "valid": In(1), "op": In(HalfOp),
+            "a": In(32), "b": In(32), "c": In(32), "result": Out(32),
+            **({"en_last": In(1)} if last_enable else {}),
+        })
 
     def elaborate(self, platform) -> Module:
         m = Module()
@@ -253,7 +262,12 @@ class HalfUnit(wiring.Component):
             op, a, b, c = self.op, self.a, self.b, self.c
             cuts = _CUTS[self.latency]
             delays = registers - len(cuts)
-        boundary = Cuts(m, cuts, take, self.en)
+        last_en = self.en_last if self.last_enable else None
+        # the last register: a delay register where there is one, else the last cut
+        last_cut = [x for x in _CUTS[5] if x in cuts][-1:] if last_en is not None and \
+            not delays else []
+        boundary = Cuts(m, cuts, take, self.en, {x: last_en for x in last_cut})
+        op, a, b, c = boundary("in", (op, a, b, c))
         seg_a = boundary("ab", self._segment_a(m, op, a, b, c))
         seg_b = boundary("bc", self._segment_b(m, seg_a))
         seg_c = boundary("cd", self._segment_c(m, seg_b))
@@ -263,7 +277,7 @@ class HalfUnit(wiring.Component):
             fma.append(fma_pack(sub, n, f"fma_{half}"))
         word = Signal(32)
         m.d.comb += word.eq(Mux(seg_c.arith, Cat(*fma), seg_c.conv))
-        m.d.comb += self.result.eq(delayed(m, self.en, word, delays))
+        m.d.comb += self.result.eq(delayed(m, self.en, word, delays, last_en if delays else None))
         return m
 
     @staticmethod
@@ -341,7 +355,7 @@ _WIDE_SIG = 11  # significand bits of the wider format (fp16), which holds bf16'
 _GAP = 2 * _WIDE_SIG + 4  # where the big term's LSB sits in the sum's window
 _MBITS = {fmt: mb for fmt, (_, mb) in _FIELDS.items()}
 _BIAS = {fmt: (1 << (eb - 1)) - 1 for fmt, (eb, _) in _FIELDS.items()}
-_CUTS = {2: ("bc",), 4: ("ab", "bc", "cd")}
+_CUTS = {2: ("bc",), 4: ("ab", "bc", "cd"), 5: ("in", "ab", "bc", "cd")}
 """Segment boundaries that are registers, by latency."""
 
 

@@ -8,7 +8,7 @@ loads ``d``. The core names every boundary after the two stages it joins (``is_r
 docs/microarchitecture.md.
 """
 
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 
 from amaranth import ClockDomain, ClockSignal, Elaboratable, Module, ResetSignal, Signal, Value
 from amaranth.lib import data
@@ -51,10 +51,14 @@ class Cuts:
     the instance at each boundary: at a register boundary the values come back registered,
     the first such register loading under ``take`` (an operation enters: ``en & valid``, so
     the operand stage holds for a bubble), the later ones under ``en``; elsewhere they come
-    back as they are. One datapath description then serves every latency."""
+    back as they are. One datapath description then serves every latency. ``enables``
+    gives a boundary its own enable instead (a unit whose last register crosses into a
+    stage that moves on while the earlier ones hold: the core's ``wb``)."""
 
-    def __init__(self, m: Module, registered: Collection[str], take: Value, en: Value):
+    def __init__(self, m: Module, registered: Collection[str], take: Value, en: Value,
+                 enables: Mapping[str, Value] | None = None):
         self.m, self.registered, self.take, self.en = m, frozenset(registered), take, en
+        self.enables = dict(enables or {})
         self.first = True
 
     def __call__(self, name: str, values):
@@ -62,7 +66,7 @@ class Cuts:
         ``name``."""
         if name not in self.registered:
             return values
-        enable = self.take if self.first else self.en
+        enable = self.take if self.first else self.enables.get(name, self.en)
         self.first = False
         return self._across(name, values, enable)
 
@@ -81,12 +85,12 @@ class Cuts:
         return reg
 
 
-def delayed(m: Module, en: Value, word: Value, n: int) -> Value:
+def delayed(m: Module, en: Value, word: Value, n: int, last_en: Value | None = None) -> Value:
     """``word`` through ``n`` registers (none: ``word`` itself), each advancing only while
-    ``en`` is 1."""
+    ``en`` is 1, the last while ``last_en`` is, where given."""
     regs = [Signal(len(word), name=f"result_d{i + 1}") for i in range(n)]
-    with m.If(en):
-        for src, dst in zip([word, *regs[:-1]], regs, strict=False):
+    for i, (src, dst) in enumerate(zip([word, *regs[:-1]], regs, strict=False)):
+        with m.If(last_en if last_en is not None and i == n - 1 else en):
             m.d.sync += dst.eq(src)
     return regs[-1] if regs else word
 

@@ -35,12 +35,12 @@ def _alu():
 
 def _fpu():
     from simtgpu.rtl.fpu import CORE_LATENCY, Fpu
-    return Fpu(CORE_LATENCY, gated=False, output_register=False)
+    return Fpu(CORE_LATENCY, gated=False, output_register=False, last_enable=True)
 
 
 def _half():
     from simtgpu.rtl.half_unit import CORE_LATENCY, HalfUnit
-    return HalfUnit(gated=False, latency=CORE_LATENCY, output_register=False)
+    return HalfUnit(gated=False, latency=CORE_LATENCY, output_register=False, last_enable=True)
 
 
 def _atomic_adder():
@@ -72,10 +72,10 @@ UNITS: dict[str, tuple[str, Callable[[], wiring.Component]]] = {
     "alu": ("integer ALU of a lane (ex1, combinational)", _alu),
     "fcompare": ("FP compare of a lane (ex1, combinational)", _fcompare),
     "multiplier": ("integer multiplier of a lane (2 cycles)", _multiplier),
-    "fpu": ("FP32 unit of a lane (4 cycles, rr to mem; the last register the harness's, as "
-            "the core's mem_wb)", _fpu),
-    "half": ("half-precision unit of a lane (4 cycles, rr to mem; the last register the "
-             "harness's, as the core's mem_wb)", _half),
+    "fpu": ("FP32 unit of a lane (5 cycles: operands registered in rr, segments in ex1 to "
+            "wb; the last register the harness's, as the core's register-file write)", _fpu),
+    "half": ("half-precision unit of a lane (5 cycles, as the FPU's; the last register the "
+             "harness's)", _half),
     "sfu": ("special-function unit of a lane (multi-cycle)", _sfu),
     "atomic-fadd": ("the FP adder of `atom.fadd` / `atoms.fadd` (the LSU's, the L2's: "
                     "operands from a register, 4 cycles)", _atomic_adder),

@@ -12,6 +12,7 @@ from units_harness import (
     FPU_REFERENCE,
     LONG,
     UserRegister,
+    check_last_enable,
     check_valid_pipeline,
     fpu_expected,
     lint,
@@ -137,8 +138,8 @@ def test_ffma_rounds_once() -> None:
 
 @pytest.mark.parametrize("latency", [1, 3, 4, 6])
 def test_other_latencies_and_stalls(latency: int) -> None:
-    """Latency 1, 3, 4 (every segment a stage) and 6 (delay registers after them) give the
-    same results; ``en=0`` holds every stage."""
+    """Latency 1, 3, 4 (every segment a stage) and 6 (the operands registered too, and a
+    delay register after the segments) give the same results; ``en=0`` holds every stage."""
     gen = rng(0xFE + latency)
     cols = fp_operands(gen, 200, 3, edges=True)
     ops = [list(FpuOp)[int(k)] for k in gen.integers(0, len(FpuOp), len(cols[0]))]
@@ -163,7 +164,8 @@ def test_other_latencies_and_stalls(latency: int) -> None:
 
 @pytest.mark.parametrize("latency,gated,registered", [
     (2, True, True), (3, True, True), (2, False, True), (1, False, True), (4, False, True),
-    (4, False, False), (4, True, False), (2, False, False), (5, True, False)])
+    (4, False, False), (4, True, False), (2, False, False), (5, True, False), (5, False, False),
+    (5, False, True)])
 def test_valid_and_both_forms(latency: int, gated: bool, registered: bool) -> None:
     """``valid=0`` advances a bubble and holds the operand stage; the gated form (operands on
     a gated clock, the simulation models') and the enable form (the FPGA's) give every
@@ -181,7 +183,26 @@ def test_valid_and_both_forms(latency: int, gated: bool, registered: bool) -> No
     assert checked > 50
 
 
-@pytest.mark.parametrize("latency,gated", [(2, True), (2, False), (3, False)])
+@pytest.mark.parametrize("gated", [False, True])
+def test_last_register_under_en_last(gated: bool) -> None:
+    """The core's form (latency 5: the operands registered, then A | B | C | D; the last
+    register under ``en_last``): mem passes its operation to wb while ex1 holds the stages
+    before it, and every result is still the numerics'."""
+    gen = rng(0xE1A5 + gated)
+    cols = fp_operands(gen, 400, 3, edges=True)
+    ops = [list(FpuOp)[int(k)] for k in gen.integers(0, len(FpuOp), len(cols[0]))]
+    inputs = [{"op": op, "a": int(cols[0][i]), "b": int(cols[1][i]), "c": int(cols[2][i])}
+              for i, op in enumerate(ops)]
+    dut = Fpu(5, gated=gated, output_register=False, last_enable=True)
+    assert check_last_enable(dut, inputs, fpu_expected(ops, cols), gen) > 50
+
+
+def test_last_enable_needs_two_registers() -> None:
+    with pytest.raises(ValueError, match="last_enable needs two registers"):
+        Fpu(2, output_register=False, last_enable=True)
+
+
+@pytest.mark.parametrize("latency,gated", [(2, True), (2, False), (3, False), (5, False)])
 def test_fadd_only_adds_whatever_op_says(latency: int, gated: bool) -> None:
     """The atomic adders' form (``fadd_only``) adds ``a + b`` with any ``op`` presented (it
     reads none), bit for bit ``numerics.fadd``, in both forms and under random stalls."""

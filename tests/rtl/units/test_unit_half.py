@@ -9,7 +9,7 @@ from simtgpu.isa.instructions import HALF2_OPS, HCVT_OPS
 from simtgpu.rtl.half_unit import HALF_UNIT_OPS, LATENCY, HalfOp, HalfUnit
 from simtgpu.sim import numerics as nx
 from simtgpu.verification.fp_vectors import fp_operands
-from units_harness import LONG, UserRegister, rng
+from units_harness import LONG, UserRegister, check_last_enable, rng
 
 pytestmark = pytest.mark.filterwarnings("ignore:invalid value encountered in cast")
 
@@ -126,17 +126,8 @@ def test_unit_ops():
         f"{o}.{f}" for o in (*HALF2_OPS, "hfma2") for f in ("f16", "bf16")}
 
 
-@pytest.mark.parametrize("gated,latency,registered", [
-    (True, 2, True), (False, 2, True), (False, 4, True), (False, 4, False), (True, 4, False)])
-def test_half_unit_holds_through_stalls(gated, latency, registered):
-    """Both forms of the operand registers (the gated clock of the simulation models and the
-    clock enable of the FPGA flow), at latency 2 and 4 (every segment a stage; without the
-    output register, the core's form, with its user's register), take an operation only
-    where en & valid and hold the result while en is low: random stalls, bubbles and a mix
-    of every operation (a value that skips a segment register shows here), results against
-    the numerics."""
-    gen = rng(5 + gated + 2 * latency + 16 * registered)
-    n = 300
+def _random_operations(gen: np.random.Generator, n: int) -> tuple[list[dict], list[int]]:
+    """``n`` operations of every kind (port values) and their results by the numerics."""
     a, b, c = (gen.integers(0, 1 << 32, n, dtype=np.uint32) for _ in range(3))
     a[::3] = _narrow_operands(3, n)[: len(a[::3])]  # conversions' rounding cases
     kinds = [(name, fmt) for name in (*HALF2_OPS, "hfma2") for fmt in ("f16", "bf16")]
@@ -151,7 +142,37 @@ def test_half_unit_holds_through_stalls(gated, latency, registered):
             return int(np.asarray(nx.hcvt(name[5:], x, y))[0])
         return int((nx.hfma2(fmt, x, y, z) if name == "hfma2" else nx.half2(name, fmt, x, y))[0])
 
-    want = [reference(i, *kinds[k]) for i, k in enumerate(pick)]
+    inputs = [{"op": ops[k], "a": int(a[i]), "b": int(b[i]), "c": int(c[i])}
+              for i, k in enumerate(pick)]
+    return inputs, [reference(i, *kinds[k]) for i, k in enumerate(pick)]
+
+
+@pytest.mark.parametrize("gated", [False, True])
+def test_half_unit_last_register_under_en_last(gated):
+    """The core's form (latency 5, the last register under ``en_last``): mem passes its
+    operation to wb while ex1 holds the stages before it; every result against the
+    numerics."""
+    gen = rng(0x1A57 + gated)
+    inputs, want = _random_operations(gen, 400)
+    dut = HalfUnit(gated=gated, latency=5, output_register=False, last_enable=True)
+    assert check_last_enable(dut, inputs, want, gen) > 50
+
+
+@pytest.mark.parametrize("gated,latency,registered", [
+    (True, 2, True), (False, 2, True), (False, 4, True), (False, 4, False), (True, 4, False),
+    (False, 5, False), (True, 5, False)])
+def test_half_unit_holds_through_stalls(gated, latency, registered):
+    """Both forms of the operand registers (the gated clock of the simulation models and the
+    clock enable of the FPGA flow), at latency 2 and 4 (every segment a stage; without the
+    output register, the core's form, with its user's register), take an operation only
+    where en & valid and hold the result while en is low: random stalls, bubbles and a mix
+    of every operation (a value that skips a segment register shows here), results against
+    the numerics."""
+    gen = rng(5 + gated + 2 * latency + 16 * registered)
+    n = 300
+    inputs, want = _random_operations(gen, n)
+    a, b, c = ([p[x] for p in inputs] for x in "abc")
+    ops = [p["op"] for p in inputs]
     dut = (HalfUnit(gated=gated, latency=latency) if registered else
            UserRegister(HalfUnit(gated=gated, latency=latency, output_register=False)))
     got: list[int] = []
@@ -165,7 +186,7 @@ def test_half_unit_holds_through_stalls(gated, latency, registered):
             ctx.set(dut.en, en)
             ctx.set(dut.valid, valid)
             if i < n:
-                ctx.set(dut.op, ops[pick[i]])
+                ctx.set(dut.op, ops[i])
                 ctx.set(dut.a, int(a[i]))
                 ctx.set(dut.b, int(b[i]))
                 ctx.set(dut.c, int(c[i]))
@@ -183,7 +204,12 @@ def test_half_unit_holds_through_stalls(gated, latency, registered):
     assert got == want
 
 
-@pytest.mark.parametrize("bad", [1, 3, 5])
+@pytest.mark.parametrize("bad", [1, 3, 6])
 def test_half_unit_latency_is_validated(bad):
-    with pytest.raises(ValueError, match=r"HalfUnit: latency must be one of \[2, 4\]"):
+    with pytest.raises(ValueError, match=r"HalfUnit: latency must be one of \[2, 4, 5\]"):
         HalfUnit(latency=bad)
+
+
+def test_half_unit_last_enable_needs_two_registers():
+    with pytest.raises(ValueError, match="last_enable needs two registers"):
+        HalfUnit(latency=2, output_register=False, last_enable=True)

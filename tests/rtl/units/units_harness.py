@@ -84,6 +84,8 @@ class UserRegister(wiring.Component):
         m.submodules.unit = unit = self.unit
         for name in ("en", "valid", "op", "a", "b", "c"):
             m.d.comb += getattr(unit, name).eq(getattr(self, name))
+        if "en_last" in unit.signature.members:  # its last register under en too here
+            m.d.comb += unit.en_last.eq(self.en)
         with m.If(self.en):
             m.d.sync += self.result.eq(unit.result)
         return m
@@ -112,6 +114,47 @@ def check_valid_pipeline(dut, latency: int, inputs: Sequence[dict[str, int]],
                 model = [int(want[i]) if valids[i] else None, *model[:-1]]
             if model[-1] is not None:
                 assert ctx.get(dut.result) == model[-1], f"cycle {i}: {ports}"
+                checked += 1
+
+    run_clocked(dut, bench)
+    return checked
+
+
+def check_last_enable(dut, inputs: Sequence[dict[str, int]], want: Sequence[int],
+                      gen: np.random.Generator) -> int:
+    """Drive a lane unit built with ``output_register=False, last_enable=True`` as the core
+    does: ``en`` (the stages from rr to mem move on) at random, ``en_last`` (mem moves on
+    to wb) whenever ``en`` and at random besides (ex1 holds, mem does not: the operation
+    before the last register leaves it, a bubble in the core's eyes). ``result`` (logic
+    after the last register) must be the wanted result of the operation in that register;
+    bubbles are not checked. Returns how many results were checked."""
+    k = dut.latency - 1  # the unit's own registers
+    ens = gen.random(len(inputs)) < 0.6
+    lasts = ens | (gen.random(len(inputs)) < 0.5)
+    valids = gen.random(len(inputs)) < 0.6
+    checked = 0
+
+    async def bench(ctx) -> None:
+        nonlocal checked
+        regs: list[int | None] = [None] * k  # the operation in each register
+        for i, ports in enumerate(inputs):
+            for name, value in ports.items():
+                ctx.set(getattr(dut, name), value)
+            ctx.set(dut.en, int(ens[i]))
+            ctx.set(dut.en_last, int(lasts[i]))
+            ctx.set(dut.valid, int(valids[i]))
+            await ctx.tick()
+            new = list(regs)
+            if lasts[i]:
+                new[-1] = regs[-2]
+                if not ens[i]:
+                    new[-2] = None
+            if ens[i]:
+                new[1:-1] = regs[:-2]
+                new[0] = i if valids[i] else None
+            regs = new
+            if regs[-1] is not None:
+                assert ctx.get(dut.result) == int(want[regs[-1]]), f"cycle {i}: {ports}"
                 checked += 1
 
     run_clocked(dut, bench)
