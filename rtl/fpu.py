@@ -57,7 +57,7 @@ from simtgpu.isa import Sem
 from .fp_utils import CANONICAL_NAN, FP_NEG_ZERO, FP_ONE, lzc, order_less, unpack
 from .isa_consts import isa_op_enum
 from .params import MAX_LATENCY, check_latency
-from .stages import Cuts, delayed, gated_domain
+from .stages import Cuts, delayed, gated_domain, last_cut_enable
 
 __all__ = ["ATOMIC_LATENCY", "CORE_LATENCY", "MAX_LATENCY", "FpuOp", "Fpu"]
 
@@ -236,9 +236,7 @@ class Fpu(wiring.Component):
             delays = registers - len(cuts)
         last_en = self.en_last if self.last_enable else None
         # the last register: a delay register where there is one, else the last cut
-        last_cut = [b for b in _CUTS[5] if b in cuts][-1:] if last_en is not None and \
-            not delays else []
-        boundary = Cuts(m, cuts, take, self.en, {b: last_en for b in last_cut})
+        boundary = Cuts(m, cuts, take, self.en, last_cut_enable(_CUTS[5], cuts, last_en, delays))
         m.submodules.unpack = m_a = Module()
         m.submodules.align = m_b = Module()
         m.submodules.add = m_c = Module()

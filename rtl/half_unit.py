@@ -31,7 +31,7 @@ from simtgpu.isa.instructions import HALF2_OPS, HCVT_OPS
 
 from .fp_utils import CANONICAL_NAN, lzc
 from .isa_consts import isa_op_enum
-from .stages import Cuts, delayed, gated_domain
+from .stages import Cuts, delayed, gated_domain, last_cut_enable
 
 __all__ = ["CORE_LATENCY", "HALF_UNIT_OPS", "LATENCY", "HalfOp", "HalfUnit"]
 
@@ -264,9 +264,7 @@ class HalfUnit(wiring.Component):
             delays = registers - len(cuts)
         last_en = self.en_last if self.last_enable else None
         # the last register: a delay register where there is one, else the last cut
-        last_cut = [x for x in _CUTS[5] if x in cuts][-1:] if last_en is not None and \
-            not delays else []
-        boundary = Cuts(m, cuts, take, self.en, {x: last_en for x in last_cut})
+        boundary = Cuts(m, cuts, take, self.en, last_cut_enable(_CUTS[5], cuts, last_en, delays))
         op, a, b, c = boundary("in", (op, a, b, c))
         seg_a = boundary("ab", self._segment_a(m, op, a, b, c))
         seg_b = boundary("bc", self._segment_b(m, seg_a))

@@ -8,7 +8,7 @@ loads ``d``. The core names every boundary after the two stages it joins (``is_r
 docs/microarchitecture.md.
 """
 
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Mapping, Sequence
 
 from amaranth import ClockDomain, ClockSignal, Elaboratable, Module, ResetSignal, Signal, Value
 from amaranth.lib import data
@@ -83,6 +83,17 @@ class Cuts:
         with self.m.If(enable):
             self.m.d.sync += reg.eq(value)
         return reg
+
+
+def last_cut_enable(order: Sequence[str], cuts: Collection[str], last_en: Value | None,
+                    delays: int) -> dict[str, Value]:
+    """The ``enables`` of :class:`Cuts` that put a unit's last register under ``last_en``:
+    its last registered boundary (in ``order``), unless delay registers follow the cuts
+    (then :func:`delayed`'s ``last_en`` takes the last of those); none without ``last_en``."""
+    registered = [b for b in order if b in cuts]
+    if last_en is None or delays or not registered:
+        return {}
+    return {registered[-1]: last_en}
 
 
 def delayed(m: Module, en: Value, word: Value, n: int, last_en: Value | None = None) -> Value:
