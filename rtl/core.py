@@ -1013,12 +1013,15 @@ class Core(wiring.Component):
         values = split_signal(vec, "values")
         is_lds = Signal(name="wb_is_lds")
         m.d.comb += [values.eq(z.result), is_lds.eq(zd.iid == iid("lds"))]
-        # the FPU's and the half unit's last segments (their rounding) run in wb
-        with m.Switch(zd.sem):
-            with m.Case(RSem.FP, RSem.CVT):
-                m.d.comb += [values[l].eq(fpus[l].result) for l in range(L)]
-            with m.Case(RSem.HALF):
-                m.d.comb += [values[l].eq(halfs[l].result) for l in range(L)]
+        # The FPU's and the half unit's last segments (their rounding) run in wb, so their
+        # results, too, are chosen last (``from_fp``), after the late write-back's choice
+        # among the writers: only ``wb`` writes while it holds an instruction.
+        from_fp = Signal(name="wb_from_fp", attrs={"keep": 1})
+        fp_values = split_signal(vec, "wb_fp_values")
+        fp_sem = (zd.sem == RSem.FP) | (zd.sem == RSem.CVT) | (zd.sem == RSem.HALF)
+        m.d.comb += [from_fp.eq(z.valid & fp_sem),
+                     *[fp_values[l].eq(Mux(zd.sem == RSem.HALF, halfs[l].result,
+                                           fpus[l].result)) for l in range(L)]]
         with m.If(is_lds):
             m.d.comb += values.eq(lsu.sh_held)
         with m.If(zd.sem == RSem.ATOMIC):
@@ -1032,8 +1035,9 @@ class Core(wiring.Component):
             if name not in ("warp", "values"):
                 m.d.comb += getattr(self.retire, name).eq(getattr(lw.retire, name))
         for l in range(L):
-            m.d.comb += self.retire.values[l].eq(Mux(from_banks[l], lsu.sh_rdata[l],
-                                                     lw.retire.values[l]))
+            m.d.comb += self.retire.values[l].eq(
+                Mux(from_fp, fp_values[l],
+                    Mux(from_banks[l], lsu.sh_rdata[l], lw.retire.values[l])))
         m.d.comb += self.retire.warp.eq(
             _select(m, lw.retire.warp, [wblk[w].index for w in range(W)], 8, "retire_index"))
         fault_slot = slot_of(fault_rec.warp, "fault_slot")
@@ -1057,8 +1061,9 @@ class Core(wiring.Component):
         # (z wins the write port whenever it writes: LateWriteback)
         z_writes = z.valid & zd.wr_reg & ~z.deferred
         m.d.comb += [rf.we.eq(lw.rf.we), rf.waddr.eq(rf.addr(lw.rf.warp, lw.rf.rd)),
-                     *[rf.wdata[l].eq(Mux(from_banks[l] & z_writes, lsu.sh_rdata[l],
-                                          lw.rf.data[l])) for l in range(L)]]
+                     *[rf.wdata[l].eq(Mux(from_fp, fp_values[l],
+                                          Mux(from_banks[l] & z_writes, lsu.sh_rdata[l],
+                                              lw.rf.data[l]))) for l in range(L)]]
         m.d.comb += [pf.we.eq(z.valid & zd.wr_pred), pf.wwarp.eq(z.warp),
                      pf.widx.eq(zd.rd[:3]), pf.wmask.eq(z.exec), pf.wdata.eq(z.presult)]
         # A late write-back's scoreboard clear comes a cycle after its write (the value is in
