@@ -54,7 +54,6 @@ from .signatures import (
     mmio_signature,
     retire_signature,
 )
-from .skid_buffer import SkidBuffer
 
 __all__ = ["CoreFactory", "Gpu", "default_core_factory"]
 
@@ -143,15 +142,8 @@ class Gpu(wiring.Component):
                 banks=cfg.l2.banks, mshrs=cfg.l2.mshrs, rob_depth=cfg.l2.rob_depth,
                 tag_bits=cfg.ext_tag_bits, gated=cfg.clock_gating,
                 addr_bits=cfg.memory_addr_bits)
-            # requests reach the L2 through a skid buffer: without it the interconnect's
-            # choice of a source (the host's address adder, a core's request) met the L2's
-            # tag lookup, hit test and queue writes in one cycle, the whole GPU's slowest
-            # path (docs/performance.md, "the figures the shells and the units alone do not
-            # give")
-            m.submodules.l2_req = l2_req = SkidBuffer(l2.up.req.payload.shape())
-            wiring.connect(m, ic.ext.req, l2_req.up)
-            wiring.connect(m, l2_req.down, l2.up.req)
-            wiring.connect(m, l2.up.resp, ic.ext.resp)
+            # (requests enter the L2 through its skid buffer: its ``ready`` is a register)
+            wiring.connect(m, ic.ext, l2.up)
             wiring.connect(m, l2.down, wiring.flipped(self.mem))
             # The host writes memory directly (data, command records) while the GPU is not
             # looking: drop every line when the command processor starts fetching a command
@@ -191,7 +183,7 @@ class Gpu(wiring.Component):
         drained = Signal()
         m.d.comb += drained.eq(Cat(*[c.drained for c in cores]).all()
                                & Cat(*[p.idle for p in paths]).all() & ic.idle
-                               & (l2.idle & l2_req.idle if l2 is not None else 1))
+                               & (l2.idle if l2 is not None else 1))
         m.d.comb += [host.drained.eq(drained), self.drained.eq(drained)]
 
         for i, core in enumerate(cores):

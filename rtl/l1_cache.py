@@ -98,17 +98,39 @@ for the unit's FP adder; the new word back, built a cycle later from that old wo
 bank)."""
 
 
-def cache_signature(line_words: int, tag_bits: int, atom_port: bool = False
-                    ) -> wiring.Signature:
+def lookup_layout(ways: int, mshrs: int) -> data.StructLayout:
+    """What a lookup finds for an address: whether a way holds its line (``hit``, in ``way``)
+    and whether a read miss of the line is outstanding (``pend``, in MSHR ``mshr``)."""
+    return data.StructLayout({"hit": 1, "way": _bits(ways), "pend": 1, "mshr": _bits(mshrs)})
+
+
+def lookahead_signature(ways: int, mshrs: int) -> wiring.Signature:
+    """A bank's lookups for the two-entry buffer in front of it (from the bank's side; see
+    :class:`L1Cache`'s ``lookahead``): the address offered to the buffer (``in_addr``) looked
+    up now and brought up to date with this cycle's changes (``in_found``); the findings of
+    the item at the port (``port_found``, which the bank decides on) and of the buffer's
+    second entry brought up to date (``port_next``, ``skid_next``)."""
+    found = lookup_layout(ways, mshrs)
+    return wiring.Signature({
+        "in_addr": In(32), "in_found": Out(found),
+        "port_found": In(found), "port_next": Out(found),
+        "skid_addr": In(32), "skid_found": In(found), "skid_next": Out(found),
+    })
+
+
+def cache_signature(line_words: int, tag_bits: int, atom_port: bool = False,
+                    lookahead: tuple[int, int] | None = None) -> wiring.Signature:
     """The interface of a cache at either level (this L1, the L2 of rtl/l2_cache.py): the
     memory port on both sides, ``invalidate``, the counters' strobes and ``idle``; with
-    ``atom_port`` the :data:`ATOM_PORT` of a bank whose atomic unit is shared."""
+    ``atom_port`` the :data:`ATOM_PORT` of a bank whose atomic unit is shared; with
+    ``lookahead`` (ways, MSHRs) the :func:`lookahead_signature` port ``look``."""
     return wiring.Signature({
         "up": In(mem_port_signature(line_words, tag_bits)),
         "down": Out(mem_port_signature(line_words, tag_bits)),
         "invalidate": In(1),
         **{name: Out(1) for name in ("hit", "miss", "merge", "mshr_full", "idle")},
         **({"atom": Out(ATOM_PORT)} if atom_port else {}),
+        **({"look": Out(lookahead_signature(*lookahead))} if lookahead else {}),
     })
 
 
@@ -148,6 +170,15 @@ class L1Cache(wiring.Component):
         ``atom`` port (:data:`ATOM_PORT`) of a unit outside it whose FP adder has this
         latency after a register for its operands (:func:`atomic_operands`), which the L2
         shares between its banks.
+    lookahead:
+        False: the request at ``up`` is looked up (tags, valid bits, MSHRs) in the cycle it is
+        offered, and ``up.req.ready`` follows from that lookup. True: the bank sits behind a
+        two-entry buffer (:class:`~simtgpu.rtl.skid_buffer.SkidBuffer` with side
+        information) and decides on what the ``look`` port gives for the request at ``up``:
+        a lookup made when the request entered the buffer and brought up to date every
+        cycle since with what changed the arrays and MSHRs (a fill, an MSHR taken or freed,
+        an invalidation, an L1's atomic dropping a line), so that its decision starts from
+        registers; the decisions are those of a lookup in the cycle itself.
 
     Members
     -------
@@ -165,7 +196,7 @@ class L1Cache(wiring.Component):
     def __init__(self, *, line_words: int = 8, size_bytes: int = 4096, ways: int = 2,
                  mshrs: int = 4, rob_depth: int = 8, tag_bits: int = 8,
                  atomics: str = "bypass", gated: bool = False, fadd_latency: int = 0,
-                 addr_bits: int = 32):
+                 addr_bits: int = 32, lookahead: bool = False):
         problems = []
         if atomics not in ("bypass", "execute"):
             problems.append(f"atomics must be 'bypass' or 'execute', not {atomics!r}")
@@ -203,7 +234,9 @@ class L1Cache(wiring.Component):
         self.set_bits = (sets - 1).bit_length()
         self.addr_bits = addr_bits
         self.line_tag_bits = addr_bits - self.offset_bits - self.set_bits
-        super().__init__(cache_signature(line_words, tag_bits, self.fadd_latency > 0))
+        self.lookahead = lookahead
+        super().__init__(cache_signature(line_words, tag_bits, self.fadd_latency > 0,
+                                         (ways, mshrs) if lookahead else None))
 
     def elaborate(self, platform) -> Module:
         m = Module()
@@ -246,18 +279,27 @@ class L1Cache(wiring.Component):
             """The data memory's address of ``set_``'s line in ``way``."""
             return Cat(set_[:sb], way[:_bits(ways) if ways > 1 else 0])
 
-        way_hit = Signal(ways)
+        def split(addr: Value) -> tuple[Value, Value, Value]:
+            """An address's line, set and tag."""
+            return addr[ob:ab], (addr[ob:ob + sb] if sb else Const(0, 1)), addr[ob + sb:ab]
+
+        # ``found``: the lookup of the request at the port, made now or (``lookahead``) kept
+        # up to date since it entered the buffer in front
+        found = Signal(lookup_layout(ways, nm))
+        # the tags are read at the port's set, or at the set of the address entering the
+        # buffer
+        look_set, look_tag = set_idx, tag
+        if self.lookahead:
+            _, look_set, look_tag = split(self.look.in_addr)
+        way_hit = Signal(ways)  # of the lookup made now
         for w in range(ways):
             m.d.comb += [
-                tag_rd[w].addr.eq(set_idx),
-                way_hit[w].eq(valid[w].bit_select(set_idx, 1) & (tag_rd[w].data == tag)),
+                tag_rd[w].addr.eq(look_set),
+                way_hit[w].eq(valid[w].bit_select(look_set, 1) & (tag_rd[w].data == look_tag)),
             ]
         hit = Signal()
         hit_way = Signal(_bits(ways))
-        m.d.comb += hit.eq(way_hit.any())
-        for w in reversed(range(ways)):
-            with m.If(way_hit[w]):
-                m.d.comb += hit_way.eq(w)
+        m.d.comb += [hit.eq(found.hit), hit_way.eq(found.way)]
         # ``line_data`` is the line at the address presented in the previous cycle, as it is
         # now (the read is transparent to that cycle's writes): the current lookup's line
         # whenever ``line_ok``. A read hit takes it into its reorder-buffer entry in the next
@@ -278,11 +320,21 @@ class L1Cache(wiring.Component):
         pend_idx = Signal(mbits)
         free = Signal()
         free_idx = Signal(mbits)
+        m.d.comb += [pend.eq(found.pend), pend_idx.eq(found.mshr)]
+        look_line = split(self.look.in_addr)[0] if self.lookahead else line
+        fresh = Signal.like(found)  # the lookup made now (of look_line)
+        for w in reversed(range(ways)):
+            with m.If(way_hit[w]):
+                m.d.comb += [fresh.hit.eq(1), fresh.way.eq(w)]
         for i in reversed(range(nm)):
-            with m.If(mshr_valid[i] & ~mshr_stale[i] & (mshr_line[i] == line)):
-                m.d.comb += [pend.eq(1), pend_idx.eq(i)]
+            with m.If(mshr_valid[i] & ~mshr_stale[i] & (mshr_line[i] == look_line)):
+                m.d.comb += [fresh.pend.eq(1), fresh.mshr.eq(i)]
             with m.If(~mshr_valid[i]):
                 m.d.comb += [free.eq(1), free_idx.eq(i)]
+        if not self.lookahead:
+            m.d.comb += found.eq(fresh)
+        else:
+            m.d.comb += found.eq(self.look.port_found)
 
         # --- reorder buffer -------------------------------------------------------------
         # Flags in flip-flops; answers in memories read at the head: ``rob_mem`` by entry
@@ -471,7 +523,7 @@ class L1Cache(wiring.Component):
                 ]
                 m.d.sync += valid[w].bit_select(fill_set, 1).eq(1)
             if not execute:
-                with m.If(fire & is_atomic & way_hit[w]):
+                with m.If(fire & is_atomic & hit & (hit_way == w)):
                     m.d.sync += valid[w].bit_select(set_idx, 1).eq(0)
         with m.If(self.invalidate):
             m.d.sync += [v.eq(0) for v in valid]
@@ -539,6 +591,45 @@ class L1Cache(wiring.Component):
         with m.Elif(retire & ~fire):
             m.d.sync += count.eq(count - 1)
         m.d.comb += self.idle.eq((count == 0) & ~dq.r_rdy & ~route.r_rdy)
+
+        if self.lookahead:
+            # What this cycle changes for a lookup, applied to one made before it: a fill
+            # installs its line in way ``victim`` (dropping the one there) and frees its MSHR,
+            # the request accepted or an atomic's fetch takes MSHR ``free_idx`` for ``line``,
+            # an L1's atomic drops its line, an invalidation drops every line and makes every
+            # pending miss stale.
+            alloc = Signal()
+            drop = Signal()
+            m.d.comb += [alloc.eq((fire & new_miss) | fetch),
+                         drop.eq(fire & is_atomic & hit if not execute else 0)]
+
+            def brought_up_to_date(before, addr: Value, name: str) -> Signal:
+                x_line, x_set, _ = split(addr)
+                after = Signal.like(before, name=name)
+                filled = install & (x_line == fill_line)
+                evicted = install & (x_set == fill_set) & (before.way == victim)
+                dropped = drop & (x_set == set_idx) & (before.way == hit_way)
+                taken = alloc & (x_line == line)
+                kept = ~self.invalidate & before.hit & ~evicted & ~dropped
+                # (``way`` is 0 without a hit, as a lookup made now gives it: the data RAM is
+                # read at it, and an atomic waits for the line read there)
+                m.d.comb += [
+                    after.hit.eq(~self.invalidate & (filled | kept)),
+                    after.way.eq(Mux(~self.invalidate & filled, victim,
+                                     Mux(kept, before.way, 0))),
+                    after.pend.eq(~self.invalidate & (taken | (before.pend & ~(
+                        fill & (before.mshr == route_head.mshr))))),
+                    after.mshr.eq(Mux(taken, free_idx, before.mshr)),
+                ]
+                return after
+
+            look = self.look
+            m.d.comb += [
+                look.in_found.eq(brought_up_to_date(fresh, look.in_addr, "in_found")),
+                look.port_next.eq(brought_up_to_date(found, p.addr, "port_next")),
+                look.skid_next.eq(brought_up_to_date(look.skid_found, look.skid_addr,
+                                                     "skid_next")),
+            ]
         return m
 
     def _atomic_unit(self, m: Module, p, start: Signal, line_data: Signal, line_ok: Signal,

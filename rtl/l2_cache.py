@@ -23,6 +23,12 @@ the L2 (it is the one point of coherence below the non-coherent L1s). ``invalida
 processor starting to fetch a command, a launch starting) drops every line, because the host
 writes DRAM behind the L2's back (data, parameter blocks, command records).
 
+Requests enter through a two-entry skid buffer (rtl/skid_buffer.py), so ``up.req.ready`` is
+a register. Its entries keep each request's tag and MSHR lookup at its bank, made as the
+request enters and brought up to date every cycle after (``L1Cache``'s ``lookahead``): the
+bank's decision on the request at its port starts from registers, not from a lookup through
+its tags, and is the one a lookup in that cycle would make.
+
 Banks: line ``n`` lives in bank ``n mod banks``, which sees the address with the bank bits
 taken out (so its sets cover the whole of its share of memory); the address is put back
 together on the way down. One request enters per cycle; a request waits while its bank cannot
@@ -42,7 +48,8 @@ from . import reuse
 from .atomic_alu import atomic_result
 from .fpu import ATOMIC_LATENCY, Fpu, FpuOp
 from .interconnect import Interconnect
-from .l1_cache import L1Cache, atomic_operands, cache_signature
+from .l1_cache import L1Cache, atomic_operands, cache_signature, lookup_layout
+from .skid_buffer import SkidBuffer
 
 __all__ = ["L2Cache"]
 
@@ -106,7 +113,7 @@ class L2Cache(wiring.Component):
         self.bank_args = dict(line_words=line_words, size_bytes=size_bytes // banks, ways=ways,
                               mshrs=mshrs, rob_depth=rob_depth, tag_bits=tag_bits,
                               atomics="execute", fadd_latency=self.FADD_LATENCY,
-                              addr_bits=addr_bits - self.bank_bits)
+                              addr_bits=addr_bits - self.bank_bits, lookahead=True)
         self.rob_depth = rob_depth
         self.mshrs = mshrs
         self._banks = [L1Cache(**self.bank_args) for _ in range(banks)]  # checks them now
@@ -121,10 +128,33 @@ class L2Cache(wiring.Component):
         key = tuple(sorted(self.bank_args.items()))
         for i, b in enumerate(banks):
             m.submodules[f"bank{i}"] = reuse.shared(b, key)  # one module in Verilog
-        req, resp = self.up.req, self.up.resp
+        # the request at the banks' ports: the buffer's first entry
+        m.submodules.buffer = buf = SkidBuffer(self.up.req.payload.shape(),
+                                               lookup_layout(banks[0].ways, self.mshrs))
+        wiring.connect(m, wiring.flipped(self.up.req), buf.up)
+        req, resp = buf.down, self.up.resp
+
+        def bank_of(addr):
+            return addr[ob:ob + bb] if bb else Const(0, 1)
+
+        def in_bank(addr):
+            """The address as its bank sees it: the bank bits taken out."""
+            return Cat(addr[:ob], addr[ob + bb:])
+
         bank = Signal(max(1, bb))
-        if bb:
-            m.d.comb += bank.eq(req.payload.addr[ob:ob + bb])
+        m.d.comb += bank.eq(bank_of(req.payload.addr))
+        # every bank looks up the address entering the buffer and keeps the entries'
+        # lookups up to date; each entry keeps its own bank's
+        looks = [b.look for b in banks]
+        m.d.comb += [
+            *[lk.in_addr.eq(in_bank(buf.up.payload.addr)) for lk in looks],
+            *[lk.port_found.eq(buf.down_side) for lk in looks],
+            *[lk.skid_addr.eq(in_bank(buf.skid.addr)) for lk in looks],
+            *[lk.skid_found.eq(buf.skid_side) for lk in looks],
+            buf.up_side.eq(Array(lk.in_found for lk in looks)[bank_of(buf.up.payload.addr)]),
+            buf.down_side_next.eq(Array(lk.port_next for lk in looks)[bank]),
+            buf.skid_side_next.eq(Array(lk.skid_next for lk in looks)[bank_of(buf.skid.addr)]),
+        ]
 
         # the one atomic unit: the request at the port gives the operands, the bank it goes to
         # the old word (see ``gated`` above)
@@ -145,7 +175,7 @@ class L2Cache(wiring.Component):
             p = b.up.req.payload
             m.d.comb += [
                 p.eq(req.payload),
-                p.addr.eq(Cat(req.payload.addr[:ob], req.payload.addr[ob + bb:])),
+                p.addr.eq(in_bank(req.payload.addr)),
                 b.up.req.valid.eq(req.valid & (bank == i) & order.w_rdy),
                 b.up.resp.ready.eq(resp.ready & order.r_rdy & (head == i)),
                 b.invalidate.eq(self.invalidate),
@@ -185,6 +215,7 @@ class L2Cache(wiring.Component):
             self.miss.eq(Cat(*[b.miss for b in banks]).any()),
             self.merge.eq(Cat(*[b.merge for b in banks]).any()),
             self.mshr_full.eq(Cat(*[b.mshr_full for b in banks]).any()),
-            self.idle.eq(Cat(*[b.idle for b in banks]).all() & arb.idle & ~order.r_rdy),
+            self.idle.eq(Cat(*[b.idle for b in banks]).all() & arb.idle & ~order.r_rdy
+                         & buf.idle),
         ]
         return m

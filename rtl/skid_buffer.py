@@ -15,6 +15,13 @@ every item one cycle.
 
 An item goes into ``main`` when ``main`` is empty or leaving, else into ``skid`` (which then
 refuses the next one); ``main`` takes ``skid``'s item before a new one, so the order holds.
+
+**Side information** (``side_shape``): each entry can also hold bits that the receiver works
+out about its item and keeps up to date while the item waits, such as the L2's tag lookup
+(rtl/l2_cache.py), so that the receiver's decision on the item at ``down`` starts from
+registers. The receiver gives the bits of the item offered at ``up`` (``up_side``) and,
+every cycle, the next bits of each held item (``down_side_next``, ``skid_side_next``); an
+item that moves or stays takes its own next bits.
 """
 
 from amaranth import Module, Mux, Signal
@@ -27,6 +34,8 @@ class SkidBuffer(wiring.Component):
     ----------
     shape:
         The payload's shape.
+    side_shape:
+        The shape of each entry's side information, or None (none kept).
 
     Members
     -------
@@ -36,14 +45,27 @@ class SkidBuffer(wiring.Component):
         The same items, in order, a cycle or more later.
     idle: ``Out(1)``
         Nothing held.
+    up_side: ``In(side_shape)``
+        With ``side_shape``: the side bits of the item at ``up``.
+    down_side, skid_side: ``Out(side_shape)``; skid_valid: ``Out(1)``; skid: ``Out(shape)``
+        The side bits of the item at ``down`` and of the second entry, that entry's item and
+        whether it holds one.
+    down_side_next, skid_side_next: ``In(side_shape)``
+        The side bits each held item has in the next cycle, wherever it is then.
     """
 
-    def __init__(self, shape):
-        super().__init__({
+    def __init__(self, shape, side_shape=None):
+        self.side_shape = side_shape
+        members = {
             "up": In(stream.Signature(shape)),
             "down": Out(stream.Signature(shape)),
             "idle": Out(1),
-        })
+        }
+        if side_shape is not None:
+            members |= {"up_side": In(side_shape), "down_side": Out(side_shape),
+                        "skid_valid": Out(1), "skid": Out(shape), "skid_side": Out(side_shape),
+                        "down_side_next": In(side_shape), "skid_side_next": In(side_shape)}
+        super().__init__(members)
 
     def elaborate(self, platform) -> Module:
         m = Module()
@@ -54,9 +76,19 @@ class SkidBuffer(wiring.Component):
         m.d.comb += [down.valid.eq(main_valid), down.payload.eq(main),
                      up.ready.eq(~skid_valid), self.idle.eq(~main_valid & ~skid_valid)]
         take = up.valid & ~skid_valid
-        with m.If(~main_valid | down.ready):  # main is empty or its item leaves
+        leaves = ~main_valid | down.ready  # main is empty or its item leaves
+        with m.If(leaves):
             m.d.sync += [main.eq(Mux(skid_valid, skid, up.payload)),
                          main_valid.eq(skid_valid | take), skid_valid.eq(0)]
         with m.Elif(take):
             m.d.sync += [skid.eq(up.payload), skid_valid.eq(1)]
+        if self.side_shape is not None:
+            main_side = Signal(self.side_shape, name="main_side")
+            skid_side = Signal(self.side_shape, name="skid_side")
+            m.d.comb += [self.down_side.eq(main_side), self.skid_side.eq(skid_side),
+                         self.skid.eq(skid), self.skid_valid.eq(skid_valid)]
+            # every entry's bits are rewritten every cycle (an empty one's are not looked at)
+            m.d.sync += [main_side.eq(Mux(leaves, Mux(skid_valid, self.skid_side_next,
+                                                          self.up_side), self.down_side_next)),
+                         skid_side.eq(Mux(skid_valid, self.skid_side_next, self.up_side))]
         return m

@@ -1,8 +1,14 @@
 """The shared L2 (rtl/l2_cache.py) on Verilator, cycle by cycle against a Python model written
-from its contract: banks by line address (each the cache of test_l1_cache's model with
+from its contract: the two-entry skid buffer requests enter through (a queue of two, as
+test_skid_buffer's), banks by line address (each the cache of test_l1_cache's model with
 atomics executed: hits, misses, MSHR merging, eviction, write-through), the order FIFO that
 keeps responses in request order, the round-robin onto the one DRAM port, bank conflicts,
 and atomics (``atom.fadd`` included) performed on the cached line, fetched first when absent.
+
+The RTL's banks decide on lookups kept up to date in the buffer's entries (``lookahead``);
+the model looks each request up in the cycle it is at the port, so a lookup brought up to date
+wrongly (a fill, an eviction, an MSHR taken or freed, an invalidation missed) shows as a
+different decision.
 
 The random environment is the L1 bench's (:func:`test_l1_cache.random_traffic`): every
 response is also checked against a flat memory updated in request order.
@@ -122,13 +128,35 @@ class L2Model:
         return out
 
 
+class BufferedL2Model:
+    """:class:`L2Model` behind the skid buffer: a queue of at most two requests, the oldest
+    at the banks' port; ``up.req.ready`` is the queue's having room."""
+
+    def __init__(self, c: L2Cache):
+        self.inner = L2Model(c)
+        self.banks, self.stats = self.inner.banks, self.inner.stats
+        self.held: list[int] = []  # payloads, oldest first
+
+    def step(self, v: Vector) -> Vector:
+        out = self.inner.step(dict(v, up__req__valid=int(bool(self.held)),
+                                   up__req__payload=self.held[0] if self.held else 0))
+        taken = bool(self.held) and bool(out["up__req__ready"])
+        room = len(self.held) < 2
+        out = dict(out, up__req__ready=int(room), idle=int(out["idle"] and not self.held))
+        if taken:
+            self.held.pop(0)
+        if v["up__req__valid"] and room:
+            self.held.append(v["up__req__payload"])
+        return out
+
+
 @pytest.mark.parametrize("gated", [False, True])
 def test_l2_cache_cycles(gated: bool) -> None:
     """Both forms of the banks' FP adder: the enable form (the FPGA's) and the gated clock of
     the simulation models hold the same cycle-by-cycle contract."""
     bld, cache = build_unit("l2_cache", lambda: L2Cache(**PARAMS, gated=gated))
     rng = random.Random(SEED + 71)
-    model = L2Model(cache)
+    model = BufferedL2Model(cache)
     lines = [rng.randrange(0x100, 0x400) for _ in range(24)]  # 24 lines, 2 banks x 8 sets x 2
     stim, want, state = random_traffic(model, cache.line_words, cache.tag_bits, rng, lines,
                                        4000, ops=(ATOM_ADD, ATOM_EXCH, ATOM_CAS, ATOM_FADD))
