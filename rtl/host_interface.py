@@ -273,7 +273,7 @@ class HostInterface(wiring.Component):
         # this build and on the loaded code: the hardware form of ``launch_problem``. It is
         # read in DECODE's second cycle: the block's thread count (two multipliers in series)
         # is registered in the first (``threads``), so no path runs from the record through
-        # the multipliers into the state and the fault record.
+        # the multipliers into the state and the fault record; so are the other rules.
         fld = {f.name: rec[f.word:f.word + f.count] for f in RECORD_FIELDS}
         record_bad = []  # rules of every record
         launch_bad = []  # rules of LAUNCH records
@@ -302,12 +302,19 @@ class HostInterface(wiring.Component):
         # The product is taken over truncated dimensions, so each must fit on its own first.
         launch_bad += [b > max_threads for b in block]
         code_base, code_end = fld["code_base"][0], fld["code_end"][0]
-        launch_bad += [threads > max_threads, shared_bytes > cfg.shared_bytes,
+        launch_bad += [shared_bytes > cfg.shared_bytes,
                        code_end > code_limit, entry_pc < code_base, entry_pc >= code_end]
         record_bad.append(op > max(CommandOp).value)
-        bad = Signal()
+        # The record's own rules are registered in DECODE's first cycle as well (its words
+        # are written only while it is fetched), so the second cycle's decision starts from
+        # registers: no path runs from the record through the comparisons' carry chains into
+        # the state and the fault record.
         is_launch = op == CommandOp.LAUNCH
-        m.d.comb += bad.eq(Cat(*record_bad).any() | (is_launch & Cat(*launch_bad).any()))
+        record_is_bad = Signal()
+        m.d.sync += record_is_bad.eq(Cat(*record_bad).any()
+                                     | (is_launch & Cat(*launch_bad).any()))
+        bad = Signal()
+        m.d.comb += bad.eq(record_is_bad | (is_launch & (threads > max_threads)))
 
         # the record words are written only while a record is fetched, so they hold the
         # running launch's range until it ends
@@ -395,7 +402,7 @@ class HostInterface(wiring.Component):
                         m.d.sync += state.eq(CpState.FETCH_REQ)
 
             with m.Case(CpState.DECODE):
-                with m.If(~checked):  # the first cycle: ``threads`` is being registered
+                with m.If(~checked):  # the first cycle: ``threads`` and the rules being registered
                     m.d.sync += checked.eq(1)
                 with m.Elif(bad):
                     m.d.sync += [
