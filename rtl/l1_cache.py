@@ -302,15 +302,19 @@ class L1Cache(wiring.Component):
         m.d.comb += [hit.eq(found.hit), hit_way.eq(found.way)]
         # ``line_data`` is the line at the address presented in the previous cycle, as it is
         # now (the read is transparent to that cycle's writes): the current lookup's line
-        # whenever ``line_ok``. A read hit takes it into its reorder-buffer entry in the next
-        # cycle; an executed atomic waits at the port for it.
+        # whenever ``line_ok`` (a request was offered then, so the address was its lookup's:
+        # what is at the port of an idle cache, and a ``lookahead`` bank's lookup of another
+        # bank's request, are not). A read hit takes it into its reorder-buffer entry in the
+        # next cycle; an executed atomic waits at the port for it.
         rd_addr = Signal(len(data_rd.addr))
         rd_addr_q = Signal(len(data_rd.addr))
+        rd_offered_q = Signal()
         line_data = Signal(width)
         line_ok = Signal()
         m.d.comb += [rd_addr.eq(line_addr(set_idx, hit_way)), data_rd.addr.eq(rd_addr),
-                     line_data.eq(data_rd.data), line_ok.eq(rd_addr_q == rd_addr)]
-        m.d.sync += rd_addr_q.eq(rd_addr)
+                     line_data.eq(data_rd.data),
+                     line_ok.eq(rd_offered_q & (rd_addr_q == rd_addr))]
+        m.d.sync += [rd_addr_q.eq(rd_addr), rd_offered_q.eq(req.valid)]
 
         # --- MSHRs ----------------------------------------------------------------------
         mshr_valid = Signal(nm)

@@ -24,10 +24,12 @@ processor starting to fetch a command, a launch starting) drops every line, beca
 writes DRAM behind the L2's back (data, parameter blocks, command records).
 
 Requests enter through a two-entry skid buffer (rtl/skid_buffer.py), so ``up.req.ready`` is
-a register. Its entries keep each request's tag and MSHR lookup at its bank, made as the
-request enters and brought up to date every cycle after (``L1Cache``'s ``lookahead``): the
-bank's decision on the request at its port starts from registers, not from a lookup through
-its tags, and is the one a lookup in that cycle would make.
+a register, and responses leave through another, so ``up.resp`` comes from registers (a
+cycle more on every response). The request buffer's entries keep each request's tag and
+MSHR lookup at its bank, made as the request enters and brought up to date every cycle after
+(``L1Cache``'s ``lookahead``): the bank's decision on the request at its port starts from
+registers, not from a lookup through its tags, and is the one a lookup in that cycle would
+make.
 
 Banks: line ``n`` lives in bank ``n mod banks``, which sees the address with the bank bits
 taken out (so its sets cover the whole of its share of memory); the address is put back
@@ -132,7 +134,12 @@ class L2Cache(wiring.Component):
         m.submodules.buffer = buf = SkidBuffer(self.up.req.payload.shape(),
                                                lookup_layout(banks[0].ways, self.mshrs))
         wiring.connect(m, wiring.flipped(self.up.req), buf.up)
-        req, resp = buf.down, self.up.resp
+        # responses leave through a skid buffer too: from registers, so that the response
+        # chosen among the banks (their reorder buffers' heads, the order FIFO's) is not one
+        # path with the receiver's handling of it (an L1's fill into its arrays)
+        m.submodules.resp_buffer = resp_buf = SkidBuffer(self.up.resp.payload.shape())
+        wiring.connect(m, resp_buf.down, wiring.flipped(self.up.resp))
+        req, resp = buf.down, resp_buf.up
 
         def bank_of(addr):
             return addr[ob:ob + bb] if bb else Const(0, 1)
@@ -216,6 +223,6 @@ class L2Cache(wiring.Component):
             self.merge.eq(Cat(*[b.merge for b in banks]).any()),
             self.mshr_full.eq(Cat(*[b.mshr_full for b in banks]).any()),
             self.idle.eq(Cat(*[b.idle for b in banks]).all() & arb.idle & ~order.r_rdy
-                         & buf.idle),
+                         & buf.idle & resp_buf.idle),
         ]
         return m

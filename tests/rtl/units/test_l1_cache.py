@@ -76,7 +76,7 @@ class L1Model:
         self.c = c
         self.execute = c.atomics == "execute"
         self.atom_wait = 0
-        self.read_at = (0, 0)  # (set, way) the data memory was read at in the previous cycle
+        self.read_at = None  # (set, way) the data memory was read at for the last cycle's request
         self.lw, self.ways, self.sets = c.line_words, c.ways, c.sets
         self.ob, self.sb = c.offset_bits, c.set_bits
         self.amask = (1 << c.addr_bits) - 1  # the cache takes addresses modulo its memory's
@@ -129,7 +129,7 @@ class L1Model:
             need = self.FADD_WAIT if start and req["op"] == ATOM_FADD else self.ATOM_WAIT
             atom_ready = line_ok and self.atom_wait == need
             self.atom_wait = self.atom_wait + 1 if start and not atom_ready else 0
-        self.read_at = read_at
+        self.read_at = read_at if valid else None  # (a read for no request is not waited on)
         if is_read:
             can = room and (hit or pend is not None or free is not None)
         elif is_atomic and self.execute:

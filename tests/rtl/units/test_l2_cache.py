@@ -1,9 +1,10 @@
 """The shared L2 (rtl/l2_cache.py) on Verilator, cycle by cycle against a Python model written
-from its contract: the two-entry skid buffer requests enter through (a queue of two, as
-test_skid_buffer's), banks by line address (each the cache of test_l1_cache's model with
-atomics executed: hits, misses, MSHR merging, eviction, write-through), the order FIFO that
-keeps responses in request order, the round-robin onto the one DRAM port, bank conflicts,
-and atomics (``atom.fadd`` included) performed on the cached line, fetched first when absent.
+from its contract: the two-entry skid buffers requests enter and responses leave through
+(queues of two, as test_skid_buffer's), banks by line address (each the cache of
+test_l1_cache's model with atomics executed: hits, misses, MSHR merging, eviction,
+write-through), the order FIFO that keeps responses in request order, the round-robin onto
+the one DRAM port, bank conflicts, and atomics (``atom.fadd`` included) performed on the
+cached line, fetched first when absent.
 
 The RTL's banks decide on lookups kept up to date in the buffer's entries (``lookahead``);
 the model looks each request up in the cycle it is at the port, so a lookup brought up to date
@@ -129,24 +130,37 @@ class L2Model:
 
 
 class BufferedL2Model:
-    """:class:`L2Model` behind the skid buffer: a queue of at most two requests, the oldest
-    at the banks' port; ``up.req.ready`` is the queue's having room."""
+    """:class:`L2Model` between two skid buffers, each a queue of at most two items: requests
+    in (the oldest at the banks' port; ``up.req.ready`` is the queue's having room) and
+    responses out (the oldest at ``up.resp``; the banks' response is taken while the queue
+    has room)."""
 
     def __init__(self, c: L2Cache):
         self.inner = L2Model(c)
         self.banks, self.stats = self.inner.banks, self.inner.stats
-        self.held: list[int] = []  # payloads, oldest first
+        self.held: list[int] = []  # request payloads, oldest first
+        self.answers: list[int] = []  # response payloads, oldest first
 
     def step(self, v: Vector) -> Vector:
+        answer_room = len(self.answers) < 2
         out = self.inner.step(dict(v, up__req__valid=int(bool(self.held)),
-                                   up__req__payload=self.held[0] if self.held else 0))
+                                   up__req__payload=self.held[0] if self.held else 0,
+                                   up__resp__ready=int(answer_room)))
         taken = bool(self.held) and bool(out["up__req__ready"])
         room = len(self.held) < 2
-        out = dict(out, up__req__ready=int(room), idle=int(out["idle"] and not self.held))
+        answered = bool(out["up__resp__valid"]) and answer_room
+        new = out["up__resp__payload"]
+        out = dict(out, up__req__ready=int(room), up__resp__valid=int(bool(self.answers)),
+                   up__resp__payload=self.answers[0] if self.answers else 0,
+                   idle=int(out["idle"] and not self.held and not self.answers))
         if taken:
             self.held.pop(0)
         if v["up__req__valid"] and room:
             self.held.append(v["up__req__payload"])
+        if self.answers and v["up__resp__ready"]:
+            self.answers.pop(0)
+        if answered:
+            self.answers.append(new)
         return out
 
 
@@ -159,7 +173,7 @@ def test_l2_cache_cycles(gated: bool) -> None:
     model = BufferedL2Model(cache)
     lines = [rng.randrange(0x100, 0x400) for _ in range(24)]  # 24 lines, 2 banks x 8 sets x 2
     stim, want, state = random_traffic(model, cache.line_words, cache.tag_bits, rng, lines,
-                                       4000, ops=(ATOM_ADD, ATOM_EXCH, ATOM_CAS, ATOM_FADD))
+                                       5000, ops=(ATOM_ADD, ATOM_EXCH, ATOM_CAS, ATOM_FADD))
     st = {k: sum(b.stats[k] for b in model.banks) for k in model.banks[0].stats}
     assert state["checked"] > 300, state
     assert st["hit"] > 200 and st["miss"] > 100 and st["merge"] > 20, st
