@@ -262,6 +262,11 @@ class HostInterface(wiring.Component):
         assert RECORD_BYTES == 64
         reads = max(1, RECORD_WORDS // lw)  # line reads per record
         fetch_i = Signal(range(reads + 1))
+        # the line address of the next read, a register: the record's address (an adder
+        # from ``head``) aligned as the fetch starts, a line more after each read, so that
+        # the request's address is not one path with those adders, the interconnect and the
+        # L2's lookup
+        fetch_addr = Signal(32)
         watchdog = Signal(32)
 
         req = self.mem.req
@@ -366,14 +371,14 @@ class HostInterface(wiring.Component):
         with m.Switch(state):
             with m.Case(CpState.IDLE):
                 with m.If((head != tail) & ~fault):
-                    m.d.sync += [state.eq(CpState.FETCH_REQ), fetch_i.eq(0)]
+                    m.d.sync += [state.eq(CpState.FETCH_REQ), fetch_i.eq(0),
+                                 fetch_addr.eq((rec_addr >> line_shift) << line_shift)]
 
             with m.Case(CpState.FETCH_REQ):
                 m.d.comb += [
                     req.valid.eq(1),
                     req.payload.kind.eq(MemKind.READ),
-                    req.payload.addr.eq(((rec_addr >> line_shift) << line_shift)
-                                        + (fetch_i << line_shift)),
+                    req.payload.addr.eq(fetch_addr),
                 ]
                 with m.If(req.ready):
                     m.d.sync += state.eq(CpState.FETCH_RESP)
@@ -395,7 +400,8 @@ class HostInterface(wiring.Component):
                                 with m.Case(j):
                                     m.d.sync += [rec[j * lw + k].eq(words[k])
                                                  for k in range(lw)]
-                    m.d.sync += fetch_i.eq(fetch_i + 1)
+                    m.d.sync += [fetch_i.eq(fetch_i + 1),
+                                 fetch_addr.eq(fetch_addr + (1 << line_shift))]
                     with m.If(fetch_i + 1 == reads):
                         m.d.sync += state.eq(CpState.DECODE)
                     with m.Else():
