@@ -21,7 +21,11 @@ out about its item and keeps up to date while the item waits, such as the L2's t
 (rtl/l2_cache.py), so that the receiver's decision on the item at ``down`` starts from
 registers. The receiver gives the bits of the item offered at ``up`` (``up_side``) and,
 every cycle, the next bits of each held item (``down_side_next``, ``skid_side_next``); an
-item that moves or stays takes its own next bits.
+item that moves or stays takes its own next bits. This form is the same two entries as a
+queue with read and write pointers (the same cycles at both ports): the receiver's
+``down.ready`` then comes from a decision of its own, and it drives a pointer and a count,
+where it drove the enables of two line-wide registers across the device, the whole GPU's
+slowest path (docs/performance.md).
 """
 
 from amaranth import Module, Mux, Signal
@@ -68,6 +72,8 @@ class SkidBuffer(wiring.Component):
         super().__init__(members)
 
     def elaborate(self, platform) -> Module:
+        if self.side_shape is not None:
+            return self._elaborate_queue()
         m = Module()
         up, down = self.up, self.down
         main_valid, skid_valid = Signal(), Signal()
@@ -76,19 +82,39 @@ class SkidBuffer(wiring.Component):
         m.d.comb += [down.valid.eq(main_valid), down.payload.eq(main),
                      up.ready.eq(~skid_valid), self.idle.eq(~main_valid & ~skid_valid)]
         take = up.valid & ~skid_valid
-        leaves = ~main_valid | down.ready  # main is empty or its item leaves
-        with m.If(leaves):
+        with m.If(~main_valid | down.ready):  # main is empty or its item leaves
             m.d.sync += [main.eq(Mux(skid_valid, skid, up.payload)),
                          main_valid.eq(skid_valid | take), skid_valid.eq(0)]
         with m.Elif(take):
             m.d.sync += [skid.eq(up.payload), skid_valid.eq(1)]
-        if self.side_shape is not None:
-            main_side = Signal(self.side_shape, name="main_side")
-            skid_side = Signal(self.side_shape, name="skid_side")
-            m.d.comb += [self.down_side.eq(main_side), self.skid_side.eq(skid_side),
-                         self.skid.eq(skid), self.skid_valid.eq(skid_valid)]
+        return m
+
+    def _elaborate_queue(self) -> Module:
+        """With side information: the same two entries as a queue read and written by
+        pointers, so that the items never move and the receiver's ``down.ready`` (which,
+        here, follows a decision of its own) drives a pointer and a count, not the enables
+        of two payload registers; only the side bits, a few, are rewritten every cycle.
+        ``down.payload`` is the read pointer's entry (a multiplexer more than ``main``)."""
+        m = Module()
+        up, down = self.up, self.down
+        items = [Signal.like(up.payload, name=f"item{i}") for i in range(2)]
+        sides = [Signal(self.side_shape, name=f"side{i}") for i in range(2)]
+        count = Signal(range(3))
+        rd, wr = Signal(), Signal()  # the entry at ``down``; the entry the next item takes
+        m.d.comb += [up.ready.eq(count != 2), down.valid.eq(count != 0),
+                     self.idle.eq(count == 0), self.skid_valid.eq(count == 2),
+                     down.payload.eq(Mux(rd, items[1], items[0])),
+                     self.down_side.eq(Mux(rd, sides[1], sides[0])),
+                     self.skid.eq(Mux(rd, items[0], items[1])),
+                     self.skid_side.eq(Mux(rd, sides[0], sides[1]))]
+        push = up.valid & up.ready
+        pop = down.valid & down.ready
+        for i in range(2):
+            with m.If(push & (wr == i)):
+                m.d.sync += items[i].eq(up.payload)
             # every entry's bits are rewritten every cycle (an empty one's are not looked at)
-            m.d.sync += [main_side.eq(Mux(leaves, Mux(skid_valid, self.skid_side_next,
-                                                          self.up_side), self.down_side_next)),
-                         skid_side.eq(Mux(skid_valid, self.skid_side_next, self.up_side))]
+            m.d.sync += sides[i].eq(Mux(push & (wr == i), self.up_side,
+                                        Mux(rd == i, self.down_side_next,
+                                            self.skid_side_next)))
+        m.d.sync += [rd.eq(rd ^ pop), wr.eq(wr ^ push), count.eq(count + push - pop)]
         return m

@@ -59,3 +59,50 @@ def test_skid_buffer_against_a_queue() -> None:
 def test_skid_buffer_moves_an_item_per_cycle() -> None:
     stats = _run(1.0, 1.0, 500, seed=2)
     assert stats["out"] == 499 and stats["full"] == 0, stats  # one cycle late, never stalls
+
+
+def test_side_bits_follow_their_items() -> None:
+    """With side information (the queue form): every cycle's ``up.ready``, ``down.valid``,
+    head and ``idle`` as a two-entry queue's, and each held item's side bits those it came
+    in with, advanced once per cycle held by the receiver's ``*_side_next`` (here: +1), at
+    ``down`` and in the second entry alike."""
+    dut = SkidBuffer(16, side_shape=8)
+    rng = random.Random(3)
+    stats = {"out": 0, "full": 0}
+
+    async def bench(ctx) -> None:
+        held: deque[list[int]] = deque()  # [item, side] per held item, oldest first
+        sent = 0
+        for cycle in range(3000):
+            valid, ready = rng.random() < 0.7, rng.random() < 0.6
+            ctx.set(dut.up.valid, valid)
+            ctx.set(dut.up.payload, sent)
+            ctx.set(dut.up_side, (sent * 7) & 0xFF)
+            ctx.set(dut.down.ready, ready)
+            ctx.set(dut.down_side_next, (ctx.get(dut.down_side) + 1) & 0xFF)
+            ctx.set(dut.skid_side_next, (ctx.get(dut.skid_side) + 1) & 0xFF)
+            at = f"cycle {cycle}"
+            assert ctx.get(dut.up.ready) == (len(held) < 2), at
+            assert ctx.get(dut.down.valid) == (len(held) > 0), at
+            assert ctx.get(dut.skid_valid) == (len(held) == 2), at
+            assert ctx.get(dut.idle) == (not held), at
+            if held:
+                assert [ctx.get(dut.down.payload), ctx.get(dut.down_side)] == held[0], at
+            if len(held) == 2:
+                assert [ctx.get(dut.skid), ctx.get(dut.skid_side)] == held[1], at
+            for h in held:
+                h[1] = (h[1] + 1) & 0xFF
+            if held and ready:
+                held.popleft()
+                stats["out"] += 1
+            if valid and ctx.get(dut.up.ready):
+                held.append([sent, (sent * 7) & 0xFF])
+                sent = (sent + 1) & 0xFFFF
+            stats["full"] += len(held) == 2
+            await ctx.tick()
+
+    sim = Simulator(dut)
+    sim.add_clock(1e-6)
+    sim.add_testbench(bench)
+    sim.run()
+    assert stats["full"] > 200 and stats["out"] > 1000, stats
