@@ -12,6 +12,13 @@ from amaranth.sim import Simulator
 from simtgpu.rtl.skid_buffer import SkidBuffer
 
 
+def _simulate(dut: SkidBuffer, bench) -> None:
+    sim = Simulator(dut)
+    sim.add_clock(1e-6)
+    sim.add_testbench(bench)
+    sim.run()
+
+
 def _run(offer_p: float, take_p: float, cycles: int, seed: int) -> dict:
     dut = SkidBuffer(16)
     rng = random.Random(seed)
@@ -44,10 +51,7 @@ def _run(offer_p: float, take_p: float, cycles: int, seed: int) -> dict:
             stats["full"] += len(held) == 2
             await ctx.tick()
 
-    sim = Simulator(dut)
-    sim.add_clock(1e-6)
-    sim.add_testbench(bench)
-    sim.run()
+    _simulate(dut, bench)
     return stats
 
 
@@ -101,8 +105,5 @@ def test_side_bits_follow_their_items() -> None:
             stats["full"] += len(held) == 2
             await ctx.tick()
 
-    sim = Simulator(dut)
-    sim.add_clock(1e-6)
-    sim.add_testbench(bench)
-    sim.run()
+    _simulate(dut, bench)
     assert stats["full"] > 200 and stats["out"] > 1000, stats
