@@ -620,7 +620,8 @@ def _chart_rtl(rows: list[dict]) -> Callable[[Path], None]:
 def _chart_ipc(rows: list[dict]) -> Callable[[Path], None]:
     names = [r["what"] for r in rows]
     series = {"warp-instr / cycle / core": [r["ipc"] for r in rows]}
-    return lambda png: _bars(png, "RTL issue rate (configuration small; cycle counts)",
+    return lambda png: _bars(png, "RTL issue rate (configuration small, ideal memory setting:"
+                             " idealised)",
                              [textwrap.fill(n, 30) for n in names], series,
                              "warp-instructions / cycle / core", fmt="{:.3f}")
 
