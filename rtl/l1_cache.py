@@ -28,14 +28,16 @@ Policy, and why:
   reorder buffer of ``rob_depth`` entries (the requests in flight through the cache).
 * A store or atomic to a line with a pending miss waits until the fill arrives (the fill
   was read before the store reached memory, so it would put stale data in the cache). A
-  cycle in which a fill arrives accepts no new request (the fill owns the arrays).
+  response from below is registered as it arrives and takes effect in the next cycle; a
+  cycle in which a fill takes effect accepts no new request (the fill owns the arrays).
 * ``invalidate`` clears every line (and accepts no request in that cycle): what a kernel
   boundary or an acquiring ``fence`` needs, since the cache is not coherent. Misses
   outstanding at that moment become *stale*: their fills still answer the reads that waited
   on them (those came before the invalidation) but are not installed, and no later read
   merges into them (it takes a new MSHR), so nothing read from memory before the
   invalidation is seen after it.
-* Replacement: the lowest invalid way of the set, else a per-set round-robin pointer.
+* Replacement: the lowest invalid way of the set, else a per-set round-robin pointer, chosen
+  as the line arrives.
 
 The contract above is what the unit bench (tests/rtl/units/test_l1_cache.py) holds the RTL
 to, cycle by cycle, with a Python model written from it. Tags and data live in
@@ -395,7 +397,10 @@ class L1Cache(wiring.Component):
         # up to 16, its one register and multiplexer of the width cost more than it saves.
         fifo = RamFifo if qdepth > 16 else SyncFIFO
         m.submodules.dq = dq = fifo(width=dq_layout.size, depth=qdepth)
-        m.submodules.route = route = SyncFIFO(width=route_layout.size, depth=qdepth)
+        # the route's head comes out of a register (its storage is read at the next head), so
+        # that the victim for an arriving line is chosen from registers
+        m.submodules.route = route = RamFifo(width=route_layout.size, depth=qdepth,
+                                             ram_style="distributed")
         dq_head = Signal(dq_layout)
         route_head = Signal(route_layout)
         m.d.comb += [
@@ -408,38 +413,60 @@ class L1Cache(wiring.Component):
         ]
 
         # --- fills and acknowledgements from below --------------------------------------
+        # A response from below is registered as it arrives, with its route entry and, for a
+        # fill, its line and the victim way, and takes effect in the next cycle (``got``):
+        # the arrays' writes, the MSHR freed and the reorder buffer's flags all start from
+        # registers, a cycle after the response.
+        got = Signal()
+        got_data = Signal(width)
+        got_route = Signal(route_layout)
+        fill_line = Signal(ab - ob)
+        m.d.sync += [got.eq(dresp.valid), got_data.eq(dresp.payload.rdata),
+                     got_route.eq(route_head), fill_line.eq(mshr_line[route_head.mshr])]
         fill = Signal()
         install = Signal()  # a fill whose line goes into the arrays (not a stale one)
-        m.d.comb += [fill.eq(dresp.valid & route_head.fill),
-                     install.eq(fill & ~mshr_stale.bit_select(route_head.mshr, 1))]
-        fill_line = Signal(ab - ob)
+        m.d.comb += [fill.eq(got & got_route.fill),
+                     install.eq(fill & ~mshr_stale.bit_select(got_route.mshr, 1))]
         fill_set = Signal(max(1, sb))
-        m.d.comb += fill_line.eq(mshr_line[route_head.mshr])
         if sb:
             m.d.comb += fill_set.eq(fill_line[:sb])
-        # Victim: the lowest invalid way, else the set's round-robin pointer.
+        # Victim: the lowest invalid way, else the set's round-robin pointer, chosen as the
+        # line arrives, from its set as it is after this cycle's install. (Of the other changes
+        # this cycle can make, an invalidation makes the arriving line's MSHR stale, so it is
+        # not installed, and a line an L1's atomic drops leaves an invalid way that this
+        # victim does not take: the choice is made at arrival, and the model makes it there.)
         rr = Array(Signal(_bits(ways), name=f"rr{i}") for i in range(sets))
-        victim = Signal(_bits(ways))
+        victim = Signal(_bits(ways))  # of the fill taking effect
         any_invalid = Signal()
-        m.d.comb += victim.eq(rr[fill_set])
+        arrive_set = Signal(max(1, sb))
+        if sb:
+            m.d.comb += arrive_set.eq(mshr_line[route_head.mshr][:sb])
+        same_set = Signal()  # this cycle's install is in the arriving line's set
+        m.d.comb += same_set.eq(install & (fill_set == arrive_set))
+        arrive_rr = Signal(_bits(ways))
+        m.d.comb += arrive_rr.eq(rr[arrive_set] + (same_set & ~any_invalid if ways > 1 else 0))
+        arrive_victim = Signal(_bits(ways))
+        arrive_invalid = Signal()
+        m.d.comb += arrive_victim.eq(arrive_rr)
         for w in reversed(range(ways)):
-            with m.If(~valid[w].bit_select(fill_set, 1)):
-                m.d.comb += [victim.eq(w), any_invalid.eq(1)]
+            with m.If(~valid[w].bit_select(arrive_set, 1) & ~(same_set & (victim == w))):
+                m.d.comb += [arrive_victim.eq(w), arrive_invalid.eq(1)]
+        m.d.sync += [victim.eq(arrive_victim), any_invalid.eq(arrive_invalid)]
         with m.If(fill):
-            m.d.sync += mshr_valid.bit_select(route_head.mshr, 1).eq(0)
+            m.d.sync += mshr_valid.bit_select(got_route.mshr, 1).eq(0)
             if ways > 1:
                 with m.If(install & ~any_invalid):
                     m.d.sync += rr[fill_set].eq(rr[fill_set] + 1)
-            with m.If(route_head.read):  # an atomic's line fetch has no reader
-                m.d.sync += slot_filled.bit_select(route_head.slot, 1).eq(1)
-                m.d.comb += [slot_wr.addr.eq(route_head.slot),
-                             slot_wr.data.eq(dresp.payload.rdata), slot_wr.en.eq(1)]
-        with m.Elif(dresp.valid):
-            m.d.sync += rob_ready.bit_select(route_head.rob, 1).eq(1)
-            with m.If(~route_head.keep):  # an executed atomic keeps its old word
-                m.d.sync += rob_acked.bit_select(route_head.rob, 1).eq(1)
-                m.d.comb += [rob_wr_ack.addr.eq(route_head.rob),
-                             rob_wr_ack.data.eq(dresp.payload.rdata[0]), rob_wr_ack.en.eq(1)]
+            with m.If(got_route.read):  # an atomic's line fetch has no reader
+                m.d.sync += slot_filled.bit_select(got_route.slot, 1).eq(1)
+                m.d.comb += [slot_wr.addr.eq(got_route.slot),
+                             slot_wr.data.eq(got_data), slot_wr.en.eq(1)]
+        with m.Elif(got):
+            m.d.sync += rob_ready.bit_select(got_route.rob, 1).eq(1)
+            with m.If(~got_route.keep):  # an executed atomic keeps its old word
+                m.d.sync += rob_acked.bit_select(got_route.rob, 1).eq(1)
+                m.d.comb += [rob_wr_ack.addr.eq(got_route.rob),
+                             rob_wr_ack.data.eq(got_data[:32]), rob_wr_ack.en.eq(1)]
 
         # --- accepting a request ----------------------------------------------------------
         is_read = Signal()
@@ -513,7 +540,7 @@ class L1Cache(wiring.Component):
             with m.If(is_atomic):
                 m.d.comb += [merge_be.eq(atom_be), merge_new.eq(Cat(*([atom_new] * lw)))]
             m.d.comb += update.eq(fire & (is_write | is_atomic) & hit)
-        m.d.comb += data_wr.data.eq(Mux(install, dresp.payload.rdata, merge_new))
+        m.d.comb += data_wr.data.eq(Mux(install, got_data, merge_new))
         with m.If(install):
             m.d.comb += [data_wr.addr.eq(line_addr(fill_set, victim)),
                          data_wr.en.eq(Const((1 << 4 * lw) - 1, 4 * lw))]
@@ -594,7 +621,7 @@ class L1Cache(wiring.Component):
             m.d.sync += count.eq(count + 1)
         with m.Elif(retire & ~fire):
             m.d.sync += count.eq(count - 1)
-        m.d.comb += self.idle.eq((count == 0) & ~dq.r_rdy & ~route.r_rdy)
+        m.d.comb += self.idle.eq((count == 0) & ~dq.r_rdy & ~route.r_rdy & ~got)
 
         if self.lookahead:
             # What this cycle changes for a lookup, applied to one made before it: a fill
@@ -622,7 +649,7 @@ class L1Cache(wiring.Component):
                     after.way.eq(Mux(~self.invalidate & filled, victim,
                                      Mux(kept, before.way, 0))),
                     after.pend.eq(~self.invalidate & (taken | (before.pend & ~(
-                        fill & (before.mshr == route_head.mshr))))),
+                        fill & (before.mshr == got_route.mshr))))),
                     after.mshr.eq(Mux(taken, free_idx, before.mshr)),
                 ]
                 return after

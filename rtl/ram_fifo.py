@@ -25,6 +25,10 @@ __all__ = ["RamFifo"]
 class RamFifo(wiring.Component):
     """A queue of ``depth`` entries of ``width`` bits in a memory with a registered read.
 
+    ``ram_style`` is the memory's hint to synthesis: ``"block"`` (block RAM) or
+    ``"distributed"`` (distributed RAM and a register: a shallow, narrow queue whose head must
+    come out of a register).
+
     Members
     -------
     w_data: ``In(width)``; w_en: ``In(1)``; w_rdy: ``Out(1)``
@@ -35,12 +39,16 @@ class RamFifo(wiring.Component):
         Entries held.
     """
 
-    def __init__(self, *, width: int, depth: int):
+    def __init__(self, *, width: int, depth: int, ram_style: str = "block"):
+        if ram_style not in ("block", "distributed"):
+            raise ValueError(f"RamFifo: ram_style must be 'block' or 'distributed', not "
+                             f"{ram_style!r}")
         if width < 1 or depth < 2:
             raise ValueError(f"RamFifo: width must be at least 1 and depth at least 2, not "
                              f"{width} and {depth}")
         self.width = width
         self.depth = depth
+        self.ram_style = ram_style
         super().__init__({
             "w_data": In(width), "w_en": In(1), "w_rdy": Out(1),
             "r_data": Out(width), "r_en": In(1), "r_rdy": Out(1),
@@ -51,9 +59,10 @@ class RamFifo(wiring.Component):
         m = Module()
         depth = self.depth
         # ram_style: without the hint yosys builds a memory this shallow from distributed RAM
-        # plus a register (checked on tiny's L2: no DP16KD, 500 LUT sites more than SyncFIFO)
+        # plus a register (checked on tiny's L2: no DP16KD, 500 LUT sites more than SyncFIFO);
+        # "distributed" asks for that: a narrow queue whose head must come from a register
         m.submodules.storage = mem = Memory(shape=unsigned(self.width), depth=depth, init=[],
-                                             attrs={"ram_style": "block"})
+                                             attrs={"ram_style": self.ram_style})
         wp = mem.write_port()
         rp = mem.read_port()
         head = Signal(range(depth))

@@ -93,6 +93,9 @@ class L1Model:
         self.peak_mshrs = 0  # most MSHRs busy at once (how deep a bench reached)
         self.dq: list[dict] = []
         self.route: list[dict] = []
+        # the response from below taken last cycle, taking effect now: its route entry, its
+        # line's words and (a fill) the victim way chosen as it arrived
+        self.got: tuple[dict, list[int], int, bool] | None = None
         self.stats = {k: 0 for k in ("hit", "miss", "merge", "mshr_full", "evict",
                                      "write_hit", "atomic_inval", "invalidate",
                                      "stale_fill", "atomic_fetch", "atomic_hit")}
@@ -113,7 +116,7 @@ class L1Model:
         pend = next((i for i, ln in enumerate(self.mshr) if ln == line and not self.stale[i]),
                     None)
         free = next((i for i, ln in enumerate(self.mshr) if ln is None), None)
-        fill = bool(v["down__resp__valid"] and self.route and self.route[0]["fill"])
+        fill = bool(self.got and self.got[0]["fill"])
         room = self.count != c.rob_depth and not fill and not v["invalidate"]
         is_read = req["kind"] == READ
         is_atomic = req["kind"] == ATOMIC
@@ -153,7 +156,7 @@ class L1Model:
             "miss": int((fire and new_miss) or fetch),
             "merge": int(fire and is_read and not hit and pend is not None),
             "mshr_full": int(valid and room and line_miss and free is None),
-            "idle": int(self.count == 0 and not self.dq and not self.route),
+            "idle": int(self.count == 0 and not self.dq and not self.route and not self.got),
         }
         for k in ("hit", "miss", "merge", "mshr_full"):
             self.stats[k] += out[k]
@@ -164,18 +167,16 @@ class L1Model:
             self.head = (self.head + 1) % c.rob_depth
         if self.dq and v["down__req__ready"]:
             self.dq.pop(0)
-        if v["down__resp__valid"]:
-            r = self.route.pop(0)
-            rdata = unpack(v["down__resp__payload"], 32, lw)
+        if self.got:  # the response taken last cycle takes effect
+            r, rdata, victim, any_inval = self.got
+            self.got = None
             if r["fill"] and self.stale[r["mshr"]]:
                 self.stats["stale_fill"] += 1
                 self.mshr[r["mshr"]] = None
             elif r["fill"]:
                 fl = self.mshr[r["mshr"]]
                 fs = fl % self.sets
-                inval = [w for w in range(self.ways) if not self.valid[fs][w]]
-                victim = inval[0] if inval else self.rr[fs]
-                if not inval:
+                if not any_inval:
                     self.stats["evict"] += 1
                     if self.ways > 1:
                         self.rr[fs] = (self.rr[fs] + 1) % self.ways
@@ -192,6 +193,12 @@ class L1Model:
                 e["ready"] = True
                 if not r["keep"]:  # an executed atomic answers with its old word
                     e["data"] = [rdata[0]] + [0] * (lw - 1)  # an ack: its first word
+        if v["down__resp__valid"]:  # taken now; its victim chosen from the set as it is now
+            r = self.route.pop(0)
+            fs = (self.mshr[r["mshr"]] or 0) % self.sets
+            inval = [w for w in range(self.ways) if not self.valid[fs][w]]
+            self.got = (r, unpack(v["down__resp__payload"], 32, lw),
+                        inval[0] if inval else self.rr[fs], bool(inval))
         if fetch:
             self.stats["atomic_fetch"] += 1
             self.mshr[free] = line

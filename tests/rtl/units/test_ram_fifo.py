@@ -58,3 +58,5 @@ def test_ram_fifo_against_a_deque(depth: int) -> None:
 def test_ram_fifo_checks_its_size() -> None:
     with pytest.raises(ValueError, match="depth at least 2"):
         RamFifo(width=8, depth=1)
+    with pytest.raises(ValueError, match="ram_style must be 'block' or 'distributed', not 'lut'"):
+        RamFifo(width=8, depth=4, ram_style="lut")
