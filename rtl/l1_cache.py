@@ -389,7 +389,8 @@ class L1Cache(wiring.Component):
         execute = self.atomics == "execute"
         route_layout = data.StructLayout({
             "fill": unsigned(1), "keep": unsigned(1), "mshr": unsigned(mbits),
-            "rob": unsigned(rbits), "slot": unsigned(rbits), "read": unsigned(1)})
+            "rob": unsigned(rbits), "slot": unsigned(rbits), "read": unsigned(1),
+            "set": unsigned(max(1, sb))})  # a fill's set: its victim is chosen from the head
         # Executing atomics, a line fetch for an atomic holds no reorder-buffer entry.
         qdepth = rd + nm if execute else rd
         # The requests, a line wide each: past 16 of them, in block RAM (rtl/ram_fifo.py, the
@@ -439,8 +440,7 @@ class L1Cache(wiring.Component):
         victim = Signal(_bits(ways))  # of the fill taking effect
         any_invalid = Signal()
         arrive_set = Signal(max(1, sb))
-        if sb:
-            m.d.comb += arrive_set.eq(mshr_line[route_head.mshr][:sb])
+        m.d.comb += arrive_set.eq(route_head.set)
         same_set = Signal()  # this cycle's install is in the arriving line's set
         m.d.comb += same_set.eq(install & (fill_set == arrive_set))
         arrive_rr = Signal(_bits(ways))
@@ -517,7 +517,7 @@ class L1Cache(wiring.Component):
             dq_entry.addr.eq(Mux(new_miss | fetch, Cat(Const(0, ob), line), p.addr)),
             dq.w_data.eq(dq_entry.as_value()), dq.w_en.eq(send),
             r_entry.fill.eq(new_miss | fetch), r_entry.mshr.eq(free_idx), r_entry.rob.eq(tail),
-            r_entry.slot.eq(slot_free), r_entry.read.eq(new_miss),
+            r_entry.slot.eq(slot_free), r_entry.read.eq(new_miss), r_entry.set.eq(set_idx),
             r_entry.keep.eq(is_atomic & ~fetch if execute else 0),
             route.w_data.eq(r_entry.as_value()), route.w_en.eq(send),
         ]

@@ -23,9 +23,10 @@ the L2 (it is the one point of coherence below the non-coherent L1s). ``invalida
 processor starting to fetch a command, a launch starting) drops every line, because the host
 writes DRAM behind the L2's back (data, parameter blocks, command records).
 
-Requests enter through a two-entry skid buffer (rtl/skid_buffer.py), so ``up.req.ready`` is
-a register, and responses leave through another, so ``up.resp`` comes from registers (a
-cycle more on every response). The request buffer's entries keep each request's tag and
+Requests enter through two two-entry skid buffers (rtl/skid_buffer.py), so ``up.req.ready`` is
+a register and what the banks look up as a request enters the second comes from registers,
+and responses leave through another, so ``up.resp`` comes from registers (a cycle more on
+every request and every response). The second request buffer's entries keep each request's tag and
 MSHR lookup at its bank, made as the request enters and brought up to date every cycle after
 (``L1Cache``'s ``lookahead``): the bank's decision on the request at its port starts from
 registers, not from a lookup through its tags, and is the one a lookup in that cycle would
@@ -130,10 +131,15 @@ class L2Cache(wiring.Component):
         key = tuple(sorted(self.bank_args.items()))
         for i, b in enumerate(banks):
             m.submodules[f"bank{i}"] = reuse.shared(b, key)  # one module in Verilog
-        # the request at the banks' ports: the buffer's first entry
+        # Requests enter through a plain skid buffer, then the one whose entries carry their
+        # lookups: what the banks look up as it enters comes from registers, not from the
+        # interconnect's choice among its sources (a cycle more on every request).
+        m.submodules.in_buffer = in_buf = SkidBuffer(self.up.req.payload.shape())
+        wiring.connect(m, wiring.flipped(self.up.req), in_buf.up)
+        # the request at the banks' ports: the second buffer's first entry
         m.submodules.buffer = buf = SkidBuffer(self.up.req.payload.shape(),
                                                lookup_layout(banks[0].ways, self.mshrs))
-        wiring.connect(m, wiring.flipped(self.up.req), buf.up)
+        wiring.connect(m, in_buf.down, buf.up)
         # responses leave through a skid buffer too: from registers, so that the response
         # chosen among the banks (their reorder buffers' heads, the order FIFO's) is not one
         # path with the receiver's handling of it (an L1's fill into its arrays)
@@ -223,6 +229,6 @@ class L2Cache(wiring.Component):
             self.merge.eq(Cat(*[b.merge for b in banks]).any()),
             self.mshr_full.eq(Cat(*[b.mshr_full for b in banks]).any()),
             self.idle.eq(Cat(*[b.idle for b in banks]).all() & arb.idle & ~order.r_rdy
-                         & buf.idle & resp_buf.idle),
+                         & in_buf.idle & buf.idle & resp_buf.idle),
         ]
         return m

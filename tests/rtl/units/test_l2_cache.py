@@ -1,6 +1,6 @@
 """The shared L2 (rtl/l2_cache.py) on Verilator, cycle by cycle against a Python model written
-from its contract: the two-entry skid buffers requests enter and responses leave through
-(queues of two, as test_skid_buffer's), banks by line address (each the cache of
+from its contract: the two-entry skid buffers requests enter (two in a row) and responses
+leave through (queues of two, as test_skid_buffer's), banks by line address (each the cache of
 test_l1_cache's model with atomics executed: hits, misses, MSHR merging, eviction,
 write-through), the order FIFO that keeps responses in request order, the round-robin onto
 the one DRAM port, bank conflicts, and atomics (``atom.fadd`` included) performed on the
@@ -130,15 +130,17 @@ class L2Model:
 
 
 class BufferedL2Model:
-    """:class:`L2Model` between two skid buffers, each a queue of at most two items: requests
-    in (the oldest at the banks' port; ``up.req.ready`` is the queue's having room) and
-    responses out (the oldest at ``up.resp``; the banks' response is taken while the queue
+    """:class:`L2Model` between skid buffers, each a queue of at most two items: requests in
+    through two (``up.req.ready`` is the first's having room; an item moves on while the
+    second has room; the oldest in the second is at the banks' port) and responses out
+    through one (the oldest at ``up.resp``; the banks' response is taken while the queue
     has room)."""
 
     def __init__(self, c: L2Cache):
         self.inner = L2Model(c)
         self.banks, self.stats = self.inner.banks, self.inner.stats
-        self.held: list[int] = []  # request payloads, oldest first
+        self.entering: list[int] = []  # request payloads in the first buffer, oldest first
+        self.held: list[int] = []  # in the second
         self.answers: list[int] = []  # response payloads, oldest first
 
     def step(self, v: Vector) -> Vector:
@@ -147,16 +149,20 @@ class BufferedL2Model:
                                    up__req__payload=self.held[0] if self.held else 0,
                                    up__resp__ready=int(answer_room)))
         taken = bool(self.held) and bool(out["up__req__ready"])
-        room = len(self.held) < 2
+        moves = bool(self.entering) and len(self.held) < 2
+        room = len(self.entering) < 2
         answered = bool(out["up__resp__valid"]) and answer_room
         new = out["up__resp__payload"]
         out = dict(out, up__req__ready=int(room), up__resp__valid=int(bool(self.answers)),
                    up__resp__payload=self.answers[0] if self.answers else 0,
-                   idle=int(out["idle"] and not self.held and not self.answers))
+                   idle=int(out["idle"] and not self.entering and not self.held
+                            and not self.answers))
         if taken:
             self.held.pop(0)
+        if moves:
+            self.held.append(self.entering.pop(0))
         if v["up__req__valid"] and room:
-            self.held.append(v["up__req__payload"])
+            self.entering.append(v["up__req__payload"])
         if self.answers and v["up__resp__ready"]:
             self.answers.pop(0)
         if answered:
