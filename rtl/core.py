@@ -78,7 +78,6 @@ from .scoreboard import Scoreboard
 from .sfu_sequencer import SfuSequencer
 from .signatures import AtomOp, core_signature, dim3_layout
 from .simt_stack import SimtOp, SimtStack
-from .skid_buffer import SkidBuffer
 from .stages import Stage, gated_domain
 from .stall_classifier import StallClassifier
 from .warp_unit import WarpUnit
@@ -171,12 +170,9 @@ class Core(wiring.Component):
             m.submodules[f"mul{l}"] = reuse.shared(muls[l], (2, cfg.clock_gating))
             m.submodules[f"fpu{l}"] = reuse.shared(fpus[l], (FPU_LATENCY, False, cfg.clock_gating))
             m.submodules[f"fcmp{l}"] = reuse.shared(fcmps[l], ())
-        # the LSU's requests reach the port through a skid buffer, so that whether the L1
-        # takes one (its tag lookup) never decides the LSU's hold in the same cycle
-        m.submodules.req_buffer = req_buf = SkidBuffer(self.mem.req.payload.shape())
-        wiring.connect(m, lsu.mem.req, req_buf.up)
-        wiring.connect(m, req_buf.down, wiring.flipped(self.mem.req))
-        wiring.connect(m, wiring.flipped(self.mem.resp), lsu.mem.resp)
+        # the LSU's requests leave by the port; the memory path's buffer (rtl/mem_path.py)
+        # takes them, so whether the L1 takes one never decides the LSU's hold in the cycle
+        wiring.connect(m, lsu.mem, wiring.flipped(self.mem))
         wiring.connect(m, lsu.lwb, lw.lwb)
         wiring.connect(m, sfu.result, lw.sfu)
         wiring.connect(m, mx.result, lw.mma)
@@ -1114,7 +1110,7 @@ class Core(wiring.Component):
         # --- completion, status, performance events ---------------------------------------
         pipe_busy = (sch_if.valid | if_id.valid | skid.valid | is_rr.valid | rr_ex1.valid
                      | ex1_ex2.valid | ex2_mem.valid | mem_wb.valid | sfu.busy | mx.busy)
-        mem_idle = lsu.idle & req_buf.idle
+        mem_idle = lsu.idle  # (the memory path's buffer is the GPU's to wait for)
         # (a fault record being written is not final yet: rtl/fault_recorder.py)
         m.d.comb += [self.drained.eq(~pipe_busy & mem_idle & stack.ready & ~fr.settling),
                      drained_core.eq(self.drained)]

@@ -120,6 +120,29 @@ def lookahead_signature(ways: int, mshrs: int) -> wiring.Signature:
     })
 
 
+def connect_lookahead(m: Module, buf, looks: list, bank_of=None, in_bank=None) -> None:
+    """Wire a request buffer whose entries carry lookups (``SkidBuffer(..., lookup_layout(...))``)
+    to the ``look`` ports of the caches behind it: each cache looks up the address entering
+    the buffer and keeps both entries' findings up to date; an entry keeps the findings of
+    the cache its request goes to (``bank_of(addr)``, which sees ``in_bank(addr)``). With
+    one cache, ``looks`` is its port alone and both functions are left out."""
+    if bank_of is None:
+        def bank_of(addr):
+            return Const(0, 1)
+    if in_bank is None:
+        def in_bank(addr):
+            return addr
+    m.d.comb += [
+        *[lk.in_addr.eq(in_bank(buf.up.payload.addr)) for lk in looks],
+        *[lk.port_found.eq(buf.down_side) for lk in looks],
+        *[lk.skid_addr.eq(in_bank(buf.skid.addr)) for lk in looks],
+        *[lk.skid_found.eq(buf.skid_side) for lk in looks],
+        buf.up_side.eq(Array(lk.in_found for lk in looks)[bank_of(buf.up.payload.addr)]),
+        buf.down_side_next.eq(Array(lk.port_next for lk in looks)[bank_of(buf.down.payload.addr)]),
+        buf.skid_side_next.eq(Array(lk.skid_next for lk in looks)[bank_of(buf.skid.addr)]),
+    ]
+
+
 def cache_signature(line_words: int, tag_bits: int, atom_port: bool = False,
                     lookahead: tuple[int, int] | None = None) -> wiring.Signature:
     """The interface of a cache at either level (this L1, the L2 of rtl/l2_cache.py): the

@@ -51,7 +51,13 @@ from . import reuse
 from .atomic_alu import atomic_result
 from .fpu import ATOMIC_LATENCY, Fpu, FpuOp
 from .interconnect import Interconnect
-from .l1_cache import L1Cache, atomic_operands, cache_signature, lookup_layout
+from .l1_cache import (
+    L1Cache,
+    atomic_operands,
+    cache_signature,
+    connect_lookahead,
+    lookup_layout,
+)
 from .skid_buffer import SkidBuffer
 
 __all__ = ["L2Cache"]
@@ -158,16 +164,7 @@ class L2Cache(wiring.Component):
         m.d.comb += bank.eq(bank_of(req.payload.addr))
         # every bank looks up the address entering the buffer and keeps the entries'
         # lookups up to date; each entry keeps its own bank's
-        looks = [b.look for b in banks]
-        m.d.comb += [
-            *[lk.in_addr.eq(in_bank(buf.up.payload.addr)) for lk in looks],
-            *[lk.port_found.eq(buf.down_side) for lk in looks],
-            *[lk.skid_addr.eq(in_bank(buf.skid.addr)) for lk in looks],
-            *[lk.skid_found.eq(buf.skid_side) for lk in looks],
-            buf.up_side.eq(Array(lk.in_found for lk in looks)[bank_of(buf.up.payload.addr)]),
-            buf.down_side_next.eq(Array(lk.port_next for lk in looks)[bank]),
-            buf.skid_side_next.eq(Array(lk.skid_next for lk in looks)[bank_of(buf.skid.addr)]),
-        ]
+        connect_lookahead(m, buf, [b.look for b in banks], bank_of, in_bank)
 
         # the one atomic unit: the request at the port gives the operands, the bank it goes to
         # the old word (see ``gated`` above)
@@ -180,7 +177,10 @@ class L2Cache(wiring.Component):
                      fpu.a.eq(old_q), fpu.b.eq(b_q)]
         new = atomic_result(m, pl.atom_op, old_q, b_q, pl.atom_c, fpu.result)
         m.d.comb += [b.atom.new.eq(new) for b in banks]
-        # the bank of every request in flight, in request order
+        # The bank of every request in flight, in request order. It holds one entry per
+        # reorder-buffer entry in use across the banks (both enter as a bank accepts a request
+        # and leave as its response goes up), so it has room whenever a bank can accept one:
+        # its ``w_rdy`` takes no part in a bank's acceptance (the model asserts the bound).
         m.submodules.order = order = SyncFIFO(width=max(1, bb), depth=nb * self.rob_depth)
         head = Signal(max(1, bb))
         m.d.comb += head.eq(order.r_data)
@@ -189,12 +189,12 @@ class L2Cache(wiring.Component):
             m.d.comb += [
                 p.eq(req.payload),
                 p.addr.eq(in_bank(req.payload.addr)),
-                b.up.req.valid.eq(req.valid & (bank == i) & order.w_rdy),
+                b.up.req.valid.eq(req.valid & (bank == i)),
                 b.up.resp.ready.eq(resp.ready & order.r_rdy & (head == i)),
                 b.invalidate.eq(self.invalidate),
             ]
             with m.If(bank == i):
-                m.d.comb += req.ready.eq(b.up.req.ready & order.w_rdy)
+                m.d.comb += req.ready.eq(b.up.req.ready)
             with m.If(order.r_rdy & (head == i)):
                 m.d.comb += [resp.valid.eq(b.up.resp.valid), resp.payload.eq(b.up.resp.payload)]
         m.d.comb += [order.w_data.eq(bank), order.w_en.eq(req.valid & req.ready),

@@ -2,25 +2,28 @@
 
 ::
 
-    core (LSU) --up--> [ L1Cache (rtl/l1_cache.py) | wire ] --down--> interconnect
-                  ^                                         |
-                  +-- load latency: accept -> response      +-- DRAM traffic: lines sent
+    core (LSU) --up--> skid buffer --> [ L1Cache (rtl/l1_cache.py) | wire ] --down--> interconnect
+                                     ^                                         |
+                load latency: accept +-> response                              +-- DRAM traffic
 
 It sits in the GPU (rtl/gpu.py) between each core's memory port and the interconnect, with the
-port's contract on both sides, so the core does not know whether it has a cache. With no L1
-(``L1Config.size_bytes`` 0, or ``GpuConfig.l1`` None) the path is a wire and every cycle count
-is what it was before the cache existed.
+port's contract on both sides, so the core does not know whether it has a cache. Requests
+enter a two-entry skid buffer (``up.req.ready`` is a register); with an L1 the buffer's entries
+carry each request's lookup in the cache (``L1Cache``'s ``lookahead``), so the cache decides
+on the request at its port from registers. With no L1 (``L1Config.size_bytes`` 0, or
+``GpuConfig.l1`` None) the path is the buffer alone.
 
 ``invalidate`` (a launch starting, or a ``fence`` issued by the core) clears the cache: L1s
 are not coherent, so this is what makes the host's writes before a launch, and another
 core's stores before a fence, visible (docs/memory-system.md, "Memory ordering").
 
 ``perf`` (:func:`simtgpu.rtl.signatures.mem_perf_layout`) feeds the performance counters: the
-cache's strobes, the requests sent down, and each load's latency, measured from acceptance on
-the core's port to its response. Responses come back in request order, so a FIFO of
-acceptance times (one per request in flight) is enough; it holds as many entries as the LSU
-can have transactions in flight (``cfg.lsu_depth``), so it never fills before the LSU stops
-sending, and is a measurement only: it never holds a request.
+cache's strobes, the requests sent down, and each load's latency, measured from the request
+leaving the buffer (taken by the cache, or by the interconnect) to its response. Responses
+come back in request order, so a FIFO of acceptance times (one per request in flight) is
+enough; it holds as many entries as the LSU can have transactions in flight
+(``cfg.lsu_depth``), so it never fills before the LSU stops sending, and is a measurement
+only: it never holds a request.
 """
 
 from __future__ import annotations
@@ -31,8 +34,9 @@ from amaranth.lib.fifo import SyncFIFO
 from amaranth.lib.wiring import In, Out
 
 from .configs import RtlConfig
-from .l1_cache import L1Cache
+from .l1_cache import L1Cache, connect_lookahead, lookup_layout
 from .signatures import LATENCY_BITS, MemKind, mem_perf_layout, mem_port_signature
+from .skid_buffer import SkidBuffer
 
 __all__ = ["CoreMemPath"]
 
@@ -60,6 +64,11 @@ class CoreMemPath(wiring.Component):
 
     def __init__(self, cfg: RtlConfig):
         self.cfg = cfg
+        l1 = cfg.l1
+        self.l1 = None if l1 is None else L1Cache(  # (its parameters, for a bench's model)
+            line_words=cfg.line_words, size_bytes=l1.size_bytes, ways=l1.ways,
+            mshrs=l1.mshrs, rob_depth=l1.rob_depth, tag_bits=cfg.tag_bits,
+            addr_bits=cfg.memory_addr_bits, lookahead=True)
         super().__init__({
             "up": In(mem_port_signature(cfg.line_words, cfg.tag_bits)),
             "down": Out(mem_port_signature(cfg.line_words, cfg.tag_bits)),
@@ -73,19 +82,28 @@ class CoreMemPath(wiring.Component):
         cfg = self.cfg
         l1 = cfg.l1
         p = self.perf
+        # The core's requests enter a two-entry skid buffer, so the LSU's hold is a register
+        # whatever is behind it. With an L1 its entries carry their lookups in the cache, made
+        # as a request enters and kept up to date (``L1Cache``'s ``lookahead``, as the L2's
+        # banks): the cache decides on the request at its port from registers.
+        payload = self.up.req.payload.shape()
         if l1 is None:
-            wiring.connect(m, wiring.flipped(self.up), wiring.flipped(self.down))
-            m.d.comb += self.idle.eq(1)
+            m.submodules.buffer = buf = SkidBuffer(payload)
+            wiring.connect(m, wiring.flipped(self.up.req), buf.up)
+            wiring.connect(m, buf.down, wiring.flipped(self.down.req))
+            wiring.connect(m, self.down.resp, wiring.flipped(self.up.resp))
+            m.d.comb += self.idle.eq(buf.idle)
         else:
-            m.submodules.l1 = cache = L1Cache(
-                line_words=cfg.line_words, size_bytes=l1.size_bytes, ways=l1.ways,
-                mshrs=l1.mshrs, rob_depth=l1.rob_depth, tag_bits=cfg.tag_bits,
-                addr_bits=cfg.memory_addr_bits)
-            wiring.connect(m, wiring.flipped(self.up), cache.up)
+            m.submodules.l1 = cache = self.l1
+            m.submodules.buffer = buf = SkidBuffer(payload, lookup_layout(l1.ways, l1.mshrs))
+            wiring.connect(m, wiring.flipped(self.up.req), buf.up)
+            wiring.connect(m, buf.down, cache.up.req)
+            wiring.connect(m, cache.up.resp, wiring.flipped(self.up.resp))
+            connect_lookahead(m, buf, [cache.look])
             wiring.connect(m, cache.down, wiring.flipped(self.down))
             invalidate = Signal()
             m.d.sync += invalidate.eq(self.invalidate)
-            m.d.comb += [cache.invalidate.eq(invalidate), self.idle.eq(cache.idle),
+            m.d.comb += [cache.invalidate.eq(invalidate), self.idle.eq(cache.idle & buf.idle),
                          p.l1_hit.eq(cache.hit), p.l1_miss.eq(cache.miss),
                          p.l1_merge.eq(cache.merge), p.l1_mshr_full.eq(cache.mshr_full)]
 
@@ -99,11 +117,12 @@ class CoreMemPath(wiring.Component):
         m.d.sync += now.eq(now + 1)
         entry = data.StructLayout({"read": 1, "time": LATENCY_BITS})
         m.submodules.times = times = SyncFIFO(width=entry.size, depth=cfg.lsu_depth)
+        # (accepted: as the request leaves the buffer for the cache or the interconnect)
         up = self.up
         w, r = Signal(entry), Signal(entry)
         m.d.comb += [
-            w.read.eq(up.req.payload.kind == MemKind.READ), w.time.eq(now),
-            times.w_data.eq(w), times.w_en.eq(up.req.valid & up.req.ready),
+            w.read.eq(buf.down.payload.kind == MemKind.READ), w.time.eq(now),
+            times.w_data.eq(w), times.w_en.eq(buf.down.valid & buf.down.ready),
             r.eq(times.r_data),
             times.r_en.eq(up.resp.valid & up.resp.ready),
             p.load.eq(times.r_en & times.r_rdy & r.read),

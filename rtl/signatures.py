@@ -264,7 +264,8 @@ def mem_perf_layout() -> data.StructLayout:
     merged into a pending miss; ``l1_mshr_full``: a read held back because every MSHR is busy
     (a stall cycle). ``dram_read``, ``dram_write``: a line request left the core's path toward
     memory (a read or an atomic; a store). ``load``: a read's response reached the LSU, with
-    ``load_latency`` the cycles since the read was accepted on the core's port.
+    ``load_latency`` the cycles since the read left the core's request buffer (taken by the
+    L1, or by the interconnect).
     """
     fields = {name: unsigned(1) for name in MEM_PERF_EVENTS}
     fields["load_latency"] = unsigned(LATENCY_BITS)

@@ -72,7 +72,9 @@ class L2Model:
         bank = (req["addr"] >> self.ob) % self.nb
         bank_payload = pack_fields(_req_fields(lw, tb, dict(req, addr=self._to_bank(
             req["addr"]))))
-        w_rdy = len(self.order) < self.depth
+        # the order FIFO has an entry per reorder-buffer entry in use, so it is never full
+        # when a bank can accept: the RTL does not look at its room
+        assert len(self.order) == sum(b.count for b in self.banks) <= self.depth
         head = self.order[0] if self.order else None
         valids = [bool(b.dq) for b in self.banks]
         grant = next((i for i in ((self.last + 1 + k) % self.nb for k in range(self.nb))
@@ -83,7 +85,7 @@ class L2Model:
         ins = []
         for i in range(self.nb):
             ins.append({
-                "up__req__valid": int(bool(v["up__req__valid"]) and bank == i and w_rdy),
+                "up__req__valid": int(bool(v["up__req__valid"]) and bank == i),
                 "up__req__payload": bank_payload,
                 "up__resp__ready": int(bool(v["up__resp__ready"]) and head == i),
                 "down__req__ready": int(bool(v["down__req__ready"]) and grant == i),
@@ -100,7 +102,7 @@ class L2Model:
                 g, addr=self._from_bank(g["addr"], grant),
                 tag=(grant << self.inner) | (g["tag"] & ((1 << self.inner) - 1)))))
         outs = [b.step(x) for b, x in zip(self.banks, ins, strict=True)]
-        ready = bool(outs[bank]["up__req__ready"]) and w_rdy
+        ready = bool(outs[bank]["up__req__ready"])
         resp_valid = head is not None and bool(outs[head]["up__resp__valid"])
         out = {
             "up__req__ready": int(ready),
@@ -113,7 +115,7 @@ class L2Model:
             "idle": int(all(o["idle"] for o in outs) and not ext_valid
                         and self.outstanding == 0 and not self.order),
         }
-        if v["up__req__valid"] and not ready and w_rdy and outs[bank]["up__req__ready"] == 0:
+        if v["up__req__valid"] and not ready:
             self.stats["conflict"] += 1  # the request's bank cannot take it this cycle
         # --- the clock edge ---
         req_fire = ext_valid and bool(v["down__req__ready"])

@@ -1,0 +1,71 @@
+"""A core's memory path with an L1 (rtl/mem_path.py) on Verilator, cycle by cycle against a
+model written from its contract: the two-entry skid buffer requests enter (a queue of two, as
+test_skid_buffer's) in front of the L1 of test_l1_cache's model, ``invalidate`` reaching the
+cache a cycle later.
+
+The RTL's L1 decides on lookups kept up to date in the buffer's entries (``lookahead``); the
+model looks each request up in the cycle it is at the cache's port, so a lookup brought up to
+date wrongly (a fill, an eviction, an MSHR taken or freed, a line an atomic drops, an
+invalidation missed) shows as a different decision. The random environment is the L1
+bench's (:func:`test_l1_cache.random_traffic`): every response is also checked against a flat
+memory updated in request order.
+"""
+
+from __future__ import annotations
+
+import random
+
+from simtgpu.arch.config import L1Config
+from simtgpu.rtl.configs import get_rtl_config
+from simtgpu.rtl.mem_path import CoreMemPath
+from simtgpu.verification.units import build_unit
+from test_l1_cache import L1Model, random_traffic
+from test_rtl_units_stateful import Vector, check_cycles
+from units_harness import SEED
+
+PORTS = ("up__req__ready", "up__resp__valid", "up__resp__payload", "down__req__valid",
+         "down__req__payload", "down__resp__ready", "idle")
+"""What the bench compares every cycle (the counters' events are the L1's strobes and a
+latency FIFO, checked by the GPU's counter tests)."""
+
+
+class BufferedL1Model:
+    """:class:`L1Model` behind a queue of at most two requests (the oldest at the cache's
+    port; ``up.req.ready`` is the queue's having room), its ``invalidate`` a cycle late."""
+
+    def __init__(self, path: CoreMemPath):
+        self.inner = L1Model(path.l1)
+        self.stats = self.inner.stats
+        self.held: list[int] = []  # request payloads, oldest first
+        self.invalidate = 0  # registered on the way to the cache
+
+    def step(self, v: Vector) -> Vector:
+        out = self.inner.step(dict(v, up__req__valid=int(bool(self.held)),
+                                   up__req__payload=self.held[0] if self.held else 0,
+                                   invalidate=self.invalidate))
+        taken = bool(self.held) and bool(out["up__req__ready"])
+        room = len(self.held) < 2
+        out = dict(out, up__req__ready=int(room),
+                   idle=int(out["idle"] and not self.held))
+        if taken:
+            self.held.pop(0)
+        if v["up__req__valid"] and room:
+            self.held.append(v["up__req__payload"])
+        self.invalidate = v["invalidate"]
+        return {k: out[k] for k in PORTS}
+
+
+def test_mem_path_l1_lookahead_cycles() -> None:
+    cfg = get_rtl_config("tiny").with_(l1=L1Config(256, 2, 2, 4))  # 8 sets x 2 ways of 16 B
+    bld, path = build_unit("mem_path", lambda: CoreMemPath(cfg))
+    rng = random.Random(SEED + 73)
+    model = BufferedL1Model(path)
+    lines = [rng.randrange(0x100, 0x400) for _ in range(20)]
+    stim, want, state = random_traffic(model, cfg.line_words, cfg.tag_bits, rng, lines, 4000,
+                                       addr_bits=cfg.memory_addr_bits)
+    st = model.stats
+    assert state["checked"] > 300, state
+    assert st["hit"] > 200 and st["miss"] > 100 and st["merge"] > 20, st
+    assert st["evict"] > 30 and st["write_hit"] > 30 and st["atomic_inval"] > 10, st
+    assert st["mshr_full"] > 0 and st["invalidate"] > 10 and st["stale_fill"] > 0, st
+    check_cycles("mem_path", bld, stim, want, "units_mem_path_cycles")
