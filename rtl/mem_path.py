@@ -65,7 +65,8 @@ class CoreMemPath(wiring.Component):
     def __init__(self, cfg: RtlConfig):
         self.cfg = cfg
         l1 = cfg.l1
-        self.l1 = None if l1 is None else L1Cache(  # (its parameters, for a bench's model)
+        # the L1's parameters (``L1Cache(**l1_args)``; a bench's model reads them too)
+        self.l1_args = None if l1 is None else dict(
             line_words=cfg.line_words, size_bytes=l1.size_bytes, ways=l1.ways,
             mshrs=l1.mshrs, rob_depth=l1.rob_depth, tag_bits=cfg.tag_bits,
             addr_bits=cfg.memory_addr_bits, lookahead=True)
@@ -94,7 +95,7 @@ class CoreMemPath(wiring.Component):
             wiring.connect(m, self.down.resp, wiring.flipped(self.up.resp))
             m.d.comb += self.idle.eq(buf.idle)
         else:
-            m.submodules.l1 = cache = self.l1
+            m.submodules.l1 = cache = L1Cache(**self.l1_args)
             m.submodules.buffer = buf = SkidBuffer(payload, lookup_layout(l1.ways, l1.mshrs))
             wiring.connect(m, wiring.flipped(self.up.req), buf.up)
             wiring.connect(m, buf.down, cache.up.req)

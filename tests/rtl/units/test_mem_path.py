@@ -17,6 +17,7 @@ import random
 
 from simtgpu.arch.config import L1Config
 from simtgpu.rtl.configs import get_rtl_config
+from simtgpu.rtl.l1_cache import L1Cache
 from simtgpu.rtl.mem_path import CoreMemPath
 from simtgpu.verification.units import build_unit
 from test_l1_cache import L1Model, random_traffic
@@ -34,7 +35,7 @@ class BufferedL1Model:
     port; ``up.req.ready`` is the queue's having room), its ``invalidate`` a cycle late."""
 
     def __init__(self, path: CoreMemPath):
-        self.inner = L1Model(path.l1)
+        self.inner = L1Model(L1Cache(**path.l1_args))  # (a description, never elaborated)
         self.stats = self.inner.stats
         self.held: list[int] = []  # request payloads, oldest first
         self.invalidate = 0  # registered on the way to the cache
