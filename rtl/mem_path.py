@@ -92,7 +92,7 @@ class CoreMemPath(wiring.Component):
             m.submodules.buffer = buf = SkidBuffer(payload)
             wiring.connect(m, wiring.flipped(self.up.req), buf.up)
             wiring.connect(m, buf.down, wiring.flipped(self.down.req))
-            wiring.connect(m, self.down.resp, wiring.flipped(self.up.resp))
+            wiring.connect(m, wiring.flipped(self.down.resp), wiring.flipped(self.up.resp))
             m.d.comb += self.idle.eq(buf.idle)
         else:
             m.submodules.l1 = cache = L1Cache(**self.l1_args)

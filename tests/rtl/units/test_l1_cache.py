@@ -332,7 +332,7 @@ def random_traffic(model, lw: int, tb: int, rng: random.Random, lines: list[int]
             prev = state["vec"]
             if prev["down__req__ready"] and last["down__req__valid"]:
                 below.execute(t - 1, _decode_req(last["down__req__payload"], lw, tb))
-            if prev["down__resp__valid"]:
+            if prev["down__resp__valid"] and last["down__resp__ready"]:
                 below.queue.pop(0)
             if prev["up__req__valid"] and last["up__req__ready"]:
                 r = state["cur"]
