@@ -61,6 +61,8 @@ request back and are not part of the contract.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal, Value, unsigned
 from amaranth.lib import data, wiring
 from amaranth.lib.fifo import SyncFIFO
@@ -120,7 +122,9 @@ def lookahead_signature(ways: int, mshrs: int) -> wiring.Signature:
     })
 
 
-def connect_lookahead(m: Module, buf, looks: list, bank_of=None, in_bank=None) -> None:
+def connect_lookahead(m: Module, buf: wiring.Component, looks: list,
+                      bank_of: Callable[[Value], Value] | None = None,
+                      in_bank: Callable[[Value], Value] | None = None) -> None:
     """Wire a request buffer whose entries carry lookups (``SkidBuffer(..., lookup_layout(...))``)
     to the ``look`` ports of the caches behind it: each cache looks up the address entering
     the buffer and keeps both entries' findings up to date; an entry keeps the findings of
