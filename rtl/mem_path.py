@@ -54,7 +54,7 @@ class CoreMemPath(wiring.Component):
         Clear the L1 (launch start, fence). Registered here, so the cache is cleared one
         cycle later (which keeps the core's issue logic out of the cache's ready path): a load
         that follows a fence in its warp reaches the cache five cycles after the fence issues
-        at the earliest (rr, ex1, ex2, mem, the core's request buffer), by when the lines are
+        at the earliest (rr, ex1, ex2, mem, this path's request buffer), by when the lines are
         gone.
     perf: ``Out(mem_perf_layout())``
         Per-cycle events for the performance counters.
