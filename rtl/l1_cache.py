@@ -45,8 +45,9 @@ to, cycle by cycle, with a Python model written from it. Tags and data live in
 (distributed RAM on an FPGA), compared together; the data one memory of every way's lines,
 read at the hit way through a registered read port (block RAM on an FPGA) and written with
 byte enables. A read hit's line is thus taken in the cycle after the hit (its response can
-still leave then); an executed atomic waits one cycle at the port for its line and one more
-for its old word in a register (docs/memory-system.md, *The L1 data cache unit*). Valid
+still leave then); an executed atomic waits one cycle at the port for its line, one more
+for its old word in a register and one for its new word in a register (docs/memory-system.md,
+*The L1 data cache unit*). Valid
 bits are flip-flops so that ``invalidate`` takes one cycle.
 
 The reorder buffer keeps only flags in flip-flops. What an entry answers with is in memories
@@ -99,7 +100,7 @@ ATOM_PORT = wiring.Signature({"fadd": Out(1), "old": Out(32), "new": In(32)})
 old word of the atomic at the bank's port out, and ``fadd`` while an ``atom.fadd`` waits
 for the unit's FP adder; the new word back, built a cycle later from that old word registered
 (:func:`atomic_operands`) and the operands of the request at the port (the same at every
-bank)."""
+bank), which the bank registers before it writes it."""
 
 
 def lookup_layout(ways: int, mshrs: int) -> data.StructLayout:
@@ -397,6 +398,10 @@ class L1Cache(wiring.Component):
         ack_rd, rob_wr_ack = rob_ack.read_port(domain="comb"), rob_ack.write_port()
         tags_rd, tags_wr = rob_tags.read_port(domain="comb"), rob_tags.write_port()
         rslot_rd, rslot_wr = rob_slots.read_port(domain="comb"), rob_slots.write_port()
+        # ``head_slot``: ``rob_slots`` at the head, kept in a register (read a cycle ahead at
+        # the head or the entry after it, the write of that cycle bypassed), so that whether
+        # the head can answer is a few flags and not a memory read then a flag chosen by it
+        head_slot = Signal(rbits)
         slot_rd, slot_wr = slot_mem.read_port(domain="comb"), slot_mem.write_port()
         last_rd, last_wr = slot_last.read_port(domain="comb"), slot_last.write_port()
         mslot_rd, mslot_wr = mshr_slot.read_port(domain="comb"), mshr_slot.write_port()
@@ -407,8 +412,8 @@ class L1Cache(wiring.Component):
             with m.If(~slot_busy[i]):
                 m.d.comb += slot_free.eq(i)
         m.d.comb += [rob_rd.addr.eq(head), ack_rd.addr.eq(head), tags_rd.addr.eq(head),
-                     rslot_rd.addr.eq(head),
-                     slot_rd.addr.eq(rslot_rd.data), last_rd.addr.eq(rslot_rd.data),
+                     rslot_rd.addr.eq(head + 1),
+                     slot_rd.addr.eq(head_slot), last_rd.addr.eq(head_slot),
                      mslot_rd.addr.eq(pend_idx)]
 
         # Downstream requests, and what each response is for (the memory answers in order).
@@ -631,7 +636,7 @@ class L1Cache(wiring.Component):
         m.d.comb += [
             head_fill.eq(rob_fill.bit_select(head, 1)),
             resp.valid.eq(rob_valid.bit_select(head, 1)
-                          & Mux(head_fill, slot_filled.bit_select(rslot_rd.data, 1),
+                          & Mux(head_fill, slot_filled.bit_select(head_slot, 1),
                                 rob_ready.bit_select(head, 1))),
             resp.payload.rdata.eq(Mux(resp.valid, Mux(head_fill, slot_rd.data, Mux(
                 rob_acked.bit_select(head, 1), ack_rd.data,
@@ -643,7 +648,11 @@ class L1Cache(wiring.Component):
         with m.If(retire):
             m.d.sync += [rob_valid.bit_select(head, 1).eq(0), head.eq(head + 1)]
             with m.If(head_fill & (last_rd.data == head)):  # the slot's last reader leaves
-                m.d.sync += slot_busy.bit_select(rslot_rd.data, 1).eq(0)
+                m.d.sync += slot_busy.bit_select(head_slot, 1).eq(0)
+        head_next = Signal(rbits)
+        m.d.comb += head_next.eq(Mux(retire, head + 1, head))
+        m.d.sync += head_slot.eq(Mux(rslot_wr.en & (rslot_wr.addr == head_next), rslot_wr.data,
+                                     Mux(retire, rslot_rd.data, head_slot)))
         with m.If(fire & ~retire):
             m.d.sync += count.eq(count + 1)
         with m.Elif(retire & ~fire):
@@ -697,11 +706,13 @@ class L1Cache(wiring.Component):
         enables. ``ready`` is low until the line is read (``line_ok``), then for a cycle while
         the old word is registered (it comes out of a block RAM; the new word is worked out
         from the register, so the read-modify-write is not one path from the RAM's output to
-        its write) and, for ``atom.fadd``, until the FP adder's sum is out, its latency more;
-        ``start`` (the atomic can be performed now) keeps the operands steady meanwhile: no
-        write reaches the data RAM while it is high (the request at the port is the only one
-        that could write, and a fill leaves ``room`` low), and the wait starts again
-        whenever it drops."""
+        its write), for ``atom.fadd`` until the FP adder's sum is out, its latency more, and
+        for a cycle while the new word is registered (``new`` leaves from a flip-flop: the
+        min/max and compare-and-swap logic is not on the path into the data RAM's write and
+        the down queue). ``start`` (the atomic can be performed now) keeps the operands steady
+        meanwhile: no write reaches the data RAM while it is high (the request at the port is
+        the only one that could write, and a fill leaves ``room`` low), and the wait starts
+        again whenever it drops."""
         from .atomic_alu import atomic_result
         from .fpu import ATOMIC_LATENCY, Fpu, FpuOp
         lw, ob = self.line_words, self.offset_bits
@@ -712,18 +723,26 @@ class L1Cache(wiring.Component):
         m.d.comb += is_fadd.eq(start & (p.atom_op == AtomOp.FADD))
         if self.fadd_latency:  # the L2's unit: it sees the same request's operands
             latency = self.fadd_latency
-            m.d.comb += [self.atom.fadd.eq(is_fadd), self.atom.old.eq(old),
-                         new.eq(self.atom.new)]
+            m.d.comb += [self.atom.fadd.eq(is_fadd), self.atom.old.eq(old)]
+            m.d.sync += new.eq(self.atom.new)
         else:
             m.submodules.atom_fpu = fpu = Fpu(ATOMIC_LATENCY, gated=self.gated,
                                               fadd_only=True)
             latency = fpu.latency
             old_q, b_q = atomic_operands(m, old, p.atom_b)
             m.d.comb += [fpu.op.eq(FpuOp.FADD), fpu.en.eq(is_fadd), fpu.a.eq(old_q),
-                         fpu.b.eq(b_q),
-                         new.eq(atomic_result(m, p.atom_op, old_q, b_q, p.atom_c,
-                                              fpu.result))]
-        # cycles of ``start`` before the new word is out: the register, then the adder's
-        wait = Signal(range(latency + 2))
-        m.d.comb += ready.eq(line_ok & (wait == Mux(is_fadd, latency + 1, 1)))
-        m.d.sync += wait.eq(Mux(start & ~ready, wait + 1, 0))
+                         fpu.b.eq(b_q)]
+            m.d.sync += new.eq(atomic_result(m, p.atom_op, old_q, b_q, p.atom_c, fpu.result))
+        # Cycles of ``start`` before the new word is out: the operands' register, the adder's
+        # latency (atom.fadd), the new word's register. ``at_target`` says a cycle ahead that
+        # the count will have reached it, from the request at the port then: while it waits
+        # (``start`` high, not ``ready``) the port holds the same request, and in any other
+        # cycle the count restarts at zero, short of any target; so ``ready`` is a flag and
+        # ``line_ok``, not the request's operation decoded into a comparison.
+        target = Mux(p.atom_op == AtomOp.FADD, latency + 2, 2)
+        wait = Signal(range(latency + 3))
+        wait_next = Signal.like(wait)
+        at_target = Signal()
+        m.d.comb += [wait_next.eq(Mux(start & ~ready, wait + 1, 0)),
+                     ready.eq(line_ok & at_target)]
+        m.d.sync += [wait.eq(wait_next), at_target.eq(wait_next == target)]

@@ -68,9 +68,10 @@ class L1Model:
     (a bank of the L2) atomics are performed on the cached line, fetched first if absent."""
 
     # cycles an atomic waits with its line read: one for the atomic unit's operand register
-    # (the old word comes from the line's block RAM); atom.fadd then the adder's latency too
-    ATOM_WAIT = 1
-    FADD_WAIT = ATOMIC_LATENCY + 1
+    # (the old word comes from the line's block RAM), atom.fadd then the adder's latency, and
+    # one for the new word's register
+    ATOM_WAIT = 2
+    FADD_WAIT = ATOMIC_LATENCY + 2
 
     def __init__(self, c: L1Cache):
         self.c = c
