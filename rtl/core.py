@@ -1135,15 +1135,17 @@ class Core(wiring.Component):
                      p.resident_warps.eq(sum(member[w] for w in range(W))),
                      p.resident_blocks.eq(sum(slot_busy[k] for k in range(S)))]
         # a cycle is charged as one that issued when an instruction enters rr (picked now,
-        # or from the skid), so that an issue into the skid leaves the stall charged
-        m.d.comb += [sc.issued.eq(is_rr_st.d.valid & ~stall), sc.running.eq(running),
+        # or from the skid), so that an issue into the skid leaves the stall charged. The
+        # classifier's inputs are registered (it works on the cycle before, as the port tells
+        # of it): the hazards come late in the cycle, out of the issue stage's selection.
+        m.d.sync += [sc.issued.eq(is_rr_st.d.valid & ~stall), sc.running.eq(running),
                      sc.any_live.eq((member & ~finished) != 0), sc.mem_hold.eq(mem_hold),
                      sc.lwb_valid.eq(lsu.lwb.valid), sc.ex1_block.eq(ex1_block),
                      sc.sfu_wb.eq(sfu.result.valid | mx.result.valid),
                      sc.structural_warps.eq(iss.structural),
                      sc.hazard.eq(iss.hazard), sc.parked.eq(iss.parked),
                      sc.bar_hold.eq(iss.bar_hold)]
-        m.d.sync += [p.stall_idle.eq(sc.stall_idle), p.stall_memory.eq(sc.stall_memory),
+        m.d.comb += [p.stall_idle.eq(sc.stall_idle), p.stall_memory.eq(sc.stall_memory),
                      p.stall_structural.eq(sc.stall_structural),
                      p.stall_scoreboard.eq(sc.stall_scoreboard),
                      p.stall_barrier.eq(sc.stall_barrier)]
