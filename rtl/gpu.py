@@ -89,8 +89,10 @@ class Gpu(wiring.Component):
     busy, fault, idle: ``Out(1)``
         STATUS.BUSY, STATUS.FAULT, and "nothing queued or running, no fault".
     drained: ``Out(1)``
-        Every core is drained and the memory path has nothing outstanding: after a fault,
-        what was in flight has retired (a test bench samples the retire ports until then).
+        Every core was drained and the memory path had nothing outstanding in the cycle
+        before (registered), and, while the host halts the cores, they were halted then:
+        after a fault, what was in flight has retired (a test bench samples the retire ports
+        until then).
     """
 
     def __init__(self, cfg: RtlConfig, core_factory: CoreFactory | None = None):
@@ -180,11 +182,26 @@ class Gpu(wiring.Component):
                          perf.mem_perf[i].eq(path.perf)]
         m.d.comb += perf.launch_start.eq(host.core_start)
 
+        # ``drained`` from a flip-flop, a cycle late, and the host's halt and flush to the
+        # cores through flip-flops, a cycle late: the host's state machine and its fault
+        # registers are far from the cores' pipelines and the caches, and the paths between
+        # them were the whole GPU's slowest. The host waits for ``drained`` only once nothing
+        # can start: every block finished (DRAIN), or the cores halted (HALT). While the host
+        # halts them, ``drained`` counts only from a cycle in which the cores saw the halt
+        # (``halted_q``): before, one could still have started an instruction. The cores
+        # see the flush with the halt still on (the host asserts both in FLUSH). A cycle more
+        # at the end of each launch, two more at a fault.
+        drained_now = Signal()
+        drained_q = Signal()
+        m.d.comb += drained_now.eq(Cat(*[c.drained for c in cores]).all()
+                                   & Cat(*[p.idle for p in paths]).all() & ic.idle
+                                   & (l2.idle if l2 is not None else 1))
+        halt_q, flush_q, halted_q = Signal(), Signal(), Signal()
+        m.d.sync += [drained_q.eq(drained_now), halt_q.eq(host.core_halt),
+                     flush_q.eq(host.core_flush), halted_q.eq(halt_q)]
         drained = Signal()
-        m.d.comb += drained.eq(Cat(*[c.drained for c in cores]).all()
-                               & Cat(*[p.idle for p in paths]).all() & ic.idle
-                               & (l2.idle if l2 is not None else 1))
-        m.d.comb += [host.drained.eq(drained), self.drained.eq(drained)]
+        m.d.comb += [drained.eq(drained_q & (halted_q | ~host.core_halt)),
+                     host.drained.eq(drained), self.drained.eq(drained)]
 
         for i, core in enumerate(cores):
             wiring.connect(m, disp.cores[i], core.dispatch)
@@ -195,8 +212,8 @@ class Gpu(wiring.Component):
                 core.imem.data.eq(host.imem.data),
                 core.code_base.eq(host.code_base), core.code_end.eq(host.code_end),
                 core.start.eq(host.core_start),
-                core.halt.eq(host.core_halt),
-                core.flush.eq(host.core_flush),
+                core.halt.eq(halt_q),
+                core.flush.eq(flush_q),
                 perf.core_perf[i].eq(core.perf),
                 perf.retire_valid[i].eq(core.retire.valid),
                 perf.retire_exec[i].eq(core.retire.exec),

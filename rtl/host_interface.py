@@ -19,7 +19,7 @@ after every store of the command is in memory (memory answers in order).
 from __future__ import annotations
 
 from amaranth.hdl import Cat, Const, Module, Mux, Signal
-from amaranth.lib import enum, wiring
+from amaranth.lib import data, enum, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 from amaranth.utils import exact_log2
@@ -218,12 +218,20 @@ class HostInterface(wiring.Component):
                 with m.Default():  # the perf counters' offsets, or none: perf_rdata answers
                     m.d.sync += rdata.eq(0)
 
-        # Instruction-memory writes: MMIO IMEM_DATA, or the backdoor.
+        # Instruction-memory writes: MMIO IMEM_DATA, or the backdoor, registered before they
+        # reach the shadow, the cores' memories and ``code_limit`` (the bus's decoding is not
+        # on the path into the cores' predecoders). The write lands in the cycle after the
+        # bus's; a read of it (MMIO IMEM_DATA, two cycles on at the earliest: the bus waits
+        # for ``ack`` between accesses) or a launch (a command in the queue) comes later.
+        sh_wq = Signal(data.StructLayout({"en": 1, "addr": len(sh_w.addr), "data": 32}))
+        m.d.comb += [sh_w.addr.eq(sh_wq.addr), sh_w.data.eq(sh_wq.data), sh_w.en.eq(sh_wq.en)]
+        m.d.sync += sh_wq.en.eq(0)
         with m.If(self.imem_bd.we):
-            m.d.comb += [sh_w.addr.eq(self.imem_bd.addr), sh_w.data.eq(self.imem_bd.data),
-                         sh_w.en.eq(1)]
+            m.d.sync += [sh_wq.addr.eq(self.imem_bd.addr), sh_wq.data.eq(self.imem_bd.data),
+                         sh_wq.en.eq(1)]
         with m.Elif(take & bus.we & (bus.addr == Mmio.IMEM_DATA)):
-            m.d.comb += [sh_w.addr.eq(imem_addr[2:]), sh_w.data.eq(bus.wdata), sh_w.en.eq(1)]
+            m.d.sync += [sh_wq.addr.eq(imem_addr[2:]), sh_wq.data.eq(bus.wdata),
+                         sh_wq.en.eq(1)]
         with m.If(take & (bus.addr == Mmio.IMEM_DATA)):
             m.d.sync += imem_addr.eq(imem_addr + 4)
         # code limit: one past the highest byte ever written (as the driver's ISS backend sees
@@ -314,12 +322,16 @@ class HostInterface(wiring.Component):
         # are written only while it is fetched), so the second cycle's decision starts from
         # registers: no path runs from the record through the comparisons' carry chains into
         # the state and the fault record.
+        # So is whether it is a launch (a 32-bit comparison of its opcode word): the second
+        # cycle's choice among fault, START and DRAIN is a few flags.
         is_launch = op == CommandOp.LAUNCH
+        is_launch_q = Signal()
         record_is_bad = Signal()
-        m.d.sync += record_is_bad.eq(Cat(*record_bad).any()
-                                     | (is_launch & Cat(*launch_bad).any()))
+        m.d.sync += [record_is_bad.eq(Cat(*record_bad).any()
+                                      | (is_launch & Cat(*launch_bad).any())),
+                     is_launch_q.eq(is_launch)]
         bad = Signal()
-        m.d.comb += bad.eq(record_is_bad | (is_launch & (threads > max_threads)))
+        m.d.comb += bad.eq(record_is_bad | (is_launch_q & (threads > max_threads)))
 
         # the record words are written only while a record is fetched, so they hold the
         # running launch's range until it ends
@@ -417,7 +429,7 @@ class HostInterface(wiring.Component):
                         *[b.eq(0) for b in f_block],
                         state.eq(CpState.FAULTED),
                     ]
-                with m.Elif(is_launch):
+                with m.Elif(is_launch_q):
                     m.d.sync += state.eq(CpState.START)
                 with m.Else():
                     m.d.sync += state.eq(CpState.DRAIN)
