@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from simtgpu.arch.config import CONFIGS
+from simtgpu.rtlsim.synth import PLACER_TIMING_WEIGHT
 
 ROOT = Path(__file__).resolve().parents[1]
 COLUMNS = ("LUT4", "CCU2C", "TRELLIS_FF", "DP16KD", "TRELLIS_DPR16X4", "MULT18X18D")
@@ -68,6 +69,10 @@ def register(subparsers: Any) -> None:
                    "the flattened netlist before placement (rtlsim/path_estimate.py): every "
                    "path over the clock period, where nextpnr names only the worst")
     p.add_argument("--seed", type=int, default=1, help="nextpnr placer seed (default 1)")
+    p.add_argument("--timing-weight", type=int, default=None, metavar="W",
+                   help="nextpnr's --placer-heap-timingweight: how much the placer weighs "
+                   f"timing against wire length (default {PLACER_TIMING_WEIGHT}; nextpnr's "
+                   "own default is 10)")
     p.add_argument("--workdir", type=Path, default=None,
                    help="where the Verilog, logs and reports go (default build/synth/CONFIG)")
     p.add_argument("--report-only", action="store_true",
@@ -89,6 +94,8 @@ def run(args: argparse.Namespace) -> int:
         raise SystemExit("simtgpu synth: --freq must be positive and finite (MHz)")
     if args.paths < 0:
         raise SystemExit("simtgpu synth: --paths must be a count of paths (0: none)")
+    if args.timing_weight is not None and args.timing_weight < 0:
+        raise SystemExit("simtgpu synth: --timing-weight must be zero or more")
     if args.unit is not None:
         return _run_units(args)
     caches = {name: None if v is None else v == "on"
@@ -105,7 +112,8 @@ def run(args: argparse.Namespace) -> int:
         res = synthesize(args.config, workdir, args.freq, args.flow, args.seed,
                          progress=lambda s: print(s, flush=True), top=args.top,
                          shells=DATAPATH_SHELLS if args.shell else (), **caches,
-                         route=not args.place_only, place=not args.synth_only)
+                         route=not args.place_only, place=not args.synth_only,
+                         timing_weight=args.timing_weight)
     command = f"simtgpu synth --config {args.config}"
     if args.top != "gpu":
         command += f" --top {args.top}"
@@ -116,6 +124,8 @@ def run(args: argparse.Namespace) -> int:
         command += f" --freq {args.freq:g}"
     if args.flow != "auto":
         command += f" --flow {args.flow}"
+    if args.timing_weight is not None:
+        command += f" --timing-weight {args.timing_weight}"
     if args.place_only:
         command += " --place-only"
     if args.synth_only:
@@ -259,7 +269,10 @@ def render(res, command: str, info: dict[str, str]) -> str:
             + ("flattened (the netlist that is placed, counted below) and, beside it, per "
                "unit (`-noflatten`, the area by unit), then "
                if res.flattened else "per unit (`-noflatten`), then ")
-            + "nextpnr-ecp5 `--85k --out-of-context` (LFE5U-85F, no I/O pins)"
+            + "nextpnr-ecp5 `--85k --out-of-context"
+            + (f" --placer-heap-timingweight {res.timing_weight}"
+               if res.timing_weight is not None else "")
+            + "` (LFE5U-85F, no I/O pins)"
             + (f" with a {res.target_mhz:g} MHz clock constraint" if res.target_mhz else "")
             + f". Tool time: {times}.", "",
             *([f"Register shells (the quick timing loop) in place of: "

@@ -11,7 +11,8 @@
    and 41.5 -> 50.2 MHz for the same Verilog: docs/performance.md, "Timing loop");
 3. nextpnr-ecp5 ``--85k --out-of-context`` with a clock constraint on that netlist: the
    achieved Fmax on an LFE5U-85F and the critical path, whose net names (Amaranth hierarchy
-   joined by dots, as ``flatten`` writes them) name the unit and the pipeline stage.
+   joined by dots, as ``flatten`` writes them) name the unit and the pipeline stage. Its
+   analytic placer weighs timing at :data:`PLACER_TIMING_WEIGHT` (nextpnr's default is 10).
 
 A quicker loop for timing work (``shells``): the datapath units that sit between pipeline
 registers (FPU, half unit, multiplier, matrix unit, SFU lanes, the LSU's atomic adder) are
@@ -46,8 +47,8 @@ from simtgpu.errors import SimtgpuError
 if TYPE_CHECKING:
     from simtgpu.rtl.configs import RtlConfig
 
-__all__ = ["DATAPATH_SHELLS", "ECP5_85F", "SynthError", "SynthResult", "load_result",
-           "lut_equivalents", "module_copies", "register_shells", "run_yosys",
+__all__ = ["DATAPATH_SHELLS", "ECP5_85F", "PLACER_TIMING_WEIGHT", "SynthError", "SynthResult",
+           "load_result", "lut_equivalents", "module_copies", "register_shells", "run_yosys",
            "run_yosys_together", "synthesize",
            "synthesize_verilog", "unit_stage"]
 
@@ -107,6 +108,7 @@ class SynthResult:
     # per-unit synthesis's, whose totals ``unit_cells`` always holds
     unit_cells: dict[str, int] = field(default_factory=dict)
     flattened: bool = False
+    timing_weight: int | None = None  # nextpnr's --placer-heap-timingweight (None: not placed)
 
     @property
     def logic_ns(self) -> float:
@@ -434,8 +436,8 @@ def fpga_rtl_config(config: str, l1: bool | None = None, l2: bool | None = None
 def synthesize(config: str, workdir: Path, freq_mhz: float = 100.0, flow: str = "auto",
                seed: int = 1, progress: Callable[[str], None] = print,
                top: str = "gpu", shells: Iterable[str] = (), l1: bool | None = None,
-               l2: bool | None = None, route: bool = True, place: bool = True
-               ) -> SynthResult:
+               l2: bool | None = None, route: bool = True, place: bool = True,
+               timing_weight: int | None = None) -> SynthResult:
     """Run the flow on the GPU (``top="core"``: on core 0 alone) of configuration ``config``
     in ``workdir``, with the caches as :func:`fpga_rtl_config` says; the modules matching
     ``shells`` become register shells (:func:`register_shells`).
@@ -446,7 +448,8 @@ def synthesize(config: str, workdir: Path, freq_mhz: float = 100.0, flow: str = 
     ``route=False`` stops after placement (nextpnr ``--no-route``): the fit and nextpnr's
     estimate of the Fmax, without the routing that takes the longest on a large design;
     ``place=False`` stops after yosys (the flattened netlist is still written, for
-    :mod:`simtgpu.rtlsim.path_estimate`)."""
+    :mod:`simtgpu.rtlsim.path_estimate`). ``timing_weight``: the placer's weight of timing
+    (default :data:`PLACER_TIMING_WEIGHT`)."""
     from .verilog_export import generate_verilog
 
     cfg = fpga_rtl_config(config, l1, l2)
@@ -464,7 +467,7 @@ def synthesize(config: str, workdir: Path, freq_mhz: float = 100.0, flow: str = 
         progress(f"synth {config}: register shells for {', '.join(replaced) or 'nothing'}")
     res = synthesize_verilog(config, text, top, workdir, freq_mhz, flow, seed, progress,
                              verilog_s=time.monotonic() - t, route=route, place=place,
-                             flatten=flow == "ecp5")
+                             flatten=flow == "ecp5", timing_weight=timing_weight)
     res.top = top
     res.shells = replaced if shells else []
     return res
@@ -480,7 +483,8 @@ def synthesize_verilog(name: str, text: str, top: str, workdir: Path, freq_mhz: 
                        flow: str = "ecp5", seed: int = 1,
                        progress: Callable[[str], None] = print,
                        verilog_s: float | None = None, place: bool = True,
-                       route: bool = True, flatten: bool | None = None) -> SynthResult:
+                       route: bool = True, flatten: bool | None = None,
+                       timing_weight: int | None = None) -> SynthResult:
     """Run the flow on Verilog ``text`` whose top module is ``top`` (any component: the
     tests synthesise a single unit this way); ``place=False`` stops after yosys,
     ``route=False`` after placement. ``flatten`` (default: when it places) also writes the
@@ -502,7 +506,11 @@ def synthesize_verilog(name: str, text: str, top: str, workdir: Path, freq_mhz: 
 
     vfile = workdir / f"{top}.v"
     vfile.write_text(text)
-    for stale in ("netlist.json", "stat_flat.json", "report.json", "nextpnr.log"):
+    if timing_weight is None:
+        timing_weight = PLACER_TIMING_WEIGHT
+    if timing_weight < 0:
+        raise ValueError(f"timing_weight must be zero or more, not {timing_weight}")
+    for stale in ("netlist.json", "stat_flat.json", "report.json", "nextpnr.log", "pnr.json"):
         (workdir / stale).unlink(missing_ok=True)  # an earlier run's must not be read back
     result = _synth_stage(name, top, workdir, vfile, flow, progress, stage,
                           flat=flow == "ecp5" and (place if flatten is None else flatten))
@@ -510,7 +518,8 @@ def synthesize_verilog(name: str, text: str, top: str, workdir: Path, freq_mhz: 
     result.stage_seconds = times
     (workdir / "times.json").write_text(json.dumps(times))
     if result.flow == "ecp5" and place:
-        _pnr_stage(result, name, top, workdir, freq_mhz, seed, progress, stage, route)
+        _pnr_stage(result, name, top, workdir, freq_mhz, seed, progress, stage, route,
+                   timing_weight)
         (workdir / "times.json").write_text(json.dumps(times))
     return result
 
@@ -537,6 +546,9 @@ def load_result(name: str, top: str, workdir: Path, flow: str = "ecp5") -> Synth
     if flow == "ecp5" and report.exists():
         _read_report(res, json.loads(report.read_text()), top)
         _read_pnr_log(res, workdir / "nextpnr.log")
+        pnr = workdir / "pnr.json"  # (absent from a run before the weight was recorded)
+        if pnr.exists():
+            res.timing_weight = json.loads(pnr.read_text()).get("timing_weight")
     return res
 
 
@@ -577,18 +589,26 @@ def _read_flat(result: SynthResult, workdir: Path, top: str) -> None:
         result.flattened = True
 
 
+# The analytic placer's weight of timing against wire length. nextpnr's default, 10, placed
+# and routed the whole ``tiny`` at 42.95 MHz; 30 at 49.66 MHz, the same netlist and seed
+# (docs/performance.md, "Timing loop"), in the same time. The design fills under half the
+# device, so a placement that favours timing still legalises.
+PLACER_TIMING_WEIGHT = 30
+
+
 def _pnr_stage(result, name, top, workdir, freq_mhz, seed, progress, stage,
-               route: bool = True) -> None:
+               route: bool = True, timing_weight: int = PLACER_TIMING_WEIGHT) -> None:
     if not fits_ecp5(result.cells):
         progress(f"synth {name}: larger than the ECP5-85F; no place and route")
         return
-    progress(f"synth {name}: nextpnr-ecp5 --85k --out-of-context --freq {freq_mhz:g}"
-             + ("" if route else " --no-route"))
+    progress(f"synth {name}: nextpnr-ecp5 --85k --out-of-context --freq {freq_mhz:g} "
+             f"--placer-heap-timingweight {timing_weight}" + ("" if route else " --no-route"))
     t = time.monotonic()
     log = workdir / "nextpnr.log"
     try:
         _run([*_tool("nextpnr-ecp5"), "--85k", "--out-of-context", "--json", "netlist.json",
               "--freq", f"{freq_mhz:g}", "--timing-allow-fail", "--seed", str(seed),
+              "--placer-heap-timingweight", str(timing_weight),
               "--report", "report.json", "--detailed-timing-report",
               *([] if route else ["--no-route"])], log, "nextpnr-ecp5")
     except SynthError:
@@ -601,6 +621,8 @@ def _pnr_stage(result, name, top, workdir, freq_mhz, seed, progress, stage,
                          f"placement ({used or 'at its utilisation limit'}); see {log}") from None
     stage("nextpnr", t)
     result.target_mhz = freq_mhz
+    result.timing_weight = timing_weight
+    (workdir / "pnr.json").write_text(json.dumps({"timing_weight": timing_weight}))
     _read_report(result, json.loads((workdir / "report.json").read_text()), top)
     _read_pnr_log(result, log)
 

@@ -265,6 +265,17 @@ def test_synth_frequency_must_be_positive_and_finite(capsys, monkeypatch, freq) 
     assert rc == "simtgpu synth: --freq must be positive and finite (MHz)"
 
 
+def test_synth_timing_weight_must_not_be_negative(capsys, monkeypatch) -> None:
+    from simtgpu.rtlsim import synth
+
+    def never(*a, **k):
+        raise AssertionError("synthesis started")
+
+    monkeypatch.setattr(synth, "synthesize", never)
+    rc, _, err = _cli(capsys, "synth", "--timing-weight", "-3")
+    assert rc == "simtgpu synth: --timing-weight must be zero or more"
+
+
 def test_ctrl_c_is_one_line_and_status_130(capsys, files, monkeypatch) -> None:
     from simtgpu.cli import asm_cmd
 

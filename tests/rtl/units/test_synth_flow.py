@@ -67,6 +67,9 @@ def test_place_and_route_gives_fmax_and_path(tmp_path) -> None:
     assert abs(sum(s.delay_ns for s in res.path) - 1000 / res.fmax_mhz) < 0.05
     assert "sch" in {s.unit for s in res.path}
     assert set(res.stage_seconds) == {"yosys", "nextpnr"}
+    # the placer weighed timing as the flow sets it, and a report of the run says so again
+    assert res.timing_weight == synth.PLACER_TIMING_WEIGHT
+    assert synth.load_result("rr", "top", tmp_path).timing_weight == synth.PLACER_TIMING_WEIGHT
     # nextpnr placed the flattened netlist (one module, the round robin's logic inside it),
     # whose flip-flops are counted (the per-unit synthesis named the sub-unit: above)
     netlist = json.loads((tmp_path / "netlist.json").read_text())["modules"]
