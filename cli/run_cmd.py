@@ -85,14 +85,16 @@ def register(subparsers: Any) -> None:
     p.set_defaults(func=run)
 
 
-_DIM = re.compile(r"\s*[-+]?[0-9]+\s*")
+# ASCII digits between blanks (int() would also take 1_0 and ４, and \s matches control
+# characters such as \x1f that int() refuses): the number is converted from its group alone
+_DIM = re.compile(r"[ \t]*([-+]?[0-9]+)[ \t]*")
 
 
 def parse_dims(text: str, what: str) -> tuple[int, ...]:
-    parts = text.split(",")
-    if not all(_DIM.fullmatch(x) for x in parts):  # (int() would also take 1_0 and ４)
+    found = [_DIM.fullmatch(x) for x in text.split(",")]
+    if not all(found):
         raise DriverError(f"--{what} {text!r}: expected X[,Y[,Z]] with integers")
-    dims = tuple(int(x) for x in parts)
+    dims = tuple(int(f.group(1)) for f in found)
     if not 1 <= len(dims) <= 3:
         raise DriverError(f"--{what} {text!r}: expected 1 to 3 dimensions")
     return dims

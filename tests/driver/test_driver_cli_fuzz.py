@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 from fuzzing import fuzz_target
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 from simtgpu.cli.run_cmd import parse_dims
 from simtgpu.driver_model import DriverError
@@ -40,6 +40,7 @@ def test_arg_grammar_never_raises_a_foreign_exception(text: str) -> None:
 
 @fuzz_target(500)
 @given(texts)
+@example("0\x1f")  # a control character that \s matched and int() refused
 def test_print_and_dims_grammar_never_raise_a_foreign_exception(text: str) -> None:
     for parse in (parse_print, lambda t: parse_dims(t, "grid")):
         try:
