@@ -48,7 +48,8 @@ if TYPE_CHECKING:
     from simtgpu.rtl.configs import RtlConfig
 
 __all__ = ["DATAPATH_SHELLS", "ECP5_85F", "PLACER_TIMING_WEIGHT", "SynthError", "SynthResult",
-           "load_result", "lut_equivalents", "module_copies", "register_shells", "run_yosys",
+           "load_result", "lut_equivalents", "module_copies", "nextpnr_options",
+           "register_shells", "run_yosys",
            "run_yosys_together", "synthesize",
            "synthesize_verilog", "unit_stage"]
 
@@ -596,21 +597,27 @@ def _read_flat(result: SynthResult, workdir: Path, top: str) -> None:
 PLACER_TIMING_WEIGHT = 30
 
 
+def nextpnr_options(freq_mhz: float, seed: int, timing_weight: int = PLACER_TIMING_WEIGHT,
+                    route: bool = True) -> list[str]:
+    """nextpnr-ecp5's options of the flow, for ``netlist.json`` in the work directory."""
+    return ["--85k", "--out-of-context", "--json", "netlist.json", "--freq", f"{freq_mhz:g}",
+            "--timing-allow-fail", "--seed", str(seed),
+            "--placer-heap-timingweight", str(timing_weight),
+            "--report", "report.json", "--detailed-timing-report",
+            *([] if route else ["--no-route"])]
+
+
 def _pnr_stage(result, name, top, workdir, freq_mhz, seed, progress, stage,
                route: bool = True, timing_weight: int = PLACER_TIMING_WEIGHT) -> None:
     if not fits_ecp5(result.cells):
         progress(f"synth {name}: larger than the ECP5-85F; no place and route")
         return
-    progress(f"synth {name}: nextpnr-ecp5 --85k --out-of-context --freq {freq_mhz:g} "
-             f"--placer-heap-timingweight {timing_weight}" + ("" if route else " --no-route"))
+    options = nextpnr_options(freq_mhz, seed, timing_weight, route)
+    progress(f"synth {name}: nextpnr-ecp5 {' '.join(options)}")
     t = time.monotonic()
     log = workdir / "nextpnr.log"
     try:
-        _run([*_tool("nextpnr-ecp5"), "--85k", "--out-of-context", "--json", "netlist.json",
-              "--freq", f"{freq_mhz:g}", "--timing-allow-fail", "--seed", str(seed),
-              "--placer-heap-timingweight", str(timing_weight),
-              "--report", "report.json", "--detailed-timing-report",
-              *([] if route else ["--no-route"])], log, "nextpnr-ecp5")
+        _run([*_tool("nextpnr-ecp5"), *options], log, "nextpnr-ecp5")
     except SynthError:
         text = log.read_text(errors="replace") if log.exists() else ""
         if "Unable to find legal placement" not in text:

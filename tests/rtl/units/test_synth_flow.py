@@ -84,6 +84,16 @@ def test_place_and_route_gives_fmax_and_path(tmp_path) -> None:
     assert ends[0].kind == "FF" and ends[0].levels >= 2
 
 
+def test_nextpnr_is_asked_to_weigh_timing() -> None:
+    """The placer's timing weight reaches nextpnr's command line (its log does not echo it)."""
+    opts = synth.nextpnr_options(50, 2)
+    i = opts.index("--placer-heap-timingweight")
+    assert opts[i + 1] == str(synth.PLACER_TIMING_WEIGHT) != "10"  # nextpnr's own default
+    assert opts[opts.index("--seed") + 1] == "2" and "--no-route" not in opts
+    opts = synth.nextpnr_options(50, 1, timing_weight=12, route=False)
+    assert opts[opts.index("--placer-heap-timingweight") + 1] == "12" and "--no-route" in opts
+
+
 def _cell(kind: str, **conn) -> dict:
     dirs = {"LUT4": {"Z"}, "CCU2C": {"S0", "S1", "COUT"}, "TRELLIS_FF": {"Q"},
             "DP16KD": {"DOA0"}, "ALU54B": {"R0"}}[kind]
