@@ -719,8 +719,9 @@ class L1Cache(wiring.Component):
         word = p.addr[2:ob] if lw > 1 else Const(0, 1)
         words = Array(line_data[32 * i:32 * (i + 1)] for i in range(lw))
         m.d.comb += [old.eq(words[word]), be.eq(Const(0xF, 4 * lw) << (word * 4))]
+        op_fadd = Signal()  # the request at the port is an atom.fadd
         is_fadd = Signal()
-        m.d.comb += is_fadd.eq(start & (p.atom_op == AtomOp.FADD))
+        m.d.comb += [op_fadd.eq(p.atom_op == AtomOp.FADD), is_fadd.eq(start & op_fadd)]
         if self.fadd_latency:  # the L2's unit: it sees the same request's operands
             latency = self.fadd_latency
             m.d.comb += [self.atom.fadd.eq(is_fadd), self.atom.old.eq(old)]
@@ -739,7 +740,7 @@ class L1Cache(wiring.Component):
         # (``start`` high, not ``ready``) the port holds the same request, and in any other
         # cycle the count restarts at zero, short of any target; so ``ready`` is a flag and
         # ``line_ok``, not the request's operation decoded into a comparison.
-        target = Mux(p.atom_op == AtomOp.FADD, latency + 2, 2)
+        target = Mux(op_fadd, latency + 2, 2)
         wait = Signal(range(latency + 3))
         wait_next = Signal.like(wait)
         at_target = Signal()

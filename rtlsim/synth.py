@@ -492,6 +492,10 @@ def synthesize_verilog(name: str, text: str, top: str, workdir: Path, freq_mhz: 
     flattened netlist that nextpnr places and :mod:`simtgpu.rtlsim.path_estimate` reads."""
     if flow not in ("ecp5", "generic"):
         raise ValueError(f"flow must be ecp5 or generic, not {flow!r}")
+    if timing_weight is None:
+        timing_weight = PLACER_TIMING_WEIGHT
+    if timing_weight < 0:
+        raise ValueError(f"timing_weight must be zero or more, not {timing_weight}")
     _tools(flow)
     workdir.mkdir(parents=True, exist_ok=True)
     t0 = time.monotonic()
@@ -507,10 +511,6 @@ def synthesize_verilog(name: str, text: str, top: str, workdir: Path, freq_mhz: 
 
     vfile = workdir / f"{top}.v"
     vfile.write_text(text)
-    if timing_weight is None:
-        timing_weight = PLACER_TIMING_WEIGHT
-    if timing_weight < 0:
-        raise ValueError(f"timing_weight must be zero or more, not {timing_weight}")
     for stale in ("netlist.json", "stat_flat.json", "report.json", "nextpnr.log", "pnr.json"):
         (workdir / stale).unlink(missing_ok=True)  # an earlier run's must not be read back
     result = _synth_stage(name, top, workdir, vfile, flow, progress, stage,
