@@ -1,15 +1,19 @@
 """A first-in first-out queue kept in a memory with a registered read (block RAM on an FPGA).
 
-``amaranth.lib.fifo.SyncFIFO`` reads its storage asynchronously, which an FPGA can only build
-from distributed RAM: a cache's queue of requests to memory, a line wide, was 128 of the
-ECP5's 16x4 RAMs (768 LUT sites) in each L2 bank of ``tiny``. This queue has SyncFIFO's ports
-and timing (an entry written in one cycle can be read in the next; ``r_data`` is the head
-while ``r_rdy``) with its storage behind a registered read port: the port is addressed with
-the *next* cycle's head (the head after this cycle's pop), so the head is out of the memory
-as it becomes the head. The one case the memory cannot answer is an entry written in the
-cycle before it is read, into a queue that was empty after that cycle's pop: that entry comes
-from a register of the written data instead (one register and one multiplexer of the width,
-which is what a transparent read port would cost too).
+``amaranth.lib.fifo.SyncFIFO`` reads its storage asynchronously, which an FPGA can only
+build from distributed RAM: a cache's queue of requests to memory, a line wide, was 128 of
+the ECP5's 16x4 RAMs (768 LUT sites) in each L2 bank of ``tiny``. This queue has SyncFIFO's
+ports and timing (an entry written in one cycle can be read in the next; ``r_data`` is the
+head while ``r_rdy``) with its storage behind a registered read port: the port is addressed
+with the *next* cycle's head (the head after this cycle's pop), so the head is out of the
+memory as it becomes the head. The one case the memory cannot answer is an entry written in
+the cycle before it is read, into a queue that was empty after that cycle's pop: that entry
+comes from a register of the written data instead (one register and one multiplexer of the
+width, which is what a transparent read port would cost too). ``r_rdy`` and ``w_rdy`` are
+flip-flops too (their next values chosen by the push and the pop among compares on the
+level), so a reader's pop, which depends on them, starts at registers: the L2's order of
+responses (rtl/l2_cache.py) is such a loop, from the head through the answering bank's
+retirement back to the pop.
 """
 
 from __future__ import annotations
@@ -50,7 +54,7 @@ class RamFifo(wiring.Component):
         self.depth = depth
         self.ram_style = ram_style
         super().__init__({
-            "w_data": In(width), "w_en": In(1), "w_rdy": Out(1),
+            "w_data": In(width), "w_en": In(1), "w_rdy": Out(1, init=1),
             "r_data": Out(width), "r_en": In(1), "r_rdy": Out(1),
             "level": Out(range(depth + 1)),
         })
@@ -70,8 +74,9 @@ class RamFifo(wiring.Component):
         push = Signal()
         pop = Signal()
         next_head = Signal(range(depth))
+        level_next = Signal(range(depth + 1))
         m.d.comb += [
-            self.w_rdy.eq(self.level != depth), self.r_rdy.eq(self.level != 0),
+            level_next.eq(self.level + push - pop),
             push.eq(self.w_en & self.w_rdy), pop.eq(self.r_en & self.r_rdy),
             next_head.eq(Mux(pop, Mux(head == depth - 1, 0, head + 1), head)),
             wp.addr.eq(tail), wp.data.eq(self.w_data), wp.en.eq(push),
@@ -84,5 +89,10 @@ class RamFifo(wiring.Component):
         m.d.comb += self.r_data.eq(Mux(bypass, written, rp.data))
         with m.If(push):
             m.d.sync += tail.eq(Mux(tail == depth - 1, 0, tail + 1))
-        m.d.sync += [head.eq(next_head), self.level.eq(self.level + push - pop)]
+        # the flags' next values with the compares on the level register and this cycle's
+        # push and pop choosing last (they come late: a bank's acceptance, a reader's pop)
+        m.d.sync += [head.eq(next_head), self.level.eq(level_next),
+                     self.r_rdy.eq(Mux(push, 1, Mux(pop, self.level != 1, self.level != 0))),
+                     self.w_rdy.eq(Mux(pop, 1, Mux(push, self.level != depth - 1,
+                                                   self.level != depth)))]
         return m
