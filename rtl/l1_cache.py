@@ -123,29 +123,36 @@ def lookahead_signature(ways: int, mshrs: int) -> wiring.Signature:
     })
 
 
+def lookahead_side_layout(ways: int, mshrs: int, caches: int = 1) -> data.ArrayLayout:
+    """The side bits of an entry of a request buffer in front of ``caches`` caches that look
+    ahead (:func:`connect_lookahead`): every cache's own lookup of the entry's request."""
+    return data.ArrayLayout(lookup_layout(ways, mshrs), caches)
+
+
 def connect_lookahead(m: Module, buf: wiring.Component, looks: list,
-                      bank_of: Callable[[Value], Value] | None = None,
                       in_bank: Callable[[Value], Value] | None = None) -> None:
-    """Wire a request buffer whose entries carry lookups (``SkidBuffer(..., lookup_layout(...))``)
-    to the ``look`` ports of the caches behind it: each cache looks up the address entering
-    the buffer and keeps both entries' findings up to date; an entry keeps the findings of
-    the cache its request goes to (``bank_of(addr)``, which sees ``in_bank(addr)``). With
-    one cache, ``looks`` is its port alone and both functions are left out."""
-    if bank_of is None:
-        def bank_of(addr):
-            return Const(0, 1)
+    """Wire a request buffer whose entries carry lookups
+    (``SkidBuffer(..., lookahead_side_layout(ways, mshrs, len(looks)))``) to the ``look``
+    ports of the caches behind it: each cache looks up the address entering the buffer (as
+    ``in_bank(addr)``, the address it sees) and keeps its own findings of both entries up to
+    date. A cache's findings of a request that goes to another cache are kept but never used;
+    keeping one set per cache, and not only the findings of the request's own cache, means
+    no choice among the caches lies between a cache's lookup and the register that keeps it,
+    nor between that register and the cache's decision (in the L2 the banks are far apart
+    on an FPGA, and that choice was on the path of its slowest lookup)."""
     if in_bank is None:
         def in_bank(addr):
             return addr
-    m.d.comb += [
-        *[lk.in_addr.eq(in_bank(buf.up.payload.addr)) for lk in looks],
-        *[lk.port_found.eq(buf.down_side) for lk in looks],
-        *[lk.skid_addr.eq(in_bank(buf.skid.addr)) for lk in looks],
-        *[lk.skid_found.eq(buf.skid_side) for lk in looks],
-        buf.up_side.eq(Array(lk.in_found for lk in looks)[bank_of(buf.up.payload.addr)]),
-        buf.down_side_next.eq(Array(lk.port_next for lk in looks)[bank_of(buf.down.payload.addr)]),
-        buf.skid_side_next.eq(Array(lk.skid_next for lk in looks)[bank_of(buf.skid.addr)]),
-    ]
+    for i, lk in enumerate(looks):
+        m.d.comb += [
+            lk.in_addr.eq(in_bank(buf.up.payload.addr)),
+            lk.port_found.eq(buf.down_side[i]),
+            lk.skid_addr.eq(in_bank(buf.skid.addr)),
+            lk.skid_found.eq(buf.skid_side[i]),
+            buf.up_side[i].eq(lk.in_found),
+            buf.down_side_next[i].eq(lk.port_next),
+            buf.skid_side_next[i].eq(lk.skid_next),
+        ]
 
 
 def cache_signature(line_words: int, tag_bits: int, atom_port: bool = False,

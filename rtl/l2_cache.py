@@ -23,14 +23,14 @@ the L2 (it is the one point of coherence below the non-coherent L1s). ``invalida
 processor starting to fetch a command, a launch starting) drops every line, because the host
 writes DRAM behind the L2's back (data, parameter blocks, command records).
 
-Requests enter through two two-entry skid buffers (rtl/skid_buffer.py), so ``up.req.ready`` is
-a register and what the banks look up as a request enters the second comes from registers,
-and responses leave through another, so ``up.resp`` comes from registers (a cycle more on
-every request and every response). The second request buffer's entries keep each request's tag and
-MSHR lookup at its bank, made as the request enters and brought up to date every cycle after
-(``L1Cache``'s ``lookahead``): the bank's decision on the request at its port starts from
-registers, not from a lookup through its tags, and is the one a lookup in that cycle would
-make.
+Requests enter through two two-entry skid buffers (rtl/skid_buffer.py), so ``up.req.ready``
+is a register and what the banks look up as a request enters the second comes from
+registers, and responses leave through another, so ``up.resp`` comes from registers (a cycle
+more on every request and every response). The second request buffer's entries keep each
+request's tag and MSHR lookup at every bank (its own bank's is the one used), made as the
+request enters and brought up to date every cycle after (``L1Cache``'s ``lookahead``): the
+bank's decision on the request at its port starts from registers, not from a lookup through
+its tags, and is the one a lookup in that cycle would make.
 
 Banks: line ``n`` lives in bank ``n mod banks``, which sees the address with the bank bits
 taken out (so its sets cover the whole of its share of memory); the address is put back
@@ -45,7 +45,6 @@ from __future__ import annotations
 
 from amaranth.hdl import Array, Cat, Const, Module, Signal
 from amaranth.lib import wiring
-from amaranth.lib.fifo import SyncFIFO
 
 from . import reuse
 from .atomic_alu import atomic_result
@@ -56,8 +55,9 @@ from .l1_cache import (
     atomic_operands,
     cache_signature,
     connect_lookahead,
-    lookup_layout,
+    lookahead_side_layout,
 )
+from .ram_fifo import RamFifo
 from .skid_buffer import SkidBuffer
 
 __all__ = ["L2Cache"]
@@ -143,8 +143,8 @@ class L2Cache(wiring.Component):
         m.submodules.in_buffer = in_buf = SkidBuffer(self.up.req.payload.shape())
         wiring.connect(m, wiring.flipped(self.up.req), in_buf.up)
         # the request at the banks' ports: the second buffer's first entry
-        m.submodules.buffer = buf = SkidBuffer(self.up.req.payload.shape(),
-                                               lookup_layout(banks[0].ways, self.mshrs))
+        m.submodules.buffer = buf = SkidBuffer(
+            self.up.req.payload.shape(), lookahead_side_layout(banks[0].ways, self.mshrs, nb))
         wiring.connect(m, in_buf.down, buf.up)
         # responses leave through a skid buffer too: from registers, so that the response
         # chosen among the banks (their reorder buffers' heads, the order FIFO's) is not one
@@ -162,9 +162,9 @@ class L2Cache(wiring.Component):
 
         bank = Signal(max(1, bb))
         m.d.comb += bank.eq(bank_of(req.payload.addr))
-        # every bank looks up the address entering the buffer and keeps the entries'
-        # lookups up to date; each entry keeps its own bank's
-        connect_lookahead(m, buf, [b.look for b in banks], bank_of, in_bank)
+        # every bank looks up the address entering the buffer and keeps its findings of both
+        # entries up to date (a bank decides only on requests for it)
+        connect_lookahead(m, buf, [b.look for b in banks], in_bank)
 
         # the one atomic unit: the request at the port gives the operands, the bank it goes to
         # the old word (see ``gated`` above)
@@ -181,7 +181,10 @@ class L2Cache(wiring.Component):
         # reorder-buffer entry in use across the banks (both enter as a bank accepts a request
         # and leave as its response goes up), so it has room whenever a bank can accept one:
         # its ``w_rdy`` takes no part in a bank's acceptance (the model asserts the bound).
-        m.submodules.order = order = SyncFIFO(width=max(1, bb), depth=nb * self.rob_depth)
+        # Its head and ``r_rdy`` come from flip-flops (RamFifo's registered read), so the loop
+        # from the head through the answering bank's retirement to the pop starts at registers.
+        m.submodules.order = order = RamFifo(width=max(1, bb), depth=nb * self.rob_depth,
+                                             ram_style="distributed")
         head = Signal(max(1, bb))
         m.d.comb += head.eq(order.r_data)
         for i, b in enumerate(banks):

@@ -34,7 +34,7 @@ from amaranth.lib.fifo import SyncFIFO
 from amaranth.lib.wiring import In, Out
 
 from .configs import RtlConfig
-from .l1_cache import L1Cache, connect_lookahead, lookup_layout
+from .l1_cache import L1Cache, connect_lookahead, lookahead_side_layout
 from .signatures import LATENCY_BITS, MemKind, mem_perf_layout, mem_port_signature
 from .skid_buffer import SkidBuffer
 
@@ -96,7 +96,8 @@ class CoreMemPath(wiring.Component):
             m.d.comb += self.idle.eq(buf.idle)
         else:
             m.submodules.l1 = cache = L1Cache(**self.l1_args)
-            m.submodules.buffer = buf = SkidBuffer(payload, lookup_layout(l1.ways, l1.mshrs))
+            m.submodules.buffer = buf = SkidBuffer(payload,
+                                                   lookahead_side_layout(l1.ways, l1.mshrs))
             wiring.connect(m, wiring.flipped(self.up.req), buf.up)
             wiring.connect(m, buf.down, cache.up.req)
             wiring.connect(m, cache.up.resp, wiring.flipped(self.up.resp))
