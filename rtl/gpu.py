@@ -149,14 +149,21 @@ class Gpu(wiring.Component):
             wiring.connect(m, l2.down, wiring.flipped(self.mem))
             # The host writes memory directly (data, command records) while the GPU is not
             # looking: drop every line when the command processor starts fetching a command
-            # (one cycle) and when a launch starts.
+            # (one cycle) and when a launch starts. The L2 sees it a cycle late, from a
+            # flip-flop (the host's state machine is far from the banks' lookups, and the
+            # path from one to the other was the slowest of a routed run): a fetch's request
+            # offered in that first cycle enters the L2's buffers a cycle later, where its
+            # lookup sees the invalidation, and a launch's first access comes many cycles
+            # after the launch starts.
             last_state = Signal(CpState)
             m.d.sync += last_state.eq(host.state)
             fetch_starts = Signal()
             m.d.comb += fetch_starts.eq((host.state == CpState.FETCH_REQ)
                                         & (last_state != CpState.FETCH_REQ)
                                         & (last_state != CpState.FETCH_RESP))
-            m.d.comb += [l2.invalidate.eq(host.core_start | fetch_starts),
+            l2_invalidate = Signal()
+            m.d.sync += l2_invalidate.eq(host.core_start | fetch_starts)
+            m.d.comb += [l2.invalidate.eq(l2_invalidate),
                          perf.l2_perf.l2_hit.eq(l2.hit), perf.l2_perf.l2_miss.eq(l2.miss),
                          perf.l2_perf.l2_merge.eq(l2.merge),
                          perf.l2_perf.l2_mshr_full.eq(l2.mshr_full)]
