@@ -381,11 +381,20 @@ class Core(wiring.Component):
         # the whole core to drain, as a one-block core does.
         gl_out = [Signal(range(64), name=f"w{w}_gl_out") for w in range(W)]
         lwb_take = lsu.lwb.valid & lsu.lwb.ready
+        # A store's acknowledgement counts a cycle after the LSU takes it, from flip-flops:
+        # it follows the memory's response (the L1's reorder buffer, the LSU's head), and
+        # the counts it lowers here and in the issue stage (a fence's wait) are carry chains
+        # of their own. Counting late is safe: a warp's stores seem outstanding a cycle
+        # longer. A flush clears it with the counts.
+        store_acked = Signal()
+        store_acked_warp = Signal.like(lsu.acked_warp)
+        m.d.sync += [store_acked.eq(lsu.acked & ~lsu.acked_load & ~self.flush),
+                     store_acked_warp.eq(lsu.acked_warp)]
         for w in range(W):
             inc = lsu.sent & (lsu.sent_warp == w)
             # a store's acknowledgement and a load's late write-back of one warp may come in
             # the same cycle: each counts
-            store_done = lsu.acked & ~lsu.acked_load & (lsu.acked_warp == w)
+            store_done = store_acked & (store_acked_warp == w)
             load_done = lwb_take & (lsu.lwb.p.warp == w)
             m.d.sync += gl_out[w].eq(gl_out[w] + inc - store_done - load_done)
             with m.If(self.flush):
@@ -996,8 +1005,8 @@ class Core(wiring.Component):
         # outstanding global stores per warp (fences)
         m.d.comb += [iss.store_sent.eq(lsu.sent & (mem_prep.op == LsuOp.STG)),
                      iss.store_sent_warp.eq(lsu.sent_warp),
-                     iss.store_acked.eq(lsu.acked & ~lsu.acked_load),
-                     iss.store_acked_warp.eq(lsu.acked_warp)]
+                     iss.store_acked.eq(store_acked),
+                     iss.store_acked_warp.eq(store_acked_warp)]
 
         # --- wb: register/predicate write, scoreboard release, retire ----------------------
         z = mem_wb
@@ -1110,7 +1119,9 @@ class Core(wiring.Component):
         # --- completion, status, performance events ---------------------------------------
         pipe_busy = (sch_if.valid | if_id.valid | skid.valid | is_rr.valid | rr_ex1.valid
                      | ex1_ex2.valid | ex2_mem.valid | mem_wb.valid | sfu.busy | mx.busy)
-        mem_idle = lsu.idle  # (the memory path's buffer is the GPU's to wait for)
+        # (the memory path's buffer is the GPU's to wait for; a store's acknowledgement still
+        # to be counted is the core's)
+        mem_idle = lsu.idle & ~store_acked
         # (a fault record being written is not final yet: rtl/fault_recorder.py)
         m.d.comb += [self.drained.eq(~pipe_busy & mem_idle & stack.ready & ~fr.settling),
                      drained_core.eq(self.drained)]
