@@ -203,6 +203,32 @@ def group_units(units: list[tuple[str, dict[str, int]]],
                   key=lambda g: -g[2].get("LUT4", 0) - g[2].get("$mux", 0))
 
 
+def _distance_to_target(res) -> list[str]:
+    """How many endpoints each clock up to the constraint would have to cut, from the slack
+    histogram of this routed run: one path names the worst, not how many are like it."""
+    if not res.slack or res.fmax_mhz >= res.target_mhz:
+        return []
+    fewest, most = res.endpoints
+    clocks = sorted({res.target_mhz * f for f in (1.0, 0.9, 0.8, 0.7)} | {res.fmax_mhz * 1.1},
+                    reverse=True)
+    rows = []
+    for mhz in clocks:
+        if mhz <= res.fmax_mhz:
+            continue
+        lo, hi = res.endpoints_slower_than(mhz)
+        count = f"{lo:,}" if lo == hi else f"{lo:,} to {hi:,}"
+        share = (f"{100 * lo / most:.1f} %" if lo == hi
+                 else f"{100 * lo / most:.1f} to {100 * hi / fewest:.1f} %")
+        rows.append(f"| {mhz:.1f} MHz | {count} | {share} |")
+    width = res.slack[0].hi_ps - res.slack[0].lo_ps
+    return ["", f"How far the constraint is: the timing endpoints (inputs of flip-flops and "
+            f"RAMs reached from a register) whose slowest path is longer than each clock's "
+            f"period, of {fewest:,} to {most:,} in all, from nextpnr's slack histogram after "
+            f"routing (bins {width} ps wide, so a range where a bin straddles the period; "
+            f"the paths as placed and routed for {res.target_mhz:g} MHz):", "",
+            "| clock | endpoints slower | share |", "| ---: | ---: | ---: |", *rows]
+
+
 def _path_summary(res) -> list[str]:
     """The critical path as a chain of units, consecutive steps in one unit merged."""
     chain: list[list] = []
@@ -307,7 +333,7 @@ def render(res, command: str, info: dict[str, str]) -> str:
                       f"and {res.routing_ns:.1f} ns of routing. Its units, in order "
                       "(flattened net names mapped back to the Amaranth hierarchy):", "",
                       "| # | unit | stage | nets | ns |", "| ---: | --- | --- | ---: | ---: |",
-                      *_path_summary(res)]
+                      *_path_summary(res), *_distance_to_target(res)]
         elif fits_ecp5(res.cells):
             lines += ["", "Not placed and routed in this run (no nextpnr report)."]
         else:

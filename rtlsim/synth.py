@@ -47,7 +47,8 @@ from simtgpu.errors import SimtgpuError
 if TYPE_CHECKING:
     from simtgpu.rtl.configs import RtlConfig
 
-__all__ = ["DATAPATH_SHELLS", "ECP5_85F", "PLACER_TIMING_WEIGHT", "SynthError", "SynthResult",
+__all__ = ["DATAPATH_SHELLS", "ECP5_85F", "PLACER_TIMING_WEIGHT", "SlackBin", "SynthError",
+           "SynthResult", "slack_histogram",
            "load_result", "lut_equivalents", "module_copies", "nextpnr_options",
            "register_shells", "run_yosys",
            "run_yosys_together", "synthesize",
@@ -87,6 +88,17 @@ class PathStep:
     kind: str  # "logic" or "routing"
 
 
+@dataclass(frozen=True)
+class SlackBin:
+    """A bin of nextpnr's slack histogram: endpoints whose slack (against the constraint)
+    lies in ``[lo_ps, hi_ps)``; the histogram draws counts to a unit, so a bin holds between
+    ``fewest`` and ``most`` of them."""
+    lo_ps: int
+    hi_ps: int
+    fewest: int
+    most: int
+
+
 @dataclass
 class SynthResult:
     config: str
@@ -110,6 +122,7 @@ class SynthResult:
     unit_cells: dict[str, int] = field(default_factory=dict)
     flattened: bool = False
     timing_weight: int | None = None  # nextpnr's --placer-heap-timingweight (None: not placed)
+    slack: list[SlackBin] = field(default_factory=list)  # nextpnr's last slack histogram
 
     @property
     def logic_ns(self) -> float:
@@ -118,6 +131,20 @@ class SynthResult:
     @property
     def routing_ns(self) -> float:
         return sum(s.delay_ns for s in self.path if s.kind == "routing")
+
+    def endpoints_slower_than(self, mhz: float) -> tuple[int, int]:
+        """How many endpoints have a path longer than a period at ``mhz`` (fewest, most),
+        from the slack histogram: a path's delay is the constraint's period less its slack,
+        so those are the endpoints whose slack is below the difference of the two periods
+        (a bin across that line counts as none of them and as all of them)."""
+        line_ps = 1e6 / self.target_mhz - 1e6 / mhz
+        return (sum(b.fewest for b in self.slack if b.hi_ps <= line_ps),
+                sum(b.most for b in self.slack if b.lo_ps < line_ps))
+
+    @property
+    def endpoints(self) -> tuple[int, int]:
+        """Timing endpoints in the histogram (fewest, most)."""
+        return sum(b.fewest for b in self.slack), sum(b.most for b in self.slack)
 
 
 # -- tools ---------------------------------------------------------------------------------
@@ -638,6 +665,33 @@ _PACKED = re.compile(r"Info:\s+(\w+):\s+(\d+)/\s*(\d+)\s+\d+%")
 _ESTIMATE = re.compile(r"Max frequency for clock '[^']*': ([\d.]+) MHz \(\w+ at ([\d.]+) MHz")
 
 
+_SLACK_LEGEND = re.compile(r"legend: \* represents (\d+) endpoint")
+_SLACK_BIN = re.compile(r"\[\s*(-?\d+),\s*(-?\d+)\)\s*\|(\**)(\+?)")
+
+
+def slack_histogram(log: str) -> list[SlackBin]:
+    """nextpnr's last slack histogram in its log (after routing, or after placing in a run
+    that did not route), bin by bin; empty if the log has none. A ``*`` stands for the
+    legend's count of endpoints, a ``+`` for fewer (at least one)."""
+    part = log.rsplit("Slack histogram:", 1)
+    legend = _SLACK_LEGEND.search(part[-1]) if len(part) == 2 else None
+    if legend is None:
+        return []
+    per = int(legend.group(1))
+    bins: list[SlackBin] = []
+    for line in part[1].splitlines():
+        found = _SLACK_BIN.search(line)
+        if found is None:
+            if bins:
+                break
+            continue
+        lo, hi, stars, plus = found.groups()
+        n = len(stars) * per
+        bins.append(SlackBin(int(lo), int(hi), n + (1 if plus else 0),
+                             n + (per - 1 if plus else 0)))
+    return bins
+
+
 def _packed(log: str) -> dict[str, tuple[int, int]]:
     """nextpnr's device utilisation after packing (the cells it places), by cell type."""
     part = log.split("Device utilisation:", 1)[-1].split("\n\n", 1)[0]
@@ -645,12 +699,13 @@ def _packed(log: str) -> dict[str, tuple[int, int]]:
 
 
 def _read_pnr_log(result: SynthResult, log: Path) -> None:
-    """The packed utilisation, and, for a run that did not route (its report has no Fmax),
-    the estimate nextpnr printed after placement."""
+    """The packed utilisation, the slack histogram, and, for a run that did not route (its
+    report has no Fmax), the estimate nextpnr printed after placement."""
     if not log.exists():
         return
     text = log.read_text(errors="replace")
     result.packed = _packed(text)
+    result.slack = slack_histogram(text)
     found = _ESTIMATE.findall(text)
     if result.fmax_mhz is None and found:
         result.fmax_mhz, result.target_mhz = (float(x) for x in found[-1])

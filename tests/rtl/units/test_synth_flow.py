@@ -10,6 +10,7 @@ from amaranth import Module, Signal
 from amaranth.back import verilog
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
+from simtgpu.cli import synth_cmd
 from simtgpu.rtl.alu import Alu
 from simtgpu.rtl.multiplier import Multiplier
 from simtgpu.rtl.regfile import RegFile
@@ -70,6 +71,13 @@ def test_place_and_route_gives_fmax_and_path(tmp_path) -> None:
     # the placer weighed timing as the flow sets it, and a report of the run says so again
     assert res.timing_weight == synth.PLACER_TIMING_WEIGHT
     assert synth.load_result("rr", "top", tmp_path).timing_weight == synth.PLACER_TIMING_WEIGHT
+    # the slack histogram's worst bin starts at the critical path's slack, and the report's
+    # count of endpoints slower than a clock agrees with the Fmax on both sides of it
+    worst_ps = 1e6 / res.target_mhz - 1e6 / res.fmax_mhz
+    assert abs(res.slack[0].lo_ps - worst_ps) < 10, (res.slack[0], worst_ps)
+    assert res.endpoints_slower_than(res.fmax_mhz * 0.99) == (0, 0)
+    assert res.endpoints_slower_than(res.fmax_mhz * 1.01)[1] >= 1
+    assert res.endpoints[0] >= 3  # the pointer's flip-flops at least (a path from a register)
     # nextpnr placed the flattened netlist (one module, the round robin's logic inside it),
     # whose flip-flops are counted (the per-unit synthesis named the sub-unit: above)
     netlist = json.loads((tmp_path / "netlist.json").read_text())["modules"]
@@ -82,6 +90,48 @@ def test_place_and_route_gives_fmax_and_path(tmp_path) -> None:
     ends = path_estimate.estimate_file(tmp_path / "netlist.json")
     assert 0.5 < ends[0].arrival / (1000 / res.fmax_mhz) < 2, (ends[0], res.fmax_mhz)
     assert ends[0].kind == "FF" and ends[0].levels >= 2
+
+
+_SLACK_LOG = """\
+Info: Slack histogram:
+Info:  legend: * represents 10 endpoint(s)
+Info:          + represents [1,10) endpoint(s)
+Info: [ -3000,  -1000) |**+
+Info: [ -1000,   1000) |*
+Info: [  1000,   3000) |***
+Info: [  3000,   5000) |+
+
+Info: Program finished normally.
+"""
+
+
+def test_slack_histogram_counts_the_endpoints_slower_than_a_clock() -> None:
+    """A histogram of a run constrained to 100 MHz (10 ns), counted by hand: 21 to 29
+    endpoints between 3 and 1 ns behind, 10 within 1 ns, 30 ahead by 1 to 3 ns, 1 to 9 more."""
+    bins = synth.slack_histogram("Info: Slack histogram:\n(after placing)\n" + _SLACK_LOG)
+    assert bins == [synth.SlackBin(-3000, -1000, 21, 29), synth.SlackBin(-1000, 1000, 10, 10),
+                    synth.SlackBin(1000, 3000, 30, 30), synth.SlackBin(3000, 5000, 1, 9)]
+    res = synth.SynthResult("t", "ecp5", {}, [], [], target_mhz=100.0, fmax_mhz=77.0,
+                            slack=bins)
+    assert res.endpoints == (62, 78)
+    # 100 MHz: the first bin is behind, the second straddles the line (0 ps)
+    assert res.endpoints_slower_than(100) == (21, 39)
+    # 1e6/12000 MHz (12 ns): the line is at -2 ns, inside the first bin
+    assert res.endpoints_slower_than(1e6 / 12000) == (0, 29)
+    # 1e6/13000 MHz (13 ns): the line is at the first bin's start: none slower
+    assert res.endpoints_slower_than(1e6 / 13000) == (0, 0)
+    # 1e6/9000 MHz (9 ns): the line is at +1 ns, the end of the straddling bin
+    assert res.endpoints_slower_than(1e6 / 9000) == (31, 39)
+    assert synth.slack_histogram("Info: Program finished normally.\n") == []
+    # the report's table of clocks: 100, 90 (11.1 ns: line at -1.1 ns), 84.7 (1.1 x Fmax:
+    # 11.8 ns, line at -1.8 ns), 80 (12.5 ns: line at -2.5 ns); 70 MHz is below the Fmax
+    res.config, res.routed = "tiny", True
+    text = synth_cmd.render(res, "simtgpu synth", {"commit": "c", "date": "d"})
+    assert "of 62 to 78 in all" in text and "bins 2000 ps wide" in text
+    table = text.split("| clock | endpoints slower | share |")[1].split("\n\n")[0]
+    assert [r.split(" | ")[:2] for r in table.strip().splitlines()[1:]] == [
+        ["| 100.0 MHz", "21 to 39"], ["| 90.0 MHz", "0 to 29"], ["| 84.7 MHz", "0 to 29"],
+        ["| 80.0 MHz", "0 to 29"]]
 
 
 def test_nextpnr_is_asked_to_weigh_timing() -> None:
