@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from simtgpu.arch.config import CONFIGS
-from simtgpu.rtlsim.synth import PLACER_TIMING_WEIGHT
+from simtgpu.rtlsim.synth import PLACER_TIMING_WEIGHT, SPEED_GRADE, SPEED_GRADES
 
 ROOT = Path(__file__).resolve().parents[1]
 COLUMNS = ("LUT4", "CCU2C", "TRELLIS_FF", "DP16KD", "TRELLIS_DPR16X4", "MULT18X18D")
@@ -73,6 +73,9 @@ def register(subparsers: Any) -> None:
                    help="nextpnr's --placer-heap-timingweight: how much the placer weighs "
                    f"timing against wire length (default {PLACER_TIMING_WEIGHT}; nextpnr's "
                    "own default is 10)")
+    p.add_argument("--speed", type=int, choices=SPEED_GRADES, default=SPEED_GRADE,
+                   help=f"the LFE5U-85F's speed grade nextpnr times (default {SPEED_GRADE}, "
+                   "the slowest, at which every figure of record is; 8 is the fastest)")
     p.add_argument("--workdir", type=Path, default=None,
                    help="where the Verilog, logs and reports go (default build/synth/CONFIG)")
     p.add_argument("--report-only", action="store_true",
@@ -113,7 +116,7 @@ def run(args: argparse.Namespace) -> int:
                          progress=lambda s: print(s, flush=True), top=args.top,
                          shells=DATAPATH_SHELLS if args.shell else (), **caches,
                          route=not args.place_only, place=not args.synth_only,
-                         timing_weight=args.timing_weight)
+                         timing_weight=args.timing_weight, speed=args.speed)
     command = f"simtgpu synth --config {args.config}"
     if args.top != "gpu":
         command += f" --top {args.top}"
@@ -126,6 +129,8 @@ def run(args: argparse.Namespace) -> int:
         command += f" --flow {args.flow}"
     if args.timing_weight is not None:
         command += f" --timing-weight {args.timing_weight}"
+    if args.speed != SPEED_GRADE:
+        command += f" --speed {args.speed}"
     if args.place_only:
         command += " --place-only"
     if args.synth_only:
@@ -260,10 +265,15 @@ def _run_units(args: argparse.Namespace) -> int:
         workdir = (args.workdir / name if args.workdir and len(names) > 1
                    else args.workdir or ROOT / "build" / "synth" / f"unit-{name}")
         results.append(synthesize_unit(name, workdir, args.freq, args.seed,
-                                       progress=lambda s: print(s, flush=True)))
+                                       progress=lambda s: print(s, flush=True),
+                                       timing_weight=args.timing_weight, speed=args.speed))
     command = f"simtgpu synth --unit {args.unit}"
     if args.freq != 100.0:
         command += f" --freq {args.freq:g}"
+    if args.timing_weight is not None:
+        command += f" --timing-weight {args.timing_weight}"
+    if args.speed != SPEED_GRADE:
+        command += f" --speed {args.speed}"
     body = render_units(results, command, machine())
     print()
     print(body)
@@ -295,10 +305,14 @@ def render(res, command: str, info: dict[str, str]) -> str:
             + ("flattened (the netlist that is placed, counted below) and, beside it, per "
                "unit (`-noflatten`, the area by unit), then "
                if res.flattened else "per unit (`-noflatten`), then ")
-            + "nextpnr-ecp5 `--85k --out-of-context"
+            + "nextpnr-ecp5 `--85k"
+            + (f" --speed {res.speed_grade}" if res.speed_grade is not None else "")
+            + " --out-of-context"
             + (f" --placer-heap-timingweight {res.timing_weight}"
                if res.timing_weight is not None else "")
-            + "` (LFE5U-85F, no I/O pins)"
+            + "` (LFE5U-85F"
+            + (f", speed grade -{res.speed_grade}" if res.speed_grade is not None else "")
+            + ", no I/O pins)"
             + (f" with a {res.target_mhz:g} MHz clock constraint" if res.target_mhz else "")
             + f". Tool time: {times}.", "",
             *([f"Register shells (the quick timing loop) in place of: "

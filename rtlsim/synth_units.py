@@ -23,7 +23,7 @@ from amaranth.back import verilog
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In
 
-from .synth import SynthResult, lut_equivalents, synthesize_verilog
+from .synth import SPEED_GRADE, SynthResult, lut_equivalents, synthesize_verilog
 
 __all__ = ["UNITS", "UnitResult", "render_units", "synthesize_unit"]
 
@@ -138,15 +138,18 @@ def registered_ports(unit: wiring.Component, falling_inputs: bool = False
 
 
 def synthesize_unit(name: str, workdir: Path, freq_mhz: float = 100.0, seed: int = 1,
-                    progress: Callable[[str], None] = print) -> UnitResult:
-    """Run the flow on unit ``name`` (a key of :data:`UNITS`) with its ports registered."""
+                    progress: Callable[[str], None] = print, timing_weight: int | None = None,
+                    speed: int = SPEED_GRADE) -> UnitResult:
+    """Run the flow on unit ``name`` (a key of :data:`UNITS`) with its ports registered
+    (``timing_weight`` and ``speed`` as :func:`~simtgpu.rtlsim.synth.synthesize_verilog`)."""
     if name not in UNITS:
         raise ValueError(f"unknown unit {name!r}; known: {', '.join(UNITS)}")
     t = time.monotonic()
     m, ports = registered_ports(UNITS[name][1](), name in FALLING_EDGE_INPUTS)
     text = verilog.convert(m, name="top", ports=ports)
     res = synthesize_verilog(name, text, "top", workdir, freq_mhz, "ecp5", seed, progress,
-                             verilog_s=time.monotonic() - t)
+                             verilog_s=time.monotonic() - t, timing_weight=timing_weight,
+                             speed=speed)
     return UnitResult(name, res, sum(len(p) for p in ports))
 
 

@@ -276,6 +276,17 @@ def test_synth_timing_weight_must_not_be_negative(capsys, monkeypatch) -> None:
     assert rc == "simtgpu synth: --timing-weight must be zero or more"
 
 
+def test_synth_speed_grade_is_one_the_part_has(capsys, monkeypatch) -> None:
+    from simtgpu.rtlsim import synth
+
+    def never(*a, **k):
+        raise AssertionError("synthesis started")
+
+    monkeypatch.setattr(synth, "synthesize", never)
+    rc, _, err = _cli(capsys, "synth", "--speed", "9")
+    assert rc == 2 and "argument --speed: invalid choice: 9" in err
+
+
 def test_ctrl_c_is_one_line_and_status_130(capsys, files, monkeypatch) -> None:
     from simtgpu.cli import asm_cmd
 

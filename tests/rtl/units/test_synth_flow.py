@@ -71,6 +71,7 @@ def test_place_and_route_gives_fmax_and_path(tmp_path) -> None:
     # the placer weighed timing as the flow sets it, and a report of the run says so again
     assert res.timing_weight == synth.PLACER_TIMING_WEIGHT
     assert synth.load_result("rr", "top", tmp_path).timing_weight == synth.PLACER_TIMING_WEIGHT
+    assert res.speed_grade == synth.load_result("rr", "top", tmp_path).speed_grade == 6
     # the slack histogram's worst bin starts at the critical path's slack, and the report's
     # count of endpoints slower than a clock agrees with the Fmax on both sides of it
     worst_ps = 1e6 / res.target_mhz - 1e6 / res.fmax_mhz
@@ -132,6 +133,21 @@ def test_slack_histogram_counts_the_endpoints_slower_than_a_clock() -> None:
     assert [r.split(" | ")[:2] for r in table.strip().splitlines()[1:]] == [
         ["| 100.0 MHz", "21 to 39"], ["| 90.0 MHz", "0 to 29"], ["| 84.7 MHz", "0 to 29"],
         ["| 80.0 MHz", "0 to 29"]]
+
+
+def test_the_speed_grade_reaches_nextpnr(tmp_path) -> None:
+    """The same design, seed and constraint timed at the fastest grade (-8) closes faster
+    than at the slowest (-6), and each run records and reports its grade."""
+    text = verilog.convert(_Registered(), name="top", emit_src=False)
+    runs = {g: synth.synthesize_verilog("rr", text, "top", tmp_path / str(g), freq_mhz=50,
+                                        progress=lambda s: None, speed=g) for g in (6, 8)}
+    assert runs[8].fmax_mhz > runs[6].fmax_mhz * 1.05, {g: r.fmax_mhz for g, r in runs.items()}
+    assert synth.load_result("rr", "top", tmp_path / "8").speed_grade == 8
+    runs[8].config = "tiny"
+    assert "--speed 8" in synth_cmd.render(runs[8], "c", {"commit": "c", "date": "d"})
+    assert synth.nextpnr_options(50, 1)[:3] == ["--85k", "--speed", "6"]
+    with pytest.raises(ValueError, match="speed must be one of"):
+        synth.synthesize_verilog("rr", text, "top", tmp_path / "5", speed=5)
 
 
 def test_nextpnr_is_asked_to_weigh_timing() -> None:
