@@ -48,12 +48,9 @@ if TYPE_CHECKING:
     from simtgpu.rtl.configs import RtlConfig
 
 __all__ = ["DATAPATH_SHELLS", "ECP5_85F", "PLACER_TIMING_WEIGHT", "SPEED_GRADE", "SPEED_GRADES",
-           "SlackBin", "SynthError",
-           "SynthResult", "slack_histogram",
-           "load_result", "lut_equivalents", "module_copies", "nextpnr_options",
-           "register_shells", "run_yosys",
-           "run_yosys_together", "synthesize",
-           "synthesize_verilog", "unit_stage"]
+           "SlackBin", "SynthError", "SynthResult", "slack_histogram", "load_result",
+           "lut_equivalents", "module_copies", "nextpnr_options", "register_shells", "run_yosys",
+           "run_yosys_together", "synthesize", "synthesize_verilog", "unit_stage"]
 
 # LFE5U-85F resources (Lattice FPGA-DS-02012, table 1.1)
 ECP5_85F = {"LUT4": 83_640, "TRELLIS_FF": 83_640, "DP16KD": 208, "MULT18X18D": 156}

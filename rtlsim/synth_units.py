@@ -163,11 +163,13 @@ def _cell(cell: str) -> str:
 
 def render_units(results: list[UnitResult], command: str, info: dict[str, str]) -> str:
     """The markdown table of ``results``."""
+    grades = sorted({r.result.speed_grade for r in results} - {None})
     lines = [
         "## Synthesis: datapath units alone", "",
         "Each unit in its FPGA form (clock enables), every input and output registered, "
         "through the flow "
-        "of `simtgpu synth` (yosys `synth_ecp5`, nextpnr-ecp5 `--85k --out-of-context`). "
+        "of `simtgpu synth` (yosys `synth_ecp5`, nextpnr-ecp5 `--85k --out-of-context`"
+        + "".join(f", speed grade -{g}" for g in grades) + "). "
         "A unit's Fmax bounds the whole GPU's.", "",
         f"Commit {info['commit']}, {info['date']}. Command: `{command}`.", "",
         "| unit | what | LUT4 | carry | FF | MULT18 | DP16KD | LUT sites | Fmax MHz "

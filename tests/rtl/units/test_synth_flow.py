@@ -426,6 +426,7 @@ def test_a_unit_alone_has_its_ports_registered(tmp_path) -> None:
     assert abs(r.path_ns - 1000 / r.result.fmax_mhz) < 0.05
     table = render_units([r], "simtgpu synth --unit fcompare", {"commit": "c", "date": "d"})
     assert f"| {r.result.fmax_mhz:.1f} |" in table and "| `fcompare` |" in table
+    assert "speed grade -6" in table  # the flow's default grade, named
 
 
 def test_an_unknown_unit_is_named(capsys) -> None:
