@@ -148,6 +148,7 @@ def test_the_speed_grade_reaches_nextpnr(tmp_path) -> None:
     assert synth.nextpnr_options(50, 1)[:3] == ["--85k", "--speed", "6"]
     with pytest.raises(ValueError, match="speed must be one of"):
         synth.synthesize_verilog("rr", text, "top", tmp_path / "5", speed=5)
+    assert not (tmp_path / "5").exists()  # refused before anything was written
 
 
 def test_nextpnr_is_asked_to_weigh_timing() -> None:
