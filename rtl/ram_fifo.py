@@ -76,7 +76,10 @@ class RamFifo(wiring.Component):
         next_head = Signal(range(depth))
         level_next = Signal(range(depth + 1))
         m.d.comb += [
-            level_next.eq(self.level + push - pop),
+            # the level one up and one down from the register, the push and the pop choosing
+            # last (no carry chain after them)
+            level_next.eq(Mux(push & ~pop, self.level + 1,
+                              Mux(pop & ~push, self.level - 1, self.level))),
             push.eq(self.w_en & self.w_rdy), pop.eq(self.r_en & self.r_rdy),
             next_head.eq(Mux(pop, Mux(head == depth - 1, 0, head + 1), head)),
             wp.addr.eq(tail), wp.data.eq(self.w_data), wp.en.eq(push),
