@@ -33,6 +33,9 @@ with the memory port's ``ready`` a register of the request buffer in front of it
 counts are those of doing it all in ``mem``.
 """
 
+import functools
+import operator
+
 from amaranth import Cat, Const, Module, Mux, Signal, Value, signed
 from amaranth.lib import data, enum, stream, wiring
 from amaranth.lib.fifo import SyncFIFOBuffered
@@ -74,6 +77,12 @@ def lwb_layout(warps: int, lanes: int) -> data.StructLayout:
     })
 
 
+def _one_of(onehot: Value, values) -> Value:
+    """The element of ``values`` that ``onehot`` picks: an AND-OR, no priority chain."""
+    return functools.reduce(operator.or_, (onehot[l].replicate(len(values[l])) & values[l]
+                                           for l in range(len(onehot))))
+
+
 def lane_pairs(lanes: int) -> list[tuple[int, int]]:
     """The pairs ``(i, j)``, ``i < j``, of lanes, in the order of the ``split`` bits."""
     return [(i, j) for i in range(lanes) for j in range(i + 1, lanes)]
@@ -103,6 +112,11 @@ def prep_layout(lanes: int, word_bits: int) -> data.StructLayout:
         # read from registers
         "some": 1,
         "more": 1,
+        # the lowest executing lane (one-hot) and its ``ea``: the LSU's first leader and its
+        # request's address, from registers in mem (no choice among the lanes in front of
+        # the L1's lookup of the request)
+        "lead": lanes,
+        "lead_addr": 32,
     })
 
 
@@ -197,6 +211,9 @@ class LsuPrep(wiring.Component):
                     wi, wj = self.addr[i][2:2 + self.word_bits], self.addr[j][2:2 + self.word_bits]
                     m.d.comb += q.split[p].eq((wi[:lb] == wj[:lb]) & (wi != wj))
         m.d.comb += [q.some.eq(self.exec.any()), q.more.eq(more_lanes(self.exec, q.split))]
+        for l in reversed(range(lanes)):
+            with m.If(self.exec[l]):
+                m.d.comb += [q.lead.eq(1 << l), q.lead_addr.eq(ea[l])]
         return m
 
 
@@ -308,14 +325,20 @@ class Lsu(wiring.Component):
             "widx": data.ArrayLayout(wib, lanes),
         })
         m.submodules.fifo = fifo = SyncFIFOBuffered(width=meta.size, depth=self.fifo_depth)
+        # the lowest remaining lane (one-hot) and its address, from registers: in the first
+        # cycle ex2's (``prep.lead``), after it this unit's, chosen from ``rem_next`` as the
+        # cycle before ends (``lead_q``), so the request's address reaches the L1's lookup
+        # (rtl/l1_cache.py, ``lookahead``) through one multiplexer
+        leader = Signal(lanes)
         leader_addr = Signal(32)
+        lead_q = Signal(lanes)
+        lead_addr_q = Signal(32)
+        m.d.comb += [leader.eq(Mux(started, lead_q, prep.lead)),
+                     leader_addr.eq(Mux(started, lead_addr_q, prep.lead_addr))]
         leader_b = Signal(32)
         leader_c = Signal(32)
-        leader = Signal(lanes)  # one-hot lowest remaining lane
-        for l in reversed(range(lanes)):
-            with m.If(rem[l]):
-                m.d.comb += [leader_addr.eq(addr[l]), leader_b.eq(self.data[l]),
-                             leader_c.eq(self.cdata[l]), leader.eq(1 << l)]
+        m.d.comb += [leader_b.eq(_one_of(leader, self.data)),
+                     leader_c.eq(_one_of(leader, self.cdata))]
         line = Signal(32)
         m.d.comb += line.eq(leader_addr & line_mask)
         # the lanes that go with the leader: its line's (an atomic's pairs are all split, so
@@ -367,7 +390,6 @@ class Lsu(wiring.Component):
 
         # --- shared memory ------------------------------------------------------------------
         # while ``clear`` zeroes a row, shared accesses wait (the banks' write ports are taken)
-        sh_wait = active & (is_shared | (op == LsuOp.ATOMS)) & ~faulting & self.clear
         go_shared = active & is_shared & ~faulting & (rem != 0) & ~self.clear
         go_atoms = active & (op == LsuOp.ATOMS) & ~faulting & (rem != 0) & ~self.clear
         m.d.comb += [sh.clear.eq(self.clear), sh.clear_row.eq(self.clear_row)]
@@ -411,7 +433,6 @@ class Lsu(wiring.Component):
         m.d.comb += [fpu.en.eq(1), fpu.op.eq(FpuOp.FADD), fpu.a.eq(a_old), fpu.b.eq(a_b),
                      fpu.valid.eq(go_atoms & (a_phase == 2) & (a_wait == 0) & is_fadd)]
         computed = atomic_result(m, fn[:_ATOM_BITS], a_old, a_b, a_c, fpu.result)
-        a_done = Signal()
         # the shared memory is read in phase 0 and written in phase 3
         m.d.comb += [sh.act.eq(go_shared | (go_atoms & ((a_phase == 0) | (a_phase == 3)))),
                      atom_new.eq(Mux(is_fadd, fpu.result, a_new))]
@@ -428,7 +449,6 @@ class Lsu(wiring.Component):
                     with m.Else():
                         m.d.sync += [a_new.eq(computed), a_wait.eq(0), a_phase.eq(3)]
                 with m.Case(3):  # write, remember the old value for the lane
-                    m.d.comb += a_done.eq(1)
                     for l in range(lanes):
                         with m.If(leader[l]):
                             m.d.sync += self.atom_values[l].eq(a_old)
@@ -439,24 +459,32 @@ class Lsu(wiring.Component):
         # remaining lanes (``some``), the memory port's and the FIFO's ``ready`` (registers:
         # the request buffer's, rtl/skid_buffer.py) and the atomic's phase, all from registers
         # in a few gates, as the stall of every stage behind mem waits on it
-        rem_next = Signal(lanes)
-        with m.If(go_global):
-            m.d.comb += rem_next.eq(Mux(accepted, rem & ~group, rem))
-        with m.Elif(go_shared):
-            m.d.comb += rem_next.eq(rem & ~sh.served)
-        with m.Elif(go_atoms):
-            m.d.comb += rem_next.eq(Mux(a_done, rem & ~leader, rem))
-        with m.Elif(sh_wait):
-            m.d.comb += rem_next.eq(rem)
         some = started | prep.some  # a held instruction has lanes left
         room = fifo.w_rdy & self.mem.req.ready
+        # The lanes left after this cycle, for the registers loaded only while ``hold``
+        # (``rem_q``, ``lead_q``, ``more_q``): a held instruction is ``active`` and not
+        # faulting, so they are told by the op alone, without ``valid`` and the fault behind
+        # ``go_*`` (the fault recorder's ``dead`` among them)
+        rem_next = Signal(lanes)
+        with m.If(is_global):
+            m.d.comb += rem_next.eq(Mux(room, rem & ~group, rem))
+        with m.Elif(is_shared):
+            m.d.comb += rem_next.eq(Mux(self.clear, rem, rem & ~sh.pick))
+        with m.Elif(is_atoms):
+            m.d.comb += rem_next.eq(Mux(~self.clear & (a_phase == 3), rem & ~leader, rem))
         m.d.comb += self.hold.eq(active & ~faulting & some & (
             (is_global & (~room | more))
             | (is_shared & (self.clear | more))
             | (is_atoms & (self.clear | (a_phase != 3) | more))))
         m.d.sync += more_q.eq(more_lanes(rem_next, prep.split))
+        lead_next = Signal(lanes)
+        lead_addr_next = Signal(32)
+        for l in reversed(range(lanes)):
+            with m.If(rem_next[l]):
+                m.d.comb += [lead_next.eq(1 << l), lead_addr_next.eq(addr[l])]
         with m.If(self.hold):
-            m.d.sync += [started.eq(1), rem_q.eq(rem_next)]
+            m.d.sync += [started.eq(1), rem_q.eq(rem_next), lead_q.eq(lead_next),
+                         lead_addr_q.eq(lead_addr_next)]
         with m.Else():
             m.d.sync += started.eq(0)
         m.d.comb += [

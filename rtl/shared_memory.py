@@ -55,6 +55,7 @@ class SharedMemory(wiring.Component):
             "word": In(data.ArrayLayout(self.word_bits, lanes)),
             "wdata": In(vec),
             "served": Out(lanes),
+            "pick": Out(lanes),  # the lanes ``act`` would serve (``served`` without it)
             "served_q": Out(lanes),
             "rdata": Out(vec),
             "clear": In(1),
@@ -76,7 +77,8 @@ class SharedMemory(wiring.Component):
                          bank.wdata.eq(self.wdata), bank.clear.eq(self.clear),
                          bank.clear_row.eq(self.clear_row)]
         for l in range(lanes):
-            m.d.comb += self.served[l].eq(self.act & Cat(bank.same[l] for bank in banks).any())
+            m.d.comb += [self.pick[l].eq(Cat(bank.same[l] for bank in banks).any()),
+                         self.served[l].eq(self.act & self.pick[l])]
             m.d.sync += lane_bank_q[l].eq(bank_of[l])
             with m.Switch(lane_bank_q[l]):
                 for b in range(lanes):
