@@ -494,8 +494,11 @@ class L1Cache(wiring.Component):
         with m.If(fill):
             m.d.sync += mshr_valid.bit_select(got_route.mshr, 1).eq(0)
             if ways > 1:
+                # with no invalid way the victim is the set's pointer as it is now (``arrive_rr``
+                # a cycle ago), so the next way comes from the victim's register, not from a
+                # read of the pointer at the set (a multiplexer of every set's)
                 with m.If(install & ~any_invalid):
-                    m.d.sync += rr[fill_set].eq(rr[fill_set] + 1)
+                    m.d.sync += rr[fill_set].eq(victim + 1)
             with m.If(got_route.read):  # an atomic's line fetch has no reader
                 m.d.sync += slot_filled.bit_select(got_route.slot, 1).eq(1)
                 m.d.comb += [slot_wr.addr.eq(got_route.slot),
@@ -528,7 +531,7 @@ class L1Cache(wiring.Component):
         if execute:
             m.d.comb += fetch.eq(req.valid & is_atomic & room & ~hit & ~pend & free)
             self._atomic_unit(m, p, req.valid & is_atomic & room & hit & ~pend & line_ok,
-                              line_data, line_ok, atom_ready, atom_old, atom_new, atom_be)
+                              line_data, atom_ready, atom_old, atom_new, atom_be)
             accept_atomic = hit & ~pend & atom_ready
         else:
             accept_atomic = ~pend
@@ -549,19 +552,25 @@ class L1Cache(wiring.Component):
 
         send = Signal()  # the request goes down (a new miss, a store or an atomic)
         m.d.comb += send.eq((fire & (new_miss | ~is_read)) | fetch)
+        # What goes down is chosen by ``fetches`` (an atomic whose line is neither in nor
+        # due), from the port's registers: whenever something goes down it equals ``fetch``
+        # (an atomic goes down itself only on a hit), whose readiness and free-MSHR terms stay
+        # off the down queue's and the route's line-wide write data (a fan-out of hundreds)
+        fetches = Signal()
+        m.d.comb += fetches.eq(is_atomic & ~hit & ~pend if execute else 0)
         dq_entry = Signal(dq_layout)
         r_entry = Signal(route_layout)
         m.d.comb += [
             dq_entry.eq(p),
-            dq_entry.addr.eq(Mux(new_miss | fetch, Cat(Const(0, ob), line), p.addr)),
+            dq_entry.addr.eq(Mux(new_miss | fetches, Cat(Const(0, ob), line), p.addr)),
             dq.w_data.eq(dq_entry.as_value()), dq.w_en.eq(send),
-            r_entry.fill.eq(new_miss | fetch), r_entry.mshr.eq(free_idx), r_entry.rob.eq(tail),
-            r_entry.slot.eq(slot_free), r_entry.read.eq(new_miss), r_entry.set.eq(set_idx),
-            r_entry.keep.eq(is_atomic & ~fetch if execute else 0),
+            r_entry.fill.eq(new_miss | fetches), r_entry.mshr.eq(free_idx),
+            r_entry.rob.eq(tail), r_entry.slot.eq(slot_free), r_entry.read.eq(new_miss),
+            r_entry.set.eq(set_idx), r_entry.keep.eq(is_atomic & ~fetches if execute else 0),
             route.w_data.eq(r_entry.as_value()), route.w_en.eq(send),
         ]
         if execute:
-            with m.If(fetch):
+            with m.If(fetches):
                 m.d.comb += dq_entry.kind.eq(MemKind.READ)
             with m.Elif(is_atomic):  # its new word written through
                 m.d.comb += [dq_entry.kind.eq(MemKind.WRITE),
@@ -706,20 +715,20 @@ class L1Cache(wiring.Component):
             ]
         return m
 
-    def _atomic_unit(self, m: Module, p, start: Signal, line_data: Signal, line_ok: Signal,
-                     ready: Signal, old: Signal, new: Signal, be: Signal) -> None:
+    def _atomic_unit(self, m: Module, p, start: Signal, line_data: Signal, ready: Signal,
+                     old: Signal, new: Signal, be: Signal) -> None:
         """The read-modify-write of an atomic on its cached line (``atomics="execute"``): the
         old word, the new one (rtl/atomic_alu.py, as the DRAM model computes it) and its byte
-        enables. ``ready`` is low until the line is read (``line_ok``), then for a cycle while
-        the old word is registered (it comes out of a block RAM; the new word is worked out
-        from the register, so the read-modify-write is not one path from the RAM's output to
-        its write), for ``atom.fadd`` until the FP adder's sum is out, its latency more, and
-        for a cycle while the new word is registered (``new`` leaves from a flip-flop: the
-        min/max and compare-and-swap logic is not on the path into the data RAM's write and
-        the down queue). ``start`` (the atomic can be performed now) keeps the operands steady
-        meanwhile: no write reaches the data RAM while it is high (the request at the port is
-        the only one that could write, and a fill leaves ``room`` low), and the wait starts
-        again whenever it drops."""
+        enables. ``ready`` is low until the line is read (``start`` needs ``line_ok``), then
+        for a cycle while the old word is registered (it comes out of a block RAM; the new
+        word is worked out from the register, so the read-modify-write is not one path from
+        the RAM's output to its write), for ``atom.fadd`` until the FP adder's sum is out,
+        its latency more, and for a cycle while the new word is registered (``new`` leaves
+        from a flip-flop: the min/max and compare-and-swap logic is not on the path into the
+        data RAM's write and the down queue). ``start`` (the atomic can be performed now)
+        keeps the operands steady meanwhile: no write reaches the data RAM while it is high
+        (the request at the port is the only one that could write, and a fill leaves
+        ``room`` low), and the wait starts again whenever it drops."""
         from .atomic_alu import atomic_result
         from .fpu import ATOMIC_LATENCY, Fpu, FpuOp
         lw, ob = self.line_words, self.offset_bits
@@ -746,11 +755,15 @@ class L1Cache(wiring.Component):
         # the count will have reached it, from the request at the port then: while it waits
         # (``start`` high, not ``ready``) the port holds the same request, and in any other
         # cycle the count restarts at zero, short of any target; so ``ready`` is a flag and
-        # ``line_ok``, not the request's operation decoded into a comparison.
+        # ``line_ok``, not the request's operation decoded into a comparison. ``at_target``
+        # alone is ``ready``: it is high only after a cycle of ``start`` (so ``line_ok``) that
+        # was not ``ready``, in which nothing could change the line the port reads (the same
+        # request stays, no fill or invalidation: ``room``), so ``line_ok`` holds again and its
+        # comparison stays off the path to the port's ``ready``.
         target = Mux(op_fadd, latency + 2, 2)
         wait = Signal(range(latency + 3))
         wait_next = Signal.like(wait)
         at_target = Signal()
         m.d.comb += [wait_next.eq(Mux(start & ~ready, wait + 1, 0)),
-                     ready.eq(line_ok & at_target)]
+                     ready.eq(at_target)]
         m.d.sync += [wait.eq(wait_next), at_target.eq(wait_next == target)]
