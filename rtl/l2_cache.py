@@ -142,16 +142,6 @@ class L2Cache(wiring.Component):
         # interconnect's choice among its sources (a cycle more on every request).
         m.submodules.in_buffer = in_buf = SkidBuffer(self.up.req.payload.shape())
         wiring.connect(m, wiring.flipped(self.up.req), in_buf.up)
-        # the request at the banks' ports: the second buffer's first entry
-        m.submodules.buffer = buf = SkidBuffer(
-            self.up.req.payload.shape(), lookahead_side_layout(banks[0].ways, self.mshrs, nb))
-        wiring.connect(m, in_buf.down, buf.up)
-        # responses leave through a skid buffer too: from registers, so that the response
-        # chosen among the banks (their reorder buffers' heads, the order FIFO's) is not one
-        # path with the receiver's handling of it (an L1's fill into its arrays)
-        m.submodules.resp_buffer = resp_buf = SkidBuffer(self.up.resp.payload.shape())
-        wiring.connect(m, resp_buf.down, wiring.flipped(self.up.resp))
-        req, resp = buf.down, resp_buf.up
 
         def bank_of(addr):
             return addr[ob:ob + bb] if bb else Const(0, 1)
@@ -160,6 +150,18 @@ class L2Cache(wiring.Component):
             """The address as its bank sees it: the bank bits taken out."""
             return Cat(addr[:ob], addr[ob + bb:])
 
+        # the request at the banks' ports: the second buffer's first entry; which bank it
+        # goes to (``down_to``) comes from flip-flops
+        m.submodules.buffer = buf = SkidBuffer(
+            self.up.req.payload.shape(), lookahead_side_layout(banks[0].ways, self.mshrs, nb),
+            routes=nb, route_of=lambda p: bank_of(p.addr))
+        wiring.connect(m, in_buf.down, buf.up)
+        # responses leave through a skid buffer too: from registers, so that the response
+        # chosen among the banks (their reorder buffers' heads, the order FIFO's) is not one
+        # path with the receiver's handling of it (an L1's fill into its arrays)
+        m.submodules.resp_buffer = resp_buf = SkidBuffer(self.up.resp.payload.shape())
+        wiring.connect(m, resp_buf.down, wiring.flipped(self.up.resp))
+        req, resp = buf.down, resp_buf.up
         bank = Signal(max(1, bb))
         m.d.comb += bank.eq(bank_of(req.payload.addr))
         # every bank looks up the address entering the buffer and keeps its findings of both
@@ -192,15 +194,15 @@ class L2Cache(wiring.Component):
             m.d.comb += [
                 p.eq(req.payload),
                 p.addr.eq(in_bank(req.payload.addr)),
-                b.up.req.valid.eq(req.valid & (bank == i)),
+                b.up.req.valid.eq(buf.down_to[i]),
                 b.up.resp.ready.eq(resp.ready & order.r_rdy & (head == i)),
                 b.invalidate.eq(self.invalidate),
             ]
-            with m.If(bank == i):
-                m.d.comb += req.ready.eq(b.up.req.ready)
             with m.If(order.r_rdy & (head == i)):
                 m.d.comb += [resp.valid.eq(b.up.resp.valid), resp.payload.eq(b.up.resp.payload)]
-        m.d.comb += [order.w_data.eq(bank), order.w_en.eq(req.valid & req.ready),
+        m.d.comb += [req.ready.eq(Cat(buf.down_to[i] & b.up.req.ready
+                                      for i, b in enumerate(banks)).any()),
+                     order.w_data.eq(bank), order.w_en.eq(req.valid & req.ready),
                      order.r_en.eq(resp.valid & resp.ready)]
 
         # down: the banks' requests onto the one DRAM port, addresses made whole again; the

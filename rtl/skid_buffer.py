@@ -26,9 +26,18 @@ queue with read and write pointers (the same cycles at both ports): the receiver
 ``down.ready`` then comes from a decision of its own, and it drives a pointer and a count,
 where it drove the enables of two line-wide registers across the device, the whole GPU's
 slowest path (docs/performance.md).
+
+**Routes** (``routes``, with side information): where the items go to one of several
+receivers (the L2's banks), the buffer can say which one the item at ``down`` goes to from
+flip-flops (``down_to``, one-hot, zero when empty): each entry keeps its item's route, taken
+as it enters (``route_of``), and ``down_to`` is worked out for the next cycle from the push
+and the pop, so a receiver's ``valid`` is not the read pointer's choice of an item and a
+decoding of its address (on the FPGA, the banks are far from the buffer and from each other).
 """
 
-from amaranth import Module, Mux, Signal
+from collections.abc import Callable
+
+from amaranth import Const, Module, Mux, Signal, Value
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -56,10 +65,17 @@ class SkidBuffer(wiring.Component):
         whether it holds one.
     down_side_next, skid_side_next: ``In(side_shape)``
         The side bits each held item has in the next cycle, wherever it is then.
+    down_to: ``Out(routes)``
+        With ``routes`` (and ``side_shape``): one-hot, the receiver of the item at ``down``
+        (``route_of`` its payload), from flip-flops; zero when nothing is held.
     """
 
-    def __init__(self, shape, side_shape=None):
+    def __init__(self, shape, side_shape=None, routes: int = 0,
+                 route_of: Callable[[Value], Value] | None = None):
+        if routes and (side_shape is None or route_of is None):
+            raise ValueError("a skid buffer's routes need side_shape and route_of")
         self.side_shape = side_shape
+        self.routes, self.route_of = routes, route_of
         members = {
             "up": In(stream.Signature(shape)),
             "down": Out(stream.Signature(shape)),
@@ -69,6 +85,8 @@ class SkidBuffer(wiring.Component):
             members |= {"up_side": In(side_shape), "down_side": Out(side_shape),
                         "skid_valid": Out(1), "skid": Out(shape), "skid_side": Out(side_shape),
                         "down_side_next": In(side_shape), "skid_side_next": In(side_shape)}
+        if routes:
+            members["down_to"] = Out(routes)
         super().__init__(members)
 
     def elaborate(self, platform) -> Module:
@@ -117,4 +135,16 @@ class SkidBuffer(wiring.Component):
                                         Mux(rd == i, self.down_side_next,
                                             self.skid_side_next)))
         m.d.sync += [rd.eq(rd ^ pop), wr.eq(wr ^ push), count.eq(count + push - pop)]
+        if self.routes:
+            # each entry's route, and the one at ``down`` next: the pushed item's where the
+            # buffer is empty once the pop is done, else the entry the read pointer will be at
+            dests = [Signal(self.routes, name=f"dest{i}") for i in range(2)]
+            up_dest = Signal(self.routes)
+            m.d.comb += up_dest.eq(Const(1, self.routes) << self.route_of(up.payload))
+            for i in range(2):
+                with m.If(push & (wr == i)):
+                    m.d.sync += dests[i].eq(up_dest)
+            emptied = (count == 0) | ((count == 1) & pop)
+            m.d.sync += self.down_to.eq(Mux(emptied, Mux(push, up_dest, 0),
+                                            Mux(rd ^ pop, dests[1], dests[0])))
         return m

@@ -8,6 +8,7 @@ from __future__ import annotations
 import random
 from collections import deque
 
+import pytest
 from amaranth.sim import Simulator
 from simtgpu.rtl.skid_buffer import SkidBuffer
 
@@ -65,12 +66,15 @@ def test_skid_buffer_moves_an_item_per_cycle() -> None:
     assert stats["out"] == 499 and stats["full"] == 0, stats  # one cycle late, never stalls
 
 
-def test_side_bits_follow_their_items() -> None:
+@pytest.mark.parametrize("routes", [0, 4])
+def test_side_bits_follow_their_items(routes: int) -> None:
     """With side information (the queue form): every cycle's ``up.ready``, ``down.valid``,
     head and ``idle`` as a two-entry queue's, and each held item's side bits those it came
     in with, advanced once per cycle held by the receiver's ``*_side_next`` (here: +1), at
-    ``down`` and in the second entry alike."""
-    dut = SkidBuffer(16, side_shape=8)
+    ``down`` and in the second entry alike. With routes (the item's low two bits here), the
+    registered ``down_to`` names the head's route every cycle, and is zero when empty."""
+    dut = SkidBuffer(16, side_shape=8, routes=routes,
+                     route_of=(lambda p: p[:2]) if routes else None)
     rng = random.Random(3)
     stats = {"out": 0, "full": 0}
 
@@ -92,6 +96,8 @@ def test_side_bits_follow_their_items() -> None:
             assert ctx.get(dut.idle) == (not held), at
             if held:
                 assert [ctx.get(dut.down.payload), ctx.get(dut.down_side)] == held[0], at
+            if routes:
+                assert ctx.get(dut.down_to) == ((1 << (held[0][0] & 3)) if held else 0), at
             if len(held) == 2:
                 assert [ctx.get(dut.skid), ctx.get(dut.skid_side)] == held[1], at
             for h in held:
@@ -107,3 +113,8 @@ def test_side_bits_follow_their_items() -> None:
 
     _simulate(dut, bench)
     assert stats["full"] > 200 and stats["out"] > 1000, stats
+
+
+def test_routes_need_side_information() -> None:
+    with pytest.raises(ValueError, match="routes need side_shape and route_of"):
+        SkidBuffer(16, routes=2, route_of=lambda p: p[:1])
