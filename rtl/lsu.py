@@ -24,13 +24,15 @@ register file.
 The work that needs only the instruction is done a stage earlier, in ``ex2``, by
 :class:`LsuPrep`, and the core registers it into ``mem`` beside the instruction (``prep``):
 the effective and shared-memory word addresses, the range and alignment checks with the
-fault they raise, and for every pair of lanes whether the two can go in one transaction
-(global: the same line) or one round (shared: not the same bank at different words), and
-whether two executing lanes cannot (``more``). Whether the instruction needs another cycle
-(``hold``, which stalls the stages behind it) is then read from registers in a few gates: in
-its first cycle from ``prep``, after it from a ``more`` worked out as the cycle before ended,
-with the memory port's ``ready`` a register of the request buffer in front of it. The cycle
-counts are those of doing it all in ``mem``.
+fault they raise, for every pair of lanes whether the two can go in one transaction
+(global: the same line) or one round (shared: not the same bank at different words),
+whether two executing lanes cannot (``more``), and the first leader and its address (the
+later ones are chosen as the cycle before ends), so a request's address comes from
+registers. Whether the instruction needs another cycle (``hold``, which stalls the stages
+behind it) is then read from registers in a few gates: in its first cycle from ``prep``,
+after it from a ``more`` worked out as the cycle before ended, with the memory port's
+``ready`` a register of the request buffer in front of it. The cycle counts are those of
+doing it all in ``mem``.
 """
 
 import functools
