@@ -555,7 +555,8 @@ class L1Cache(wiring.Component):
         # What goes down is chosen by ``fetches`` (an atomic whose line is neither in nor
         # due), from the port's registers: whenever something goes down it equals ``fetch``
         # (an atomic goes down itself only on a hit), whose readiness and free-MSHR terms stay
-        # off the down queue's and the route's line-wide write data (a fan-out of hundreds)
+        # off the down queue's line-wide write data and the route's entry (a fan-out of
+        # hundreds)
         fetches = Signal()
         m.d.comb += fetches.eq(is_atomic & ~hit & ~pend if execute else 0)
         dq_entry = Signal(dq_layout)
