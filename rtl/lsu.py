@@ -35,9 +35,6 @@ after it from a ``more`` worked out as the cycle before ended, with the memory p
 doing it all in ``mem``.
 """
 
-import functools
-import operator
-
 from amaranth import Cat, Const, Module, Mux, Signal, Value, signed
 from amaranth.lib import data, enum, stream, wiring
 from amaranth.lib.fifo import SyncFIFOBuffered
@@ -49,7 +46,7 @@ from .atomic_alu import atomic_result
 from .fpu import ATOMIC_LATENCY, Fpu, FpuOp
 from .isa_consts import FaultCause
 from .layouts import split_signal
-from .shared_memory import SharedMemory, shared_geometry
+from .shared_memory import SharedMemory, one_hot_choice, shared_geometry
 from .signatures import AtomOp, MemKind, mem_port_signature
 
 _ATOM_BITS = AtomOp.as_shape().width
@@ -77,12 +74,6 @@ def lwb_layout(warps: int, lanes: int) -> data.StructLayout:
         "exec": lanes,
         "values": data.ArrayLayout(32, lanes),
     })
-
-
-def _one_of(onehot: Value, values) -> Value:
-    """The element of ``values`` that ``onehot`` picks: an AND-OR, no priority chain."""
-    return functools.reduce(operator.or_, (onehot[l].replicate(len(values[l])) & values[l]
-                                           for l in range(len(onehot))))
 
 
 def lane_pairs(lanes: int) -> list[tuple[int, int]]:
@@ -339,8 +330,8 @@ class Lsu(wiring.Component):
                      leader_addr.eq(Mux(started, lead_addr_q, prep.lead_addr))]
         leader_b = Signal(32)
         leader_c = Signal(32)
-        m.d.comb += [leader_b.eq(_one_of(leader, self.data)),
-                     leader_c.eq(_one_of(leader, self.cdata))]
+        m.d.comb += [leader_b.eq(one_hot_choice(leader, [self.data[l] for l in range(lanes)])),
+                     leader_c.eq(one_hot_choice(leader, [self.cdata[l] for l in range(lanes)]))]
         line = Signal(32)
         m.d.comb += line.eq(leader_addr & line_mask)
         # the lanes that go with the leader: its line's (an atomic's pairs are all split, so

@@ -88,7 +88,7 @@ class SharedMemory(wiring.Component):
         return m
 
 
-def _one_hot_choice(sel: Value, values: list[Value]) -> Value:
+def one_hot_choice(sel: Value, values: list[Value]) -> Value:
     """The value of ``values`` whose bit of the one-hot ``sel`` is set (zero for none): an OR
     of ANDs, with no priority chain."""
     return reduce(operator.or_, (Mux(sel[i], v, 0) for i, v in enumerate(values)))
@@ -141,7 +141,7 @@ class SharedBank(wiring.Component):
         m.d.comb += first.eq(Cat(hits[l] & ~hits[:l].any() if l else hits[0]
                                  for l in range(lanes)))
         row = Signal(len(self.clear_row))
-        m.d.comb += row.eq(_one_hot_choice(first, row_of))
+        m.d.comb += row.eq(one_hot_choice(first, row_of))
         for l in range(lanes):
             with_leader = [first[k] & (self.word[k] == self.word[l]) for k in range(l)]
             m.d.comb += self.same[l].eq(first[l] | (hits[l] & Cat(with_leader).any()))
