@@ -9,7 +9,10 @@ with the *next* cycle's head (the head after this cycle's pop), so the head is o
 memory as it becomes the head. The one case the memory cannot answer is an entry written in
 the cycle before it is read, into a queue that was empty after that cycle's pop: that entry
 comes from a register of the written data instead (one register and one multiplexer of the
-width, which is what a transparent read port would cost too). ``r_rdy`` and ``w_rdy`` are
+width, which is what a transparent read port would cost too). In distributed RAM
+(``ram_style="distributed"``) the head is a register of its own instead, loaded as the head
+is popped from an asynchronous read of the entry after it, so the pop is the last choice
+before a register rather than the address of a read. ``r_rdy`` and ``w_rdy`` are
 flip-flops too (their next values chosen by the push and the pop among compares on the
 level), so a reader's pop, which depends on them, starts at registers: the L2's order of
 responses (rtl/l2_cache.py) is such a loop, from the head through the answering bank's
@@ -68,34 +71,63 @@ class RamFifo(wiring.Component):
         m.submodules.storage = mem = Memory(shape=unsigned(self.width), depth=depth, init=[],
                                              attrs={"ram_style": self.ram_style})
         wp = mem.write_port()
-        rp = mem.read_port()
         head = Signal(range(depth))
         tail = Signal(range(depth))
         push = Signal()
         pop = Signal()
-        next_head = Signal(range(depth))
         level_next = Signal(range(depth + 1))
+
+        def after(ptr):
+            return Mux(ptr == depth - 1, 0, ptr + 1)
+
         m.d.comb += [
             # the level one up and one down from the register, the push and the pop choosing
             # last (no carry chain after them)
             level_next.eq(Mux(push & ~pop, self.level + 1,
                               Mux(pop & ~push, self.level - 1, self.level))),
             push.eq(self.w_en & self.w_rdy), pop.eq(self.r_en & self.r_rdy),
-            next_head.eq(Mux(pop, Mux(head == depth - 1, 0, head + 1), head)),
             wp.addr.eq(tail), wp.data.eq(self.w_data), wp.en.eq(push),
-            rp.addr.eq(next_head),
         ]
+        with m.If(push):
+            m.d.sync += tail.eq(after(tail))
+        with m.If(pop):
+            m.d.sync += head.eq(after(head))
+        if self.ram_style == "block":
+            self._block_head(m, mem, head, tail, push, pop, after)
+        else:
+            self._distributed_head(m, mem, head, tail, push, pop, after)
+        # the flags' next values with the compares on the level register and this cycle's
+        # push and pop choosing last (they come late: a bank's acceptance, a reader's pop)
+        m.d.sync += [self.level.eq(level_next),
+                     self.r_rdy.eq(Mux(push, 1, Mux(pop, self.level != 1, self.level != 0))),
+                     self.w_rdy.eq(Mux(pop, 1, Mux(push, self.level != depth - 1,
+                                                   self.level != depth)))]
+        return m
+
+    def _block_head(self, m, mem, head, tail, push, pop, after) -> None:
+        """The head out of a block RAM's registered read, addressed with the next cycle's
+        head; an entry written in the cycle before it is read comes from a register."""
+        rp = mem.read_port()
+        next_head = Signal.like(head)
+        m.d.comb += [next_head.eq(Mux(pop, after(head), head)), rp.addr.eq(next_head)]
         # the entry written now, if it is the next cycle's head (the memory gives the old word)
         bypass = Signal()
         written = Signal(self.width)
         m.d.sync += [bypass.eq(push & (next_head == tail)), written.eq(self.w_data)]
         m.d.comb += self.r_data.eq(Mux(bypass, written, rp.data))
-        with m.If(push):
-            m.d.sync += tail.eq(Mux(tail == depth - 1, 0, tail + 1))
-        # the flags' next values with the compares on the level register and this cycle's
-        # push and pop choosing last (they come late: a bank's acceptance, a reader's pop)
-        m.d.sync += [head.eq(next_head), self.level.eq(level_next),
-                     self.r_rdy.eq(Mux(push, 1, Mux(pop, self.level != 1, self.level != 0))),
-                     self.w_rdy.eq(Mux(pop, 1, Mux(push, self.level != depth - 1,
-                                                   self.level != depth)))]
-        return m
+
+    def _distributed_head(self, m, mem, head, tail, push, pop, after) -> None:
+        """The head in a register of its own, loaded from an asynchronous read of the entry
+        after the head (addressed from flip-flops, so read early in the cycle) as the head is
+        popped, or from the written data as it lands where the next head is: the pop and the
+        push choose last, one multiplexer before the register (the L2's response order is a
+        loop through the pop: rtl/l2_cache.py)."""
+        rp = mem.read_port(domain="comb")
+        head1 = Signal.like(head)
+        m.d.comb += [head1.eq(after(head)), rp.addr.eq(head1)]
+        lands_next = Signal()  # a push now writes the entry after the head (one held)
+        m.d.comb += lands_next.eq(tail == head1)
+        with m.If(pop):
+            m.d.sync += self.r_data.eq(Mux(push & lands_next, self.w_data, rp.data))
+        with m.Elif(push & ~self.r_rdy):  # into an empty queue: it is the head
+            m.d.sync += self.r_data.eq(self.w_data)

@@ -1,4 +1,5 @@
-"""The block-RAM queue (rtl/ram_fifo.py) in the Amaranth simulator against a Python deque:
+"""The memory queue (rtl/ram_fifo.py, both its block-RAM and its distributed-RAM head) in
+the Amaranth simulator against a Python deque:
 random pushes and pops, every cycle's ``r_rdy``, ``w_rdy``, ``level`` and head compared, on
 depths that are and are not powers of two (wrap-around), with the queue running empty (the
 written-then-read bypass) and full."""
@@ -13,9 +14,10 @@ from amaranth.sim import Simulator
 from simtgpu.rtl.ram_fifo import RamFifo
 
 
+@pytest.mark.parametrize("style", ["block", "distributed"])
 @pytest.mark.parametrize("depth", [2, 5, 16, 20])
-def test_ram_fifo_against_a_deque(depth: int) -> None:
-    dut = RamFifo(width=24, depth=depth)
+def test_ram_fifo_against_a_deque(depth: int, style: str) -> None:
+    dut = RamFifo(width=24, depth=depth, ram_style=style)
     rng = random.Random(depth)
     seen = {"empty_push": 0, "full": 0, "pops": 0}
 
@@ -30,7 +32,7 @@ def test_ram_fifo_against_a_deque(depth: int) -> None:
             ctx.set(dut.w_en, w_en)
             ctx.set(dut.w_data, w_data)
             ctx.set(dut.r_en, r_en)
-            at = f"depth {depth}, cycle {cycle}"
+            at = f"{style}, depth {depth}, cycle {cycle}"
             assert ctx.get(dut.level) == len(want), at
             assert ctx.get(dut.r_rdy) == (len(want) > 0), at
             assert ctx.get(dut.w_rdy) == (len(want) < depth), at
