@@ -145,6 +145,11 @@ class SimtStack(wiring.Component):
         def addr(w, idx):
             return w * depth + idx
 
+        def addr_under(w, sp, n):
+            """The address ``n`` entries under ``sp``; the bottom when there are none (a read
+            made whether it is wanted or not stays inside the warp's entries)."""
+            return addr(w, Mux(sp >= n, sp - n, 0))
+
         def answer(w, pc, active, live):
             m.d.comb += [self.done.eq(1), self.done_warp.eq(w), self.new_pc.eq(pc),
                          self.new_active.eq(active), self.new_live.eq(live)]
@@ -165,7 +170,6 @@ class SimtStack(wiring.Component):
                 answer(w, entry.pc, entry.mask & live, live)
                 set_sp(w, sp_after)
                 with m.If(~bottom):  # the entry below becomes the top: read it back
-                    m.d.comb += [rd.en.eq(1), rd.addr.eq(addr(w, sp_after - 1))]
                     m.d.sync += [b_warp.eq(w)]
                     m.next = "REFILL"
                 with m.Else():
@@ -181,7 +185,6 @@ class SimtStack(wiring.Component):
                     fault(w, FaultCause.STACK_UNDERFLOW)
                 m.next = "IDLE"
             with m.Else():  # empty entry, a live one under it: pop again from memory
-                m.d.comb += [rd.en.eq(1), rd.addr.eq(addr(w, sp_after - 1))]
                 m.d.sync += [b_warp.eq(w), b_live.eq(live), b_sp.eq(sp_after - 1)]
                 m.next = "POPMEM"
 
@@ -203,10 +206,16 @@ class SimtStack(wiring.Component):
                 set_sp(w, sp_cur + 1)
                 set_top(w, entry, back)
 
+        # A pop reads the entry under the one it pops (``pop``: REFILL and POPMEM take it a
+        # cycle later). The read is made every cycle, at the address such a pop would read,
+        # from flip-flops (the warp's stack pointer, or the one being popped from memory):
+        # whether the pop happens is decided late in the cycle (the masks, the live lanes),
+        # and only REFILL and POPMEM, which a pop enters, use what is read.
+        m.d.comb += rd.en.eq(1)
         w = self.warp
         with m.FSM(init="IDLE"):
             with m.State("IDLE"):
-                m.d.comb += self.ready.eq(1)
+                m.d.comb += [self.ready.eq(1), rd.addr.eq(addr_under(w, sp_cur, 2))]
                 with m.If(self.valid & ~self.reset):
                     with m.Switch(self.op):
                         with m.Case(SimtOp.SSY):
@@ -260,6 +269,7 @@ class SimtStack(wiring.Component):
                 set_top(b_warp, rd.data, rd.data.pc - 4)
                 m.next = "IDLE"
             with m.State("POPMEM"):
+                m.d.comb += rd.addr.eq(addr_under(b_warp, b_sp, 1))
                 pop(b_warp, rd.data, b_sp, b_sp == 0, b_live)
 
         for i in range(warps):
