@@ -449,12 +449,12 @@ class Core(wiring.Component):
         # The slots busy beside it then are those busy now but for the one closing (a block
         # is taken only into a free slot, and never in a flush cycle).
         block_reset = Signal()
-        block_alone = Signal()
+        alone_reset = Signal()  # block_reset, of a block alone on the core
         taken = self.dispatch.valid & ready
         m.d.sync += [block_reset.eq(taken),
-                     block_alone.eq((slot_busy & ~slot_closing & ~(1 << pick)) == 0)]
+                     alone_reset.eq(taken & ((slot_busy & ~slot_closing & ~(1 << pick)) == 0))]
         whole_reset = Signal()
-        m.d.comb += whole_reset.eq((block_reset & block_alone) | self.flush)
+        m.d.comb += whole_reset.eq(alone_reset | self.flush)
         reset_warps = Mux(block_reset, new_warps, 0)
         m.d.comb += [sb.reset.eq(whole_reset), sb.reset_warps.eq(reset_warps),
                      rf.clear_warps.eq(reset_warps),
@@ -726,8 +726,8 @@ class Core(wiring.Component):
         rr_dropped = Signal()
         sfu_dropped, mma_dropped = Signal(), Signal()
         m.d.comb += [rr_ex1_st.stall.eq(stall), rr_ex1_st.d.eq(rr),
-                     rr_ex1_st.d.valid.eq(rr.valid & ~fr.kill.bit_select(rr.warp, 1)),
-                     rr_dropped.eq(rr.valid & ~stall & fr.kill.bit_select(rr.warp, 1)),
+                     rr_ex1_st.d.valid.eq(rr.valid & ~fr.kill_entry.bit_select(rr.warp, 1)),
+                     rr_dropped.eq(rr.valid & ~stall & fr.kill_entry.bit_select(rr.warp, 1)),
                      sfu.release.eq(sfu_dropped), sfu.reset.eq(self.flush)]
         m.d.sync += [sfu_dropped.eq(rr_dropped & (d.sem == RSem.SFU)),
                      mma_dropped.eq(rr_dropped & (d.sem == RSem.MMA))]
@@ -893,7 +893,7 @@ class Core(wiring.Component):
         ex1_ex2 = ex1_ex2_st.q
         # ... and as they leave it, with an instruction that faults as it leaves ex1
         m.d.comb += [ex1_ex2_st.stall.eq(stall), ex1_ex2_st.d.eq(ex1),
-                     ex1_ex2_st.d.valid.eq(ex1.valid & ~fr.kill.bit_select(x.warp, 1))]
+                     ex1_ex2_st.d.valid.eq(ex1.valid & ~fr.kill_ex1)]
         ex2 = split_signal(uop, "ex2")
         m.d.comb += ex2.eq(ex1_ex2)
         for l in range(L):

@@ -21,7 +21,12 @@ where the fault is raised:
   take it, even while ``mem`` holds): the faulting instruction and everything of the warp
   behind ``ex1``; the older ones in ``ex2`` and ``mem`` complete. ``kill`` names these
   warps and the ``mem`` ones, already in the cycle of the fault; the core drops their
-  instructions as they enter and as they leave ``ex1``.
+  instructions as they enter (``kill_entry``) and as they leave (``kill``) ``ex1``.
+  ``kill_entry`` leaves out the SIMT stack's fault of the cycle: the instructions that reach
+  the stack move the pc, so their warp's fetch stops as one enters the instruction buffer
+  (what is fetched behind it is dropped) until the stack answers, and nothing of its warp
+  is behind ``ex1`` while it acts; the stack's answer, late in its cycle, does not reach the
+  entry to ``ex1`` (from the next cycle ``kill_entry`` holds the warp too).
 - at issue (an illegal head) and in a barrier deadlock: nothing younger of the warp has been
   issued (a ``bar`` holds its warp's issue), so nothing is dropped; the deadlocking ``bar``
   retires, as on the ISS.
@@ -82,7 +87,9 @@ class FaultRecorder(wiring.Component):
     (``settling``: the record is rewritten at the next edge). From the first fault until ``flush``
     (while ``running`` or a fault is held): ``dead`` holds, from the next cycle, each warp
     that raised a fault in ``mem``; ``kill`` holds each warp that raises or raised one in
-    ``mem`` or ``ex1``, already in the cycle it is raised.
+    ``mem`` or ``ex1``, already in the cycle it is raised; ``kill_entry`` the same but for
+    a SIMT stack fault in the cycle it is raised (it holds from the next); ``kill_ex1`` is
+    ``kill`` at ``ex1.warp``.
     """
 
     def __init__(self, warps: int, lanes: int):
@@ -105,6 +112,8 @@ class FaultRecorder(wiring.Component):
             "settling": Out(1),
             "dead": Out(warps),
             "kill": Out(warps),
+            "kill_entry": Out(warps),
+            "kill_ex1": Out(1),
         })
 
     def elaborate(self, platform) -> Module:
@@ -123,9 +132,17 @@ class FaultRecorder(wiring.Component):
                      raised_ex1.eq(Mux(ex1.stack | ex1.divergent | ex1.divergent_mma,
                                        1 << ex1.warp, 0))]
         dead_mem, dead_ex1 = Signal(W), Signal(W)
+        counts = held | self.running
         m.d.comb += [self.dead.eq(dead_mem),
-                     self.kill.eq(dead_mem | dead_ex1 | Mux(held | self.running,
-                                                            raised_mem | raised_ex1, 0))]
+                     self.kill.eq(dead_mem | dead_ex1 | Mux(counts, raised_mem | raised_ex1, 0)),
+                     self.kill_entry.eq(dead_mem | dead_ex1 | Mux(
+                         counts, raised_mem | Mux(ex1.divergent | ex1.divergent_mma,
+                                                  1 << ex1.warp, 0), 0)),
+                     # ``kill`` at ex1's warp, with this cycle's ex1 fault (the SIMT stack's
+                     # answer, late) two gates from the end rather than through the mask
+                     self.kill_ex1.eq((dead_mem | dead_ex1).bit_select(ex1.warp, 1) | (
+                         counts & ((self.mem.valid & (self.mem.warp == ex1.warp))
+                                   | ex1.stack | ex1.divergent | ex1.divergent_mma)))]
 
         arrivals = layouts.per_warp(layouts.bar_arrival(), W)
         for w in range(W):

@@ -166,6 +166,12 @@ def test_fault_recorder_priority_and_hold():
                           or raise_["mma"] else 0)
             now = raised_mem | raised_ex1 if held or running else 0
             assert ctx.get(dut.kill) == dead | dead_ex1 | now, step
+            # entering ex1: the stack's fault of this cycle left out (its warp has nothing
+            # behind it), the barrier's and the mma's kept
+            raised_bar = 1 << ex1["warp"] if raise_["divergent"] or raise_["mma"] else 0
+            now_entry = raised_mem | raised_bar if held or running else 0
+            assert ctx.get(dut.kill_entry) == dead | dead_ex1 | now_entry, step
+            assert ctx.get(dut.kill_ex1) == (dead | dead_ex1 | now) >> ex1["warp"] & 1, step
             await ctx.tick()
 
             ex1_new = None  # the first ex1 source's record
