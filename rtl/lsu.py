@@ -319,8 +319,8 @@ class Lsu(wiring.Component):
         })
         m.submodules.fifo = fifo = SyncFIFOBuffered(width=meta.size, depth=self.fifo_depth)
         # the lowest remaining lane (one-hot) and its address, from registers: in the first
-        # cycle ex2's (``prep.lead``), after it this unit's, chosen from ``rem_next`` as the
-        # cycle before ends (``lead_q``), so the request's address reaches the L1's lookup
+        # cycle ex2's (``prep.lead``), after it this unit's, chosen from the lanes left as the
+        # cycle before ends (``lead_q``, below), so the request's address reaches the L1's lookup
         # (rtl/l1_cache.py, ``lookahead``) through one multiplexer
         leader = Signal(lanes)
         leader_addr = Signal(32)
@@ -459,12 +459,19 @@ class Lsu(wiring.Component):
         # faulting, so they are told by the op alone, without ``valid`` and the fault behind
         # ``go_*`` (the fault recorder's ``dead`` among them)
         rem_next = Signal(lanes)
+        rem_global = Mux(room, rem & ~group, rem)
+        rem_atoms = Mux(~self.clear & (a_phase == 3), rem & ~leader, rem)
         with m.If(is_global):
-            m.d.comb += rem_next.eq(Mux(room, rem & ~group, rem))
+            m.d.comb += rem_next.eq(rem_global)
         with m.Elif(is_shared):
             m.d.comb += rem_next.eq(Mux(self.clear, rem, rem & ~sh.pick))
         with m.Elif(is_atoms):
-            m.d.comb += rem_next.eq(Mux(~self.clear & (a_phase == 3), rem & ~leader, rem))
+            m.d.comb += rem_next.eq(rem_atoms)
+        # the next leader from the lanes a global access or a shared atomic leaves: an ld.s or
+        # st.s has no leader (its lanes go by bank), and the banks' choice (``sh.pick``, the
+        # longest logic of a shared access) stays off the leader's registers
+        rem_led = Signal(lanes)
+        m.d.comb += rem_led.eq(Mux(is_global, rem_global, rem_atoms))
         m.d.comb += self.hold.eq(active & ~faulting & some & (
             (is_global & (~room | more))
             | (is_shared & (self.clear | more))
@@ -473,7 +480,7 @@ class Lsu(wiring.Component):
         lead_next = Signal(lanes)
         lead_addr_next = Signal(32)
         for l in reversed(range(lanes)):
-            with m.If(rem_next[l]):
+            with m.If(rem_led[l]):
                 m.d.comb += [lead_next.eq(1 << l), lead_addr_next.eq(addr[l])]
         with m.If(self.hold):
             m.d.sync += [started.eq(1), rem_q.eq(rem_next), lead_q.eq(lead_next),
