@@ -694,8 +694,15 @@ class L1Cache(wiring.Component):
             # pending miss stale.
             alloc = Signal()
             drop = Signal()
-            m.d.comb += [alloc.eq((fire & new_miss) | fetch),
-                         drop.eq(fire & is_atomic & hit if not execute else 0)]
+            # both told from the port's registers and its lookup, not through ``fire``, whose
+            # acceptance terms (an atomic's readiness among them) lie behind them: ``alloc`` is
+            # ``(fire & new_miss) | fetch`` (a new miss is accepted when an MSHR is free; an
+            # executed atomic's fetch needs the same), ``drop`` is ``fire & is_atomic & hit``
+            # (an L1 accepts an atomic that is not pending)
+            allocating = is_read | is_atomic if execute else is_read
+            m.d.comb += [alloc.eq(req.valid & room & free & ~hit & ~pend & allocating),
+                         drop.eq(req.valid & room & ~pend & is_atomic & hit
+                                 if not execute else 0)]
 
             def brought_up_to_date(before, addr: Value, name: str) -> Signal:
                 x_line, x_set, _ = split(addr)
