@@ -307,11 +307,10 @@ class L1Cache(wiring.Component):
             tag_wr.append(tmem.write_port())
         # The data memory's read is registered (block RAM on an FPGA): the line a request
         # looks up arrives in the next cycle. Its writes take byte enables, so a store that
-        # hits needs no read of the line first; the read is transparent to them, by hand
-        # (``line_data`` below).
+        # hits needs no read of the line first; the read is transparent to them.
         m.submodules.data = dmem = Memory(shape=unsigned(width), depth=sets * ways, init=[])
         data_wr = dmem.write_port(granularity=8)
-        data_rd = dmem.read_port()
+        data_rd = dmem.read_port(transparent_for=(data_wr,))
 
         def line_addr(set_: Signal, way: Signal):
             """The data memory's address of ``set_``'s line in ``way``."""
@@ -350,17 +349,8 @@ class L1Cache(wiring.Component):
         line_data = Signal(width)
         line_ok = Signal()
         m.d.comb += [rd_addr.eq(line_addr(set_idx, hit_way)), data_rd.addr.eq(rd_addr),
+                     line_data.eq(data_rd.data),
                      line_ok.eq(rd_offered_q & (rd_addr_q == rd_addr))]
-        # The read's transparency: the line written in a cycle is registered whole, without
-        # an enable, and which of its bytes land at the line read in that cycle beside it,
-        # so the write's enables (a bank's ``fire``, late) decide one flip-flop a byte, not
-        # the enables of a line-wide register (what synthesis builds for a transparent port)
-        wrote, wrote_at = Signal(width), Signal(4 * lw)
-        m.d.sync += [wrote.eq(data_wr.data),
-                     wrote_at.eq(Mux(data_wr.addr == data_rd.addr, data_wr.en, 0))]
-        m.d.comb += line_data.eq(Cat(
-            Mux(wrote_at[b], wrote[8 * b:8 * b + 8], data_rd.data[8 * b:8 * b + 8])
-            for b in range(4 * lw)))
         m.d.sync += [rd_addr_q.eq(rd_addr), rd_offered_q.eq(req.valid)]
 
         # --- MSHRs ----------------------------------------------------------------------
