@@ -685,12 +685,10 @@ class L1Cache(wiring.Component):
             alloc = Signal()
             drop = Signal()
             # both told from the port's registers and its lookup, not through ``fire``, whose
-            # acceptance terms (an atomic's readiness among them) lie behind them: ``alloc`` is
-            # ``(fire & new_miss) | fetch`` (a new miss is accepted when an MSHR is free; an
-            # executed atomic's fetch needs the same), ``drop`` is ``fire & is_atomic & hit``
-            # (an L1 accepts an atomic that is not pending)
-            allocating = is_read | is_atomic if execute else is_read
-            m.d.comb += [alloc.eq(req.valid & room & free & ~hit & ~pend & allocating),
+            # acceptance terms (an atomic's readiness among them) lie behind them: a new miss
+            # is accepted whenever there is room and an MSHR is free (``fire & new_miss``),
+            # and an L1 accepts an atomic that is not pending (``fire & is_atomic & hit``)
+            m.d.comb += [alloc.eq((req.valid & room & free & new_miss) | fetch),
                          drop.eq(req.valid & room & ~pend & is_atomic & hit
                                  if not execute else 0)]
 
