@@ -128,21 +128,21 @@ class FaultRecorder(wiring.Component):
         ex1, bar = self.ex1, self.bar
         # the warps whose instruction faults in mem or ex1 in this cycle, recorded or not
         raised_mem, raised_ex1 = Signal(W), Signal(W)
+        ex1_behind = ex1.divergent | ex1.divergent_mma  # may have its warp behind it
+        ex1_raised = ex1.stack | ex1_behind
         m.d.comb += [raised_mem.eq(Mux(self.mem.valid, 1 << self.mem.warp, 0)),
-                     raised_ex1.eq(Mux(ex1.stack | ex1.divergent | ex1.divergent_mma,
-                                       1 << ex1.warp, 0))]
+                     raised_ex1.eq(Mux(ex1_raised, 1 << ex1.warp, 0))]
         dead_mem, dead_ex1 = Signal(W), Signal(W)
+        dead_any = dead_mem | dead_ex1
         counts = held | self.running
         m.d.comb += [self.dead.eq(dead_mem),
-                     self.kill.eq(dead_mem | dead_ex1 | Mux(counts, raised_mem | raised_ex1, 0)),
-                     self.kill_entry.eq(dead_mem | dead_ex1 | Mux(
-                         counts, raised_mem | Mux(ex1.divergent | ex1.divergent_mma,
-                                                  1 << ex1.warp, 0), 0)),
+                     self.kill.eq(dead_any | Mux(counts, raised_mem | raised_ex1, 0)),
+                     self.kill_entry.eq(dead_any | Mux(
+                         counts, raised_mem | Mux(ex1_behind, 1 << ex1.warp, 0), 0)),
                      # ``kill`` at ex1's warp, with this cycle's ex1 fault (the SIMT stack's
                      # answer, late) two gates from the end rather than through the mask
-                     self.kill_ex1.eq((dead_mem | dead_ex1).bit_select(ex1.warp, 1) | (
-                         counts & ((self.mem.valid & (self.mem.warp == ex1.warp))
-                                   | ex1.stack | ex1.divergent | ex1.divergent_mma)))]
+                     self.kill_ex1.eq(dead_any.bit_select(ex1.warp, 1) | (counts & (
+                         (self.mem.valid & (self.mem.warp == ex1.warp)) | ex1_raised)))]
 
         arrivals = layouts.per_warp(layouts.bar_arrival(), W)
         for w in range(W):
