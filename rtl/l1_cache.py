@@ -589,12 +589,14 @@ class L1Cache(wiring.Component):
             with m.If(is_atomic):
                 m.d.comb += [merge_be.eq(atom_be), merge_new.eq(Cat(*([atom_new] * lw)))]
             m.d.comb += update.eq(fire & (is_write | is_atomic) & hit)
-        m.d.comb += data_wr.data.eq(Mux(install, got_data, merge_new))
+        # The address does not wait for ``update`` (``fire``, late): the read's transparency
+        # compares it with the read address beside the choice, and only the enables are late.
+        m.d.comb += [data_wr.data.eq(Mux(install, got_data, merge_new)),
+                     data_wr.addr.eq(Mux(install, line_addr(fill_set, victim), rd_addr))]
         with m.If(install):
-            m.d.comb += [data_wr.addr.eq(line_addr(fill_set, victim)),
-                         data_wr.en.eq(Const((1 << 4 * lw) - 1, 4 * lw))]
+            m.d.comb += data_wr.en.eq(Const((1 << 4 * lw) - 1, 4 * lw))
         with m.Elif(update):
-            m.d.comb += [data_wr.addr.eq(rd_addr), data_wr.en.eq(merge_be)]
+            m.d.comb += data_wr.en.eq(merge_be)
         for w in range(ways):
             with m.If(install & (victim == w)):
                 m.d.comb += [
