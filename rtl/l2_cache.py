@@ -151,10 +151,10 @@ class L2Cache(wiring.Component):
             return Cat(addr[:ob], addr[ob + bb:])
 
         # the request at the banks' ports: the second buffer's first entry; which bank it
-        # goes to (``down_to``) comes from flip-flops
+        # goes to (``down_to``) and its kind, per bank (``down_key``), come from flip-flops
         m.submodules.buffer = buf = SkidBuffer(
             self.up.req.payload.shape(), lookahead_side_layout(banks[0].ways, self.mshrs, nb),
-            routes=nb, route_of=lambda p: bank_of(p.addr))
+            routes=nb, route_of=lambda p: bank_of(p.addr), key_of=lambda p: p.kind)
         wiring.connect(m, in_buf.down, buf.up)
         # responses leave through a skid buffer too: from registers, so that the response
         # chosen among the banks (their reorder buffers' heads, the order FIFO's) is not one
@@ -194,6 +194,9 @@ class L2Cache(wiring.Component):
             m.d.comb += [
                 p.eq(req.payload),
                 p.addr.eq(in_bank(req.payload.addr)),
+                # the kind from a register of the bank's own (zero, a read, where the request
+                # goes elsewhere: the bank's valid is low then)
+                p.kind.eq(buf.down_key[i]),
                 b.up.req.valid.eq(buf.down_to[i]),
                 b.up.resp.ready.eq(resp.ready & order.r_rdy & (head == i)),
                 b.invalidate.eq(self.invalidate),

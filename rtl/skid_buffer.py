@@ -33,12 +33,17 @@ flip-flops (``down_to``, one-hot, zero when empty): each entry keeps its item's 
 as it enters (``route_of``), and ``down_to`` is worked out for the next cycle from the push
 and the pop, so a receiver's ``valid`` is not the read pointer's choice of an item and a
 decoding of its address (on the FPGA, the banks are far from the buffer and from each other).
+A few bits of the item can come the same way (``key_of``: the L2 takes a request's ``kind``):
+``down_key[r]`` is the key of the item at ``down`` if it goes to receiver ``r``, else zero,
+from flip-flops, so each receiver's decision starts at registers of its own rather than at
+the read pointer's choice between the entries, which the receivers would share (the logic
+worked out from it is alike in every receiver, and synthesis merges it into one place).
 """
 
 from collections.abc import Callable
 
 from amaranth import Const, Module, Mux, Signal, Value
-from amaranth.lib import stream, wiring
+from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 
@@ -68,14 +73,20 @@ class SkidBuffer(wiring.Component):
     down_to: ``Out(routes)``
         With ``routes`` (and ``side_shape``): one-hot, the receiver of the item at ``down``
         (``route_of`` its payload), from flip-flops; zero when nothing is held.
+    down_key: ``Out(ArrayLayout(key width, routes))``
+        With ``routes`` and ``key_of``: per receiver, ``key_of`` the item at ``down`` if it
+        goes there, else zero, from flip-flops.
     """
 
     def __init__(self, shape, side_shape=None, routes: int = 0,
-                 route_of: Callable[[Value], Value] | None = None):
+                 route_of: Callable[[Value], Value] | None = None,
+                 key_of: Callable[[Value], Value] | None = None):
         if routes and (side_shape is None or route_of is None):
             raise ValueError("a skid buffer's routes need side_shape and route_of")
+        if key_of is not None and not routes:
+            raise ValueError("a skid buffer's key_of needs routes")
         self.side_shape = side_shape
-        self.routes, self.route_of = routes, route_of
+        self.routes, self.route_of, self.key_of = routes, route_of, key_of
         members = {
             "up": In(stream.Signature(shape)),
             "down": Out(stream.Signature(shape)),
@@ -87,6 +98,9 @@ class SkidBuffer(wiring.Component):
                         "down_side_next": In(side_shape), "skid_side_next": In(side_shape)}
         if routes:
             members["down_to"] = Out(routes)
+        if key_of is not None:
+            width = len(Value.cast(key_of(Signal(shape))))
+            members["down_key"] = Out(data.ArrayLayout(width, routes))
         super().__init__(members)
 
     def elaborate(self, platform) -> Module:
@@ -147,4 +161,12 @@ class SkidBuffer(wiring.Component):
             emptied = (count == 0) | ((count == 1) & pop)
             m.d.sync += self.down_to.eq(Mux(emptied, Mux(push, up_dest, 0),
                                             Mux(rd ^ pop, dests[1], dests[0])))
+            if self.key_of is not None:
+                # the same choice per receiver, of the key where the item goes there
+                key = self.key_of
+                for r in range(self.routes):
+                    m.d.sync += self.down_key[r].eq(Mux(
+                        emptied, Mux(push & up_dest[r], key(up.payload), 0),
+                        Mux(rd ^ pop, Mux(dests[1][r], key(items[1]), 0),
+                            Mux(dests[0][r], key(items[0]), 0))))
         return m

@@ -72,9 +72,11 @@ def test_side_bits_follow_their_items(routes: int) -> None:
     head and ``idle`` as a two-entry queue's, and each held item's side bits those it came
     in with, advanced once per cycle held by the receiver's ``*_side_next`` (here: +1), at
     ``down`` and in the second entry alike. With routes (the item's low two bits here), the
-    registered ``down_to`` names the head's route every cycle, and is zero when empty."""
+    registered ``down_to`` names the head's route every cycle, and is zero when empty, and
+    ``down_key`` has the head's key (bits 1 to 3) at its route and zero at the others."""
     dut = SkidBuffer(16, side_shape=8, routes=routes,
-                     route_of=(lambda p: p[:2]) if routes else None)
+                     route_of=(lambda p: p[:2]) if routes else None,
+                     key_of=(lambda p: p[1:4]) if routes else None)
     rng = random.Random(3)
     stats = {"out": 0, "full": 0}
 
@@ -98,6 +100,9 @@ def test_side_bits_follow_their_items(routes: int) -> None:
                 assert [ctx.get(dut.down.payload), ctx.get(dut.down_side)] == held[0], at
             if routes:
                 assert ctx.get(dut.down_to) == ((1 << (held[0][0] & 3)) if held else 0), at
+                for r in range(routes):
+                    want = held[0][0] >> 1 & 7 if held and held[0][0] & 3 == r else 0
+                    assert ctx.get(dut.down_key[r]) == want, (at, r)
             if len(held) == 2:
                 assert [ctx.get(dut.skid), ctx.get(dut.skid_side)] == held[1], at
             for h in held:
@@ -118,3 +123,5 @@ def test_side_bits_follow_their_items(routes: int) -> None:
 def test_routes_need_side_information() -> None:
     with pytest.raises(ValueError, match="routes need side_shape and route_of"):
         SkidBuffer(16, routes=2, route_of=lambda p: p[:1])
+    with pytest.raises(ValueError, match="key_of needs routes"):
+        SkidBuffer(16, side_shape=8, key_of=lambda p: p[:1])
