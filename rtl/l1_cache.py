@@ -657,10 +657,12 @@ class L1Cache(wiring.Component):
             resp.valid.eq(rob_valid.bit_select(head, 1)
                           & Mux(head_fill, slot_filled.bit_select(head_slot, 1),
                                 rob_ready.bit_select(head, 1))),
-            resp.payload.rdata.eq(Mux(resp.valid, Mux(head_fill, slot_rd.data, Mux(
+            # the payload is the head's whether it answers or not (meaningless then): gated
+            # by ``valid`` it waited for it, and so did the receiver's data (the LSU's lanes)
+            resp.payload.rdata.eq(Mux(head_fill, slot_rd.data, Mux(
                 rob_acked.bit_select(head, 1), ack_rd.data,
-                Mux(took_q & (took_rob == head), took_data, rob_rd.data))), 0)),
-            resp.payload.tag.eq(Mux(resp.valid, tags_rd.data, 0)),
+                Mux(took_q & (took_rob == head), took_data, rob_rd.data)))),
+            resp.payload.tag.eq(tags_rd.data),
         ]
         retire = Signal()
         m.d.comb += retire.eq(resp.valid & resp.ready)

@@ -148,7 +148,7 @@ class L1Model:
             "up__req__ready": int(can),
             "up__resp__valid": int(resp_valid),
             "up__resp__payload": pack_fields([(pack(head["data"], 32), 32 * lw),
-                                              (head["tag"], c.tag_bits)]) if resp_valid else 0,
+                                              (head["tag"], c.tag_bits)]) if resp_valid else None,
             "down__req__valid": int(bool(self.dq)),
             "down__req__payload": pack_fields(_req_fields(lw, c.tag_bits, self.dq[0]))
             if self.dq else 0,

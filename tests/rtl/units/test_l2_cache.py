@@ -156,7 +156,7 @@ class BufferedL2Model:
         answered = bool(out["up__resp__valid"]) and answer_room
         new = out["up__resp__payload"]
         out = dict(out, up__req__ready=int(room), up__resp__valid=int(bool(self.answers)),
-                   up__resp__payload=self.answers[0] if self.answers else 0,
+                   up__resp__payload=self.answers[0] if self.answers else None,
                    idle=int(out["idle"] and not self.entering and not self.held
                             and not self.answers))
         if taken:
