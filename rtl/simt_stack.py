@@ -116,11 +116,17 @@ class SimtStack(wiring.Component):
         sp_cur = Signal(self.sp_bits)
         top_cur = Signal(layout)
         top_back_cur = Signal(33)
+        # whether a divergent bra of the warp merges into its top entry (a DIV entry whose pc
+        # is the bra's pc + 4), worked out for every warp and then chosen, so that the choice
+        # of the warp's registers does not come before the 33-bit compare
+        merges_cur = Signal()
         with m.Switch(self.warp):
             for w in range(warps):
                 with m.Case(w):
                     m.d.comb += [sp_cur.eq(sp[w]), top_cur.eq(top[w]),
-                                 top_back_cur.eq(top_back[w])]
+                                 top_back_cur.eq(top_back[w]),
+                                 merges_cur.eq((sp[w] != 0) & (top[w].kind == StackKind.DIV)
+                                               & (top_back[w] == self.pc))]
 
         # Busy-state registers: the warp being resolved and its live mask.
         b_warp = Signal.like(self.warp)
@@ -234,9 +240,7 @@ class SimtStack(wiring.Component):
                             with m.Else():
                                 m.d.comb += self.diverged.eq(1)
                                 rest = self.active & ~self.guard
-                                merge = ((sp_cur != 0) & (top_cur.kind == StackKind.DIV)
-                                         & (top_back_cur == self.pc))
-                                with m.If(merge):
+                                with m.If(merges_cur):
                                     merged = Signal(layout)
                                     m.d.comb += [merged.eq(top_cur),
                                                  merged.mask.eq(top_cur.mask | rest)]
