@@ -17,7 +17,7 @@ reaches ``wb`` in a few cycles (and ``mem`` holding makes one at ``wb``).
 import operator
 from functools import reduce
 
-from amaranth import Cat, Module, Mux
+from amaranth import Cat, Module, Mux, Signal
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -126,9 +126,16 @@ class LateWriteback(wiring.Component):
             m.d.comb += [rf.we.eq(Mux(mx.rd != 0, mx.exec, 0)), rf.warp.eq(mx.warp),
                          rf.rd.eq(mx.rd), rf.data.eq(Cat(*mx.values))]
 
+        # the clears' enables straight from the sources' registers and kept as nets, so that
+        # the scoreboard's path from them (into HazardAhead's register) is not the write
+        # port's choice, which fans out to every lane's write data and the retire port
+        clear_en = Signal(3, name="clear_en", attrs={"keep": 1})
+        m.d.comb += clear_en.eq(Cat(lwb.valid & ~z.valid & lwb.p.wr,
+                                    sfu.valid & ~z.valid & ~lwb.valid & sfu.wr,
+                                    mx.valid & ~z.valid & ~lwb.valid & ~sfu.valid))
         for port, (en, warp, rd) in zip(self.clears, (
-                (lwb_take & lwb.p.wr, lwb.p.warp, lwb.p.rd), (sfu_take & sfu.wr, sfu.warp, sfu.rd),
-                (mma_take, mx.warp, mx.rd)), strict=True):
+                (clear_en[0], lwb.p.warp, lwb.p.rd), (clear_en[1], sfu.warp, sfu.rd),
+                (clear_en[2], mx.warp, mx.rd)), strict=True):
             m.d.comb += [port.en.eq(en), port.warp.eq(warp), port.idx.eq(rd), port.pred.eq(0)]
         # ``clear``: the one of ``clears`` enabled (at most one is), ORed rather than chosen
         # again by the take order above

@@ -96,12 +96,20 @@ class Scoreboard(wiring.Component):
             set_q = Signal(self.width, name=f"set_w{w}")
             clr_q = Signal(self.width, name=f"clr_w{w}")
             m.d.sync += set_q.eq(Mux(self.reset | self.reset_warps[w], 0, self.set[w]))
+            # each port's bit for warp ``w`` whatever its en, kept as a net: the decoding of
+            # the ports' fields (flip-flops of their sources) is its own logic, and each
+            # port's ``en``, late (the late write-back's choice waits on ``wb``'s valid), only
+            # gates it, rather than synthesis folding the decoding in after the choice
+            mine = []
+            for i, (c, b) in enumerate(zip(self.clear_next, clr_bits, strict=True)):
+                bits = Signal(self.width, name=f"clr{i}_w{w}", attrs={"keep": 1})
+                m.d.comb += bits.eq(Mux(c.warp == w, b, 0))
+                mine.append(bits)
             first, *late = self.clear_next
-            own = Mux(first.warp == w, clr_bits[0], 0)  # port 0's bit, whatever its en
+            own = mine[0]  # port 0's bit, whatever its en
             m.d.comb += [
                 self.clearing_held[w].eq(reduce(operator.or_, [
-                    Mux(c.en & (c.warp == w), b, 0)
-                    for c, b in zip(late, clr_bits[1:], strict=True)], 0)),
+                    Mux(c.en, b, 0) for c, b in zip(late, mine[1:], strict=True)], 0)),
                 self.clearing[w].eq(own | self.clearing_held[w])]
             m.d.sync += clr_q.eq(Mux(first.en & ~self.hold, self.clearing[w],
                                      self.clearing_held[w]))
