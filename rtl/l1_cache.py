@@ -66,7 +66,6 @@ from collections.abc import Callable
 
 from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal, Value, unsigned
 from amaranth.lib import data, wiring
-from amaranth.lib.fifo import SyncFIFO
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 from simtgpu.arch.config import MAX_MSHRS
@@ -434,9 +433,12 @@ class L1Cache(wiring.Component):
         qdepth = rd + nm if execute else rd
         # The requests, a line wide each: past 16 of them, in block RAM (rtl/ram_fifo.py, the
         # same timing), since distributed RAM takes a 16x4 RAM per 4 bits and 16 entries;
-        # up to 16, its one register and multiplexer of the width cost more than it saves.
-        fifo = RamFifo if qdepth > 16 else SyncFIFO
-        m.submodules.dq = dq = fifo(width=dq_layout.size, depth=qdepth)
+        # up to 16, in distributed RAM read at the head (a register of the width would cost
+        # more than it saves). Either way the RAM is written whenever there is room, so the
+        # cache's decision to send reaches the queue's pointers and level, not every RAM cell
+        # of the width (spread over the device, on the path of the send into the level).
+        m.submodules.dq = dq = RamFifo(width=dq_layout.size, depth=qdepth,
+                                       ram_style="block" if qdepth > 16 else "async")
         # the route's head comes out of a register (its storage is read at the next head), so
         # that the victim for an arriving line is chosen from registers
         m.submodules.route = route = RamFifo(width=route_layout.size, depth=qdepth,

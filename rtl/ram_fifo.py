@@ -12,10 +12,18 @@ comes from a register of the written data instead (one register and one multiple
 width, which is what a transparent read port would cost too). In distributed RAM
 (``ram_style="distributed"``) the head is a register of its own instead, loaded as the head
 is popped from an asynchronous read of the entry after it, so the pop is the last choice
-before a register rather than the address of a read. ``r_rdy`` and ``w_rdy`` are
-flip-flops too (their next values chosen by the push and the pop among compares on the
-level), so a reader's pop, which depends on them, starts at registers: the L2's order of
-responses (rtl/l2_cache.py) is such a loop, from the head through the answering bank's
+before a register rather than the address of a read. ``ram_style="async"`` reads distributed
+RAM asynchronously at the head (``SyncFIFO``'s form, for a wide, shallow queue where a
+register of the width costs more than it saves).
+
+The memory is written every cycle the queue is not full, at the tail: the push only moves
+the tail, so the write enable is ``w_rdy``, a flip-flop, and not the writer's decision
+(which would then have to reach every RAM cell of the width, spread over the device, before
+the level's update). While the queue is not full the slot at the tail holds no entry, so
+what lands there without a push is never read. ``r_rdy`` and ``w_rdy`` are flip-flops too
+(their next values chosen by the push and the pop among compares on the level), so a
+reader's pop, which depends on them, starts at registers: the L2's order of responses
+(rtl/l2_cache.py) is such a loop, from the head through the answering bank's
 retirement back to the pop.
 """
 
@@ -32,9 +40,9 @@ __all__ = ["RamFifo"]
 class RamFifo(wiring.Component):
     """A queue of ``depth`` entries of ``width`` bits in a memory with a registered read.
 
-    ``ram_style`` is the memory's hint to synthesis: ``"block"`` (block RAM) or
+    ``ram_style`` is the memory's hint to synthesis: ``"block"`` (block RAM),
     ``"distributed"`` (distributed RAM and a register: a shallow, narrow queue whose head must
-    come out of a register).
+    come out of a register) or ``"async"`` (distributed RAM read asynchronously at the head).
 
     Members
     -------
@@ -47,9 +55,9 @@ class RamFifo(wiring.Component):
     """
 
     def __init__(self, *, width: int, depth: int, ram_style: str = "block"):
-        if ram_style not in ("block", "distributed"):
-            raise ValueError(f"RamFifo: ram_style must be 'block' or 'distributed', not "
-                             f"{ram_style!r}")
+        if ram_style not in ("block", "distributed", "async"):
+            raise ValueError(f"RamFifo: ram_style must be 'block', 'distributed' or 'async', "
+                             f"not {ram_style!r}")
         if width < 1 or depth < 2:
             raise ValueError(f"RamFifo: width must be at least 1 and depth at least 2, not "
                              f"{width} and {depth}")
@@ -68,8 +76,9 @@ class RamFifo(wiring.Component):
         # ram_style: without the hint yosys builds a memory this shallow from distributed RAM
         # plus a register (checked on tiny's L2: no DP16KD, 500 LUT sites more than SyncFIFO);
         # "distributed" asks for that: a narrow queue whose head must come from a register
+        style = "distributed" if self.ram_style == "async" else self.ram_style
         m.submodules.storage = mem = Memory(shape=unsigned(self.width), depth=depth, init=[],
-                                             attrs={"ram_style": self.ram_style})
+                                             attrs={"ram_style": style})
         wp = mem.write_port()
         head = Signal(range(depth))
         tail = Signal(range(depth))
@@ -86,7 +95,8 @@ class RamFifo(wiring.Component):
             level_next.eq(Mux(push & ~pop, self.level + 1,
                               Mux(pop & ~push, self.level - 1, self.level))),
             push.eq(self.w_en & self.w_rdy), pop.eq(self.r_en & self.r_rdy),
-            wp.addr.eq(tail), wp.data.eq(self.w_data), wp.en.eq(push),
+            # written whenever there is room (the module docstring says why)
+            wp.addr.eq(tail), wp.data.eq(self.w_data), wp.en.eq(self.w_rdy),
         ]
         with m.If(push):
             m.d.sync += tail.eq(after(tail))
@@ -94,8 +104,11 @@ class RamFifo(wiring.Component):
             m.d.sync += head.eq(after(head))
         if self.ram_style == "block":
             self._block_head(m, mem, head, tail, push, pop, after)
-        else:
+        elif self.ram_style == "distributed":
             self._distributed_head(m, mem, head, tail, push, pop, after)
+        else:
+            rp = mem.read_port(domain="comb")
+            m.d.comb += [rp.addr.eq(head), self.r_data.eq(rp.data)]
         # the flags' next values with the compares on the level register and this cycle's
         # push and pop choosing last (they come late: a bank's acceptance, a reader's pop)
         m.d.sync += [self.level.eq(level_next),

@@ -1,8 +1,9 @@
-"""The memory queue (rtl/ram_fifo.py, both its block-RAM and its distributed-RAM head) in
-the Amaranth simulator against a Python deque:
+"""The memory queue (rtl/ram_fifo.py: its block-RAM head, its distributed-RAM head register
+and its asynchronous read) in the Amaranth simulator against a Python deque:
 random pushes and pops, every cycle's ``r_rdy``, ``w_rdy``, ``level`` and head compared, on
 depths that are and are not powers of two (wrap-around), with the queue running empty (the
-written-then-read bypass) and full."""
+written-then-read bypass) and full; the write data is random in every cycle, pushed or not
+(the memory is written whenever there is room)."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from amaranth.sim import Simulator
 from simtgpu.rtl.ram_fifo import RamFifo
 
 
-@pytest.mark.parametrize("style", ["block", "distributed"])
+@pytest.mark.parametrize("style", ["block", "distributed", "async"])
 @pytest.mark.parametrize("depth", [2, 5, 16, 20])
 def test_ram_fifo_against_a_deque(depth: int, style: str) -> None:
     dut = RamFifo(width=24, depth=depth, ram_style=style)
@@ -60,5 +61,6 @@ def test_ram_fifo_against_a_deque(depth: int, style: str) -> None:
 def test_ram_fifo_checks_its_size() -> None:
     with pytest.raises(ValueError, match="depth at least 2"):
         RamFifo(width=8, depth=1)
-    with pytest.raises(ValueError, match="ram_style must be 'block' or 'distributed', not 'lut'"):
+    with pytest.raises(ValueError,
+                       match="ram_style must be 'block', 'distributed' or 'async', not 'lut'"):
         RamFifo(width=8, depth=4, ram_style="lut")
