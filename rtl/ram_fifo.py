@@ -1,4 +1,4 @@
-"""A first-in first-out queue kept in a memory with a registered read (block RAM on an FPGA).
+"""A first-in first-out queue kept in a memory (block RAM, or distributed RAM on an FPGA).
 
 ``amaranth.lib.fifo.SyncFIFO`` reads its storage asynchronously, which an FPGA can only
 build from distributed RAM: a cache's queue of requests to memory, a line wide, was 128 of
