@@ -38,7 +38,7 @@ __all__ = ["RamFifo"]
 
 
 class RamFifo(wiring.Component):
-    """A queue of ``depth`` entries of ``width`` bits in a memory with a registered read.
+    """A queue of ``depth`` entries of ``width`` bits in a memory.
 
     ``ram_style`` is the memory's hint to synthesis: ``"block"`` (block RAM),
     ``"distributed"`` (distributed RAM and a register: a shallow, narrow queue whose head must
