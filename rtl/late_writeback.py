@@ -126,13 +126,12 @@ class LateWriteback(wiring.Component):
             m.d.comb += [rf.we.eq(Mux(mx.rd != 0, mx.exec, 0)), rf.warp.eq(mx.warp),
                          rf.rd.eq(mx.rd), rf.data.eq(Cat(*mx.values))]
 
-        # the clears' enables straight from the sources' registers and kept as nets, so that
-        # the scoreboard's path from them (into HazardAhead's register) is not the write
-        # port's choice, which fans out to every lane's write data and the retire port
+        # the clears' enables (a gate or two from the sources' registers) kept as nets, so
+        # that the scoreboard's path from them (into HazardAhead's register) is not folded
+        # into the write port's choice, which fans out to every lane's write data and the
+        # retire port
         clear_en = Signal(3, name="clear_en", attrs={"keep": 1})
-        m.d.comb += clear_en.eq(Cat(lwb.valid & ~z.valid & lwb.p.wr,
-                                    sfu.valid & ~z.valid & ~lwb.valid & sfu.wr,
-                                    mx.valid & ~z.valid & ~lwb.valid & ~sfu.valid))
+        m.d.comb += clear_en.eq(Cat(lwb_take & lwb.p.wr, sfu_take & sfu.wr, mma_take))
         for port, (en, warp, rd) in zip(self.clears, (
                 (clear_en[0], lwb.p.warp, lwb.p.rd), (clear_en[1], sfu.warp, sfu.rd),
                 (clear_en[2], mx.warp, mx.rd)), strict=True):
