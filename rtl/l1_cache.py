@@ -573,10 +573,12 @@ class L1Cache(wiring.Component):
             route.w_data.eq(r_entry.as_value()), route.w_en.eq(send),
         ]
         if execute:
-            with m.If(fetches):
-                m.d.comb += dq_entry.kind.eq(MemKind.READ)
-            with m.Elif(is_atomic):  # its new word written through
-                m.d.comb += [dq_entry.kind.eq(MemKind.WRITE),
+            # An atomic goes down as the write of its new word, or as its line's read when it
+            # fetches. Only the kind waits for ``fetches``: the write data and byte enables are
+            # the atomic's either way (a READ's are ignored: rtl/signatures.py), so the choice
+            # behind the tag compare reaches two bits, not the line-wide payload
+            with m.If(is_atomic):
+                m.d.comb += [dq_entry.kind.eq(Mux(fetches, MemKind.READ, MemKind.WRITE)),
                              dq_entry.wdata.as_value().eq(Cat(*([atom_new] * lw))),
                              dq_entry.be.eq(atom_be)]
 

@@ -59,9 +59,10 @@ def mem_request_layout(line_words: int, tag_bits: int = 8) -> data.StructLayout:
 
     ``kind``: READ/WRITE a whole line (``addr`` line-aligned), or ATOMIC on one word at
     ``addr`` (word-aligned). ``wdata``/``be``: line data and byte enables for WRITE (bit
-    ``4*i+b`` enables byte ``b`` of word ``i``). ``atom_op``/``atom_b``/``atom_c``: the
-    operation and its operands (``atom_c`` is the swap value of CAS; ``atom_b`` the compare
-    value of CAS). ``tag``: returned unchanged on the response.
+    ``4*i+b`` enables byte ``b`` of word ``i``); a READ's may be anything and are ignored.
+    ``atom_op``/``atom_b``/``atom_c``: the operation and its operands (``atom_c`` is the swap
+    value of CAS; ``atom_b`` the compare value of CAS). ``tag``: returned unchanged on the
+    response.
     """
     return data.StructLayout({
         "kind": MemKind,

@@ -22,6 +22,7 @@ from simtgpu.sim.numerics import fadd
 from simtgpu.verification.units import build_unit
 from test_rtl_units_stateful import (
     M32,
+    Masked,
     Vector,
     check_cycles,
     pack,
@@ -43,6 +44,17 @@ PARAMS = {"line_words": 4, "size_bytes": 256, "ways": 2, "mshrs": 2, "rob_depth"
 def _req_fields(lw: int, tag_bits: int, r: dict) -> list[tuple[int, int]]:
     return [(r["kind"], 2), (r["addr"], 32), (pack(r["wdata"], 32), 32 * lw), (r["be"], 4 * lw),
             (r["op"], ATOM_W), (r["b"], 32), (r["c"], 32), (r["tag"], tag_bits)]
+
+
+def down_payload(lw: int, tag_bits: int, r: dict) -> int:
+    """A request's payload as the cache sends it down; a READ's write data and byte enables
+    are not compared (the memory ignores them, and an executing cache's atomic that fetches
+    its line carries its own there)."""
+    word = pack_fields(_req_fields(lw, tag_bits, r))
+    if r["kind"] != READ:
+        return word
+    field = ((1 << 36 * lw) - 1) << 34  # wdata and be, after kind (2) and addr (32)
+    return Masked(word, ~field)
 
 
 def _decode_req(word: int, lw: int, tag_bits: int) -> dict:
@@ -150,7 +162,7 @@ class L1Model:
             "up__resp__payload": pack_fields([(pack(head["data"], 32), 32 * lw),
                                               (head["tag"], c.tag_bits)]) if resp_valid else None,
             "down__req__valid": int(bool(self.dq)),
-            "down__req__payload": pack_fields(_req_fields(lw, c.tag_bits, self.dq[0]))
+            "down__req__payload": down_payload(lw, c.tag_bits, self.dq[0])
             if self.dq else 0,
             "down__resp__ready": 1,
             "hit": int(fire and is_read and hit),

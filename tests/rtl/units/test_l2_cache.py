@@ -31,6 +31,7 @@ from test_l1_cache import (
     L1Model,
     _decode_req,
     _req_fields,
+    down_payload,
     random_traffic,
 )
 from test_rtl_units_stateful import Vector, check_cycles, pack_fields
@@ -98,9 +99,9 @@ class L2Model:
         down = 0
         if ext_valid:
             g = self.banks[grant].dq[0]
-            down = pack_fields(_req_fields(lw, tb, dict(
+            down = down_payload(lw, tb, dict(
                 g, addr=self._from_bank(g["addr"], grant),
-                tag=(grant << self.inner) | (g["tag"] & ((1 << self.inner) - 1)))))
+                tag=(grant << self.inner) | (g["tag"] & ((1 << self.inner) - 1))))
         outs = [b.step(x) for b, x in zip(self.banks, ins, strict=True)]
         ready = bool(outs[bank]["up__req__ready"])
         resp_valid = head is not None and bool(outs[head]["up__resp__valid"])
