@@ -38,6 +38,9 @@ A few bits of the item can come the same way (``key_of``: the L2 takes a request
 from flip-flops, so each receiver's decision starts at registers of its own rather than at
 the read pointer's choice between the entries, which the receivers would share (the logic
 worked out from it is alike in every receiver, and synthesis merges it into one place).
+Where the side information is an array with one element per receiver (the L2 banks' own
+lookups), each element is chosen and kept by a copy of the read pointer of its own
+(:func:`~simtgpu.rtl.replica.replicas`), placed by its receiver.
 """
 
 from collections.abc import Callable
@@ -45,6 +48,8 @@ from collections.abc import Callable
 from amaranth import Const, Module, Mux, Signal, Value
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
+
+from .replica import replicas
 
 
 class SkidBuffer(wiring.Component):
@@ -136,19 +141,32 @@ class SkidBuffer(wiring.Component):
         m.d.comb += [up.ready.eq(count != 2), down.valid.eq(count != 0),
                      self.idle.eq(count == 0), self.skid_valid.eq(count == 2),
                      down.payload.eq(Mux(rd, items[1], items[0])),
-                     self.down_side.eq(Mux(rd, sides[1], sides[0])),
-                     self.skid.eq(Mux(rd, items[0], items[1])),
-                     self.skid_side.eq(Mux(rd, sides[0], sides[1]))]
+                     self.skid.eq(Mux(rd, items[0], items[1]))]
         push = up.valid & up.ready
         pop = down.valid & down.ready
         for i in range(2):
             with m.If(push & (wr == i)):
                 m.d.sync += items[i].eq(up.payload)
-            # every entry's bits are rewritten every cycle (an empty one's are not looked at)
-            m.d.sync += sides[i].eq(Mux(push & (wr == i), self.up_side,
-                                        Mux(rd == i, self.down_side_next,
-                                            self.skid_side_next)))
         m.d.sync += [rd.eq(rd ^ pop), wr.eq(wr ^ push), count.eq(count + push - pop)]
+        # Every entry's side bits are rewritten every cycle (an empty one's are not looked
+        # at). Where each receiver has its own element of them (``routes`` with an array of
+        # as many), each element is chosen and rewritten by a copy of the read pointer of
+        # its own (rtl/replica.py), which the placer can put by that receiver: the one
+        # pointer read by every receiver was the start of the L2's slowest paths.
+        per_route = (self.routes and isinstance(self.side_shape, data.ArrayLayout)
+                     and self.side_shape.length == self.routes)
+        if per_route:
+            rds = replicas(m, rd ^ pop, self.routes, "rd_route")
+            parts = [(rds[r], lambda v, r=r: v[r]) for r in range(self.routes)]
+        else:
+            parts = [(rd, lambda v: v)]
+        for ptr, part in parts:
+            m.d.comb += [part(self.down_side).eq(Mux(ptr, part(sides[1]), part(sides[0]))),
+                         part(self.skid_side).eq(Mux(ptr, part(sides[0]), part(sides[1])))]
+            for i in range(2):
+                m.d.sync += part(sides[i]).eq(Mux(push & (wr == i), part(self.up_side),
+                                                  Mux(ptr == i, part(self.down_side_next),
+                                                      part(self.skid_side_next))))
         if self.routes:
             # each entry's route, and the one at ``down`` next: the pushed item's where the
             # buffer is empty once the pop is done, else the entry the read pointer will be at

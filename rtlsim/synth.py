@@ -43,6 +43,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from simtgpu.errors import SimtgpuError
+from simtgpu.rtl.replica import REPLICA_ATTR
 
 if TYPE_CHECKING:
     from simtgpu.rtl.configs import RtlConfig
@@ -421,8 +422,15 @@ def _shell_body(name: str, body: str) -> str:
 # assertion when it reintegrates the LSU's netlist of an unflattened design; on the flattened
 # core it works, but takes 20 % more LUTs than ABC for 2 % more speed), then the rest. The
 # hierarchical run gives each unit's area; the flattened one the netlist that is placed.
+# A flip-flop whose signal carries REPLICA_ATTR (rtl/replica.py) is marked ``keep`` first, so
+# that opt_merge leaves each copy of a replicated register in place.
+_KEEP_REPLICAS = f"""\
+proc
+setattr -set keep 1 w:* a:{REPLICA_ATTR} %i %ci*:+[Q] t:* %i
+"""
 _ECP5_STEPS = """\
 read_verilog {verilog}
+""" + _KEEP_REPLICAS + """\
 synth_ecp5 -top {top} {hier} -run :map_luts
 techmap -map +/lattice/latches_map.v
 abc -lut 4
@@ -434,6 +442,7 @@ ECP5_FLAT_SCRIPT = (_ECP5_STEPS.replace("{hier} ", "")
                     + "tee -q -o stat_flat.json stat -json\nwrite_json netlist.json\n")
 GENERIC_SCRIPT = """\
 read_verilog {verilog}
+""" + _KEEP_REPLICAS + """\
 synth -top {top} -run begin:fine
 tee -q -o stat.json stat -json
 """

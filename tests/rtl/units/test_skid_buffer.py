@@ -9,6 +9,7 @@ import random
 from collections import deque
 
 import pytest
+from amaranth.lib import data
 from amaranth.sim import Simulator
 from simtgpu.rtl.skid_buffer import SkidBuffer
 
@@ -66,19 +67,25 @@ def test_skid_buffer_moves_an_item_per_cycle() -> None:
     assert stats["out"] == 499 and stats["full"] == 0, stats  # one cycle late, never stalls
 
 
-@pytest.mark.parametrize("routes", [0, 4])
-def test_side_bits_follow_their_items(routes: int) -> None:
+@pytest.mark.parametrize("routes, per_route", [(0, False), (4, False), (4, True)])
+def test_side_bits_follow_their_items(routes: int, per_route: bool) -> None:
     """With side information (the queue form): every cycle's ``up.ready``, ``down.valid``,
     head and ``idle`` as a two-entry queue's, and each held item's side bits those it came
     in with, advanced once per cycle held by the receiver's ``*_side_next`` (here: +1), at
     ``down`` and in the second entry alike. With routes (the item's low two bits here), the
     registered ``down_to`` names the head's route every cycle, and is zero when empty, and
-    ``down_key`` has the head's key (bits 1 to 3) at its route and zero at the others."""
-    dut = SkidBuffer(16, side_shape=8, routes=routes,
+    ``down_key`` has the head's key (bits 1 to 3) at its route and zero at the others.
+    ``per_route``: the side bits an array of one element per route, each chosen by a copy
+    of the read pointer of its own; seen whole, they behave as the plain eight bits."""
+    side_shape = data.ArrayLayout(2, 4) if per_route else 8
+    dut = SkidBuffer(16, side_shape=side_shape, routes=routes,
                      route_of=(lambda p: p[:2]) if routes else None,
                      key_of=(lambda p: p[1:4]) if routes else None)
     rng = random.Random(3)
     stats = {"out": 0, "full": 0}
+
+    def raw(port):  # a side port as its bits, whatever its shape
+        return port.as_value() if isinstance(port, data.View) else port
 
     async def bench(ctx) -> None:
         held: deque[list[int]] = deque()  # [item, side] per held item, oldest first
@@ -87,24 +94,24 @@ def test_side_bits_follow_their_items(routes: int) -> None:
             valid, ready = rng.random() < 0.7, rng.random() < 0.6
             ctx.set(dut.up.valid, valid)
             ctx.set(dut.up.payload, sent)
-            ctx.set(dut.up_side, (sent * 7) & 0xFF)
+            ctx.set(raw(dut.up_side), (sent * 7) & 0xFF)
             ctx.set(dut.down.ready, ready)
-            ctx.set(dut.down_side_next, (ctx.get(dut.down_side) + 1) & 0xFF)
-            ctx.set(dut.skid_side_next, (ctx.get(dut.skid_side) + 1) & 0xFF)
+            ctx.set(raw(dut.down_side_next), (ctx.get(raw(dut.down_side)) + 1) & 0xFF)
+            ctx.set(raw(dut.skid_side_next), (ctx.get(raw(dut.skid_side)) + 1) & 0xFF)
             at = f"cycle {cycle}"
             assert ctx.get(dut.up.ready) == (len(held) < 2), at
             assert ctx.get(dut.down.valid) == (len(held) > 0), at
             assert ctx.get(dut.skid_valid) == (len(held) == 2), at
             assert ctx.get(dut.idle) == (not held), at
             if held:
-                assert [ctx.get(dut.down.payload), ctx.get(dut.down_side)] == held[0], at
+                assert [ctx.get(dut.down.payload), ctx.get(raw(dut.down_side))] == held[0], at
             if routes:
                 assert ctx.get(dut.down_to) == ((1 << (held[0][0] & 3)) if held else 0), at
                 for r in range(routes):
                     want = held[0][0] >> 1 & 7 if held and held[0][0] & 3 == r else 0
                     assert ctx.get(dut.down_key[r]) == want, (at, r)
             if len(held) == 2:
-                assert [ctx.get(dut.skid), ctx.get(dut.skid_side)] == held[1], at
+                assert [ctx.get(dut.skid), ctx.get(raw(dut.skid_side))] == held[1], at
             for h in held:
                 h[1] = (h[1] + 1) & 0xFF
             if held and ready:

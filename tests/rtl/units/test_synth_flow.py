@@ -14,6 +14,7 @@ from simtgpu.cli import synth_cmd
 from simtgpu.rtl.alu import Alu
 from simtgpu.rtl.multiplier import Multiplier
 from simtgpu.rtl.regfile import RegFile
+from simtgpu.rtl.replica import replicas
 from simtgpu.rtl.scheduler import RoundRobin
 from simtgpu.rtl.shared_memory import SharedMemory
 from simtgpu.rtlsim import path_estimate, synth
@@ -268,6 +269,41 @@ def test_register_file_read_ports_are_ram_copies(tmp_path) -> None:
                                    progress=lambda s: None)
     assert res.cells.get("$mem_v2", 0) == 4  # one per lane, 64 words each
     assert res.fmax_mhz is None
+
+
+class _Copies(wiring.Component):
+    """One byte registered twice for two readers: as replicas, or as two plain registers."""
+    a: In(8)
+    o0: Out(8)
+    o1: Out(8)
+
+    def __init__(self, replicated: bool):
+        self.replicated = replicated
+        super().__init__()
+
+    def elaborate(self, platform) -> Module:
+        m = Module()
+        if self.replicated:
+            r0, r1 = replicas(m, self.a, 2, "a_q")
+        else:
+            r0, r1 = Signal(8), Signal(8)
+            m.d.sync += [r0.eq(self.a), r1.eq(self.a)]
+        m.d.comb += [self.o0.eq(r0), self.o1.eq(r1)]
+        return m
+
+
+@pytest.mark.parametrize("replicated, flip_flops", [(False, 8), (True, 16)])
+def test_register_replicas_survive_synthesis(tmp_path, replicated, flip_flops) -> None:
+    # yosys merges two registers with the same input; the flow keeps marked replicas apart
+    text = verilog.convert(_Copies(replicated), name="copies", emit_src=False)
+    res = synth.synthesize_verilog("copies", text, "copies", tmp_path, place=False,
+                                   progress=lambda s: None)
+    assert res.cells["TRELLIS_FF"] == flip_flops
+
+
+def test_replicas_need_a_copy() -> None:
+    with pytest.raises(ValueError, match="copies must be at least 1"):
+        replicas(Module(), Signal(), 0, "x")
 
 
 def test_hierarchy_totals_sum_sub_units() -> None:
