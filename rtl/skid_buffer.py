@@ -49,7 +49,7 @@ from amaranth import Const, Module, Mux, Signal, Value
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from .replica import replicas
+from .replica import REPLICA_ATTR, replicas
 
 
 class SkidBuffer(wiring.Component):
@@ -137,7 +137,12 @@ class SkidBuffer(wiring.Component):
         items = [Signal.like(up.payload, name=f"item{i}") for i in range(2)]
         sides = [Signal(self.side_shape, name=f"side{i}") for i in range(2)]
         count = Signal(range(3))
-        rd, wr = Signal(), Signal()  # the entry at ``down``; the entry the next item takes
+        per_route = (self.routes and isinstance(self.side_shape, data.ArrayLayout)
+                     and self.side_shape.length == self.routes)
+        # the entry at ``down`` (with per-route copies, below, one copy more: synthesis
+        # would otherwise merge it into the first); the entry the next item takes
+        rd = Signal(attrs={REPLICA_ATTR: 1} if per_route else {})
+        wr = Signal()
         m.d.comb += [up.ready.eq(count != 2), down.valid.eq(count != 0),
                      self.idle.eq(count == 0), self.skid_valid.eq(count == 2),
                      down.payload.eq(Mux(rd, items[1], items[0])),
@@ -153,8 +158,6 @@ class SkidBuffer(wiring.Component):
         # as many), each element is chosen and rewritten by a copy of the read pointer of
         # its own (rtl/replica.py), which the placer can put by that receiver: the one
         # pointer read by every receiver was the start of the L2's slowest paths.
-        per_route = (self.routes and isinstance(self.side_shape, data.ArrayLayout)
-                     and self.side_shape.length == self.routes)
         if per_route:
             rds = replicas(m, rd ^ pop, self.routes, "rd_route")
             parts = [(rds[r], lambda v, r=r: v[r]) for r in range(self.routes)]
