@@ -513,10 +513,19 @@ class Lsu(wiring.Component):
         with m.If(self.lwb.ready):
             m.d.sync += lwb_valid.eq(0)
         blocked = head.load & head.last & lwb_valid & ~self.lwb.ready
-        m.d.comb += [resp.ready.eq(fifo.r_rdy & ~blocked),
-                     fifo.r_en.eq(resp.valid & resp.ready)]
-        with m.If(resp.valid & resp.ready):
+        # ``ready`` is worked out whole before the response's ``valid`` meets it: the valid
+        # comes from the L1, placed apart, and the acceptance goes back to it (its reorder
+        # buffer's head and slots), so it must be one gate on the L1's side of the loop, not
+        # the first input of the LSU's chain of gates for ``blocked``
+        ready = Signal(name="resp_ready", attrs={"keep": 1})
+        m.d.comb += [ready.eq(fifo.r_rdy & ~blocked), resp.ready.eq(ready),
+                     fifo.r_en.eq(resp.valid & ready)]
+        # the lanes' words are gathered whether the response is taken or not: one that is
+        # not (``blocked``) is offered again unchanged and gathers the same words, so the
+        # acceptance reaches only the queue and the write-back, not every lane's register
+        with m.If(resp.valid & fifo.r_rdy):
             m.d.sync += acc.eq(merged)
+        with m.If(resp.valid & ready):
             with m.If(head.last):
                 m.d.comb += [self.acked.eq(1), self.acked_warp.eq(head.warp),
                              self.acked_load.eq(head.load)]
