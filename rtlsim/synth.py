@@ -420,8 +420,10 @@ def _shell_body(name: str, body: str) -> str:
 # -- the flow --------------------------------------------------------------------------------
 # synth_ecp5 up to its LUT mapping, then ABC (not ABC9: yosys 0.70's ABC9 fails an internal
 # assertion when it reintegrates the LSU's netlist of an unflattened design; on the flattened
-# core it works, but takes 20 % more LUTs than ABC for 2 % more speed), then the rest. The
-# hierarchical run gives each unit's area; the flattened one the netlist that is placed.
+# core it works, but takes 20 % more LUTs than ABC for 2 % more speed, and on the whole `tiny`
+# 5 % more LUT4s and 4,269 wide-LUT muxes for a routed clock inside ABC's seed spread:
+# docs/performance.md), then the rest. The hierarchical run gives each unit's area; the
+# flattened one the netlist that is placed.
 # A flip-flop whose signal carries REPLICA_ATTR (rtl/replica.py) is marked ``keep`` first, so
 # that opt_merge leaves each copy of a replicated register in place.
 _KEEP_REPLICAS = f"""\
