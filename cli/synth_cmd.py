@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from simtgpu.arch.config import CONFIGS
-from simtgpu.rtlsim.synth import PLACER_TIMING_WEIGHT, SPEED_GRADE, SPEED_GRADES
+from simtgpu.rtlsim.synth import MAPPERS, PLACER_TIMING_WEIGHT, SPEED_GRADE, SPEED_GRADES
 
 ROOT = Path(__file__).resolve().parents[1]
 COLUMNS = ("LUT4", "CCU2C", "TRELLIS_FF", "DP16KD", "TRELLIS_DPR16X4", "MULT18X18D")
@@ -73,6 +73,10 @@ def register(subparsers: Any) -> None:
                    help="nextpnr's --placer-heap-timingweight: how much the placer weighs "
                    f"timing against wire length (default {PLACER_TIMING_WEIGHT}; nextpnr's "
                    "own default is 10)")
+    p.add_argument("--mapper", choices=MAPPERS, default="abc",
+                   help="what maps the placed (flattened) netlist's LUTs: abc (default, "
+                   "`abc -lut 4`) or abc9 (synth_ecp5's timing-driven default, with wide-LUT "
+                   "muxes); the area by unit is always ABC's")
     p.add_argument("--speed", type=int, choices=SPEED_GRADES, default=SPEED_GRADE,
                    help=f"the LFE5U-85F's speed grade nextpnr times (default {SPEED_GRADE}, "
                    "the slowest, at which every figure of record is; 8 is the fastest)")
@@ -116,7 +120,8 @@ def run(args: argparse.Namespace) -> int:
                          progress=lambda s: print(s, flush=True), top=args.top,
                          shells=DATAPATH_SHELLS if args.shell else (), **caches,
                          route=not args.place_only, place=not args.synth_only,
-                         timing_weight=args.timing_weight, speed=args.speed)
+                         timing_weight=args.timing_weight, speed=args.speed,
+                         mapper=args.mapper)
     command = f"simtgpu synth --config {args.config}"
     if args.top != "gpu":
         command += f" --top {args.top}"
@@ -131,6 +136,8 @@ def run(args: argparse.Namespace) -> int:
         command += f" --timing-weight {args.timing_weight}"
     if args.speed != SPEED_GRADE:
         command += f" --speed {args.speed}"
+    if args.mapper != "abc":
+        command += f" --mapper {args.mapper}"
     if args.place_only:
         command += " --place-only"
     if args.synth_only:
@@ -257,9 +264,10 @@ def _run_units(args: argparse.Namespace) -> int:
     if unknown:
         raise SystemExit(f"simtgpu synth: unknown unit {unknown[0]!r}; choose from "
                          f"{', '.join(UNITS)} or all")
-    if args.report_only or args.shell or args.top != "gpu" or args.synth_only or args.paths:
+    if (args.report_only or args.shell or args.top != "gpu" or args.synth_only or args.paths
+            or args.mapper != "abc"):
         raise SystemExit("simtgpu synth: --unit runs the flow on the unit alone; it takes no "
-                         "--report-only, --shell, --top, --synth-only or --paths")
+                         "--report-only, --shell, --top, --synth-only, --paths or --mapper")
     results = []
     for name in names:
         workdir = (args.workdir / name if args.workdir and len(names) > 1
@@ -299,7 +307,9 @@ def render(res, command: str, info: dict[str, str]) -> str:
     design = "core 0's" if res.top == "core" else "the GPU's"
     if res.flow == "ecp5":
         lines += [
-            "yosys `synth_ecp5` (YoWASP build; LUTs mapped by `abc -lut 4`) on "
+            "yosys `synth_ecp5` (YoWASP build; LUTs mapped by "
+            + ("ABC9, `synth_ecp5`'s default, in the placed netlist and by `abc -lut 4` in "
+               "the area by unit" if res.mapper == "abc9" else "`abc -lut 4`") + ") on "
             f"{design} Verilog "
             f"({res.verilog_lines:,} lines, {res.verilog_bytes / 1e6:.1f} MB), "
             + ("flattened (the netlist that is placed, counted below) and, beside it, per "

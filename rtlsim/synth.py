@@ -48,10 +48,11 @@ from simtgpu.rtl.replica import REPLICA_ATTR
 if TYPE_CHECKING:
     from simtgpu.rtl.configs import RtlConfig
 
-__all__ = ["DATAPATH_SHELLS", "ECP5_85F", "PLACER_TIMING_WEIGHT", "SPEED_GRADE", "SPEED_GRADES",
-           "SlackBin", "SynthError", "SynthResult", "slack_histogram", "load_result",
-           "lut_equivalents", "module_copies", "nextpnr_options", "register_shells", "run_yosys",
-           "run_yosys_together", "synthesize", "synthesize_verilog", "unit_stage"]
+__all__ = ["DATAPATH_SHELLS", "ECP5_85F", "MAPPERS", "PLACER_TIMING_WEIGHT", "SPEED_GRADE",
+           "SPEED_GRADES", "SlackBin", "SynthError", "SynthResult", "slack_histogram",
+           "load_result", "lut_equivalents", "module_copies", "nextpnr_options",
+           "register_shells", "run_yosys", "run_yosys_together", "synthesize",
+           "synthesize_verilog", "unit_stage"]
 
 # LFE5U-85F resources (Lattice FPGA-DS-02012, table 1.1)
 ECP5_85F = {"LUT4": 83_640, "TRELLIS_FF": 83_640, "DP16KD": 208, "MULT18X18D": 156}
@@ -129,6 +130,7 @@ class SynthResult:
     timing_weight: int | None = None  # nextpnr's --placer-heap-timingweight (None: not placed)
     speed_grade: int | None = None  # of the LFE5U-85F nextpnr timed (None: not placed)
     slack: list[SlackBin] = field(default_factory=list)  # nextpnr's last slack histogram
+    mapper: str = "abc"  # what mapped the flattened netlist's LUTs (MAPPERS)
 
     @property
     def logic_ns(self) -> float:
@@ -440,8 +442,14 @@ clean
 synth_ecp5 -top {top} {hier} -run map_cells:
 """
 ECP5_SCRIPT = _ECP5_STEPS.replace("{hier}", "-noflatten") + "tee -q -o stat.json stat -json\n"
-ECP5_FLAT_SCRIPT = (_ECP5_STEPS.replace("{hier} ", "")
-                    + "tee -q -o stat_flat.json stat -json\nwrite_json netlist.json\n")
+_FLAT_OUT = "tee -q -o stat_flat.json stat -json\nwrite_json netlist.json\n"
+ECP5_FLAT_SCRIPT = _ECP5_STEPS.replace("{hier} ", "") + _FLAT_OUT
+# ``mapper="abc9"``: the flattened netlist by synth_ecp5's own default, ABC9 (timing-driven,
+# with the wide-LUT muxes PFUMX and L6MUX21); the per-unit area stays ABC's (above)
+ECP5_FLAT_ABC9_SCRIPT = ("read_verilog {verilog}\n" + _KEEP_REPLICAS
+                         + "synth_ecp5 -top {top}\n" + _FLAT_OUT)
+MAPPERS = ("abc", "abc9")
+"""What can map the placed (flattened) netlist's LUTs: ``abc -lut 4`` (the default) or ABC9."""
 GENERIC_SCRIPT = """\
 read_verilog {verilog}
 """ + _KEEP_REPLICAS + """\
@@ -481,7 +489,8 @@ def synthesize(config: str, workdir: Path, freq_mhz: float = 100.0, flow: str = 
                seed: int = 1, progress: Callable[[str], None] = print,
                top: str = "gpu", shells: Iterable[str] = (), l1: bool | None = None,
                l2: bool | None = None, route: bool = True, place: bool = True,
-               timing_weight: int | None = None, speed: int = SPEED_GRADE) -> SynthResult:
+               timing_weight: int | None = None, speed: int = SPEED_GRADE,
+               mapper: str = "abc") -> SynthResult:
     """Run the flow on the GPU (``top="core"``: on core 0 alone) of configuration ``config``
     in ``workdir``, with the caches as :func:`fpga_rtl_config` says; the modules matching
     ``shells`` become register shells (:func:`register_shells`).
@@ -494,7 +503,8 @@ def synthesize(config: str, workdir: Path, freq_mhz: float = 100.0, flow: str = 
     ``place=False`` stops after yosys (the flattened netlist is still written, for
     :mod:`simtgpu.rtlsim.path_estimate`). ``timing_weight``: the placer's weight of timing
     (default :data:`PLACER_TIMING_WEIGHT`); ``speed``: the device's speed grade (one of
-    :data:`SPEED_GRADES`, default :data:`SPEED_GRADE`)."""
+    :data:`SPEED_GRADES`, default :data:`SPEED_GRADE`); ``mapper``: what maps the placed
+    netlist's LUTs (one of :data:`MAPPERS`)."""
     from .verilog_export import generate_verilog
 
     cfg = fpga_rtl_config(config, l1, l2)
@@ -513,7 +523,7 @@ def synthesize(config: str, workdir: Path, freq_mhz: float = 100.0, flow: str = 
     res = synthesize_verilog(config, text, top, workdir, freq_mhz, flow, seed, progress,
                              verilog_s=time.monotonic() - t, route=route, place=place,
                              flatten=flow == "ecp5", timing_weight=timing_weight,
-                             speed=speed)
+                             speed=speed, mapper=mapper)
     res.top = top
     res.shells = replaced if shells else []
     return res
@@ -531,7 +541,7 @@ def synthesize_verilog(name: str, text: str, top: str, workdir: Path, freq_mhz: 
                        verilog_s: float | None = None, place: bool = True,
                        route: bool = True, flatten: bool | None = None,
                        timing_weight: int | None = None,
-                       speed: int = SPEED_GRADE) -> SynthResult:
+                       speed: int = SPEED_GRADE, mapper: str = "abc") -> SynthResult:
     """Run the flow on Verilog ``text`` whose top module is ``top`` (any component: the
     tests synthesise a single unit this way); ``place=False`` stops after yosys,
     ``route=False`` after placement. ``flatten`` (default: when it places) also writes the
@@ -544,6 +554,8 @@ def synthesize_verilog(name: str, text: str, top: str, workdir: Path, freq_mhz: 
         raise ValueError(f"timing_weight must be zero or more, not {timing_weight}")
     if speed not in SPEED_GRADES:
         raise ValueError(f"speed must be one of {SPEED_GRADES}, not {speed!r}")
+    if mapper not in MAPPERS:
+        raise ValueError(f"mapper must be one of {MAPPERS}, not {mapper!r}")
     _tools(flow)
     workdir.mkdir(parents=True, exist_ok=True)
     t0 = time.monotonic()
@@ -559,10 +571,12 @@ def synthesize_verilog(name: str, text: str, top: str, workdir: Path, freq_mhz: 
 
     vfile = workdir / f"{top}.v"
     vfile.write_text(text)
-    for stale in ("netlist.json", "stat_flat.json", "report.json", "nextpnr.log", "pnr.json"):
+    for stale in ("netlist.json", "stat_flat.json", "report.json", "nextpnr.log", "pnr.json",
+                  "mapper.json"):
         (workdir / stale).unlink(missing_ok=True)  # an earlier run's must not be read back
     result = _synth_stage(name, top, workdir, vfile, flow, progress, stage,
-                          flat=flow == "ecp5" and (place if flatten is None else flatten))
+                          flat=flow == "ecp5" and (place if flatten is None else flatten),
+                          mapper=mapper)
     result.verilog_lines, result.verilog_bytes = text.count("\n"), len(text)
     result.stage_seconds = times
     (workdir / "times.json").write_text(json.dumps(times))
@@ -588,6 +602,9 @@ def load_result(name: str, top: str, workdir: Path, flow: str = "ecp5") -> Synth
                       verilog_lines=text.count("\n"), verilog_bytes=len(text), top=top,
                       copies=copies, unit_cells=cells)
     _read_flat(res, workdir, top)
+    mapper = workdir / "mapper.json"  # (absent: a run of ABC's, or from before the choice)
+    if res.flattened and mapper.exists():
+        res.mapper = json.loads(mapper.read_text())["mapper"]
     times = workdir / "times.json"
     if times.exists():
         res.stage_seconds = json.loads(times.read_text())
@@ -614,10 +631,12 @@ def _read_report(result: SynthResult, report: dict, top: str) -> None:
     result.path = critical_path(report, top, [u for u, _ in result.units])
 
 
-def _synth_stage(name, top, workdir, vfile, flow, progress, stage, flat: bool) -> SynthResult:
+def _synth_stage(name, top, workdir, vfile, flow, progress, stage, flat: bool,
+                 mapper: str = "abc") -> SynthResult:
     scripts = {"yosys": (ECP5_SCRIPT if flow == "ecp5" else GENERIC_SCRIPT)}
     if flat:
-        scripts["yosys_flat"] = ECP5_FLAT_SCRIPT
+        scripts["yosys_flat"] = ECP5_FLAT_ABC9_SCRIPT if mapper == "abc9" else ECP5_FLAT_SCRIPT
+        (workdir / "mapper.json").write_text(json.dumps({"mapper": mapper}))
     progress(f"synth {name}: yosys {'synth_ecp5' if flow == 'ecp5' else 'synth (generic)'}"
              + (", per unit and flattened, side by side" if flat else ""))
     t = time.monotonic()
@@ -628,7 +647,8 @@ def _synth_stage(name, top, workdir, vfile, flow, progress, stage, flat: bool) -
     copies = module_copies(stat, top)
     cells, units = hierarchy_totals(stat, top, copies)
     mems = memory_mapping(logs["yosys"].read_text(errors="replace"), top)
-    res = SynthResult(name, flow, cells, units, mems, copies=copies, unit_cells=cells)
+    res = SynthResult(name, flow, cells, units, mems, copies=copies, unit_cells=cells,
+                      mapper=mapper if flat else "abc")
     _read_flat(res, workdir, top)
     return res
 

@@ -152,6 +152,27 @@ def test_the_speed_grade_reaches_nextpnr(tmp_path) -> None:
     assert not (tmp_path / "5").exists()  # refused before anything was written
 
 
+def test_the_placed_netlist_can_be_mapped_by_abc9(tmp_path) -> None:
+    """``mapper="abc9"``: the flattened netlist by synth_ecp5's ABC9 (its log says so), the
+    area by unit still ABC's; the choice is recorded, read back and named in the report."""
+    text = verilog.convert(_Registered(), name="top", emit_src=False)
+    res = synth.synthesize_verilog("rr", text, "top", tmp_path, place=False, flatten=True,
+                                   progress=lambda s: None, mapper="abc9")
+    assert res.mapper == "abc9" and res.flattened and res.cells.get("LUT4", 0) > 0
+    flat_log = (tmp_path / "yosys_flat.log").read_text()
+    unit_log = (tmp_path / "yosys.log").read_text()
+    assert "Executing ABC9_EXE pass" in flat_log and "Executing ABC pass" not in flat_log
+    assert "Executing ABC pass" in unit_log and "Executing ABC9_EXE pass" not in unit_log
+    assert synth.load_result("rr", "top", tmp_path).mapper == "abc9"
+    res.config = "tiny"
+    assert "mapped by ABC9" in synth_cmd.render(res, "c", {"commit": "c", "date": "d"})
+    plain = synth.synthesize_verilog("rr", text, "top", tmp_path, place=False, flatten=True,
+                                     progress=lambda s: None)
+    assert plain.mapper == "abc" and synth.load_result("rr", "top", tmp_path).mapper == "abc"
+    with pytest.raises(ValueError, match="mapper must be one of"):
+        synth.synthesize_verilog("rr", text, "top", tmp_path / "x", mapper="abc10")
+
+
 def test_nextpnr_is_asked_to_weigh_timing() -> None:
     """The placer's timing weight reaches nextpnr's command line (its log does not echo it)."""
     opts = synth.nextpnr_options(50, 2)
@@ -474,5 +495,7 @@ def test_an_unknown_unit_is_named(capsys) -> None:
     assert "unknown unit 'gpu'" in str(e.value) and "dot-tree" in str(e.value)
     with pytest.raises(SystemExit, match="takes no .*--paths"):
         main(["synth", "--unit", "alu", "--paths", "5"])
+    with pytest.raises(SystemExit, match="takes no .*--mapper"):
+        main(["synth", "--unit", "alu", "--mapper", "abc9"])
     with pytest.raises(SystemExit, match="--paths must be a count"):
         main(["synth", "--paths", "-1"])
