@@ -556,6 +556,9 @@ def synthesize_verilog(name: str, text: str, top: str, workdir: Path, freq_mhz: 
         raise ValueError(f"speed must be one of {SPEED_GRADES}, not {speed!r}")
     if mapper not in MAPPERS:
         raise ValueError(f"mapper must be one of {MAPPERS}, not {mapper!r}")
+    if mapper != "abc" and flow != "ecp5":
+        raise SynthError(f"the {mapper} mapper maps the ecp5 flow's LUTs; the {flow} flow "
+                         "(the configuration's default when it does not fit the ECP5) maps none")
     _tools(flow)
     workdir.mkdir(parents=True, exist_ok=True)
     t0 = time.monotonic()

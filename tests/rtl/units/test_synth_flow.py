@@ -171,6 +171,9 @@ def test_the_placed_netlist_can_be_mapped_by_abc9(tmp_path) -> None:
     assert plain.mapper == "abc" and synth.load_result("rr", "top", tmp_path).mapper == "abc"
     with pytest.raises(ValueError, match="mapper must be one of"):
         synth.synthesize_verilog("rr", text, "top", tmp_path / "x", mapper="abc10")
+    with pytest.raises(synth.SynthError, match="the generic flow .* maps none"):
+        synth.synthesize_verilog("rr", text, "top", tmp_path / "x", flow="generic",
+                                 mapper="abc9")
 
 
 def test_nextpnr_is_asked_to_weigh_timing() -> None:
