@@ -511,6 +511,7 @@ def synthesize(config: str, workdir: Path, freq_mhz: float = 100.0, flow: str = 
     cores = 1 if top == "core" else cfg.cores
     if flow == "auto":
         flow = "generic" if cores * cfg.warps * cfg.lanes > 64 else "ecp5"
+    _check_mapper(mapper, flow)  # before the Verilog, minutes for the largest
     what = "one core" if top == "core" else f"{cfg.cores} cores"
     progress(f"synth {config}: generating Verilog ({what} x {cfg.warps} warps x "
              f"{cfg.lanes} lanes)")
@@ -527,6 +528,12 @@ def synthesize(config: str, workdir: Path, freq_mhz: float = 100.0, flow: str = 
     res.top = top
     res.shells = replaced if shells else []
     return res
+
+
+def _check_mapper(mapper: str, flow: str) -> None:
+    if mapper != "abc" and flow != "ecp5":
+        raise SynthError(f"the {mapper} mapper maps the ecp5 flow's LUTs; the {flow} flow "
+                         "(the configuration's default when it does not fit the ECP5) maps none")
 
 
 def _tools(flow: str) -> None:
@@ -556,9 +563,7 @@ def synthesize_verilog(name: str, text: str, top: str, workdir: Path, freq_mhz: 
         raise ValueError(f"speed must be one of {SPEED_GRADES}, not {speed!r}")
     if mapper not in MAPPERS:
         raise ValueError(f"mapper must be one of {MAPPERS}, not {mapper!r}")
-    if mapper != "abc" and flow != "ecp5":
-        raise SynthError(f"the {mapper} mapper maps the ecp5 flow's LUTs; the {flow} flow "
-                         "(the configuration's default when it does not fit the ECP5) maps none")
+    _check_mapper(mapper, flow)
     _tools(flow)
     workdir.mkdir(parents=True, exist_ok=True)
     t0 = time.monotonic()
