@@ -49,7 +49,7 @@ from amaranth import Const, Module, Mux, Signal, Value
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from .replica import REPLICA_ATTR, replicas
+from .replica import replicas
 
 
 class SkidBuffer(wiring.Component):
@@ -137,29 +137,32 @@ class SkidBuffer(wiring.Component):
         items = [Signal.like(up.payload, name=f"item{i}") for i in range(2)]
         sides = [Signal(self.side_shape, name=f"side{i}") for i in range(2)]
         count = Signal(range(3))
+        push = up.valid & up.ready
+        pop = down.valid & down.ready
+        # The entry at ``down`` (``rd``) and the one the next item takes (``wr``). Where each
+        # receiver has its own element of the side bits (``routes`` with an array of as
+        # many), each element is chosen and rewritten by a copy of the read pointer of its
+        # own (rtl/replica.py), which the placer can put by that receiver: the one pointer
+        # read by every receiver was the start of the L2's slowest paths. The payload's
+        # pointer is one more copy (unmarked, synthesis would merge it into the first).
         per_route = (self.routes and isinstance(self.side_shape, data.ArrayLayout)
                      and self.side_shape.length == self.routes)
-        # the entry at ``down`` (with per-route copies, below, one copy more: synthesis
-        # would otherwise merge it into the first); the entry the next item takes
-        rd = Signal(attrs={REPLICA_ATTR: 1} if per_route else {})
+        rd_next = Signal()
+        *rds, rd = replicas(m, rd_next, self.routes + 1, "rd") if per_route else [Signal()]
         wr = Signal()
+        m.d.comb += rd_next.eq(rd ^ pop)
+        if not per_route:
+            m.d.sync += rd.eq(rd_next)
         m.d.comb += [up.ready.eq(count != 2), down.valid.eq(count != 0),
                      self.idle.eq(count == 0), self.skid_valid.eq(count == 2),
                      down.payload.eq(Mux(rd, items[1], items[0])),
                      self.skid.eq(Mux(rd, items[0], items[1]))]
-        push = up.valid & up.ready
-        pop = down.valid & down.ready
         for i in range(2):
             with m.If(push & (wr == i)):
                 m.d.sync += items[i].eq(up.payload)
-        m.d.sync += [rd.eq(rd ^ pop), wr.eq(wr ^ push), count.eq(count + push - pop)]
-        # Every entry's side bits are rewritten every cycle (an empty one's are not looked
-        # at). Where each receiver has its own element of them (``routes`` with an array of
-        # as many), each element is chosen and rewritten by a copy of the read pointer of
-        # its own (rtl/replica.py), which the placer can put by that receiver: the one
-        # pointer read by every receiver was the start of the L2's slowest paths.
+        m.d.sync += [wr.eq(wr ^ push), count.eq(count + push - pop)]
+        # every entry's side bits are rewritten every cycle (an empty one's are not looked at)
         if per_route:
-            rds = replicas(m, rd ^ pop, self.routes, "rd_route")
             parts = [(rds[r], lambda v, r=r: v[r]) for r in range(self.routes)]
         else:
             parts = [(rd, lambda v: v)]
@@ -181,13 +184,13 @@ class SkidBuffer(wiring.Component):
                     m.d.sync += dests[i].eq(up_dest)
             emptied = (count == 0) | ((count == 1) & pop)
             m.d.sync += self.down_to.eq(Mux(emptied, Mux(push, up_dest, 0),
-                                            Mux(rd ^ pop, dests[1], dests[0])))
+                                            Mux(rd_next, dests[1], dests[0])))
             if self.key_of is not None:
                 # the same choice per receiver, of the key where the item goes there
                 key = self.key_of
                 for r in range(self.routes):
                     m.d.sync += self.down_key[r].eq(Mux(
                         emptied, Mux(push & up_dest[r], key(up.payload), 0),
-                        Mux(rd ^ pop, Mux(dests[1][r], key(items[1]), 0),
+                        Mux(rd_next, Mux(dests[1][r], key(items[1]), 0),
                             Mux(dests[0][r], key(items[0]), 0))))
         return m
