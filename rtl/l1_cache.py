@@ -390,6 +390,7 @@ class L1Cache(wiring.Component):
         rob_ready = Signal(rd)  # answered (a hit, or acknowledged); a fill's entry: see below
         rob_fill = Signal(rd)  # a read miss or merge: answers with its slot's line
         head = Signal(rbits)
+        head_inc = Signal(rbits)  # the entry after the head (the pointer wraps)
         tail = Signal(rbits)
         count = Signal(range(rd + 1))
         m.submodules.rob_mem = rob_mem = Memory(shape=unsigned(width), depth=rd, init=[])
@@ -418,7 +419,7 @@ class L1Cache(wiring.Component):
             with m.If(~slot_busy[i]):
                 m.d.comb += slot_free.eq(i)
         m.d.comb += [rob_rd.addr.eq(head), ack_rd.addr.eq(head), tags_rd.addr.eq(head),
-                     rslot_rd.addr.eq(head + 1),
+                     head_inc.eq(head + 1), rslot_rd.addr.eq(head_inc),
                      slot_rd.addr.eq(head_slot), last_rd.addr.eq(head_slot),
                      mslot_rd.addr.eq(pend_idx)]
 
@@ -655,12 +656,38 @@ class L1Cache(wiring.Component):
                          mshr_line[free_idx].eq(line)]
 
         # --- responses up, in request order ---------------------------------------------
+        # ``answers``: whether the head answers, a register worked out a cycle ahead from
+        # the flags' changes in this cycle, for the head and (if it retires) the entry after
+        # it, so that ``resp.valid`` leaves a flip-flop. Chosen by the head pointer it was
+        # three multiplexers and a gate, the first of both receivers' longest paths (an L2
+        # bank's retirement into its order queue, the LSU's gathering into its write-back).
+        # An entry already in the buffer answers next cycle if it is valid and: a read miss
+        # or merge, once its slot is filled (or is being filled now: the slot is busy, so
+        # no new miss takes it this cycle); any other, once answered (or acknowledged now).
+        # The entry accepted now answers next cycle if it is a read hit, or a merge into a
+        # slot already filled (no request is accepted in a fill's cycle).
+        answers = Signal()
+        retire = Signal()
+        slots_filled = Signal(rd)  # slot_filled as it is next cycle, for the slots in use
+        m.d.comb += [slots_filled.eq(slot_filled | Mux(
+                         fill & got_route.read, Const(1, rd) << got_route.slot, 0))]
+        accepted_answers = Signal()
+        m.d.comb += accepted_answers.eq(
+            is_read & (hit | (~new_miss & slot_filled.bit_select(mslot_rd.data, 1))))
+
+        def answers_next(entry: Value, slot: Value) -> Value:
+            acked = got & ~fill & (got_route.rob == entry)
+            held = rob_valid.bit_select(entry, 1) & Mux(
+                rob_fill.bit_select(entry, 1), slots_filled.bit_select(slot, 1),
+                rob_ready.bit_select(entry, 1) | acked)
+            return Mux(fire & (tail == entry), accepted_answers, held)
+
+        m.d.sync += answers.eq(Mux(retire, answers_next(head_inc, rslot_rd.data),
+                                   answers_next(head, head_slot)))
         head_fill = Signal()
         m.d.comb += [
             head_fill.eq(rob_fill.bit_select(head, 1)),
-            resp.valid.eq(rob_valid.bit_select(head, 1)
-                          & Mux(head_fill, slot_filled.bit_select(head_slot, 1),
-                                rob_ready.bit_select(head, 1))),
+            resp.valid.eq(answers),
             # the payload is the head's whether it answers or not (meaningless then): gated
             # by ``valid`` it waited for it, and so did the receiver's data (the LSU's lanes)
             resp.payload.rdata.eq(Mux(head_fill, slot_rd.data, Mux(
@@ -668,14 +695,13 @@ class L1Cache(wiring.Component):
                 Mux(took_q & (took_rob == head), took_data, rob_rd.data)))),
             resp.payload.tag.eq(tags_rd.data),
         ]
-        retire = Signal()
         m.d.comb += retire.eq(resp.valid & resp.ready)
         with m.If(retire):
-            m.d.sync += [rob_valid.bit_select(head, 1).eq(0), head.eq(head + 1)]
+            m.d.sync += [rob_valid.bit_select(head, 1).eq(0), head.eq(head_inc)]
             with m.If(head_fill & (last_rd.data == head)):  # the slot's last reader leaves
                 m.d.sync += slot_busy.bit_select(head_slot, 1).eq(0)
         head_next = Signal(rbits)
-        m.d.comb += head_next.eq(Mux(retire, head + 1, head))
+        m.d.comb += head_next.eq(Mux(retire, head_inc, head))
         m.d.sync += head_slot.eq(Mux(rslot_wr.en & (rslot_wr.addr == head_next), rslot_wr.data,
                                      Mux(retire, rslot_rd.data, head_slot)))
         with m.If(fire & ~retire):
