@@ -520,7 +520,12 @@ class L1Cache(wiring.Component):
         m.d.comb += [is_read.eq(p.kind == MemKind.READ), is_write.eq(p.kind == MemKind.WRITE),
                      is_atomic.eq(p.kind == MemKind.ATOMIC)]
         room = Signal()
-        m.d.comb += room.eq((count != rd) & ~fill & ~self.invalidate)
+        # ``room``: a free entry and no fill taking effect, from a register worked out a
+        # cycle ahead (``room_q``, below) and ``invalidate``: it gates the acceptance and,
+        # through it, the buffer in front, and from the count and ``got`` it was two gates
+        # and a net shared with every use of the fill before any of that
+        room_q = Signal(init=1)  # at reset: no entry in use, no fill
+        m.d.comb += room.eq(room_q & ~self.invalidate)
         new_miss = Signal()
         m.d.comb += new_miss.eq(is_read & ~hit & ~pend)
         # Executing atomics: an atomic whose line is absent fetches it (``fetch``: an MSHR and a
@@ -708,6 +713,10 @@ class L1Cache(wiring.Component):
             m.d.sync += count.eq(count + 1)
         with m.Elif(retire & ~fire):
             m.d.sync += count.eq(count - 1)
+        # whether the buffer has a free entry next cycle, the late ``fire`` and ``retire``
+        # last; and whether a fill takes effect then (the response arriving now)
+        full_next = Mux(fire == retire, count == rd, fire & (count == rd - 1))
+        m.d.sync += room_q.eq(~full_next & ~(dresp.valid & route_head.fill))
         m.d.comb += self.idle.eq((count == 0) & ~dq.r_rdy & ~route.r_rdy & ~got)
 
         if self.lookahead:
