@@ -358,7 +358,7 @@ def critical_path(report: dict, top: str, units: Iterable[str] = ()) -> list[Pat
 
 # -- register shells -------------------------------------------------------------------------
 DATAPATH_SHELLS = (r"Fpu_u\d+", r"HalfUnit_u\d+", r"Multiplier_u\d+", r"Sfu_u\d+",
-                   r"(.+\.)?matrix", r"(.+\.)?sfu\.sfu\d+", r"(.+\.)?lsu\.atom_fpu")
+                   r"(.+\.)?matrix", r"(.+\.)?sfu\.sfu\d+", r"(.+\.)?(lsu|l2)\.atom_fpu")
 """Module names (regular expressions, whole name) of the pipelined datapath units that
 ``--shell`` replaces: each takes its operands from a stage register or the register file and
 returns its result through a register of its own."""

@@ -406,6 +406,18 @@ def test_datapath_shells_cover_the_shared_units() -> None:
     assert any(n.endswith("matrix") for n in replaced)
 
 
+def test_datapath_shells_cover_the_l2_adder() -> None:
+    """The L2's atomic adder (``atom.fadd``'s, the same unit as the LSU's, which --shell
+    replaces) is a shell too: missed by a pattern for the LSU's alone, its own stage was the
+    worst path of a whole-``tiny`` run (seed 3 at 0acace6, 63.20 MHz: `bc_q` -> `cd_q`, the
+    path of the unit placed alone)."""
+    from simtgpu.rtlsim.verilog_export import generate_verilog
+
+    text = generate_verilog(synth.fpga_rtl_config("tiny"), "gpu")
+    _, replaced = synth.register_shells(text)
+    assert any(n.endswith("l2.atom_fpu") for n in replaced), replaced
+
+
 def test_missing_tools_name_the_extra(monkeypatch) -> None:
     import builtins
 
