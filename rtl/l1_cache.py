@@ -661,17 +661,22 @@ class L1Cache(wiring.Component):
                          mshr_line[free_idx].eq(line)]
 
         # --- responses up, in request order ---------------------------------------------
-        # ``answers``: whether the head answers, a register worked out a cycle ahead from
-        # the flags' changes in this cycle, for the head and (if it retires) the entry after
-        # it, so that ``resp.valid`` leaves a flip-flop. Chosen by the head pointer it was
-        # three multiplexers and a gate, the first of both receivers' longest paths (an L2
-        # bank's retirement into its order queue, the LSU's gathering into its write-back).
+        # What the head answers, and whether, comes from registers worked out a cycle ahead
+        # from the flags' changes in this cycle, for the head and (if it retires) the entry
+        # after it. ``answers`` (``resp.valid``), chosen by the head pointer, was three
+        # multiplexers and a gate, the first of both receivers' longest paths (an L2 bank's
+        # retirement into its order queue, the LSU's gathering into its write-back); the
+        # payload's choice (``head_fill``, ``head_acked``) drives a select of every bit of
+        # the line, and as the head pointer's choice it shared a LUT with ``answers`` that
+        # the placer put by the LSU, the line's receiver.
         # An entry already in the buffer answers next cycle if it is valid and: a read miss
         # or merge, once its slot is filled (or is being filled now: the slot is busy, so
         # no new miss takes it this cycle); any other, once answered (or acknowledged now).
         # The entry accepted now answers next cycle if it is a read hit, or a merge into a
         # slot already filled (no request is accepted in a fill's cycle).
         answers = Signal()
+        head_fill = Signal()  # the head is a read miss or merge: it answers from its slot
+        head_acked = Signal()  # the head's answer is in rob_ack
         retire = Signal()
         slots_filled = Signal(rd)  # slot_filled as it is next cycle, for the slots in use
         m.d.comb += [slots_filled.eq(slot_filled | Mux(
@@ -680,6 +685,11 @@ class L1Cache(wiring.Component):
         m.d.comb += accepted_answers.eq(
             is_read & (hit | (~new_miss & slot_filled.bit_select(mslot_rd.data, 1))))
 
+        def at_head_next(flag: Callable[[Value, Value], Value]) -> Value:
+            """``flag(entry, slot)`` (an entry's flag as this cycle leaves it, its fill slot)
+            for the entry at the head in the next cycle."""
+            return Mux(retire, flag(head_inc, rslot_rd.data), flag(head, head_slot))
+
         def answers_next(entry: Value, slot: Value) -> Value:
             acked = got & ~fill & (got_route.rob == entry)
             held = rob_valid.bit_select(entry, 1) & Mux(
@@ -687,16 +697,22 @@ class L1Cache(wiring.Component):
                 rob_ready.bit_select(entry, 1) | acked)
             return Mux(fire & (tail == entry), accepted_answers, held)
 
-        m.d.sync += answers.eq(Mux(retire, answers_next(head_inc, rslot_rd.data),
-                                   answers_next(head, head_slot)))
-        head_fill = Signal()
+        def fill_next(entry: Value, _slot: Value) -> Value:
+            return Mux(fire & (tail == entry), is_read & ~hit, rob_fill.bit_select(entry, 1))
+
+        def acked_next(entry: Value, _slot: Value) -> Value:
+            acked = got & ~fill & ~got_route.keep & (got_route.rob == entry)
+            return ~(fire & (tail == entry)) & (rob_acked.bit_select(entry, 1) | acked)
+
+        m.d.sync += [answers.eq(at_head_next(answers_next)),
+                     head_fill.eq(at_head_next(fill_next)),
+                     head_acked.eq(at_head_next(acked_next))]
         m.d.comb += [
-            head_fill.eq(rob_fill.bit_select(head, 1)),
             resp.valid.eq(answers),
             # the payload is the head's whether it answers or not (meaningless then): gated
             # by ``valid`` it waited for it, and so did the receiver's data (the LSU's lanes)
             resp.payload.rdata.eq(Mux(head_fill, slot_rd.data, Mux(
-                rob_acked.bit_select(head, 1), ack_rd.data,
+                head_acked, ack_rd.data,
                 Mux(took_q & (took_rob == head), took_data, rob_rd.data)))),
             resp.payload.tag.eq(tags_rd.data),
         ]

@@ -101,7 +101,7 @@ class L1Model:
         self.stale = [False] * c.mshrs  # outstanding across an invalidate
         rd = c.rob_depth
         self.rob = [{"valid": False, "ready": False, "fill": False, "wait": 0,
-                     "data": [0] * self.lw, "tag": 0} for _ in range(rd)]
+                     "data": [0] * self.lw, "tag": 0, "was_hit": False} for _ in range(rd)]
         self.head = self.tail = self.count = 0
         self.peak_mshrs = 0  # most MSHRs busy at once (how deep a bench reached)
         self.dq: list[dict] = []
@@ -111,7 +111,8 @@ class L1Model:
         self.got: tuple[dict, list[int], int, bool] | None = None
         self.stats = {k: 0 for k in ("hit", "miss", "merge", "mshr_full", "evict",
                                      "write_hit", "atomic_inval", "invalidate",
-                                     "stale_fill", "atomic_fetch", "atomic_hit")}
+                                     "stale_fill", "atomic_fetch", "atomic_hit",
+                                     "hit_after_miss")}
 
     def lookup(self, addr: int) -> tuple[int, int, int, int | None]:
         line = (addr & self.amask) >> self.ob
@@ -220,6 +221,14 @@ class L1Model:
             self.route.append({"fill": True, "keep": False, "mshr": free, "rob": self.tail})
         if fire:
             e = self.rob[self.tail]
+            # a read hit at the head next cycle (the buffer empty, or its one entry leaving)
+            # in an entry a read miss held before: the flags worked out a cycle ahead must
+            # be the hit's, not what the entry's last occupant left
+            at_head = self.count == 0 or (self.count == 1 and resp_valid
+                                          and v["up__resp__ready"])
+            if is_read and hit and at_head and e["fill"] and not e["was_hit"]:
+                self.stats["hit_after_miss"] += 1
+            e["was_hit"] = hit
             e.update(valid=True, ready=is_read and hit, fill=is_read,
                      wait=pend if pend is not None else (free if free is not None else 0),
                      data=list(self.data[s][way]) if hit else [0] * lw, tag=req["tag"])
@@ -428,6 +437,22 @@ def test_l1_cache_aliases_past_its_memory() -> None:
     assert state["checked"] > 300, state
     assert st["hit"] > 200 and st["merge"] > 20 and st["write_hit"] > 30, st
     check_cycles("l1_cache_alias", bld, stim, want, "units_l1_cache_alias_cycles")
+
+
+def test_l1_cache_shallow_cycles() -> None:
+    """A reorder buffer of two entries: each is used again within two requests, so a read
+    hit often goes into an empty buffer, answering in the next cycle from an entry that a
+    miss held before. Whether the head answers, and from where, is worked out a cycle ahead
+    (rtl/l1_cache.py); what the entry's last occupant left must not show."""
+    bld, cache = build_unit("l1_cache_shallow", lambda: L1Cache(**dict(PARAMS, rob_depth=2)))
+    rng = random.Random(SEED + 73)
+    model = L1Model(cache)
+    lines = [rng.randrange(0x100, 0x400) for _ in range(6)]
+    stim, want, state = random_traffic(model, cache.line_words, cache.tag_bits, rng, lines,
+                                       3000, latency=(1, 5))
+    st = model.stats
+    assert state["checked"] > 300 and st["hit_after_miss"] > 15, (state, st)
+    check_cycles("l1_cache_shallow", bld, stim, want, "units_l1_cache_shallow_cycles")
 
 
 DEEP = {"line_words": 4, "size_bytes": 1024, "ways": 4, "mshrs": 32, "rob_depth": 64,
