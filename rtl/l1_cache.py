@@ -690,19 +690,24 @@ class L1Cache(wiring.Component):
             for the entry at the head in the next cycle."""
             return Mux(retire, flag(head_inc, rslot_rd.data), flag(head, head_slot))
 
+        def accepted(entry: Value) -> Value:  # the entry takes the request accepted now
+            return fire & (tail == entry)
+
+        def acknowledged(entry: Value) -> Value:  # the entry's acknowledgement takes effect
+            return got & ~fill & (got_route.rob == entry)
+
         def answers_next(entry: Value, slot: Value) -> Value:
-            acked = got & ~fill & (got_route.rob == entry)
             held = rob_valid.bit_select(entry, 1) & Mux(
                 rob_fill.bit_select(entry, 1), slots_filled.bit_select(slot, 1),
-                rob_ready.bit_select(entry, 1) | acked)
-            return Mux(fire & (tail == entry), accepted_answers, held)
+                rob_ready.bit_select(entry, 1) | acknowledged(entry))
+            return Mux(accepted(entry), accepted_answers, held)
 
         def fill_next(entry: Value, _slot: Value) -> Value:
-            return Mux(fire & (tail == entry), is_read & ~hit, rob_fill.bit_select(entry, 1))
+            return Mux(accepted(entry), is_read & ~hit, rob_fill.bit_select(entry, 1))
 
-        def acked_next(entry: Value, _slot: Value) -> Value:
-            acked = got & ~fill & ~got_route.keep & (got_route.rob == entry)
-            return ~(fire & (tail == entry)) & (rob_acked.bit_select(entry, 1) | acked)
+        def acked_next(entry: Value, _slot: Value) -> Value:  # an executed atomic keeps its word
+            return ~accepted(entry) & (rob_acked.bit_select(entry, 1)
+                                       | (acknowledged(entry) & ~got_route.keep))
 
         m.d.sync += [answers.eq(at_head_next(answers_next)),
                      head_fill.eq(at_head_next(fill_next)),
