@@ -709,9 +709,13 @@ class L1Cache(wiring.Component):
             return ~accepted(entry) & (rob_acked.bit_select(entry, 1)
                                        | (acknowledged(entry) & ~got_route.keep))
 
+        def slot_next(entry: Value, slot: Value) -> Value:  # a read miss accepted now names it
+            return Mux(rslot_wr.en & (rslot_wr.addr == entry), rslot_wr.data, slot)
+
         m.d.sync += [answers.eq(at_head_next(answers_next)),
                      head_fill.eq(at_head_next(fill_next)),
-                     head_acked.eq(at_head_next(acked_next))]
+                     head_acked.eq(at_head_next(acked_next)),
+                     head_slot.eq(at_head_next(slot_next))]
         m.d.comb += [
             resp.valid.eq(answers),
             # the payload is the head's whether it answers or not (meaningless then): gated
@@ -726,10 +730,6 @@ class L1Cache(wiring.Component):
             m.d.sync += [rob_valid.bit_select(head, 1).eq(0), head.eq(head_inc)]
             with m.If(head_fill & (last_rd.data == head)):  # the slot's last reader leaves
                 m.d.sync += slot_busy.bit_select(head_slot, 1).eq(0)
-        head_next = Signal(rbits)
-        m.d.comb += head_next.eq(Mux(retire, head_inc, head))
-        m.d.sync += head_slot.eq(Mux(rslot_wr.en & (rslot_wr.addr == head_next), rslot_wr.data,
-                                     Mux(retire, rslot_rd.data, head_slot)))
         with m.If(fire & ~retire):
             m.d.sync += count.eq(count + 1)
         with m.Elif(retire & ~fire):
