@@ -102,6 +102,17 @@ for the unit's FP adder; the new word back, built a cycle later from that old wo
 bank), which the bank registers before it writes it."""
 
 
+def lowest_set(m: Module, bits: Value) -> tuple[Signal, Signal]:
+    """Whether any of ``bits`` is set, and the lowest set bit's index (0 if none)."""
+    bits = Value.cast(bits)
+    any_ = Signal()
+    idx = Signal(_bits(len(bits)))
+    for i in reversed(range(len(bits))):
+        with m.If(bits[i]):
+            m.d.comb += [any_.eq(1), idx.eq(i)]
+    return any_, idx
+
+
 def lookup_layout(ways: int, mshrs: int) -> data.StructLayout:
     """What a lookup finds for an address: whether a way holds its line (``hit``, in ``way``)
     and whether a read miss of the line is outstanding (``pend``, in MSHR ``mshr``)."""
@@ -358,7 +369,7 @@ class L1Cache(wiring.Component):
         mshr_line = Array(Signal(ab - ob, name=f"mshr_line{i}") for i in range(nm))
         pend = Signal()
         pend_idx = Signal(mbits)
-        free = Signal()
+        free = Signal(init=1)  # an MSHR is free (the lowest: ``free_idx``); see below
         free_idx = Signal(mbits)
         m.d.comb += [pend.eq(found.pend), pend_idx.eq(found.mshr)]
         look_line = split(self.look.in_addr)[0] if self.lookahead else line
@@ -369,8 +380,6 @@ class L1Cache(wiring.Component):
         for i in reversed(range(nm)):
             with m.If(mshr_valid[i] & ~mshr_stale[i] & (mshr_line[i] == look_line)):
                 m.d.comb += [fresh.pend.eq(1), fresh.mshr.eq(i)]
-            with m.If(~mshr_valid[i]):
-                m.d.comb += [free.eq(1), free_idx.eq(i)]
         if not self.lookahead:
             m.d.comb += found.eq(fresh)
         else:
@@ -414,10 +423,7 @@ class L1Cache(wiring.Component):
         mslot_rd, mslot_wr = mshr_slot.read_port(domain="comb"), mshr_slot.write_port()
         slot_busy = Signal(rd)
         slot_filled = Signal(rd)
-        slot_free = Signal(rbits)  # the lowest free slot
-        for i in reversed(range(rd)):
-            with m.If(~slot_busy[i]):
-                m.d.comb += slot_free.eq(i)
+        _, slot_free = lowest_set(m, ~slot_busy)  # the lowest free slot
         m.d.comb += [rob_rd.addr.eq(head), ack_rd.addr.eq(head), tags_rd.addr.eq(head),
                      head_inc.eq(head + 1), rslot_rd.addr.eq(head_inc),
                      slot_rd.addr.eq(head_slot), last_rd.addr.eq(head_slot),
@@ -467,9 +473,16 @@ class L1Cache(wiring.Component):
         m.d.sync += [got.eq(dresp.valid), got_data.eq(dresp.payload.rdata),
                      got_route.eq(route_head), fill_line.eq(mshr_line[route_head.mshr])]
         fill = Signal()
-        install = Signal()  # a fill whose line goes into the arrays (not a stale one)
-        m.d.comb += [fill.eq(got & got_route.fill),
-                     install.eq(fill & ~mshr_stale.bit_select(got_route.mshr, 1))]
+        m.d.comb += fill.eq(got & got_route.fill)
+        # ``install``: the fill taking effect puts its line into the arrays (its MSHR is not
+        # stale), a register worked out as the response arrives: the MSHR is stale then if it
+        # was already or this cycle's invalidation makes it so (an MSHR awaiting its line is
+        # neither taken nor freed meanwhile). As the stale flag chosen by the fill's MSHR it
+        # was three LUTs on every path of the fill (the arrays' write enables, the lookups
+        # the buffer in front keeps).
+        install = Signal()
+        m.d.sync += install.eq(dresp.valid & route_head.fill & ~self.invalidate
+                               & ~mshr_stale.bit_select(route_head.mshr, 1))
         fill_set = Signal(max(1, sb))
         if sb:
             m.d.comb += fill_set.eq(fill_line[:sb])
@@ -655,10 +668,23 @@ class L1Cache(wiring.Component):
                          slot_filled.bit_select(slot_free, 1).eq(0)]
             m.d.comb += [mslot_wr.addr.eq(free_idx), mslot_wr.data.eq(slot_free),
                          mslot_wr.en.eq(1)]
-        with m.If((fire & new_miss) | fetch):
+        taken = Signal()  # the request accepted or an atomic's fetch takes MSHR free_idx
+        m.d.comb += taken.eq((fire & new_miss) | fetch)
+        with m.If(taken):
             m.d.sync += [mshr_valid.bit_select(free_idx, 1).eq(1),
                          mshr_stale.bit_select(free_idx, 1).eq(0),
                          mshr_line[free_idx].eq(line)]
+        # ``free`` and ``free_idx`` (the lowest free MSHR) are registers worked out a cycle
+        # ahead, so that the acceptance and the MSHR taken start from flip-flops, not from a
+        # priority encoder of the MSHRs' valid bits. A fill frees its MSHR and takes no request
+        # (``room`` is low in its cycle), so the two changes are never made together: the
+        # lowest free MSHR once the fill is done, or once free_idx is taken; only the late
+        # ``taken`` chooses between them.
+        one = Const(1, nm)
+        after_fill = lowest_set(m, ~mshr_valid | Mux(fill, one << got_route.mshr, 0))
+        after_take = lowest_set(m, ~mshr_valid & ~(one << free_idx))
+        m.d.sync += [free.eq(Mux(taken, after_take[0], after_fill[0])),
+                     free_idx.eq(Mux(taken, after_take[1], after_fill[1]))]
 
         # --- responses up, in request order ---------------------------------------------
         # What the head answers, and whether, comes from registers worked out a cycle ahead
