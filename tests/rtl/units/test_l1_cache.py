@@ -324,13 +324,15 @@ def apply_atomic(old: int, r: dict) -> int:
 def random_traffic(model, lw: int, tb: int, rng: random.Random, lines: list[int],
                    cycles: int, ops: tuple[int, ...] = (ATOM_ADD, ATOM_EXCH, ATOM_CAS),
                    latency: tuple[int, int] = (1, 9), invalidate: float = 0.01,
-                   addr_bits: int = 32) -> tuple[list[Vector], list[Vector], dict]:
+                   addr_bits: int = 32, kinds: tuple[float, float, float] = (0.6, 0.27, 0.13),
+                   ) -> tuple[list[Vector], list[Vector], dict]:
     """``cycles`` of the cache ``model`` in a random environment: an initiator offering reads,
     stores and atomics (``ops``) over ``lines`` (the first 4 hot: merges), a memory below
     (:class:`Below`, answering after ``randrange(*latency)`` cycles and in order), random
     ``resp.ready`` and ``invalidate`` (in that share of the cycles). Every response taken is
     checked against a flat reference memory updated in request order (both memories of
-    ``2**addr_bits`` bytes, wrapping past the end). Returns the stimulus,
+    ``2**addr_bits`` bytes, wrapping past the end). ``kinds``: the shares of reads, stores
+    and atomics among the requests. Returns the stimulus,
     the model's outputs and counts (``checked``: reads compared)."""
     below = Below(rng, lw, latency, addr_bits)
     ref = Below(random.Random(0), lw, addr_bits=addr_bits)  # the flat reference (no queue)
@@ -339,7 +341,7 @@ def random_traffic(model, lw: int, tb: int, rng: random.Random, lines: list[int]
 
     def new_request() -> dict:
         ln = rng.choice(lines[:4] if rng.random() < 0.3 else lines)  # hot lines: merges
-        kind = rng.choices([READ, WRITE, ATOMIC], [0.6, 0.27, 0.13])[0]
+        kind = rng.choices([READ, WRITE, ATOMIC], kinds)[0]
         addr = ln * 4 * lw + (4 * rng.randrange(lw) if kind == ATOMIC else 0)
         state["tag"] = (state["tag"] + 1) % (1 << tb)
         op = rng.choice(ops)
@@ -405,7 +407,8 @@ def assert_l1_cases_reached(state: dict, st: dict) -> None:
     """What 4,000 cycles of :func:`random_traffic` on 20 lines of a small L1 (8 sets x 2 ways)
     must have exercised: every case of the contract, many times."""
     assert state["checked"] > 300, state
-    assert st["hit"] > 200 and st["miss"] > 100 and st["merge"] > 20, st
+    # (the least of each count over SIMTGPU_SEED 1 to 60, on the model: merges 19)
+    assert st["hit"] > 200 and st["miss"] > 100 and st["merge"] > 10, st
     assert st["evict"] > 30 and st["write_hit"] > 30 and st["atomic_inval"] > 10, st
     assert st["mshr_full"] > 0 and st["invalidate"] > 10 and st["stale_fill"] > 0, st
 
@@ -461,16 +464,20 @@ DEEP = {"line_words": 4, "size_bytes": 1024, "ways": 4, "mshrs": 32, "rob_depth"
 
 
 def test_l1_cache_deep_cycles() -> None:
-    """Many misses in flight at once: memory 60 to 120 cycles away (a DRAM's latency) and 96
+    """Many misses in flight at once: memory 60 to 120 cycles away (a DRAM's latency) and 256
     lines over 16 sets, so every MSHR fills and reads wait for one (the MSHR and
     reorder-buffer indices past 16 and 32 that the shallow bench never reaches); fewer
-    invalidations than there, so that lines live long enough to be hit."""
+    invalidations than there, so that lines live long enough to be hit. Reads are most of
+    the traffic, so that the MSHRs fill whatever ``SIMTGPU_SEED`` (checked on the model for
+    80 seeds: stores and atomics wait in order behind the misses, and with the other
+    benches' mix over 96 lines most seeds never had 32 lines missing at once)."""
     bld, cache = build_unit("l1_cache_deep", lambda: L1Cache(**DEEP))
     rng = random.Random(SEED + 71)
     model = L1Model(cache)
-    lines = [rng.randrange(0x100, 0x800) for _ in range(96)]
+    lines = [rng.randrange(0x100, 0x800) for _ in range(256)]
     stim, want, state = random_traffic(model, cache.line_words, cache.tag_bits, rng, lines,
-                                       4000, latency=(60, 121), invalidate=0.004)
+                                       4000, latency=(60, 121), invalidate=0.004,
+                                       kinds=(0.85, 0.1, 0.05))
     st = model.stats
     assert state["checked"] > 300, state
     assert st["miss"] > 300 and st["merge"] > 20 and st["hit"] > 20, st

