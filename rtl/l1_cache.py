@@ -119,13 +119,21 @@ def lookup_layout(ways: int, mshrs: int) -> data.StructLayout:
     return data.StructLayout({"hit": 1, "way": _bits(ways), "pend": 1, "mshr": _bits(mshrs)})
 
 
+def kept_lookup_layout(ways: int, mshrs: int) -> data.StructLayout:
+    """A lookup kept for a request in the buffer in front of a cache that looks ahead: up to
+    date with every change before this cycle but one, the MSHR that the previous cycle's
+    request at the port may have taken (``same``: this request's line is that request's;
+    the cache keeps whether it took one and which, and applies it as the lookup is read)."""
+    return data.StructLayout({**lookup_layout(ways, mshrs).members, "same": 1})
+
+
 def lookahead_signature(ways: int, mshrs: int) -> wiring.Signature:
     """A bank's lookups for the two-entry buffer in front of it (from the bank's side; see
     :class:`L1Cache`'s ``lookahead``): the address offered to the buffer (``in_addr``) looked
     up now and brought up to date with this cycle's changes (``in_found``); the findings of
     the item at the port (``port_found``, which the bank decides on) and of the buffer's
     second entry brought up to date (``port_next``, ``skid_next``)."""
-    found = lookup_layout(ways, mshrs)
+    found = kept_lookup_layout(ways, mshrs)
     return wiring.Signature({
         "in_addr": In(32), "in_found": Out(found),
         "port_found": In(found), "port_next": Out(found),
@@ -136,7 +144,7 @@ def lookahead_signature(ways: int, mshrs: int) -> wiring.Signature:
 def lookahead_side_layout(ways: int, mshrs: int, caches: int = 1) -> data.ArrayLayout:
     """The side bits of an entry of a request buffer in front of ``caches`` caches that look
     ahead (:func:`connect_lookahead`): every cache's own lookup of the entry's request."""
-    return data.ArrayLayout(lookup_layout(ways, mshrs), caches)
+    return data.ArrayLayout(kept_lookup_layout(ways, mshrs), caches)
 
 
 def connect_lookahead(m: Module, buf: wiring.Component, looks: list,
@@ -380,10 +388,27 @@ class L1Cache(wiring.Component):
         for i in reversed(range(nm)):
             with m.If(mshr_valid[i] & ~mshr_stale[i] & (mshr_line[i] == look_line)):
                 m.d.comb += [fresh.pend.eq(1), fresh.mshr.eq(i)]
+        # ``lookahead``: whether the previous cycle's request at the port took an MSHR, and
+        # which; a kept lookup of the same line (``same``) is pending in it. Applied here,
+        # as a kept lookup is read, rather than to the lookups as they are kept: the decision
+        # to take an MSHR was then the last input of the buffer's side bits, across the
+        # device from the bank, on the path of the L2's slowest loop (a6df8a4, seed 3).
+        taken_q = Signal()
+        taken_idx_q = Signal(mbits)
+
+        def effective(kept: Value) -> Signal:
+            """A kept lookup with the previous cycle's MSHR applied."""
+            now = Signal(lookup_layout(ways, nm))
+            took = kept.same & taken_q
+            m.d.comb += [now.hit.eq(kept.hit), now.way.eq(kept.way),
+                         now.pend.eq(kept.pend | took),
+                         now.mshr.eq(Mux(took, taken_idx_q, kept.mshr))]
+            return now
+
         if not self.lookahead:
             m.d.comb += found.eq(fresh)
         else:
-            m.d.comb += found.eq(self.look.port_found)
+            m.d.comb += found.eq(effective(self.look.port_found))
 
         # --- reorder buffer -------------------------------------------------------------
         # Flags in flip-flops; answers in memories read at the head: ``rob_mem`` by entry
@@ -668,8 +693,12 @@ class L1Cache(wiring.Component):
                          slot_filled.bit_select(slot_free, 1).eq(0)]
             m.d.comb += [mslot_wr.addr.eq(free_idx), mslot_wr.data.eq(slot_free),
                          mslot_wr.en.eq(1)]
-        taken = Signal()  # the request accepted or an atomic's fetch takes MSHR free_idx
-        m.d.comb += taken.eq((fire & new_miss) | fetch)
+        # ``taken``: the request accepted or an atomic's fetch takes MSHR free_idx, told from
+        # the port's registers and its lookup, not through ``fire``, whose acceptance terms
+        # (an atomic's readiness among them) lie behind them: a new miss is accepted whenever
+        # there is room and an MSHR is free (``fire & new_miss``)
+        taken = Signal()
+        m.d.comb += taken.eq((req.valid & room & free & new_miss) | fetch)
         with m.If(taken):
             m.d.sync += [mshr_valid.bit_select(free_idx, 1).eq(1),
                          mshr_stale.bit_select(free_idx, 1).eq(0),
@@ -769,26 +798,22 @@ class L1Cache(wiring.Component):
         if self.lookahead:
             # What this cycle changes for a lookup, applied to one made before it: a fill
             # installs its line in way ``victim`` (dropping the one there) and frees its MSHR,
-            # the request accepted or an atomic's fetch takes MSHR ``free_idx`` for ``line``,
             # an L1's atomic drops its line, an invalidation drops every line and makes every
-            # pending miss stale.
-            alloc = Signal()
+            # pending miss stale. The MSHR this cycle takes for ``line`` is applied in the next
+            # (``taken_q``, ``same``: see ``effective``).
             drop = Signal()
-            # both told from the port's registers and its lookup, not through ``fire``, whose
-            # acceptance terms (an atomic's readiness among them) lie behind them: a new miss
-            # is accepted whenever there is room and an MSHR is free (``fire & new_miss``),
-            # and an L1 accepts an atomic that is not pending (``fire & is_atomic & hit``)
-            m.d.comb += [alloc.eq((req.valid & room & free & new_miss) | fetch),
-                         drop.eq(req.valid & room & ~pend & is_atomic & hit
-                                 if not execute else 0)]
+            # told from the port's registers and its lookup, as ``taken`` is: an L1 accepts an
+            # atomic that is not pending (``fire & is_atomic & hit``)
+            m.d.comb += drop.eq(req.valid & room & ~pend & is_atomic & hit if not execute else 0)
+            # (no MSHR is taken in a cycle of ``invalidate``: ``room`` is low)
+            m.d.sync += [taken_q.eq(taken), taken_idx_q.eq(free_idx)]
 
             def brought_up_to_date(before, addr: Value, name: str) -> Signal:
                 x_line, x_set, _ = split(addr)
-                after = Signal.like(before, name=name)
+                after = Signal(kept_lookup_layout(ways, nm), name=name)
                 filled = install & (x_line == fill_line)
                 evicted = install & (x_set == fill_set) & (before.way == victim)
                 dropped = drop & (x_set == set_idx) & (before.way == hit_way)
-                taken = alloc & (x_line == line)
                 kept = ~self.invalidate & before.hit & ~evicted & ~dropped
                 # (``way`` is 0 without a hit, as a lookup made now gives it: the data RAM is
                 # read at it, and an atomic waits for the line read there)
@@ -796,9 +821,10 @@ class L1Cache(wiring.Component):
                     after.hit.eq(~self.invalidate & (filled | kept)),
                     after.way.eq(Mux(~self.invalidate & filled, victim,
                                      Mux(kept, before.way, 0))),
-                    after.pend.eq(~self.invalidate & (taken | (before.pend & ~(
-                        fill & (before.mshr == got_route.mshr))))),
-                    after.mshr.eq(Mux(taken, free_idx, before.mshr)),
+                    after.pend.eq(~self.invalidate & before.pend & ~(
+                        fill & (before.mshr == got_route.mshr))),
+                    after.mshr.eq(before.mshr),
+                    after.same.eq(x_line == line),
                 ]
                 return after
 
@@ -806,8 +832,8 @@ class L1Cache(wiring.Component):
             m.d.comb += [
                 look.in_found.eq(brought_up_to_date(fresh, look.in_addr, "in_found")),
                 look.port_next.eq(brought_up_to_date(found, p.addr, "port_next")),
-                look.skid_next.eq(brought_up_to_date(look.skid_found, look.skid_addr,
-                                                     "skid_next")),
+                look.skid_next.eq(brought_up_to_date(effective(look.skid_found),
+                                                     look.skid_addr, "skid_next")),
             ]
         return m
 
