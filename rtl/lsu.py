@@ -87,6 +87,23 @@ def more_lanes(lanes: Value, split: Value) -> Value:
                for p, (i, j) in enumerate(lane_pairs(len(lanes)))).any()
 
 
+def with_leaders(lanes: Value, leaders: Value, split: Value) -> Value:
+    """The lanes of ``lanes`` that go with ``leaders`` (lanes of ``lanes``, the lowest of
+    each group): each lane no lower leader is ``split`` from. For a global access the one
+    leader's line; for ld.s and st.s each bank's lowest lane's word (``split`` pairs are in
+    one bank, so a lane meets only its own bank's leader)."""
+    pairs = {pair: split[p] for p, pair in enumerate(lane_pairs(len(lanes)))}
+    return Cat(lanes[l] & ~Cat(leaders[k] & pairs[k, l] for k in range(l)).any()
+               for l in range(len(lanes)))
+
+
+def bank_leaders(lanes: Value, same_bank: Value) -> Value:
+    """The lowest lane of ``lanes`` in each shared-memory bank (``same_bank`` by lane pair)."""
+    pairs = {pair: same_bank[p] for p, pair in enumerate(lane_pairs(len(lanes)))}
+    return Cat(lanes[f] & ~Cat(lanes[j] & pairs[j, f] for j in range(f)).any()
+               for f in range(len(lanes)))
+
+
 def prep_layout(lanes: int, word_bits: int) -> data.StructLayout:
     """What :class:`LsuPrep` works out in ``ex2`` for the LSU in ``mem``."""
     return data.StructLayout({
@@ -100,6 +117,10 @@ def prep_layout(lanes: int, word_bits: int) -> data.StructLayout:
         # pair (i, j) of lane_pairs: the two lanes never go in one transaction (global: other
         # lines; atomics: always) or one shared-memory round (same bank, other words)
         "split": max(1, len(lane_pairs(lanes))),
+        # ld.s and st.s: pair (i, j): the two lanes are in one bank; and the lowest executing
+        # lane of each bank (``bank_leaders``), the first round's leaders
+        "same_bank": max(1, len(lane_pairs(lanes))),
+        "banks_lead": lanes,
         # from ``split`` and the executing lanes: an executing lane (``some``), and two that
         # cannot share a transaction or round (``more``), so that mem's first ``hold`` is
         # read from registers
@@ -202,8 +223,10 @@ class LsuPrep(wiring.Component):
                     # block's base (whole rows) adds the same to both and changes no bank;
                     # not from ``word``, which has the base's adder in front of it
                     wi, wj = self.addr[i][2:2 + self.word_bits], self.addr[j][2:2 + self.word_bits]
-                    m.d.comb += q.split[p].eq((wi[:lb] == wj[:lb]) & (wi != wj))
-        m.d.comb += [q.some.eq(self.exec.any()), q.more.eq(more_lanes(self.exec, q.split))]
+                    m.d.comb += [q.split[p].eq((wi[:lb] == wj[:lb]) & (wi != wj)),
+                                 q.same_bank[p].eq(wi[:lb] == wj[:lb])]
+        m.d.comb += [q.some.eq(self.exec.any()), q.more.eq(more_lanes(self.exec, q.split)),
+                     q.banks_lead.eq(bank_leaders(self.exec, q.same_bank))]
         for l in reversed(range(lanes)):
             with m.If(self.exec[l]):
                 m.d.comb += [q.lead.eq(1 << l), q.lead_addr.eq(ea[l])]
@@ -337,10 +360,8 @@ class Lsu(wiring.Component):
         # the lanes that go with the leader: its line's (an atomic's pairs are all split, so
         # the leader alone), from the pairs ex2 worked out rather than from 32-bit compares
         # behind the leader's choice
-        split = {pair: prep.split[p] for p, pair in enumerate(lane_pairs(lanes))}
         group = Signal(lanes)
-        m.d.comb += group.eq(Cat(rem[l] & ~Cat(leader[k] & split[k, l] for k in range(l)).any()
-                                 for l in range(lanes)))
+        m.d.comb += group.eq(with_leaders(rem, leader, prep.split))
         widx = [addr[l][2:2 + wib] if lw > 1 else Const(0, 1) for l in range(lanes)]
 
         req = self.mem.req.p
@@ -390,6 +411,16 @@ class Lsu(wiring.Component):
         # shared atomic's leader and phase); whether the access goes (``act``, below) comes
         # last, so the bank selection does not wait for the faults and the phase's decoding
         is_atoms = op == LsuOp.ATOMS
+        # An ld.s or st.s serves, each round, every bank's lowest lane left and the lanes at
+        # its word (rtl/shared_memory.py's choice, ``sh.pick``). The lanes left are told here
+        # as a global access's are, from leaders (the banks': ex2's for the first round, then
+        # ``banks_lead_q``, worked out as the cycle before ends) and ex2's pairs: the banks'
+        # own choice sits by their RAMs, and it was on the path from the lanes left, there and
+        # back, into ``more_q`` (a6df8a4's seed 2).
+        banks_lead_q = Signal(lanes)
+        round_lanes = Signal(lanes)
+        m.d.comb += round_lanes.eq(with_leaders(
+            rem, Mux(started, banks_lead_q, prep.banks_lead), prep.split))
         a_phase = Signal(range(4))
         a_new = Signal(32)
         atom_new = Signal(32)  # a shared atomic's word to write
@@ -464,7 +495,7 @@ class Lsu(wiring.Component):
         with m.If(is_global):
             m.d.comb += rem_next.eq(rem_global)
         with m.Elif(is_shared):
-            m.d.comb += rem_next.eq(Mux(self.clear, rem, rem & ~sh.pick))
+            m.d.comb += rem_next.eq(Mux(self.clear, rem, rem & ~round_lanes))
         with m.Elif(is_atoms):
             m.d.comb += rem_next.eq(rem_atoms)
         # the next leader from the lanes a global access or a shared atomic leaves: an ld.s or
@@ -484,6 +515,7 @@ class Lsu(wiring.Component):
                 m.d.comb += [lead_next.eq(1 << l), lead_addr_next.eq(addr[l])]
         with m.If(self.hold):
             m.d.sync += [started.eq(1), rem_q.eq(rem_next), lead_q.eq(lead_next),
+                         banks_lead_q.eq(bank_leaders(rem_next, prep.same_bank)),
                          lead_addr_q.eq(lead_addr_next)]
         with m.Else():
             m.d.sync += started.eq(0)

@@ -640,7 +640,7 @@ def test_lsu_prep_against_the_address_rules(lanes):
     added), the fault and its lanes (out of range before misaligned, as the ISS), and which
     lane pairs never share a transaction or a round (global: other lines; shared: the same
     bank at another word; ldparam: another offset, every lane's the same in a legal program;
-    atomics: all)."""
+    atomics: all); for ld.s and st.s, the pairs in one bank and each bank's first lane."""
     from simtgpu.isa import GLOBAL_NULL_GUARD
     from simtgpu.rtl.lsu import LsuOp, LsuPrep, lane_pairs
 
@@ -698,6 +698,13 @@ def test_lsu_prep_against_the_address_rules(lanes):
                 else:
                     want = ea[i] // (4 * line_words) != ea[j] // (4 * line_words)
                 assert ctx.get(dut.q.split) >> p & 1 == want, (step, op, i, j)
+            if op in (LsuOp.LDS, LsuOp.STS):  # each bank's lowest executing lane leads
+                bank = [w % lanes for w in words]
+                for p, (i, j) in enumerate(lane_pairs(lanes)):
+                    assert ctx.get(dut.q.same_bank) >> p & 1 == (bank[i] == bank[j]), (step, i, j)
+                lead = sum(1 << f for f in range(lanes) if exe >> f & 1 and not any(
+                    exe >> j & 1 and bank[j] == bank[f] for j in range(f)))
+                assert ctx.get(dut.q.banks_lead) == lead, (step, exe, bank)
 
     sim = Simulator(dut)
     sim.add_testbench(bench)
