@@ -499,8 +499,8 @@ class Lsu(wiring.Component):
         with m.Elif(is_atoms):
             m.d.comb += rem_next.eq(rem_atoms)
         # the next leader from the lanes a global access or a shared atomic leaves: an ld.s or
-        # st.s has no leader (its lanes go by bank), and the banks' choice (``sh.pick``, the
-        # longest logic of a shared access) stays off the leader's registers
+        # st.s has one per bank instead (``banks_lead_q``), so its rounds' logic stays off
+        # the leader's registers
         rem_led = Signal(lanes)
         m.d.comb += rem_led.eq(Mux(is_global, rem_global, rem_atoms))
         m.d.comb += self.hold.eq(active & ~faulting & some & (
