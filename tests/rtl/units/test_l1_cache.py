@@ -15,6 +15,7 @@ from __future__ import annotations
 import random
 
 import numpy as np
+import pytest
 from simtgpu.rtl.fpu import ATOMIC_LATENCY
 from simtgpu.rtl.l1_cache import L1Cache
 from simtgpu.rtl.signatures import AtomOp
@@ -407,20 +408,27 @@ def assert_l1_cases_reached(state: dict, st: dict) -> None:
     """What 4,000 cycles of :func:`random_traffic` on 20 lines of a small L1 (8 sets x 2 ways)
     must have exercised: every case of the contract, many times."""
     assert state["checked"] > 300, state
-    # (the least of each count over SIMTGPU_SEED 1 to 60, on the model: merges 19)
+    # (floors under the least count over seeds 1 to 40: test_cache_bench_cases_for_any_seed)
     assert st["hit"] > 200 and st["miss"] > 100 and st["merge"] > 10, st
     assert st["evict"] > 30 and st["write_hit"] > 30 and st["atomic_inval"] > 10, st
     assert st["mshr_full"] > 0 and st["invalidate"] > 10 and st["stale_fill"] > 0, st
 
 
-def test_l1_cache_cycles() -> None:
-    bld, cache = build_unit("l1_cache", lambda: L1Cache(**PARAMS))
-    rng = random.Random(SEED + 70)
+def l1_traffic(cache: L1Cache, seed: int) -> tuple[list[Vector], list[Vector], L1Model]:
+    """The main bench's stimulus and model outputs: 4,000 cycles over 20 lines in 8 sets x 2
+    ways, its cases asserted (:func:`assert_l1_cases_reached`)."""
+    rng = random.Random(seed + 70)
     model = L1Model(cache)
-    lines = [rng.randrange(0x100, 0x400) for _ in range(20)]  # 20 lines over 8 sets x 2 ways
+    lines = [rng.randrange(0x100, 0x400) for _ in range(20)]
     stim, want, state = random_traffic(model, cache.line_words, cache.tag_bits, rng, lines,
                                        4000)
     assert_l1_cases_reached(state, model.stats)
+    return stim, want, model
+
+
+def test_l1_cache_cycles() -> None:
+    bld, cache = build_unit("l1_cache", lambda: L1Cache(**PARAMS))
+    stim, want, _ = l1_traffic(cache, SEED)
     check_cycles("l1_cache", bld, stim, want, "units_l1_cache_cycles")
 
 
@@ -463,16 +471,9 @@ DEEP = {"line_words": 4, "size_bytes": 1024, "ways": 4, "mshrs": 32, "rob_depth"
 """A cache as deep as ``small``'s L1 (32 MSHRs, 64 requests in flight), on a small array."""
 
 
-def test_l1_cache_deep_cycles() -> None:
-    """Many misses in flight at once: memory 60 to 120 cycles away (a DRAM's latency) and 256
-    lines over 16 sets, so every MSHR fills and reads wait for one (the MSHR and
-    reorder-buffer indices past 16 and 32 that the shallow bench never reaches); fewer
-    invalidations than there, so that lines live long enough to be hit. Reads are most of
-    the traffic, so that the MSHRs fill whatever ``SIMTGPU_SEED`` (checked on the model for
-    80 seeds: stores and atomics wait in order behind the misses, and with the other
-    benches' mix over 96 lines most seeds never had 32 lines missing at once)."""
-    bld, cache = build_unit("l1_cache_deep", lambda: L1Cache(**DEEP))
-    rng = random.Random(SEED + 71)
+def deep_traffic(cache: L1Cache, seed: int) -> tuple[list[Vector], list[Vector], L1Model]:
+    """The deep bench's stimulus and model outputs, its cases asserted."""
+    rng = random.Random(seed + 71)
     model = L1Model(cache)
     lines = [rng.randrange(0x100, 0x800) for _ in range(256)]
     stim, want, state = random_traffic(model, cache.line_words, cache.tag_bits, rng, lines,
@@ -483,4 +484,36 @@ def test_l1_cache_deep_cycles() -> None:
     assert st["miss"] > 300 and st["merge"] > 20 and st["hit"] > 20, st
     assert st["mshr_full"] > 0 and st["stale_fill"] > 0 and st["write_hit"] > 10, st
     assert model.peak_mshrs == DEEP["mshrs"], model.peak_mshrs
+    return stim, want, model
+
+
+def test_l1_cache_deep_cycles() -> None:
+    """Many misses in flight at once: memory 60 to 120 cycles away (a DRAM's latency) and 256
+    lines over 16 sets, so every MSHR fills and reads wait for one (the MSHR and
+    reorder-buffer indices past 16 and 32 that the shallow bench never reaches); fewer
+    invalidations than there, so that lines live long enough to be hit. Reads are most of
+    the traffic, so that the MSHRs fill whatever ``SIMTGPU_SEED`` (stores and atomics wait in
+    order behind the misses, and with the other benches' mix over 96 lines most seeds never
+    had 32 lines missing at once; test_cache_bench_cases_for_any_seed checks the seeds)."""
+    bld, cache = build_unit("l1_cache_deep", lambda: L1Cache(**DEEP))
+    stim, want, _ = deep_traffic(cache, SEED)
     check_cycles("l1_cache_deep", bld, stim, want, "units_l1_cache_deep_cycles")
+
+
+@pytest.mark.long  # the models alone, 40 seeds of each bench: about a minute
+@pytest.mark.parametrize("bench", ["l1", "deep", "l2"])
+def test_cache_bench_cases_for_any_seed(bench: str) -> None:
+    """The cache benches reach the cases they assert under any ``SIMTGPU_SEED``: their
+    traffic on the models (no RTL) for seeds 1 to 40, each bench's assertions as in the bench.
+    (Their floors sit under the least count seen over these seeds.)"""
+    from simtgpu.rtl.l2_cache import L2Cache
+    from test_l2_cache import PARAMS as L2_PARAMS
+    from test_l2_cache import l2_traffic
+    for seed in range(1, 41):
+        if bench == "l1":
+            l1_traffic(L1Cache(**PARAMS), seed)
+        elif bench == "deep":
+            deep_traffic(L1Cache(**DEEP), seed)
+        else:
+            l2_traffic(L2Cache(**L2_PARAMS), seed)
+
