@@ -388,26 +388,26 @@ class L1Cache(wiring.Component):
         for i in reversed(range(nm)):
             with m.If(mshr_valid[i] & ~mshr_stale[i] & (mshr_line[i] == look_line)):
                 m.d.comb += [fresh.pend.eq(1), fresh.mshr.eq(i)]
-        # ``lookahead``: whether the previous cycle's request at the port took an MSHR, and
-        # which; a kept lookup of the same line (``same``) is pending in it. Applied here,
-        # as a kept lookup is read, rather than to the lookups as they are kept: the decision
-        # to take an MSHR was then the last input of the buffer's side bits, across the
-        # device from the bank, on the path of the L2's slowest loop (a6df8a4, seed 3).
-        taken_q = Signal()
-        taken_idx_q = Signal(mbits)
-
-        def effective(kept: Value) -> Signal:
-            """A kept lookup with the previous cycle's MSHR applied."""
-            now = Signal(lookup_layout(ways, nm))
-            took = kept.same & taken_q
-            m.d.comb += [now.hit.eq(kept.hit), now.way.eq(kept.way),
-                         now.pend.eq(kept.pend | took),
-                         now.mshr.eq(Mux(took, taken_idx_q, kept.mshr))]
-            return now
-
         if not self.lookahead:
             m.d.comb += found.eq(fresh)
         else:
+            # whether the previous cycle's request at the port took an MSHR, and which; a
+            # kept lookup of the same line (``same``) is pending in it. Applied here, as a
+            # kept lookup is read, rather than to the lookups as they are kept: the decision
+            # to take an MSHR was then the last input of the buffer's side bits, across the
+            # device from the bank, on the path of the L2's slowest loop (a6df8a4, seed 3).
+            taken_q = Signal()
+            taken_idx_q = Signal(mbits)
+
+            def effective(kept: Value) -> Signal:
+                """A kept lookup with the previous cycle's MSHR applied."""
+                now = Signal(lookup_layout(ways, nm))
+                took = kept.same & taken_q
+                m.d.comb += [now.hit.eq(kept.hit), now.way.eq(kept.way),
+                             now.pend.eq(kept.pend | took),
+                             now.mshr.eq(Mux(took, taken_idx_q, kept.mshr))]
+                return now
+
             m.d.comb += found.eq(effective(self.look.port_found))
 
         # --- reorder buffer -------------------------------------------------------------
@@ -587,11 +587,17 @@ class L1Cache(wiring.Component):
         m.d.comb += req.ready.eq(can)
         fire = Signal()
         m.d.comb += fire.eq(req.valid & req.ready)
+        # ``taken``: the request accepted or an atomic's fetch takes MSHR free_idx (the
+        # ``miss`` strobe), told from the port's registers and its lookup, not through
+        # ``fire``, whose acceptance terms (an atomic's readiness among them) lie behind
+        # them: a new miss is accepted whenever there is room and an MSHR is free
+        taken = Signal()
+        m.d.comb += taken.eq((req.valid & room & free & new_miss) | fetch)
         line_miss = Signal()  # a read or (executing) an atomic whose line is neither in nor due
         m.d.comb += line_miss.eq(new_miss | (is_atomic & ~hit & ~pend if execute else 0))
         m.d.comb += [
             self.hit.eq(fire & is_read & hit),
-            self.miss.eq((fire & new_miss) | fetch),
+            self.miss.eq(taken),
             self.merge.eq(fire & is_read & ~hit & pend),
             self.mshr_full.eq(req.valid & room & line_miss & ~free),
         ]
@@ -693,12 +699,6 @@ class L1Cache(wiring.Component):
                          slot_filled.bit_select(slot_free, 1).eq(0)]
             m.d.comb += [mslot_wr.addr.eq(free_idx), mslot_wr.data.eq(slot_free),
                          mslot_wr.en.eq(1)]
-        # ``taken``: the request accepted or an atomic's fetch takes MSHR free_idx, told from
-        # the port's registers and its lookup, not through ``fire``, whose acceptance terms
-        # (an atomic's readiness among them) lie behind them: a new miss is accepted whenever
-        # there is room and an MSHR is free (``fire & new_miss``)
-        taken = Signal()
-        m.d.comb += taken.eq((req.valid & room & free & new_miss) | fetch)
         with m.If(taken):
             m.d.sync += [mshr_valid.bit_select(free_idx, 1).eq(1),
                          mshr_stale.bit_select(free_idx, 1).eq(0),

@@ -506,7 +506,7 @@ def test_cache_bench_cases_for_any_seed(bench: str) -> None:
     """The cache benches reach the cases they assert under any ``SIMTGPU_SEED``: their
     traffic on the models (no RTL) for seeds 1 to 40, each bench's assertions as in the bench.
     (Their floors sit under the least count seen over these seeds.)"""
-    from simtgpu.rtl.l2_cache import L2Cache
+    from simtgpu.rtl.l2_cache import L2Cache  # here: test_l2_cache imports this module
     from test_l2_cache import PARAMS as L2_PARAMS
     from test_l2_cache import l2_traffic
     for seed in range(1, 41):
