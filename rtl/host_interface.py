@@ -187,10 +187,21 @@ class HostInterface(wiring.Component):
         m.d.sync += [ack.eq(take), ack_imem_read.eq(take & bus.re & (bus.addr == Mmio.IMEM_DATA))]
         m.d.comb += self.perf_re.eq(take & bus.re)
 
+        # ``head`` and ``tail`` take their next values from ``head_d`` and ``tail_d`` (set
+        # below; they hold otherwise), so whether a command is queued is a register, worked
+        # out from the next values: the two pointers' comparison was the start of the host's
+        # ``busy``, whose net reaches the performance counters across the device and came
+        # back into the state's enable, a routed run's slowest path (15318c0, seed 1).
+        head_d = Signal.like(head)
+        tail_d = Signal.like(tail)
+        queued = Signal()  # head != tail
+        m.d.comb += [head_d.eq(head), tail_d.eq(tail)]
+        m.d.sync += [head.eq(head_d), tail.eq(tail_d), queued.eq(head_d != tail_d)]
+
         status = Signal(32)
         busy = Signal()
         m.d.comb += [
-            busy.eq(((head != tail) | (state != CpState.IDLE)) & ~fault),
+            busy.eq((queued | (state != CpState.IDLE)) & ~fault),
             status.eq(Cat(busy, fault, bad_command)),
             self.busy.eq(busy),
             self.fault.eq(fault),
@@ -246,13 +257,15 @@ class HostInterface(wiring.Component):
         with m.If(take & bus.we):
             with m.Switch(bus.addr):
                 with m.Case(Mmio.QUEUE_BASE):
-                    m.d.sync += [queue_base.eq(bus.wdata), head.eq(0), tail.eq(0)]
+                    m.d.sync += queue_base.eq(bus.wdata)
+                    m.d.comb += [head_d.eq(0), tail_d.eq(0)]
                 with m.Case(Mmio.QUEUE_ENTRIES):
                     with m.If((bus.wdata >= 2) & (bus.wdata <= MAX_QUEUE_ENTRIES)):
-                        m.d.sync += [entries.eq(bus.wdata), head.eq(0), tail.eq(0)]
+                        m.d.sync += entries.eq(bus.wdata)
+                        m.d.comb += [head_d.eq(0), tail_d.eq(0)]
                 with m.Case(Mmio.DOORBELL):
                     with m.If(bus.wdata < entries):
-                        m.d.sync += tail.eq(bus.wdata)
+                        m.d.comb += tail_d.eq(bus.wdata)
                 with m.Case(Mmio.FENCE_ADDR):
                     m.d.sync += fence_addr.eq(bus.wdata)
                 with m.Case(Mmio.IMEM_ADDR):
@@ -375,14 +388,15 @@ class HostInterface(wiring.Component):
         # a fault latched in the same cycle wins.
         with m.If(write_clear & fault):
             m.d.sync += [
-                fault.eq(0), bad_command.eq(0), head.eq(tail), f_cause.eq(FaultCause.NONE),
+                fault.eq(0), bad_command.eq(0), f_cause.eq(FaultCause.NONE),
                 f_pc.eq(0), f_core.eq(0), f_warp.eq(0), f_lanes.eq(0), f_instr.eq(0),
                 *[b.eq(0) for b in f_block],
             ]
+            m.d.comb += head_d.eq(tail)
 
         with m.Switch(state):
             with m.Case(CpState.IDLE):
-                with m.If((head != tail) & ~fault):
+                with m.If(queued & ~fault):
                     m.d.sync += [state.eq(CpState.FETCH_REQ), fetch_i.eq(0),
                                  fetch_addr.eq((rec_addr >> line_shift) << line_shift)]
 
@@ -473,7 +487,8 @@ class HostInterface(wiring.Component):
             with m.Case(CpState.FENCE_RESP):
                 with m.If(resp.valid):
                     m.d.comb += self.command_done.eq(1)
-                    m.d.sync += [head.eq(next_head), state.eq(CpState.IDLE)]
+                    m.d.sync += state.eq(CpState.IDLE)
+                    m.d.comb += head_d.eq(next_head)
 
             with m.Case(CpState.HALT):
                 # Cores finish what is in flight. Should a broken core never drain, flush it
