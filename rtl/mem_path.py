@@ -20,15 +20,15 @@ core's stores before a fence, visible (docs/memory-system.md, "Memory ordering")
 ``perf`` (:func:`simtgpu.rtl.signatures.mem_perf_layout`) feeds the performance counters: the
 cache's strobes, the requests sent down, and each load's latency, measured from the request
 leaving the buffer (taken by the cache, or by the interconnect) to its response. Responses
-come back in request order, so a FIFO of acceptance times (one per request in flight) is
-enough; it holds as many entries as the LSU can have transactions in flight
-(``cfg.lsu_depth``), so it never fills before the LSU stops sending, and is a measurement
-only: it never holds a request.
+come back in request order, so a FIFO of acceptance times (one per request in flight, the
+latest a cycle in a register before it is written) is enough; it holds as many entries as
+the LSU can have transactions in flight (``cfg.lsu_depth``), so it never fills before the
+LSU stops sending, and is a measurement only: it never holds a request.
 """
 
 from __future__ import annotations
 
-from amaranth.hdl import Module, Signal
+from amaranth.hdl import Module, Mux, Signal
 from amaranth.lib import data, wiring
 from amaranth.lib.fifo import SyncFIFO
 from amaranth.lib.wiring import In, Out
@@ -114,20 +114,32 @@ class CoreMemPath(wiring.Component):
         m.d.comb += [p.dram_read.eq(sent & (kind != MemKind.WRITE)),
                      p.dram_write.eq(sent & (kind == MemKind.WRITE))]
 
-        # load latency: acceptance time of every request in flight, in request order
+        # load latency: acceptance time of every request in flight, in request order. The
+        # acceptance is written a cycle late, from a register (``acc``): as it happens it is
+        # the cache's decision, and its net to the queue's level was a routed run's slowest
+        # path (15318c0, seed 2). A response can come the cycle after its acceptance, with
+        # the queue empty and the acceptance still in the register: it is read from there
+        # (and not written). The register is one more entry in flight, so the queue, of as
+        # many entries as the LSU has transactions, still never fills.
         now = Signal(LATENCY_BITS)
         m.d.sync += now.eq(now + 1)
         entry = data.StructLayout({"read": 1, "time": LATENCY_BITS})
         m.submodules.times = times = SyncFIFO(width=entry.size, depth=cfg.lsu_depth)
-        # (accepted: as the request leaves the buffer for the cache or the interconnect)
+        acc = Signal(entry)
+        acc_valid = Signal()
+        m.d.sync += [acc.read.eq(buf.down.payload.kind == MemKind.READ), acc.time.eq(now),
+                     acc_valid.eq(buf.down.valid & buf.down.ready)]
         up = self.up
-        w, r = Signal(entry), Signal(entry)
+        answered = Signal()
+        from_acc = Signal()  # the answer's entry is the register's (the queue is empty)
+        r = Signal(entry)
         m.d.comb += [
-            w.read.eq(buf.down.payload.kind == MemKind.READ), w.time.eq(now),
-            times.w_data.eq(w), times.w_en.eq(buf.down.valid & buf.down.ready),
-            r.eq(times.r_data),
-            times.r_en.eq(up.resp.valid & up.resp.ready),
-            p.load.eq(times.r_en & times.r_rdy & r.read),
+            answered.eq(up.resp.valid & up.resp.ready),
+            from_acc.eq(~times.r_rdy),
+            times.w_data.eq(acc), times.w_en.eq(acc_valid & ~(answered & from_acc)),
+            r.eq(Mux(from_acc, acc, times.r_data)),
+            times.r_en.eq(answered & ~from_acc),
+            p.load.eq(answered & (times.r_rdy | acc_valid) & r.read),
             p.load_latency.eq(now - r.time),
         ]
         return m

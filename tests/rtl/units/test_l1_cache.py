@@ -326,6 +326,7 @@ def random_traffic(model, lw: int, tb: int, rng: random.Random, lines: list[int]
                    cycles: int, ops: tuple[int, ...] = (ATOM_ADD, ATOM_EXCH, ATOM_CAS),
                    latency: tuple[int, int] = (1, 9), invalidate: float = 0.01,
                    addr_bits: int = 32, kinds: tuple[float, float, float] = (0.6, 0.27, 0.13),
+                   in_flight: int | None = None, offer: float = 0.75,
                    ) -> tuple[list[Vector], list[Vector], dict]:
     """``cycles`` of the cache ``model`` in a random environment: an initiator offering reads,
     stores and atomics (``ops``) over ``lines`` (the first 4 hot: merges), a memory below
@@ -333,7 +334,9 @@ def random_traffic(model, lw: int, tb: int, rng: random.Random, lines: list[int]
     ``resp.ready`` and ``invalidate`` (in that share of the cycles). Every response taken is
     checked against a flat reference memory updated in request order (both memories of
     ``2**addr_bits`` bytes, wrapping past the end). ``kinds``: the shares of reads, stores
-    and atomics among the requests. Returns the stimulus,
+    and atomics among the requests. ``in_flight``: at most that many requests accepted and
+    not answered (as the LSU keeps to ``lsu_depth``), none offered beyond. ``offer``: the
+    chance of a new request in a cycle without one. Returns the stimulus,
     the model's outputs and counts (``checked``: reads compared)."""
     below = Below(rng, lw, latency, addr_bits)
     ref = Below(random.Random(0), lw, addr_bits=addr_bits)  # the flat reference (no queue)
@@ -383,7 +386,8 @@ def random_traffic(model, lw: int, tb: int, rng: random.Random, lines: list[int]
                 elif isinstance(want, int):
                     assert got[0] == want, f"cycle {t - 1}: atomic old {got[0]:#x} != {want:#x}"
                 state["resp"] += 1
-        if state["cur"] is None and rng.random() < 0.75:
+        full = in_flight is not None and len(expected) - state["resp"] >= in_flight
+        if state["cur"] is None and not full and rng.random() < offer:
             state["cur"] = new_request()
         r = state["cur"]
         due = below.queue[0] if below.queue and below.queue[0][0] <= t else None

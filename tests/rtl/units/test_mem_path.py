@@ -19,15 +19,60 @@ from simtgpu.arch.config import L1Config
 from simtgpu.rtl.configs import get_rtl_config
 from simtgpu.rtl.l1_cache import L1Cache
 from simtgpu.rtl.mem_path import CoreMemPath
+from simtgpu.rtl.signatures import mem_perf_layout
 from simtgpu.verification.units import build_unit
 from test_l1_cache import L1Model, assert_l1_cases_reached, random_traffic
-from test_rtl_units_stateful import Vector, check_cycles
+from test_rtl_units_stateful import Masked, Vector, check_cycles
 from units_harness import SEED
 
 PORTS = ("up__req__ready", "up__resp__valid", "up__resp__payload", "down__req__valid",
-         "down__req__payload", "down__resp__ready", "idle")
-"""What the bench compares every cycle (the counters' events are the L1's strobes and a
-latency FIFO, checked by the GPU's counter tests)."""
+         "down__req__payload", "down__resp__ready", "idle", "perf")
+"""What the bench compares every cycle. Of ``perf``, the events the path itself measures
+(:class:`PathEvents`); the L1's strobes in it are the cache's, which test_l1_cache checks."""
+
+PERF = mem_perf_layout()
+READ_KIND, WRITE_KIND = 0, 1  # a request payload's ``kind`` (its low two bits)
+
+
+class PathEvents:
+    """The model of ``perf``'s own events: each request leaving the buffer (taken by the
+    cache, or by the interconnect) is timed, and each response taken by the LSU ends the
+    oldest one (responses come in request order); ``load`` is a read's, with
+    ``load_latency`` the cycles between the two. ``dram_read``/``dram_write``: a request
+    sent down, by its kind."""
+
+    def __init__(self) -> None:
+        self.now = 0
+        self.accepted: list[tuple[bool, int]] = []  # (a read, its cycle), oldest first
+        self.quick_alone = 0  # answers the cycle after their acceptance, nothing older due
+
+    def step(self, v: Vector, out: Vector, leaving: int | None) -> Masked:
+        """This cycle's ``perf``: ``out`` the path's other outputs, ``leaving`` the payload of
+        the request leaving the buffer now (None if none)."""
+        value = care = 0
+
+        def put(name: str, x: int) -> None:
+            nonlocal value, care
+            f = PERF[name]
+            value |= x << f.offset
+            care |= ((1 << f.width) - 1) << f.offset
+
+        if leaving is not None:
+            self.accepted.append(((leaving & 3) == READ_KIND, self.now))
+        load = False
+        if out["up__resp__valid"] and v["up__resp__ready"]:
+            read, t = self.accepted.pop(0)
+            self.quick_alone += self.now - t == 1 and not self.accepted
+            load = read
+            if read:
+                put("load_latency", (self.now - t) % (1 << PERF["load_latency"].width))
+        put("load", int(load))
+        sent = out["down__req__valid"] and v["down__req__ready"]
+        kind = out["down__req__payload"] & 3
+        put("dram_read", int(bool(sent) and kind != WRITE_KIND))
+        put("dram_write", int(bool(sent) and kind == WRITE_KIND))
+        self.now += 1
+        return Masked(value, care)
 
 
 class BufferedL1Model:
@@ -39,6 +84,7 @@ class BufferedL1Model:
         self.stats = self.inner.stats
         self.held: list[int] = []  # request payloads, oldest first
         self.invalidate = 0  # registered on the way to the cache
+        self.events = PathEvents()
 
     def step(self, v: Vector) -> Vector:
         out = self.inner.step(dict(v, up__req__valid=int(bool(self.held)),
@@ -48,6 +94,7 @@ class BufferedL1Model:
         room = len(self.held) < 2
         out = dict(out, up__req__ready=int(room),
                    idle=int(out["idle"] and not self.held))
+        out["perf"] = self.events.step(v, out, self.held[0] if taken else None)
         if taken:
             self.held.pop(0)
         if v["up__req__valid"] and room:
@@ -62,6 +109,7 @@ class BufferOnlyModel:
 
     def __init__(self) -> None:
         self.held: list[int] = []
+        self.events = PathEvents()
 
     def step(self, v: Vector) -> Vector:
         room = len(self.held) < 2
@@ -74,6 +122,8 @@ class BufferOnlyModel:
             "down__resp__ready": v["up__resp__ready"],
             "idle": int(not self.held),
         }
+        leaving = self.held[0] if self.held and v["down__req__ready"] else None
+        out["perf"] = self.events.step(v, out, leaving)
         if self.held and v["down__req__ready"]:
             self.held.pop(0)
         if v["up__req__valid"] and room:
@@ -82,17 +132,29 @@ class BufferOnlyModel:
 
 
 def test_mem_path_without_l1_cycles() -> None:
-    """With no L1 (``GpuConfig.l1`` None) the path is the request buffer alone."""
+    """With no L1 (``GpuConfig.l1`` None) the path is the request buffer alone. The memory
+    below bounds nothing, so the initiator keeps to the LSU's bound (``lsu_depth``
+    transactions in flight), which the load-latency queue is sized for."""
     cfg = get_rtl_config("tiny").with_caches(l1=False)
     bld, _ = build_unit("mem_path_no_l1", lambda: CoreMemPath(cfg))
     rng = random.Random(SEED + 74)
     lines = [rng.randrange(0x100, 0x400) for _ in range(20)]
     stim, want, state = random_traffic(BufferOnlyModel(), cfg.line_words, cfg.tag_bits, rng,
-                                       lines, 1500, addr_bits=cfg.memory_addr_bits)
+                                       lines, 1500, addr_bits=cfg.memory_addr_bits,
+                                       in_flight=cfg.lsu_depth)
     assert state["checked"] > 100, state
     assert sum(1 for v, w in zip(stim, want, strict=True)
                if v["up__req__valid"] and not w["up__req__ready"]) > 20  # the buffer fills
     check_cycles("mem_path_no_l1", bld, stim, want, "units_mem_path_no_l1_cycles")
+    # sparse traffic: answers the cycle after their acceptance with nothing older in flight
+    # (the load-latency queue empty, the acceptance still in its register)
+    model = BufferOnlyModel()
+    stim, want, state = random_traffic(model, cfg.line_words, cfg.tag_bits, rng, lines, 1500,
+                                       addr_bits=cfg.memory_addr_bits, in_flight=cfg.lsu_depth,
+                                       latency=(1, 3), offer=0.1)
+    quick = model.events.quick_alone
+    assert state["checked"] > 50 and quick > 20, (state, quick)  # (least over seeds 1-40: 36)
+    check_cycles("mem_path_no_l1", bld, stim, want, "units_mem_path_no_l1_sparse_cycles")
 
 
 def test_mem_path_l1_lookahead_cycles() -> None:
