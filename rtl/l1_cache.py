@@ -121,9 +121,11 @@ def lookup_layout(ways: int, mshrs: int) -> data.StructLayout:
 
 def kept_lookup_layout(ways: int, mshrs: int) -> data.StructLayout:
     """A lookup kept for a request in the buffer in front of a cache that looks ahead: up to
-    date with every change before this cycle but one, the MSHR that the previous cycle's
-    request at the port may have taken (``same``: this request's line is that request's;
-    the cache keeps whether it took one and which, and applies it as the lookup is read)."""
+    date with every change before this cycle but two, the MSHR that the previous cycle's
+    request at the port may have taken and the line it may have dropped (an L1's atomic)
+    (``same``: this request's line is that request's; the cache keeps whether it took an
+    MSHR and which, and whether it dropped the line, and applies them as the lookup is
+    read)."""
     return data.StructLayout({**lookup_layout(ways, mshrs).members, "same": 1})
 
 
@@ -398,12 +400,18 @@ class L1Cache(wiring.Component):
             # device from the bank, on the path of the L2's slowest loop (a6df8a4, seed 3).
             taken_q = Signal()
             taken_idx_q = Signal(mbits)
+            # So is, in an L1, whether that request was an atomic that dropped its line
+            # (``drop_q``): as the last input of the kept lookups' ``hit`` and ``way``, it was
+            # the end of a routed run's slowest path (15318c0, seed 3). A kept lookup of the
+            # line has ``hit`` cleared; its ``way``, read only with a hit, is left.
+            drop_q = Signal()
 
             def effective(kept: Value) -> Signal:
-                """A kept lookup with the previous cycle's MSHR applied."""
+                """A kept lookup with the previous cycle's MSHR (and dropped line) applied."""
                 now = Signal(lookup_layout(ways, nm))
                 took = kept.same & taken_q
-                m.d.comb += [now.hit.eq(kept.hit), now.way.eq(kept.way),
+                m.d.comb += [now.hit.eq(kept.hit & ~(kept.same & drop_q)),
+                             now.way.eq(kept.way),
                              now.pend.eq(kept.pend | took),
                              now.mshr.eq(Mux(took, taken_idx_q, kept.mshr))]
                 return now
@@ -798,23 +806,24 @@ class L1Cache(wiring.Component):
         if self.lookahead:
             # What this cycle changes for a lookup, applied to one made before it: a fill
             # installs its line in way ``victim`` (dropping the one there) and frees its MSHR,
-            # an L1's atomic drops its line, an invalidation drops every line and makes every
-            # pending miss stale. The MSHR this cycle takes for ``line`` is applied in the next
-            # (``taken_q``, ``same``: see ``effective``).
+            # an invalidation drops every line and makes every pending miss stale. The MSHR
+            # this cycle takes for ``line``, and the line an L1's atomic drops (``line``:
+            # the way it hits), are applied in the next (``taken_q``, ``drop_q``, ``same``:
+            # see ``effective``).
             drop = Signal()
             # told from the port's registers and its lookup, as ``taken`` is: an L1 accepts an
             # atomic that is not pending (``fire & is_atomic & hit``)
             m.d.comb += drop.eq(req.valid & room & ~pend & is_atomic & hit if not execute else 0)
-            # (no MSHR is taken in a cycle of ``invalidate``: ``room`` is low)
-            m.d.sync += [taken_q.eq(taken), taken_idx_q.eq(free_idx)]
+            # (no MSHR is taken, and no line dropped, in a cycle of ``invalidate``: ``room``
+            # is low)
+            m.d.sync += [taken_q.eq(taken), taken_idx_q.eq(free_idx), drop_q.eq(drop)]
 
             def brought_up_to_date(before, addr: Value, name: str) -> Signal:
                 x_line, x_set, _ = split(addr)
                 after = Signal(kept_lookup_layout(ways, nm), name=name)
                 filled = install & (x_line == fill_line)
                 evicted = install & (x_set == fill_set) & (before.way == victim)
-                dropped = drop & (x_set == set_idx) & (before.way == hit_way)
-                kept = ~self.invalidate & before.hit & ~evicted & ~dropped
+                kept = ~self.invalidate & before.hit & ~evicted
                 # (``way`` is 0 without a hit, as a lookup made now gives it: the data RAM is
                 # read at it, and an atomic waits for the line read there)
                 m.d.comb += [
