@@ -628,8 +628,17 @@ class L1Cache(wiring.Component):
             r_entry.fill.eq(new_miss | fetches), r_entry.mshr.eq(free_idx),
             r_entry.rob.eq(tail), r_entry.slot.eq(slot_free), r_entry.read.eq(new_miss),
             r_entry.set.eq(set_idx), r_entry.keep.eq(is_atomic & ~fetches if execute else 0),
-            route.w_data.eq(r_entry.as_value()), route.w_en.eq(send),
         ]
+        # The route's entry is pushed a cycle late, from a register: ``send`` is the decision,
+        # and through the push it reached the route's head register (loaded with the written
+        # entry when the queue is empty), the end of two of 6866578's three routed paths. The
+        # entry is first read at the request's answer, which comes two cycles after the push
+        # at the earliest (the down queue's head is out the cycle after its push, and the
+        # memory answers the cycle after it takes the request at the earliest).
+        route_w = Signal(route_layout)
+        route_push = Signal()
+        m.d.sync += [route_w.eq(r_entry), route_push.eq(send)]
+        m.d.comb += [route.w_data.eq(route_w.as_value()), route.w_en.eq(route_push)]
         if execute:
             # An atomic goes down as the write of its new word, or as its line's read when it
             # fetches. Only the kind waits for ``fetches``: the write data and byte enables are
@@ -801,7 +810,7 @@ class L1Cache(wiring.Component):
         # last; and whether a fill takes effect then (the response arriving now)
         full_next = Mux(fire == retire, count == rd, fire & (count == rd - 1))
         m.d.sync += room_q.eq(~full_next & ~(dresp.valid & route_head.fill))
-        m.d.comb += self.idle.eq((count == 0) & ~dq.r_rdy & ~route.r_rdy & ~got)
+        m.d.comb += self.idle.eq((count == 0) & ~dq.r_rdy & ~route.r_rdy & ~route_push & ~got)
 
         if self.lookahead:
             # What this cycle changes for a lookup, applied to one made before it: a fill
