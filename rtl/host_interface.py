@@ -320,8 +320,13 @@ class HostInterface(wiring.Component):
         max_threads = cfg.warps * cfg.lanes
         small = [Signal(range(max_threads + 1), name=f"bdim_{a}") for a in "xyz"]
         threads = Signal(range(max_threads ** 3 + 1))
-        m.d.comb += [s.eq(b) for s, b in zip(small, block, strict=True)]
-        m.d.sync += threads.eq(small[0] * small[1] * small[2])
+        product = Signal.like(threads)
+        too_many = Signal()  # the product's own rule, registered beside it: its comparison's
+        # carry chain, after ``threads``, was the first part of a path into the fault record
+        # (c3da92e, seed 3)
+        m.d.comb += [*[s.eq(b) for s, b in zip(small, block, strict=True)],
+                     product.eq(small[0] * small[1] * small[2])]
+        m.d.sync += [threads.eq(product), too_many.eq(product > max_threads)]
         checked = Signal()  # DECODE's first cycle has passed: ``threads`` is the record's
         with m.If(state != CpState.DECODE):
             m.d.sync += checked.eq(0)
@@ -344,7 +349,7 @@ class HostInterface(wiring.Component):
                                       | (is_launch & Cat(*launch_bad).any())),
                      is_launch_q.eq(is_launch)]
         bad = Signal()
-        m.d.comb += bad.eq(record_is_bad | (is_launch_q & (threads > max_threads)))
+        m.d.comb += bad.eq(record_is_bad | (is_launch_q & too_many))
 
         # the record words are written only while a record is fetched, so they hold the
         # running launch's range until it ends
