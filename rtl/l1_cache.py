@@ -121,11 +121,11 @@ def lookup_layout(ways: int, mshrs: int) -> data.StructLayout:
 
 def kept_lookup_layout(ways: int, mshrs: int) -> data.StructLayout:
     """A lookup kept for a request in the buffer in front of a cache that looks ahead: up to
-    date with every change before this cycle but two, the MSHR that the previous cycle's
-    request at the port may have taken and the line it may have dropped (an L1's atomic)
-    (``same``: this request's line is that request's; the cache keeps whether it took an
+    date with every change before this cycle but two: the MSHR that the previous cycle's
+    request at the port may have taken, and the line it may have dropped (an L1's atomic).
+    ``same`` says this request's line is that request's; the cache keeps whether it took an
     MSHR and which, and whether it dropped the line, and applies them as the lookup is
-    read)."""
+    read."""
     return data.StructLayout({**lookup_layout(ways, mshrs).members, "same": 1})
 
 
@@ -816,9 +816,8 @@ class L1Cache(wiring.Component):
             # What this cycle changes for a lookup, applied to one made before it: a fill
             # installs its line in way ``victim`` (dropping the one there) and frees its MSHR,
             # an invalidation drops every line and makes every pending miss stale. The MSHR
-            # this cycle takes for ``line``, and the line an L1's atomic drops (``line``:
-            # the way it hits), are applied in the next (``taken_q``, ``drop_q``, ``same``:
-            # see ``effective``).
+            # this cycle takes for ``line``, and ``line`` itself if an L1's atomic drops it,
+            # are applied in the next (``taken_q``, ``drop_q``, ``same``: see ``effective``).
             drop = Signal()
             # told from the port's registers and its lookup, as ``taken`` is: an L1 accepts an
             # atomic that is not pending (``fire & is_atomic & hit``)

@@ -119,8 +119,8 @@ class CoreMemPath(wiring.Component):
         # the cache's decision, and its net to the queue's level was a routed run's slowest
         # path (15318c0, seed 2). A response can come the cycle after its acceptance, with
         # the queue empty and the acceptance still in the register: it is read from there
-        # (and not written). The register is one more entry in flight, so the queue, of as
-        # many entries as the LSU has transactions, still never fills.
+        # (and not written). The register holds one of the requests in flight, so the queue,
+        # of as many entries as the LSU has transactions, still never fills.
         now = Signal(LATENCY_BITS)
         m.d.sync += now.eq(now + 1)
         entry = data.StructLayout({"read": 1, "time": LATENCY_BITS})
