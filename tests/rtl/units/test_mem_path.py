@@ -19,7 +19,7 @@ from simtgpu.arch.config import L1Config
 from simtgpu.rtl.configs import get_rtl_config
 from simtgpu.rtl.l1_cache import L1Cache
 from simtgpu.rtl.mem_path import CoreMemPath
-from simtgpu.rtl.signatures import mem_perf_layout
+from simtgpu.rtl.signatures import MemKind, mem_perf_layout, mem_request_layout
 from simtgpu.verification.units import build_unit
 from test_l1_cache import L1Model, assert_l1_cases_reached, random_traffic
 from test_rtl_units_stateful import Masked, Vector, check_cycles
@@ -31,7 +31,11 @@ PORTS = ("up__req__ready", "up__resp__valid", "up__resp__payload", "down__req__v
 (:class:`PathEvents`); the L1's strobes in it are the cache's, which test_l1_cache checks."""
 
 PERF = mem_perf_layout()
-READ_KIND, WRITE_KIND = 0, 1  # a request payload's ``kind`` (its low two bits)
+KIND = mem_request_layout(1)["kind"]  # where a request payload's kind sits (any line width)
+
+
+def kind_of(payload: int) -> MemKind:
+    return MemKind((payload >> KIND.offset) & ((1 << KIND.width) - 1))
 
 
 class PathEvents:
@@ -58,7 +62,7 @@ class PathEvents:
             care |= ((1 << f.width) - 1) << f.offset
 
         if leaving is not None:
-            self.accepted.append(((leaving & 3) == READ_KIND, self.now))
+            self.accepted.append((kind_of(leaving) == MemKind.READ, self.now))
         load = False
         if out["up__resp__valid"] and v["up__resp__ready"]:
             read, t = self.accepted.pop(0)
@@ -68,9 +72,9 @@ class PathEvents:
                 put("load_latency", (self.now - t) % (1 << PERF["load_latency"].width))
         put("load", int(load))
         sent = out["down__req__valid"] and v["down__req__ready"]
-        kind = out["down__req__payload"] & 3
-        put("dram_read", int(bool(sent) and kind != WRITE_KIND))
-        put("dram_write", int(bool(sent) and kind == WRITE_KIND))
+        kind = kind_of(out["down__req__payload"]) if sent else None
+        put("dram_read", int(bool(sent) and kind != MemKind.WRITE))
+        put("dram_write", int(bool(sent) and kind == MemKind.WRITE))
         self.now += 1
         return Masked(value, care)
 
