@@ -505,19 +505,23 @@ def test_l1_cache_deep_cycles() -> None:
 
 
 @pytest.mark.long  # the models alone, 40 seeds of each bench: about a minute
-@pytest.mark.parametrize("bench", ["l1", "deep", "l2"])
+@pytest.mark.parametrize("bench", ["l1", "deep", "l2", "mem_path_no_l1"])
 def test_cache_bench_cases_for_any_seed(bench: str) -> None:
     """The cache benches reach the cases they assert under any ``SIMTGPU_SEED``: their
     traffic on the models (no RTL) for seeds 1 to 40, each bench's assertions as in the bench.
     (Their floors sit under the least count seen over these seeds.)"""
-    from simtgpu.rtl.l2_cache import L2Cache  # here: test_l2_cache imports this module
+    # (imported here: test_l2_cache and test_mem_path import this module)
+    from simtgpu.rtl.l2_cache import L2Cache
     from test_l2_cache import PARAMS as L2_PARAMS
     from test_l2_cache import l2_traffic
+    from test_mem_path import no_l1_traffic
     for seed in range(1, 41):
         if bench == "l1":
             l1_traffic(L1Cache(**PARAMS), seed)
         elif bench == "deep":
             deep_traffic(L1Cache(**DEEP), seed)
+        elif bench == "mem_path_no_l1":
+            no_l1_traffic(seed)
         else:
             l2_traffic(L2Cache(**L2_PARAMS), seed)
 
