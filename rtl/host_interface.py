@@ -297,9 +297,10 @@ class HostInterface(wiring.Component):
         # Record decoding, field by field from the record's table (arch.command_queue), with
         # each field's own rules (width, alignment, non-zero) and the rules that depend on
         # this build and on the loaded code: the hardware form of ``launch_problem``. It is
-        # read in DECODE's second cycle: the block's thread count (two multipliers in series)
-        # is registered in the first (``threads``), so no path runs from the record through
-        # the multipliers into the state and the fault record; so are the other rules.
+        # read in DECODE's second cycle, from registers written in the first, so no path runs
+        # from the record through comparisons' carry chains into the state and the fault
+        # record. The block's thread count takes both cycles (one multiplier in each); its
+        # rule needs no product at all (see ``pair`` below).
         fld = {f.name: rec[f.word:f.word + f.count] for f in RECORD_FIELDS}
         record_bad = []  # rules of every record
         launch_bad = []  # rules of LAUNCH records
@@ -319,15 +320,30 @@ class HostInterface(wiring.Component):
         shared_bytes = fld["shared_bytes"][0]
         max_threads = cfg.warps * cfg.lanes
         small = [Signal(range(max_threads + 1), name=f"bdim_{a}") for a in "xyz"]
+        m.d.comb += [s.eq(b) for s, b in zip(small, block, strict=True)]
+        # x*y*z > M exactly when z > 0 and x*y > M // z (integers), so the rule is one
+        # comparison of two registers in the second cycle: ``pair`` (x*y, one multiplier) and
+        # ``limit`` (M // z, a table of M + 1 constants), both written in the first. Two
+        # multipliers in series and the comparison after them were 1cdfe4d's worst path on
+        # all three seeds. The count itself (``threads``) is written in the second cycle and
+        # first read in START.
+        pair = Signal(range(max_threads ** 2 + 1))
+        last = Signal.like(small[2])
+        limit = Signal(range(max_threads ** 2 + 1))
+        m.d.sync += [pair.eq(small[0] * small[1]), last.eq(small[2])]
+        with m.Switch(small[2]):
+            with m.Case(0):  # a product of zero is never too many
+                m.d.sync += limit.eq(max_threads ** 2)
+            for z in range(1, max_threads + 1):
+                with m.Case(z):
+                    m.d.sync += limit.eq(max_threads // z)
+            with m.Default():  # a dimension over M is refused on its own (below)
+                m.d.sync += limit.eq(0)
         threads = Signal(range(max_threads ** 3 + 1))
-        product = Signal.like(threads)
-        too_many = Signal()  # the product's own rule, registered beside it: its comparison's
-        # carry chain, after ``threads``, was the first part of a path into the fault record
-        # (c3da92e, seed 3)
-        m.d.comb += [*[s.eq(b) for s, b in zip(small, block, strict=True)],
-                     product.eq(small[0] * small[1] * small[2])]
-        m.d.sync += [threads.eq(product), too_many.eq(product > max_threads)]
-        checked = Signal()  # DECODE's first cycle has passed: ``threads`` is the record's
+        m.d.sync += threads.eq(pair * last)
+        too_many = Signal()
+        m.d.comb += too_many.eq(pair > limit)
+        checked = Signal()  # DECODE's first cycle has passed: ``pair``, ``limit`` are the record's
         with m.If(state != CpState.DECODE):
             m.d.sync += checked.eq(0)
         # The product is taken over truncated dimensions, so each must fit on its own first.
@@ -439,7 +455,7 @@ class HostInterface(wiring.Component):
                         m.d.sync += state.eq(CpState.FETCH_REQ)
 
             with m.Case(CpState.DECODE):
-                with m.If(~checked):  # the first cycle: ``threads`` and the rules being registered
+                with m.If(~checked):  # the first cycle: the rules' registers being written
                     m.d.sync += checked.eq(1)
                 with m.Elif(bad):
                     m.d.sync += [

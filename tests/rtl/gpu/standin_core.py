@@ -7,7 +7,8 @@ interconnect, the command processor, faults and counters. For each block it:
 2. if ``v == FAULT_MAGIC`` raises an OUT_OF_RANGE fault (warp 1, lanes 0b101, pc = entry
    pc, instr = ``FAULT_INSTR``); if ``v == HANG_MAGIC`` it never finishes the block;
    if ``v == STUCK_MAGIC`` it faults and claims never to drain;
-3. writes ``v + linear block id + imem[entry_pc / 4]`` to ``dst[linear block id]``;
+3. writes ``v + linear block id + imem[entry_pc / 4] + (num_threads << 16)`` to
+   ``dst[linear block id]``;
 4. retires one instruction with every lane executing, and reports the block done.
 
 The expected memory after a launch is therefore easy to compute in the test.
@@ -108,7 +109,8 @@ class StandinCore(wiring.Component):
                 with m.If(~self.halt):
                     addr = Signal(32)
                     value = Signal(32)
-                    m.d.comb += [addr.eq(dst + (linear << 2)), value.eq(v + linear + ir.data)]
+                    m.d.comb += [addr.eq(dst + (linear << 2)),
+                                 value.eq(v + linear + ir.data + (blk.num_threads << 16))]
                     word = addr[2:line_shift] if lw > 1 else Const(0, 1)
                     self._request(m, state, _S.WR_WAIT, 5, req.payload.kind.eq(MemKind.WRITE),
                                   req.payload.addr.eq((addr >> line_shift) << line_shift),

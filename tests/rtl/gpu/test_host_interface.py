@@ -13,6 +13,7 @@ from rtlgpu_helpers import run_sim
 from simtgpu.arch.command_queue import (
     CORE_COUNTERS_STRIDE,
     DEVICE_ID,
+    FIELD,
     MAX_COUNTER_CORES,
     MAX_COUNTERS,
     PERF_COUNTERS,
@@ -40,6 +41,7 @@ PARAMS = 0x1800
 DST = 0x2000
 ENTRY = 0x40
 IMEM_K = 0x100
+THREADS_4 = 4 << 16  # the stand-in core's written value holds the block's thread count
 
 
 def _harness(name: str = "tiny", **params) -> SimHarness:
@@ -201,7 +203,7 @@ def test_launch_through_queue_writes_results_and_fence(name: str) -> None:
     assert out["status"] == 0
     assert out["head"] == 1
     assert out["fence"] == 0xF00D
-    assert out["dst"] == [1000 + i + IMEM_K for i in range(nblocks)] + [0]
+    assert out["dst"] == [1000 + i + IMEM_K + THREADS_4 for i in range(nblocks)] + [0]
     c = out["counters"]
     assert c[Mmio.INSTRUCTIONS] == nblocks
     assert c[Mmio.THREAD_INSTRUCTIONS] == nblocks * h.cfg.lanes
@@ -248,7 +250,7 @@ def test_ring_wraps_and_nop_fence_commands() -> None:
     _run(h, body)
     assert out["first"] == (3, 3)
     assert out["second"] == (2, 6)
-    assert out["dst"] == [7 + IMEM_K, 8 + IMEM_K, 50 + IMEM_K, 51 + IMEM_K, 52 + IMEM_K]
+    assert out["dst"] == [v + IMEM_K + THREADS_4 for v in (7, 8, 50, 51, 52)]
     assert out["commands"] == 6
     assert out["status"] == 0
 
@@ -296,7 +298,7 @@ def test_core_fault_is_latched_and_cleared() -> None:
     assert out["head"] == 0
     assert out["fence"] == 0x5555
     assert out["after_clear"] == (0, 2, 0)
-    assert out["next"] == (0, 0xCCCC, [9 + IMEM_K, 10 + IMEM_K])
+    assert out["next"] == (0, 0xCCCC, [9 + IMEM_K + THREADS_4, 10 + IMEM_K + THREADS_4])
 
 
 def _words(cmd: Command, **raw: int) -> list[int]:
@@ -325,6 +327,12 @@ _DIRECTED = [
     ("block_zero", _words(replace(_OK, block=(4, 1, 0))), True),
     ("block_width", _words(replace(_OK, block=(1, 1 << 16, 1))), True),
     ("threads", _words(replace(_OK, block=(3, 3, 1))), True),
+    # the rule is x*y > M // z: z both dividing and not dividing M, met and broken
+    ("threads_z", _words(replace(_OK, block=(1, 3, 3))), True),
+    ("threads_xz", _words(replace(_OK, block=(5, 1, 2))), True),
+    ("threads_z_met", _words(replace(_OK, block=(1, 1, 8))), False),
+    ("threads_cube_met", _words(replace(_OK, block=(2, 2, 2))), False),
+    ("threads_z_floor_met", _words(replace(_OK, block=(2, 1, 3))), False),
     ("entry_align", _words(replace(_OK, entry_pc=ENTRY + 2)), True),
     ("entry_past_code", _words(replace(_OK, entry_pc=ENTRY + 4)), True),
     ("entry_below_code", _words(replace(_OK, entry_pc=ENTRY - 4)), True),
@@ -365,6 +373,8 @@ def test_rtl_refuses_exactly_what_launch_problem_refuses() -> None:
             await host.wait_done()
             status = await host.read(Mmio.STATUS)
             out[name] = (status, await host.read(Mmio.FAULT_PC), host.peek(FENCE)[0] == fence)
+            out[name + "/dst"] = host.peek(DST)[0]
+            host.poke(DST, [0])
             if status & Status.FAULT:
                 await host.write(Mmio.CONTROL, Control.CLEAR_FAULT)
 
@@ -373,6 +383,12 @@ def test_rtl_refuses_exactly_what_launch_problem_refuses() -> None:
         assert _refused_by_contract(words, h.cfg.gpu, ENTRY + 4) == refused, name
         want = (Status.FAULT | Status.BAD_COMMAND, QUEUE, False) if refused else (0, 0, True)
         assert out[name] == want, name
+        # the launches that ran wrote, through the stand-in core, the thread count the
+        # host gave the dispatcher: the product of the block's dimensions
+        if words[0] == CommandOp.LAUNCH and not refused:
+            b = FIELD["block"].word
+            x, y, z = words[b:b + 3]
+            assert out[name + "/dst"] == 5 + IMEM_K + (x * y * z << 16), name
 
 
 def test_watchdog_stops_a_hung_kernel() -> None:
@@ -416,7 +432,7 @@ def test_clear_during_drain_and_a_core_that_never_drains() -> None:
     assert out["fault"] == (Status.FAULT, FaultCause.OUT_OF_RANGE)
     assert out["cleared"] == (Status.BUSY, 1)
     assert out["cycles"] >= 150  # waited for the drain timeout first
-    assert out["end"] == (0, 0x1D, 3 + IMEM_K)
+    assert out["end"] == (0, 0x1D, 3 + IMEM_K + THREADS_4)
 
 
 def test_code_limit_is_the_high_water_mark_of_imem_writes() -> None:
