@@ -25,9 +25,7 @@ item that moves or stays takes its own next bits. This form is the same two entr
 queue with read and write pointers (the same cycles at both ports): the receiver's
 ``down.ready`` then comes from a decision of its own, and it drives a pointer and a count,
 where it drove the enables of two line-wide registers across the device, the whole GPU's
-slowest path (docs/performance.md). The side bits, a few, are kept by position instead
-(``down_side`` and ``skid_side`` are registers), so the receiver's decision on the item at
-``down`` starts at a register of its own, not at the read pointer's choice.
+slowest path (docs/performance.md).
 
 **Routes** (``routes``, with side information): where the items go to one of several
 receivers (the L2's banks), the buffer can say which one the item at ``down`` goes to from
@@ -41,8 +39,8 @@ from flip-flops, so each receiver's decision starts at registers of its own rath
 the read pointer's choice between the entries, which the receivers would share (the logic
 worked out from it is alike in every receiver, and synthesis merges it into one place).
 Where the side information is an array with one element per receiver (the L2 banks' own
-lookups), each element's registers are its receiver's alone, and the placer can put them by
-it.
+lookups), each element is chosen and kept by a copy of the read pointer of its own
+(:func:`~simtgpu.rtl.replica.replicas`), placed by its receiver.
 """
 
 from collections.abc import Callable
@@ -50,6 +48,8 @@ from collections.abc import Callable
 from amaranth import Const, Module, Mux, Signal, Value
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
+
+from .replica import replicas
 
 
 class SkidBuffer(wiring.Component):
@@ -130,21 +130,29 @@ class SkidBuffer(wiring.Component):
         """With side information: the same two entries as a queue read and written by
         pointers, so that the items never move and the receiver's ``down.ready`` (which,
         here, follows a decision of its own) drives a pointer and a count, not the enables
-        of two payload registers; only the side bits, a few, are rewritten every cycle, by
-        position. ``down.payload`` is the read pointer's entry (a multiplexer more than
-        ``main``)."""
+        of two payload registers; only the side bits, a few, are rewritten every cycle.
+        ``down.payload`` is the read pointer's entry (a multiplexer more than ``main``)."""
         m = Module()
         up, down = self.up, self.down
         items = [Signal.like(up.payload, name=f"item{i}") for i in range(2)]
+        sides = [Signal(self.side_shape, name=f"side{i}") for i in range(2)]
         count = Signal(range(3))
         push = up.valid & up.ready
         pop = down.valid & down.ready
-        # The entry at ``down`` (``rd``) and the one the next item takes (``wr``), for the
-        # payloads, which never move.
-        rd, wr = Signal(), Signal()
+        # The entry at ``down`` (``rd``) and the one the next item takes (``wr``). Where each
+        # receiver has its own element of the side bits (``routes`` with an array of as
+        # many), each element is chosen and rewritten by a copy of the read pointer of its
+        # own (rtl/replica.py), which the placer can put by that receiver: the one pointer
+        # read by every receiver was the start of the L2's slowest paths. The payload's
+        # pointer is one more copy (unmarked, synthesis would merge it into the first).
+        per_route = (self.routes and isinstance(self.side_shape, data.ArrayLayout)
+                     and self.side_shape.length == self.routes)
         rd_next = Signal()
+        *rds, rd = replicas(m, rd_next, self.routes + 1, "rd") if per_route else [Signal()]
+        wr = Signal()
         m.d.comb += rd_next.eq(rd ^ pop)
-        m.d.sync += [rd.eq(rd_next), wr.eq(wr ^ push), count.eq(count + push - pop)]
+        if not per_route:
+            m.d.sync += rd.eq(rd_next)
         m.d.comb += [up.ready.eq(count != 2), down.valid.eq(count != 0),
                      self.idle.eq(count == 0), self.skid_valid.eq(count == 2),
                      down.payload.eq(Mux(rd, items[1], items[0])),
@@ -152,21 +160,19 @@ class SkidBuffer(wiring.Component):
         for i in range(2):
             with m.If(push & (wr == i)):
                 m.d.sync += items[i].eq(up.payload)
-        # The side bits are kept by position, not by entry: ``down_side`` and ``skid_side``
-        # are registers of their own, rewritten every cycle (an empty one's are not looked
-        # at), so the receiver's decision starts at a register and not at the read pointer's
-        # choice between two (that choice's first net, 3.6 to 4.8 ns, began most of the
-        # slowest routed paths of 6866578 and c3da92e). The item at ``down`` next is the
-        # second one where this one leaves with two held, else the one arriving where none
-        # stays; the pop, the receiver's decision, chooses last. The second entry holds an
-        # item next only where it holds one now and none leaves, or one arrives behind a
-        # staying one.
-        full, empty = count == 2, count == 0
-        m.d.sync += [
-            self.down_side.eq(Mux(pop, Mux(full, self.skid_side_next, self.up_side),
-                                  Mux(empty, self.up_side, self.down_side_next))),
-            self.skid_side.eq(Mux(full, self.skid_side_next, self.up_side)),
-        ]
+        m.d.sync += [wr.eq(wr ^ push), count.eq(count + push - pop)]
+        # every entry's side bits are rewritten every cycle (an empty one's are not looked at)
+        if per_route:
+            parts = [(rds[r], lambda v, r=r: v[r]) for r in range(self.routes)]
+        else:
+            parts = [(rd, lambda v: v)]
+        for ptr, part in parts:
+            m.d.comb += [part(self.down_side).eq(Mux(ptr, part(sides[1]), part(sides[0]))),
+                         part(self.skid_side).eq(Mux(ptr, part(sides[0]), part(sides[1])))]
+            for i in range(2):
+                m.d.sync += part(sides[i]).eq(Mux(push & (wr == i), part(self.up_side),
+                                                  Mux(ptr == i, part(self.down_side_next),
+                                                      part(self.skid_side_next))))
         if self.routes:
             # each entry's route, and the one at ``down`` next: the pushed item's where the
             # buffer is empty once the pop is done, else the entry the read pointer will be at

@@ -75,8 +75,8 @@ def test_side_bits_follow_their_items(routes: int, per_route: bool) -> None:
     ``down`` and in the second entry alike. With routes (the item's low two bits here), the
     registered ``down_to`` names the head's route every cycle, and is zero when empty, and
     ``down_key`` has the head's key (bits 1 to 3) at its route and zero at the others.
-    ``per_route``: the side bits an array of one element per route; seen whole, they
-    behave as the plain eight bits."""
+    ``per_route``: the side bits an array of one element per route, each chosen by a copy
+    of the read pointer of its own; seen whole, they behave as the plain eight bits."""
     side_shape = data.ArrayLayout(2, 4) if per_route else 8
     dut = SkidBuffer(16, side_shape=side_shape, routes=routes,
                      route_of=(lambda p: p[:2]) if routes else None,
