@@ -241,6 +241,20 @@ def _distance_to_target(res) -> list[str]:
             "| clock | endpoints slower | share |", "| ---: | ---: | ---: |", *rows]
 
 
+def _slowest_units(res) -> list[str]:
+    """The slowest endpoint of each unit and stage, latest first: the paths behind the
+    critical one, each as the clock it would allow on its own."""
+    if not res.slowest:
+        return []
+    rows = [f"| `{a.unit}` | {a.stage} | `{a.endpoint}` | {a.arrival_ns:.2f} | "
+            f"{1000 / a.arrival_ns:.1f} |" for a in res.slowest if a.arrival_ns > 0]
+    return ["", f"The {len(rows)} units (and stages) whose slowest path lands latest after "
+            "the clock edge (setup not included), from nextpnr's detailed timing report; the "
+            "first is the critical path's end, the others what the next cut meets:", "",
+            "| unit | stage | endpoint | arrival (ns) | as a clock (MHz) |",
+            "| --- | --- | --- | ---: | ---: |", *rows]
+
+
 def _path_summary(res) -> list[str]:
     """The critical path as a chain of units, consecutive steps in one unit merged."""
     chain: list[list] = []
@@ -357,7 +371,8 @@ def render(res, command: str, info: dict[str, str]) -> str:
                       f"and {res.routing_ns:.1f} ns of routing. Its units, in order "
                       "(flattened net names mapped back to the Amaranth hierarchy):", "",
                       "| # | unit | stage | nets | ns |", "| ---: | --- | --- | ---: | ---: |",
-                      *_path_summary(res), *_distance_to_target(res)]
+                      *_path_summary(res), *_distance_to_target(res),
+                      *_slowest_units(res)]
         elif fits_ecp5(res.cells):
             lines += ["", "Not placed and routed in this run (no nextpnr report)."]
         else:

@@ -105,6 +105,16 @@ class SlackBin:
     most: int
 
 
+@dataclass(frozen=True)
+class UnitArrival:
+    """The slowest timing endpoint of one unit (and stage) in a routed run: when its slowest
+    path lands after the clock edge (``arrival_ns``, setup not included) and at which cell."""
+    unit: str
+    stage: str
+    endpoint: str
+    arrival_ns: float
+
+
 @dataclass
 class SynthResult:
     config: str
@@ -131,6 +141,7 @@ class SynthResult:
     speed_grade: int | None = None  # of the LFE5U-85F nextpnr timed (None: not placed)
     slack: list[SlackBin] = field(default_factory=list)  # nextpnr's last slack histogram
     mapper: str = "abc"  # what mapped the flattened netlist's LUTs (MAPPERS)
+    slowest: list[UnitArrival] = field(default_factory=list)  # slowest_units, after routing
 
     @property
     def logic_ns(self) -> float:
@@ -354,6 +365,28 @@ def critical_path(report: dict, top: str, units: Iterable[str] = ()) -> list[Pat
         kind = "routing" if s.get("type") == "routing" else "logic"
         steps.append(PathStep(net, unit, stage, float(s.get("delay", 0.0)), kind))
     return steps
+
+
+def slowest_units(report: dict, top: str, count: int = 12) -> list[UnitArrival]:
+    """Each unit's (and stage's) slowest endpoint in nextpnr's ``--report`` JSON, the
+    ``count`` latest first. The critical path names only the worst; these are the paths
+    behind it, which the next cut meets. From ``detailed_net_timings``
+    (``--detailed-timing-report``): per net, each timing endpoint's [routing delay, arrival
+    time]; a report without them (or with a single delay, which is not an arrival) gives
+    none. The unit is the endpoint cell's instance path, every dotted prefix of its
+    flattened name (:func:`unit_stage` without ``units``: the per-unit synthesis names a
+    shared module by its kind, ``Core_u0``, where the placed netlist has ``core0``)."""
+    best: dict[tuple[str, str], UnitArrival] = {}
+    for net in report.get("detailed_net_timings") or []:
+        for end in net.get("endpoints", []):
+            delay = end.get("delay")
+            if not (isinstance(delay, list) and len(delay) == 2):
+                return []
+            unit, stage = unit_stage(end["cell"], top)
+            arrival = float(delay[1])
+            if (unit, stage) not in best or arrival > best[unit, stage].arrival_ns:
+                best[unit, stage] = UnitArrival(unit, stage, end["cell"], arrival)
+    return sorted(best.values(), key=lambda a: -a.arrival_ns)[:count]
 
 
 # -- register shells -------------------------------------------------------------------------
@@ -637,6 +670,7 @@ def _read_report(result: SynthResult, report: dict, top: str) -> None:
         result.target_mhz = float(clk.get("constraint", 0.0))
         result.fmax_mhz = float(clk["achieved"])
     result.path = critical_path(report, top, [u for u, _ in result.units])
+    result.slowest = slowest_units(report, top)
 
 
 def _synth_stage(name, top, workdir, vfile, flow, progress, stage, flat: bool,

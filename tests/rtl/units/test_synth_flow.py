@@ -80,6 +80,11 @@ def test_place_and_route_gives_fmax_and_path(tmp_path) -> None:
     assert res.endpoints_slower_than(res.fmax_mhz * 0.99) == (0, 0)
     assert res.endpoints_slower_than(res.fmax_mhz * 1.01)[1] >= 1
     assert res.endpoints[0] >= 3  # the pointer's flip-flops at least (a path from a register)
+    # the latest endpoint of any unit is the critical path's end: it lands within the period
+    # (its setup after it), and later than every other unit's
+    period = 1000 / res.fmax_mhz
+    assert res.slowest and period - 1.0 < res.slowest[0].arrival_ns <= period + 0.01
+    assert res.slowest == synth.load_result("rr", "top", tmp_path).slowest
     # nextpnr placed the flattened netlist (one module, the round robin's logic inside it),
     # whose flip-flops are counted (the per-unit synthesis named the sub-unit: above)
     netlist = json.loads((tmp_path / "netlist.json").read_text())["modules"]
@@ -105,6 +110,32 @@ Info: [  3000,   5000) |+
 
 Info: Program finished normally.
 """
+
+
+def test_slowest_units_name_the_paths_behind_the_critical_one() -> None:
+    """Each unit's (and stage's) latest arrival, latest first, from the detailed timing
+    report's [routing delay, arrival] pairs (hand-made here); a report whose delays are single
+    numbers (no arrival) gives none; the report prints each as a row."""
+    report = {"detailed_net_timings": [
+        {"net": "a", "endpoints": [
+            {"cell": "core0.lsu.x_TRELLIS_FF_Q", "delay": [0.5, 7.0]},
+            {"cell": "l2.bank0.y_TRELLIS_FF_Q", "delay": [2.0, 8.5]}]},
+        {"net": "b", "endpoints": [
+            {"cell": "core0.lsu.z_TRELLIS_FF_Q", "delay": [0.1, 9.25]},
+            {"cell": "host.w_TRELLIS_FF_Q", "delay": [0.3, 3.0]}]}]}
+    got = synth.slowest_units(report, "gpu", count=2)
+    assert [(a.unit, a.endpoint, a.arrival_ns) for a in got] == [
+        ("core0.lsu", "core0.lsu.z_TRELLIS_FF_Q", 9.25),
+        ("l2.bank0", "l2.bank0.y_TRELLIS_FF_Q", 8.5)]
+    assert [a.unit for a in synth.slowest_units(report, "gpu")] == [
+        "core0.lsu", "l2.bank0", "host"]
+    res = synth.SynthResult("tiny", "ecp5", {}, [], [], target_mhz=100.0, fmax_mhz=90.0,
+                            slowest=got)
+    text = synth_cmd.render(res, "simtgpu synth", {"commit": "c", "date": "d"})
+    assert (f"| `core0.lsu` | {got[0].stage} | `core0.lsu.z_TRELLIS_FF_Q` | 9.25 | 108.1 |"
+            in text)
+    report["detailed_net_timings"][0]["endpoints"][0]["delay"] = 7.0
+    assert synth.slowest_units(report, "gpu") == []
 
 
 def test_slack_histogram_counts_the_endpoints_slower_than_a_clock() -> None:
