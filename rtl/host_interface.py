@@ -328,9 +328,8 @@ class HostInterface(wiring.Component):
         # all three seeds. The count itself (``threads``) is written in the second cycle and
         # first read in START.
         pair = Signal(range(max_threads ** 2 + 1))
-        last = Signal.like(small[2])
         limit = Signal(range(max_threads ** 2 + 1))
-        m.d.sync += [pair.eq(small[0] * small[1]), last.eq(small[2])]
+        m.d.sync += pair.eq(small[0] * small[1])
         with m.Switch(small[2]):
             with m.Case(0):  # a product of zero is never too many
                 m.d.sync += limit.eq(max_threads ** 2)
@@ -340,7 +339,7 @@ class HostInterface(wiring.Component):
             with m.Default():  # a dimension over M is refused on its own (below)
                 m.d.sync += limit.eq(0)
         threads = Signal(range(max_threads ** 3 + 1))
-        m.d.sync += threads.eq(pair * last)
+        m.d.sync += threads.eq(pair * small[2])  # the record's words hold through DECODE
         too_many = Signal()
         m.d.comb += too_many.eq(pair > limit)
         checked = Signal()  # DECODE's first cycle has passed: ``pair``, ``limit`` are the record's
