@@ -227,8 +227,15 @@ class Gpu(wiring.Component):
             ]
             wiring.connect(m, core.retire, wiring.flipped(self.retire[i]))
 
+        # The cycle counter counts a cycle late (as many cycles: a launch's whole busy span,
+        # shifted by one, and it still stops before the next MMIO access can read it), from a
+        # register of the host's ``busy``: its count enable spans the performance counters,
+        # and its net, placed by them, was on the way from the host's state to the STATUS
+        # read data (7ad5489, seed 3's slowest path).
+        busy_q = Signal()
+        m.d.sync += busy_q.eq(host.busy)
         m.d.comb += [
-            perf.busy.eq(host.busy),
+            perf.busy.eq(busy_q),
             perf.active.eq((host.state == CpState.RUN) | (host.state == CpState.DRAIN)),
             perf.command_done.eq(host.command_done),
             perf.reset.eq(host.counters_reset),

@@ -253,19 +253,35 @@ class HostInterface(wiring.Component):
         with m.If(sh_w.en & (written_end > code_limit)):
             m.d.sync += code_limit.eq(written_end)
 
+        # The queue's writes (QUEUE_BASE, QUEUE_ENTRIES, DOORBELL) take effect in the cycle
+        # after the bus's, from a register of the write and its range check (``queue_wq``):
+        # the check's carry chain, then the pointers' next values and their comparison into
+        # ``queued``, were one path from the bus (7ad5489's netlist, the estimate's worst).
+        # The next access comes a cycle later still (the bus waits for ``ack``), and it sees
+        # them: a STATUS read right after a doorbell reads BUSY.
+        queue_wq = Signal(data.StructLayout({"base": 1, "entries": 1, "doorbell": 1,
+                                             "data": 32}))
+        m.d.sync += [queue_wq.base.eq(0), queue_wq.entries.eq(0), queue_wq.doorbell.eq(0),
+                     queue_wq.data.eq(bus.wdata)]
+        with m.If(queue_wq.base):
+            m.d.sync += queue_base.eq(queue_wq.data)
+        with m.If(queue_wq.entries):
+            m.d.sync += entries.eq(queue_wq.data)
+        with m.If(queue_wq.base | queue_wq.entries):
+            m.d.comb += [head_d.eq(0), tail_d.eq(0)]
+        with m.If(queue_wq.doorbell):
+            m.d.comb += tail_d.eq(queue_wq.data)
         write_clear = Signal()
         with m.If(take & bus.we):
             with m.Switch(bus.addr):
                 with m.Case(Mmio.QUEUE_BASE):
-                    m.d.sync += queue_base.eq(bus.wdata)
-                    m.d.comb += [head_d.eq(0), tail_d.eq(0)]
+                    m.d.sync += queue_wq.base.eq(1)
                 with m.Case(Mmio.QUEUE_ENTRIES):
                     with m.If((bus.wdata >= 2) & (bus.wdata <= MAX_QUEUE_ENTRIES)):
-                        m.d.sync += entries.eq(bus.wdata)
-                        m.d.comb += [head_d.eq(0), tail_d.eq(0)]
+                        m.d.sync += queue_wq.entries.eq(1)
                 with m.Case(Mmio.DOORBELL):
                     with m.If(bus.wdata < entries):
-                        m.d.comb += tail_d.eq(bus.wdata)
+                        m.d.sync += queue_wq.doorbell.eq(1)
                 with m.Case(Mmio.FENCE_ADDR):
                     m.d.sync += fence_addr.eq(bus.wdata)
                 with m.Case(Mmio.IMEM_ADDR):

@@ -649,19 +649,31 @@ class L1Cache(wiring.Component):
                              dq_entry.wdata.as_value().eq(Cat(*([atom_new] * lw))),
                              dq_entry.be.eq(atom_be)]
 
+        # ``drop``: an L1 accepts an atomic that hits its line, and drops the line. It is
+        # ``fire & is_atomic & hit`` (an L1 accepts an atomic that is not pending), told from
+        # the port's registers and its lookup, as ``taken`` is: through ``fire`` (the read's
+        # and the miss's terms) into the valid bits it was a routed run's slowest path
+        # (7ad5489, seed 1).
+        drop = Signal()
+        m.d.comb += drop.eq(req.valid & room & ~pend & is_atomic & hit if not execute else 0)
+
         # Array writes: a fill (no request is accepted in its cycle, every byte), or a store
         # or an executed atomic that hits (its bytes, under their enables).
         merge_be = Signal(4 * lw)
         merge_new = Signal(width)
-        update = Signal()  # a hit whose bytes are written into the line
+        # ``update``: a hit whose bytes are written into the line, ``fire & (is_write |
+        # is_atomic & execute) & hit`` told without ``fire`` (as ``drop``): a store is accepted
+        # when it is not pending, an executed atomic also when its word is ready
+        update = Signal()
+        stores = is_write | (is_atomic & atom_ready if execute else 0)
         m.d.comb += [merge_be.eq(p.be), merge_new.eq(p.wdata.as_value()),
-                     update.eq(fire & is_write & hit)]
+                     update.eq(req.valid & room & ~pend & hit & stores)]
         if execute:
             with m.If(is_atomic):
                 m.d.comb += [merge_be.eq(atom_be), merge_new.eq(Cat(*([atom_new] * lw)))]
-            m.d.comb += update.eq(fire & (is_write | is_atomic) & hit)
-        # The address does not wait for ``update`` (``fire``, late): the read's transparency
-        # compares it with the read address beside the choice, and only the enables are late.
+        # The address does not wait for ``update`` (late: the lookup's ``hit``): the read's
+        # transparency compares it with the read address beside the choice, and only the
+        # enables are late.
         m.d.comb += [data_wr.data.eq(Mux(install, got_data, merge_new)),
                      data_wr.addr.eq(Mux(install, line_addr(fill_set, victim), rd_addr))]
         with m.If(install):
@@ -676,7 +688,7 @@ class L1Cache(wiring.Component):
                 ]
                 m.d.sync += valid[w].bit_select(fill_set, 1).eq(1)
             if not execute:
-                with m.If(fire & is_atomic & hit & (hit_way == w)):
+                with m.If(drop & (hit_way == w)):
                     m.d.sync += valid[w].bit_select(set_idx, 1).eq(0)
         with m.If(self.invalidate):
             m.d.sync += [v.eq(0) for v in valid]
@@ -818,10 +830,6 @@ class L1Cache(wiring.Component):
             # an invalidation drops every line and makes every pending miss stale. The MSHR
             # this cycle takes for ``line``, and ``line`` itself if an L1's atomic drops it,
             # are applied in the next (``taken_q``, ``drop_q``, ``same``: see ``effective``).
-            drop = Signal()
-            # told from the port's registers and its lookup, as ``taken`` is: an L1 accepts an
-            # atomic that is not pending (``fire & is_atomic & hit``)
-            m.d.comb += drop.eq(req.valid & room & ~pend & is_atomic & hit if not execute else 0)
             # (no MSHR is taken, and no line dropped, in a cycle of ``invalidate``: ``room``
             # is low)
             m.d.sync += [taken_q.eq(taken), taken_idx_q.eq(free_idx), drop_q.eq(drop)]

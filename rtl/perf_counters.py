@@ -88,9 +88,9 @@ class PerfCounters(wiring.Component):
     launch_start: ``In(1)``
         A launch starts: zero the maximum counters.
     retire_valid: ``In(cores)``; retire_exec: ``In(ArrayLayout(lanes, cores))``
-        Retire-port valid and exec mask of each core.
+        Retire-port valid and exec mask of each core (counted a cycle later).
     busy: ``In(1)``
-        STATUS.BUSY: counts CYCLES.
+        STATUS.BUSY (the GPU registers it: a cycle late): counts CYCLES.
     active: ``In(1)``
         A kernel is running: events are counted (each with the ``active`` of its cycle: the
         strobes are registered, in the core's perf port or here, and counted a cycle later).
@@ -162,10 +162,16 @@ class PerfCounters(wiring.Component):
             inc[CoreCounter.LOAD_LATENCY_SUM] = Mux(mp.load & active_q, mp.load_latency, 0)
             # a maximum: the core's latency when it is a new one (see below), never summed
             inc[CoreCounter.LOAD_LATENCY_MAX] = Mux(mp.load & active_q, mp.load_latency, 0)
-            inc[CoreCounter.INSTRUCTIONS] = self.retire_valid[i]
-            ex = self.retire_exec[i]
+            # the retire port, registered too: its valid and exec mask come late from the
+            # write-back (a deferred write's), and the lane count's adder and the counter's
+            # carry chain followed them in one cycle (7ad5489's netlist, the estimate's
+            # second worst)
+            valid_q = Signal(name=f"retire_valid{i}_q")
+            ex = Signal(cfg.lanes, name=f"retire_exec{i}_q")
+            m.d.sync += [valid_q.eq(self.retire_valid[i]), ex.eq(self.retire_exec[i])]
+            inc[CoreCounter.INSTRUCTIONS] = valid_q
             inc[CoreCounter.THREAD_INSTRUCTIONS] = \
-                sum(ex[lane] for lane in range(cfg.lanes)) * self.retire_valid[i]
+                sum(ex[lane] for lane in range(cfg.lanes)) * valid_q
             assert set(inc) == set(CoreCounter), set(inc) ^ set(CoreCounter)
             core_incr.append(inc)
         incr: dict[Mmio, object] = {

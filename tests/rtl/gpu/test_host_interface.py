@@ -255,6 +255,48 @@ def test_ring_wraps_and_nop_fence_commands() -> None:
     assert out["status"] == 0
 
 
+def test_queue_pointer_writes_and_status_right_after_the_doorbell() -> None:
+    """The ring's writes at their bounds: a doorbell at QUEUE_ENTRIES is ignored and one
+    below it runs; STATUS read as the next access after the doorbell shows BUSY (the writes
+    take effect a cycle after the bus's); QUEUE_ENTRIES (in range) and QUEUE_BASE set HEAD
+    and TAIL to 0, and QUEUE_ENTRIES outside 2..4096 changes nothing."""
+    h = _harness()
+    out = {}
+
+    async def body(host: Host):
+        await host.setup(entries=4)
+        for slot, fence in ((0, 1), (1, 2), (2, 3)):
+            host.put_record(slot, Command(CommandOp.NOP, fence))
+        await host.write(Mmio.DOORBELL, 4)  # == QUEUE_ENTRIES: ignored
+        out["ignored"] = (await host.read(Mmio.DOORBELL), await host.read(Mmio.STATUS))
+        await host.write(Mmio.DOORBELL, 3)
+        out["busy_next"] = await host.read(Mmio.STATUS)
+        await host.wait_done()
+        out["ran"] = (await host.read(Mmio.HEAD), await host.read(Mmio.DOORBELL),
+                      host.peek(FENCE)[0], await host.read(Mmio.STATUS))
+        await host.write(Mmio.QUEUE_ENTRIES, 1)  # out of range: ignored, pointers kept
+        out["bad_entries"] = [await host.read(r) for r in (Mmio.QUEUE_ENTRIES, Mmio.HEAD,
+                                                           Mmio.DOORBELL)]
+        await host.write(Mmio.QUEUE_ENTRIES, 2)  # the smallest ring: pointers to 0
+        out["entries"] = [await host.read(r) for r in (Mmio.QUEUE_ENTRIES, Mmio.HEAD,
+                                                       Mmio.DOORBELL)]
+        await host.write(Mmio.DOORBELL, 1)
+        await host.wait_done()
+        out["small_ring"] = (await host.read(Mmio.HEAD), host.peek(FENCE)[0])
+        await host.write(Mmio.QUEUE_BASE, QUEUE + 0x40)  # pointers to 0, base moved
+        out["base"] = [await host.read(r) for r in (Mmio.QUEUE_BASE, Mmio.HEAD,
+                                                    Mmio.DOORBELL, Mmio.STATUS)]
+
+    _run(h, body)
+    assert out["ignored"] == (0, 0)
+    assert out["busy_next"] == int(Status.BUSY)
+    assert out["ran"] == (3, 3, 3, 0)
+    assert out["bad_entries"] == [4, 3, 3]
+    assert out["entries"] == [2, 0, 0]
+    assert out["small_ring"] == (1, 1)  # slot 0 again: the NOP with fence 1
+    assert out["base"] == [QUEUE + 0x40, 0, 0, 0]
+
+
 def test_core_fault_is_latched_and_cleared() -> None:
     h = _harness("small")
     out = {}
