@@ -150,7 +150,8 @@ def lookahead_side_layout(ways: int, mshrs: int, caches: int = 1) -> data.ArrayL
 
 
 def connect_lookahead(m: Module, buf: wiring.Component, looks: list,
-                      in_bank: Callable[[Value], Value] | None = None) -> None:
+                      in_bank: Callable[[Value], Value] | None = None,
+                      in_addrs: list[Value] | None = None) -> None:
     """Wire a request buffer whose entries carry lookups
     (``SkidBuffer(..., lookahead_side_layout(ways, mshrs, len(looks)))``) to the ``look``
     ports of the caches behind it: each cache looks up the address entering the buffer (as
@@ -159,13 +160,19 @@ def connect_lookahead(m: Module, buf: wiring.Component, looks: list,
     keeping one set per cache, and not only the findings of the request's own cache, means
     no choice among the caches lies between a cache's lookup and the register that keeps it,
     nor between that register and the cache's decision (in the L2 the banks are far apart
-    on an FPGA, and that choice was on the path of its slowest lookup)."""
+    on an FPGA, and that choice was on the path of its slowest lookup). ``in_addrs``: per
+    cache, a register copy of the entering address to look up (the same value as the
+    buffer's ``up.payload.addr``; rtl/skid_buffer.py's ``down_copy``)."""
     if in_bank is None:
         def in_bank(addr):
             return addr
+    if in_addrs is None:
+        in_addrs = [buf.up.payload.addr] * len(looks)
+    if len(in_addrs) != len(looks):
+        raise ValueError(f"{len(in_addrs)} entering addresses for {len(looks)} caches")
     for i, lk in enumerate(looks):
         m.d.comb += [
-            lk.in_addr.eq(in_bank(buf.up.payload.addr)),
+            lk.in_addr.eq(in_bank(in_addrs[i])),
             lk.port_found.eq(buf.down_side[i]),
             lk.skid_addr.eq(in_bank(buf.skid.addr)),
             lk.skid_found.eq(buf.skid_side[i]),

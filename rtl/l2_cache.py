@@ -139,8 +139,10 @@ class L2Cache(wiring.Component):
             m.submodules[f"bank{i}"] = reuse.shared(b, key)  # one module in Verilog
         # Requests enter through a plain skid buffer, then the one whose entries carry their
         # lookups: what the banks look up as it enters comes from registers, not from the
-        # interconnect's choice among its sources (a cycle more on every request).
-        m.submodules.in_buffer = in_buf = SkidBuffer(self.up.req.payload.shape())
+        # interconnect's choice among its sources (a cycle more on every request); each bank
+        # reads a copy of the address of its own (``down_copy``), placed by its tags.
+        m.submodules.in_buffer = in_buf = SkidBuffer(self.up.req.payload.shape(), copies=nb,
+                                                     copy_of=lambda p: p.addr)
         wiring.connect(m, wiring.flipped(self.up.req), in_buf.up)
 
         def bank_of(addr):
@@ -166,7 +168,8 @@ class L2Cache(wiring.Component):
         m.d.comb += bank.eq(bank_of(req.payload.addr))
         # every bank looks up the address entering the buffer and keeps its findings of both
         # entries up to date (a bank decides only on requests for it)
-        connect_lookahead(m, buf, [b.look for b in banks], in_bank)
+        connect_lookahead(m, buf, [b.look for b in banks], in_bank,
+                          in_addrs=list(in_buf.down_copy))
 
         # the one atomic unit: the request at the port gives the operands, the bank it goes to
         # the old word (see ``gated`` above)

@@ -41,6 +41,12 @@ worked out from it is alike in every receiver, and synthesis merges it into one 
 Where the side information is an array with one element per receiver (the L2 banks' own
 lookups), each element is chosen and kept by a copy of the read pointer of its own
 (:func:`~simtgpu.rtl.replica.replicas`), placed by its receiver.
+
+**Copies** (``copies``, without side information): a few bits of the item at ``down``
+(``copy_of``: the L2 takes a request's address) kept in ``copies`` registers of their own
+beside ``main`` (``down_copy``), which the placer can put by several readers far apart: the
+L2's banks each look up the address of the request leaving the first buffer, and the one
+register read by both banks' tag memories was the start of a routed run's slowest path.
 """
 
 from collections.abc import Callable
@@ -81,17 +87,24 @@ class SkidBuffer(wiring.Component):
     down_key: ``Out(ArrayLayout(key width, routes))``
         With ``routes`` and ``key_of``: per receiver, ``key_of`` the item at ``down`` if it
         goes there, else zero, from flip-flops.
+    down_copy: ``Out(ArrayLayout(copy width, copies))``
+        With ``copies`` and ``copy_of``: ``copy_of`` the item at ``down``, in each of
+        ``copies`` registers of its own (meaningful with ``down.valid``).
     """
 
     def __init__(self, shape, side_shape=None, routes: int = 0,
                  route_of: Callable[[Value], Value] | None = None,
-                 key_of: Callable[[Value], Value] | None = None):
+                 key_of: Callable[[Value], Value] | None = None, copies: int = 0,
+                 copy_of: Callable[[Value], Value] | None = None):
         if routes and (side_shape is None or route_of is None):
             raise ValueError("a skid buffer's routes need side_shape and route_of")
         if key_of is not None and not routes:
             raise ValueError("a skid buffer's key_of needs routes")
+        if copies and (copy_of is None or side_shape is not None):
+            raise ValueError("a skid buffer's copies need copy_of and no side_shape")
         self.side_shape = side_shape
         self.routes, self.route_of, self.key_of = routes, route_of, key_of
+        self.copies, self.copy_of = copies, copy_of
         members = {
             "up": In(stream.Signature(shape)),
             "down": Out(stream.Signature(shape)),
@@ -106,6 +119,9 @@ class SkidBuffer(wiring.Component):
         if key_of is not None:
             width = len(Value.cast(key_of(Signal(shape))))
             members["down_key"] = Out(data.ArrayLayout(width, routes))
+        if copies:
+            width = len(Value.cast(copy_of(Signal(shape))))
+            members["down_copy"] = Out(data.ArrayLayout(width, copies))
         super().__init__(members)
 
     def elaborate(self, platform) -> Module:
@@ -119,11 +135,19 @@ class SkidBuffer(wiring.Component):
         m.d.comb += [down.valid.eq(main_valid), down.payload.eq(main),
                      up.ready.eq(~skid_valid), self.idle.eq(~main_valid & ~skid_valid)]
         take = up.valid & ~skid_valid
-        with m.If(~main_valid | down.ready):  # main is empty or its item leaves
+        load = Signal()  # main is empty or its item leaves: main takes the next item
+        m.d.comb += load.eq(~main_valid | down.ready)
+        with m.If(load):
             m.d.sync += [main.eq(Mux(skid_valid, skid, up.payload)),
                          main_valid.eq(skid_valid | take), skid_valid.eq(0)]
         with m.Elif(take):
             m.d.sync += [skid.eq(up.payload), skid_valid.eq(1)]
+        if self.copies:
+            # each copy is loaded as main is, and holds main's bits otherwise (the same)
+            part = self.copy_of
+            copies = replicas(m, Mux(load, Mux(skid_valid, part(skid), part(up.payload)),
+                                     part(main)), self.copies, "copy")
+            m.d.comb += [self.down_copy[i].eq(c) for i, c in enumerate(copies)]
         return m
 
     def _elaborate_queue(self) -> Module:

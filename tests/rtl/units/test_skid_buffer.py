@@ -21,8 +21,8 @@ def _simulate(dut: SkidBuffer, bench) -> None:
     sim.run()
 
 
-def _run(offer_p: float, take_p: float, cycles: int, seed: int) -> dict:
-    dut = SkidBuffer(16)
+def _run(offer_p: float, take_p: float, cycles: int, seed: int, copies: int = 0) -> dict:
+    dut = SkidBuffer(16, copies=copies, copy_of=(lambda p: p[3:11]) if copies else None)
     rng = random.Random(seed)
     stats = {"in": 0, "out": 0, "full": 0}
 
@@ -42,6 +42,8 @@ def _run(offer_p: float, take_p: float, cycles: int, seed: int) -> dict:
             assert ctx.get(dut.idle) == (not held), at
             if held:
                 assert ctx.get(dut.down.payload) == held[0], at
+                for i in range(copies):  # each copy holds bits 3..10 of the head
+                    assert ctx.get(dut.down_copy[i]) == held[0] >> 3 & 0xFF, (at, i)
             if held and ready:
                 assert held.popleft() == expect_out, at
                 expect_out += 1
@@ -60,6 +62,13 @@ def _run(offer_p: float, take_p: float, cycles: int, seed: int) -> dict:
 def test_skid_buffer_against_a_queue() -> None:
     stats = _run(0.7, 0.6, 4000, seed=1)
     assert stats["full"] > 200 and stats["out"] > 1500, stats  # it filled and drained
+
+
+def test_copies_hold_the_head_bits() -> None:
+    """``copies``: registers of their own with ``copy_of`` the item at ``down``, checked
+    every cycle against the model's head while the buffer fills, stalls and drains."""
+    stats = _run(0.7, 0.6, 2000, seed=4, copies=3)
+    assert stats["full"] > 100 and stats["out"] > 700, stats
 
 
 def test_skid_buffer_moves_an_item_per_cycle() -> None:
@@ -132,3 +141,7 @@ def test_routes_need_side_information() -> None:
         SkidBuffer(16, routes=2, route_of=lambda p: p[:1])
     with pytest.raises(ValueError, match="key_of needs routes"):
         SkidBuffer(16, side_shape=8, key_of=lambda p: p[:1])
+    with pytest.raises(ValueError, match="copies need copy_of and no side_shape"):
+        SkidBuffer(16, copies=2)
+    with pytest.raises(ValueError, match="copies need copy_of and no side_shape"):
+        SkidBuffer(16, side_shape=8, copies=2, copy_of=lambda p: p[:4])
