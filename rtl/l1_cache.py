@@ -439,7 +439,10 @@ class L1Cache(wiring.Component):
         rob_ready = Signal(rd)  # answered (a hit, or acknowledged); a fill's entry: see below
         rob_fill = Signal(rd)  # a read miss or merge: answers with its slot's line
         head = Signal(rbits)
-        head_inc = Signal(rbits)  # the entry after the head (the pointer wraps)
+        # the entry after the head (the pointer wraps), a register moved with it: as ``head +
+        # 1`` it was the first step of the paths through the next head's flags into
+        # ``answers`` (the estimate's worst into the caches' responses at bc93f6b)
+        head_inc = Signal(rbits, init=1)
         tail = Signal(rbits)
         count = Signal(range(rd + 1))
         m.submodules.rob_mem = rob_mem = Memory(shape=unsigned(width), depth=rd, init=[])
@@ -465,7 +468,7 @@ class L1Cache(wiring.Component):
         slot_filled = Signal(rd)
         _, slot_free = lowest_set(m, ~slot_busy)  # the lowest free slot
         m.d.comb += [rob_rd.addr.eq(head), ack_rd.addr.eq(head), tags_rd.addr.eq(head),
-                     head_inc.eq(head + 1), rslot_rd.addr.eq(head_inc),
+                     rslot_rd.addr.eq(head_inc),
                      slot_rd.addr.eq(head_slot), last_rd.addr.eq(head_slot),
                      mslot_rd.addr.eq(pend_idx)]
 
@@ -597,8 +600,9 @@ class L1Cache(wiring.Component):
         else:
             accept_atomic = ~pend
         can = Signal()
-        m.d.comb += can.eq(room & Mux(is_read, hit | pend | free,
-                                      Mux(is_atomic, accept_atomic, ~pend)))
+        accept_other = Signal()  # a request that is not a read would be accepted with room
+        m.d.comb += [accept_other.eq(Mux(is_atomic, accept_atomic, ~pend)),
+                     can.eq(room & Mux(is_read, hit | pend | free, accept_other))]
         m.d.comb += req.ready.eq(can)
         fire = Signal()
         m.d.comb += fire.eq(req.valid & req.ready)
@@ -617,8 +621,11 @@ class L1Cache(wiring.Component):
             self.mshr_full.eq(req.valid & room & line_miss & ~free),
         ]
 
-        send = Signal()  # the request goes down (a new miss, a store or an atomic)
-        m.d.comb += send.eq((fire & (new_miss | ~is_read)) | fetch)
+        # the request goes down (a new miss, a store or an atomic): ``(fire & (new_miss |
+        # ~is_read)) | fetch`` told as ``taken`` is, without ``fire``, whose read terms lay
+        # on the path of the down queue's push into its level (7ad5489's estimate)
+        send = Signal()
+        m.d.comb += send.eq(taken | (req.valid & room & ~is_read & accept_other))
         # What goes down is chosen by ``fetches`` (an atomic whose line is neither in nor
         # due), from the port's registers: whenever something goes down it equals ``fetch``
         # (an atomic goes down itself only on a hit), whose readiness and free-MSHR terms stay
@@ -826,7 +833,8 @@ class L1Cache(wiring.Component):
         ]
         m.d.comb += retire.eq(resp.valid & resp.ready)
         with m.If(retire):
-            m.d.sync += [rob_valid.bit_select(head, 1).eq(0), head.eq(head_inc)]
+            m.d.sync += [rob_valid.bit_select(head, 1).eq(0), head.eq(head_inc),
+                         head_inc.eq(head_inc + 1)]
             with m.If(head_fill & (last_rd.data == head)):  # the slot's last reader leaves
                 m.d.sync += slot_busy.bit_select(head_slot, 1).eq(0)
         with m.If(fire & ~retire):
