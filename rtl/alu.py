@@ -22,13 +22,13 @@ from collections.abc import Callable
 from functools import reduce
 
 from amaranth import Cat, Const, Module, Mux, Signal, Value
-from amaranth.lib import data, wiring
+from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 from simtgpu.isa import INSTRUCTIONS, Instr, Sem
 
 from .isa_consts import isa_op_enum, one_of, op_name
 
-__all__ = ["ALU_SELECT", "ALU_SEMS", "Alu", "AluOp", "alu_op", "alu_select", "op_name"]
+__all__ = ["ALU_SEMS", "Alu", "AluOp", "alu_op", "op_name"]
 
 
 ALU_SEMS: tuple[Sem, ...] = (Sem.INT, Sem.INT_IMM, Sem.CONST, Sem.ICMP, Sem.SELECT,
@@ -142,54 +142,15 @@ def _check_coverage() -> None:
 _check_coverage()
 
 
-def _result_ops() -> dict[str, list]:
-    """The register results other than min/max, by key (the ``*i`` forms share their
-    register form's), with the :data:`AluOp` members that give each."""
-    ops_of: dict[str, list] = {}
-    for instr in INSTRUCTIONS:
-        if instr.sem is Sem.SELECT:
-            key = "sel"
-        elif instr.sem in (Sem.INT, Sem.INT_IMM, Sem.CONST) and _INT_RESULT[_base(instr)]:
-            key = _base(instr)
-        else:
-            continue
-        ops_of.setdefault(key, []).append(alu_op(instr))
-    return ops_of
-
-
-_RESULT_OPS = _result_ops()
-
-ALU_SELECT = data.StructLayout({"minmax": 1, "is_max": 1, "signed": 1,
-                                **{f"is_{key}": 1 for key in _RESULT_OPS}})
-"""The ALU's op decoded into the bits that choose its register result: min/max and their
-kind, and one bit per other result (``is_add``, ...). :func:`alu_select` makes them; the core
-registers them a stage early (``Alu(predecoded=True)``)."""
-
-
-def alu_select(op: Value) -> Value:
-    """``op`` (an :data:`AluOp` value) decoded into :data:`ALU_SELECT` (combinational)."""
-    op = Value.cast(op)
-    bits = {"minmax": op.matches(AluOp.MIN, AluOp.MAX, AluOp.MINU, AluOp.MAXU),
-            "is_max": op.matches(AluOp.MAX, AluOp.MAXU),
-            "signed": op.matches(AluOp.MIN, AluOp.MAX),
-            **{f"is_{key}": one_of(op, members) for key, members in _RESULT_OPS.items()}}
-    return Cat(*[bits[name] for name in ALU_SELECT.members])
-
-
 class Alu(wiring.Component):
     """One lane's integer ALU (combinational).
 
-    The datapath is 32 bits wide, as fixed by the ISA. ``predecoded``: the register result's
-    choice comes in as ``select`` (:func:`alu_select` of ``op``, which the core registers a
-    stage early), not decoded here from ``op``: two LUTs off the path from the op to the
-    result, which ended the ALU's paths on the routed ``tiny``.
+    The datapath is 32 bits wide, as fixed by the ISA; the unit has no parameters.
 
     Attributes
     ----------
     op : In(AluOp)
         Operation to perform.
-    select : In(ALU_SELECT)
-        With ``predecoded``: ``alu_select(op)``.
     a, b, c : In(32)
         Sources: ``rs1``; ``rs2`` or the immediate; the old ``rd`` (for ``lli``).
     pa, pb, psel : In(1)
@@ -201,40 +162,57 @@ class Alu(wiring.Component):
         Predicate result (zero for ops that write a register).
     """
 
-    def __init__(self, predecoded: bool = False):
-        self.predecoded = predecoded
-        super().__init__({
-            "op": In(AluOp), "a": In(32), "b": In(32), "c": In(32),
-            "pa": In(1), "pb": In(1), "psel": In(1),
-            **({"select": In(ALU_SELECT)} if predecoded else {}),
-            "result": Out(32), "pred": Out(1),
-        })
+    op: In(AluOp)
+    a: In(32)
+    b: In(32)
+    c: In(32)
+    pa: In(1)
+    pb: In(1)
+    psel: In(1)
+    result: Out(32)
+    pred: Out(1)
 
     def elaborate(self, platform) -> Module:
         m = Module()
         a, b, c = self.a, self.b, self.c
         shared = _Shared(m, a, b)
-        # the result's choice: from the stage before, or decoded here (each bit kept as a
-        # net, so that the decoding of the op register is two LUTs deep)
-        sel = Signal(ALU_SELECT, attrs={} if self.predecoded else {"keep": 1})
-        m.d.comb += sel.eq(self.select if self.predecoded else alu_select(self.op))
         # min and max take a or b by the comparison, the output of a carry chain: the choice
         # comes last, after the op has chosen among the other results (``other``, kept as a
         # net so that the LUT mapping, which sees the chain's output as early as a register's,
         # does not fold the comparison into the op's choice). Where a == b, a and b are alike,
         # so max takes b when a < b and needs no equality.
+        op = self.op.as_value()
+        minmax, is_max, signed_ = Signal(), Signal(), Signal()
+        m.d.comb += [minmax.eq(op.matches(AluOp.MIN, AluOp.MAX, AluOp.MINU, AluOp.MAXU)),
+                     is_max.eq(op.matches(AluOp.MAX, AluOp.MAXU)),
+                     signed_.eq(op.matches(AluOp.MIN, AluOp.MAX))]
         take_a = Signal()
-        m.d.comb += take_a.eq(Mux(sel.signed, shared.lt, shared.ltu) ^ sel.is_max)
+        m.d.comb += take_a.eq(Mux(signed_, shared.lt, shared.ltu) ^ is_max)
         other = Signal(32, attrs={"keep": 1})
-        m.d.comb += self.result.eq(Mux(sel.minmax, Mux(take_a, a, b), other))
-        # The other register results as an AND-OR: each result's bit of ``sel`` gates its
+        m.d.comb += self.result.eq(Mux(minmax, Mux(take_a, a, b), other))
+        # The other register results as an AND-OR: each result's ops decoded into one bit
+        # (kept as a net, so the decoding of the op register is two LUTs deep) that gates its
         # value, rather than a multiplexer tree over the op that the routing spreads across
         # the lanes.
+        ops_of: dict[str, list] = {}
+        values: dict[str, Value] = {}
+        for instr in INSTRUCTIONS:
+            if instr.sem is Sem.SELECT:
+                key, value = "sel", Mux(self.psel, a, b)
+            elif instr.sem in (Sem.INT, Sem.INT_IMM, Sem.CONST):
+                fn = _INT_RESULT[_base(instr)]
+                if fn is None:  # min/max: above
+                    continue
+                key, value = _base(instr), fn(shared, a, b, c)
+            else:
+                continue
+            ops_of.setdefault(key, []).append(alu_op(instr))
+            values[key] = value
         terms = []
-        for key in _RESULT_OPS:
-            value = (Mux(self.psel, a, b) if key == "sel"
-                     else _INT_RESULT[key](shared, a, b, c))
-            terms.append(Mux(sel[f"is_{key}"], value, 0))
+        for key, members in ops_of.items():
+            hit = Signal(name=f"is_{key}", attrs={"keep": 1})
+            m.d.comb += hit.eq(one_of(op, members))
+            terms.append(Mux(hit, values[key], 0))
         m.d.comb += other.eq(reduce(operator.or_, terms))
         with m.Switch(self.op):  # predicate results
             for instr in INSTRUCTIONS:

@@ -51,7 +51,7 @@ from simtgpu.isa.instructions import Space
 from simtgpu.isa.mma import mma_shape
 
 from . import layouts, reuse
-from .alu import ALU_SELECT, ALU_SEMS, Alu, AluOp, alu_op, alu_select
+from .alu import ALU_SEMS, Alu, AluOp, alu_op
 from .barrier import Barrier
 from .configs import RtlConfig
 from .decoder import PREDECODED, Decoder, decoded
@@ -154,7 +154,7 @@ class Core(wiring.Component):
         m.submodules.faults = fr = FaultRecorder(W, L)
         m.submodules.stalls = sc = StallClassifier(W)
         m.submodules.warp_waits = wwait = WarpWaits(W)
-        alus = [Alu(predecoded=True) for _ in range(L)]
+        alus = [Alu() for _ in range(L)]
         muls = [Multiplier(latency=2, gated=cfg.clock_gating) for _ in range(L)]
         # the FPU's and the half unit's last register loads as mem's instruction moves to wb
         # (``en_last``), which it does while ex1 holds the stages before it
@@ -166,7 +166,7 @@ class Core(wiring.Component):
         for l in range(L):  # one module each in exported Verilog (rtl/reuse.py)
             m.submodules[f"half{l}"] = reuse.shared(halfs[l], (HALF_LATENCY, False,
                                                                  cfg.clock_gating))
-            m.submodules[f"alu{l}"] = reuse.shared(alus[l], (True,))
+            m.submodules[f"alu{l}"] = reuse.shared(alus[l], ())
             m.submodules[f"mul{l}"] = reuse.shared(muls[l], (2, cfg.clock_gating))
             m.submodules[f"fpu{l}"] = reuse.shared(fpus[l], (FPU_LATENCY, False, cfg.clock_gating))
             m.submodules[f"fcmp{l}"] = reuse.shared(fcmps[l], ())
@@ -764,9 +764,7 @@ class Core(wiring.Component):
                     m.d.comb += is_alu.eq(1)
             alu_dom = gated_domain(m, "alu_ops", ~stall & rr.valid & is_alu)
             ex1_alu_op = Signal(AluOp, name="ex1_alu_op")
-            ex1_alu_sel = Signal(ALU_SELECT, name="ex1_alu_sel")
-            rr_alu_op = alu_op_of(rr.dec, "rr_alu_op")
-            m.d[alu_dom] += [ex1_alu_op.eq(rr_alu_op), ex1_alu_sel.eq(alu_select(rr_alu_op)),
+            m.d[alu_dom] += [ex1_alu_op.eq(alu_op_of(rr.dec, "rr_alu_op")),
                              ex1_alu_fn.eq(rr.dec.fn[:cmp_bits])]
             m.d[alu_dom] += [getattr(ex1_alu, f)[l].eq(getattr(rr, f)[l])
                              for f in alu_fields for l in range(L)]
@@ -778,13 +776,10 @@ class Core(wiring.Component):
         m.d.comb += ex1.eq(x)
         if not cfg.clock_gating:
             # the ALU's op decoded in rr and registered as rr_ex1 loads (the value ex1 would
-            # decode), so that ex1's ALU does not wait for the decoding of the instruction's
-            # id; so is the choice of its register result (``alu_select``)
+            # decode), so that ex1's ALU does not wait for the decoding of the instruction's id
             ex1_alu, ex1_alu_op, ex1_alu_fn = x, Signal(AluOp, name="ex1_alu_op"), xd.fn[:cmp_bits]
-            ex1_alu_sel = Signal(ALU_SELECT, name="ex1_alu_sel")
-            rr_alu_op = alu_op_of(rr.dec, "rr_alu_op")
             with m.If(~stall):
-                m.d.sync += [ex1_alu_op.eq(rr_alu_op), ex1_alu_sel.eq(alu_select(rr_alu_op))]
+                m.d.sync += ex1_alu_op.eq(alu_op_of(rr.dec, "rr_alu_op"))
         m.d.comb += [wu.shfl_mode.eq(xd.fn[:2]), wu.vote_mode.eq(xd.fn[:2]), wu.exec.eq(x.exec),
                      wu.a.eq(x.a), wu.b.eq(x.b), wu.p.eq(x.pa)]
         # whether ex1's result is the ALU's, and its predicate the ALU's or the FP compare's,
@@ -799,8 +794,7 @@ class Core(wiring.Component):
                          pred_fcmp.eq(rr.dec.sem == RSem.FCMP)]
         for l in range(L):
             a, s = alus[l], ex1_alu
-            m.d.comb += [a.op.eq(ex1_alu_op), a.select.eq(ex1_alu_sel),
-                         a.a.eq(s.a[l]), a.b.eq(s.b[l]), a.c.eq(s.c[l]),
+            m.d.comb += [a.op.eq(ex1_alu_op), a.a.eq(s.a[l]), a.b.eq(s.b[l]), a.c.eq(s.c[l]),
                          a.pa.eq(s.pa[l]), a.pb.eq(s.pb[l]), a.psel.eq(s.pc3[l])]
             fc = fcmps[l]
             m.d.comb += [fc.cond.eq(ex1_alu_fn), fc.a.eq(s.a[l]), fc.b.eq(s.b[l])]

@@ -1,10 +1,9 @@
 """The integer ALU against a Python-integer reference written from the isa meanings."""
 
 import pytest
-from amaranth.hdl import Elaboratable, Module
 from int_ref import CMP_REF, INT_REF
 from simtgpu.isa import BY_MNEMONIC, INSTRUCTIONS, Sem
-from simtgpu.rtl.alu import ALU_SEMS, Alu, AluOp, alu_op, alu_select, op_name
+from simtgpu.rtl.alu import ALU_SEMS, Alu, AluOp, alu_op, op_name
 from simtgpu.verification.fp_vectors import INT_EDGES, int_operands
 from units_harness import LONG, MASK32, lint, rng, run_comb
 
@@ -57,9 +56,8 @@ def test_reference_spot_values() -> None:
     assert reference("movi", 0, 0x8001, 0, 0, 0, 0) == (0xFFFF8001, 0)
 
 
-@pytest.mark.parametrize("predecoded", [False, True], ids=["decodes", "predecoded"])
 @pytest.mark.parametrize("instr", ALU_INSTRS, ids=lambda i: i.mnemonic)
-def test_alu_op(instr, predecoded: bool) -> None:
+def test_alu_op(instr) -> None:
     gen = rng(0xA1 + instr.opcode * 16 + (instr.fn or 0))
     n = 5000 if LONG else 150
     edges = INT_EDGES.tolist()
@@ -69,7 +67,7 @@ def test_alu_op(instr, predecoded: bool) -> None:
         vectors += [(0, sext16(b)) for _, b in vectors[-50:]]
     (cs,) = (col.tolist() for col in int_operands(gen, len(vectors), 1))
     preds = gen.integers(0, 8, len(vectors))
-    dut = _Predecoded() if predecoded else Alu()
+    dut = Alu()
     op = alu_op(instr)
 
     async def bench(ctx) -> None:
@@ -88,22 +86,6 @@ def test_alu_op(instr, predecoded: bool) -> None:
                                  f"p={pa}{pb}{ps}: got {got}, want {want}")
 
     run_comb(dut, bench)
-
-
-class _Predecoded(Elaboratable):
-    """The core's form: ``Alu(predecoded=True)`` given ``alu_select(op)`` (the core registers
-    it a stage early; here it is combinational), with the plain ALU's ports."""
-
-    def __init__(self) -> None:
-        self.alu = Alu(predecoded=True)
-        for name in ("op", "a", "b", "c", "pa", "pb", "psel", "result", "pred"):
-            setattr(self, name, getattr(self.alu, name))
-
-    def elaborate(self, platform) -> Module:
-        m = Module()
-        m.submodules.alu = self.alu
-        m.d.comb += self.alu.select.eq(alu_select(self.alu.op))
-        return m
 
 
 def test_alu_verilator_lint() -> None:
