@@ -30,7 +30,10 @@ more on every request and every response). The second request buffer's entries k
 request's tag and MSHR lookup at every bank (its own bank's is the one used), made as the
 request enters and brought up to date every cycle after (``L1Cache``'s ``lookahead``): the
 bank's decision on the request at its port starts from registers, not from a lookup through
-its tags, and is the one a lookup in that cycle would make.
+its tags, and is the one a lookup in that cycle would make. Each bank reads the entering
+request's tags a cycle ahead (``read_ahead``: at the address the first buffer will hold
+next) into registers by its tag memories, and compares them with a register copy of the
+address of its own (the first buffer's ``down_copy``).
 
 Banks: line ``n`` lives in bank ``n mod banks``, which sees the address with the bank bits
 taken out (so its sets cover the whole of its share of memory); the address is put back
@@ -122,7 +125,8 @@ class L2Cache(wiring.Component):
         self.bank_args = dict(line_words=line_words, size_bytes=size_bytes // banks, ways=ways,
                               mshrs=mshrs, rob_depth=rob_depth, tag_bits=tag_bits,
                               atomics="execute", fadd_latency=self.FADD_LATENCY,
-                              addr_bits=addr_bits - self.bank_bits, lookahead=True)
+                              addr_bits=addr_bits - self.bank_bits, lookahead=True,
+                              read_ahead=True)
         self.rob_depth = rob_depth
         self.mshrs = mshrs
         self._banks = [L1Cache(**self.bank_args) for _ in range(banks)]  # checks them now
@@ -169,7 +173,7 @@ class L2Cache(wiring.Component):
         # every bank looks up the address entering the buffer and keeps its findings of both
         # entries up to date (a bank decides only on requests for it)
         connect_lookahead(m, buf, [b.look for b in banks], in_bank,
-                          in_addrs=list(in_buf.down_copy))
+                          in_addrs=list(in_buf.down_copy), in_addr_next=in_buf.down_copy_next)
 
         # the one atomic unit: the request at the port gives the operands, the bank it goes to
         # the old word (see ``gated`` above)

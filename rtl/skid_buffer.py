@@ -87,9 +87,10 @@ class SkidBuffer(wiring.Component):
     down_key: ``Out(ArrayLayout(key width, routes))``
         With ``routes`` and ``key_of``: per receiver, ``key_of`` the item at ``down`` if it
         goes there, else zero, from flip-flops.
-    down_copy: ``Out(ArrayLayout(copy width, copies))``
+    down_copy: ``Out(ArrayLayout(copy width, copies))``; down_copy_next: ``Out(copy width)``
         With ``copies`` and ``copy_of``: ``copy_of`` the item at ``down``, in each of
-        ``copies`` registers of its own (meaningful with ``down.valid``).
+        ``copies`` registers of its own (meaningful with ``down.valid``), and the value they
+        take at the next edge.
     """
 
     def __init__(self, shape, side_shape=None, routes: int = 0,
@@ -122,6 +123,7 @@ class SkidBuffer(wiring.Component):
         if copies:
             width = len(Value.cast(copy_of(Signal(shape))))
             members["down_copy"] = Out(data.ArrayLayout(width, copies))
+            members["down_copy_next"] = Out(width)
         super().__init__(members)
 
     def elaborate(self, platform) -> Module:
@@ -145,8 +147,9 @@ class SkidBuffer(wiring.Component):
         if self.copies:
             # each copy is loaded as main is, and holds main's bits otherwise (the same)
             part = self.copy_of
-            copies = replicas(m, Mux(load, Mux(skid_valid, part(skid), part(up.payload)),
-                                     part(main)), self.copies, "copy")
+            m.d.comb += self.down_copy_next.eq(
+                Mux(load, Mux(skid_valid, part(skid), part(up.payload)), part(main)))
+            copies = replicas(m, self.down_copy_next, self.copies, "copy")
             m.d.comb += [self.down_copy[i].eq(c) for i, c in enumerate(copies)]
         return m
 

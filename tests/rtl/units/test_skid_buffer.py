@@ -29,6 +29,7 @@ def _run(offer_p: float, take_p: float, cycles: int, seed: int, copies: int = 0)
     async def bench(ctx) -> None:
         held: deque[int] = deque()  # the model: what the buffer holds, oldest first
         sent = 0
+        copy_next = 0
         expect_out = 0
         for cycle in range(cycles):
             valid, ready = rng.random() < offer_p, rng.random() < take_p
@@ -44,6 +45,10 @@ def _run(offer_p: float, take_p: float, cycles: int, seed: int, copies: int = 0)
                 assert ctx.get(dut.down.payload) == held[0], at
                 for i in range(copies):  # each copy holds bits 3..10 of the head
                     assert ctx.get(dut.down_copy[i]) == held[0] >> 3 & 0xFF, (at, i)
+            if copies and cycle:  # and what the previous cycle gave as their next value
+                assert ctx.get(dut.down_copy[0]) == copy_next, at
+            if copies:
+                copy_next = ctx.get(dut.down_copy_next)
             if held and ready:
                 assert held.popleft() == expect_out, at
                 expect_out += 1
