@@ -195,7 +195,9 @@ class Gpu(wiring.Component):
         # them were the whole GPU's slowest. The host waits for ``drained`` only once nothing
         # can start: every block finished (DRAIN), or the cores halted (HALT). While the host
         # halts them, ``drained`` counts only from a cycle in which the cores saw the halt
-        # (``halted_q``): before, one could still have started an instruction. The cores
+        # (``halted_q``): before, one could still have started an instruction (the host
+        # takes ``drained_q`` and ``halted_q`` apart and applies that rule by its own state;
+        # ``drained``, the rule applied here, is the GPU's port). The cores
         # see the flush with the halt still on (the host asserts both in FLUSH). A cycle more
         # at the end of each launch, two more at a fault.
         drained_now = Signal()
@@ -208,7 +210,8 @@ class Gpu(wiring.Component):
                      flush_q.eq(host.core_flush), halted_q.eq(halt_q)]
         drained = Signal()
         m.d.comb += [drained.eq(drained_q & (halted_q | ~host.core_halt)),
-                     host.drained.eq(drained), self.drained.eq(drained)]
+                     host.drained.eq(drained_q), host.halted.eq(halted_q),
+                     self.drained.eq(drained)]
 
         for i, core in enumerate(cores):
             wiring.connect(m, disp.cores[i], core.dispatch)

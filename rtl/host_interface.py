@@ -95,8 +95,14 @@ class HostInterface(wiring.Component):
         The dispatcher's launch, start and abort pulses, and its done pulse.
     core_fault: ``In(fault_signature(lanes)).array(cores)``
         Fault outputs of the cores.
-    drained: ``In(1)``
-        Every core is drained and the interconnect has nothing outstanding.
+    drained, halted: ``In(1)``
+        Every core is drained and the interconnect has nothing outstanding (a cycle late);
+        the cores have seen ``core_halt`` (registered twice): while the host halts them
+        (HALT) they count as drained only with ``halted`` as well, since before it one could
+        still start an instruction. The host applies that rule by its own state, so neither
+        input depends on ``core_halt`` (as one signal, the state's decoding into
+        ``core_halt`` went out to the GPU and back into the fault record's enables: the
+        ``f_instr`` endpoint among the latest of every routed seed at bc93f6b).
     core_start, core_halt, core_flush: ``Out(1)``
         Broadcast core controls.
     perf_re: ``Out(1)``; perf_rdata: ``In(32)``
@@ -124,7 +130,7 @@ class HostInterface(wiring.Component):
             "disp_abort": Out(1),
             "disp_done": In(1),
             "core_fault": In(fault_signature(cfg.lanes)).array(cfg.cores),
-            "drained": In(1),
+            "drained": In(1), "halted": In(1),
             "core_start": Out(1),
             "core_halt": Out(1),
             "core_flush": Out(1),
@@ -531,7 +537,8 @@ class HostInterface(wiring.Component):
                 # anyway after a while: the queue must not stay stuck behind it.
                 m.d.comb += self.core_halt.eq(1)
                 m.d.sync += watchdog.eq(watchdog + 1)
-                with m.If(self.drained | (watchdog >= cfg.drain_timeout_cycles)):
+                with m.If((self.drained & self.halted)
+                          | (watchdog >= cfg.drain_timeout_cycles)):
                     m.d.sync += state.eq(CpState.FLUSH)
                     # the faulting core's record once it has drained: an older instruction
                     # of the faulting warp, still in flight at the first fault, may have
