@@ -253,8 +253,8 @@ class L1Cache(wiring.Component):
         registers; the decisions are those of a lookup in the cycle itself.
     read_ahead:
         With ``lookahead``: the tags of the entering lookup are read a cycle ahead, at
-        ``look.in_addr_next`` (the address that enters next), into a register, and that
-        cycle's tag write bypassed; the lookups are the same, cycle for cycle.
+        ``look.in_addr_next`` (the address that enters next), into a register transparent to
+        that cycle's tag write; the lookups are the same, cycle for cycle.
 
     Members
     -------
@@ -341,20 +341,18 @@ class L1Cache(wiring.Component):
         # way's lines, read at the hit way: one line read per cycle instead of one per way
         # and their mux (the same RAM bits on an FPGA).
         # With ``read_ahead`` the tags are read a cycle ahead, at the set of the address that
-        # enters next (``look.in_addr_next``), into a register of the data read, and a write
-        # to that set in that cycle is bypassed from a register of its own (below): what a
-        # read now would give. The entering lookup then starts at registers by the tags, not
-        # at the buffer's address, the net to the far bank and the RAM's read (the L2's
-        # slowest path on two of bc93f6b's three seeds, 16.30 and 16.70 ns). The read is not
-        # transparent: yosys makes a transparent read of a distributed RAM a register of the
-        # address and the RAM's read after it, which keeps both on the path.
+        # enters next (``look.in_addr_next``), into a register, transparent to that cycle's
+        # write: what a read now would give. The entering lookup then starts at that register
+        # by the tags, not at the buffer's address and the net to the far bank (the L2's
+        # slowest path on two of bc93f6b's three seeds, 16.30 and 16.70 ns).
         valid = [Signal(sets, name=f"valid{w}") for w in range(ways)]
         tag_rd, tag_wr = [], []
         for w in range(ways):
             tmem = Memory(shape=unsigned(tb), depth=sets, init=[])
             m.submodules[f"tags{w}"] = tmem
             tag_wr.append(tmem.write_port())
-            tag_rd.append(tmem.read_port(domain="sync" if self.read_ahead else "comb"))
+            tag_rd.append(tmem.read_port(transparent_for=(tag_wr[w],)) if self.read_ahead
+                          else tmem.read_port(domain="comb"))
         # The data memory's read is registered (block RAM on an FPGA): the line a request
         # looks up arrives in the next cycle. Its writes take byte enables, so a store that
         # hits needs no read of the line first; the read is transparent to them.
@@ -379,19 +377,11 @@ class L1Cache(wiring.Component):
         if self.lookahead:
             _, look_set, look_tag = split(self.look.in_addr)
         read_set = split(self.look.in_addr_next)[1] if self.read_ahead else look_set
-        tags_now = [rp.data for rp in tag_rd]  # each way's tag at look_set, as it is now
-        if self.read_ahead:
-            for w in range(ways):
-                bypass = Signal(name=f"tag_bypass{w}")
-                bypass_data = Signal(tb, name=f"tag_bypass_data{w}")
-                m.d.sync += [bypass.eq(tag_wr[w].en & (tag_wr[w].addr == read_set)),
-                             bypass_data.eq(tag_wr[w].data)]
-                tags_now[w] = Mux(bypass, bypass_data, tag_rd[w].data)
         way_hit = Signal(ways)  # of the lookup made now
         for w in range(ways):
             m.d.comb += [
                 tag_rd[w].addr.eq(read_set),
-                way_hit[w].eq(valid[w].bit_select(look_set, 1) & (tags_now[w] == look_tag)),
+                way_hit[w].eq(valid[w].bit_select(look_set, 1) & (tag_rd[w].data == look_tag)),
             ]
         hit = Signal()
         hit_way = Signal(_bits(ways))
@@ -636,12 +626,7 @@ class L1Cache(wiring.Component):
         m.d.comb += [accept_other.eq(Mux(is_atomic, accept_atomic, ~pend)),
                      can.eq(room & Mux(is_read, hit | pend | free, accept_other))]
         m.d.comb += req.ready.eq(can)
-        # ``fire`` is kept as a net of its own (a boundary the LUT mapping does not see
-        # through): the terms below told without it (``taken``, ``send``, ``drop``,
-        # ``update``, the answer's ``offered``) were otherwise mapped back through it, the
-        # mapper sharing logic between related cones (daac862, seed 2: an L2 bank's
-        # ``miss`` driven from ``fire``'s net)
-        fire = Signal(attrs={"keep": 1})
+        fire = Signal()
         m.d.comb += fire.eq(req.valid & req.ready)
         # ``taken``: the request accepted or an atomic's fetch takes MSHR free_idx (the
         # ``miss`` strobe), told from the port's registers and its lookup, not through
