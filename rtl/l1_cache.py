@@ -341,10 +341,14 @@ class L1Cache(wiring.Component):
         # way's lines, read at the hit way: one line read per cycle instead of one per way
         # and their mux (the same RAM bits on an FPGA).
         # With ``read_ahead`` the tags are read a cycle ahead, at the set of the address that
-        # enters next (``look.in_addr_next``), into a register, transparent to that cycle's
-        # write: what a read now would give. The entering lookup then starts at that register
+        # enters next (``look.in_addr_next``), transparent to that cycle's write: what a read
+        # now would give. yosys makes that read of a distributed RAM a register of the
+        # address, by the tags, with the RAM's read after it; so the entering lookup starts
         # by the tags, not at the buffer's address and the net to the far bank (the L2's
-        # slowest path on two of bc93f6b's three seeds, 16.30 and 16.70 ns).
+        # slowest path on two of bc93f6b's three seeds, 16.30 and 16.70 ns). A register of
+        # the data instead (a read that is not transparent, the write bypassed) put the read
+        # on the interconnect's path in front of the L2's first buffer, and routed slower
+        # (83a9bc3, docs/performance.md).
         valid = [Signal(sets, name=f"valid{w}") for w in range(ways)]
         tag_rd, tag_wr = [], []
         for w in range(ways):
