@@ -32,8 +32,9 @@ request enters and brought up to date every cycle after (``L1Cache``'s ``lookahe
 bank's decision on the request at its port starts from registers, not from a lookup through
 its tags, and is the one a lookup in that cycle would make. Each bank reads the entering
 request's tags a cycle ahead (``read_ahead``: at the address the first buffer will hold
-next) into registers by its tag memories, and compares them with a register copy of the
-address of its own (the first buffer's ``down_copy``).
+next, transparent to that cycle's tag write; on an FPGA a register of that address by the
+tag memories, the read after it), and compares them with a register copy of the address
+of its own (the first buffer's ``down_copy``).
 
 Banks: line ``n`` lives in bank ``n mod banks``, which sees the address with the bank bits
 taken out (so its sets cover the whole of its share of memory); the address is put back

@@ -139,16 +139,15 @@ class SkidBuffer(wiring.Component):
         take = up.valid & ~skid_valid
         load = Signal()  # main is empty or its item leaves: main takes the next item
         m.d.comb += load.eq(~main_valid | down.ready)
+        main_next = Mux(skid_valid, skid, up.payload)
         with m.If(load):
-            m.d.sync += [main.eq(Mux(skid_valid, skid, up.payload)),
-                         main_valid.eq(skid_valid | take), skid_valid.eq(0)]
+            m.d.sync += [main.eq(main_next), main_valid.eq(skid_valid | take),
+                         skid_valid.eq(0)]
         with m.Elif(take):
             m.d.sync += [skid.eq(up.payload), skid_valid.eq(1)]
         if self.copies:
             # each copy is loaded as main is, and holds main's bits otherwise (the same)
-            part = self.copy_of
-            m.d.comb += self.down_copy_next.eq(
-                Mux(load, Mux(skid_valid, part(skid), part(up.payload)), part(main)))
+            m.d.comb += self.down_copy_next.eq(self.copy_of(Mux(load, main_next, main)))
             copies = replicas(m, self.down_copy_next, self.copies, "copy")
             m.d.comb += [self.down_copy[i].eq(c) for i, c in enumerate(copies)]
         return m
