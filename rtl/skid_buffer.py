@@ -139,7 +139,8 @@ class SkidBuffer(wiring.Component):
         take = up.valid & ~skid_valid
         load = Signal()  # main is empty or its item leaves: main takes the next item
         m.d.comb += load.eq(~main_valid | down.ready)
-        main_next = Mux(skid_valid, skid, up.payload)
+        main_next = Signal.like(up.payload, name="main_next")
+        m.d.comb += main_next.eq(Mux(skid_valid, skid, up.payload))
         with m.If(load):
             m.d.sync += [main.eq(main_next), main_valid.eq(skid_valid | take),
                          skid_valid.eq(0)]
@@ -147,7 +148,8 @@ class SkidBuffer(wiring.Component):
             m.d.sync += [skid.eq(up.payload), skid_valid.eq(1)]
         if self.copies:
             # each copy is loaded as main is, and holds main's bits otherwise (the same)
-            m.d.comb += self.down_copy_next.eq(self.copy_of(Mux(load, main_next, main)))
+            part = self.copy_of  # of a payload (a struct view: not of a multiplexer's value)
+            m.d.comb += self.down_copy_next.eq(Mux(load, part(main_next), part(main)))
             copies = replicas(m, self.down_copy_next, self.copies, "copy")
             m.d.comb += [self.down_copy[i].eq(c) for i, c in enumerate(copies)]
         return m

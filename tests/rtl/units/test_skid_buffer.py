@@ -150,3 +150,22 @@ def test_routes_need_side_information() -> None:
         SkidBuffer(16, copies=2)
     with pytest.raises(ValueError, match="copies need copy_of and no side_shape"):
         SkidBuffer(16, side_shape=8, copies=2, copy_of=lambda p: p[:4])
+
+
+def test_copies_of_a_struct_payloads_field() -> None:
+    """``copy_of`` takes a field of a struct payload (the L2 copies a request's address):
+    the buffer elaborates, and each copy follows the head's field in simulation."""
+    layout = data.StructLayout({"addr": 8, "rest": 8})
+    dut = SkidBuffer(layout, copies=2, copy_of=lambda p: p.addr)
+    seen = []
+
+    async def bench(ctx) -> None:
+        ctx.set(dut.down.ready, 1)
+        for k in range(1, 5):
+            ctx.set(dut.up.valid, 1)
+            ctx.set(dut.up.payload, {"addr": 16 * k, "rest": k})
+            await ctx.tick()
+            seen.append([ctx.get(c) for c in dut.down_copy])
+
+    _simulate(dut, bench)
+    assert seen == [[16 * k, 16 * k] for k in range(1, 5)]
