@@ -24,7 +24,7 @@ while the SIMT stack unit is busy):
            them, their four segments in ex1, ex2, mem and wb).
   ``ex1``  ALU, branch/ssy/sync/exit resolution (SIMT stack), barrier arrival, address
            generation.
-  ``ex2``  multiplier results.
+  ``ex2``  multiplier results; ex1's ALU and FP-compare answers chosen from registers.
   ``mem``  LSU: shared memory, global requests, faults on bad addresses.
   ``wb``   register and predicate write, scoreboard release, retire port; the last segment
            of the FPU and of the half unit (their rounding) into the register file's write
@@ -787,6 +787,11 @@ class Core(wiring.Component):
         # then one multiplexer from ex1_ex2 (the other sources' choice is made before them)
         res_alu, pred_alu = Signal(name="ex1_res_alu"), Signal(name="ex1_pred_alu")
         pred_fcmp = Signal(name="ex1_pred_fcmp")
+        alu_q = [Signal(32, name=f"ex2_alu_result{l}") for l in range(L)]
+        alu_pred_q = Signal(L, name="ex2_alu_pred")
+        res_alu_q, pred_alu_q = Signal(name="ex2_res_alu"), Signal(name="ex2_pred_alu")
+        with m.If(~stall):
+            m.d.sync += [res_alu_q.eq(res_alu), pred_alu_q.eq(pred_alu | pred_fcmp)]
         with m.If(~stall):
             m.d.sync += [res_alu.eq(one_of(rr.dec.sem, (RSem.INT, RSem.INT_IMM, RSem.CONST,
                                                         RSem.SELECT))),
@@ -809,12 +814,13 @@ class Core(wiring.Component):
                     m.d.comb += ex1.result[l].eq(x.b[l])
                 with m.Case(RSem.LOAD, RSem.STORE, RSem.PARAM):
                     m.d.comb += ex1.a[l].eq(x.a[l] + xd.imm)
-            with m.If(res_alu):
-                m.d.comb += ex1.result[l].eq(a.result)
-            with m.If(pred_alu):
-                m.d.comb += ex1.presult[l].eq(a.pred)
-            with m.If(pred_fcmp):
-                m.d.comb += ex1.presult[l].eq(fc.pred)
+            # the ALU's and the FP compare's answers go into registers of their own as ex1_ex2
+            # loads, and ex2 chooses them (below): the core's choice among ex1's results is
+            # then not behind the ALU, the longest logic of ex1 (ex2 passes every result but
+            # the multiplier's through, so the choice costs no cycle there)
+            with m.If(~stall):
+                m.d.sync += [alu_q[l].eq(a.result),
+                             alu_pred_q[l].eq(Mux(pred_fcmp, fc.pred, a.pred))]
 
         x_live = _select(m, x.warp, [ws[w].live for w in range(W)], L, "x_live")
         # which SIMT-stack op or barrier the instruction is, decoded in rr and registered as
@@ -888,7 +894,7 @@ class Core(wiring.Component):
                      mx.take.eq(lw.mma_take),
                      mx.reset.eq(whole_reset | mma_dropped | (mma_started & behind_fault))]
 
-        # --- ex2: multiplier results ---------------------------------------------------------
+        # --- ex2: multiplier results, the ALU's chosen ----------------------------------------
         m.submodules.ex1_ex2 = ex1_ex2_st = Stage("ex1_ex2", uop)
         ex1_ex2 = ex1_ex2_st.q
         # ... and as they leave it, with an instruction that faults as it leaves ex1
@@ -900,6 +906,10 @@ class Core(wiring.Component):
             with m.Switch(ex1_ex2.dec.sem):
                 with m.Case(RSem.MUL):
                     m.d.comb += ex2.result[l].eq(muls[l].result)
+            with m.If(res_alu_q):
+                m.d.comb += ex2.result[l].eq(alu_q[l])
+            with m.If(pred_alu_q):
+                m.d.comb += ex2.presult[l].eq(alu_pred_q[l])
 
         # the LSU's checks and address work for the instruction in ex2 (LsuPrep), registered
         # into mem beside it
