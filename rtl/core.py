@@ -826,6 +826,10 @@ class Core(wiring.Component):
         # which SIMT-stack op or barrier the instruction is, decoded in rr and registered as
         # rr_ex1 loads, so that ex1's control does not start at the decoding of its id
         is_simt, is_bar = Signal(name="ex1_is_simt"), Signal(name="ex1_is_bar")
+        ex1_divergent = Signal(name="ex1_divergent")
+        rr_live = _select(m, is_rr.warp, [ws[w].live for w in range(W)], L, "rr_live")
+        with m.If(~stall):
+            m.d.sync += ex1_divergent.eq(rr.active != rr_live)
         simt_op = Signal.like(stack.op, name="ex1_simt_op")
         with m.If(~stall):
             with m.Switch(rr.dec.iid):
@@ -857,7 +861,12 @@ class Core(wiring.Component):
                      stack.pc.eq(x.pc), stack.target.eq(x.pc + xd.imm),
                      stack.active.eq(x.active), stack.live.eq(x_live),
                      stack.guard.eq(x.exec)]
-        bar_divergent = acting & is_bar & (x.active != x_live)
+        # whether a bar is divergent, worked out in rr and registered as rr_ex1 loads: the
+        # warp's live lanes cannot change in between (nothing of a warp is behind an
+        # instruction that reaches the SIMT stack until it answers), and the arrival, which
+        # the barrier's deadlock and the fault recorder's ``stop`` follow, then starts at a
+        # flip-flop rather than at the choice of the warp's live mask and a comparison
+        bar_divergent = acting & is_bar & ex1_divergent
         is_mma = xd.sem == RSem.MMA
         mma_lanes_missing = is_mma & (x.exec != (1 << L) - 1)
         mma_divergent = acting & mma_lanes_missing
@@ -1025,21 +1034,29 @@ class Core(wiring.Component):
         # output, slow on an FPGA) after every other choice: ``values`` has the held lanes'
         # and the other results, and the register file's write data and the retire port
         # choose the read data last, per lane (``from_banks``).
+        # wb's choices among its sources are decoded in mem and registered as mem_wb loads
+        # (the values wb would decode from mem_wb's instruction), so that the register
+        # file's write data and the retire port do not start at a decoding of the id
         values = split_signal(vec, "values")
-        is_lds = Signal(name="wb_is_lds")
-        m.d.comb += [values.eq(z.result), is_lds.eq(zd.iid == iid("lds"))]
+        is_lds, is_atomic = Signal(name="wb_is_lds"), Signal(name="wb_is_atomic")
+        fp_sem, is_half = Signal(name="wb_fp_sem"), Signal(name="wb_is_half")
+        with m.If(~mem_hold):
+            m.d.sync += [is_lds.eq(y.dec.iid == iid("lds")),
+                         is_atomic.eq(y.dec.sem == RSem.ATOMIC),
+                         fp_sem.eq(one_of(y.dec.sem, (RSem.FP, RSem.CVT, RSem.HALF))),
+                         is_half.eq(y.dec.sem == RSem.HALF)]
+        m.d.comb += values.eq(z.result)
         # The FPU's and the half unit's last segments (their rounding) run in wb, so their
         # results, too, are chosen last (``from_fp``), after the late write-back's choice
         # among the writers: only ``wb`` writes while it holds an instruction.
         from_fp = Signal(name="wb_from_fp", attrs={"keep": 1})
         fp_values = split_signal(vec, "wb_fp_values")
-        fp_sem = (zd.sem == RSem.FP) | (zd.sem == RSem.CVT) | (zd.sem == RSem.HALF)
         m.d.comb += [from_fp.eq(z.valid & fp_sem),
-                     *[fp_values[l].eq(Mux(zd.sem == RSem.HALF, halfs[l].result,
+                     *[fp_values[l].eq(Mux(is_half, halfs[l].result,
                                            fpus[l].result)) for l in range(L)]]
         with m.If(is_lds):
             m.d.comb += values.eq(lsu.sh_held)
-        with m.If(zd.sem == RSem.ATOMIC):
+        with m.If(is_atomic):
             m.d.comb += values.eq(lsu.atom_values)
         from_banks = Signal(L, name="wb_from_banks", attrs={"keep": 1})
         m.d.comb += from_banks.eq(Mux(is_lds & z.valid & ~z.deferred, lsu.sh_fresh, 0))

@@ -319,10 +319,10 @@ class HostInterface(wiring.Component):
         # Record decoding, field by field from the record's table (arch.command_queue), with
         # each field's own rules (width, alignment, non-zero) and the rules that depend on
         # this build and on the loaded code: the hardware form of ``launch_problem``. It is
-        # read in DECODE's second cycle, from registers written in the first, so no path runs
-        # from the record through comparisons' carry chains into the state and the fault
-        # record. The block's thread count takes both cycles (one multiplier in each); its
-        # rule needs no product at all (see ``pair`` below).
+        # read in DECODE's third cycle, from registers written in the first two, so no path
+        # runs from the record through comparisons' carry chains into the state and the fault
+        # record. The block's thread count takes the first two cycles (one multiplier in
+        # each); its rule needs no product at all (see ``pair`` below).
         fld = {f.name: rec[f.word:f.word + f.count] for f in RECORD_FIELDS}
         record_bad = []  # rules of every record
         launch_bad = []  # rules of LAUNCH records
@@ -362,9 +362,13 @@ class HostInterface(wiring.Component):
                 m.d.sync += limit.eq(0)
         threads = Signal(range(max_threads ** 3 + 1))
         m.d.sync += threads.eq(pair * small[2])  # the record's words hold through DECODE
+        # ... and the comparison is registered in the second cycle, so the third cycle's
+        # decision starts from a flip-flop (the comparison into the state and the fault
+        # record was the host's slowest path at daac862: a cycle more per command)
         too_many = Signal()
-        m.d.comb += too_many.eq(pair > limit)
-        checked = Signal()  # DECODE's first cycle has passed: ``pair``, ``limit`` are the record's
+        m.d.sync += too_many.eq(pair > limit)
+        # DECODE's cycles passed: 1, ``pair`` and ``limit`` are the record's; 2, ``too_many``
+        checked = Signal(range(3))
         with m.If(state != CpState.DECODE):
             m.d.sync += checked.eq(0)
         # The product is taken over truncated dimensions, so each must fit on its own first.
@@ -476,8 +480,8 @@ class HostInterface(wiring.Component):
                         m.d.sync += state.eq(CpState.FETCH_REQ)
 
             with m.Case(CpState.DECODE):
-                with m.If(~checked):  # the first cycle: the rules' registers being written
-                    m.d.sync += checked.eq(1)
+                with m.If(checked != 2):  # the rules' registers being written
+                    m.d.sync += checked.eq(checked + 1)
                 with m.Elif(bad):
                     m.d.sync += [
                         fault.eq(1), bad_command.eq(1), f_cause.eq(FaultCause.NONE),

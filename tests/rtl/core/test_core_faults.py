@@ -264,3 +264,20 @@ def test_an_older_fault_still_in_flight_wins(case):
     assert (rtl.fault["warp"], rtl.fault["lanes"]) == (ref.warp, ref.lane_mask)
     late = [x["pc"] for x in rtl.retired if x["pc"] >= ref.pc]
     assert late == [], f"retired at or after the fault at pc {ref.pc:#x}: {late}"
+
+
+def test_bar_of_a_partial_warp_after_an_exit_is_not_divergent():
+    """A ``bar`` whose warp has fewer live lanes than lanes (a partial second warp, and lane
+    0 of each warp exited before it) with every live lane active is no divergent barrier:
+    the run ends and writes what the ISS writes. A divergence test against all lanes, or
+    against another warp's live mask, faults here."""
+    src = ("        .kernel k\n        .param out, ptr\n"
+           "        s2r r1, laneid\n        s2r r3, tid\n        isetp.eq p0, r1, r0\n"
+           "   @p0  exit\n        bar\n        ldparam r2, out\n        shli r3, r3, 2\n"
+           "        add r2, r2, r3\n        stg [r2], r3\n        exit\n        .end\n")
+    cfg = tiny()
+    launch = launch_from_asm(src, "k", (1,), (6,), [DATA_ADDR], bytes(32))
+    want, ref = run_iss(cfg, launch)
+    assert ref is None and want[4:8] == (4).to_bytes(4, "little")
+    rtl = run_rtl(cfg, launch)
+    assert rtl.fault is None and rtl.memory == want

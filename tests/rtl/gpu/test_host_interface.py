@@ -397,11 +397,15 @@ def _refused_by_contract(words: list[int], cfg, code_limit: int) -> bool:
     return launch_problem(cmd, cfg, code_limit) is not None
 
 
-def test_rtl_refuses_exactly_what_launch_problem_refuses() -> None:
+@pytest.mark.parametrize("line_words", [0, 16])
+def test_rtl_refuses_exactly_what_launch_problem_refuses(line_words: int) -> None:
     """Directed records through the host interface, one simulation: each is refused
     (BAD_COMMAND, FAULT_PC = its address, fence not written) exactly when ``unpack`` or
-    ``launch_problem`` refuses it, and the expectation written by hand agrees with both."""
-    h = _harness("tiny")
+    ``launch_problem`` refuses it, and the expectation written by hand agrees with both.
+    With 16-word lines a record arrives in one read and DECODE follows at once, so a rule
+    read a cycle early sees the previous record's words (with ``tiny``'s four reads, the
+    block's words are written three reads before)."""
+    h = _harness("tiny", line_words=line_words)
     out = {}
 
     async def body(host: Host):
@@ -509,3 +513,60 @@ def test_code_limit_is_the_high_water_mark_of_imem_writes() -> None:
 
     run_sim(dut, tb)
     assert seen == [0, 0x2C, 0x2C, 0x2C, 0x144]
+
+
+def test_halt_waits_for_the_cores_to_have_seen_it() -> None:
+    """In HALT (after a core's fault) the host flushes only once the cores are drained *and*
+    have seen the halt (``halted``): before that, a core that was drained could still have
+    started an instruction. The host alone, its memory answered by the testbench: drained
+    without halted holds the host in HALT; halted too flushes it a cycle later."""
+    from simtgpu.rtl.host_interface import HostInterface
+
+    cfg = get_rtl_config("tiny", sim_memory_bytes=16384)
+    dut = HostInterface(cfg)
+    lw = cfg.line_words
+    record = list(struct.unpack("<16I", pack(_launch(1, grid=(1, 1, 1)))))
+    trace = []
+
+    async def memory(ctx):  # read requests answered a cycle later, from the record
+        req, resp = dut.mem.req, dut.mem.resp
+        ctx.set(req.ready, 1)
+        while True:
+            *_, valid, addr, tag = await ctx.tick().sample(req.valid, req.payload.addr,
+                                                          req.payload.tag)
+            ctx.set(resp.valid, 0)
+            if valid:
+                first = (addr - QUEUE) // 4
+                words = [record[first + k] if 0 <= first + k < 16 else 0 for k in range(lw)]
+                ctx.set(resp.payload.rdata, words)
+                ctx.set(resp.payload.tag, tag)
+                ctx.set(resp.valid, 1)
+
+    async def tb(ctx):
+        h = Host(ctx, dut)  # only the MMIO bus of ``dut`` is used
+        await h.setup()
+        await h.write(Mmio.DOORBELL, 1)
+        for _ in range(100):
+            if ctx.get(dut.disp_start):
+                break
+            await ctx.tick()
+        else:
+            raise AssertionError("the launch never started")
+        await ctx.tick()
+        fault = dut.core_fault[0]
+        ctx.set(fault.valid, 1)
+        ctx.set(fault.record.cause, FaultCause.OUT_OF_RANGE)
+        await ctx.tick()
+        ctx.set(fault.valid, 0)
+        ctx.set(dut.drained, 1)  # drained, but the halt not yet seen
+        for _ in range(6):
+            trace.append((ctx.get(dut.core_halt), ctx.get(dut.core_flush)))
+            await ctx.tick()
+        ctx.set(dut.halted, 1)
+        for _ in range(3):
+            await ctx.tick()
+            trace.append((ctx.get(dut.core_halt), ctx.get(dut.core_flush)))
+
+    run_sim(dut, tb, processes=[memory])
+    assert trace[:6] == [(1, 0)] * 6  # halting, not flushed
+    assert (1, 1) in trace[6:]  # flushed once halted
