@@ -178,12 +178,14 @@ class FaultRecorder(wiring.Component):
         raised = Cat(self.mem.valid, ex1.stack, ex1.divergent, ex1.divergent_mma,
                      bar.deadlock, iss.valid)
         kinds = {"mem": (0,), "ex1": (1, 2, 3), "bar": (4,), "issue": (5,)}
-        ex1_cause = Mux(ex1.stack, ex1.stack_cause,
-                        Mux(ex1.divergent, FaultCause.DIVERGENT_BARRIER,
-                            FaultCause.DIVERGENT_MMA))
+        # an ex1 fault's cause is told at the second step, from which of its kinds came first
+        # (``first_q``): the SIMT stack's answer, late in its cycle, then reaches only the
+        # capture of its own cause, not a choice of cause before the capture
+        stack_cause_q = Signal.like(ex1.stack_cause)
+        m.d.sync += stack_cause_q.eq(ex1.stack_cause)
         captures = {  # (cause, warp, lanes, pc, word)
             "mem": (self.mem.cause, self.mem.warp, self.mem.lanes, self.mem.pc, self.mem.word),
-            "ex1": (ex1_cause, ex1.warp, ex1.lanes, ex1.pc, ex1.word),
+            "ex1": (0, ex1.warp, ex1.lanes, ex1.pc, ex1.word),  # the cause below
             "bar": (FaultCause.BARRIER_DEADLOCK, 0, 0, 0, 0),  # the rest a cycle later
             # an issue fault's pc and word a cycle later, from the stage register the picked
             # head has gone into: the pick comes late in its cycle, and a capture of its 64
@@ -230,6 +232,10 @@ class FaultRecorder(wiring.Component):
                 if name == "bar":
                     m.d.comb += [chosen.warp.eq(first), chosen.lane_mask.eq(first_live),
                                  chosen.pc.eq(first_pc), chosen.instr.eq(first_word)]
+                if name == "ex1":
+                    m.d.comb += chosen.cause.eq(Mux(
+                        first_q[1], stack_cause_q, Mux(first_q[2], FaultCause.DIVERGENT_BARRIER,
+                                                       FaultCause.DIVERGENT_MMA)))
                 if name == "issue":
                     m.d.comb += [chosen.pc.eq(iss.pc),
                                  chosen.instr.eq(Mux(iss_pc_fault_q, 0, iss.word))]

@@ -311,6 +311,14 @@ class HostInterface(wiring.Component):
         # L2's lookup
         fetch_addr = Signal(32)
         watchdog = Signal(32)
+        # whether the watchdog has reached RUN's and HALT's limits, from flip-flops: it counts
+        # up by one a cycle from 0 in each state, so having been at the limit less one a cycle
+        # ago is being at the limit now; where it restarts (as RUN or HALT is entered) the
+        # flags are cleared with it. The comparisons' carry chains then end at a register,
+        # not in the fault record's enables (ahead of them at 38002d7 in the path estimate)
+        run_timeout, drain_timeout = Signal(), Signal()
+        m.d.sync += [run_timeout.eq(watchdog >= cfg.watchdog_cycles - 1),
+                     drain_timeout.eq(watchdog >= cfg.drain_timeout_cycles - 1)]
 
         req = self.mem.req
         resp = self.mem.resp
@@ -496,19 +504,20 @@ class HostInterface(wiring.Component):
 
             with m.Case(CpState.START):
                 m.d.comb += [self.disp_start.eq(1), self.core_start.eq(1)]
-                m.d.sync += [watchdog.eq(0), state.eq(CpState.RUN)]
+                m.d.sync += [watchdog.eq(0), run_timeout.eq(0), state.eq(CpState.RUN)]
 
             with m.Case(CpState.RUN):
                 m.d.sync += watchdog.eq(watchdog + 1)
                 with m.If(any_fault):
                     latch_core_fault(fault_core)
-                    m.d.sync += [fault.eq(1), state.eq(CpState.HALT), watchdog.eq(0)]
+                    m.d.sync += [fault.eq(1), state.eq(CpState.HALT), watchdog.eq(0),
+                                 drain_timeout.eq(0)]
                     m.d.comb += self.disp_abort.eq(1)
-                with m.Elif(watchdog >= cfg.watchdog_cycles):
+                with m.Elif(run_timeout):
                     m.d.sync += [
                         fault.eq(1), f_cause.eq(FaultCause.WATCHDOG), f_pc.eq(0), f_core.eq(0),
                         f_warp.eq(0), f_lanes.eq(0), f_instr.eq(0), *[b.eq(0) for b in f_block],
-                        state.eq(CpState.HALT), watchdog.eq(0),
+                        state.eq(CpState.HALT), watchdog.eq(0), drain_timeout.eq(0),
                     ]
                     m.d.comb += self.disp_abort.eq(1)
                 with m.Elif(self.disp_done):
@@ -542,7 +551,7 @@ class HostInterface(wiring.Component):
                 m.d.comb += self.core_halt.eq(1)
                 m.d.sync += watchdog.eq(watchdog + 1)
                 with m.If((self.drained & self.halted)
-                          | (watchdog >= cfg.drain_timeout_cycles)):
+                          | drain_timeout):
                     m.d.sync += state.eq(CpState.FLUSH)
                     # the faulting core's record once it has drained: an older instruction
                     # of the faulting warp, still in flight at the first fault, may have

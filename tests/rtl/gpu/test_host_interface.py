@@ -515,20 +515,19 @@ def test_code_limit_is_the_high_water_mark_of_imem_writes() -> None:
     assert seen == [0, 0x2C, 0x2C, 0x2C, 0x144]
 
 
-def test_halt_waits_for_the_cores_to_have_seen_it() -> None:
-    """In HALT (after a core's fault) the host flushes only once the cores are drained *and*
-    have seen the halt (``halted``): before that, a core that was drained could still have
-    started an instruction. The host alone, its memory answered by the testbench: drained
-    without halted holds the host in HALT; halted too flushes it a cycle later."""
+def _host_alone(trace_body, **params) -> None:
+    """The host interface alone, its memory answered by the testbench (read requests, a
+    cycle later, from one launch record in the queue) and its bus by ``Host``; the queue set
+    up and the doorbell rung, ``trace_body(ctx, dut)`` runs from the cycle of
+    ``disp_start``."""
     from simtgpu.rtl.host_interface import HostInterface
 
-    cfg = get_rtl_config("tiny", sim_memory_bytes=16384)
+    cfg = get_rtl_config("tiny", sim_memory_bytes=16384, **params)
     dut = HostInterface(cfg)
     lw = cfg.line_words
     record = list(struct.unpack("<16I", pack(_launch(1, grid=(1, 1, 1)))))
-    trace = []
 
-    async def memory(ctx):  # read requests answered a cycle later, from the record
+    async def memory(ctx):
         req, resp = dut.mem.req, dut.mem.resp
         ctx.set(req.ready, 1)
         while True:
@@ -537,8 +536,8 @@ def test_halt_waits_for_the_cores_to_have_seen_it() -> None:
             ctx.set(resp.valid, 0)
             if valid:
                 first = (addr - QUEUE) // 4
-                words = [record[first + k] if 0 <= first + k < 16 else 0 for k in range(lw)]
-                ctx.set(resp.payload.rdata, words)
+                ctx.set(resp.payload.rdata, [record[first + k] if 0 <= first + k < 16 else 0
+                                             for k in range(lw)])
                 ctx.set(resp.payload.tag, tag)
                 ctx.set(resp.valid, 1)
 
@@ -552,6 +551,19 @@ def test_halt_waits_for_the_cores_to_have_seen_it() -> None:
             await ctx.tick()
         else:
             raise AssertionError("the launch never started")
+        await trace_body(ctx, dut)
+
+    run_sim(dut, tb, processes=[memory])
+
+
+def test_halt_waits_for_the_cores_to_have_seen_it() -> None:
+    """In HALT (after a core's fault) the host flushes only once the cores are drained *and*
+    have seen the halt (``halted``): before that, a core that was drained could still have
+    started an instruction. Drained without halted holds the host in HALT; halted too
+    flushes it a cycle later."""
+    trace = []
+
+    async def body(ctx, dut):
         await ctx.tick()
         fault = dut.core_fault[0]
         ctx.set(fault.valid, 1)
@@ -567,6 +579,31 @@ def test_halt_waits_for_the_cores_to_have_seen_it() -> None:
             await ctx.tick()
             trace.append((ctx.get(dut.core_halt), ctx.get(dut.core_flush)))
 
-    run_sim(dut, tb, processes=[memory])
+    _host_alone(body)
     assert trace[:6] == [(1, 0)] * 6  # halting, not flushed
     assert (1, 1) in trace[6:]  # flushed once halted
+
+
+@pytest.mark.parametrize("limit", [1, 2, 37])
+def test_watchdog_and_drain_timeout_to_the_cycle(limit: int) -> None:
+    """A launch that never finishes is halted ``watchdog_cycles`` cycles into RUN (RUN's
+    cycles counted from 0: the halt shows in the cycle after the one that reaches the
+    limit), and cores that never drain are flushed ``drain_timeout_cycles`` cycles into
+    HALT, each to the cycle (hand-counted from the state machine: START, then RUN)."""
+    seen = {}
+
+    async def body(ctx, dut):
+        for n in range(1, 3 * limit + 10):  # disp_start is START's cycle; RUN's first is 1
+            await ctx.tick()
+            if ctx.get(dut.core_halt) and "halt" not in seen:
+                seen["halt"] = n
+            if ctx.get(dut.core_flush):
+                seen["flush"] = n
+                seen["cause"] = ctx.get(dut.fault) and "fault"
+                return
+
+    _host_alone(body, watchdog_cycles=limit, drain_timeout_cycles=limit + 1)
+    # RUN's cycle k (k = 0 at n = 1) sees watchdog = k: it leaves at k = limit, so HALT's
+    # first cycle is n = limit + 2; HALT's cycle j leaves at j = limit + 1 (the drain
+    # timeout) and FLUSH follows
+    assert seen == {"halt": limit + 2, "flush": 2 * limit + 4, "cause": "fault"}
