@@ -783,17 +783,16 @@ class Core(wiring.Component):
         m.d.comb += [wu.shfl_mode.eq(xd.fn[:2]), wu.vote_mode.eq(xd.fn[:2]), wu.exec.eq(x.exec),
                      wu.a.eq(x.a), wu.b.eq(x.b), wu.p.eq(x.pa)]
         # whether ex1's result is the ALU's, and its predicate the ALU's or the FP compare's,
-        # decoded in rr and registered as rr_ex1 loads: those results arrive last, and each is
-        # then one multiplexer from ex1_ex2 (the other sources' choice is made before them)
+        # decoded in rr and registered as rr_ex1 loads, and again as ex1_ex2 loads (``ex2_*``),
+        # where ex2 chooses those answers from registers of their own (below)
         res_alu, pred_alu = Signal(name="ex1_res_alu"), Signal(name="ex1_pred_alu")
         pred_fcmp = Signal(name="ex1_pred_fcmp")
         alu_q = [Signal(32, name=f"ex2_alu_result{l}") for l in range(L)]
         alu_pred_q = Signal(L, name="ex2_alu_pred")
         res_alu_q, pred_alu_q = Signal(name="ex2_res_alu"), Signal(name="ex2_pred_alu")
         with m.If(~stall):
-            m.d.sync += [res_alu_q.eq(res_alu), pred_alu_q.eq(pred_alu | pred_fcmp)]
-        with m.If(~stall):
-            m.d.sync += [res_alu.eq(one_of(rr.dec.sem, (RSem.INT, RSem.INT_IMM, RSem.CONST,
+            m.d.sync += [res_alu_q.eq(res_alu), pred_alu_q.eq(pred_alu | pred_fcmp),
+                         res_alu.eq(one_of(rr.dec.sem, (RSem.INT, RSem.INT_IMM, RSem.CONST,
                                                         RSem.SELECT))),
                          pred_alu.eq(one_of(rr.dec.sem, (RSem.ICMP, RSem.PLOGIC))),
                          pred_fcmp.eq(rr.dec.sem == RSem.FCMP)]
