@@ -1029,10 +1029,6 @@ class Core(wiring.Component):
         # --- wb: register/predicate write, scoreboard release, retire ----------------------
         z = mem_wb
         zd = z.dec
-        # A shared load's lanes read in this cycle take the banks' read data (a block RAM's
-        # output, slow on an FPGA) after every other choice: ``values`` has the held lanes'
-        # and the other results, and the register file's write data and the retire port
-        # choose the read data last, per lane (``from_banks``).
         # wb's choices among its sources are decoded in mem and registered, so that the
         # register file's write data and the retire port do not start at a decoding of the
         # id. They are loaded every cycle, not only as mem_wb loads (under mem's hold): while
@@ -1040,13 +1036,17 @@ class Core(wiring.Component):
         # nothing reads (``from_fp``, ``from_banks`` and the late write-back all wait for
         # ``z.valid``). Four more enables on the hold made the LUT mapping rebuild the
         # LSU's hold two levels deeper (every stage register behind it; docs/performance.md)
-        values = split_signal(vec, "values")
         is_lds, is_atomic = Signal(name="wb_is_lds"), Signal(name="wb_is_atomic")
         fp_sem, is_half = Signal(name="wb_fp_sem"), Signal(name="wb_is_half")
         m.d.sync += [is_lds.eq(y.dec.iid == iid("lds")),
                      is_atomic.eq(y.dec.sem == RSem.ATOMIC),
                      fp_sem.eq(one_of(y.dec.sem, (RSem.FP, RSem.CVT, RSem.HALF))),
                      is_half.eq(y.dec.sem == RSem.HALF)]
+        # A shared load's lanes read in this cycle take the banks' read data (a block RAM's
+        # output, slow on an FPGA) after every other choice: ``values`` has the held lanes'
+        # and the other results, and the register file's write data and the retire port
+        # choose the read data last, per lane (``from_banks``).
+        values = split_signal(vec, "values")
         m.d.comb += values.eq(z.result)
         # The FPU's and the half unit's last segments (their rounding) run in wb, so their
         # results, too, are chosen last (``from_fp``), after the late write-back's choice

@@ -9,7 +9,7 @@ import struct
 from dataclasses import replace
 
 import pytest
-from rtlgpu_helpers import run_sim
+from rtlgpu_helpers import RefMemory, run_sim
 from simtgpu.arch.command_queue import (
     CORE_COUNTERS_STRIDE,
     DEVICE_ID,
@@ -524,8 +524,8 @@ def _host_alone(trace_body, **params) -> None:
 
     cfg = get_rtl_config("tiny", sim_memory_bytes=16384, **params)
     dut = HostInterface(cfg)
-    lw = cfg.line_words
-    record = list(struct.unpack("<16I", pack(_launch(1, grid=(1, 1, 1)))))
+    mem = RefMemory(cfg.sim_memory_bytes, cfg.line_words)
+    mem.words[QUEUE // 4:QUEUE // 4 + 16] = struct.unpack("<16I", pack(_launch(1, (1, 1, 1))))
 
     async def memory(ctx):
         req, resp = dut.mem.req, dut.mem.resp
@@ -533,13 +533,10 @@ def _host_alone(trace_body, **params) -> None:
         while True:
             *_, valid, addr, tag = await ctx.tick().sample(req.valid, req.payload.addr,
                                                           req.payload.tag)
-            ctx.set(resp.valid, 0)
-            if valid:
-                first = (addr - QUEUE) // 4
-                ctx.set(resp.payload.rdata, [record[first + k] if 0 <= first + k < 16 else 0
-                                             for k in range(lw)])
+            ctx.set(resp.valid, valid)
+            if valid:  # only the record's reads: nothing else is asked for before a flush
+                ctx.set(resp.payload.rdata, mem.line(addr))
                 ctx.set(resp.payload.tag, tag)
-                ctx.set(resp.valid, 1)
 
     async def tb(ctx):
         h = Host(ctx, dut)  # only the MMIO bus of ``dut`` is used
@@ -580,8 +577,9 @@ def test_halt_waits_for_the_cores_to_have_seen_it() -> None:
             trace.append((ctx.get(dut.core_halt), ctx.get(dut.core_flush)))
 
     _host_alone(body)
-    assert trace[:6] == [(1, 0)] * 6  # halting, not flushed
-    assert (1, 1) in trace[6:]  # flushed once halted
+    # halting and not flushed while only drained; FLUSH the cycle after halted rises, then
+    # FAULTED (neither halting nor flushing)
+    assert trace == [(1, 0)] * 6 + [(1, 1), (0, 0), (0, 0)]
 
 
 @pytest.mark.parametrize("limit", [1, 2, 37])
@@ -599,11 +597,11 @@ def test_watchdog_and_drain_timeout_to_the_cycle(limit: int) -> None:
                 seen["halt"] = n
             if ctx.get(dut.core_flush):
                 seen["flush"] = n
-                seen["cause"] = ctx.get(dut.fault) and "fault"
-                return
+                break
+        seen["cause"] = await Host(ctx, dut).read(Mmio.FAULT_CAUSE)
 
     _host_alone(body, watchdog_cycles=limit, drain_timeout_cycles=limit + 1)
     # RUN's cycle k (k = 0 at n = 1) sees watchdog = k: it leaves at k = limit, so HALT's
     # first cycle is n = limit + 2; HALT's cycle j leaves at j = limit + 1 (the drain
     # timeout) and FLUSH follows
-    assert seen == {"halt": limit + 2, "flush": 2 * limit + 4, "cause": "fault"}
+    assert seen == {"halt": limit + 2, "flush": 2 * limit + 4, "cause": FaultCause.WATCHDOG}
