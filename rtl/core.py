@@ -995,7 +995,16 @@ class Core(wiring.Component):
         def dead(warp) -> Signal:
             return fr.dead.bit_select(warp, 1)
 
-        y_valid = y.valid & ~dead(y.warp)
+        # mem's instruction's bit of ``dead`` is kept in a register of its own (``y_dead``,
+        # from the recorder's next value for the instruction entering mem): the recorder's
+        # register and the choice of the warp's bit were the start of the LSU's hold and so
+        # of the stall of every stage (af4b953's slowest routed path on seed 3). A held
+        # instruction's bit is 0 and stays 0: a dead one does not hold, and ``dead`` gains
+        # only the warp of a fault in mem, which a held instruction does not raise. A
+        # bubble's bit is never read
+        y_dead = Signal()
+        m.d.sync += y_dead.eq(~mem_hold & fr.dead_next.bit_select(ex2.warp, 1))
+        y_valid = y.valid & ~y_dead
         # An SFU or mma instruction younger than a fault of its warp must not retire. A memory
         # access faults in mem, in its first cycle there (the only fault raised with younger
         # instructions of the warp already in flight). One that starts after the fault (dead)

@@ -89,7 +89,8 @@ class FaultRecorder(wiring.Component):
     that raised a fault in ``mem``; ``kill`` holds each warp that raises or raised one in
     ``mem`` or ``ex1``, already in the cycle it is raised; ``kill_entry`` the same but for
     a SIMT stack fault in the cycle it is raised (it holds from the next); ``kill_ex1`` is
-    ``kill`` at ``ex1.warp``.
+    ``kill`` at ``ex1.warp``. ``dead_next`` is the value ``dead`` takes at the next edge (the
+    core keeps the bit of the instruction entering ``mem`` in a register of its own).
     """
 
     def __init__(self, warps: int, lanes: int):
@@ -111,6 +112,7 @@ class FaultRecorder(wiring.Component):
             "stop": Out(1),
             "settling": Out(1),
             "dead": Out(warps),
+            "dead_next": Out(warps),
             "kill": Out(warps),
             "kill_entry": Out(warps),
             "kill_ex1": Out(1),
@@ -249,12 +251,15 @@ class FaultRecorder(wiring.Component):
         # empty until the first fault (flush empties it with ``held``, but for a fault taken
         # in the flush's cycle), so it needs no ``taken``, which waits on every source, the
         # barrier's deadlock last
+        new_fault = ~held & self.running
+        m.d.comb += self.dead_next.eq(dead_mem)
         with m.If(self.flush):
-            new_fault = ~held & self.running
-            m.d.sync += [held.eq(0), dead_mem.eq(Mux(new_fault, raised_mem, 0)),
-                         dead_ex1.eq(Mux(new_fault, raised_ex1, 0))]
+            m.d.comb += self.dead_next.eq(Mux(new_fault, raised_mem, 0))
+            m.d.sync += [held.eq(0), dead_ex1.eq(Mux(new_fault, raised_ex1, 0))]
         with m.Elif(held | self.running):
-            m.d.sync += [dead_mem.eq(dead_mem | raised_mem), dead_ex1.eq(dead_ex1 | raised_ex1)]
+            m.d.comb += self.dead_next.eq(dead_mem | raised_mem)
+            m.d.sync += dead_ex1.eq(dead_ex1 | raised_ex1)
+        m.d.sync += dead_mem.eq(self.dead_next)
         with m.If(taken):
             m.d.sync += held.eq(1)
         return m

@@ -54,6 +54,7 @@ from .signatures import (
     mmio_signature,
     retire_signature,
 )
+from .skid_buffer import SkidBuffer
 
 __all__ = ["CoreFactory", "Gpu", "default_core_factory"]
 
@@ -170,7 +171,14 @@ class Gpu(wiring.Component):
         sent = self.mem.req.valid & self.mem.req.ready
         m.d.comb += [perf.l2_perf.ext_read.eq(sent & (self.mem.req.payload.kind != MemKind.WRITE)),
                      perf.l2_perf.ext_write.eq(sent & (self.mem.req.payload.kind == MemKind.WRITE))]
-        wiring.connect(m, host.mem, ic.src[n])
+        # The host's requests (command fetches, fence writes) reach the interconnect through a
+        # skid buffer of their own: its ``valid`` is a register by the arbiter, where the
+        # host's state machine is far from it, and its choice went back to the L1's request
+        # queue (af4b953's slowest routed path on seed 2). A cycle more per host request.
+        m.submodules.host_buffer = host_buf = SkidBuffer(host.mem.req.payload.shape())
+        wiring.connect(m, host.mem.req, host_buf.up)
+        wiring.connect(m, host_buf.down, ic.src[n].req)
+        wiring.connect(m, ic.src[n].resp, host.mem.resp)
         m.d.comb += [
             disp.launch.eq(host.launch),
             disp.start.eq(host.disp_start),
@@ -204,6 +212,7 @@ class Gpu(wiring.Component):
         drained_q = Signal()
         m.d.comb += drained_now.eq(Cat(*[c.drained for c in cores]).all()
                                    & Cat(*[p.idle for p in paths]).all() & ic.idle
+                                   & host_buf.idle
                                    & (l2.idle if l2 is not None else 1))
         halt_q, flush_q, halted_q = Signal(), Signal(), Signal()
         m.d.sync += [drained_q.eq(drained_now), halt_q.eq(host.core_halt),

@@ -277,7 +277,11 @@ class HostInterface(wiring.Component):
             m.d.comb += [head_d.eq(0), tail_d.eq(0)]
         with m.If(queue_wq.doorbell):
             m.d.comb += tail_d.eq(queue_wq.data)
+        # CLEAR_FAULT acts from a register of the write, as the queue's writes do: the bus's
+        # decoding fanned out to the enables of the whole fault record (af4b953's worst routed
+        # path on seed 1). The next access still sees it: it comes two cycles after the write
         write_clear = Signal()
+        m.d.sync += write_clear.eq(0)
         with m.If(take & bus.we):
             with m.Switch(bus.addr):
                 with m.Case(Mmio.QUEUE_BASE):
@@ -293,10 +297,9 @@ class HostInterface(wiring.Component):
                 with m.Case(Mmio.IMEM_ADDR):
                     m.d.sync += imem_addr.eq(bus.wdata)
                 with m.Case(Mmio.CONTROL):
-                    m.d.comb += [
-                        write_clear.eq(bus.wdata[Control.CLEAR_FAULT.bit_length() - 1]),
-                        self.counters_reset.eq(bus.wdata[Control.RESET_COUNTERS.bit_length() - 1]),
-                    ]
+                    m.d.sync += write_clear.eq(bus.wdata[Control.CLEAR_FAULT.bit_length() - 1])
+                    m.d.comb += self.counters_reset.eq(
+                        bus.wdata[Control.RESET_COUNTERS.bit_length() - 1])
 
         # --- command processor --------------------------------------------------------------
         rec = [Signal(32, name=f"rec_w{i}") for i in range(RECORD_WORDS)]
@@ -437,9 +440,9 @@ class HostInterface(wiring.Component):
 
         next_head = Mux(head + 1 == entries, 0, head + 1)
 
-        # CLEAR_FAULT acts at once, even while the faulting launch is still being drained
-        # (STATUS then shows BUSY until the cores are flushed). The FSM below comes later, so
-        # a fault latched in the same cycle wins.
+        # CLEAR_FAULT acts in the cycle after the write (``write_clear``), even while the
+        # faulting launch is still being drained (STATUS then shows BUSY until the cores are
+        # flushed). The FSM below comes later, so a fault latched in the same cycle wins.
         with m.If(write_clear & fault):
             m.d.sync += [
                 fault.eq(0), bad_command.eq(0), f_cause.eq(FaultCause.NONE),
@@ -565,6 +568,8 @@ class HostInterface(wiring.Component):
                 m.d.sync += state.eq(Mux(fault, CpState.FAULTED, CpState.IDLE))
 
             with m.Case(CpState.FAULTED):
-                with m.If(~fault):  # cleared by CONTROL.CLEAR_FAULT (above)
+                # cleared by CONTROL.CLEAR_FAULT (above): leaves as the record is cleared, so
+                # that STATUS reads idle from the next access on, as the queue's writes do
+                with m.If(~fault | write_clear):
                     m.d.sync += state.eq(CpState.IDLE)
         return m

@@ -281,3 +281,20 @@ def test_bar_of_a_partial_warp_after_an_exit_is_not_divergent():
     assert ref is None and want[4:8] == (4).to_bytes(4, "little")
     rtl = run_rtl(cfg, launch)
     assert rtl.fault is None and rtl.memory == want
+
+
+def test_a_live_warps_access_held_behind_a_fault_completes():
+    """Warp 0's shared store faults (out of range) in mem; warp 1's, right behind it, takes a
+    round per lane (they share a bank), so mem holds it while warp 0's next instruction, dead,
+    waits in ex2. A live warp's instruction in flight at a fault finishes (the cores drain
+    before the flush): warp 1's store retires. Taking the dead bit of the instruction in ex2
+    for the one mem holds dropped it half done."""
+    src = ("        .kernel k\n        .param out, ptr\n        .shared 64\n"
+           "        s2r r1, tid\n        shli r1, r1, 4\n        addi r1, r1, -64\n"
+           "        sts [r1], r1\n        addi r5, r0, 1\n        exit\n        .end\n")
+    _, rtl, ref = faulting_run(src, 8, FaultCause.OUT_OF_RANGE, trace_retire=True,
+                               after_fault=40)
+    assert (rtl.fault["warp"], rtl.fault["lanes"]) == (ref.warp, ref.lane_mask) == (0, 0b1111)
+    assert (1, ref.pc) in [(x["warp"], x["pc"]) for x in rtl.retired]
+    late = [x["pc"] for x in rtl.retired if x["warp"] == 0 and x["pc"] >= ref.pc]
+    assert late == [], f"warp 0 retired at or after the fault at pc {ref.pc:#x}: {late}"
