@@ -9,7 +9,8 @@ memory through its own memory port (a source on the interconnect, like a core):
         NOP / FENCE --> drain --> fence write --> idle
         bad record --> faulted (STATUS.FAULT | BAD_COMMAND)
     run --core fault or watchdog--> halt cores, wait until drained --> flush --> faulted
-    faulted --CONTROL.CLEAR_FAULT--> HEAD := TAIL, idle  (the clear acts at once; a launch
+    faulted --CONTROL.CLEAR_FAULT--> HEAD := TAIL, idle  (the clear acts in the cycle after
+                                     the write, before the bus's next access; a launch
                                      still draining goes to idle after its flush)
 
 "drain" waits until no memory request is outstanding anywhere, so the fence is written only
