@@ -390,8 +390,18 @@ class Core(wiring.Component):
         store_acked_warp = Signal.like(lsu.acked_warp)
         m.d.sync += [store_acked.eq(lsu.acked & ~lsu.acked_load & ~self.flush),
                      store_acked_warp.eq(lsu.acked_warp)]
+        # So does an access sent: ``sent`` is the LSU's acceptance by the memory path, late in
+        # the cycle, and into the counts' carry chains it was 11 levels from a register
+        # (de2181d's estimate). A warp with a send counting is not quiet (``sent_late``
+        # below), so a block closes in the same cycle as before; its access cannot be
+        # answered before the send counts (a response takes several cycles).
+        sent_q = Signal()
+        sent_warp_q = Signal.like(lsu.sent_warp)
+        m.d.sync += [sent_q.eq(lsu.sent & ~self.flush), sent_warp_q.eq(lsu.sent_warp)]
+        sent_late = Signal(W)
         for w in range(W):
-            inc = lsu.sent & (lsu.sent_warp == w)
+            inc = sent_late[w]
+            m.d.comb += inc.eq(sent_q & (sent_warp_q == w))
             # a store's acknowledgement and a load's late write-back of one warp may come in
             # the same cycle: each counts
             store_done = store_acked & (store_acked_warp == w)
@@ -1165,6 +1175,7 @@ class Core(wiring.Component):
                      drained_core.eq(self.drained)]
         m.d.comb += self.busy.eq((slot_busy != 0) | pipe_busy | ~mem_idle)
         # a warp is quiet with nothing of it in a stage register and no global access out
+        # (nor one sent in the cycle before, which counts now)
         for w in range(W):
             m.d.comb += in_pipe[w].eq(
                 (sch_if.valid & (sch_if.warp == w)) | (if_id.valid & (if_id.warp == w))
@@ -1172,7 +1183,7 @@ class Core(wiring.Component):
                 | (rr_ex1.valid & (rr_ex1.warp == w))
                 | (ex1_ex2.valid & (ex1_ex2.warp == w)) | (ex2_mem.valid & (ex2_mem.warp == w))
                 | (mem_wb.valid & (mem_wb.warp == w)))
-            m.d.comb += quiet[w].eq(~in_pipe[w] & (gl_out[w] == 0))
+            m.d.comb += quiet[w].eq(~in_pipe[w] & (gl_out[w] == 0) & ~sent_late[w])
 
         # the perf port is registered (each strobe tells of the cycle before; the counters
         # count it with that cycle's ``active``): the stall reason is worked out from the

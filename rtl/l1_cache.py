@@ -867,9 +867,18 @@ class L1Cache(wiring.Component):
             m.d.sync += count.eq(count + 1)
         with m.Elif(retire & ~fire):
             m.d.sync += count.eq(count - 1)
-        # whether the buffer has a free entry next cycle, the late ``fire`` and ``retire``
-        # last; and whether a fill takes effect then (the response arriving now)
-        full_next = Mux(fire == retire, count == rd, fire & (count == rd - 1))
+        # whether the buffer has a free entry next cycle, and whether a fill takes effect then
+        # (the response arriving now). The acceptance now is bounded by ``room_q`` (a request
+        # is taken only with room), and that bound stands for it: the acceptance (the lookup,
+        # the request's kind, the MSHRs) stays off the path into ``room_q``, the end of
+        # de2181d's routed worst on two seeds of six. The cost: with ``rob_depth - 1``
+        # entries in use, a cycle that takes no request and retires none is followed by one
+        # that takes none either. Below 4 entries that would be every other cycle at a
+        # buffer's last entry, so there the exact count serves.
+        if rd >= 4:
+            full_next = ~retire & Mux(room_q, count == rd - 1, count == rd)
+        else:
+            full_next = Mux(fire == retire, count == rd, fire & (count == rd - 1))
         m.d.sync += room_q.eq(~full_next & ~(dresp.valid & route_head.fill))
         m.d.comb += self.idle.eq((count == 0) & ~dq.r_rdy & ~route.r_rdy & ~route_push & ~got)
 
@@ -883,18 +892,37 @@ class L1Cache(wiring.Component):
             # is low)
             m.d.sync += [taken_q.eq(taken), taken_idx_q.eq(free_idx), drop_q.eq(drop)]
 
-            def brought_up_to_date(before, addr: Value, name: str) -> Signal:
+            def brought_up_to_date(before, addr: Value, name: str,
+                                   way_hits: Value | None = None) -> Signal:
                 x_line, x_set, _ = split(addr)
                 after = Signal(kept_lookup_layout(ways, nm), name=name)
                 filled = install & (x_line == fill_line)
-                evicted = install & (x_set == fill_set) & (before.way == victim)
-                kept = ~self.invalidate & before.hit & ~evicted
+                in_set = install & (x_set == fill_set)
+                if way_hits is None:
+                    kept = ~self.invalidate & before.hit & ~(in_set & (before.way == victim))
+                    kept_way = before.way
+                else:
+                    # A lookup made now (``way_hits``: its ways' compares): each way's hit
+                    # is dropped where the fill evicts that way, before the ways are
+                    # combined, so the victim's compare is beside the tags' and not after
+                    # the choice of the hit way (the L2's entering lookup: tags, ways,
+                    # way, victim, then the buffer's side bits, de2181d's routed worst on
+                    # two seeds of six). A line is in one way of its set at most (only the
+                    # fill of its miss installs it), so the way is the OR of the hits'.
+                    left = Signal(ways, name=f"{name}_left")
+                    for w in range(ways):
+                        m.d.comb += left[w].eq(way_hits[w] & ~(in_set & (victim == w)))
+                    kept = ~self.invalidate & left.any()
+                    kept_way = Signal(_bits(ways), name=f"{name}_way")
+                    for b in range(len(kept_way)):
+                        m.d.comb += kept_way[b].eq(
+                            Cat(left[w] for w in range(ways) if w >> b & 1).any())
                 # (``way`` is 0 without a hit, as a lookup made now gives it: the data RAM is
                 # read at it, and an atomic waits for the line read there)
                 m.d.comb += [
                     after.hit.eq(~self.invalidate & (filled | kept)),
                     after.way.eq(Mux(~self.invalidate & filled, victim,
-                                     Mux(kept, before.way, 0))),
+                                     Mux(kept, kept_way, 0))),
                     after.pend.eq(~self.invalidate & before.pend & ~(
                         fill & (before.mshr == got_route.mshr))),
                     after.mshr.eq(before.mshr),
@@ -904,7 +932,8 @@ class L1Cache(wiring.Component):
 
             look = self.look
             m.d.comb += [
-                look.in_found.eq(brought_up_to_date(fresh, look.in_addr, "in_found")),
+                look.in_found.eq(brought_up_to_date(fresh, look.in_addr, "in_found",
+                                                    way_hits=way_hit)),
                 look.port_next.eq(brought_up_to_date(found, p.addr, "port_next")),
                 look.skid_next.eq(brought_up_to_date(effective(look.skid_found),
                                                      look.skid_addr, "skid_next")),

@@ -104,6 +104,9 @@ class L1Model:
         self.rob = [{"valid": False, "ready": False, "fill": False, "wait": 0,
                      "data": [0] * self.lw, "tag": 0, "was_hit": False} for _ in range(rd)]
         self.head = self.tail = self.count = 0
+        # a free entry in this cycle, worked out in the last one: from the count and a
+        # retirement then, the acceptance then bounded by that cycle's room (rtl/l1_cache.py)
+        self.room_q = True
         self.peak_mshrs = 0  # most MSHRs busy at once (how deep a bench reached)
         self.dq: list[dict] = []
         self.route: list[dict] = []
@@ -132,7 +135,8 @@ class L1Model:
                     None)
         free = next((i for i, ln in enumerate(self.mshr) if ln is None), None)
         fill = bool(self.got and self.got[0]["fill"])
-        room = self.count != c.rob_depth and not fill and not v["invalidate"]
+        room_q = self.room_q and not fill  # the RTL's register
+        room = room_q and not v["invalidate"]
         is_read = req["kind"] == READ
         is_atomic = req["kind"] == ATOMIC
         new_miss = is_read and not hit and pend is None
@@ -260,6 +264,12 @@ class L1Model:
                 self.valid[s][way] = False
                 self.stats["atomic_inval"] += 1
             self.tail = (self.tail + 1) % c.rob_depth
+        retired = bool(resp_valid and v["up__resp__ready"])
+        if c.rob_depth >= 4:
+            bound = c.rob_depth - 1 if room_q else c.rob_depth
+            self.room_q = retired or self.count != bound
+        else:
+            self.room_q = self.count + fire - retired != c.rob_depth
         if fire and not (resp_valid and v["up__resp__ready"]):
             self.count += 1
         elif resp_valid and v["up__resp__ready"] and not fire:
