@@ -193,17 +193,20 @@ class IssueSelect(wiring.Component):
             kind = self.head_kind[w]  # h.kind, from the buffer's register
             is_fence = kind.fence
             haz_bits = h.needs[:regs + NUM_PREDS] & self.pending[w]
-            haz = haz_bits != 0
             # the hazard is on a register a long-latency instruction will write
             on_long = (haz_bits[:regs] & long_now[w]) != 0
             fence_wait = is_fence & stores_out[w]
             park = on_long | fence_wait
             busy_unit = (kind.sfu & self.sfu_busy) | (kind.mma & self.mma_busy)
             go = ~bar_hold[w] & self.runnable[w]
-            # the choice takes the hazard from the register (HazardAhead), equal to ``haz``
-            # (a head parked on a long-latency register has a hazard too)
-            m.d.comb += [self.hazard[w].eq(has & haz & ~park), self.parked[w].eq(has & park),
-                         self.structural[w].eq(has & busy_unit & ~haz & ~park & go),
+            # the choice takes the hazard from the register (HazardAhead), equal to
+            # ``haz_bits != 0`` (a head parked on a long-latency register has a hazard too);
+            # so do the stall reasons: worked out here (the head's read, its bits against the
+            # pending ones, the OR of 40) they were 10 levels from a register into the
+            # classifier's (de2181d's estimate)
+            haz_q = self.hazard_q[w]
+            m.d.comb += [self.hazard[w].eq(has & haz_q & ~park), self.parked[w].eq(has & park),
+                         self.structural[w].eq(has & busy_unit & ~haz_q & ~park & go),
                          eligible[w].eq(has & ~self.hazard_q[w] & ~fence_wait & ~busy_unit
                                         & go)]
 

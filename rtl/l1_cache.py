@@ -796,8 +796,7 @@ class L1Cache(wiring.Component):
         # An entry already in the buffer answers next cycle if it is valid and: a read miss
         # or merge, once its slot is filled (or is being filled now: the slot is busy, so
         # no new miss takes it this cycle); any other, once answered (or acknowledged now).
-        # The entry accepted now answers next cycle if it is a read hit, or a merge into a
-        # slot already filled (no request is accepted in a fill's cycle).
+        # The entry accepted now answers next cycle if it is a read hit.
         answers = Signal()
         head_fill = Signal()  # the head is a read miss or merge: it answers from its slot
         head_acked = Signal()  # the head's answer is in rob_ack
@@ -805,9 +804,14 @@ class L1Cache(wiring.Component):
         slots_filled = Signal(rd)  # slot_filled as it is next cycle, for the slots in use
         m.d.comb += [slots_filled.eq(slot_filled | Mux(
                          fill & got_route.read, Const(1, rd) << got_route.slot, 0))]
+        # A read accepted now answers next cycle only if it hits: a merge's slot is its
+        # MSHR's, which is filled as that MSHR is freed (no request is accepted in that
+        # cycle, and the lookup then finds the line in or missing, never pending), so it is
+        # never filled while a request merges into it. Told as the slot's flag read at the
+        # MSHR, the merge's terms were the MSHR's slot read and a choice among the slots'
+        # flags in front of the answer's register (de2181d's estimate: 10 levels).
         accepted_answers = Signal()
-        m.d.comb += accepted_answers.eq(
-            is_read & (hit | (~new_miss & slot_filled.bit_select(mslot_rd.data, 1))))
+        m.d.comb += accepted_answers.eq(is_read & hit)
 
         def at_head_next(flag: Callable[[Value, Value], Value]) -> Value:
             """``flag(entry, slot)`` (an entry's flag as this cycle leaves it, its fill slot)
