@@ -204,27 +204,36 @@ class LsuPrep(wiring.Component):
                      q.fault_cause.eq(Mux(any_oor, FaultCause.OUT_OF_RANGE,
                                           FaultCause.MISALIGNED)),
                      q.fault_lanes.eq(Mux(any_oor, bad_oor, bad_mis))]
-        for p, (i, j) in enumerate(lane_pairs(lanes)):
-            with m.Switch(op):
-                with m.Case(LsuOp.LDG, LsuOp.STG):  # ``ea`` is the address: not through
-                    # ``ea``'s choice, which has ldparam's adder in front of it
-                    a_i, a_j = self.addr[i], self.addr[j]
-                    m.d.comb += q.split[p].eq(a_i[line_shift:] != a_j[line_shift:])
-                with m.Case(LsuOp.LDPARAM):
-                    # every lane reads the same word (ldparam's address is its immediate: the
-                    # decoder takes a word with a register field set as illegal); lanes apart
-                    # only when their offsets differ, which needs no adder in front of the
-                    # compare (the block's base comes after it, into ``ea``)
-                    m.d.comb += q.split[p].eq(self.addr[i] != self.addr[j])
-                with m.Case(LsuOp.ATOM, LsuOp.ATOMS):
-                    m.d.comb += q.split[p].eq(1)
-                with m.Case(LsuOp.LDS, LsuOp.STS):
-                    # same bank, other words: from the addresses within the block, as the
-                    # block's base (whole rows) adds the same to both and changes no bank;
-                    # not from ``word``, which has the base's adder in front of it
-                    wi, wj = self.addr[i][2:2 + self.word_bits], self.addr[j][2:2 + self.word_bits]
-                    m.d.comb += [q.split[p].eq((wi[:lb] == wj[:lb]) & (wi != wj)),
-                                 q.same_bank[p].eq(wi[:lb] == wj[:lb])]
+        # Each pair's bits as an AND-OR of the op's classes, assigned whole once: written as a
+        # switch on the op per pair, each case a bit of ``q``, the export made one process of
+        # every pair's cases, which Verilator turns into a copy of the whole split and
+        # same_bank vector per pair (``full``'s 496 pairs: most of its core's 63 MB of C++).
+        is_global = (op == LsuOp.LDG) | (op == LsuOp.STG)
+        is_atomic = (op == LsuOp.ATOM) | (op == LsuOp.ATOMS)
+        is_shared = (op == LsuOp.LDS) | (op == LsuOp.STS)
+        split = []
+        same_bank = []
+        for i, j in lane_pairs(lanes):
+            a_i, a_j = self.addr[i], self.addr[j]
+            # ld.s and st.s: same bank, other words: from the addresses within the block, as
+            # the block's base (whole rows) adds the same to both and changes no bank; not
+            # from ``word``, which has the base's adder in front of it
+            wi, wj = a_i[2:2 + self.word_bits], a_j[2:2 + self.word_bits]
+            bank = is_shared & (wi[:lb] == wj[:lb])
+            split.append(
+                # global: ``a`` is the address, not through ``ea``'s choice, which has
+                # ldparam's adder in front of it
+                (is_global & (a_i[line_shift:] != a_j[line_shift:]))
+                # ldparam: every lane reads the same word (its address is the immediate: the
+                # decoder takes a word with a register field set as illegal); lanes apart
+                # only when their offsets differ, which needs no adder in front of the
+                # compare (the block's base comes after it, into ``ea``)
+                | (in_param & (a_i != a_j))
+                | is_atomic
+                | (bank & (wi != wj)))
+            same_bank.append(bank)
+        if split:
+            m.d.comb += [q.split.eq(Cat(split)), q.same_bank.eq(Cat(same_bank))]
         m.d.comb += [q.some.eq(self.exec.any()), q.more.eq(more_lanes(self.exec, q.split)),
                      q.banks_lead.eq(bank_leaders(self.exec, q.same_bank))]
         for l in reversed(range(lanes)):
