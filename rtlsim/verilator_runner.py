@@ -4,7 +4,8 @@ with no Python in the per-cycle loop.
 The model of a named configuration is built profile-guided when its user passes a
 :data:`Trainer` (the driver's RTL backend does): compiled instrumented, trained on a few
 launches, compiled again from the profile, for twice the compile time (gain:
-docs/performance.md). ``SIMTGPU_RTL_PGO=0`` skips it.
+docs/performance.md). ``SIMTGPU_RTL_PGO=0`` skips it; ``SIMTGPU_RTL_PGO=tiny,small`` keeps it for
+those configurations only.
 
 Builds are cached (in :func:`simtgpu.paths.cache_dir`, ``build/`` of a source checkout): the
 harness Verilog under ``build/verilog/<config>-<hash of hardware
@@ -226,14 +227,35 @@ def _trace_format(trace: str | bool | None) -> str | None:
     return trace
 
 
+def pgo_configs(value: str | None = None) -> frozenset[str] | None:
+    """The configurations ``$SIMTGPU_RTL_PGO`` (or ``value``) lets build profile-guided: None
+    for all of them (unset, ``1``), none (``0``), or those of a comma-separated list of names
+    (``tiny``: what the regression uses, tests/conftest.py). An unknown name is refused."""
+    value = os.environ.get("SIMTGPU_RTL_PGO", "1") if value is None else value
+    value = value.strip()
+    if value in ("", "1"):
+        return None
+    if value == "0":
+        return frozenset()
+    names = frozenset(n.strip() for n in value.split(",") if n.strip())
+    for n in sorted(names):
+        try:
+            get_rtl_config(n)
+        except SimtgpuError:
+            raise RtlSimError(f"SIMTGPU_RTL_PGO={value!r}: {n!r} is not a configuration; give "
+                              "0, 1 or configuration names separated by commas") from None
+    return names
+
+
 def _pgo_wanted(cfg: RtlConfig, trace: str | None, trainer: Trainer | None) -> bool:
     """Profile-guided g++ builds (the C++ is compiled twice) when there is a trainer, for the
-    named configurations the driver launches, unless ``$SIMTGPU_RTL_PGO=0``. The driver's
+    named configurations the driver launches that :func:`pgo_configs` allows. The driver's
     trainer knows only the named configurations; waveform builds are left plain, and so are
     hierarchical ones (:func:`hierarchical`: their blocks are compiled by make files of their
     own, which the profile-guided recompile does not reach)."""
+    allowed = pgo_configs()
     if (trainer is None or trace or hierarchical(cfg)
-            or os.environ.get("SIMTGPU_RTL_PGO", "1") == "0"):
+            or (allowed is not None and cfg.name not in allowed)):
         return False
     try:
         return get_rtl_config(cfg.name) == cfg

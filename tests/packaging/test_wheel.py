@@ -101,7 +101,7 @@ def test_installed_wheel_runs_iss_rtl_and_demo(dists, tmp_path) -> None:
     work = tmp_path / "work"
     work.mkdir()
     env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("SIMTGPU_", "VIRTUAL_ENV", "PYTHON"))}
+           if not k.startswith(("SIMTGPU_", "VIRTUAL_ENV", "PYTHON", "OBJCACHE"))}
     env["XDG_CACHE_HOME"] = str(tmp_path / "cache")
     env["PATH"] = f"{venv / 'bin'}:{env.get('PATH', '')}"
     kernel = site / "examples" / "asm" / "vector_add.s"
