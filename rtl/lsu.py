@@ -208,7 +208,7 @@ class LsuPrep(wiring.Component):
         # switch on the op per pair, each case a bit of ``q``, the export made one process of
         # every pair's cases, which Verilator turns into a copy of the whole split and
         # same_bank vector per pair (``full``'s 496 pairs: most of its core's 63 MB of C++).
-        is_global = (op == LsuOp.LDG) | (op == LsuOp.STG)
+        plain_global = (op == LsuOp.LDG) | (op == LsuOp.STG)  # not ATOM, as in_global has it
         is_atomic = (op == LsuOp.ATOM) | (op == LsuOp.ATOMS)
         is_shared = (op == LsuOp.LDS) | (op == LsuOp.STS)
         split = []
@@ -223,7 +223,7 @@ class LsuPrep(wiring.Component):
             split.append(
                 # global: ``a`` is the address, not through ``ea``'s choice, which has
                 # ldparam's adder in front of it
-                (is_global & (a_i[line_shift:] != a_j[line_shift:]))
+                (plain_global & (a_i[line_shift:] != a_j[line_shift:]))
                 # ldparam: every lane reads the same word (its address is the immediate: the
                 # decoder takes a word with a register field set as illegal); lanes apart
                 # only when their offsets differ, which needs no adder in front of the
