@@ -1,10 +1,11 @@
 """A compiler wrapper that compiles Verilator's runtime once per set of flags.
 
 Every Verilator build compiles the runtime it links (``verilated.cpp``, ``verilated_vpi.cpp``,
-``verilated_threads.cpp``, cocotb's ``verilator.cpp`` ...) into its own folder: about 25 s of
-g++ per build, which was most of each small unit model's build and, over the regression's
-thirty-odd models, about 13 minutes of CPU. Verilator's make rules put ``$(OBJCACHE)`` before
-the compiler; :func:`simtgpu.rtlsim.verilator.verilator_env` sets it to this script.
+``verilated_threads.cpp``, ``verilated_dpi.cpp`` ...) into its own folder: about 22 s of
+g++ per build, most of each small unit model's build (the regression's twenty unit models
+took about 830 s one after another; 252 s through this cache). Verilator's make rules put
+``$(OBJCACHE)`` before the compiler; :func:`simtgpu.rtlsim.verilator.verilator_env` sets it
+to this script.
 
 An object is reused only when everything that makes it is the same: the compiler's version,
 its arguments (the output name aside) and the source after preprocessing, so a header of the
