@@ -85,17 +85,23 @@ def main(args: list[str]) -> int:
     obj = cwd / found[1]
     dep = obj.with_suffix(".d")
     cached = Path(folder) / key
-    if (cached / "obj").exists():
-        _copy(cached / "obj", obj)
-        if (cached / "dep").exists():
-            _copy(cached / "dep", dep)
-        return 0
+    try:
+        if (cached / "obj").exists():
+            _copy(cached / "obj", obj)
+            if (cached / "dep").exists():
+                _copy(cached / "dep", dep)
+            return 0
+    except OSError:
+        pass  # an entry that cannot be read: compile instead
     rc = subprocess.run(args).returncode
     if rc == 0:
-        cached.mkdir(parents=True, exist_ok=True)
-        if dep.exists():
-            _copy(dep, cached / "dep")
-        _copy(obj, cached / "obj")  # last: its presence says the entry is whole
+        try:
+            cached.mkdir(parents=True, exist_ok=True)
+            if dep.exists():
+                _copy(dep, cached / "dep")
+            _copy(obj, cached / "obj")  # last: its presence says the entry is whole
+        except OSError:
+            pass  # a cache that cannot be written costs the next build a compile, no more
     return rc
 
 

@@ -98,6 +98,15 @@ def test_a_compile_error_is_reported_and_not_cached(tree) -> None:
     assert rc != 0 and _entries(cache) == 0
 
 
+def test_a_cache_that_cannot_be_written_still_compiles(tree) -> None:
+    """The cache folder is a file (a full disk or a read-only cache acts alike): the compile
+    goes on without it."""
+    runtime, cache, root = tree
+    cache.write_text("")
+    rc, obj = _compile(_build_dir(root, "a"), runtime, cache)
+    assert rc == 0 and obj
+
+
 def test_verilator_builds_go_through_it(monkeypatch) -> None:
     monkeypatch.delenv("OBJCACHE", raising=False)
     env = verilator_env()
