@@ -32,8 +32,8 @@ ENV = "SIMTGPU_OBJCACHE"
 """The environment variable that names the cache folder (unset: nothing is cached)."""
 
 
-def cacheable(args: list[str], cwd: Path) -> tuple[Path, Path] | None:
-    """(source, object) of a compile this wrapper may cache, or None: ``-c -o X.o S.cpp`` of a
+def cacheable(args: list[str], cwd: Path) -> Path | None:
+    """The object of a compile this wrapper may cache, or None: ``-c -o X.o S.cpp`` of a
     source outside ``cwd`` with no profile options."""
     if "-c" not in args or "-o" not in args or any(a.startswith("-fprofile") for a in args):
         return None
@@ -47,7 +47,7 @@ def cacheable(args: list[str], cwd: Path) -> tuple[Path, Path] | None:
     src = (cwd / sources[0]).resolve()
     if src.is_relative_to(cwd.resolve()):
         return None
-    return src, obj
+    return obj
 
 
 def _key(args: list[str], obj: Path) -> str | None:
@@ -79,10 +79,10 @@ def main(args: list[str]) -> int:
     folder = os.environ.get(ENV)
     cwd = Path.cwd()
     found = cacheable(args, cwd) if folder else None
-    key = _key(args, found[1]) if found else None
+    key = _key(args, found) if found else None
     if key is None:
         return subprocess.run(args).returncode
-    obj = cwd / found[1]
+    obj = cwd / found
     dep = obj.with_suffix(".d")
     cached = Path(folder) / key
     try:
