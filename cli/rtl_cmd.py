@@ -59,7 +59,8 @@ def run(args: argparse.Namespace) -> int:
     if args.stats:
         print(f"{text.count(chr(10)):,} lines, {len(text) / 1e6:.1f} MB; CPU seconds: "
               f"elaborate {times['elaborate']:.1f}, netlist + RTLIL {times['rtlil']:.1f}, yosys "
-              f"(RTLIL to Verilog) {times['yosys']:.1f} ({times['yosys_wall']:.1f} wall)")
+              f"(RTLIL to Verilog) {times['yosys']:.1f}; {times['wall']:.1f} s of wall time "
+              f"({times['jobs']} at once)")
         lines = module_lines(text)
         total = sum(lines.values())
         print("lines by unit (copies summed; a shared module <Class>_u<n> once):")

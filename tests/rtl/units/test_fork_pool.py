@@ -1,0 +1,106 @@
+"""The forked pool that converts the Verilog export's modules side by side
+(rtlsim/fork_pool.py): results come back by key whatever the order the children finish in, a
+child's exception is raised in the parent, a child that dies without a result is reported, and
+with one job nothing is forked."""
+
+import os
+import time
+
+import pytest
+from simtgpu.rtlsim.fork_pool import ChildFailed, ForkPool, default_jobs
+
+
+def _square_slowly(item: tuple[int, float]) -> tuple[int, int]:
+    n, delay = item
+    time.sleep(delay)
+    return n * n, os.getpid()
+
+
+def test_results_by_key_with_children_finishing_out_of_order():
+    # the first item takes longest: the others finish before it
+    items = [(n, 0.3 if n == 0 else 0.0) for n in range(6)]
+    with ForkPool(_square_slowly, 2) as pool:
+        for n, item in enumerate(items):
+            pool.submit(f"k{n}", item)
+        got = pool.results()
+    assert {k: v[0] for k, v in got.items()} == {f"k{n}": n * n for n in range(6)}
+    assert os.getpid() not in {pid for _, pid in got.values()}
+
+
+def test_one_job_runs_here_in_submission_order():
+    order = []
+
+    def record(item: int) -> int:
+        order.append(item)
+        return os.getpid()
+
+    with ForkPool(record, 1) as pool:
+        for n in (3, 1, 2):
+            pool.submit(n, n, size=n)  # sizes matter only to the order children start in
+        got = pool.results()
+    assert order == [3, 1, 2] and set(got.values()) == {os.getpid()}
+
+
+def test_the_largest_waiting_item_starts_first():
+    def when(item: str) -> float:
+        return time.monotonic()
+
+    with ForkPool(when, 2) as pool:
+        pool.limit = 1  # one child at a time, so the start order is the order of the times
+        for name, size in (("small", 1), ("large", 50), ("middle", 10)):
+            pool.submit(name, name, size=size)
+        got = pool.results()
+    started = sorted(got, key=got.get)
+    # "small" was alone when it was submitted, so it started at once; then the largest first
+    assert started == ["small", "large", "middle"]
+
+
+def _fail(item: int) -> int:
+    if item == 2:
+        raise ValueError(f"item {item} is bad")
+    return item
+
+
+def test_a_childs_exception_is_raised_in_the_parent():
+    with ForkPool(_fail, 2) as pool:
+        for n in range(4):
+            pool.submit(n, n)
+        with pytest.raises(ValueError, match="item 2 is bad"):
+            pool.results()
+
+
+def _die(item: int) -> int:
+    if item == 1:
+        os._exit(3)
+    return item
+
+
+def test_a_child_that_dies_without_a_result_is_reported():
+    with ForkPool(_die, 2) as pool:
+        for n in range(3):
+            pool.submit(f"item{n}", n)
+        with pytest.raises(ChildFailed, match="'item1': its child ended without a result"):
+            pool.results()
+
+
+def _unpicklable(item: int):
+    return lambda: item
+
+
+def test_a_result_that_does_not_pickle_is_reported():
+    with ForkPool(_unpicklable, 2) as pool:
+        pool.submit(0, 0)
+        pool.submit(1, 1)
+        with pytest.raises(ChildFailed, match="result does not pickle"):
+            pool.results()
+
+
+def test_the_jobs_come_from_the_environment(monkeypatch):
+    monkeypatch.setenv("SIMTGPU_EXPORT_JOBS", "3")
+    assert default_jobs() == 3
+    for bad in ("two", "0"):
+        monkeypatch.setenv("SIMTGPU_EXPORT_JOBS", bad)
+        with pytest.raises(ValueError, match="SIMTGPU_EXPORT_JOBS must"):
+            default_jobs()
+    monkeypatch.delenv("SIMTGPU_EXPORT_JOBS")
+    assert default_jobs() >= 1
