@@ -276,12 +276,21 @@ def hierarchical(cfg: RtlConfig) -> bool:
     return cfg.cores * cfg.lanes >= HIER_MIN_LANES
 
 
+HIER_MIN_BYTES = 16_384
+"""A shared module of less Verilog than this is inlined into the block that instantiates it
+(:func:`hier_blocks`): every ``hier_block`` is a Verilator run of its own that reads the whole
+design (about 7 CPU s for ``full``), more than 32 inlined copies of an ALU cost."""
+
+
 def hier_blocks(cfg: RtlConfig, verilog: str) -> list[str]:
     """The modules that Verilator verilates and compiles once each, as ``hier_block``s of a
-    ``--hierarchical`` build: every shared module of the export ``verilog`` (the core, the lane
-    units: :func:`.module_reuse.shared_modules`) where :func:`hierarchical`; else none, a flat
-    build."""
-    return module_reuse.shared_modules(verilog) if hierarchical(cfg) else []
+    ``--hierarchical`` build: where :func:`hierarchical`, every shared module of the export
+    ``verilog`` (the core, the lane units: :func:`.module_reuse.shared_modules`) of at least
+    :data:`HIER_MIN_BYTES`; else none, a flat build."""
+    if not hierarchical(cfg):
+        return []
+    return [name for name, size in module_reuse.shared_module_bytes(verilog).items()
+            if size >= HIER_MIN_BYTES]
 
 
 def _run_build(cmd: list[str], env: dict[str, str], work: Path, what: str) -> None:
