@@ -282,15 +282,22 @@ HIER_MIN_BYTES = 16_384
 design (about 7 CPU s for ``full``), more than 32 inlined copies of an ALU cost."""
 
 
+INLINED_UNITS = frozenset({"MatrixUnit"})
+"""Shared modules never made a ``hier_block``: the matrix unit's issue handshake with the core
+is combinational both ways, which Verilator cannot order across a block boundary (it warns
+UNOPTFLAT on the core's ``mma`` signals and iterates them every cycle). It is a module of its
+own only so that the export converts it beside the core (rtlsim/verilog_export.py)."""
+
+
 def hier_blocks(cfg: RtlConfig, verilog: str) -> list[str]:
     """The modules that Verilator verilates and compiles once each, as ``hier_block``s of a
     ``--hierarchical`` build: where :func:`hierarchical`, every shared module of the export
     ``verilog`` (the core, the lane units: :func:`.module_reuse.shared_modules`) of at least
-    :data:`HIER_MIN_BYTES`; else none, a flat build."""
+    :data:`HIER_MIN_BYTES` and not of :data:`INLINED_UNITS`; else none, a flat build."""
     if not hierarchical(cfg):
         return []
     return [name for name, size in module_reuse.shared_module_bytes(verilog).items()
-            if size >= HIER_MIN_BYTES]
+            if size >= HIER_MIN_BYTES and name.rsplit("_u", 1)[0] not in INLINED_UNITS]
 
 
 def _run_build(cmd: list[str], env: dict[str, str], work: Path, what: str) -> None:

@@ -126,6 +126,9 @@ def test_the_hierarchical_build_takes_its_blocks_from_the_shared_modules():
                      "Big_u1": len(big) + len(part)}
     assert len(big) < HIER_MIN_BYTES <= len(big) + len(part)
     assert hier_blocks(get_rtl_config("full"), text) == ["Big_u1"]
+    # the matrix unit is inlined however large (its handshake with the core is combinational)
+    matrix = big.replace("Big_u1", "MatrixUnit_u2") + part.replace("Big_u1", "MatrixUnit_u2")
+    assert hier_blocks(get_rtl_config("full"), text + matrix) == ["Big_u1"]
     assert hier_blocks(get_rtl_config("small"), text) == []
 
 
