@@ -22,11 +22,17 @@ import warnings
 from collections.abc import Callable, Hashable
 from typing import Any
 
-__all__ = ["ChildFailed", "ForkPool", "default_jobs"]
+from simtgpu.errors import SimtgpuError
+
+__all__ = ["ChildFailed", "ForkPool", "JobsError", "default_jobs"]
 
 
 class ChildFailed(RuntimeError):
     """A child died without a result, or raised an exception that does not pickle."""
+
+
+class JobsError(SimtgpuError, ValueError):
+    """``SIMTGPU_EXPORT_JOBS`` is not a whole number of at least 1."""
 
 
 def default_jobs() -> int:
@@ -37,9 +43,9 @@ def default_jobs() -> int:
         try:
             jobs = int(env)
         except ValueError:
-            raise ValueError(f"SIMTGPU_EXPORT_JOBS must be a whole number, not {env!r}") from None
+            raise JobsError(f"SIMTGPU_EXPORT_JOBS must be a whole number, not {env!r}") from None
         if jobs < 1:
-            raise ValueError(f"SIMTGPU_EXPORT_JOBS must be at least 1, not {jobs}")
+            raise JobsError(f"SIMTGPU_EXPORT_JOBS must be at least 1, not {jobs}")
         return jobs
     try:
         return len(os.sched_getaffinity(0))
@@ -153,9 +159,11 @@ def _fork(fn: Callable[[Any], Any], item: Any, path: str) -> int:
         try:
             data = pickle.dumps(outcome)
         except Exception:  # noqa: BLE001 - the result or exception does not pickle
-            text = "" if outcome[0] else "".join(traceback.format_exception(outcome[1]))
+            text = ("".join(traceback.format_exception(outcome[1])) if not outcome[0]
+                    else f"{type(outcome[1]).__name__}: {outcome[1]!r:.200}")
             data = pickle.dumps((False, ChildFailed(
-                f"a child's {'exception' if text else 'result'} does not pickle\n{text}")))
+                f"a child's {'result' if outcome[0] else 'exception'} does not pickle\n"
+                f"{text}")))
         with open(path, "wb") as f:
             f.write(data)
         code = 0

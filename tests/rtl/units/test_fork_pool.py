@@ -7,7 +7,7 @@ import os
 import time
 
 import pytest
-from simtgpu.rtlsim.fork_pool import ChildFailed, ForkPool, default_jobs
+from simtgpu.rtlsim.fork_pool import ChildFailed, ForkPool, JobsError, default_jobs
 
 
 def _square_slowly(item: tuple[int, float]) -> tuple[int, int]:
@@ -61,12 +61,17 @@ def _fail(item: int) -> int:
     return item
 
 
+def _run(fn, items, jobs: int = 2) -> dict:
+    # a failure is raised where the pool first sees it: in a later submit or in results
+    with ForkPool(fn, jobs) as pool:
+        for key, item in items:
+            pool.submit(key, item)
+        return pool.results()
+
+
 def test_a_childs_exception_is_raised_in_the_parent():
-    with ForkPool(_fail, 2) as pool:
-        for n in range(4):
-            pool.submit(n, n)
-        with pytest.raises(ValueError, match="item 2 is bad"):
-            pool.results()
+    with pytest.raises(ValueError, match="item 2 is bad"):
+        _run(_fail, [(n, n) for n in range(4)])
 
 
 def _die(item: int) -> int:
@@ -76,11 +81,8 @@ def _die(item: int) -> int:
 
 
 def test_a_child_that_dies_without_a_result_is_reported():
-    with ForkPool(_die, 2) as pool:
-        for n in range(3):
-            pool.submit(f"item{n}", n)
-        with pytest.raises(ChildFailed, match="'item1': its child ended without a result"):
-            pool.results()
+    with pytest.raises(ChildFailed, match="'item1': its child ended without a result"):
+        _run(_die, [(f"item{n}", n) for n in range(3)])
 
 
 def _unpicklable(item: int):
@@ -88,11 +90,8 @@ def _unpicklable(item: int):
 
 
 def test_a_result_that_does_not_pickle_is_reported():
-    with ForkPool(_unpicklable, 2) as pool:
-        pool.submit(0, 0)
-        pool.submit(1, 1)
-        with pytest.raises(ChildFailed, match="result does not pickle"):
-            pool.results()
+    with pytest.raises(ChildFailed, match="result does not pickle\nfunction: <function"):
+        _run(_unpicklable, [(0, 0), (1, 1)])
 
 
 def test_the_jobs_come_from_the_environment(monkeypatch):
@@ -100,7 +99,7 @@ def test_the_jobs_come_from_the_environment(monkeypatch):
     assert default_jobs() == 3
     for bad in ("two", "0"):
         monkeypatch.setenv("SIMTGPU_EXPORT_JOBS", bad)
-        with pytest.raises(ValueError, match="SIMTGPU_EXPORT_JOBS must"):
+        with pytest.raises(JobsError, match="SIMTGPU_EXPORT_JOBS must"):
             default_jobs()
     monkeypatch.delenv("SIMTGPU_EXPORT_JOBS")
     assert default_jobs() >= 1
