@@ -87,7 +87,8 @@ class ForkPool:
 
     def submit(self, key: Hashable, item: Any, size: int = 0) -> None:
         """Queue ``fn(item)``, its result to be found under ``key``; start what the free
-        slots allow (and take the results of children that are done)."""
+        slots allow, and take the results of children that are done (raising a failure
+        among them here)."""
         self._waiting.append((-size, self._submitted, key, item))
         self._submitted += 1
         if self.forking:
@@ -97,7 +98,8 @@ class ForkPool:
 
     def results(self) -> dict[Hashable, Any]:
         """Every submitted item's result, by key, once all are done. An exception ``fn``
-        raised (in a child or here) is raised here."""
+        raised (in a child or here) is raised here, or by the :meth:`submit` that first
+        saw it."""
         if not self.forking:
             for _, _, key, item in sorted(self._waiting, key=lambda w: w[1]):
                 self._results[key] = self.fn(item)
