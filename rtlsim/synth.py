@@ -391,11 +391,10 @@ def slowest_units(report: dict, top: str, count: int = 12) -> list[UnitArrival]:
 
 # -- register shells -------------------------------------------------------------------------
 DATAPATH_SHELLS = (r"Fpu_u\d+", r"HalfUnit_u\d+", r"Multiplier_u\d+", r"Sfu_u\d+",
-                   r"MatrixUnit_u\d+", r"(.+\.)?matrix", r"(.+\.)?sfu\.sfu\d+",
+                   r"MatrixUnit_u\d+", r"(.+\.)?sfu\.sfu\d+",
                    r"(.+\.)?(lsu|l2)\.atom_fpu")
 """Module names (regular expressions, whole name) of the pipelined datapath units that
-``--shell`` replaces, as the shared export names them (``MatrixUnit_u3``) and as a flat one
-does (``core0.matrix``): each takes its operands from a stage register or the register file and
+``--shell`` replaces: each takes its operands from a stage register or the register file and
 returns its result through a register of its own."""
 
 _PORT = re.compile(r"^\s*(input|output)\s+(?:\[(\d+):(\d+)\]\s*)?(\\\S+ |\w+)\s*;", re.M)
