@@ -284,9 +284,10 @@ design (about 7 CPU s for ``full``), more than 32 inlined copies of an ALU cost.
 
 INLINED_UNITS = frozenset({"MatrixUnit"})
 """Shared modules never made a ``hier_block``: the matrix unit's issue handshake with the core
-is combinational both ways, which Verilator cannot order across a block boundary (it warns
-UNOPTFLAT on the core's ``mma`` signals and iterates them every cycle). It is a module of its
-own only so that the export converts it beside the core (rtlsim/verilog_export.py)."""
+is combinational both ways, which Verilator cannot order across a block boundary (a build
+with it as a block warned UNOPTFLAT on the core's ``mma`` signals, which the model must then
+iterate until they settle). It is a module of its own only so that the export converts it
+beside the core (rtlsim/verilog_export.py)."""
 
 
 def hier_blocks(cfg: RtlConfig, verilog: str) -> list[str]:

@@ -34,7 +34,6 @@ def measure(configs: tuple[str, ...] = CONFIGS, top: str = "gpu",
                          "lines": text.count("\n"), "bytes": len(text),
                          "cpu_s": times["elaborate"] + times["rtlil"],
                          "yosys_s": times["yosys"], "wall_s": times["wall"],
-                         "jobs": times["jobs"],
                          "modules": text.count("\nmodule ") + text.startswith("module ")})
             print(f"verilog {name} {rows[-1]['export']}: {rows[-1]['lines']:,} lines, "
                   f"{rows[-1]['cpu_s'] + times['yosys']:.1f} CPU s, {times['wall']:.0f} s",
