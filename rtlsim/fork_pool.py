@@ -5,7 +5,8 @@ The items are elaborated Amaranth fragments, which cannot be pickled, so the chi
 inherit them: each child is a bare ``os.fork`` of this process that computes one item, writes
 the pickled result to a file and leaves with ``os._exit``, touching no stream, lock or exit
 handler it inherited (a ``multiprocessing`` worker flushes stdout on exit, which can hang on a
-lock that another thread of the parent held at the moment of the fork). Results must pickle.
+lock that another thread of the parent held at the moment of the fork): what it prints goes
+through stream objects of its own on the same descriptors. Results must pickle.
 Where ``fork`` does not exist, or ``jobs`` is 1, the items run here, one after another, when
 the results are asked for.
 """
@@ -15,6 +16,7 @@ from __future__ import annotations
 import os
 import pickle
 import signal
+import sys
 import tempfile
 import time
 import traceback
@@ -154,6 +156,10 @@ def _fork(fn: Callable[[Any], Any], item: Any, path: str) -> int:
         return pid
     code = 1
     try:
+        # fresh stream objects on the same descriptors: the inherited ones' locks may have
+        # been held by another thread at the fork (a warning printed here would then hang)
+        sys.stdout = open(1, "w", buffering=1, closefd=False)  # noqa: SIM115
+        sys.stderr = open(2, "w", buffering=1, closefd=False)  # noqa: SIM115
         try:
             outcome = (True, fn(item))
         except BaseException as exc:  # noqa: BLE001 - every failure goes back to the parent
@@ -170,4 +176,8 @@ def _fork(fn: Callable[[Any], Any], item: Any, path: str) -> int:
             f.write(data)
         code = 0
     finally:
-        os._exit(code)
+        try:
+            sys.stdout.flush()
+            sys.stderr.flush()
+        finally:
+            os._exit(code)

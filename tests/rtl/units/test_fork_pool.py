@@ -3,7 +3,10 @@
 child's exception is raised in the parent, a child that dies without a result is reported, and
 with one job nothing is forked."""
 
+import io
 import os
+import sys
+import threading
 import time
 
 import pytest
@@ -103,3 +106,45 @@ def test_the_jobs_come_from_the_environment(monkeypatch):
             default_jobs()
     monkeypatch.delenv("SIMTGPU_EXPORT_JOBS")
     assert default_jobs() >= 1
+
+
+def _print(item: int) -> int:
+    print(f"out {item}")
+    print(f"err {item}", file=sys.stderr)
+    return item
+
+
+class _HeldStream(io.StringIO):
+    """A stream whose lock is held, as another thread in the middle of a write holds it."""
+
+    def __init__(self):
+        super().__init__()
+        self.lock = threading.Lock()
+        self.lock.acquire()
+
+    def write(self, text: str) -> int:
+        with self.lock:
+            return super().write(text)
+
+
+def test_a_child_prints_through_streams_of_its_own(capfd, monkeypatch):
+    """A child that wrote through the parent's stream objects would wait forever on a lock
+    another thread held at the fork; it writes through fresh ones on descriptors 1 and 2."""
+    monkeypatch.setattr(sys, "stdout", _HeldStream())
+    monkeypatch.setattr(sys, "stderr", _HeldStream())
+    with ForkPool(_print, 2) as pool:
+        # a child stuck on the lock is killed after 20 s: the test fails instead of hanging
+        watchdog = threading.Timer(20, lambda: [os.kill(p, 9) for p in list(pool._running)])
+        watchdog.start()
+        try:
+            for n in range(2):
+                pool.submit(n, n)
+            got = pool.results()
+        finally:
+            watchdog.cancel()
+    out, err = capfd.readouterr()
+    assert got == {0: 0, 1: 1}
+    assert sorted(line for line in out.splitlines() if line.startswith("out")) == [
+        "out 0", "out 1"]
+    assert sorted(line for line in err.splitlines() if line.startswith("err")) == [
+        "err 0", "err 1"]
