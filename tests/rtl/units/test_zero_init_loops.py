@@ -23,12 +23,12 @@ class _TwoMemories(wiring.Component):
     def elaborate(self, platform) -> Module:
         m = Module()
         m.submodules.table = zeros = memory.Memory(shape=8, depth=48, init=[])
-        m.submodules.contents = table = memory.Memory(shape=8, depth=48,
-                                                   init=[(7 * i + 3) % 256 for i in range(48)])
-        rz, rt = zeros.read_port(), table.read_port()
-        m.d.comb += [rz.addr.eq(self.addr), rt.addr.eq(self.addr),
-                     self.y.eq(rz.data | rt.data << 8)]
-        for mem in (zeros, table):
+        m.submodules.contents = contents = memory.Memory(
+            shape=8, depth=48, init=[(7 * i + 3) % 256 for i in range(48)])
+        rz, rc = zeros.read_port(), contents.read_port()
+        m.d.comb += [rz.addr.eq(self.addr), rc.addr.eq(self.addr),
+                     self.y.eq(rz.data | rc.data << 8)]
+        for mem in (zeros, contents):
             w = mem.write_port()
             m.d.comb += [w.addr.eq(self.addr), w.data.eq(self.addr), w.en.eq(self.addr[0])]
         return m
