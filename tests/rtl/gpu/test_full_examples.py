@@ -6,11 +6,11 @@ every GPU of at least 64 lanes, hierarchically: each shared module (the core, th
 units, the SFU, the shared-memory bank, the matrix unit's dot-product tree, the memory path with
 its L1 and the L2's bank) is verilated and compiled once as a Verilator ``hier_block``
 (``verilator_runner.hier_blocks``), and plain rather than profile-guided (the driver's trainer
-is not used for it). In the regression from cold (2-core machine, 2026-12-07) the build took
-about 10 minutes beside the other worker (Verilog 2 min 23 s, verilate and C++ compile 7 min
-20 s; docs/performance.md, "Verilator model build of `full`") and the six examples then run in
-about 83 s: this is ``full`` in ``make test``, with one kernel of its own: four cores' atomics
-meeting at the L2 (``cross_core_atomics.s``).
+is not used for it). Built alone from an empty cache on the idle 2-core machine it takes
+about 4 min 42 s (docs/performance.md, 2026-12-07 evening); in the regression, beside the
+other worker, the first example's test took 444 s, the build included. This is ``full`` in
+``make test``, with one kernel of its own: four cores' atomics meeting at the L2
+(``cross_core_atomics.s``).
 """
 
 from __future__ import annotations
@@ -56,7 +56,7 @@ def _read_backs(monkeypatch, name: str, argv: list[str], backend: str) -> list[n
     return got
 
 
-@pytest.mark.slow  # full's Verilator build takes about 10 minutes on 2 cores
+@pytest.mark.slow  # full's Verilator build: about 5 minutes on 2 cores
 @pytest.mark.parametrize("name,argv", CASES, ids=[c[0] for c in CASES])
 def test_example_on_full_rtl_is_bit_identical_to_the_iss(monkeypatch, capsys, name, argv):
     iss = _read_backs(monkeypatch, name, argv, "iss")
