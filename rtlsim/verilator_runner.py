@@ -285,12 +285,16 @@ HIER_MIN_BYTES = 16_384
 design (about 7 CPU s for ``full``), more than 32 inlined copies of an ALU cost."""
 
 
-INLINED_UNITS = frozenset({"MatrixUnit"})
+INLINED_UNITS = frozenset({"MatrixUnit", "SharedBank"})
 """Shared modules never made a ``hier_block``: the matrix unit's issue handshake with the core
 is combinational both ways, which Verilator cannot order across a block boundary (a build
 with it as a block warned UNOPTFLAT on the core's ``mma`` signals, which the model must then
 iterate until they settle). It is a module of its own only so that the export converts it
-beside the core (rtlsim/verilog_export.py)."""
+beside the core (rtlsim/verilog_export.py). The shared-memory banks (``SharedBank``) are
+small and many (a core's ``lanes`` of them): as blocks, every bank's logic ran again at each
+of the core's evaluations, behind a call of Verilator's block wrapper, over half of
+``full``'s simulation time; inlined, ``full`` runs about 1.85 times as many cycles per CPU
+second for about 20 s more of build (docs/performance.md)."""
 
 
 def hier_blocks(cfg: RtlConfig, verilog: str) -> list[str]:

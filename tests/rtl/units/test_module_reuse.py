@@ -129,6 +129,9 @@ def test_the_hierarchical_build_takes_its_blocks_from_the_shared_modules():
     # the matrix unit is inlined however large (its handshake with the core is combinational)
     matrix = big.replace("Big_u1", "MatrixUnit_u2") + part.replace("Big_u1", "MatrixUnit_u2")
     assert hier_blocks(get_rtl_config("full"), text + matrix) == ["Big_u1"]
+    # and so are the shared-memory banks (many small blocks cost the model's speed)
+    banks = big.replace("Big_u1", "SharedBank_u3") + part.replace("Big_u1", "SharedBank_u3")
+    assert hier_blocks(get_rtl_config("full"), text + banks) == ["Big_u1"]
     assert hier_blocks(get_rtl_config("small"), text) == []
 
 
