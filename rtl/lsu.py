@@ -46,7 +46,7 @@ from .atomic_alu import atomic_result
 from .fpu import ATOMIC_LATENCY, Fpu, FpuOp
 from .isa_consts import FaultCause
 from .layouts import split_signal
-from .shared_memory import SharedMemory, one_hot_choice, shared_geometry
+from .shared_memory import SharedMemory, lane_pairs, one_hot_choice, shared_geometry
 from .signatures import AtomOp, MemKind, mem_port_signature
 
 _ATOM_BITS = AtomOp.as_shape().width
@@ -74,11 +74,6 @@ def lwb_layout(warps: int, lanes: int) -> data.StructLayout:
         "exec": lanes,
         "values": data.ArrayLayout(32, lanes),
     })
-
-
-def lane_pairs(lanes: int) -> list[tuple[int, int]]:
-    """The pairs ``(i, j)``, ``i < j``, of lanes, in the order of the ``split`` bits."""
-    return [(i, j) for i in range(lanes) for j in range(i + 1, lanes)]
 
 
 def more_lanes(lanes: Value, split: Value) -> Value:
@@ -438,6 +433,9 @@ class Lsu(wiring.Component):
         for l in range(lanes):
             m.d.comb += [sh.word[l].eq(prep.word[l]),
                          sh.wdata[l].eq(Mux(is_atoms, atom_new, self.data[l]))]
+        # ld.s and st.s: two lanes of one bank are at one word unless ex2 split them (a shared
+        # atomic sends its leader alone, so what this says for it does not matter)
+        m.d.comb += sh.same_word.eq(prep.same_bank & ~prep.split)
         cap = split_signal(data.ArrayLayout(32, lanes), "cap")
         for l in range(lanes):
             with m.If(sh.served_q[l]):

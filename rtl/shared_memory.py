@@ -53,6 +53,11 @@ class SharedMemory(wiring.Component):
             "act": In(1),
             "we": In(1),
             "word": In(data.ArrayLayout(self.word_bits, lanes)),
+            # pair (i, j) of lane_pairs: the two lanes address the same word, where they are
+            # in one bank (what it says of two lanes in different banks does not matter). The
+            # LSU has it from ex2's comparisons, registered (rtl/lsu.py ``LsuPrep``), so no
+            # bank compares words: a 32-lane core's banks had 32 x 496 comparators.
+            "same_word": In(pair_bits(lanes)),
             "wdata": In(vec),
             "served": Out(lanes),
             "pick": Out(lanes),  # the lanes ``act`` would serve (``served`` without it)
@@ -67,21 +72,13 @@ class SharedMemory(wiring.Component):
         lanes = self.lanes
         lb = max(1, (lanes - 1).bit_length())
         bank_of = [self.word[l][:lb] if lanes > 1 else 0 for l in range(lanes)]
-        # Which lanes share a row, pair by pair, once for all banks: within a bank the row is
-        # the word, and every bank needs the same comparisons (lanes x (lanes - 1) / 2 of
-        # them, not that many in each of the ``lanes`` banks).
-        row_of = [self.word[l][lb:] if lanes > 1 else self.word[l] for l in range(lanes)]
-        pairs = Signal(pair_bits(lanes))
-        if lanes > 1:
-            m.d.comb += pairs.eq(Cat(row_of[k] == row_of[l]
-                                     for l in range(lanes) for k in range(l)))
         lane_bank_q = [Signal(lb, name=f"lane{l}_bank_q") for l in range(lanes)]
         banks = [SharedBank(lanes, self.rows, b) for b in range(lanes)]
         for b, bank in enumerate(banks):  # one module in exported Verilog (rtl/reuse.py)
             m.submodules[f"bank{b}"] = reuse.shared(bank, (lanes, self.rows),
                                                     {"index": (b, lb)})
             m.d.comb += [bank.req.eq(self.req), bank.act.eq(self.act), bank.we.eq(self.we),
-                         bank.word.eq(self.word), bank.pairs.eq(pairs),
+                         bank.word.eq(self.word), bank.same_word.eq(self.same_word),
                          bank.wdata.eq(self.wdata), bank.clear.eq(self.clear),
                          bank.clear_row.eq(self.clear_row)]
         for l in range(lanes):
@@ -96,15 +93,15 @@ class SharedMemory(wiring.Component):
         return m
 
 
+def lane_pairs(lanes: int) -> list[tuple[int, int]]:
+    """The pairs ``(i, j)``, ``i < j``, of lanes, in the order of the bits of a vector of
+    pairs (``same_word`` here, the LSU's ``split`` and ``same_bank``)."""
+    return [(i, j) for i in range(lanes) for j in range(i + 1, lanes)]
+
+
 def pair_bits(lanes: int) -> int:
-    """Width of :class:`SharedBank`'s ``pairs``: a bit for each two lanes (at least one)."""
-    return max(1, lanes * (lanes - 1) // 2)
-
-
-def pair_index(k: int, l: int) -> int:
-    """The bit of ``pairs`` that says whether lanes ``k < l`` address the same row."""
-    assert k < l
-    return l * (l - 1) // 2 + k
+    """Width of a vector of pairs of ``lanes`` lanes (at least one bit)."""
+    return max(1, len(lane_pairs(lanes)))
 
 
 def one_hot_choice(sel: Value, values: list[Value]) -> Value:
@@ -117,8 +114,7 @@ class SharedBank(wiring.Component):
     """Bank ``index`` of a :class:`SharedMemory`: its RAM and the selection of the lanes it
     serves in a cycle (``same``: the lowest requesting lane of the bank and every other one
     at the same word, whether or not ``act``; ``rdata``: the word read in the previous
-    cycle). ``pairs`` says which two lanes address the same row (:func:`pair_index`), compared
-    once in :class:`SharedMemory` for every bank. A component of its own so that exported
+    cycle; ``same_word``: :class:`SharedMemory`'s). A component of its own so that exported
     Verilog holds one definition for the ``lanes`` banks, the index an input there
     (:func:`simtgpu.rtl.reuse.param`)."""
 
@@ -131,7 +127,7 @@ class SharedBank(wiring.Component):
             "act": In(1),
             "we": In(1),
             "word": In(data.ArrayLayout(word_bits, lanes)),
-            "pairs": In(pair_bits(lanes)),
+            "same_word": In(pair_bits(lanes)),
             "wdata": In(data.ArrayLayout(32, lanes)),
             "clear": In(1),
             "clear_row": In(row_bits),
@@ -157,16 +153,17 @@ class SharedBank(wiring.Component):
         else:
             m.d.comb += hits.eq(self.req)
         # the lowest requesting lane of this bank leads (``first``, one-hot); same-word lanes
-        # ride along. Which lanes share a word comes pair by pair from ``pairs``, beside the
-        # choice of the leader, rather than from a comparison with the leader's row after it:
-        # two lanes of this bank at the same row are at the same word.
+        # ride along. Which lanes share a word comes pair by pair from ``same_word``, beside
+        # the choice of the leader, rather than from a comparison with the leader's row after
+        # it.
+        same_word = {pair: self.same_word[p] for p, pair in enumerate(lane_pairs(lanes))}
         first = Signal(lanes)
         m.d.comb += first.eq(Cat(hits[l] & ~hits[:l].any() if l else hits[0]
                                  for l in range(lanes)))
         row = Signal(len(self.clear_row))
         m.d.comb += row.eq(one_hot_choice(first, row_of))
         for l in range(lanes):
-            with_leader = [first[k] & self.pairs[pair_index(k, l)] for k in range(l)]
+            with_leader = [first[k] & same_word[k, l] for k in range(l)]
             m.d.comb += self.same[l].eq(first[l] | (hits[l] & Cat(with_leader).any()))
         wdata = Signal(32)
         for l in range(lanes):  # highest same-word lane wins

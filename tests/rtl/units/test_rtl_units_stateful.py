@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 import pytest
 from simtgpu.isa import GLOBAL_NULL_GUARD, NUM_PREDS, FaultCause
+from simtgpu.rtl.shared_memory import lane_pairs
 from simtgpu.rtl.signatures import AtomOp
 from simtgpu.sim import numerics as nx
 from simtgpu.sim.semantics import apply_atomics
@@ -728,7 +729,12 @@ def test_shared_memory_cycles():
         stats["multi"] += srv != cur["req"]
         act = int(rng.random() < 0.85)  # the LSU's go: the lanes are chosen either way
         stats["idle"] += not act and srv != 0
-        return {"req": cur["req"], "act": act, "we": a["we"],
+        # the LSU's pairs: lanes at one word; for two banks' lanes anything (here at random)
+        words = a["words"]
+        same_word = sum((words[i] == words[j] if words[i] % lanes == words[j] % lanes
+                         else rng.getrandbits(1)) << p
+                        for p, (i, j) in enumerate(lane_pairs(lanes)))
+        return {"req": cur["req"], "act": act, "we": a["we"], "same_word": same_word,
                 "word": pack(a["words"], sm.word_bits),
                 "wdata": pack(a["wdata"], 32), "clear": int(rng.random() < 0.02),
                 "clear_row": rng.randrange(rows)}
