@@ -292,7 +292,7 @@ with it as a block warned UNOPTFLAT on the core's ``mma`` signals, which the mod
 iterate until they settle). It is a module of its own only so that the export converts it
 beside the core (rtlsim/verilog_export.py). The shared-memory banks (``SharedBank``) are
 small and many (a core's ``lanes`` of them): as blocks, every bank's logic ran again at each
-of the core's evaluations, behind a call of Verilator's block wrapper, over half of
+of the core's evaluations, behind a call of Verilator's block wrapper, about a third of
 ``full``'s simulation time; inlined, ``full`` runs about 1.85 times as many cycles per CPU
 second for about 20 s more of build (docs/performance.md)."""
 

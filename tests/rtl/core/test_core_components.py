@@ -642,7 +642,8 @@ def test_lsu_prep_against_the_address_rules(lanes):
     bank at another word; ldparam: another offset, every lane's the same in a legal program;
     atomics: all); for ld.s and st.s, the pairs in one bank and each bank's first lane."""
     from simtgpu.isa import GLOBAL_NULL_GUARD
-    from simtgpu.rtl.lsu import LsuOp, LsuPrep, lane_pairs
+    from simtgpu.rtl.lsu import LsuOp, LsuPrep
+    from simtgpu.rtl.shared_memory import lane_pairs
 
     line_words, shared_bytes, memory_bytes = 4, 1024, 1 << 16
     dut = LsuPrep(lanes, line_words, shared_bytes, memory_bytes)
