@@ -29,7 +29,7 @@ from amaranth.lib.wiring import In, Out
 from simtgpu.isa import Sem
 from simtgpu.isa.instructions import HALF2_OPS, HCVT_OPS
 
-from .fp_utils import CANONICAL_NAN, lzc
+from .fp_utils import CANONICAL_NAN, at_least, lzc, sum_of
 from .isa_consts import isa_op_enum
 from .stages import Cuts, delayed, gated_domain, last_cut_enable
 
@@ -171,13 +171,45 @@ def _narrow_bf16(m: Module, a, name: str) -> Signal:
     return out
 
 
+class _Control(NamedTuple):
+    """The op's choices in segment A, decoded before the operand register."""
+
+    wide_hi: Signal  # hcvt.hh2f / bh2f: widen a's high half
+    wide_bf: Signal  # hcvt.bl2f / bh2f: widen from bf16
+    arith: Signal  # the packed arithmetic (else a conversion)
+    bf: Signal  # the arithmetic's format: bf16, else fp16
+    y_one: Signal  # hadd2, hsub2: y is 1.0 in each half (else b)
+    z_b: Signal  # hadd2, hsub2: z is b (else -0 or c)
+    z_neg: Signal  # hsub2: b's signs flipped; hmul2: z is -0 in each half
+
+
+def _decode_op(m: Module, op) -> _Control:
+    """The :class:`_Control` bits of ``op``."""
+    v = Value.cast(op)
+    add_sub = (HalfOp.HADD2_F16, HalfOp.HADD2_BF16, HalfOp.HSUB2_F16, HalfOp.HSUB2_BF16)
+    terms = {
+        "wide_hi": v.matches(HalfOp.HCVT_HH2F, HalfOp.HCVT_BH2F),
+        "wide_bf": v.matches(HalfOp.HCVT_BL2F, HalfOp.HCVT_BH2F),
+        "arith": v.matches(*_F16_OPS, *_BF16_OPS),
+        "bf": v.matches(*_BF16_OPS),
+        "y_one": v.matches(*add_sub),
+        "z_b": v.matches(*add_sub),
+        "z_neg": v.matches(HalfOp.HSUB2_F16, HalfOp.HSUB2_BF16,
+                           HalfOp.HMUL2_F16, HalfOp.HMUL2_BF16),
+    }
+    ctl = _Control(**{f: Signal(name=f"ctl_{f}_d") for f in _Control._fields})
+    m.d.comb += [getattr(ctl, f).eq(t) for f, t in terms.items()]
+    return ctl
+
+
 class HalfUnit(wiring.Component):
     """Pipelined half-precision conversions and packed arithmetic of one lane, one operation
     per enabled cycle.
 
     Four segments, each a pipeline stage when the unit has the cycles for it:
 
-    A: op decode, operand selection, widening, the narrowing's exponent range and shift,
+    A: operand selection (by the op's bits, decoded before the operand register),
+       widening, the narrowing's exponent range and shift,
        each half's fused multiply-add up to its terms (:func:`fma_terms`: unpack, product,
        which term is big and how far the other shifts).
     B: the narrowing's kept bits and rounding decision; each half's small term aligned,
@@ -251,12 +283,19 @@ class HalfUnit(wiring.Component):
         take = Signal()
         m.d.comb += take.eq(self.en & self.valid)
         registers = self.latency - (0 if self.output_register else 1)  # the unit's own
+        # the op decoded before the operand register (in the core, in rr): segment A starts
+        # at the choices it makes, not at the op's decoding
+        ctl = _decode_op(m, self.op)
         if self.gated:
             # the operands, registered on the gated clock; every segment after them
             op = Signal(HalfOp)
             a, b, c = Signal(32), Signal(32), Signal(32)
-            m.d[gated_domain(m, "half", take)] += [op.eq(self.op), a.eq(self.a),
-                                                   b.eq(self.b), c.eq(self.c)]
+            ctl_q = _Control(*(Signal.like(v, name=f"ctl_{f}")
+                               for f, v in zip(_Control._fields, ctl, strict=True)))
+            m.d[gated_domain(m, "half", take)] += [
+                op.eq(self.op), a.eq(self.a), b.eq(self.b), c.eq(self.c),
+                *(q.eq(v) for q, v in zip(ctl_q, ctl, strict=True))]
+            ctl = ctl_q
             cuts, delays = (), registers - 1
         else:
             op, a, b, c = self.op, self.a, self.b, self.c
@@ -265,51 +304,56 @@ class HalfUnit(wiring.Component):
         last_en = self.en_last if self.last_enable else None
         # the last register: a delay register where there is one, else the last cut
         boundary = Cuts(m, cuts, take, self.en, last_cut_enable(_CUTS[5], cuts, last_en, delays))
-        op, a, b, c = boundary("in", (op, a, b, c))
-        seg_a = boundary("ab", self._segment_a(m, op, a, b, c))
+        op, ctl, a, b, c = boundary("in", (op, ctl, a, b, c))
+        seg_a = boundary("ab", self._segment_a(m, op, ctl, a, b, c))
         seg_b = boundary("bc", self._segment_b(m, seg_a))
         seg_c = boundary("cd", self._segment_c(m, seg_b))
-        fma = []
-        for half, n in zip(("lo", "hi"), seg_c.halves, strict=True):
+        # each half of the word: the rounded encoding where the arithmetic's result is not
+        # special and does not overflow, else what is known before the rounding's sum (a
+        # special value, the overflow's infinity, or the conversion's half), so the late
+        # encoding passes one choice
+        halves = []
+        for i, (half, n) in enumerate(zip(("lo", "hi"), seg_c.halves, strict=True)):
             m.submodules[f"pack_{half}"] = sub = Module()
-            fma.append(fma_pack(sub, n, f"fma_{half}"))
+            packed = fma_pack(sub, n, f"fma_{half}")
+            normal = seg_c.arith & ~packed.special
+            early = Mux(normal, packed.infinity,
+                        Mux(seg_c.arith, packed.special_value, seg_c.conv[16 * i:16 * (i + 1)]))
+            halves.append(Mux(normal & ~packed.over, packed.rounded, early))
         word = Signal(32)
-        m.d.comb += word.eq(Mux(seg_c.arith, Cat(*fma), seg_c.conv))
+        m.d.comb += word.eq(Cat(*halves))
         m.d.comb += self.result.eq(delayed(m, self.en, word, delays, last_en if delays else None))
         return m
 
     @staticmethod
-    def _segment_a(m: Module, op, a, b, c) -> "_SegA":
-        """Decode, widening, the narrowing's shift, each half's terms."""
+    def _segment_a(m: Module, op, ctl: "_Control", a, b, c) -> "_SegA":
+        """Widening, the narrowing's shift, each half's terms."""
         m.submodules.seg_a = m = Module()
         # the widening reads one half of ``a`` at a time: it is chosen first
         a_half = Signal(16)
-        m.d.comb += a_half.eq(Mux(op.as_value().matches(HalfOp.HCVT_HH2F, HalfOp.HCVT_BH2F),
-                                  a[16:], a[:16]))
+        m.d.comb += a_half.eq(Mux(ctl.wide_hi, a[16:], a[:16]))
         wide = Signal(32, name="wide")
-        m.d.comb += wide.eq(Mux(op.as_value().matches(HalfOp.HCVT_BL2F, HalfOp.HCVT_BH2F),
-                                widen(m, a_half, "bf16", "bw"), widen(m, a_half, "f16", "hw")))
+        m.d.comb += wide.eq(Mux(ctl.wide_bf, widen(m, a_half, "bf16", "bw"),
+                                widen(m, a_half, "f16", "hw")))
         arith = Signal(name="arith")
-        m.d.comb += arith.eq(op.as_value().matches(*_F16_OPS, *_BF16_OPS))
+        m.d.comb += arith.eq(ctl.arith)
         # the packed arithmetic: one fused x * y + z per half and format
-        bf = Signal(name="bf")  # the arithmetic's format: bf16, else fp16
-        m.d.comb += bf.eq(op.as_value().matches(*_BF16_OPS))
+        bf = ctl.bf  # the arithmetic's format: bf16, else fp16
         one = Signal(16)
         m.d.comb += one.eq(Mux(bf, 0x3F80, 0x3C00))
         x, y, z = Signal(32), Signal(32), Signal(32)
-        with m.Switch(op):
-            with m.Case(HalfOp.HADD2_F16, HalfOp.HADD2_BF16):
-                m.d.comb += [x.eq(a), y.eq(Cat(one, one)), z.eq(b)]
-            with m.Case(HalfOp.HSUB2_F16, HalfOp.HSUB2_BF16):
-                m.d.comb += [x.eq(a), y.eq(Cat(one, one)), z.eq(b ^ 0x80008000)]
-            with m.Case(HalfOp.HMUL2_F16, HalfOp.HMUL2_BF16):
-                m.d.comb += [x.eq(a), y.eq(b), z.eq(0x80008000)]
-            with m.Default():
-                m.d.comb += [x.eq(a), y.eq(b), z.eq(c)]
+        # hadd2: a * 1 + b; hsub2: a * 1 + (-b); hmul2: a * b + (-0); hfma2: a * b + c
+        m.d.comb += [x.eq(a), y.eq(Mux(ctl.y_one, Cat(one, one), b)),
+                     z.eq(Mux(ctl.z_b, b ^ Mux(ctl.z_neg, 0x80008000, 0),
+                              Mux(ctl.z_neg, 0x80008000, c)))]
         halves = []
         for half, sl in (("lo", slice(0, 16)), ("hi", slice(16, 32))):
             m.submodules[f"terms_{half}"] = sub = Module()
-            halves.append(fma_terms(sub, x[sl], y[sl], z[sl], bf, f"fma_{half}"))
+            # y's and z's exponents from their candidates' (b, c and the constants 1.0 and
+            # -0), which segment A has before the choice of y and z
+            ey = Mux(ctl.y_one, Mux(bf, _BIAS["bf16"], _BIAS["f16"]), exponent1(b[sl], bf))
+            ez = Mux(ctl.z_b, exponent1(b[sl], bf), Mux(ctl.z_neg, 1, exponent1(c[sl], bf)))
+            halves.append(fma_terms(sub, x[sl], y[sl], z[sl], bf, f"fma_{half}", (ey, ez)))
         op_q = Signal(HalfOp, name="seg_a_op")
         m.d.comb += op_q.eq(op)
         return _SegA(op_q, arith, wide, narrow_prep(m, a, "ha"), narrow_prep(m, b, "hb"),
@@ -437,11 +481,19 @@ class _SegC(NamedTuple):
     halves: tuple[_Normal, _Normal]
 
 
-def fma_terms(m: Module, x, y, z, bf, name: str) -> _Terms:
+def exponent1(v: Value, bf: Value) -> Value:
+    """The exponent field of the 16-bit ``v`` in its format, 1 for a zero or subnormal."""
+    e = Mux(bf, v[7:15], v[10:15])
+    return Mux(e == 0, 1, e)
+
+
+def fma_terms(m: Module, x, y, z, bf, name: str,
+              exps: tuple[Value, Value] | None = None) -> _Terms:
     """``x * y + z`` on 16-bit patterns, fp16 (``bf`` 0) or bf16 (``bf`` 1) chosen per
     operation, rounded once (RNE), subnormals kept, NaN -> 0x7fff: its first part, up to
     the terms and how they align; :func:`fma_sum`, :func:`fma_normal` and :func:`fma_pack`
-    end it.
+    end it. ``exps``: :func:`exponent1` of ``y`` and ``z``, where the caller has them
+    sooner than ``y`` and ``z`` (chosen among their candidates' own).
 
     One datapath for both formats: every operand becomes an 11-bit significand and the
     weight (log2) of its LSB, which holds an fp16 and a bf16 value alike. bf16's exponent
@@ -465,21 +517,29 @@ def fma_terms(m: Module, x, y, z, bf, name: str) -> _Terms:
         top = e == pick(0x1F, 0xFF)
         sig = Signal(_WIDE_SIG, name=f"{name}_{tag}_sig")
         m.d.comb += sig.eq(man | ((e != 0).as_unsigned() << pick(10, 7)))
+        e1 = Signal(8, name=f"{name}_{tag}_e1")  # the exponent field, 1 for a subnormal
+        m.d.comb += e1.eq(Mux(e == 0, 1, e))
         w = Signal(signed(10), name=f"{name}_{tag}_w")  # weight of the significand's LSB
-        m.d.comb += w.eq(Mux(e == 0, 1, e) - pick(_BIAS["f16"] + _MBITS["f16"],
-                                                   _BIAS["bf16"] + _MBITS["bf16"]))
-        return v[15], sig, w, top & (man != 0), top & (man == 0), sig == 0
+        m.d.comb += w.eq(e1 - lsb_bias)
+        return v[15], sig, w, e1, top & (man != 0), top & (man == 0), sig == 0
 
-    sx, gx, wx, nx_, ix, zx = unpack(x, "x")
-    sy, gy, wy, ny, iy, zy = unpack(y, "y")
-    sz, gz, lz, nz, iz, zz = unpack(z, "z")
+    lsb_bias = pick(_BIAS["f16"] + _MBITS["f16"], _BIAS["bf16"] + _MBITS["bf16"])
+    sx, gx, wx, ex, nx_, ix, zx = unpack(x, "x")
+    sy, gy, wy, ey, ny, iy, zy = unpack(y, "y")
+    sz, gz, lz, ez, nz, iz, zz = unpack(z, "z")
+    if exps is not None:  # the same values, each chosen after its candidates' own
+        ey, ez = exps
     sp = sx ^ sy
     prod = Signal(2 * _WIDE_SIG, name=f"{name}_prod")
     lp = Signal(signed(11), name=f"{name}_lp")  # weight of the product's LSB
     m.d.comb += [prod.eq(gx * gy), lp.eq(wx + wy)]
-    d = Signal(signed(12), name=f"{name}_d")  # how far z's LSB lies above the product's
-    nd = Signal(signed(12), name=f"{name}_nd")  # -d, from its own subtractor
-    m.d.comb += [d.eq(lz - lp), nd.eq(lp - lz)]
+    # d = lz - lp = ez - ex - ey + lsb_bias, how far z's LSB lies above the product's, and
+    # -d: each one carry chain after two carry-save levels, not three chains in series (the
+    # weights, their sum, the difference: the unit's slowest segment before)
+    d = Signal(signed(12), name=f"{name}_d")
+    nd = Signal(signed(12), name=f"{name}_nd")
+    m.d.comb += [d.eq(sum_of(m, [ez], [ex, ey], lsb_bias, 12, f"{name}_d")),
+                 nd.eq(sum_of(m, [ex, ey], [ez], -lsb_bias, 12, f"{name}_nd"))]
     # the product is zero exactly when a factor's significand is (no multiply needed)
     z_big = Signal(name=f"{name}_zbig")
     m.d.comb += z_big.eq(~zz & (~d[-1] | zx | zy))
@@ -490,11 +550,14 @@ def fma_terms(m: Module, x, y, z, bf, name: str) -> _Terms:
     m.d.comb += [big.eq(Mux(z_big, gz, prod)), small.eq(Mux(z_big, prod, gz)),
                  lbig.eq(Mux(z_big, lz, lp)), diff.eq(Mux(z_big, d, nd))]
     # the clamp's compare made on both candidates beside the choice between them, not on
-    # the chosen one after it (d, its sign, the choice and a compare were four carry chains
-    # in series)
+    # the chosen one after it; each as the sign of its own sum beside d's and -d's
+    # (d[:11] > limit: d negative, or d - (limit + 1) not), not a compare after them
     dclamp = Signal(range(gap + len(prod) + 2), name=f"{name}_dclamp")
     limit = gap + len(prod)
-    m.d.comb += dclamp.eq(Mux(Mux(z_big, d[:11] > limit, nd[:11] > limit), limit + 1, diff))
+    d_over = sum_of(m, [ez], [ex, ey], lsb_bias - (limit + 1), 12, f"{name}_dover")
+    nd_over = sum_of(m, [ex, ey], [ez], -lsb_bias - (limit + 1), 12, f"{name}_ndover")
+    m.d.comb += dclamp.eq(Mux(Mux(z_big, d[-1] | ~d_over[-1], nd[-1] | ~nd_over[-1]),
+                              limit + 1, diff))
     sub, s_big = Signal(name=f"{name}_sub"), Signal(name=f"{name}_sbig")
     m.d.comb += [s_big.eq(Mux(z_big, sz, sp)), sub.eq(sz ^ sp)]
     nan, prod_inf = Signal(name=f"{name}_nan"), Signal(name=f"{name}_pinf")
@@ -510,6 +573,8 @@ def fma_terms(m: Module, x, y, z, bf, name: str) -> _Terms:
                   _Specials(bf_, nan, prod_inf, iz_, sp_, sz_))
 
 
+
+
 def fma_sum(m: Module, t: _Terms, name: str) -> _Aligned:
     """The small term shifted into place (its lost bits jammed into bit 0), the sum and its
     magnitude."""
@@ -519,14 +584,20 @@ def fma_sum(m: Module, t: _Terms, name: str) -> _Aligned:
     wsmall = Signal(width, name=f"{name}_wsmall")
     m.d.comb += wbig.eq(t.big << gap)
     # small placed gap bits up, then one right shift by dclamp; what falls below bit 0
-    # (only when it is more than gap) is jammed into it
-    v, lost = Cat(Const(0, gap), t.small), Const(0, 1)
-    for i in range(len(t.dclamp)):  # a stage per bit of the amount, ORing what it drops
-        step = 1 << i
-        nv, nl = Signal(len(v), name=f"{name}_al{i}"), Signal(name=f"{name}_lost{i}")
-        m.d.comb += [nv.eq(Mux(t.dclamp[i], v >> step, v)),
-                     nl.eq(lost | (t.dclamp[i] & (v[:min(step, len(v))] != 0)))]
-        v, lost = nv, nl
+    # (only when it is more than gap) is jammed into it: small's bits j with gap + j below
+    # dclamp, ORed under a mask decoded from dclamp beside the shift (ORed stage by stage
+    # behind it, they were the shifter's levels and a wide OR in front of the adder's
+    # first bit, as fma_pack's sticky bit was)
+    v = Cat(Const(0, gap), t.small)
+    for i in range(len(t.dclamp)):  # a stage per bit of the amount
+        nv = Signal(len(v), name=f"{name}_al{i}")
+        m.d.comb += nv.eq(Mux(t.dclamp[i], v >> (1 << i), v))
+        v = nv
+    dropped = Signal(len(t.small), name=f"{name}_dropped")
+    for j in range(len(t.small)):
+        m.d.comb += dropped[j].eq(t.small[j] & at_least(t.dclamp, gap + j + 1))
+    lost = Signal(name=f"{name}_lost")
+    m.d.comb += lost.eq(dropped.any())
     m.d.comb += wsmall.eq(v | lost)
     sub = t.sub
     # one adder: big + small, or big - small as big + ~small + 1 (the carry-in rides in a
@@ -538,9 +609,13 @@ def fma_sum(m: Module, t: _Terms, name: str) -> _Aligned:
     m.d.comb += total.eq(raw[1:])
     neg = Signal(name=f"{name}_neg")
     m.d.comb += neg.eq(total[-1])
+    # the magnitude: where big - small is negative, small - big from an adder of its own
+    # beside it, not the sum negated by a second carry chain after the first
+    rev = Signal(width + 1, name=f"{name}_rev")
+    m.d.comb += rev.eq(wsmall - wbig)
     sign = Signal(name=f"{name}_sign")
     mag = Signal(width + 1, name=f"{name}_mag")
-    m.d.comb += [sign.eq(t.s_big ^ neg), mag.eq(Mux(neg, -total, total))]
+    m.d.comb += [sign.eq(t.s_big ^ neg), mag.eq(Mux(neg, rev, total))]
     # beside the sum: window bit 0 weighs 2**(lbig - gap), so a leading one at bit k (lz
     # leading zeros) weighs 2**e, e = lbig - gap + len(mag) - 1 - lz; the result is normal
     # when e > emin, and a subnormal's kept LSB is at window bit emin - mb - (lbig - gap)
@@ -587,20 +662,42 @@ def fma_normal(m: Module, al: _Aligned, name: str) -> _Normal:
     return _Normal(al.mag, al.sign, zero, lsb, sh, base_enc, limit, al.spec)
 
 
-def fma_pack(m: Module, n: _Normal, name: str) -> Signal:
+class _Packed(NamedTuple):
+    """One half's result after :func:`fma_pack`, in parts chosen last: a special value (NaN,
+    infinity or zero, known from the operands since segment A), the infinity of an
+    overflow (told beside the rounding's adder) and the rounded encoding, which arrives
+    late."""
+
+    special: Signal  # the result is ``special_value``
+    special_value: Signal
+    over: Signal  # else: the rounding overflows to ``infinity``
+    infinity: Value
+    rounded: Value  # else: the rounded encoding, which arrives last
+
+
+
+
+def fma_pack(m: Module, n: _Normal, name: str) -> _Packed:
     """The end of the fused multiply-add: the sum's magnitude shifted to its kept LSB,
-    rounded once, and the 16-bit pattern (specials first)."""
+    rounded once, and the 16-bit pattern (specials apart)."""
     # The kept significand has at most _WIDE_SIG bits (its leading one at mb, or below it
     # for a subnormal), so only those, the guard bit below them and a sticky OR of the rest
     # are formed: one right shift of the magnitude with a bit below it (the guard of sh 0).
-    v, sticky = Cat(Const(0, 1), n.mag), Const(0, 1)
-    for i in range(len(n.sh)):  # a stage per bit of the amount; what falls below the guard
-        step = 1 << i  # bit is sticky
-        nv, ns = Signal(len(v), name=f"{name}_rs{i}"), Signal(name=f"{name}_st{i}")
-        m.d.comb += [nv.eq(Mux(n.sh[i], v >> step, v)),
-                     ns.eq(sticky | (n.sh[i] & (v[:min(step, len(v))] != 0)))]
-        v, sticky = nv, ns
+    v = Cat(Const(0, 1), n.mag)
+    for i in range(len(n.sh)):  # a stage per bit of the amount
+        nv = Signal(len(v), name=f"{name}_rs{i}")
+        m.d.comb += nv.eq(Mux(n.sh[i], v >> (1 << i), v))
+        v = nv
     q, guard = v[1:_WIDE_SIG + 1], v[0]
+    # What falls below the guard bit, the magnitude's bits 0 to sh - 2, ORed under a mask
+    # decoded from sh beside the shift: ORed stage by stage behind it, the sticky bit was
+    # the shifter's levels and then a 52-input OR before the rounding's adder (the unit's
+    # slowest segment; docs/performance.md, section synth-units).
+    below = Signal(len(n.mag), name=f"{name}_below")
+    for j in range(len(n.mag)):
+        m.d.comb += below[j].eq(n.mag[j] & at_least(n.sh, j + 2))
+    sticky = Signal(name=f"{name}_sticky")
+    m.d.comb += sticky.eq(below.any())
     # a kept LSB below the window (lsb < 0) happens only for results far above the
     # subnormal range, where the window holds the exact sum (under 2**mb) and no rounding
     # is needed
@@ -613,24 +710,33 @@ def fma_pack(m: Module, n: _Normal, name: str) -> Signal:
     # increment rides in a bit below both operands)
     enc = Signal(range(0, 1 << 24), name=f"{name}_enc")
     m.d.comb += enc.eq((Cat(up, n.base_enc) + Cat(up, kept))[1:])
-    # enc >= limit (the exponent field all ones or beyond): a compare with the format's
-    # constant, a few LUTs on the encoding's top bits, rather than a comparator with the
-    # chosen limit, a second carry chain behind the adder's
+    # enc >= limit (the exponent field all ones or beyond), told beside the adder rather
+    # than from its sum: a normal result's kept significand has its leading one at bit mb,
+    # so enc = (e + 1) << mb plus at most 1 << mb, that much only where the rounding carries
+    # out of the kept bits (e: the registered base_enc >> mb, 0 for a subnormal, whose
+    # kept bits are below bit mb and cannot overflow); an overflow is e >= E - 1, or
+    # e == E - 2 and that carry, with E the field's all-ones (31, 255)
+    def overflow(mb: int, field: int) -> Value:
+        e = n.base_enc[mb:]
+        carry = up & kept[:mb + 1].all()
+        return at_least(e, field - 1) | (carry & (e == field - 2))
+
     over = Signal(name=f"{name}_over")
-    top = enc[15:] != 0
-    m.d.comb += over.eq(top | Mux(n.spec.bf, enc[7:15] == 0xFF, enc[10:15] == 0x1F))
-    out = Signal(16, name=f"{name}_out")
+    m.d.comb += over.eq(Mux(n.spec.bf, overflow(_MBITS["bf16"], 0xFF),
+                            overflow(_MBITS["f16"], 0x1F)))
+    # the specials, from segment A's flags and C's zero test: worked out beside the
+    # rounding and chosen after it, so that the late encoding passes one choice, not a
+    # chain of the specials' priorities
     spec = n.spec
+    special = Signal(name=f"{name}_special")
+    special_value = Signal(16, name=f"{name}_special_value")
+    m.d.comb += special.eq(spec.nan | spec.prod_inf | spec.iz | n.is_zero)
     with m.If(spec.nan):
-        m.d.comb += out.eq(HALF_NAN)
+        m.d.comb += special_value.eq(HALF_NAN)
     with m.Elif(spec.prod_inf):
-        m.d.comb += out.eq(Cat(n.limit, spec.sp))
+        m.d.comb += special_value.eq(Cat(n.limit, spec.sp))
     with m.Elif(spec.iz):
-        m.d.comb += out.eq(Cat(n.limit, spec.sz))
-    with m.Elif(n.is_zero):
-        m.d.comb += out.eq(Cat(Const(0, 15), spec.sp & spec.sz))
-    with m.Elif(over):
-        m.d.comb += out.eq(Cat(n.limit, n.sign))
+        m.d.comb += special_value.eq(Cat(n.limit, spec.sz))
     with m.Else():
-        m.d.comb += out.eq(Cat(enc[:15], n.sign))
-    return out
+        m.d.comb += special_value.eq(Cat(Const(0, 15), spec.sp & spec.sz))
+    return _Packed(special, special_value, over, Cat(n.limit, n.sign), Cat(enc[:15], n.sign))
