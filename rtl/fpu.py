@@ -54,7 +54,16 @@ from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 from simtgpu.isa import Sem
 
-from .fp_utils import CANONICAL_NAN, FP_NEG_ZERO, FP_ONE, lzc, order_less, unpack
+from .fp_utils import (
+    CANONICAL_NAN,
+    EXP_BIAS,
+    FP_NEG_ZERO,
+    FP_ONE,
+    lzc,
+    order_less,
+    sum_of,
+    unpack,
+)
 from .isa_consts import isa_op_enum
 from .params import MAX_LATENCY, check_latency
 from .stages import Cuts, delayed, gated_domain, last_cut_enable
@@ -274,18 +283,41 @@ class Fpu(wiring.Component):
         x = unpack(m, ops.a, "x")
         y = unpack(m, y_in, "y")
         z = unpack(m, z_in, "z")
+        # y's and z's exponents chosen from their candidates' own (b's, c's and the
+        # constants'; a sign flip leaves one unchanged) beside the choice of y and z, so
+        # that the exponents' sums start at the operand registers, not after that choice
+        y_exp, z_exp = Signal(8, name="y_exp"), Signal(8, name="z_exp")
+        with m.Switch(op):
+            with m.Case(FpuOp.FADD, FpuOp.FSUB):
+                m.d.comb += [y_exp.eq(EXP_BIAS), z_exp.eq(ops.b[23:31])]
+            with m.Case(FpuOp.FMUL):
+                m.d.comb += [y_exp.eq(ops.b[23:31]), z_exp.eq(0)]
+            with m.Default():
+                m.d.comb += [y_exp.eq(ops.b[23:31]), z_exp.eq(ops.c[23:31])]
 
         sign_p = x.sign ^ y.sign
         prod_zero = x.zero | y.zero
 
-        # d: exponent of the addend's LSB minus that of the product's LSB.
+        # d: exponent of the addend's LSB minus that of the product's LSB, z - x - y + 150;
+        # it and the comparisons and difference the shift amount needs, each the sum of
+        # the three exponents and a constant in one carry chain after two carry-save
+        # levels (sum_of), side by side, not chains in series (d's two, then each compare's
+        # and the difference's on d: the unit's slowest segment)
+        def exps_plus(k: int, name: str, negated: bool = False) -> Signal:
+            if negated:  # x + y - z - k, as d - k's negation needs no chain after it
+                return sum_of(m, [x.exp, y_exp], [z_exp], -150 - k, 12, name)
+            return sum_of(m, [z_exp], [x.exp, y_exp], 150 + k, 12, name)
+
         d = Signal(signed(12), name="align_d")
         e_prod = Signal(signed(12), name="e_prod")
         m.d.comb += [
-            d.eq(z.exp - x.exp - y.exp + 150),
+            d.eq(exps_plus(0, "align_d")),
             e_prod.eq(x.exp + y.exp - 300),
         ]
-        addend_top = prod_zero | (~z.zero & (d > ADDEND_LSB - 1))
+        # d > ADDEND_LSB - 1 and d < ADDEND_LSB - 1 - MAX_SHIFT as signs of their own sums
+        d_high = ~exps_plus(-ADDEND_LSB, "align_high")[-1]
+        d_low = exps_plus(MAX_SHIFT - (ADDEND_LSB - 1), "align_low")[-1]
+        addend_top = prod_zero | (~z.zero & d_high)
         e0 = Signal(signed(12), name="align_e0")
         m.d.comb += e0.eq(Mux(addend_top, z.exp - 150 - (ADDEND_LSB - 1), e_prod))
 
@@ -300,10 +332,10 @@ class Fpu(wiring.Component):
         # the shift amount (ADDEND_LSB - 1) - d clamped to [0, MAX_SHIFT], the clamp decided
         # by comparing d itself (negative amounts only for a zero addend)
         raw = Signal(range(MAX_SHIFT + 1), name="align_raw")
-        m.d.comb += raw.eq((ADDEND_LSB - 1) - d)
+        m.d.comb += raw.eq(exps_plus(-(ADDEND_LSB - 1), "align_raw", negated=True))
         m.d.comb += [out.xm.eq(x.mant), out.ym.eq(y.mant), out.zm.eq(z.mant),
-                     out.shift.eq(Mux(addend_top | (d > ADDEND_LSB - 1), 0,
-                                      Mux(d < ADDEND_LSB - 1 - MAX_SHIFT, MAX_SHIFT, raw)))]
+                     out.shift.eq(Mux(addend_top | d_high, 0,
+                                      Mux(d_low, MAX_SHIFT, raw)))]
         with m.Switch(op):
             with m.Case(FpuOp.CVT_I2F, FpuOp.CVT_U2F):
                 m.d.comb += [
