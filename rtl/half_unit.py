@@ -570,8 +570,6 @@ def fma_terms(m: Module, x, y, z, bf, name: str,
                   _Specials(bf_, nan, prod_inf, iz_, sp_, sz_))
 
 
-
-
 def fma_sum(m: Module, t: _Terms, name: str) -> _Aligned:
     """The small term shifted into place (its lost bits jammed into bit 0), the sum and its
     magnitude."""
@@ -662,16 +660,13 @@ def fma_normal(m: Module, al: _Aligned, name: str) -> _Normal:
 class _Packed(NamedTuple):
     """One half's result after :func:`fma_pack`, in parts chosen last: a special value (NaN,
     infinity or zero, known from the operands since segment A), the infinity of an
-    overflow (told beside the rounding's adder) and the rounded encoding, which arrives
-    late."""
+    overflow and the rounded encoding, which arrive late."""
 
     special: Signal  # the result is ``special_value``
     special_value: Signal
     over: Signal  # else: the rounding overflows to ``infinity``
     infinity: Value
     rounded: Value  # else: the rounded encoding, which arrives last
-
-
 
 
 def fma_pack(m: Module, n: _Normal, name: str) -> _Packed:
