@@ -298,22 +298,20 @@ class Fpu(wiring.Component):
         sign_p = x.sign ^ y.sign
         prod_zero = x.zero | y.zero
 
-        # d: exponent of the addend's LSB minus that of the product's LSB, z - x - y + 150;
-        # it and the comparisons and difference the shift amount needs, each the sum of
-        # the three exponents and a constant in one carry chain after two carry-save
-        # levels (sum_of), side by side, not chains in series (d's two, then each compare's
-        # and the difference's on d: the unit's slowest segment)
+        # d = z - x - y + 150: the exponent of the addend's LSB less that of the product's
+        # LSB. What the shift amount needs of it (two compares and a difference) is each
+        # the sum of the three exponents and a constant, in one carry chain after two
+        # carry-save levels (sum_of), side by side, not chains in series (d's two, then
+        # each compare's and the difference's on d: the unit's slowest segment); d itself
+        # is not needed.
         def exps_plus(k: int, name: str, negated: bool = False) -> Signal:
-            if negated:  # x + y - z - k, as d - k's negation needs no chain after it
+            """d + k, or with ``negated`` -(d + k)."""
+            if negated:
                 return sum_of(m, [x.exp, y_exp], [z_exp], -150 - k, 12, name)
             return sum_of(m, [z_exp], [x.exp, y_exp], 150 + k, 12, name)
 
-        d = Signal(signed(12), name="align_d")
         e_prod = Signal(signed(12), name="e_prod")
-        m.d.comb += [
-            d.eq(exps_plus(0, "align_d")),
-            e_prod.eq(x.exp + y.exp - 300),
-        ]
+        m.d.comb += e_prod.eq(x.exp + y.exp - 300)
         # d > ADDEND_LSB - 1 and d < ADDEND_LSB - 1 - MAX_SHIFT as signs of their own sums
         d_high = ~exps_plus(-ADDEND_LSB, "align_high")[-1]
         d_low = exps_plus(MAX_SHIFT - (ADDEND_LSB - 1), "align_low")[-1]
