@@ -185,7 +185,10 @@ class L2Cache(wiring.Component):
         m.d.comb += [old.eq(Array(b.atom.old for b in banks)[bank]),
                      fpu.op.eq(FpuOp.FADD), fpu.en.eq(Cat(*[b.atom.fadd for b in banks]).any()),
                      fpu.a.eq(old_q), fpu.b.eq(b_q)]
-        new = atomic_result(m, pl.atom_op, old_q, b_q, pl.atom_c, fpu.result)
+        # the new word leaves from one register here, not from the logic across the device
+        # into a register in each bank: the banks' own registers held the same value
+        new = Signal(32, name="atom_new")
+        m.d.sync += new.eq(atomic_result(m, pl.atom_op, old_q, b_q, pl.atom_c, fpu.result))
         m.d.comb += [b.atom.new.eq(new) for b in banks]
         # The bank of every request in flight, in request order. It holds one entry per
         # reorder-buffer entry in use across the banks (both enter as a bank accepts a request
