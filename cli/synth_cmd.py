@@ -399,16 +399,30 @@ def render(res, command: str, info: dict[str, str]) -> str:
                  f"{res.unit_cells.get('TRELLIS_FF', 0):,} flip-flops in all, against the "
                  f"flattened netlist's {res.cells.get('LUT4', 0):,} and "
                  f"{res.cells.get('TRELLIS_FF', 0):,};")
+    rows = group_units(res.units, res.copies)
+    example = _nesting_example([name for name, _, _ in rows])
     lines += ["", f"Area by unit (synthesised without flattening;{whole} `*` sums the per-lane and "
               "per-core copies; a module written once and instantiated, `<Unit>_u<n>`, counts "
-              "all its copies, and is also inside the row of the unit holding it: `Core_u0`'s "
-              "row includes its lanes' `HalfUnit_u1`):", "",
+              f"all its copies, and is also inside the row of the unit holding it{example}):", "",
               "| unit | copies | " + " | ".join(head) + " |",
               "| --- | ---: |" + " ---: |" * len(cols)]
-    for name, n, cells in group_units(res.units, res.copies):
+    for name, n, cells in rows:
         lines.append(f"| `{name}` | {n} | " + " | ".join(f"{cells.get(c, 0):,}" for c in cols)
                      + " |")
     return "\n".join(lines)
+
+
+def _nesting_example(names: list[str]) -> str:
+    """``: `Core_u0`'s row includes its lanes' `HalfUnit_u4``` with this run's names (the
+    number after ``_u`` follows the order in which the export met the modules), or ``""``
+    when the run has no shared core or lane unit."""
+    shared = [n for n in names if re.fullmatch(r"[A-Za-z]+_u\d+", n)]
+    core = next((n for n in shared if n.startswith("Core_u")), None)
+    lane = next((n for n in shared if n.split("_u")[0] in LANE_UNITS), None)
+    return f": `{core}`'s row includes its lanes' `{lane}`" if core and lane else ""
+
+
+LANE_UNITS = ("HalfUnit", "Fpu", "Alu", "Multiplier")  # modules each lane of a core has
 
 
 def _generic_columns(res) -> tuple[str, ...]:

@@ -396,6 +396,16 @@ def test_shared_modules_count_every_copy() -> None:
     assert rows == {"Core_u0": (2, 36), "Fpu_u1": (5, 20), "Fpu_u1.align": (5, 5)}
 
 
+def test_the_area_table_names_a_nested_module_of_this_run() -> None:
+    """The area table's note on nesting names this run's modules (the numbers after ``_u``
+    change with the export), and says nothing when the run has no shared core."""
+    note = synth_cmd._nesting_example(
+        ["Core_u0", "L1Cache_u13", "HalfUnit_u4", "HalfUnit_u4.seg_a", "Fpu_u7"])
+    assert note == ": `Core_u0`'s row includes its lanes' `HalfUnit_u4`"
+    assert synth_cmd._nesting_example(["Core_u3", "Fpu_u1"]).endswith("`Fpu_u1`")
+    assert synth_cmd._nesting_example(["core0", "l2", "Fpu_u1"]) == ""
+
+
 def test_fit_counts_carry_and_ram_sites() -> None:
     """tiny without its L2 (2026-11-24): yosys' 64,329 LUT4 fit the 83,640 LUTs, but with
     its carry cells and distributed RAMs nextpnr counted 83,785 LUT4 and could not place it."""
