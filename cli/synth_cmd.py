@@ -61,6 +61,10 @@ def register(subparsers: Any) -> None:
                    help="stop nextpnr after placement (--no-route): whether the design fits "
                    "and nextpnr's Fmax estimate, without the routing that takes the longest "
                    "on a whole GPU (an hour and more here)")
+    p.add_argument("--pack-only", action="store_true",
+                   help="stop nextpnr after packing (--pack-only): whether the design's cells "
+                   "fit the device, a minute after yosys where a placement takes half an hour "
+                   "(exit status 1 when they do not)")
     p.add_argument("--synth-only", action="store_true",
                    help="stop after yosys: the area, and the flattened netlist for --paths, "
                    "in a minute or two instead of the placement's minutes to hours")
@@ -103,6 +107,9 @@ def run(args: argparse.Namespace) -> int:
         raise SystemExit("simtgpu synth: --paths must be a count of paths (0: none)")
     if args.timing_weight is not None and args.timing_weight < 0:
         raise SystemExit("simtgpu synth: --timing-weight must be zero or more")
+    if args.place_only + args.pack_only + args.synth_only > 1:
+        raise SystemExit("simtgpu synth: --synth-only, --pack-only and --place-only each stop "
+                         "the flow at a different step; give one")
     if args.unit is not None:
         return _run_units(args)
     caches = {name: None if v is None else v == "on"
@@ -121,7 +128,7 @@ def run(args: argparse.Namespace) -> int:
                          shells=DATAPATH_SHELLS if args.shell else (), **caches,
                          route=not args.place_only, place=not args.synth_only,
                          timing_weight=args.timing_weight, speed=args.speed,
-                         mapper=args.mapper)
+                         mapper=args.mapper, pack_only=args.pack_only)
     command = f"simtgpu synth --config {args.config}"
     if args.top != "gpu":
         command += f" --top {args.top}"
@@ -142,6 +149,8 @@ def run(args: argparse.Namespace) -> int:
         command += " --place-only"
     if args.synth_only:
         command += " --synth-only"
+    if args.pack_only:
+        command += " --pack-only"
     body = render(res, command, machine())
     print()
     print(body)
@@ -154,6 +163,11 @@ def run(args: argparse.Namespace) -> int:
             shutil.copyfile(PERF_DOC, output)
         write_section(f"synth-{tag}", body, output, owner=f"{command}")
         print(f"\nwrote section 'synth-{tag}' of {output}")
+    over = [k for k, (used, cap) in res.packed.items() if used > cap]
+    if over and not res.placed:
+        print(f"simtgpu synth: {args.config} does not fit the ECP5-85F "
+              f"({', '.join(over)} over the device's)")
+        return 1
     return 0
 
 
@@ -358,7 +372,13 @@ def render(res, command: str, info: dict[str, str]) -> str:
             lines += ["", "Packed by nextpnr (the cells it places; a slice holds two COMB and two "
                       "FF): " + ", ".join(f"{k} {u:,} of {c:,} ({100 * u / c:.1f} %)"
                                           for k, (u, c) in res.packed.items()) + "."]
-        if res.fmax_mhz is not None and not res.routed:
+        if res.packed and not res.placed:
+            over = [f"{k} {u:,} of {c:,}" for k, (u, c) in res.packed.items() if u > c]
+            verdict = (f"**does not fit** ({', '.join(over)})" if over else
+                       "fits the device's cells (necessary, not sufficient: placement needs "
+                       "some slack as a device fills)")
+            lines += ["", f"**Packed, not placed** (`--pack-only`): the design {verdict}."]
+        elif res.fmax_mhz is not None and not res.routed:
             verdict = "meets" if res.fmax_mhz >= res.target_mhz else "misses"
             lines += ["", f"**Placed, not routed** (`--place-only`): nextpnr's estimate after "
                       f"placement **{res.fmax_mhz:.1f} MHz** ({verdict} the "

@@ -132,6 +132,7 @@ class SynthResult:
     shells: list[str] = field(default_factory=list)  # modules run as register shells
     copies: dict[str, int] = field(default_factory=dict)  # of each module (module_copies)
     routed: bool = True  # False: placed only, ``fmax_mhz`` is nextpnr's estimate after placing
+    placed: bool = True  # False: packed only (``pack_only``), no placement and no Fmax
     packed: dict[str, tuple[int, int]] = field(default_factory=dict)  # nextpnr: used, capacity
     # ``cells`` are the flattened netlist's (what nextpnr places) when ``flattened``, else the
     # per-unit synthesis's, whose totals ``unit_cells`` always holds
@@ -524,7 +525,7 @@ def synthesize(config: str, workdir: Path, freq_mhz: float = 100.0, flow: str = 
                top: str = "gpu", shells: Iterable[str] = (), l1: bool | None = None,
                l2: bool | None = None, route: bool = True, place: bool = True,
                timing_weight: int | None = None, speed: int = SPEED_GRADE,
-               mapper: str = "abc") -> SynthResult:
+               mapper: str = "abc", pack_only: bool = False) -> SynthResult:
     """Run the flow on the GPU (``top="core"``: on core 0 alone) of configuration ``config``
     in ``workdir``, with the caches as :func:`fpga_rtl_config` says; the modules matching
     ``shells`` become register shells (:func:`register_shells`).
@@ -534,6 +535,8 @@ def synthesize(config: str, workdir: Path, freq_mhz: float = 100.0, flow: str = 
     the ECP5-85F, else ``ecp5``; a mapped design that does not fit is not placed).
     ``route=False`` stops after placement (nextpnr ``--no-route``): the fit and nextpnr's
     estimate of the Fmax, without the routing that takes the longest on a large design;
+    ``pack_only`` stops nextpnr after packing (``--pack-only``): whether the cells fit the
+    device, in a minute where a placement takes half an hour;
     ``place=False`` stops after yosys (the flattened netlist is still written, for
     :mod:`simtgpu.rtlsim.path_estimate`). ``timing_weight``: the placer's weight of timing
     (default :data:`PLACER_TIMING_WEIGHT`); ``speed``: the device's speed grade (one of
@@ -558,7 +561,7 @@ def synthesize(config: str, workdir: Path, freq_mhz: float = 100.0, flow: str = 
     res = synthesize_verilog(config, text, top, workdir, freq_mhz, flow, seed, progress,
                              verilog_s=time.monotonic() - t, route=route, place=place,
                              flatten=flow == "ecp5", timing_weight=timing_weight,
-                             speed=speed, mapper=mapper)
+                             speed=speed, mapper=mapper, pack_only=pack_only)
     res.top = top
     res.shells = replaced if shells else []
     return res
@@ -582,11 +585,13 @@ def synthesize_verilog(name: str, text: str, top: str, workdir: Path, freq_mhz: 
                        verilog_s: float | None = None, place: bool = True,
                        route: bool = True, flatten: bool | None = None,
                        timing_weight: int | None = None,
-                       speed: int = SPEED_GRADE, mapper: str = "abc") -> SynthResult:
+                       speed: int = SPEED_GRADE, mapper: str = "abc",
+                       pack_only: bool = False) -> SynthResult:
     """Run the flow on Verilog ``text`` whose top module is ``top`` (any component: the
     tests synthesise a single unit this way); ``place=False`` stops after yosys,
-    ``route=False`` after placement. ``flatten`` (default: when it places) also writes the
-    flattened netlist that nextpnr places and :mod:`simtgpu.rtlsim.path_estimate` reads."""
+    ``pack_only`` after nextpnr's packing, ``route=False`` after placement. ``flatten``
+    (default: when it places) also writes the flattened netlist that nextpnr places and
+    :mod:`simtgpu.rtlsim.path_estimate` reads."""
     if flow not in ("ecp5", "generic"):
         raise ValueError(f"flow must be ecp5 or generic, not {flow!r}")
     if timing_weight is None:
@@ -624,7 +629,7 @@ def synthesize_verilog(name: str, text: str, top: str, workdir: Path, freq_mhz: 
     (workdir / "times.json").write_text(json.dumps(times))
     if result.flow == "ecp5" and place:
         _pnr_stage(result, name, top, workdir, freq_mhz, seed, progress, stage, route,
-                   timing_weight, speed)
+                   timing_weight, speed, pack_only)
         (workdir / "times.json").write_text(json.dumps(times))
     return result
 
@@ -660,6 +665,8 @@ def load_result(name: str, top: str, workdir: Path, flow: str = "ecp5") -> Synth
             res.timing_weight = recorded.get("timing_weight")
             # (a run before the grade was recorded used nextpnr's default, the slowest)
             res.speed_grade = recorded.get("speed", SPEED_GRADE)
+            if recorded.get("pack_only"):
+                res.placed = res.routed = False
     return res
 
 
@@ -712,23 +719,24 @@ PLACER_TIMING_WEIGHT = 30
 
 
 def nextpnr_options(freq_mhz: float, seed: int, timing_weight: int = PLACER_TIMING_WEIGHT,
-                    route: bool = True, speed: int = SPEED_GRADE) -> list[str]:
+                    route: bool = True, speed: int = SPEED_GRADE,
+                    pack_only: bool = False) -> list[str]:
     """nextpnr-ecp5's options of the flow, for ``netlist.json`` in the work directory."""
     return ["--85k", "--speed", str(speed), "--out-of-context", "--json", "netlist.json",
             "--freq", f"{freq_mhz:g}",
             "--timing-allow-fail", "--seed", str(seed),
             "--placer-heap-timingweight", str(timing_weight),
             "--report", "report.json", "--detailed-timing-report",
-            *([] if route else ["--no-route"])]
+            *(["--pack-only"] if pack_only else [] if route else ["--no-route"])]
 
 
 def _pnr_stage(result, name, top, workdir, freq_mhz, seed, progress, stage,
                route: bool = True, timing_weight: int = PLACER_TIMING_WEIGHT,
-               speed: int = SPEED_GRADE) -> None:
+               speed: int = SPEED_GRADE, pack_only: bool = False) -> None:
     if not fits_ecp5(result.cells):
         progress(f"synth {name}: larger than the ECP5-85F; no place and route")
         return
-    options = nextpnr_options(freq_mhz, seed, timing_weight, route, speed)
+    options = nextpnr_options(freq_mhz, seed, timing_weight, route, speed, pack_only)
     progress(f"synth {name}: nextpnr-ecp5 {' '.join(options)}")
     t = time.monotonic()
     log = workdir / "nextpnr.log"
@@ -746,7 +754,11 @@ def _pnr_stage(result, name, top, workdir, freq_mhz, seed, progress, stage,
     result.target_mhz = freq_mhz
     result.timing_weight, result.speed_grade = timing_weight, speed
     (workdir / "pnr.json").write_text(json.dumps({"timing_weight": timing_weight,
-                                                  "speed": speed}))
+                                                  "speed": speed, "pack_only": pack_only}))
+    if pack_only:  # no placement: the report has no timing, the log the packed cells
+        result.placed = result.routed = False
+        _read_pnr_log(result, log)
+        return
     _read_report(result, json.loads((workdir / "report.json").read_text()), top)
     _read_pnr_log(result, log)
 

@@ -296,6 +296,35 @@ def test_place_only_gives_the_fit_and_an_estimate(tmp_path) -> None:
         (res.fmax_mhz, False, 50, res.packed)
 
 
+def test_pack_only_gives_the_fit_without_a_placement(tmp_path) -> None:
+    # --pack-only: nextpnr stops after packing; the packed cells (the fit) come from its log,
+    # there is no Fmax, and a report of the same directory says so again
+    text = verilog.convert(_Registered(), name="top", emit_src=False)
+    res = synth.synthesize_verilog("rr", text, "top", tmp_path, freq_mhz=50, pack_only=True,
+                                   progress=lambda s: None)
+    assert not res.placed and not res.routed and res.fmax_mhz is None and res.path == []
+    assert "--pack-only" in synth.nextpnr_options(50, 1, pack_only=True)
+    used, cap = res.packed["TRELLIS_COMB"]
+    assert 0 < used < 200 and cap == synth.ECP5_85F["LUT4"]
+    assert res.packed["TRELLIS_FF"][0] >= 3 + 8  # the pointer and the request register
+    again = synth.load_result("rr", "top", tmp_path)
+    assert (again.placed, again.fmax_mhz, again.packed) == (False, None, res.packed)
+    again.config = "tiny"  # the table's heading describes a configuration
+    info = {"commit": "c", "date": "d"}
+    body = synth_cmd.render(again, "simtgpu synth --pack-only", info)
+    assert "**Packed, not placed** (`--pack-only`): the design fits" in body
+    again.packed["TRELLIS_COMB"] = (90_000, cap)
+    body = synth_cmd.render(again, "simtgpu synth --pack-only", info)
+    assert f"**does not fit** (TRELLIS_COMB 90,000 of {cap:,})" in body
+
+
+def test_the_flow_stops_at_one_step() -> None:
+    from simtgpu.cli.main import main
+
+    with pytest.raises(SystemExit, match="give one"):
+        main(["synth", "--pack-only", "--place-only"])
+
+
 def test_a_design_that_does_not_place_is_named(tmp_path, monkeypatch) -> None:
     # nextpnr's "no legal placement" becomes an error naming the design and the overfull cells
     log = ("Info: Device utilisation:\nInfo: \t        TRELLIS_COMB:   86172/  83640   103%\n"
