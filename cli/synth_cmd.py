@@ -63,7 +63,7 @@ def register(subparsers: Any) -> None:
                    "on a whole GPU (an hour and more here)")
     p.add_argument("--pack-only", action="store_true",
                    help="stop nextpnr after packing (--pack-only): whether the design's cells "
-                   "fit the device, a minute after yosys where a placement takes half an hour "
+                   "fit the device, seconds after yosys where a placement takes half an hour "
                    "(exit status 1 when they do not)")
     p.add_argument("--synth-only", action="store_true",
                    help="stop after yosys: the area, and the flattened netlist for --paths, "
@@ -163,9 +163,15 @@ def run(args: argparse.Namespace) -> int:
             shutil.copyfile(PERF_DOC, output)
         write_section(f"synth-{tag}", body, output, owner=f"{command}")
         print(f"\nwrote section 'synth-{tag}' of {output}")
+    return _fit_status(res, args.config)
+
+
+def _fit_status(res, config: str) -> int:
+    """The exit status of a run: 1 for a pack-only run whose cells do not fit the device
+    (a check a script can stop on), else 0."""
     over = [k for k, (used, cap) in res.packed.items() if used > cap]
     if over and not res.placed:
-        print(f"simtgpu synth: {args.config} does not fit the ECP5-85F "
+        print(f"simtgpu synth: {config} does not fit the ECP5-85F "
               f"({', '.join(over)} over the device's)")
         return 1
     return 0

@@ -536,7 +536,7 @@ def synthesize(config: str, workdir: Path, freq_mhz: float = 100.0, flow: str = 
     ``route=False`` stops after placement (nextpnr ``--no-route``): the fit and nextpnr's
     estimate of the Fmax, without the routing that takes the longest on a large design;
     ``pack_only`` stops nextpnr after packing (``--pack-only``): whether the cells fit the
-    device, in a minute where a placement takes half an hour;
+    device, in seconds where a placement takes half an hour;
     ``place=False`` stops after yosys (the flattened netlist is still written, for
     :mod:`simtgpu.rtlsim.path_estimate`). ``timing_weight``: the placer's weight of timing
     (default :data:`PLACER_TIMING_WEIGHT`); ``speed``: the device's speed grade (one of

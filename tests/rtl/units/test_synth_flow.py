@@ -313,9 +313,11 @@ def test_pack_only_gives_the_fit_without_a_placement(tmp_path) -> None:
     info = {"commit": "c", "date": "d"}
     body = synth_cmd.render(again, "simtgpu synth --pack-only", info)
     assert "**Packed, not placed** (`--pack-only`): the design fits" in body
+    assert synth_cmd._fit_status(again, "tiny") == 0
     again.packed["TRELLIS_COMB"] = (90_000, cap)
     body = synth_cmd.render(again, "simtgpu synth --pack-only", info)
     assert f"**does not fit** (TRELLIS_COMB 90,000 of {cap:,})" in body
+    assert synth_cmd._fit_status(again, "tiny") == 1  # the command's exit status
 
 
 def test_the_flow_stops_at_one_step() -> None:
