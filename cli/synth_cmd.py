@@ -169,12 +169,17 @@ def run(args: argparse.Namespace) -> int:
 def _fit_status(res, config: str) -> int:
     """The exit status of a run: 1 for a pack-only run whose cells do not fit the device
     (a check a script can stop on), else 0."""
-    over = [k for k, (used, cap) in res.packed.items() if used > cap]
+    over = [k for k, _, _ in _over_device(res)]
     if over and not res.placed:
         print(f"simtgpu synth: {config} does not fit the ECP5-85F "
               f"({', '.join(over)} over the device's)")
         return 1
     return 0
+
+
+def _over_device(res) -> list[tuple[str, int, int]]:
+    """The packed cell kinds of ``res`` beyond the device's count: (kind, used, capacity)."""
+    return [(k, used, cap) for k, (used, cap) in res.packed.items() if used > cap]
 
 
 def _print_paths(workdir: Path, res, args: argparse.Namespace) -> None:
@@ -379,7 +384,7 @@ def render(res, command: str, info: dict[str, str]) -> str:
                       "FF): " + ", ".join(f"{k} {u:,} of {c:,} ({100 * u / c:.1f} %)"
                                           for k, (u, c) in res.packed.items()) + "."]
         if res.packed and not res.placed:
-            over = [f"{k} {u:,} of {c:,}" for k, (u, c) in res.packed.items() if u > c]
+            over = [f"{k} {u:,} of {c:,}" for k, u, c in _over_device(res)]
             verdict = (f"**does not fit** ({', '.join(over)})" if over else
                        "fits the device's cells (necessary, not sufficient: placement needs "
                        "some slack as a device fills)")
@@ -438,6 +443,9 @@ def render(res, command: str, info: dict[str, str]) -> str:
     return "\n".join(lines)
 
 
+LANE_UNITS = ("HalfUnit", "Fpu", "Alu", "Multiplier")  # modules each lane of a core has
+
+
 def _nesting_example(names: list[str]) -> str:
     """``: `Core_u0`'s row includes its lanes' `HalfUnit_u4``` with this run's names (the
     number after ``_u`` follows the order in which the export met the modules), or ``""``
@@ -446,9 +454,6 @@ def _nesting_example(names: list[str]) -> str:
     core = next((n for n in shared if n.startswith("Core_u")), None)
     lane = next((n for n in shared if n.split("_u")[0] in LANE_UNITS), None)
     return f": `{core}`'s row includes its lanes' `{lane}`" if core and lane else ""
-
-
-LANE_UNITS = ("HalfUnit", "Fpu", "Alu", "Multiplier")  # modules each lane of a core has
 
 
 def _generic_columns(res) -> tuple[str, ...]:
