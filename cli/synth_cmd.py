@@ -19,7 +19,13 @@ from pathlib import Path
 from typing import Any
 
 from simtgpu.arch.config import CONFIGS
-from simtgpu.rtlsim.synth import MAPPERS, PLACER_TIMING_WEIGHT, SPEED_GRADE, SPEED_GRADES
+from simtgpu.rtlsim.synth import (
+    MAPPERS,
+    MAX_FANOUT,
+    PLACER_TIMING_WEIGHT,
+    SPEED_GRADE,
+    SPEED_GRADES,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 COLUMNS = ("LUT4", "CCU2C", "TRELLIS_FF", "DP16KD", "TRELLIS_DPR16X4", "MULT18X18D")
@@ -81,6 +87,10 @@ def register(subparsers: Any) -> None:
                    help="what maps the placed (flattened) netlist's LUTs: abc (default, "
                    "`abc -lut 4`) or abc9 (synth_ecp5's timing-driven default, with wide-LUT "
                    "muxes); the area by unit is always ABC's")
+    p.add_argument("--max-fanout", type=int, default=MAX_FANOUT, metavar="N",
+                   help="the most loads one LUT or flip-flop drives in the placed netlist: "
+                   "a driver with more is copied and its loads shared among the copies "
+                   f"(default {MAX_FANOUT}; 0: place yosys' netlist as it is)")
     p.add_argument("--speed", type=int, choices=SPEED_GRADES, default=SPEED_GRADE,
                    help=f"the LFE5U-85F's speed grade nextpnr times (default {SPEED_GRADE}, "
                    "the slowest, at which every figure of record is; 8 is the fastest)")
@@ -107,6 +117,8 @@ def run(args: argparse.Namespace) -> int:
         raise SystemExit("simtgpu synth: --paths must be a count of paths (0: none)")
     if args.timing_weight is not None and args.timing_weight < 0:
         raise SystemExit("simtgpu synth: --timing-weight must be zero or more")
+    if args.max_fanout == 1 or args.max_fanout < 0:
+        raise SystemExit("simtgpu synth: --max-fanout must be 2 or more (0: no split)")
     if args.place_only + args.pack_only + args.synth_only > 1:
         raise SystemExit("simtgpu synth: --synth-only, --pack-only and --place-only each stop "
                          "the flow at a different step; give one")
@@ -128,7 +140,8 @@ def run(args: argparse.Namespace) -> int:
                          shells=DATAPATH_SHELLS if args.shell else (), **caches,
                          route=not args.place_only, place=not args.synth_only,
                          timing_weight=args.timing_weight, speed=args.speed,
-                         mapper=args.mapper, pack_only=args.pack_only)
+                         mapper=args.mapper, pack_only=args.pack_only,
+                         max_fanout=args.max_fanout or None)
     command = f"simtgpu synth --config {args.config}"
     if args.top != "gpu":
         command += f" --top {args.top}"
@@ -145,6 +158,8 @@ def run(args: argparse.Namespace) -> int:
         command += f" --speed {args.speed}"
     if args.mapper != "abc":
         command += f" --mapper {args.mapper}"
+    if args.max_fanout != MAX_FANOUT:
+        command += f" --max-fanout {args.max_fanout}"
     if args.place_only:
         command += " --place-only"
     if args.synth_only:
@@ -334,6 +349,19 @@ def _run_units(args: argparse.Namespace) -> int:
     return 0
 
 
+def _fanout_note(res) -> list[str]:
+    """The fan-out split's paragraph (rtlsim/fanout.py): what was copied before placing."""
+    big = ", ".join(f"`{f.net}` ({f.loads:,} loads, {f.copies} copies)" for f in res.fanout[:3])
+    return [f"Before placing, every LUT or flip-flop driving more than {res.max_fanout} loads "
+            "was copied and its loads shared among the copies, neighbours by name to each "
+            "copy (`rtlsim/fanout.py`): "
+            f"{sum(f.copies for f in res.fanout):,} copies of {len(res.fanout)} "
+            + ("driver" if len(res.fanout) == 1 else "drivers")
+            + (f", the largest {big}" if big else "")
+            + ". The cell counts below are yosys'; nextpnr's packed counts include the copies.",
+            ""]
+
+
 def render(res, command: str, info: dict[str, str]) -> str:
     from simtgpu.rtl.configs import get_rtl_config
     from simtgpu.rtlsim.synth import ECP5_85F, fits_ecp5, lut_equivalents
@@ -364,6 +392,7 @@ def render(res, command: str, info: dict[str, str]) -> str:
             + ", no I/O pins)"
             + (f" with a {res.target_mhz:g} MHz clock constraint" if res.target_mhz else "")
             + f". Tool time: {times}.", "",
+            *(_fanout_note(res) if res.max_fanout else []),
             *([f"Register shells (the quick timing loop) in place of: "
                f"{', '.join(f'`{s}`' for s in res.shells)}; the area figures below are "
                "those of the shells, not of the units.", ""] if res.shells else []),

@@ -45,10 +45,13 @@ from typing import TYPE_CHECKING
 from simtgpu.errors import SimtgpuError
 from simtgpu.rtl.replica import REPLICA_ATTR
 
+from .fanout import FanoutSplit, split_fanout
+
 if TYPE_CHECKING:
     from simtgpu.rtl.configs import RtlConfig
 
-__all__ = ["DATAPATH_SHELLS", "ECP5_85F", "MAPPERS", "PLACER_TIMING_WEIGHT", "SPEED_GRADE",
+__all__ = ["DATAPATH_SHELLS", "ECP5_85F", "MAPPERS", "MAX_FANOUT", "PLACER_TIMING_WEIGHT",
+           "SPEED_GRADE",
            "SPEED_GRADES", "SlackBin", "SynthError", "SynthResult", "slack_histogram",
            "load_result", "lut_equivalents", "module_copies", "nextpnr_options",
            "register_shells", "run_yosys", "run_yosys_together", "synthesize",
@@ -68,6 +71,17 @@ INSTALL_HINT = "install the synthesis tools: .venv/bin/pip install -e '.[synth]'
 # it is shown.
 SPEED_GRADES = (6, 7, 8)
 SPEED_GRADE = 6
+
+# The most loads one LUT or flip-flop drives in the placed netlist (rtlsim/fanout.py). The
+# core's stall reaches 1,778 flip-flop enables in the register-shell GPU (5,593 in the whole
+# ``tiny``) from one LUT, whose net took 8 to 10 ns on its own; split into nets of 128 loads
+# or fewer, the register-shell GPU routed at 66.4 to 70.7 MHz on four seeds where the same
+# netlist unsplit routed at 57.3 to 65.0 (docs/performance.md, "Timing loop"), for 96 more
+# cells (the whole ``tiny``: 212, and it still packs). Groups of 32 loads cost three times
+# the cells and were no faster on the seed tried.
+MAX_FANOUT = 128
+FANOUT_NETLIST = "netlist_fanout.json"
+"""The placed netlist after the fan-out split (yosys' own stays ``netlist.json``)."""
 
 # which pipeline stage each unit of rtl/core.py works in (docs/microarchitecture.md)
 UNIT_STAGES = {
@@ -143,6 +157,8 @@ class SynthResult:
     slack: list[SlackBin] = field(default_factory=list)  # nextpnr's last slack histogram
     mapper: str = "abc"  # what mapped the flattened netlist's LUTs (MAPPERS)
     slowest: list[UnitArrival] = field(default_factory=list)  # slowest_units, after routing
+    max_fanout: int | None = None  # loads per driver before nextpnr (None: not split)
+    fanout: list[FanoutSplit] = field(default_factory=list)  # the nets split (rtlsim/fanout.py)
 
     @property
     def logic_ns(self) -> float:
@@ -312,15 +328,15 @@ def unit_stage(net: str, top: str = "gpu", units: Iterable[str] = ()) -> tuple[s
     ``flatten`` names a net or cell of a sub-module after the instance path, ``<inst>.<inst>.
     <name>`` (``$flatten\\<inst>.\\<inst>.$abc$...`` for a private one); Amaranth names its
     sub-modules after their instances. The longest of ``units`` (instance paths, e.g. from
-    :func:`hierarchy_totals`) that prefixes the name is the unit; without ``units`` every
+    :func:`hierarchy_totals`) that prefixes the name is the unit; where none does (no
+    ``units``, or an instance of a module the units name by module, ``Core_u0``), every
     dotted prefix counts. A unit with a lane number (``alu3``) has the stage of its kind."""
     name = net.split(" ")[0].replace("$flatten", "").replace("\\", "")
     if name.startswith(top + "."):
         name = name[len(top) + 1:]
     known = sorted(units, key=len, reverse=True)
-    if known:
-        unit = next((u for u in known if name.startswith(u + ".")), "")
-    else:
+    unit = next((u for u in known if name.startswith(u + ".")), "")
+    if not unit:  # (an instance of a module written once, named ``Core_u0`` among the units)
         parts = name.split(".")
         unit = ".".join(p for p in parts[:-1] if re.fullmatch(r"[A-Za-z_]\w*", p))
     rest = name[len(unit) + 1:] if unit else name
@@ -525,7 +541,8 @@ def synthesize(config: str, workdir: Path, freq_mhz: float = 100.0, flow: str = 
                top: str = "gpu", shells: Iterable[str] = (), l1: bool | None = None,
                l2: bool | None = None, route: bool = True, place: bool = True,
                timing_weight: int | None = None, speed: int = SPEED_GRADE,
-               mapper: str = "abc", pack_only: bool = False) -> SynthResult:
+               mapper: str = "abc", pack_only: bool = False,
+               max_fanout: int | None = MAX_FANOUT) -> SynthResult:
     """Run the flow on the GPU (``top="core"``: on core 0 alone) of configuration ``config``
     in ``workdir``, with the caches as :func:`fpga_rtl_config` says; the modules matching
     ``shells`` become register shells (:func:`register_shells`).
@@ -541,7 +558,9 @@ def synthesize(config: str, workdir: Path, freq_mhz: float = 100.0, flow: str = 
     :mod:`simtgpu.rtlsim.path_estimate`). ``timing_weight``: the placer's weight of timing
     (default :data:`PLACER_TIMING_WEIGHT`); ``speed``: the device's speed grade (one of
     :data:`SPEED_GRADES`, default :data:`SPEED_GRADE`); ``mapper``: what maps the placed
-    netlist's LUTs (one of :data:`MAPPERS`)."""
+    netlist's LUTs (one of :data:`MAPPERS`); ``max_fanout``: the most loads a LUT or
+    flip-flop drives in the placed netlist, copies taking the rest (:mod:`.fanout`; ``None``:
+    as yosys maps it)."""
     from .verilog_export import generate_verilog
 
     cfg = fpga_rtl_config(config, l1, l2)
@@ -561,7 +580,8 @@ def synthesize(config: str, workdir: Path, freq_mhz: float = 100.0, flow: str = 
     res = synthesize_verilog(config, text, top, workdir, freq_mhz, flow, seed, progress,
                              verilog_s=time.monotonic() - t, route=route, place=place,
                              flatten=flow == "ecp5", timing_weight=timing_weight,
-                             speed=speed, mapper=mapper, pack_only=pack_only)
+                             speed=speed, mapper=mapper, pack_only=pack_only,
+                             max_fanout=max_fanout)
     res.top = top
     res.shells = replaced if shells else []
     return res
@@ -586,7 +606,8 @@ def synthesize_verilog(name: str, text: str, top: str, workdir: Path, freq_mhz: 
                        route: bool = True, flatten: bool | None = None,
                        timing_weight: int | None = None,
                        speed: int = SPEED_GRADE, mapper: str = "abc",
-                       pack_only: bool = False) -> SynthResult:
+                       pack_only: bool = False,
+                       max_fanout: int | None = MAX_FANOUT) -> SynthResult:
     """Run the flow on Verilog ``text`` whose top module is ``top`` (any component: the
     tests synthesise a single unit this way); ``place=False`` stops after yosys,
     ``pack_only`` after nextpnr's packing, ``route=False`` after placement. ``flatten``
@@ -602,6 +623,8 @@ def synthesize_verilog(name: str, text: str, top: str, workdir: Path, freq_mhz: 
         raise ValueError(f"speed must be one of {SPEED_GRADES}, not {speed!r}")
     if mapper not in MAPPERS:
         raise ValueError(f"mapper must be one of {MAPPERS}, not {mapper!r}")
+    if max_fanout is not None and max_fanout < 2:
+        raise ValueError(f"max_fanout must be 2 or more (None: no split), not {max_fanout}")
     _check_mapper(mapper, flow)
     _tools(flow)
     workdir.mkdir(parents=True, exist_ok=True)
@@ -619,7 +642,7 @@ def synthesize_verilog(name: str, text: str, top: str, workdir: Path, freq_mhz: 
     vfile = workdir / f"{top}.v"
     vfile.write_text(text)
     for stale in ("netlist.json", "stat_flat.json", "report.json", "nextpnr.log", "pnr.json",
-                  "mapper.json"):
+                  "mapper.json", FANOUT_NETLIST):
         (workdir / stale).unlink(missing_ok=True)  # an earlier run's must not be read back
     result = _synth_stage(name, top, workdir, vfile, flow, progress, stage,
                           flat=flow == "ecp5" and (place if flatten is None else flatten),
@@ -629,7 +652,7 @@ def synthesize_verilog(name: str, text: str, top: str, workdir: Path, freq_mhz: 
     (workdir / "times.json").write_text(json.dumps(times))
     if result.flow == "ecp5" and place:
         _pnr_stage(result, name, top, workdir, freq_mhz, seed, progress, stage, route,
-                   timing_weight, speed, pack_only)
+                   timing_weight, speed, pack_only, max_fanout)
         (workdir / "times.json").write_text(json.dumps(times))
     return result
 
@@ -667,6 +690,8 @@ def load_result(name: str, top: str, workdir: Path, flow: str = "ecp5") -> Synth
             res.speed_grade = recorded.get("speed", SPEED_GRADE)
             if recorded.get("pack_only"):
                 res.placed = res.routed = False
+            res.max_fanout = recorded.get("max_fanout")  # (absent: before the split)
+            res.fanout = [FanoutSplit(*f) for f in recorded.get("fanout", [])]
     return res
 
 
@@ -720,9 +745,9 @@ PLACER_TIMING_WEIGHT = 30
 
 def nextpnr_options(freq_mhz: float, seed: int, timing_weight: int = PLACER_TIMING_WEIGHT,
                     route: bool = True, speed: int = SPEED_GRADE,
-                    pack_only: bool = False) -> list[str]:
-    """nextpnr-ecp5's options of the flow, for ``netlist.json`` in the work directory."""
-    return ["--85k", "--speed", str(speed), "--out-of-context", "--json", "netlist.json",
+                    pack_only: bool = False, netlist: str = "netlist.json") -> list[str]:
+    """nextpnr-ecp5's options of the flow, for ``netlist`` in the work directory."""
+    return ["--85k", "--speed", str(speed), "--out-of-context", "--json", netlist,
             "--freq", f"{freq_mhz:g}",
             "--timing-allow-fail", "--seed", str(seed),
             "--placer-heap-timingweight", str(timing_weight),
@@ -732,14 +757,43 @@ def nextpnr_options(freq_mhz: float, seed: int, timing_weight: int = PLACER_TIMI
 
 def _pnr_stage(result, name, top, workdir, freq_mhz, seed, progress, stage,
                route: bool = True, timing_weight: int = PLACER_TIMING_WEIGHT,
-               speed: int = SPEED_GRADE, pack_only: bool = False) -> None:
+               speed: int = SPEED_GRADE, pack_only: bool = False,
+               max_fanout: int | None = MAX_FANOUT) -> None:
     if not fits_ecp5(result.cells):
         progress(f"synth {name}: larger than the ECP5-85F; no place and route")
         return
-    options = nextpnr_options(freq_mhz, seed, timing_weight, route, speed, pack_only)
+    netlist = "netlist.json"
+    if max_fanout is not None:
+        design = json.loads((workdir / netlist).read_text())
+        result.fanout = split_fanout(design, max_fanout)
+        netlist = FANOUT_NETLIST
+        (workdir / netlist).write_text(json.dumps(design))
+        progress(f"synth {name}: fan-out split at {max_fanout} loads: "
+                 f"{sum(f.copies for f in result.fanout)} copies of "
+                 f"{len(result.fanout)} drivers")
+    result.max_fanout = max_fanout
+    options = nextpnr_options(freq_mhz, seed, timing_weight, route, speed, pack_only, netlist)
     progress(f"synth {name}: nextpnr-ecp5 {' '.join(options)}")
     t = time.monotonic()
     log = workdir / "nextpnr.log"
+    _nextpnr(options, log, name)
+    stage("nextpnr", t)
+    result.target_mhz = freq_mhz
+    result.timing_weight, result.speed_grade = timing_weight, speed
+    (workdir / "pnr.json").write_text(json.dumps({
+        "timing_weight": timing_weight, "speed": speed, "pack_only": pack_only,
+        "max_fanout": max_fanout,
+        "fanout": [[f.net, f.cell_type, f.loads, f.copies] for f in result.fanout]}))
+    if pack_only:  # no placement: the report has no timing, the log the packed cells
+        result.placed = result.routed = False
+        _read_pnr_log(result, log)
+        return
+    _read_report(result, json.loads((workdir / "report.json").read_text()), top)
+    _read_pnr_log(result, log)
+
+
+def _nextpnr(options: list[str], log: Path, name: str) -> None:
+    """nextpnr-ecp5 with ``options``; a design that does not fit is named as such."""
     try:
         _run([*_tool("nextpnr-ecp5"), *options], log, "nextpnr-ecp5")
     except SynthError:
@@ -750,17 +804,6 @@ def _pnr_stage(result, name, top, workdir, freq_mhz, seed, progress, stage,
                          for k, (u, c) in _packed(text).items() if u > c)
         raise SynthError(f"{name} does not fit the ECP5-85F: nextpnr found no legal "
                          f"placement ({used or 'at its utilisation limit'}); see {log}") from None
-    stage("nextpnr", t)
-    result.target_mhz = freq_mhz
-    result.timing_weight, result.speed_grade = timing_weight, speed
-    (workdir / "pnr.json").write_text(json.dumps({"timing_weight": timing_weight,
-                                                  "speed": speed, "pack_only": pack_only}))
-    if pack_only:  # no placement: the report has no timing, the log the packed cells
-        result.placed = result.routed = False
-        _read_pnr_log(result, log)
-        return
-    _read_report(result, json.loads((workdir / "report.json").read_text()), top)
-    _read_pnr_log(result, log)
 
 
 _PACKED = re.compile(r"Info:\s+(\w+):\s+(\d+)/\s*(\d+)\s+\d+%")

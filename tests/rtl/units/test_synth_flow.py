@@ -344,7 +344,7 @@ def test_a_design_that_does_not_place_is_named(tmp_path, monkeypatch) -> None:
     with pytest.raises(synth.SynthError, match=r"tiny does not fit the ECP5-85F: nextpnr found "
                        r"no legal placement \(TRELLIS_COMB 86,172 of 83,640 \(103.0 %\)\)"):
         synth._pnr_stage(res, "tiny", "gpu", tmp_path, 100.0, 1, lambda s: None,
-                         lambda *a: None)
+                         lambda *a: None, max_fanout=None)
 
 
 def test_register_file_read_ports_are_ram_copies(tmp_path) -> None:
@@ -462,6 +462,15 @@ def test_net_names_map_to_unit_and_stage(net, unit, stage) -> None:
     assert synth.unit_stage(net, "gpu", units) == (unit, stage)
     assert synth.unit_stage("$flatten\\" + net.replace(".", ".\\", 1), "gpu",
                             units) == (unit, stage)
+
+
+def test_a_core_named_by_its_module_among_the_units_is_found_by_its_instance() -> None:
+    """The area's units name a module written once by module (``Core_u0``), not by instance
+    (``core0``): a routed GPU's path through core 0 was reported as the GPU's top level."""
+    units = ["l2", "l2.buffer", "Core_u0", "CoreMemPath_u12"]
+    assert synth.unit_stage("core0.ex1__a__3[10]", "gpu", units) == ("core0", "ex1")
+    assert synth.unit_stage("core0.alu3.diff[25]", "gpu", units) == ("core0.alu3", "ex1")
+    assert synth.unit_stage("l2.buffer.rd2", "gpu", units) == ("l2.buffer", "l2")
 
 
 def test_datapath_shells_cover_the_shared_units() -> None:
