@@ -14,8 +14,8 @@ cell on the same nets.
 Loads are grouped by their cell names in order, so that the bits of one register (whose
 names differ only in the index) share a copy: a grouping by name rather than by place,
 which nextpnr does not know before it places. Loads that must stay with the driver (a wide
-LUT's multiplexer, which the packer puts in the driver's slice) and the design's own output
-ports stay on the original.
+LUT's multiplexer, which the packer puts in the driver's slice; a carry cell) and the
+design's own output ports stay on the original.
 """
 
 from __future__ import annotations
@@ -28,7 +28,9 @@ __all__ = ["COPYABLE", "FanoutSplit", "split_fanout"]
 COPYABLE = {"LUT4": "Z", "TRELLIS_FF": "Q"}
 """The cell types the step copies and their output port."""
 
-_STAY = {"PFUMX", "L6MUX21", "CCU2C"}  # packed with their driver: they keep the original
+# loads that keep the original: a wide LUT's multiplexers (packed in their LUTs' slice) and,
+# to leave the carry chains' placement (one piece each) as it was, the carry cells
+_STAY = {"PFUMX", "L6MUX21", "CCU2C"}
 _NUMBER = re.compile(r"(\d+)")
 
 

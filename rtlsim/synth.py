@@ -51,9 +51,8 @@ if TYPE_CHECKING:
     from simtgpu.rtl.configs import RtlConfig
 
 __all__ = ["DATAPATH_SHELLS", "ECP5_85F", "MAPPERS", "MAX_FANOUT", "PLACER_TIMING_WEIGHT",
-           "SPEED_GRADE",
-           "SPEED_GRADES", "SlackBin", "SynthError", "SynthResult", "slack_histogram",
-           "load_result", "lut_equivalents", "module_copies", "nextpnr_options",
+           "SPEED_GRADE", "SPEED_GRADES", "SlackBin", "SynthError", "SynthResult",
+           "slack_histogram", "load_result", "lut_equivalents", "module_copies", "nextpnr_options",
            "register_shells", "run_yosys", "run_yosys_together", "synthesize",
            "synthesize_verilog", "unit_stage"]
 
